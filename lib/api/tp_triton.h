@@ -1,0 +1,86 @@
+/* The Triton (KServe v2 gRPC) adapter: request bytes out, response events
+ * in.  No sockets here; the transport hands over whole gRPC messages. */
+#ifndef TP_TRITON_H
+#define TP_TRITON_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "util/tp_common.h"
+
+#define TP_TRITON_SERVICE "/inference.GRPCInferenceService/"
+
+typedef struct tp_triton_opts {
+  const char *model;
+  const char *version;
+  tp_backend backend;
+  bool streaming;
+  /* Shapes: TensorRT-LLM models batch (max_batch_size > 0), so inputs carry a
+   * leading batch dimension [1, 1]; vLLM models do not ([1]).  Filled from
+   * ModelMetadata when the shapes there say otherwise. */
+  bool batch_dim;
+  bool has_stream_input;   /* the model declares a "stream" input */
+  bool has_min_tokens;     /* TRT-LLM: "min_tokens" (else "min_length") */
+  bool has_min_length;
+  bool has_exclude_input;  /* "exclude_input_in_output" */
+} tp_triton_opts;
+
+/* Builds one framed ModelInferRequest (5-byte gRPC prefix included) into
+ * out.  max_tokens 0 = leave to the server; min_tokens > 0 asks the server
+ * not to stop before that many (TRT-LLM min_length/min_tokens, vLLM
+ * min_tokens + ignore_eos).  Returns 0 or TP_ENOMEM. */
+int tp_triton_build_infer(tp_buf *out, const tp_triton_opts *o, const char *id,
+                          const char *prompt, size_t prompt_len,
+                          uint32_t max_tokens, uint32_t min_tokens);
+
+/* One decoded response. Pointers borrow from the tp_triton_resp holding
+ * them; valid until tp_triton_resp_free. */
+typedef struct tp_triton_event {
+  const char *id;
+  const uint8_t *text; /* text_output element 0, or NULL */
+  size_t text_len;
+  bool final;          /* triton_final_response true, or a unary answer */
+  bool has_final_param;
+  const char *error;   /* in-band error_message, or NULL */
+  int64_t num_output_tokens; /* server-reported delta, -1 = absent */
+} tp_triton_event;
+
+typedef struct tp_triton_resp {
+  void *msg; /* the unpacked protobuf message */
+  bool stream;
+} tp_triton_resp;
+
+/* Decodes a ModelStreamInferResponse (stream = true) or a
+ * ModelInferResponse.  Returns 0, or TP_EPROTO when the bytes are not a
+ * valid message (the event then says nothing). */
+int tp_triton_parse_response(tp_triton_resp *r, tp_triton_event *ev,
+                             const uint8_t *data, size_t len, bool stream);
+void tp_triton_resp_free(tp_triton_resp *r);
+
+/* Health and metadata messages for the checks before a run. */
+int tp_triton_build_model_request(tp_buf *out, const char *name, const char *version);
+int tp_triton_parse_bool_response(const uint8_t *data, size_t len, bool *value);
+
+typedef struct tp_triton_tensor_meta {
+  char name[64];
+  char datatype[16];
+  int n_dims;
+  int64_t dims[8];
+} tp_triton_tensor_meta;
+
+typedef struct tp_triton_model_meta {
+  char platform[64];
+  size_t n_inputs, n_outputs;
+  tp_triton_tensor_meta inputs[64];
+  tp_triton_tensor_meta outputs[64];
+} tp_triton_model_meta;
+
+int tp_triton_parse_model_metadata(const uint8_t *data, size_t len, tp_triton_model_meta *m);
+/* Checks that the model offers what the backend needs and fills o's
+ * capability fields.  Returns 0 or TP_EUNSUPPORTED with a message naming the
+ * missing input and what the model has. */
+int tp_triton_check_metadata(const tp_triton_model_meta *m, tp_triton_opts *o,
+                             char *err, size_t errlen);
+
+#endif

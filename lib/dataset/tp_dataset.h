@@ -1,0 +1,37 @@
+/* Prompts: from a JSONL file, or synthetic. */
+#ifndef TP_DATASET_H
+#define TP_DATASET_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct tp_prompt {
+  char *text;           /* owned, NUL-terminated */
+  size_t text_len;
+  char *reference;      /* the line's "output"/"reference", or NULL */
+  int64_t max_tokens;   /* the line's "max_tokens", or -1 */
+  int64_t input_tokens; /* counted once by the run, -1 until then */
+} tp_prompt;
+
+typedef struct tp_dataset {
+  tp_prompt *items;
+  size_t n;
+  char *source; /* file path, or "synthetic" */
+} tp_dataset;
+
+/* Reads JSON Lines: one object per line with the prompt under "text_input",
+ * "input", "prompt" or "text" (first found wins, must be a string), an
+ * optional "output" or "reference" string, and an optional positive
+ * integer "max_tokens".  Blank lines are skipped.  On a bad line returns
+ * TP_EINVAL with a message "FILE:LINE:COLUMN: what is wrong (what is
+ * expected)"; a missing file gives TP_ENOTFOUND, a read error TP_EIO, an
+ * empty file TP_EINVAL.  The dataset must be freed even on failure. */
+int tp_dataset_load_jsonl(tp_dataset *ds, const char *path, char *err, size_t errlen);
+
+/* Makes n synthetic prompts of about `words` words each from a fixed word
+ * list, reproducible from seed. */
+int tp_dataset_synthetic(tp_dataset *ds, size_t n, size_t words, uint64_t seed);
+
+void tp_dataset_free(tp_dataset *ds);
+
+#endif

@@ -1,0 +1,275 @@
+/* tokperf: a load generator for LLM inference servers.
+ *
+ * The public interface.  A program fills a tp_config (start from
+ * tp_config_default), creates a run with tp_run_new, which validates every
+ * field and names the one that is wrong, executes it with tp_run_exec, and
+ * reads or prints the results.  The mock server is a separate handle that
+ * can run on a thread of its own inside the same process.
+ *
+ * Every function returns 0 or a negative TP_E* code unless it says
+ * otherwise; tp_strerror gives a short phrase for a code. */
+#ifndef TOKPERF_H
+#define TOKPERF_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#define TP_API __attribute__((visibility("default")))
+#else
+#define TP_API
+#endif
+
+/* Error codes: name, phrase. */
+#define TP_ERRORS(X)                                   \
+  X(TP_ENOMEM, "out of memory")                        \
+  X(TP_EINVAL, "invalid argument")                     \
+  X(TP_EAGAIN, "more input needed")                    \
+  X(TP_EPROTO, "protocol error")                       \
+  X(TP_EIO, "input/output error")                      \
+  X(TP_ECONNECT, "cannot connect")                     \
+  X(TP_ETIMEDOUT, "timed out")                         \
+  X(TP_ENOTFOUND, "not found")                         \
+  X(TP_ETOOBIG, "too large")                           \
+  X(TP_ECANCELED, "cancelled")                         \
+  X(TP_EUNSUPPORTED, "not supported")                  \
+  X(TP_ESERVER, "server error")                        \
+  X(TP_EINTERRUPTED, "interrupted")
+
+#define TP_ERR_ENUM(name, str) name##_,
+enum { TP_ERR_BASE_ = 0, TP_ERRORS(TP_ERR_ENUM) TP_ERR_END_ };
+#undef TP_ERR_ENUM
+/* The codes are the negated positions in the table: TP_ENOMEM == -1 ... */
+#define TP_ENOMEM (-TP_ENOMEM_)
+#define TP_EINVAL (-TP_EINVAL_)
+#define TP_EAGAIN (-TP_EAGAIN_)
+#define TP_EPROTO (-TP_EPROTO_)
+#define TP_EIO (-TP_EIO_)
+#define TP_ECONNECT (-TP_ECONNECT_)
+#define TP_ETIMEDOUT (-TP_ETIMEDOUT_)
+#define TP_ENOTFOUND (-TP_ENOTFOUND_)
+#define TP_ETOOBIG (-TP_ETOOBIG_)
+#define TP_ECANCELED (-TP_ECANCELED_)
+#define TP_EUNSUPPORTED (-TP_EUNSUPPORTED_)
+#define TP_ESERVER (-TP_ESERVER_)
+#define TP_EINTERRUPTED (-TP_EINTERRUPTED_)
+
+/* A short phrase for a TP_E* code; never NULL. */
+TP_API const char *tp_strerror(int code);
+
+/* "0.1.0" */
+TP_API const char *tp_version(void);
+/* One line naming tokperf's version and the linked library versions. */
+TP_API const char *tp_version_long(void);
+
+/* ------------------------------------------------------------------------ */
+/* Configuration                                                            */
+
+typedef enum tp_backend {
+  TP_BACKEND_TENSORRTLLM = 0, /* TensorRT-LLM ensemble / BLS tensors */
+  TP_BACKEND_VLLM = 1         /* vLLM backend tensors */
+} tp_backend;
+
+typedef enum tp_service_kind {
+  TP_SERVICE_TRITON = 0 /* KServe v2 over gRPC */
+} tp_service_kind;
+
+/* Classes a failed request is counted under (the report shows a count per
+ * class).  X-macro: enum value, short name used in exports. */
+#define TP_ERROR_CLASSES(X)          \
+  X(TP_ERRCLASS_NONE, "none")        \
+  X(TP_ERRCLASS_CONNECT, "connect")  \
+  X(TP_ERRCLASS_GRPC_STATUS, "grpc_status") \
+  X(TP_ERRCLASS_STREAM_RESET, "stream_reset") \
+  X(TP_ERRCLASS_TIMEOUT, "timeout")  \
+  X(TP_ERRCLASS_PROTOCOL, "protocol") \
+  X(TP_ERRCLASS_SERVER, "server_error") \
+  X(TP_ERRCLASS_CANCELLED, "cancelled")
+
+#define TP_ERRCLASS_ENUM(name, str) name,
+typedef enum tp_error_class { TP_ERROR_CLASSES(TP_ERRCLASS_ENUM) TP_ERRCLASS_COUNT } tp_error_class;
+#undef TP_ERRCLASS_ENUM
+TP_API const char *tp_error_class_name(tp_error_class c);
+
+typedef struct tp_config {
+  /* Server: "host:port" (default "localhost:8001"). */
+  const char *url;
+  const char *model;         /* default "ensemble" */
+  const char *model_version; /* default "" (server policy) */
+  tp_service_kind service_kind;
+  tp_backend backend;
+  bool streaming; /* ModelStreamInfer (true, default) or unary ModelInfer */
+
+  /* Concurrency levels to sweep, in order.  The array is borrowed. */
+  const uint32_t *concurrency;
+  size_t n_concurrency;
+
+  /* Per level: measured requests (0 = 4 per slot, at least 16), or a time
+   * window in ms (measurement_interval_ms > 0 wins over request_count). */
+  uint64_t request_count;
+  uint64_t measurement_interval_ms;
+  uint64_t warmup_request_count; /* per level, left out of the statistics */
+
+  const char *input_file; /* JSONL prompts; NULL = synthetic prompts */
+  const char *tokenizer;  /* tokenizer.model or a directory holding one */
+  uint64_t random_seed;
+
+  /* Output length asked of the server: max_tokens (0 = per-prompt value or
+   * 128).  With output_tokens_deterministic the server is also asked not to
+   * stop early (min_tokens / min_length / ignore_eos). */
+  uint32_t output_tokens_mean;
+  bool output_tokens_deterministic;
+  uint32_t synthetic_input_words; /* synthetic prompt length in words */
+  uint32_t num_prompts;           /* synthetic prompt count */
+
+  uint32_t connections;       /* HTTP/2 connections (0 = automatic) */
+  uint64_t request_timeout_ms; /* 0 = none; sent as grpc-timeout */
+  bool skip_preflight;         /* skip ServerLive/ModelReady/ModelMetadata */
+
+  const char *json_path;    /* --json: every figure with units, config */
+  const char *records_path; /* --records: one JSON line per request */
+
+  /* Run the built-in mock server in-process and point the run at it. */
+  bool mock;
+
+  FILE *progress; /* progress lines (stderr by default, NULL = quiet) */
+} tp_config;
+
+TP_API void tp_config_default(tp_config *cfg);
+
+/* ------------------------------------------------------------------------ */
+/* Statistics                                                               */
+
+typedef struct tp_stat {
+  size_t n; /* values the figures are computed over; 0 = unavailable */
+  double avg, min, max, std, p25, p50, p75, p90, p95, p99;
+} tp_stat;
+
+/* Every figure of one level.  Times are in milliseconds, token throughputs
+ * in tokens per second, request throughput in requests per second.  The
+ * definitions are written down in docs/metrics.md. */
+typedef struct tp_level_result {
+  uint32_t concurrency;
+  uint64_t requests;  /* measured requests (warm-up excluded) */
+  uint64_t succeeded;
+  uint64_t failed;
+  uint64_t errors_by_class[TP_ERRCLASS_COUNT];
+  double duration_s; /* first measured send to last measured completion */
+  bool tokens_available; /* a tokenizer counted tokens */
+
+  tp_stat ttft_ms;
+  tp_stat itl_ms;
+  tp_stat latency_ms;
+  tp_stat output_tokens;
+  tp_stat input_tokens;
+  tp_stat output_tps_per_user;
+  tp_stat responses; /* responses per request */
+
+  double output_token_throughput; /* tokens/s */
+  double input_token_throughput;  /* tokens/s */
+  double request_throughput;      /* requests/s */
+  uint32_t max_in_flight;         /* highest in-flight count seen */
+  char first_error[256];          /* one sample error message, or "" */
+} tp_level_result;
+
+/* ------------------------------------------------------------------------ */
+/* A run: a sweep of levels.                                                */
+
+typedef struct tp_run tp_run;
+
+/* Validates cfg (which is copied; borrowed strings must outlive the run) and
+ * prepares the run: loads prompts and the tokenizer.  On failure returns a
+ * negative code and writes a message for the user into err (naming the
+ * option, file and line, or peer, and what to do).  TP_EINVAL: bad option
+ * or input file; TP_ENOTFOUND: a file is missing; TP_EIO: read error. */
+TP_API int tp_run_new(tp_run **out, const tp_config *cfg, char *err, size_t errlen);
+
+/* Executes every level.  Returns 0 when the sweep completed (failed
+ * requests are data, not an error), TP_ECONNECT when the server cannot be
+ * reached, TP_ENOTFOUND / TP_EUNSUPPORTED when the model is missing, not
+ * ready or lacks an input, TP_EINTERRUPTED when tp_run_interrupt stopped
+ * it; the message is in err. Results measured so far stay readable. */
+TP_API int tp_run_exec(tp_run *run, char *err, size_t errlen);
+
+/* Asks a running sweep to stop after in-flight requests finish.  Safe to
+ * call from a signal handler context through uv_async (it only sets a flag
+ * and wakes the loop). */
+TP_API void tp_run_interrupt(tp_run *run);
+
+TP_API size_t tp_run_level_count(const tp_run *run);
+/* Borrowed; valid until tp_run_free. */
+TP_API const tp_level_result *tp_run_level(const tp_run *run, size_t i);
+
+/* The mock server's counters when the run used the in-process mock. */
+typedef struct tp_mock_stats {
+  uint64_t requests;            /* inference requests received */
+  uint64_t responses;           /* streamed responses sent */
+  uint32_t max_active_streams;  /* most inference streams open at once */
+  uint32_t max_active_sequences; /* most sequences decoding at once */
+} tp_mock_stats;
+TP_API int tp_run_mock_stats(const tp_run *run, tp_mock_stats *out);
+
+/* Writes the human report (a table per level, then the sweep summary). */
+TP_API void tp_run_report_text(const tp_run *run, FILE *out);
+/* Writes the JSON document (schema, generator, configuration, figures with
+ * units). Returns TP_EIO with a message in err when the file cannot be
+ * written. */
+TP_API int tp_run_write_json(const tp_run *run, const char *path, char *err, size_t errlen);
+
+TP_API void tp_run_free(tp_run *run);
+
+/* ------------------------------------------------------------------------ */
+/* The mock server                                                          */
+
+typedef struct tp_mock_config {
+  const char *host; /* default "127.0.0.1" */
+  int grpc_port;    /* default 8001; 0 = any free port */
+
+  /* Timing model.  Time to first token = ttft_ms + prefill_us_per_token x
+   * prompt tokens + prefill_queue_ms x prefills already running.  Each later
+   * token takes itl_ms + itl_us_per_seq x (sequences decoding).  At most
+   * max_batch sequences run at once; more wait in a queue. */
+  double ttft_ms;               /* default 20 */
+  double prefill_us_per_token;  /* default 20 */
+  double prefill_queue_ms;      /* default 2 */
+  double itl_ms;                /* default 8 */
+  double itl_us_per_seq;        /* default 20 */
+  uint32_t max_batch;           /* default 256 */
+
+  /* Output length: output_tokens > 0 fixes it; otherwise the request's
+   * max_tokens (default 128) ends it, or earlier an end-of-sequence drawn
+   * with probability eos_prob per token (0 = never). */
+  uint32_t output_tokens;
+  double eos_prob;
+  uint64_t seed;
+
+  /* JSON lines: one per request received and per response sent, with
+   * monotonic nanosecond times (tp clock), for tests to hold the client's
+   * measurements against. NULL = no log. */
+  const char *log_path;
+  bool quiet;
+} tp_mock_config;
+
+typedef struct tp_mock tp_mock;
+
+TP_API void tp_mock_config_default(tp_mock_config *cfg);
+/* Starts the mock on a thread of its own (its own libuv loop).  Returns
+ * once the socket listens; TP_ECONNECT with a message when it cannot bind. */
+TP_API int tp_mock_start(tp_mock **out, const tp_mock_config *cfg, char *err, size_t errlen);
+TP_API int tp_mock_port(const tp_mock *m);
+TP_API void tp_mock_get_stats(tp_mock *m, tp_mock_stats *out);
+/* Stops the thread, closes every connection, flushes the log, frees m. */
+TP_API void tp_mock_stop(tp_mock *m);
+/* Runs the mock in the calling thread until SIGINT or SIGTERM. */
+TP_API int tp_mock_run(const tp_mock_config *cfg, char *err, size_t errlen);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,24 @@
+/* Exact statistics over per-request records.
+ *
+ * Every figure is computed from the full list of values (no histogram, no
+ * sampling).  The definitions are in docs/metrics.md; this file is their one
+ * implementation, and every export reads the results from here. */
+#ifndef TP_STATS_H
+#define TP_STATS_H
+
+#include <stddef.h>
+
+#include "record/tp_record.h"
+
+/* Fills st from values[0..n) (the array is sorted in place).  Percentiles
+ * use linear interpolation between closest ranks (rank = p/100 x (n-1)),
+ * the definition numpy uses by default.  std is the population standard
+ * deviation.  n == 0 gives st->n == 0 and zeroes. */
+void tp_stat_compute(tp_stat *st, double *values, size_t n);
+
+/* Computes every figure of a level from its records.  Warm-up records and
+ * failed records are left out of the latency and token statistics; failed
+ * ones are counted per class.  Returns 0 or TP_ENOMEM. */
+int tp_level_compute(tp_level_result *out, const tp_record *recs, size_t n);
+
+#endif

@@ -1,0 +1,58 @@
+/* The per-request record: everything measured about one request.
+ *
+ * Records are kept whole for every request so that statistics are exact
+ * (no histograms) and so that exports are views of the same data. */
+#ifndef TP_RECORD_H
+#define TP_RECORD_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdbool.h>
+
+#include "util/tp_common.h"
+
+typedef struct tp_record {
+  uint64_t seq;          /* request number within the level, from 0 */
+  uint32_t prompt_index; /* index into the dataset */
+  bool warmup;           /* sent before measuring; left out of statistics */
+
+  /* Monotonic nanoseconds (tp_now_ns).  0 = did not happen. */
+  uint64_t planned_ns;    /* when the scheduler meant to send it */
+  uint64_t sent_ns;       /* when the request was handed to the transport */
+  uint64_t first_resp_ns; /* first response message of any kind */
+  uint64_t first_token_ns; /* first response carrying non-empty text */
+  uint64_t last_token_ns;  /* last response carrying non-empty text */
+  uint64_t done_ns;        /* final response, error, or stream end */
+
+  /* Arrival time of every response message, in order. */
+  uint64_t *resp_ns;
+  uint32_t n_resp;
+  uint32_t cap_resp;
+  /* Arrival times of the responses that carried non-empty text. */
+  uint32_t n_text_resp;
+
+  tp_buf text; /* the generated text (deltas appended, cumulative replaced) */
+
+  /* Token counts; -1 = not counted (no tokenizer). */
+  int64_t input_tokens;
+  int64_t output_tokens;
+  /* Output tokens the server reported itself, -1 = not reported. */
+  int64_t server_output_tokens;
+
+  tp_error_class err_class; /* TP_ERRCLASS_NONE = succeeded */
+  int grpc_status;          /* gRPC status of the call, -1 = none */
+  char *err_msg;            /* owned, NULL when none */
+} tp_record;
+
+void tp_record_init(tp_record *r);
+void tp_record_fini(tp_record *r);
+/* Appends an arrival time; returns 0 or TP_ENOMEM. */
+int tp_record_add_response(tp_record *r, uint64_t t_ns, bool has_text);
+/* Marks the request failed (keeps the first error only). */
+void tp_record_fail(tp_record *r, tp_error_class cls, int grpc_status,
+                    const char *msg, size_t msg_len);
+static inline bool tp_record_ok(const tp_record *r) {
+  return r->err_class == TP_ERRCLASS_NONE && r->done_ns != 0;
+}
+
+#endif

@@ -1,1 +1,130 @@
-int main(void){return 0;}
+/* tokperf: the command-line front end.  It fills a tp_config from the
+ * arguments, runs the sweep, and prints the report; results go to stdout,
+ * progress and errors to stderr. */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "options.h"
+#include "tokperf/tokperf.h"
+
+static tp_run *volatile g_run;
+static volatile sig_atomic_t g_signals;
+
+/* First Ctrl-C: stop sending, let in-flight requests finish, report.  Second:
+ * leave at once (whatever was written stays written). */
+static void on_signal(int sig) {
+  (void)sig;
+  if (++g_signals > 1) _exit(TP_EXIT_INTERRUPTED);
+  if (g_run) tp_run_interrupt(g_run);
+}
+
+static int exit_code_for(int rv) {
+  switch (rv) {
+    case TP_EINVAL:
+      return TP_EXIT_USAGE;
+    case TP_EINTERRUPTED:
+      return TP_EXIT_INTERRUPTED;
+    default:
+      return TP_EXIT_START;
+  }
+}
+
+static int cmd_profile(int argc, char **argv) {
+  tp_cli cli;
+  tp_cli_init(&cli);
+  int rv = tp_cli_parse_profile(&cli, argc, argv);
+  if (rv) {
+    tp_cli_fini(&cli);
+    return rv;
+  }
+  if (cli.help) {
+    tp_cli_help_profile(stdout);
+    tp_cli_fini(&cli);
+    return TP_EXIT_OK;
+  }
+  char err[1024] = "";
+  tp_run *run = NULL;
+  rv = tp_run_new(&run, &cli.cfg, err, sizeof(err));
+  if (rv) {
+    fprintf(stderr, "tokperf: %s\n", err[0] ? err : tp_strerror(rv));
+    tp_cli_fini(&cli);
+    /* Options and input files are checked here: all usage/input errors. */
+    return rv == TP_ENOMEM ? TP_EXIT_START : TP_EXIT_USAGE;
+  }
+  g_run = run;
+  struct sigaction sa;
+  memset(&sa, 0, sizeof(sa));
+  sa.sa_handler = on_signal;
+  sigaction(SIGINT, &sa, NULL);
+  sigaction(SIGTERM, &sa, NULL);
+
+  rv = tp_run_exec(run, err, sizeof(err));
+  int code = TP_EXIT_OK;
+  if (rv && rv != TP_EINTERRUPTED) {
+    fprintf(stderr, "tokperf: %s\n", err[0] ? err : tp_strerror(rv));
+    code = exit_code_for(rv);
+  } else if (rv == TP_EINTERRUPTED) {
+    fprintf(stderr, "tokperf: %s\n", err);
+    code = TP_EXIT_INTERRUPTED;
+  }
+  /* Whatever was measured is reported, also after an interruption. */
+  if (tp_run_level_count(run) > 0) {
+    tp_run_report_text(run, stdout);
+    fflush(stdout);
+    if (cli.cfg.json_path) {
+      char jerr[512];
+      if (tp_run_write_json(run, cli.cfg.json_path, jerr, sizeof(jerr))) {
+        fprintf(stderr, "tokperf: %s\n", jerr);
+        if (code == TP_EXIT_OK) code = TP_EXIT_START;
+      }
+    }
+  }
+  g_run = NULL;
+  tp_run_free(run);
+  tp_cli_fini(&cli);
+  return code;
+}
+
+static int cmd_mock(int argc, char **argv) {
+  tp_cli cli;
+  tp_cli_init(&cli);
+  int rv = tp_cli_parse_mock(&cli, argc, argv);
+  if (rv || cli.help) {
+    if (cli.help) tp_cli_help_mock(stdout);
+    tp_cli_fini(&cli);
+    return rv;
+  }
+  char err[512] = "";
+  rv = tp_mock_run(&cli.mock, err, sizeof(err));
+  tp_cli_fini(&cli);
+  if (rv) {
+    fprintf(stderr, "tokperf mock: %s\n", err[0] ? err : tp_strerror(rv));
+    return TP_EXIT_START;
+  }
+  return TP_EXIT_OK;
+}
+
+int main(int argc, char **argv) {
+  /* A peer that closes its socket must not kill the process. */
+  signal(SIGPIPE, SIG_IGN);
+  if (argc < 2) {
+    tp_cli_help_main(stderr);
+    return TP_EXIT_USAGE;
+  }
+  const char *sub = argv[1];
+  if (strcmp(sub, "--help") == 0 || strcmp(sub, "-h") == 0 || strcmp(sub, "help") == 0) {
+    tp_cli_help_main(stdout);
+    return TP_EXIT_OK;
+  }
+  if (strcmp(sub, "--version") == 0 || strcmp(sub, "version") == 0) {
+    printf("%s\n", tp_version_long());
+    return TP_EXIT_OK;
+  }
+  if (strcmp(sub, "profile") == 0) return cmd_profile(argc - 2, argv + 2);
+  if (strcmp(sub, "mock") == 0) return cmd_mock(argc - 2, argv + 2);
+  fprintf(stderr, "tokperf: unknown command '%s' (expected profile or mock)\ntry 'tokperf --help'\n", sub);
+  return TP_EXIT_USAGE;
+}

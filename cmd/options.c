@@ -1,1 +1,367 @@
+#include "options.h"
 
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tokperf/tokperf.h"
+
+/* The one table: every option of a subcommand with its aliases, argument
+ * name, help text and the default shown in --help (taken from the real
+ * defaults where it is a number, see default_text). */
+typedef enum opt_id {
+  O_MODEL, O_MODEL_VERSION, O_URL, O_PROTOCOL, O_SERVICE_KIND, O_BACKEND, O_STREAMING,
+  O_NO_STREAMING, O_CONCURRENCY, O_REQUEST_COUNT, O_WARMUP, O_INTERVAL, O_INPUT_FILE,
+  O_TOKENIZER, O_SEED, O_OUT_TOKENS, O_OUT_DET, O_SYN_WORDS, O_NUM_PROMPTS, O_CONNECTIONS,
+  O_TIMEOUT, O_SKIP_PREFLIGHT, O_JSON, O_RECORDS, O_MOCK, O_MOCK_LOG, O_QUIET, O_HELP,
+  /* mock settings (prefixed --mock- under profile) */
+  O_M_HOST, O_M_PORT, O_M_TTFT, O_M_PREFILL_TOK, O_M_PREFILL_Q, O_M_ITL, O_M_ITL_SEQ,
+  O_M_BATCH, O_M_OUT, O_M_EOS, O_M_SEED, O_M_LOG
+} opt_id;
+
+typedef struct optdef {
+  opt_id id;
+  const char *names; /* "-m|--model" */
+  const char *arg;   /* NULL for a flag */
+  const char *help;
+  const char *dflt;  /* default shown in help, or NULL */
+} optdef;
+
+static const optdef profile_opts[] = {
+  {O_MODEL, "-m|--model", "NAME", "model to benchmark", "ensemble"},
+  {O_MODEL_VERSION, "--model-version", "VERSION", "model version (empty: the server's policy)", ""},
+  {O_URL, "-u|--url", "HOST:PORT", "Triton gRPC endpoint (grpc:// prefix accepted)", "localhost:8001"},
+  {O_PROTOCOL, "-i|--protocol", "grpc", "protocol to the server; only grpc in this build", "grpc"},
+  {O_SERVICE_KIND, "--service-kind", "triton", "kind of server; only triton in this build", "triton"},
+  {O_BACKEND, "--backend", "tensorrtllm|vllm", "tensor layout of the model's inputs", "tensorrtllm"},
+  {O_STREAMING, "--streaming", NULL, "stream tokens with ModelStreamInfer (the default)", NULL},
+  {O_NO_STREAMING, "--no-streaming", NULL, "one unary ModelInfer answer per request", NULL},
+  {O_CONCURRENCY, "--concurrency|--concurrency-range", "LIST",
+   "requests in flight per level: 1,4,8 or a range 4:32:4 or 1:64:x2", "1"},
+  {O_REQUEST_COUNT, "--request-count|--num-prompts-per-level", "N",
+   "measured requests per level (default: 4 per slot, at least 16)", NULL},
+  {O_WARMUP, "--warmup-request-count", "N", "requests per level sent first and left out of the statistics", "0"},
+  {O_INTERVAL, "--measurement-interval", "DURATION",
+   "measure each level for this long instead of a request count (bare number: ms)", NULL},
+  {O_INPUT_FILE, "--input-file|--input-data", "FILE.jsonl",
+   "prompts, one JSON object per line: text_input|input|prompt|text, optional output, max_tokens", NULL},
+  {O_TOKENIZER, "--tokenizer|--tokenizer-path", "PATH",
+   "sentencepiece tokenizer.model, or a model directory holding one; without it token metrics are n/a", NULL},
+  {O_SEED, "--random-seed", "N", "seed for synthetic prompts", "0"},
+  {O_OUT_TOKENS, "--output-tokens-mean|--max-tokens", "N",
+   "max_tokens asked of the server (default: the line's max_tokens, else 128)", NULL},
+  {O_OUT_DET, "--output-tokens-mean-deterministic", NULL,
+   "also ask the server not to stop early (min_length/min_tokens, vLLM ignore_eos)", NULL},
+  {O_SYN_WORDS, "--synthetic-input-words", "N", "words per synthetic prompt (no --input-file)", "64"},
+  {O_NUM_PROMPTS, "--num-prompts", "N", "number of synthetic prompts", "100"},
+  {O_CONNECTIONS, "--connections", "N", "HTTP/2 connections (default: one per 128 concurrent streams)", NULL},
+  {O_TIMEOUT, "--request-timeout", "DURATION", "fail a request after this long; sent as grpc-timeout", NULL},
+  {O_SKIP_PREFLIGHT, "--skip-preflight", NULL,
+   "skip the ServerLive/ModelReady/ModelMetadata checks (for replay servers)", NULL},
+  {O_JSON, "--json", "FILE", "write every figure, with units, and the configuration as JSON", NULL},
+  {O_RECORDS, "--records", "FILE.jsonl", "write one JSON line per request (times, tokens, text, error)", NULL},
+  {O_MOCK, "--mock", NULL, "start the built-in mock server in-process and benchmark it", NULL},
+  {O_MOCK_LOG, "--mock-log", "FILE.jsonl", "with --mock: the mock's log of true send times", NULL},
+  {O_M_TTFT, "--mock-ttft-ms", "MS", "with --mock: base time to first token", "20"},
+  {O_M_PREFILL_TOK, "--mock-prefill-us-per-token", "US", "with --mock: prefill time per prompt token", "20"},
+  {O_M_PREFILL_Q, "--mock-prefill-queue-ms", "MS", "with --mock: extra TTFT per prefill already running", "2"},
+  {O_M_ITL, "--mock-itl-ms", "MS", "with --mock: base time per output token", "8"},
+  {O_M_ITL_SEQ, "--mock-itl-us-per-seq", "US", "with --mock: extra time per token per running sequence", "20"},
+  {O_M_BATCH, "--mock-max-batch", "N", "with --mock: sequences decoded at once; more queue", "256"},
+  {O_M_OUT, "--mock-output-tokens", "N", "with --mock: fixed output length (0: the request's max_tokens)", "0"},
+  {O_M_EOS, "--mock-eos-prob", "P", "with --mock: per-token end-of-sequence probability", "0"},
+  {O_M_SEED, "--mock-seed", "N", "with --mock: seed of the mock's text and end-of-sequence draws", "0"},
+  {O_QUIET, "-q|--quiet", NULL, "no progress lines on stderr", NULL},
+  {O_HELP, "-h|--help", NULL, "show this help", NULL},
+};
+
+static const optdef mock_opts[] = {
+  {O_M_HOST, "--host", "ADDR", "address to listen on", "127.0.0.1"},
+  {O_M_PORT, "--grpc-port", "PORT", "gRPC port (0: any free port)", "8001"},
+  {O_M_TTFT, "--ttft-ms", "MS", "base time to first token", "20"},
+  {O_M_PREFILL_TOK, "--prefill-us-per-token", "US", "prefill time per prompt token (words count as tokens)", "20"},
+  {O_M_PREFILL_Q, "--prefill-queue-ms", "MS", "extra time to first token per prefill already running", "2"},
+  {O_M_ITL, "--itl-ms", "MS", "base time per output token", "8"},
+  {O_M_ITL_SEQ, "--itl-us-per-seq", "US", "extra time per token per running sequence", "20"},
+  {O_M_BATCH, "--max-batch", "N", "sequences decoded at once; more wait in a queue", "256"},
+  {O_M_OUT, "--output-tokens", "N", "fixed output length (0: the request's max_tokens, default 128)", "0"},
+  {O_M_EOS, "--eos-prob", "P", "per-token end-of-sequence probability", "0"},
+  {O_M_SEED, "--seed", "N", "seed of the generated text and end-of-sequence draws", "0"},
+  {O_M_LOG, "--log", "FILE.jsonl", "log every request and response with its true send time", NULL},
+  {O_QUIET, "-q|--quiet", NULL, "no start-up line on stderr", NULL},
+  {O_HELP, "-h|--help", NULL, "show this help", NULL},
+};
+
+void tp_cli_init(tp_cli *cli) {
+  memset(cli, 0, sizeof(*cli));
+  tp_config_default(&cli->cfg);
+  tp_mock_config_default(&cli->mock);
+}
+
+void tp_cli_fini(tp_cli *cli) { free(cli->concurrency); }
+
+static int usage_error(const char *opt, const char *val, const char *what) {
+  if (val)
+    fprintf(stderr, "tokperf: %s '%s': %s\ntry 'tokperf profile --help'\n", opt, val, what);
+  else
+    fprintf(stderr, "tokperf: %s: %s\ntry 'tokperf --help'\n", opt, what);
+  return TP_EXIT_USAGE;
+}
+
+static int get_u32(const char *opt, const char *v, uint32_t *out, uint64_t max) {
+  uint64_t x;
+  char e[200];
+  if (tp_parse_count(v, &x, e, sizeof(e))) return usage_error(opt, v, e);
+  if (x > max) {
+    snprintf(e, sizeof(e), "must be at most %" PRIu64, max);
+    return usage_error(opt, v, e);
+  }
+  *out = (uint32_t)x;
+  return 0;
+}
+
+static int get_u64(const char *opt, const char *v, uint64_t *out) {
+  char e[200];
+  if (tp_parse_count(v, out, e, sizeof(e))) return usage_error(opt, v, e);
+  return 0;
+}
+
+static int get_double(const char *opt, const char *v, double *out) {
+  char e[200];
+  if (tp_parse_double(v, out, e, sizeof(e))) return usage_error(opt, v, e);
+  return 0;
+}
+
+static int get_ms(const char *opt, const char *v, uint64_t *out_ms) {
+  uint64_t ns;
+  char e[200];
+  if (tp_parse_duration_ns(v, 1000000ULL, &ns, e, sizeof(e))) return usage_error(opt, v, e);
+  if (ns == 0) return usage_error(opt, v, "must be above zero");
+  *out_ms = (ns + 999999) / 1000000;
+  return 0;
+}
+
+/* Finds the option whose name list holds `name` exactly. */
+static const optdef *find_opt(const optdef *tab, size_t n, const char *name, size_t len) {
+  for (size_t i = 0; i < n; i++) {
+    const char *p = tab[i].names;
+    while (*p) {
+      const char *bar = strchr(p, '|');
+      size_t l = bar ? (size_t)(bar - p) : strlen(p);
+      if (l == len && memcmp(p, name, len) == 0) return &tab[i];
+      if (!bar) break;
+      p = bar + 1;
+    }
+  }
+  return NULL;
+}
+
+static int apply(tp_cli *cli, const optdef *o, const char *name, const char *v) {
+  tp_config *c = &cli->cfg;
+  tp_mock_config *m = &cli->mock;
+  char e[256];
+  uint64_t u64;
+  switch (o->id) {
+    case O_MODEL: c->model = v; break;
+    case O_MODEL_VERSION: c->model_version = v; break;
+    case O_URL: c->url = v; break;
+    case O_PROTOCOL:
+      if (strcmp(v, "grpc") != 0)
+        return usage_error(name, v, "only grpc is supported in this build (HTTP and OpenAI-compatible "
+                                    "servers are planned)");
+      break;
+    case O_SERVICE_KIND:
+      if (strcmp(v, "triton") != 0)
+        return usage_error(name, v, "only triton is supported in this build (openai is planned)");
+      break;
+    case O_BACKEND:
+      if (strcmp(v, "tensorrtllm") == 0 || strcmp(v, "trtllm") == 0)
+        c->backend = TP_BACKEND_TENSORRTLLM;
+      else if (strcmp(v, "vllm") == 0)
+        c->backend = TP_BACKEND_VLLM;
+      else
+        return usage_error(name, v, "expected tensorrtllm or vllm");
+      break;
+    case O_STREAMING: c->streaming = true; break;
+    case O_NO_STREAMING: c->streaming = false; break;
+    case O_CONCURRENCY:
+      free(cli->concurrency);
+      cli->concurrency = NULL;
+      if (tp_parse_uint_list(v, &cli->concurrency, &cli->n_concurrency, 1000, e, sizeof(e)))
+        return usage_error(name, v, e);
+      c->concurrency = cli->concurrency;
+      c->n_concurrency = cli->n_concurrency;
+      break;
+    case O_REQUEST_COUNT:
+      if (get_u64(name, v, &c->request_count)) return TP_EXIT_USAGE;
+      if (!c->request_count) return usage_error(name, v, "must be above zero");
+      break;
+    case O_WARMUP: return get_u64(name, v, &c->warmup_request_count);
+    case O_INTERVAL: return get_ms(name, v, &c->measurement_interval_ms);
+    case O_INPUT_FILE: c->input_file = v; break;
+    case O_TOKENIZER: c->tokenizer = v; break;
+    case O_SEED: return get_u64(name, v, &c->random_seed);
+    case O_OUT_TOKENS: return get_u32(name, v, &c->output_tokens_mean, 1000000);
+    case O_OUT_DET: c->output_tokens_deterministic = true; break;
+    case O_SYN_WORDS: return get_u32(name, v, &c->synthetic_input_words, 1000000);
+    case O_NUM_PROMPTS: return get_u32(name, v, &c->num_prompts, 10000000);
+    case O_CONNECTIONS:
+      if (get_u32(name, v, &c->connections, 4096)) return TP_EXIT_USAGE;
+      if (!c->connections) return usage_error(name, v, "must be above zero");
+      break;
+    case O_TIMEOUT: return get_ms(name, v, &c->request_timeout_ms);
+    case O_SKIP_PREFLIGHT: c->skip_preflight = true; break;
+    case O_JSON: c->json_path = v; break;
+    case O_RECORDS: c->records_path = v; break;
+    case O_MOCK: c->mock = true; break;
+    case O_MOCK_LOG: c->mock_log_path = v; break;
+    case O_QUIET: cli->quiet = 1; break;
+    case O_HELP: cli->help = 1; break;
+    case O_M_HOST: m->host = v; break;
+    case O_M_PORT: {
+      uint32_t port;
+      if (get_u32(name, v, &port, 65535)) return TP_EXIT_USAGE;
+      m->grpc_port = (int)port;
+      break;
+    }
+    case O_M_TTFT: return get_double(name, v, &m->ttft_ms);
+    case O_M_PREFILL_TOK: return get_double(name, v, &m->prefill_us_per_token);
+    case O_M_PREFILL_Q: return get_double(name, v, &m->prefill_queue_ms);
+    case O_M_ITL: return get_double(name, v, &m->itl_ms);
+    case O_M_ITL_SEQ: return get_double(name, v, &m->itl_us_per_seq);
+    case O_M_BATCH:
+      if (get_u32(name, v, &m->max_batch, 1000000)) return TP_EXIT_USAGE;
+      if (!m->max_batch) return usage_error(name, v, "must be above zero");
+      break;
+    case O_M_OUT: return get_u32(name, v, &m->output_tokens, 10000000);
+    case O_M_EOS:
+      if (get_double(name, v, &m->eos_prob)) return TP_EXIT_USAGE;
+      if (m->eos_prob > 1) return usage_error(name, v, "expected a probability from 0 to 1");
+      break;
+    case O_M_SEED:
+      if (get_u64(name, v, &u64)) return TP_EXIT_USAGE;
+      m->seed = u64;
+      break;
+    case O_M_LOG: m->log_path = v; break;
+  }
+  return 0;
+}
+
+static int parse(tp_cli *cli, const optdef *tab, size_t n, int argc, char **argv, const char *sub) {
+  for (int i = 0; i < argc; i++) {
+    const char *a = argv[i];
+    if (a[0] != '-' || a[1] == 0) {
+      fprintf(stderr, "tokperf %s: unexpected argument '%s'\ntry 'tokperf %s --help'\n", sub, a, sub);
+      return TP_EXIT_USAGE;
+    }
+    const char *eq = a[1] == '-' ? strchr(a, '=') : NULL;
+    size_t len = eq ? (size_t)(eq - a) : strlen(a);
+    const optdef *o = find_opt(tab, n, a, len);
+    if (!o) {
+      fprintf(stderr, "tokperf %s: unknown option '%.*s'\ntry 'tokperf %s --help'\n", sub, (int)len, a, sub);
+      return TP_EXIT_USAGE;
+    }
+    char name[64];
+    snprintf(name, sizeof(name), "%.*s", (int)len, a);
+    const char *v = NULL;
+    if (o->arg) {
+      if (eq) {
+        v = eq + 1;
+      } else if (i + 1 < argc) {
+        v = argv[++i];
+      } else {
+        fprintf(stderr, "tokperf %s: %s needs a value (%s)\ntry 'tokperf %s --help'\n", sub, name, o->arg, sub);
+        return TP_EXIT_USAGE;
+      }
+    } else if (eq) {
+      fprintf(stderr, "tokperf %s: %s takes no value\ntry 'tokperf %s --help'\n", sub, name, sub);
+      return TP_EXIT_USAGE;
+    }
+    int rv = apply(cli, o, name, v);
+    if (rv) return rv;
+  }
+  return 0;
+}
+
+int tp_cli_parse_profile(tp_cli *cli, int argc, char **argv) {
+  int rv = parse(cli, profile_opts, sizeof(profile_opts) / sizeof(profile_opts[0]), argc, argv, "profile");
+  if (rv) return rv;
+  if (cli->quiet) cli->cfg.progress = NULL;
+  if (cli->cfg.mock) cli->cfg.mock_config = &cli->mock;
+  return 0;
+}
+
+int tp_cli_parse_mock(tp_cli *cli, int argc, char **argv) {
+  int rv = parse(cli, mock_opts, sizeof(mock_opts) / sizeof(mock_opts[0]), argc, argv, "mock");
+  if (rv) return rv;
+  cli->mock.quiet = cli->quiet != 0;
+  return 0;
+}
+
+static void print_opts(FILE *out, const optdef *tab, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    char head[96];
+    snprintf(head, sizeof(head), "%s%s%s", tab[i].names, tab[i].arg ? " " : "", tab[i].arg ? tab[i].arg : "");
+    for (char *p = head; *p; p++)
+      if (*p == '|') *p = ',';
+    fprintf(out, "  %-44s %s", head, tab[i].help);
+    if (tab[i].dflt && tab[i].dflt[0]) fprintf(out, " [default: %s]", tab[i].dflt);
+    fputc('\n', out);
+  }
+}
+
+static void print_exit_codes(FILE *out) {
+  fprintf(out,
+          "\nExit codes:\n"
+          "  0    the run completed (failed requests are counted in the report, not fatal)\n"
+          "  1    the run completed but a threshold failed\n"
+          "  2    usage or input error: a bad option value, or a bad --input-file line (file:line named)\n"
+          "  3    could not start: server unreachable, model missing or not ready or lacking an input,\n"
+          "       tokenizer not loadable\n"
+          "  130  interrupted (Ctrl-C); the levels completed so far are reported\n");
+}
+
+void tp_cli_help_main(FILE *out) {
+  fprintf(out,
+          "tokperf %s: token-aware load generator for LLM inference servers\n\n"
+          "Usage:\n"
+          "  tokperf profile [OPTIONS]   benchmark a Triton (KServe v2 gRPC) LLM model\n"
+          "  tokperf mock [OPTIONS]      run the built-in mock Triton server\n"
+          "  tokperf --version           print versions of tokperf and its libraries\n"
+          "  tokperf --help              this help; 'tokperf profile --help' lists every option\n",
+          tp_version());
+  print_exit_codes(out);
+  fprintf(out,
+          "\nExamples:\n"
+          "  tokperf profile --mock --concurrency 1,4,16,64\n"
+          "  tokperf profile -u localhost:8001 -m ensemble --backend tensorrtllm \\\n"
+          "      --concurrency 1,4,8 --input-file prompts.jsonl --tokenizer /models/llama2\n"
+          "  tokperf mock --grpc-port 8001\n");
+}
+
+void tp_cli_help_profile(FILE *out) {
+  fprintf(out, "Usage: tokperf profile [OPTIONS]\n\n"
+               "Sends prompts to a model at each concurrency level, holding exactly that many requests\n"
+               "in flight, and reports time to first token, inter-token latency, request latency, token\n"
+               "counts and throughputs (definitions: docs/metrics.md). Durations take units: 500ms, 30s, 2m.\n\n"
+               "Options:\n");
+  print_opts(out, profile_opts, sizeof(profile_opts) / sizeof(profile_opts[0]));
+  print_exit_codes(out);
+  fprintf(out,
+          "\nExamples:\n"
+          "  tokperf profile --mock --concurrency 1,4,16,64 --json run.json\n"
+          "  tokperf profile -u localhost:8001 -m ensemble --concurrency 1:64:x2 \\\n"
+          "      --input-file prompts.jsonl --tokenizer /models/llama2/tokenizer.model\n"
+          "  tokperf profile -u localhost:8001 -m vllm_model --backend vllm --concurrency 8 \\\n"
+          "      --measurement-interval 10s --warmup-request-count 8\n");
+}
+
+void tp_cli_help_mock(FILE *out) {
+  fprintf(out, "Usage: tokperf mock [OPTIONS]\n\n"
+               "A KServe v2 gRPC server imitating Triton with a TensorRT-LLM 'ensemble' and a vLLM\n"
+               "'vllm_model': time to first token grows with prompt length and with prefills already\n"
+               "running, time per token grows with running sequences, at most --max-batch sequences run\n"
+               "at once. Stops on Ctrl-C.\n\nOptions:\n");
+  print_opts(out, mock_opts, sizeof(mock_opts) / sizeof(mock_opts[0]));
+  fprintf(out, "\nExample:\n  tokperf mock --grpc-port 8001 --ttft-ms 50 --itl-ms 10 --output-tokens 32 --log mock.jsonl\n");
+}

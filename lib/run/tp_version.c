@@ -1,1 +1,52 @@
-/* placeholder: being written */
+#include <stdio.h>
+#include <string.h>
+
+#include <jansson.h>
+#include <nghttp2/nghttp2ver.h>
+#include <nghttp2/nghttp2.h>
+#include <protobuf-c/protobuf-c.h>
+#include <uv.h>
+
+#include "config.h"
+#include "util/tp_common.h"
+
+const char *tp_version(void) { return TP_VERSION; }
+
+const char *tp_version_long(void) {
+  static char buf[256];
+  if (!buf[0]) {
+    nghttp2_info *ng = nghttp2_version(0);
+    snprintf(buf, sizeof(buf),
+             "tokperf %s (libuv %s, nghttp2 %s, protobuf-c %s, jansson %s, sentencepiece %s)",
+             TP_VERSION, uv_version_string(), ng ? ng->version_str : NGHTTP2_VERSION,
+             protobuf_c_version(), JANSSON_VERSION, TP_SPM_VERSION);
+  }
+  return buf;
+}
+
+#define TP_CLASS_NAME(name, str) case name: return str;
+const char *tp_error_class_name(tp_error_class c) {
+  switch (c) {
+    TP_ERROR_CLASSES(TP_CLASS_NAME)
+    case TP_ERRCLASS_COUNT: break;
+  }
+  return "unknown";
+}
+
+void tp_config_default(tp_config *cfg) {
+  static const uint32_t one = 1;
+  memset(cfg, 0, sizeof(*cfg));
+  cfg->url = "localhost:8001";
+  cfg->model = "ensemble";
+  cfg->model_version = "";
+  cfg->service_kind = TP_SERVICE_TRITON;
+  cfg->backend = TP_BACKEND_TENSORRTLLM;
+  cfg->streaming = true;
+  cfg->concurrency = &one;
+  cfg->n_concurrency = 1;
+  cfg->warmup_request_count = 0;
+  cfg->random_seed = 0;
+  cfg->synthetic_input_words = 64;
+  cfg->num_prompts = 100;
+  cfg->progress = stderr;
+}

@@ -1,1 +1,778 @@
-/* placeholder: being written */
+#include "tp_h2c.h"
+
+#include <netdb.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <nghttp2/nghttp2.h>
+
+#include "config.h"
+#include "transport/tp_grpc.h"
+
+/* Flow-control windows.  Token streams are small, but hundreds of streams
+ * share one connection window, which starts at 64 KiB (protocols.md §1.10). */
+#define STREAM_WINDOW_BYTES (16 << 20)
+#define CONN_WINDOW_BYTES (256 << 20)
+#define READ_BUF_BYTES (256 << 10)
+#define DEADLINE_SWEEP_MS 5
+/* Connections opened beyond the asked number when every connection is at its
+ * peer's stream limit. */
+#define MAX_EXTRA_CONNS 64
+
+typedef enum conn_state { C_CONNECTING, C_READY, C_DRAINING, C_CLOSED } conn_state;
+
+typedef struct conn conn;
+
+struct tp_call {
+  tp_h2c_pool *pool;
+  conn *conn; /* NULL while queued */
+  int32_t stream_id;
+  tp_call_cbs cbs;
+  void *user_data;
+  char *path;
+  uint8_t *body;
+  size_t body_len, body_off;
+  uint64_t timeout_ns, deadline_ns;
+  tp_grpc_reader reader;
+  int http_status;
+  int grpc_status; /* -1 until a grpc-status header arrives */
+  char *grpc_message;
+  uint64_t sent_ns;
+  /* Set when the call is failed on our side (timeout, cancel, bad frame);
+   * wins over whatever the stream close says. */
+  bool local_failed;
+  int local_status;
+  tp_error_class local_class;
+  char local_msg[160];
+  tp_call *prev, *next; /* pool->pending or pool->active */
+  bool in_active;
+};
+
+struct conn {
+  tp_h2c_pool *pool;
+  uv_tcp_t tcp;
+  uv_connect_t connect_req;
+  uv_write_t write_req;
+  nghttp2_session *session;
+  conn_state state;
+  uint32_t n_streams;
+  uint32_t max_streams;
+  uint64_t read_ns; /* time the current socket read returned */
+  int busy;         /* inside mem_recv / mem_send: no flushing now */
+  bool want_flush;
+  bool writing;
+  bool handle_open;
+  tp_buf wbuf;
+  conn *next;
+  uint8_t rbuf[READ_BUF_BYTES];
+};
+
+struct tp_h2c_pool {
+  uv_loop_t *loop;
+  tp_h2c_opts opts;
+  char *authority;
+  conn *conns; /* every connection not yet closed */
+  uint32_t n_live;
+  tp_call *pending_head, *pending_tail;
+  tp_call *active; /* calls with a stream */
+  size_t n_calls;
+  uv_timer_t sweep;
+  bool sweep_running;
+  bool closing;
+  int open_handles;
+  uint32_t max_streams_seen;
+  uint32_t conns_opened;
+  char user_agent[48];
+};
+
+static void conn_flush(conn *c);
+static void conn_fail(conn *c, const char *why);
+static void pool_dispatch(tp_h2c_pool *p);
+
+/* ---- call lists --------------------------------------------------------- */
+
+static void pending_push(tp_h2c_pool *p, tp_call *c) {
+  c->next = NULL;
+  c->prev = p->pending_tail;
+  if (p->pending_tail)
+    p->pending_tail->next = c;
+  else
+    p->pending_head = c;
+  p->pending_tail = c;
+}
+
+static void pending_remove(tp_h2c_pool *p, tp_call *c) {
+  if (c->prev) c->prev->next = c->next; else p->pending_head = c->next;
+  if (c->next) c->next->prev = c->prev; else p->pending_tail = c->prev;
+  c->prev = c->next = NULL;
+}
+
+static void active_push(tp_h2c_pool *p, tp_call *c) {
+  c->prev = NULL;
+  c->next = p->active;
+  if (p->active) p->active->prev = c;
+  p->active = c;
+  c->in_active = true;
+}
+
+static void active_remove(tp_h2c_pool *p, tp_call *c) {
+  if (c->prev) c->prev->next = c->next; else p->active = c->next;
+  if (c->next) c->next->prev = c->prev;
+  c->prev = c->next = NULL;
+  c->in_active = false;
+}
+
+static void call_free(tp_call *c) {
+  tp_grpc_reader_fini(&c->reader);
+  free(c->path);
+  free(c->body);
+  free(c->grpc_message);
+  free(c);
+}
+
+__attribute__((format(printf, 4, 5)))
+static void call_set_local(tp_call *c, int status, tp_error_class cls, const char *fmt, ...) {
+  if (c->local_failed) return;
+  c->local_failed = true;
+  c->local_status = status;
+  c->local_class = cls;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(c->local_msg, sizeof(c->local_msg), fmt, ap);
+  va_end(ap);
+}
+
+/* Ends a call: builds its result, runs on_close, frees it.  The call must
+ * already be out of every list. */
+static void call_finish(tp_call *c, uint32_t h2_error, bool conn_lost) {
+  tp_h2c_pool *p = c->pool;
+  tp_call_result res;
+  memset(&res, 0, sizeof(res));
+  res.sent_ns = c->sent_ns;
+  res.end_ns = tp_now_ns();
+  char msg[224];
+  msg[0] = 0;
+  if (c->local_failed) {
+    res.grpc_status = c->local_status;
+    res.err_class = c->local_class;
+    res.message = c->local_msg;
+  } else if (c->grpc_status >= 0) {
+    res.grpc_status = c->grpc_status;
+    res.err_class = c->grpc_status == 0 ? TP_ERRCLASS_NONE : TP_ERRCLASS_GRPC_STATUS;
+    res.message = c->grpc_message ? c->grpc_message : "";
+    if (c->grpc_status == 0 && tp_grpc_reader_mid_message(&c->reader)) {
+      res.grpc_status = TP_GRPC_INTERNAL;
+      res.err_class = TP_ERRCLASS_PROTOCOL;
+      res.message = "stream ended inside a gRPC message";
+    }
+  } else if (conn_lost) {
+    res.grpc_status = TP_GRPC_UNAVAILABLE;
+    res.err_class = TP_ERRCLASS_CONNECT;
+    res.message = c->local_msg[0] ? c->local_msg : "connection lost";
+  } else if (h2_error != NGHTTP2_NO_ERROR) {
+    res.grpc_status = tp_grpc_status_from_rst(h2_error);
+    res.err_class = TP_ERRCLASS_STREAM_RESET;
+    snprintf(msg, sizeof(msg), "stream reset by %s: %s", p->authority,
+             nghttp2_http2_strerror(h2_error));
+    res.message = msg;
+  } else if (c->http_status != 0 && c->http_status != 200) {
+    res.grpc_status = tp_grpc_status_from_http(c->http_status);
+    res.err_class = TP_ERRCLASS_PROTOCOL;
+    snprintf(msg, sizeof(msg), "HTTP status %d without grpc-status from %s", c->http_status,
+             p->authority);
+    res.message = msg;
+  } else {
+    res.grpc_status = TP_GRPC_UNKNOWN;
+    res.err_class = TP_ERRCLASS_PROTOCOL;
+    snprintf(msg, sizeof(msg), "stream from %s ended without grpc-status", p->authority);
+    res.message = msg;
+  }
+  p->n_calls--;
+  c->cbs.on_close(c, &res, c->user_data);
+  call_free(c);
+}
+
+/* ---- nghttp2 callbacks -------------------------------------------------- */
+
+static ssize_t body_read_cb(nghttp2_session *s, int32_t stream_id, uint8_t *buf, size_t length,
+                            uint32_t *data_flags, nghttp2_data_source *source, void *user_data) {
+  tp_call *c = source->ptr;
+  size_t n = TP_MIN(length, c->body_len - c->body_off);
+  memcpy(buf, c->body + c->body_off, n);
+  c->body_off += n;
+  /* END_STREAM on the frame carrying the last request byte (half-close). */
+  if (c->body_off == c->body_len) *data_flags |= NGHTTP2_DATA_FLAG_EOF;
+  return (ssize_t)n;
+}
+
+static int on_frame_send(nghttp2_session *s, const nghttp2_frame *f, void *user_data) {
+  if ((f->hd.type == NGHTTP2_DATA || f->hd.type == NGHTTP2_HEADERS) &&
+      (f->hd.flags & NGHTTP2_FLAG_END_STREAM)) {
+    tp_call *c = nghttp2_session_get_stream_user_data(s, f->hd.stream_id);
+    if (c) c->sent_ns = tp_now_ns();
+  }
+  return 0;
+}
+
+static int on_header(nghttp2_session *s, const nghttp2_frame *f, const uint8_t *name, size_t namelen,
+                     const uint8_t *value, size_t valuelen, uint8_t flags, void *user_data) {
+  if (f->hd.type != NGHTTP2_HEADERS) return 0;
+  tp_call *c = nghttp2_session_get_stream_user_data(s, f->hd.stream_id);
+  if (!c) return 0;
+  /* grpc-status may come in the first block (Trailers-Only) or in trailers,
+   * so both header categories are read the same way. */
+  if (namelen == 7 && memcmp(name, ":status", 7) == 0) {
+    int v = 0;
+    for (size_t i = 0; i < valuelen && i < 3; i++) v = v * 10 + (value[i] - '0');
+    c->http_status = v;
+  } else if (namelen == 11 && memcmp(name, "grpc-status", 11) == 0) {
+    int st = tp_grpc_status_parse((const char *)value, valuelen);
+    c->grpc_status = st < 0 ? TP_GRPC_UNKNOWN : st;
+  } else if (namelen == 12 && memcmp(name, "grpc-message", 12) == 0) {
+    free(c->grpc_message);
+    c->grpc_message = malloc(valuelen + 1);
+    if (c->grpc_message) tp_grpc_message_decode(c->grpc_message, (const char *)value, valuelen);
+  }
+  return 0;
+}
+
+typedef struct msg_ctx {
+  tp_call *call;
+  uint64_t arrival_ns;
+} msg_ctx;
+
+static int deliver_message(void *ud, const uint8_t *data, size_t len, bool compressed) {
+  msg_ctx *m = ud;
+  if (compressed) return TP_EUNSUPPORTED; /* we advertise identity only */
+  m->call->cbs.on_message(m->call, data, len, m->arrival_ns, m->call->user_data);
+  return 0;
+}
+
+static int on_data_chunk(nghttp2_session *s, uint8_t flags, int32_t stream_id, const uint8_t *data,
+                         size_t len, void *user_data) {
+  conn *cn = user_data;
+  tp_call *c = nghttp2_session_get_stream_user_data(s, stream_id);
+  if (!c || c->local_failed) return 0;
+  msg_ctx m = {c, cn->read_ns};
+  int rv = tp_grpc_reader_feed(&c->reader, data, len, deliver_message, &m);
+  if (rv == TP_ETOOBIG) {
+    call_set_local(c, TP_GRPC_RESOURCE_EXHAUSTED, TP_ERRCLASS_PROTOCOL,
+                   "response message larger than the %s limit", "receive");
+  } else if (rv == TP_EUNSUPPORTED) {
+    call_set_local(c, TP_GRPC_INTERNAL, TP_ERRCLASS_PROTOCOL,
+                   "compressed response although only identity was accepted%s", "");
+  } else if (rv) {
+    call_set_local(c, TP_GRPC_INTERNAL, TP_ERRCLASS_PROTOCOL, "cannot read response: %s",
+                   tp_strerror(rv));
+  }
+  if (rv) nghttp2_submit_rst_stream(s, NGHTTP2_FLAG_NONE, stream_id, NGHTTP2_CANCEL);
+  return 0;
+}
+
+static int on_frame_recv(nghttp2_session *s, const nghttp2_frame *f, void *user_data) {
+  conn *cn = user_data;
+  if (f->hd.type == NGHTTP2_SETTINGS && !(f->hd.flags & NGHTTP2_FLAG_ACK)) {
+    cn->max_streams = nghttp2_session_get_remote_settings(s, NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS);
+    if (cn->state == C_CONNECTING) cn->state = C_READY;
+    pool_dispatch(cn->pool);
+  } else if (f->hd.type == NGHTTP2_GOAWAY) {
+    /* No new streams here; nghttp2 closes the streams above last-stream-id
+     * with REFUSED_STREAM, which maps to UNAVAILABLE. */
+    cn->state = C_DRAINING;
+    pool_dispatch(cn->pool);
+  }
+  return 0;
+}
+
+static int on_stream_close(nghttp2_session *s, int32_t stream_id, uint32_t error_code, void *user_data) {
+  conn *cn = user_data;
+  tp_call *c = nghttp2_session_get_stream_user_data(s, stream_id);
+  if (!c) return 0;
+  nghttp2_session_set_stream_user_data(s, stream_id, NULL);
+  cn->n_streams--;
+  active_remove(cn->pool, c);
+  call_finish(c, error_code, false);
+  pool_dispatch(cn->pool);
+  return 0;
+}
+
+/* ---- connections ------------------------------------------------------- */
+
+static void conn_maybe_flush_later(conn *c) {
+  if (c->busy)
+    c->want_flush = true;
+  else
+    conn_flush(c);
+}
+
+static void on_handle_closed(uv_handle_t *h) {
+  conn *c = h->data;
+  tp_h2c_pool *p = c->pool;
+  tp_buf_fini(&c->wbuf);
+  free(c);
+  if (--p->open_handles == 0 && p->closing) free(p->authority), free(p);
+}
+
+static void conn_unlink(conn *c) {
+  tp_h2c_pool *p = c->pool;
+  for (conn **pp = &p->conns; *pp; pp = &(*pp)->next) {
+    if (*pp == c) {
+      *pp = c->next;
+      break;
+    }
+  }
+  p->n_live--;
+}
+
+/* Tears a connection down: every call on it fails with UNAVAILABLE. */
+static void conn_fail(conn *c, const char *why) {
+  if (c->state == C_CLOSED) return;
+  tp_h2c_pool *p = c->pool;
+  bool never_ready = c->state == C_CONNECTING;
+  c->state = C_CLOSED;
+  conn_unlink(c);
+  /* Calls on this connection. */
+  tp_call *next;
+  for (tp_call *call = p->active; call; call = next) {
+    next = call->next;
+    if (call->conn != c) continue;
+    active_remove(p, call);
+    snprintf(call->local_msg, sizeof(call->local_msg), "connection to %s lost: %s", p->authority, why);
+    call_finish(call, 0, true);
+  }
+  if (c->session) {
+    nghttp2_session_del(c->session);
+    c->session = NULL;
+  }
+  /* A server that cannot be reached fails the queued calls too, instead of
+   * each being retried against it forever. */
+  if (never_ready && !p->closing) {
+    bool other = false;
+    for (conn *o = p->conns; o; o = o->next) other |= o->state == C_READY;
+    if (!other) {
+      while (p->pending_head) {
+        tp_call *call = p->pending_head;
+        pending_remove(p, call);
+        call_set_local(call, TP_GRPC_UNAVAILABLE, TP_ERRCLASS_CONNECT, "%s", "");
+        snprintf(call->local_msg, sizeof(call->local_msg), "cannot connect to %s: %s", p->authority,
+                 why);
+        call_finish(call, 0, false);
+      }
+    }
+  }
+  if (c->handle_open) {
+    c->handle_open = false;
+    uv_close((uv_handle_t *)&c->tcp, on_handle_closed);
+  } else {
+    tp_buf_fini(&c->wbuf);
+    free(c);
+    p->open_handles--;
+  }
+  if (!p->closing) pool_dispatch(p);
+}
+
+static void conn_check_done(conn *c) {
+  if (c->state != C_CLOSED && c->session && !nghttp2_session_want_read(c->session) &&
+      !nghttp2_session_want_write(c->session) && !c->writing)
+    conn_fail(c, "session finished");
+}
+
+static void on_write(uv_write_t *req, int status) {
+  conn *c = req->data;
+  c->writing = false;
+  if (c->state == C_CLOSED) return;
+  if (status < 0) {
+    conn_fail(c, uv_strerror(status));
+    return;
+  }
+  conn_flush(c);
+}
+
+static void conn_flush(conn *c) {
+  if (c->state == C_CLOSED || c->writing || !c->session) return;
+  tp_buf_reset(&c->wbuf);
+  c->busy++;
+  /* Callbacks run inside mem_send may submit more frames (a closed stream's
+   * owner starting the next request): keep going until nothing is left. */
+  c->want_flush = true;
+  while (c->want_flush) {
+    c->want_flush = false;
+    for (;;) {
+    const uint8_t *data;
+    ssize_t n = nghttp2_session_mem_send(c->session, &data);
+    if (n < 0) {
+      c->busy--;
+      conn_fail(c, nghttp2_strerror((int)n));
+      return;
+    }
+    if (n == 0) break;
+    if (tp_buf_append(&c->wbuf, data, (size_t)n)) {
+      c->busy--;
+      conn_fail(c, "out of memory");
+      return;
+    }
+    }
+  }
+  c->busy--;
+  if (c->wbuf.len) {
+    uv_buf_t b = uv_buf_init((char *)c->wbuf.data, (unsigned)c->wbuf.len);
+    c->write_req.data = c;
+    int rv = uv_write(&c->write_req, (uv_stream_t *)&c->tcp, &b, 1, on_write);
+    if (rv < 0) {
+      conn_fail(c, uv_strerror(rv));
+      return;
+    }
+    c->writing = true;
+  } else {
+    conn_check_done(c);
+  }
+}
+
+static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
+  conn *c = h->data;
+  *buf = uv_buf_init((char *)c->rbuf, sizeof(c->rbuf));
+}
+
+static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
+  conn *c = s->data;
+  /* The arrival time of everything in this read, taken before parsing. */
+  c->read_ns = tp_now_ns();
+  if (nread == 0) return;
+  if (nread < 0) {
+    conn_fail(c, nread == UV_EOF ? "closed by the server" : uv_strerror((int)nread));
+    return;
+  }
+  c->busy++;
+  ssize_t rv = nghttp2_session_mem_recv(c->session, (const uint8_t *)buf->base, (size_t)nread);
+  c->busy--;
+  if (c->state == C_CLOSED) return;
+  if (rv < 0) {
+    conn_fail(c, nghttp2_strerror((int)rv));
+    return;
+  }
+  /* Flush this connection (replies, WINDOW_UPDATEs, new streams started by
+   * callbacks) and any other that callbacks queued work on. */
+  tp_h2c_pool *p = c->pool;
+  conn *next;
+  for (conn *o = p->conns; o; o = next) {
+    next = o->next;
+    if (o == c || o->want_flush) conn_flush(o);
+  }
+}
+
+static void on_connect(uv_connect_t *req, int status) {
+  conn *c = req->data;
+  if (c->state == C_CLOSED) return;
+  if (status < 0) {
+    conn_fail(c, uv_strerror(status));
+    return;
+  }
+  uv_tcp_nodelay(&c->tcp, 1);
+  int rv = uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read);
+  if (rv < 0) {
+    conn_fail(c, uv_strerror(rv));
+    return;
+  }
+  conn_flush(c); /* preface + SETTINGS; streams wait for the server's SETTINGS */
+}
+
+static int conn_open(tp_h2c_pool *p) {
+  conn *c = calloc(1, sizeof(*c));
+  if (!c) return TP_ENOMEM;
+  c->pool = p;
+  c->state = C_CONNECTING;
+  tp_buf_init(&c->wbuf);
+
+  nghttp2_session_callbacks *cbs;
+  if (nghttp2_session_callbacks_new(&cbs)) {
+    free(c);
+    return TP_ENOMEM;
+  }
+  nghttp2_session_callbacks_set_on_header_callback(cbs, on_header);
+  nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cbs, on_data_chunk);
+  nghttp2_session_callbacks_set_on_frame_recv_callback(cbs, on_frame_recv);
+  nghttp2_session_callbacks_set_on_frame_send_callback(cbs, on_frame_send);
+  nghttp2_session_callbacks_set_on_stream_close_callback(cbs, on_stream_close);
+  int rv = nghttp2_session_client_new(&c->session, cbs, c);
+  nghttp2_session_callbacks_del(cbs);
+  if (rv) {
+    free(c);
+    return TP_ENOMEM;
+  }
+  nghttp2_settings_entry iv[] = {
+    {NGHTTP2_SETTINGS_ENABLE_PUSH, 0},
+    {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, STREAM_WINDOW_BYTES},
+  };
+  nghttp2_submit_settings(c->session, NGHTTP2_FLAG_NONE, iv, TP_ARRAY_LEN(iv));
+  nghttp2_session_set_local_window_size(c->session, NGHTTP2_FLAG_NONE, 0, CONN_WINDOW_BYTES);
+
+  uv_tcp_init(p->loop, &c->tcp);
+  c->tcp.data = c;
+  c->handle_open = true;
+  p->open_handles++;
+  c->next = p->conns;
+  p->conns = c;
+  p->n_live++;
+  p->conns_opened++;
+  c->connect_req.data = c;
+  rv = uv_tcp_connect(&c->connect_req, &c->tcp, (const struct sockaddr *)&p->opts.addr, on_connect);
+  if (rv < 0) {
+    conn_fail(c, uv_strerror(rv));
+    return 0; /* the calls were failed as data */
+  }
+  return 0;
+}
+
+/* ---- dispatch ---------------------------------------------------------- */
+
+static int call_submit(conn *cn, tp_call *c) {
+  tp_h2c_pool *p = cn->pool;
+  char timeout[10];
+  nghttp2_nv nv[16 + 32];
+  size_t n = 0;
+#define NV(nm, val)                                                                        \
+  nv[n++] = (nghttp2_nv){(uint8_t *)(nm), (uint8_t *)(val), strlen(nm), strlen(val),     \
+                         NGHTTP2_NV_FLAG_NO_COPY_NAME | NGHTTP2_NV_FLAG_NO_COPY_VALUE}
+  NV(":method", "POST");
+  NV(":scheme", "http");
+  NV(":path", c->path);
+  NV(":authority", p->authority);
+  if (c->timeout_ns) {
+    /* grpc-timeout as early as possible (protocols.md §1.2). */
+    tp_grpc_timeout_format(timeout, c->timeout_ns);
+    nv[n++] = (nghttp2_nv){(uint8_t *)"grpc-timeout", (uint8_t *)timeout, 12, strlen(timeout),
+                           NGHTTP2_NV_FLAG_NO_COPY_NAME};
+  }
+  NV("te", "trailers");
+  NV("content-type", "application/grpc");
+  NV("grpc-accept-encoding", "identity");
+  NV("user-agent", p->user_agent);
+  for (size_t i = 0; i < p->opts.n_headers && n < TP_ARRAY_LEN(nv); i++)
+    NV(p->opts.headers[2 * i], p->opts.headers[2 * i + 1]);
+#undef NV
+  nghttp2_data_provider prd;
+  prd.source.ptr = c;
+  prd.read_callback = body_read_cb;
+  int32_t id = nghttp2_submit_request(cn->session, NULL, nv, n, &prd, c);
+  if (id < 0) return id;
+  c->stream_id = id;
+  c->conn = cn;
+  cn->n_streams++;
+  if (cn->n_streams > p->max_streams_seen) p->max_streams_seen = cn->n_streams;
+  active_push(p, c);
+  return 0;
+}
+
+static void pool_dispatch(tp_h2c_pool *p) {
+  if (p->closing) return;
+  while (p->pending_head) {
+    conn *best = NULL;
+    bool connecting = false;
+    for (conn *c = p->conns; c; c = c->next) {
+      if (c->state == C_CONNECTING) connecting = true;
+      if (c->state != C_READY || c->n_streams >= c->max_streams) continue;
+      if (!best || c->n_streams < best->n_streams) best = c;
+    }
+    if (!best) {
+      /* Open the asked-for connections; beyond them, open another only when
+       * every open one is at its peer's limit. */
+      if (p->n_live < p->opts.connections) {
+        while (p->n_live < p->opts.connections)
+          if (conn_open(p)) break;
+      } else if (!connecting && p->n_live < p->opts.connections + MAX_EXTRA_CONNS) {
+        conn_open(p);
+      }
+      return;
+    }
+    tp_call *c = p->pending_head;
+    pending_remove(p, c);
+    int rv = call_submit(best, c);
+    if (rv) {
+      call_set_local(c, TP_GRPC_INTERNAL, TP_ERRCLASS_PROTOCOL, "cannot start stream: %s",
+                     nghttp2_strerror(rv));
+      call_finish(c, 0, false);
+      continue;
+    }
+    conn_maybe_flush_later(best);
+  }
+}
+
+/* ---- deadlines --------------------------------------------------------- */
+
+static void on_sweep(uv_timer_t *t) {
+  tp_h2c_pool *p = t->data;
+  uint64_t now = tp_now_ns();
+  tp_call *next;
+  for (tp_call *c = p->pending_head; c; c = next) {
+    next = c->next;
+    if (c->deadline_ns && now >= c->deadline_ns) {
+      pending_remove(p, c);
+      call_set_local(c, TP_GRPC_DEADLINE_EXCEEDED, TP_ERRCLASS_TIMEOUT,
+                     "no connection to %s before the request timeout", p->authority);
+      call_finish(c, 0, false);
+    }
+  }
+  for (tp_call *c = p->active; c; c = c->next) {
+    if (c->deadline_ns && now >= c->deadline_ns && !c->local_failed) {
+      call_set_local(c, TP_GRPC_DEADLINE_EXCEEDED, TP_ERRCLASS_TIMEOUT,
+                     "request timed out%s (see --request-timeout)", "");
+      nghttp2_submit_rst_stream(c->conn->session, NGHTTP2_FLAG_NONE, c->stream_id, NGHTTP2_CANCEL);
+      c->conn->want_flush = true;
+    }
+  }
+  conn *cnext;
+  for (conn *c = p->conns; c; c = cnext) {
+    cnext = c->next;
+    if (c->want_flush) conn_flush(c);
+  }
+}
+
+/* ---- public ------------------------------------------------------------ */
+
+int tp_h2c_pool_new(tp_h2c_pool **out, uv_loop_t *loop, const tp_h2c_opts *o) {
+  tp_h2c_pool *p = calloc(1, sizeof(*p));
+  if (!p) return TP_ENOMEM;
+  p->loop = loop;
+  p->opts = *o;
+  if (p->opts.connections == 0) p->opts.connections = 1;
+  if (p->opts.max_msg_bytes == 0) p->opts.max_msg_bytes = 64u << 20;
+  p->authority = tp_strndup(o->authority, strlen(o->authority));
+  if (!p->authority) {
+    free(p);
+    return TP_ENOMEM;
+  }
+  snprintf(p->user_agent, sizeof(p->user_agent), "tokperf/%s", TP_VERSION);
+  uv_timer_init(loop, &p->sweep);
+  p->sweep.data = p;
+  p->open_handles = 1;
+  *out = p;
+  return 0;
+}
+
+int tp_h2c_call(tp_h2c_pool *p, const char *path, const uint8_t *body, size_t len,
+                uint64_t timeout_ns, const tp_call_cbs *cbs, void *user_data, tp_call **out) {
+  if (p->closing || !cbs || !cbs->on_close || !cbs->on_message) return TP_EINVAL;
+  tp_call *c = calloc(1, sizeof(*c));
+  if (!c) return TP_ENOMEM;
+  c->pool = p;
+  c->cbs = *cbs;
+  c->user_data = user_data;
+  c->grpc_status = -1;
+  c->path = tp_strndup(path, strlen(path));
+  c->body = malloc(len ? len : 1);
+  if (!c->path || !c->body) {
+    free(c->path);
+    free(c->body);
+    free(c);
+    return TP_ENOMEM;
+  }
+  memcpy(c->body, body, len);
+  c->body_len = len;
+  tp_grpc_reader_init(&c->reader, p->opts.max_msg_bytes);
+  c->timeout_ns = timeout_ns;
+  if (timeout_ns) {
+    c->deadline_ns = tp_now_ns() + timeout_ns;
+    if (!p->sweep_running) {
+      uv_timer_start(&p->sweep, on_sweep, DEADLINE_SWEEP_MS, DEADLINE_SWEEP_MS);
+      p->sweep_running = true;
+    }
+  }
+  p->n_calls++;
+  if (out) *out = c;
+  pending_push(p, c);
+  pool_dispatch(p);
+  return 0;
+}
+
+void tp_h2c_cancel(tp_call *c) {
+  tp_h2c_pool *p = c->pool;
+  if (!c->in_active) {
+    /* Still queued: nothing went on the wire. */
+    pending_remove(p, c);
+    call_set_local(c, TP_GRPC_CANCELLED, TP_ERRCLASS_CANCELLED, "cancelled%s", "");
+    call_finish(c, 0, false);
+    return;
+  }
+  call_set_local(c, TP_GRPC_CANCELLED, TP_ERRCLASS_CANCELLED, "cancelled%s", "");
+  nghttp2_submit_rst_stream(c->conn->session, NGHTTP2_FLAG_NONE, c->stream_id, NGHTTP2_CANCEL);
+  conn_maybe_flush_later(c->conn);
+}
+
+size_t tp_h2c_active_calls(const tp_h2c_pool *p) { return p->n_calls; }
+uint32_t tp_h2c_max_streams_seen(const tp_h2c_pool *p) { return p->max_streams_seen; }
+uint32_t tp_h2c_connections_opened(const tp_h2c_pool *p) { return p->conns_opened; }
+
+static void on_sweep_closed(uv_handle_t *h) {
+  tp_h2c_pool *p = h->data;
+  if (--p->open_handles == 0) {
+    free(p->authority);
+    free(p);
+  }
+}
+
+void tp_h2c_pool_close(tp_h2c_pool *p) {
+  p->closing = true;
+  while (p->pending_head) {
+    tp_call *c = p->pending_head;
+    pending_remove(p, c);
+    call_set_local(c, TP_GRPC_CANCELLED, TP_ERRCLASS_CANCELLED, "cancelled: the run is closing%s", "");
+    call_finish(c, 0, false);
+  }
+  while (p->active) {
+    tp_call *c = p->active;
+    active_remove(p, c);
+    nghttp2_session_set_stream_user_data(c->conn->session, c->stream_id, NULL);
+    call_set_local(c, TP_GRPC_CANCELLED, TP_ERRCLASS_CANCELLED, "cancelled: the run is closing%s", "");
+    call_finish(c, 0, false);
+  }
+  while (p->conns) conn_fail(p->conns, "closing");
+  uv_timer_stop(&p->sweep);
+  uv_close((uv_handle_t *)&p->sweep, on_sweep_closed);
+}
+
+int tp_h2c_resolve(const char *host_port, struct sockaddr_storage *addr, char *err, size_t errlen) {
+  const char *colon = strrchr(host_port, ':');
+  char host[256];
+  const char *port;
+  if (host_port[0] == '[') {
+    /* [v6addr]:port */
+    const char *close = strchr(host_port, ']');
+    if (!close || close[1] != ':' || (size_t)(close - host_port - 1) >= sizeof(host)) {
+      tp_seterr(err, errlen, "cannot read address '%s': expected [IPv6]:PORT", host_port);
+      return TP_EINVAL;
+    }
+    memcpy(host, host_port + 1, (size_t)(close - host_port - 1));
+    host[close - host_port - 1] = 0;
+    port = close + 2;
+  } else {
+    if (!colon || colon == host_port || (size_t)(colon - host_port) >= sizeof(host)) {
+      tp_seterr(err, errlen, "cannot read address '%s': expected HOST:PORT, like localhost:8001",
+                host_port);
+      return TP_EINVAL;
+    }
+    memcpy(host, host_port, (size_t)(colon - host_port));
+    host[colon - host_port] = 0;
+    port = colon + 1;
+  }
+  if (!*port || strspn(port, "0123456789") != strlen(port) || atoi(port) <= 0 || atoi(port) > 65535) {
+    tp_seterr(err, errlen, "cannot read address '%s': the port must be a number from 1 to 65535",
+              host_port);
+    return TP_EINVAL;
+  }
+  struct addrinfo hints, *res = NULL;
+  memset(&hints, 0, sizeof(hints));
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  int rv = getaddrinfo(host, port, &hints, &res);
+  if (rv != 0 || !res) {
+    tp_seterr(err, errlen, "cannot resolve '%s': %s (check the host name in --url)", host,
+              gai_strerror(rv));
+    return TP_ECONNECT;
+  }
+  memset(addr, 0, sizeof(*addr));
+  memcpy(addr, res->ai_addr, res->ai_addrlen);
+  freeaddrinfo(res);
+  return 0;
+}

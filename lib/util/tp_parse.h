@@ -1,29 +1,9 @@
-/* Parsers for command-line values.  Each returns 0 or TP_EINVAL and writes
- * into err a phrase saying what was expected (the caller adds the option
- * name and the quoted value). */
+/* Parsers for command-line values.  They are part of the public interface
+ * (declared in tokperf.h, so the CLI and other programs share them); this
+ * header is kept so library code can name what it uses. */
 #ifndef TP_PARSE_H
 #define TP_PARSE_H
 
-#include <stddef.h>
-#include <stdint.h>
-
-/* Unsigned count with an optional k/M/G suffix (powers of 1000): "10k". */
-int tp_parse_count(const char *s, uint64_t *out, char *err, size_t errlen);
-
-/* Duration: a number with unit ns, us, ms, s, m or h ("500ms", "1.5s",
- * "2m").  A bare number takes default_unit_ns (e.g. 1e6 for ms). */
-int tp_parse_duration_ns(const char *s, uint64_t default_unit_ns, uint64_t *out,
-                         char *err, size_t errlen);
-
-/* Non-negative decimal number ("0.5", "20"). */
-int tp_parse_double(const char *s, double *out, char *err, size_t errlen);
-
-/* A list of positive integers: "1,4,8", a range "START:END[:STEP]" with an
- * additive step ("4:32:4", step 1 by default) or a multiplying one
- * ("1:64:x2"), or lists of those ("1,2,8:32:8").  Ranges include END when
- * the steps land on it.  At most max_values values; *vals is returned owned
- * (free()). */
-int tp_parse_uint_list(const char *s, uint32_t **vals, size_t *n, size_t max_values,
-                       char *err, size_t errlen);
+#include "tokperf/tokperf.h"
 
 #endif

@@ -97,6 +97,8 @@ typedef enum tp_error_class { TP_ERROR_CLASSES(TP_ERRCLASS_ENUM) TP_ERRCLASS_COU
 #undef TP_ERRCLASS_ENUM
 TP_API const char *tp_error_class_name(tp_error_class c);
 
+typedef struct tp_mock_config tp_mock_config;
+
 typedef struct tp_config {
   /* Server: "host:port" (default "localhost:8001"). */
   const char *url;
@@ -135,8 +137,13 @@ typedef struct tp_config {
   const char *json_path;    /* --json: every figure with units, config */
   const char *records_path; /* --records: one JSON line per request */
 
-  /* Run the built-in mock server in-process and point the run at it. */
+  /* Run the built-in mock server in-process and point the run at it, with
+   * these settings (NULL = tp_mock_config_default). */
   bool mock;
+  const tp_mock_config *mock_config;
+  /* Where the in-process mock writes its log of true send times (NULL =
+   * none); overrides mock_config->log_path. */
+  const char *mock_log_path;
 
   FILE *progress; /* progress lines (stderr by default, NULL = quiet) */
 } tp_config;
@@ -190,10 +197,12 @@ typedef struct tp_run tp_run;
  * or input file; TP_ENOTFOUND: a file is missing; TP_EIO: read error. */
 TP_API int tp_run_new(tp_run **out, const tp_config *cfg, char *err, size_t errlen);
 
-/* Executes every level.  Returns 0 when the sweep completed (failed
+/* Executes every level: loads the tokenizer, starts the in-process mock
+ * when asked, checks the server and the model (ServerLive, ModelReady,
+ * ModelMetadata unless skip_preflight), then runs the sweep.  Returns 0 when the sweep completed (failed
  * requests are data, not an error), TP_ECONNECT when the server cannot be
  * reached, TP_ENOTFOUND / TP_EUNSUPPORTED when the model is missing, not
- * ready or lacks an input, TP_EINTERRUPTED when tp_run_interrupt stopped
+ * ready or lacks an input, or when the tokenizer cannot be loaded, TP_EINTERRUPTED when tp_run_interrupt stopped
  * it; the message is in err. Results measured so far stay readable. */
 TP_API int tp_run_exec(tp_run *run, char *err, size_t errlen);
 
@@ -227,7 +236,7 @@ TP_API void tp_run_free(tp_run *run);
 /* ------------------------------------------------------------------------ */
 /* The mock server                                                          */
 
-typedef struct tp_mock_config {
+struct tp_mock_config {
   const char *host; /* default "127.0.0.1" */
   int grpc_port;    /* default 8001; 0 = any free port */
 
@@ -254,7 +263,7 @@ typedef struct tp_mock_config {
    * measurements against. NULL = no log. */
   const char *log_path;
   bool quiet;
-} tp_mock_config;
+};
 
 typedef struct tp_mock tp_mock;
 
@@ -268,6 +277,30 @@ TP_API void tp_mock_get_stats(tp_mock *m, tp_mock_stats *out);
 TP_API void tp_mock_stop(tp_mock *m);
 /* Runs the mock in the calling thread until SIGINT or SIGTERM. */
 TP_API int tp_mock_run(const tp_mock_config *cfg, char *err, size_t errlen);
+
+/* ------------------------------------------------------------------------ */
+/* Value parsers for command lines.  Each returns 0 or TP_EINVAL and writes
+ * into err a phrase saying what was expected (the caller adds the option
+ * name and the quoted value). */
+
+/* Unsigned count with an optional k/M/G suffix (powers of 1000): "10k". */
+TP_API int tp_parse_count(const char *s, uint64_t *out, char *err, size_t errlen);
+
+/* Duration: a number with unit ns, us, ms, s, m or h ("500ms", "1.5s",
+ * "2m").  A bare number takes default_unit_ns (e.g. 1e6 for ms). */
+TP_API int tp_parse_duration_ns(const char *s, uint64_t default_unit_ns, uint64_t *out,
+                                char *err, size_t errlen);
+
+/* Non-negative decimal number ("0.5", "20"). */
+TP_API int tp_parse_double(const char *s, double *out, char *err, size_t errlen);
+
+/* A list of positive integers: "1,4,8", a range "START:END[:STEP]" with an
+ * additive step ("4:32:4", step 1 by default) or a multiplying one
+ * ("1:64:x2"), or lists of those ("1,2,8:32:8").  Ranges include END when
+ * the steps land on it.  At most max_values values; *vals is returned owned
+ * (free()). */
+TP_API int tp_parse_uint_list(const char *s, uint32_t **vals, size_t *n, size_t max_values,
+                              char *err, size_t errlen);
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,86 @@
+/* gRPC calls over a pool of HTTP/2 connections (h2c, prior knowledge),
+ * driven by one libuv loop through nghttp2.
+ *
+ * Each call is one HTTP/2 stream: HEADERS, the request message(s) with
+ * END_STREAM, then response messages until the trailers (protocols.md
+ * §4.7: one ModelStreamInfer call per inference request).  The pool opens
+ * up to `connections` connections, waits for each server's SETTINGS before
+ * opening streams on it, never exceeds its MAX_CONCURRENT_STREAMS (further
+ * calls wait in a FIFO queue, or go to another connection), and stops using
+ * a connection after GOAWAY.
+ *
+ * Timestamps: every message delivered from one socket read carries the time
+ * that read returned, taken before any HTTP/2 or protobuf parsing. */
+#ifndef TP_H2C_H
+#define TP_H2C_H
+
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include <uv.h>
+
+#include "util/tp_common.h"
+
+typedef struct tp_h2c_pool tp_h2c_pool;
+typedef struct tp_call tp_call;
+
+typedef struct tp_call_result {
+  int grpc_status;          /* 0 = OK; the synthesised status on transport failure */
+  tp_error_class err_class; /* TP_ERRCLASS_NONE when grpc_status == 0 */
+  const char *message;      /* decoded grpc-message or transport error; borrowed */
+  uint64_t sent_ns;         /* when the request's last frame went to the socket; 0 = never */
+  uint64_t end_ns;          /* when the call ended */
+} tp_call_result;
+
+typedef struct tp_call_cbs {
+  /* One complete gRPC message.  data is borrowed for the call; arrival_ns is
+   * when the socket read that completed it returned.  May start new calls;
+   * must not free the pool. */
+  void (*on_message)(tp_call *c, const uint8_t *data, size_t len, uint64_t arrival_ns, void *user_data);
+  /* Called exactly once per successfully started call, last.  The call is
+   * freed after it returns. */
+  void (*on_close)(tp_call *c, const tp_call_result *res, void *user_data);
+} tp_call_cbs;
+
+typedef struct tp_h2c_opts {
+  struct sockaddr_storage addr; /* resolved server address */
+  const char *authority;        /* "host:port" for :authority and messages */
+  uint32_t connections;         /* connections to spread calls over (>= 1) */
+  uint32_t max_msg_bytes;       /* largest response message accepted */
+  /* Extra request headers, "name" / "value" pairs (borrowed, outlive the
+   * pool); n_headers pairs. */
+  const char *const *headers;
+  size_t n_headers;
+} tp_h2c_opts;
+
+/* Creates a pool; connections are opened as calls need them.  Returns 0 or
+ * TP_ENOMEM. */
+int tp_h2c_pool_new(tp_h2c_pool **out, uv_loop_t *loop, const tp_h2c_opts *o);
+
+/* Starts a call on `path` ("/package.Service/Method") sending `body` (one
+ * or more framed messages, copied) and half-closing.  timeout_ns > 0 sends
+ * grpc-timeout and fails the call locally with DEADLINE_EXCEEDED when it
+ * passes.  Returns 0 (cbs->on_close will be called) or TP_ENOMEM /
+ * TP_EINVAL (no callback will be called). */
+int tp_h2c_call(tp_h2c_pool *p, const char *path, const uint8_t *body, size_t len,
+                uint64_t timeout_ns, const tp_call_cbs *cbs, void *user_data, tp_call **out);
+
+/* Cancels a call (RST_STREAM CANCEL); on_close follows with CANCELLED. */
+void tp_h2c_cancel(tp_call *c);
+
+/* Calls queued or open. */
+size_t tp_h2c_active_calls(const tp_h2c_pool *p);
+/* The most streams open at once on one connection, and connections opened. */
+uint32_t tp_h2c_max_streams_seen(const tp_h2c_pool *p);
+uint32_t tp_h2c_connections_opened(const tp_h2c_pool *p);
+
+/* Fails every call with CANCELLED, closes every connection, and frees the
+ * pool once libuv has closed the handles (the loop must run for that). */
+void tp_h2c_pool_close(tp_h2c_pool *p);
+
+/* Resolves "host:port" (blocking; done once before a run).  Returns 0, or
+ * TP_EINVAL / TP_ECONNECT with a message naming the address. */
+int tp_h2c_resolve(const char *host_port, struct sockaddr_storage *addr,
+                   char *err, size_t errlen);
+
+#endif

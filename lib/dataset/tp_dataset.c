@@ -1,1 +1,297 @@
-/* placeholder: being written */
+/* Prompts: a JSONL loader and a synthetic generator.
+ *
+ * Choices the header leaves open, made here:
+ * - A line is blank when it holds only JSON whitespace (space, tab, CR);
+ *   blank lines are skipped but still counted, so line numbers in messages
+ *   match what an editor shows.
+ * - The first key of "text_input", "input", "prompt", "text" that is
+ *   present decides; if it holds anything but a string the line is
+ *   refused rather than falling through to the next key, so a typo in the
+ *   data cannot silently pick another field.
+ * - A JSON null under "output", "reference" or "max_tokens" counts as
+ *   absent (data exported from data frames writes null for missing
+ *   values).  Other wrong types are errors.
+ * - An empty prompt string is accepted: the server decides what it means.
+ * - Strings holding \u0000 are refused (jansson's default), because the
+ *   prompt travels on as a C string in places.
+ * - Column numbers are jansson's: characters, not bytes, counted from 1 on
+ *   the line (after a byte order mark on line 1). */
+#include "tp_dataset.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "dataset/tp_dataset_line.h"
+#include "util/tp_common.h"
+#include "util/tp_words.h"
+
+static const char *const prompt_keys[] = {"text_input", "input", "prompt", "text"};
+
+static bool is_json_space(char c) { return c == ' ' || c == '\t' || c == '\r'; }
+
+static const char *json_type_name(const json_t *j) {
+  switch (json_typeof(j)) {
+    case JSON_OBJECT: return "an object";
+    case JSON_ARRAY: return "an array";
+    case JSON_STRING: return "a string";
+    case JSON_INTEGER: return "an integer";
+    case JSON_REAL: return "a number";
+    case JSON_TRUE:
+    case JSON_FALSE: return "a boolean";
+    case JSON_NULL: return "null";
+  }
+  return "a value";
+}
+
+/* jansson quotes the offending input in its text; control bytes from a
+ * binary file would reach the user's terminal, so they are masked. */
+static void mask_controls(char *s) {
+  for (; *s; s++)
+    if ((unsigned char)*s < 0x20 || *s == 0x7f) *s = '?';
+}
+
+int tp__dataset_parse_line(const char *line, size_t len, const char *file, size_t lineno,
+                           tp_prompt *out, bool *blank, char *err, size_t errlen) {
+  if (len && line[len - 1] == '\r') len--;
+  size_t i = 0;
+  while (i < len && is_json_space(line[i])) i++;
+  *blank = i == len;
+  if (*blank) return 0;
+
+  json_error_t jerr;
+  /* JSON_DECODE_ANY so that a line holding a scalar or an array gets the
+   * clearer "expected a JSON object" rather than jansson's token error. */
+  json_t *root = json_loadb(line, len, JSON_DECODE_ANY, &jerr);
+  if (!root) {
+    mask_controls(jerr.text);
+    /* jansson names its own flag here; say what it means for a prompt. */
+    const char *why = strstr(jerr.text, "JSON_ALLOW_NUL") ? "\\u0000 is not allowed in prompts"
+                                                          : jerr.text;
+    tp_seterr(err, errlen, "%s:%zu:%d: invalid JSON: %s", file, lineno,
+              jerr.column > 0 ? jerr.column : 1, why);
+    return TP_EINVAL;
+  }
+  int rv = TP_EINVAL;
+  char *text = NULL, *ref = NULL;
+  if (!json_is_object(root)) {
+    tp_seterr(err, errlen, "%s:%zu: expected a JSON object (found %s)", file, lineno,
+              json_type_name(root));
+    goto out;
+  }
+
+  json_t *prompt = NULL;
+  const char *prompt_key = NULL;
+  for (size_t k = 0; k < TP_ARRAY_LEN(prompt_keys) && !prompt; k++) {
+    prompt = json_object_get(root, prompt_keys[k]);
+    prompt_key = prompt_keys[k];
+  }
+  if (!prompt || !json_is_string(prompt)) {
+    if (prompt)
+      tp_seterr(err, errlen,
+                "%s:%zu: no prompt: expected a string under \"text_input\", \"input\", "
+                "\"prompt\" or \"text\" (\"%s\" holds %s)",
+                file, lineno, prompt_key, json_type_name(prompt));
+    else
+      tp_seterr(err, errlen,
+                "%s:%zu: no prompt: expected a string under \"text_input\", \"input\", "
+                "\"prompt\" or \"text\"",
+                file, lineno);
+    goto out;
+  }
+
+  const char *ref_key = "output";
+  json_t *jref = json_object_get(root, ref_key);
+  if (!jref || json_is_null(jref)) jref = json_object_get(root, ref_key = "reference");
+  if (jref && !json_is_null(jref) && !json_is_string(jref)) {
+    tp_seterr(err, errlen, "%s:%zu: \"%s\" must be a string (found %s)", file, lineno, ref_key,
+              json_type_name(jref));
+    goto out;
+  }
+
+  int64_t max_tokens = -1;
+  json_t *jmax = json_object_get(root, "max_tokens");
+  if (jmax && !json_is_null(jmax)) {
+    if (!json_is_integer(jmax) || json_integer_value(jmax) <= 0) {
+      tp_seterr(err, errlen, "%s:%zu: \"max_tokens\" must be a positive integer", file, lineno);
+      goto out;
+    }
+    max_tokens = (int64_t)json_integer_value(jmax);
+  }
+
+  rv = TP_ENOMEM;
+  text = tp_strndup(json_string_value(prompt), json_string_length(prompt));
+  if (!text) goto out;
+  if (jref && json_is_string(jref)) {
+    ref = tp_strndup(json_string_value(jref), json_string_length(jref));
+    if (!ref) goto out;
+  }
+  out->text = text;
+  out->text_len = json_string_length(prompt);
+  out->reference = ref;
+  out->max_tokens = max_tokens;
+  out->input_tokens = -1;
+  text = ref = NULL;
+  rv = 0;
+
+out:
+  if (rv == TP_ENOMEM) tp_seterr(err, errlen, "%s:%zu: out of memory", file, lineno);
+  free(text);
+  free(ref);
+  json_decref(root);
+  return rv;
+}
+
+static int push_prompt(tp_dataset *ds, size_t *cap, const tp_prompt *p) {
+  if (ds->n == *cap) {
+    size_t ncap = *cap ? *cap * 2 : 64;
+    tp_prompt *items = realloc(ds->items, ncap * sizeof(*items));
+    if (!items) return TP_ENOMEM;
+    ds->items = items;
+    *cap = ncap;
+  }
+  ds->items[ds->n++] = *p;
+  return 0;
+}
+
+int tp__dataset_parse_buffer(tp_dataset *ds, const char *name, const char *data, size_t len,
+                             char *err, size_t errlen) {
+  memset(ds, 0, sizeof(*ds));
+  ds->source = tp_strndup(name, strlen(name));
+  if (!ds->source) goto nomem;
+
+  /* A byte order mark is legal (if pointless) in UTF-8 and editors on
+   * Windows write one; jansson would refuse it as a token. */
+  if (len >= 3 && memcmp(data, "\xEF\xBB\xBF", 3) == 0) {
+    data += 3;
+    len -= 3;
+  }
+  size_t cap = 0;
+  size_t lineno = 0;
+  const char *p = data, *end = data + len;
+  while (p < end) {
+    const char *nl = memchr(p, '\n', (size_t)(end - p));
+    const char *eol = nl ? nl : end;
+    tp_prompt prompt;
+    bool blank;
+    lineno++;
+    int rv = tp__dataset_parse_line(p, (size_t)(eol - p), name, lineno, &prompt, &blank, err,
+                                    errlen);
+    if (rv) return rv;
+    if (!blank && push_prompt(ds, &cap, &prompt)) {
+      free(prompt.text);
+      free(prompt.reference);
+      goto nomem;
+    }
+    p = nl ? nl + 1 : end;
+  }
+  if (ds->n == 0) {
+    tp_seterr(err, errlen, "%s: no prompts (%s)", name,
+              len == 0 ? "the file is empty" : "the file holds only blank lines");
+    return TP_EINVAL;
+  }
+  return 0;
+
+nomem:
+  tp_seterr(err, errlen, "%s: out of memory", name);
+  return TP_ENOMEM;
+}
+
+int tp_dataset_load_jsonl(tp_dataset *ds, const char *path, char *err, size_t errlen) {
+  memset(ds, 0, sizeof(*ds));
+  FILE *f = fopen(path, "rb");
+  if (!f) {
+    if (errno == ENOENT || errno == ENOTDIR) {
+      tp_seterr(err, errlen, "%s: no such file (check --input-file)", path);
+      return TP_ENOTFOUND;
+    }
+    tp_seterr(err, errlen, "%s: cannot open: %s (check --input-file)", path, strerror(errno));
+    return TP_EIO;
+  }
+  /* The whole file is read first: prompt files are small next to the
+   * memory a run uses, and parsing from memory keeps the parser free of
+   * I/O (and fuzzable). */
+  tp_buf buf;
+  tp_buf_init(&buf);
+  int rv = 0;
+  for (;;) {
+    if (tp_buf_reserve(&buf, 65536)) {
+      tp_seterr(err, errlen, "%s: out of memory", path);
+      rv = TP_ENOMEM;
+      break;
+    }
+    size_t got = fread(buf.data + buf.len, 1, buf.cap - buf.len - 1, f);
+    buf.len += got;
+    if (got == 0) {
+      if (ferror(f)) {
+        tp_seterr(err, errlen, "%s: cannot read: %s", path, strerror(errno));
+        rv = TP_EIO;
+      }
+      break;
+    }
+  }
+  fclose(f);
+  if (rv == 0)
+    rv = tp__dataset_parse_buffer(ds, path, buf.len ? (const char *)buf.data : "", buf.len,
+                                  err, errlen);
+  tp_buf_fini(&buf);
+  return rv;
+}
+
+/* splitmix64 (Steele, Lea and Flood): a tiny PRNG whose output depends only
+ * on the seed, so a synthetic data set is the same on every machine. */
+static uint64_t splitmix64(uint64_t *state) {
+  uint64_t z = (*state += 0x9e3779b97f4a7c15ULL);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+int tp_dataset_synthetic(tp_dataset *ds, size_t n, size_t words, uint64_t seed) {
+  memset(ds, 0, sizeof(*ds));
+  if (n == 0 || words == 0) return TP_EINVAL;
+  if (n > SIZE_MAX / sizeof(tp_prompt)) return TP_ENOMEM;
+  ds->source = tp_strndup("synthetic", 9);
+  ds->items = calloc(n, sizeof(tp_prompt));
+  if (!ds->source || !ds->items) goto nomem;
+  /* One PRNG stream across all prompts, so prompt i depends on (seed, i,
+   * words) only and two prompts of one set differ. */
+  uint64_t state = seed;
+  tp_buf b;
+  tp_buf_init(&b);
+  for (size_t i = 0; i < n; i++) {
+    for (size_t w = 0; w < words; w++) {
+      /* tp_words_n is 256, which divides 2^64: the modulo is unbiased. */
+      const char *word = tp_words[splitmix64(&state) % tp_words_n];
+      if ((w && tp_buf_append(&b, " ", 1)) || tp_buf_append_str(&b, word)) {
+        tp_buf_fini(&b);
+        goto nomem;
+      }
+    }
+    tp_prompt *p = &ds->items[i];
+    p->text = tp_buf_steal(&b, &p->text_len);
+    if (!p->text) goto nomem;
+    p->reference = NULL;
+    p->max_tokens = -1;
+    p->input_tokens = -1;
+    ds->n = i + 1;
+  }
+  return 0;
+
+nomem:
+  return TP_ENOMEM;
+}
+
+void tp_dataset_free(tp_dataset *ds) {
+  if (!ds) return;
+  for (size_t i = 0; i < ds->n; i++) {
+    free(ds->items[i].text);
+    free(ds->items[i].reference);
+  }
+  free(ds->items);
+  free(ds->source);
+  memset(ds, 0, sizeof(*ds));
+}

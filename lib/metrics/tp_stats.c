@@ -1,1 +1,183 @@
-/* placeholder: being written */
+/* Exact statistics over per-request records.
+ *
+ * docs/metrics.md defines every figure; this file is the only place they are
+ * computed.  When the two disagree, the document states the intent and this
+ * file has the bug. */
+#include "tp_stats.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* A local copy of the class names: the metrics layer links only tp_util,
+ * and the X-macro keeps this table and tp_error_class_name in step. */
+#define TP_CLASS_STR(name, str) [name] = str,
+static const char *const class_names[TP_ERRCLASS_COUNT] = {
+    TP_ERROR_CLASSES(TP_CLASS_STR)};
+#undef TP_CLASS_STR
+
+static const char *class_name(tp_error_class c) {
+  if ((unsigned)c >= TP_ERRCLASS_COUNT) return "unknown";
+  return class_names[c];
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+/* Linear interpolation between the closest ranks of a sorted array, numpy's
+ * default ("linear"): rank = p/100 x (n-1), then blend the two neighbours
+ * by the fractional part of the rank. */
+static double percentile(const double *sorted, size_t n, double p) {
+  double rank = p / 100.0 * (double)(n - 1);
+  size_t lo = (size_t)floor(rank);
+  if (lo >= n - 1) return sorted[n - 1];
+  double frac = rank - (double)lo;
+  return sorted[lo] + (sorted[lo + 1] - sorted[lo]) * frac;
+}
+
+void tp_stat_compute(tp_stat *st, double *values, size_t n) {
+  memset(st, 0, sizeof(*st));
+  if (n == 0) return;
+  qsort(values, n, sizeof(*values), cmp_double);
+  st->n = n;
+  st->min = values[0];
+  st->max = values[n - 1];
+
+  double sum = 0;
+  for (size_t i = 0; i < n; i++) sum += values[i];
+  double mean = sum / (double)n;
+  /* Rounding in the sum can put the mean a hair outside [min, max] (three
+   * copies of 0.1 do); a mean outside the data would look like a bug in a
+   * report, so clamp it. */
+  if (mean < st->min) mean = st->min;
+  if (mean > st->max) mean = st->max;
+  st->avg = mean;
+
+  /* Two passes (mean first, then squared deviations) rather than the
+   * sum-of-squares shortcut, which cancels catastrophically when the values
+   * are large and close together, as nanosecond latencies are. */
+  double ss = 0;
+  for (size_t i = 0; i < n; i++) {
+    double d = values[i] - mean;
+    ss += d * d;
+  }
+  st->std = st->min == st->max ? 0 : sqrt(ss / (double)n);
+
+  st->p25 = percentile(values, n, 25);
+  st->p50 = percentile(values, n, 50);
+  st->p75 = percentile(values, n, 75);
+  st->p90 = percentile(values, n, 90);
+  st->p95 = percentile(values, n, 95);
+  st->p99 = percentile(values, n, 99);
+}
+
+/* Milliseconds between two monotonic timestamps.  Returns false when either
+ * did not happen (0) or they are out of order, so a half-recorded request
+ * drops out of that one figure instead of adding a huge unsigned wrap. */
+static bool span_ms(uint64_t from_ns, uint64_t to_ns, double *out) {
+  if (!from_ns || !to_ns || to_ns < from_ns) return false;
+  *out = (double)(to_ns - from_ns) / (double)TP_NS_PER_MS;
+  return true;
+}
+
+enum { V_TTFT, V_ITL, V_LAT, V_OUT, V_IN, V_TPS, V_RESP, V_COUNT };
+
+int tp_level_compute(tp_level_result *out, const tp_record *recs, size_t n) {
+  memset(out, 0, sizeof(*out));
+  if (n == 0) return 0;
+
+  /* One block holds every metric's value list: V_COUNT slices of n. */
+  if (n > SIZE_MAX / sizeof(double) / V_COUNT) return TP_ENOMEM;
+  double *block = malloc(n * V_COUNT * sizeof(double));
+  if (!block) return TP_ENOMEM;
+  double *v[V_COUNT];
+  size_t nv[V_COUNT] = {0};
+  for (int k = 0; k < V_COUNT; k++) v[k] = block + (size_t)k * n;
+
+  uint64_t min_sent_ns = 0, max_done_ns = 0;
+  uint64_t out_tokens_sum = 0, in_tokens_sum = 0;
+  const tp_record *first_failed = NULL;
+
+  for (size_t i = 0; i < n; i++) {
+    const tp_record *r = &recs[i];
+    if (r->warmup) continue;
+    out->requests++;
+
+    /* Failed requests count towards the window too: the server was busy
+     * with them, and leaving them out would flatter the throughput. */
+    if (r->sent_ns && (!min_sent_ns || r->sent_ns < min_sent_ns))
+      min_sent_ns = r->sent_ns;
+    if (r->done_ns > max_done_ns) max_done_ns = r->done_ns;
+
+    if (!tp_record_ok(r)) {
+      out->failed++;
+      /* A request with no error class that never finished (done_ns == 0)
+       * is counted under "none", so that the classes always sum to
+       * `failed`. */
+      unsigned c = (unsigned)r->err_class < TP_ERRCLASS_COUNT
+                       ? (unsigned)r->err_class
+                       : (unsigned)TP_ERRCLASS_NONE;
+      out->errors_by_class[c]++;
+      if (!first_failed || r->seq < first_failed->seq) first_failed = r;
+      continue;
+    }
+    out->succeeded++;
+
+    double lat_ms = 0, x;
+    bool have_lat = span_ms(r->sent_ns, r->done_ns, &lat_ms);
+    if (have_lat) v[V_LAT][nv[V_LAT]++] = lat_ms;
+    if (span_ms(r->sent_ns, r->first_token_ns, &x)) v[V_TTFT][nv[V_TTFT]++] = x;
+    v[V_RESP][nv[V_RESP]++] = (double)r->n_resp;
+
+    if (r->output_tokens >= 0) {
+      out->tokens_available = true;
+      out_tokens_sum += (uint64_t)r->output_tokens;
+      v[V_OUT][nv[V_OUT]++] = (double)r->output_tokens;
+      if (have_lat && lat_ms > 0)
+        v[V_TPS][nv[V_TPS]++] = (double)r->output_tokens / (lat_ms / 1000.0);
+      if (r->output_tokens >= 2 && span_ms(r->first_token_ns, r->last_token_ns, &x))
+        v[V_ITL][nv[V_ITL]++] = x / (double)(r->output_tokens - 1);
+    }
+    if (r->input_tokens >= 0) {
+      in_tokens_sum += (uint64_t)r->input_tokens;
+      v[V_IN][nv[V_IN]++] = (double)r->input_tokens;
+    }
+  }
+
+  tp_stat_compute(&out->ttft_ms, v[V_TTFT], nv[V_TTFT]);
+  tp_stat_compute(&out->itl_ms, v[V_ITL], nv[V_ITL]);
+  tp_stat_compute(&out->latency_ms, v[V_LAT], nv[V_LAT]);
+  tp_stat_compute(&out->output_tokens, v[V_OUT], nv[V_OUT]);
+  tp_stat_compute(&out->input_tokens, v[V_IN], nv[V_IN]);
+  tp_stat_compute(&out->output_tps_per_user, v[V_TPS], nv[V_TPS]);
+  tp_stat_compute(&out->responses, v[V_RESP], nv[V_RESP]);
+  free(block);
+
+  if (min_sent_ns && max_done_ns > min_sent_ns)
+    out->duration_s = (double)(max_done_ns - min_sent_ns) / (double)TP_NS_PER_S;
+  /* A zero-length window has no meaningful rate; 0 (shown as such) is
+   * better than infinity. */
+  if (out->duration_s > 0) {
+    out->output_token_throughput = (double)out_tokens_sum / out->duration_s;
+    out->input_token_throughput = (double)in_tokens_sum / out->duration_s;
+    out->request_throughput = (double)out->succeeded / out->duration_s;
+  }
+
+  if (first_failed) {
+    const char *name = first_failed->err_class == TP_ERRCLASS_NONE
+                           ? "unfinished"
+                           : class_name(first_failed->err_class);
+    const char *msg = first_failed->err_msg;
+    if (msg && *msg)
+      snprintf(out->first_error, sizeof(out->first_error), "%s: %s", name, msg);
+    else if (first_failed->err_class == TP_ERRCLASS_NONE)
+      snprintf(out->first_error, sizeof(out->first_error),
+               "%s: no final response", name);
+    else
+      snprintf(out->first_error, sizeof(out->first_error), "%s", name);
+  }
+  return 0;
+}

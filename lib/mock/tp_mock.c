@@ -1,1 +1,1691 @@
-/* placeholder: being written */
+/* The built-in mock Triton server.
+ *
+ * One libuv loop (on a thread of its own, or the caller's) accepts h2c
+ * connections, runs one nghttp2 server session per connection and answers
+ * the KServe v2 gRPC methods a load generator uses.  Two models imitate the
+ * TensorRT-LLM ensemble and the vLLM backend; the timing of every token
+ * comes from tp_mock_engine and is kept with tp_timers, so the client sees
+ * deadlines accurate to tens of microseconds.
+ *
+ * Writing: every gRPC stream has a queue of framed messages; an nghttp2
+ * data provider serves it (NGHTTP2_ERR_DEFERRED when empty, resumed when a
+ * message arrives) and ends it with trailers.  Connections whose session
+ * has something to send are put on a dirty list that a uv_check handle
+ * flushes once per loop iteration, so tokens due in the same wake-up leave
+ * in one write per connection. */
+#include "tokperf/tokperf.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+#include <nghttp2/nghttp2.h>
+#include <uv.h>
+
+#include "config.h"
+#include "grpc_service.pb-c.h"
+#include "mock/tp_mock_engine.h"
+#include "transport/tp_grpc.h"
+#include "util/tp_common.h"
+#include "util/tp_timer.h"
+
+#define SERVICE_PREFIX "/inference.GRPCInferenceService/"
+#define MAX_MSG_BYTES (64u << 20)        /* larger requests: RESOURCE_EXHAUSTED */
+#define STREAM_WINDOW_BYTES (16u << 20)  /* SETTINGS_INITIAL_WINDOW_SIZE */
+#define CONN_WINDOW_BYTES (64u << 20)    /* connection receive window */
+#define MAX_CONCURRENT_STREAMS 1024u
+#define WRITE_CHUNK_BYTES (256u << 10)   /* one uv_write gathers up to this */
+#define WRITE_HIGH_WATER_BYTES (4u << 20) /* stop pulling from nghttp2 above */
+#define LOG_FLUSH_BYTES (1u << 20)
+
+/* ---- the two models ------------------------------------------------------ */
+
+typedef struct tensor_def {
+  const char *name;
+  const char *datatype;
+  size_t n_dims;
+  int64_t dims[2];
+} tensor_def;
+
+typedef struct model_def {
+  const char *name;
+  const char *platform;
+  bool ensemble; /* TensorRT-LLM style, else vLLM style */
+  const tensor_def *inputs;
+  size_t n_inputs;
+  const tensor_def *outputs;
+  size_t n_outputs;
+} model_def;
+
+/* TensorRT-LLM's ensemble batches (max_batch_size > 0), so every shape has
+ * a leading -1 batch dimension. */
+static const tensor_def ensemble_inputs[] = {
+    {"text_input", "BYTES", 2, {-1, 1}},   {"max_tokens", "INT32", 2, {-1, 1}},
+    {"bad_words", "BYTES", 2, {-1, -1}},   {"stop_words", "BYTES", 2, {-1, -1}},
+    {"end_id", "INT32", 2, {-1, 1}},       {"pad_id", "INT32", 2, {-1, 1}},
+    {"top_k", "INT32", 2, {-1, 1}},        {"top_p", "FP32", 2, {-1, 1}},
+    {"temperature", "FP32", 2, {-1, 1}},   {"min_length", "INT32", 2, {-1, 1}},
+    {"stream", "BOOL", 2, {-1, 1}},        {"exclude_input_in_output", "BOOL", 2, {-1, 1}},
+};
+static const tensor_def ensemble_outputs[] = {{"text_output", "BYTES", 2, {-1, -1}}};
+
+/* The vLLM backend forces max_batch_size 0: no batch dimension. */
+static const tensor_def vllm_inputs[] = {
+    {"text_input", "BYTES", 1, {1}},
+    {"stream", "BOOL", 1, {1}},
+    {"sampling_parameters", "BYTES", 1, {1}},
+    {"exclude_input_in_output", "BOOL", 1, {1}},
+    {"return_num_output_tokens", "BOOL", 1, {1}},
+};
+static const tensor_def vllm_outputs[] = {
+    {"text_output", "BYTES", 1, {-1}},
+    {"num_output_tokens", "UINT32", 1, {-1}},
+};
+
+static const model_def models[] = {
+    {"ensemble", "ensemble", true, ensemble_inputs, TP_ARRAY_LEN(ensemble_inputs),
+     ensemble_outputs, TP_ARRAY_LEN(ensemble_outputs)},
+    {"vllm_model", "vllm", false, vllm_inputs, TP_ARRAY_LEN(vllm_inputs), vllm_outputs,
+     TP_ARRAY_LEN(vllm_outputs)},
+};
+
+static const model_def *find_model(const char *name) {
+  for (size_t i = 0; i < TP_ARRAY_LEN(models); i++)
+    if (strcmp(models[i].name, name) == 0) return &models[i];
+  return NULL;
+}
+
+/* ---- objects --------------------------------------------------------------- */
+
+typedef enum method {
+  M_UNKNOWN = 0,
+  M_SERVER_LIVE,
+  M_SERVER_READY,
+  M_MODEL_READY,
+  M_SERVER_METADATA,
+  M_MODEL_METADATA,
+  M_MODEL_INFER,
+  M_MODEL_STREAM_INFER,
+} method;
+
+static const struct {
+  const char *name;
+  method m;
+} methods[] = {
+    {"ServerLive", M_SERVER_LIVE},         {"ServerReady", M_SERVER_READY},
+    {"ModelReady", M_MODEL_READY},         {"ServerMetadata", M_SERVER_METADATA},
+    {"ModelMetadata", M_MODEL_METADATA},   {"ModelInfer", M_MODEL_INFER},
+    {"ModelStreamInfer", M_MODEL_STREAM_INFER},
+};
+
+typedef struct conn conn;
+typedef struct mstream mstream;
+typedef struct mreq mreq;
+
+/* One inference request (one ModelInferRequest message). */
+struct mreq {
+  tp_mock_seq seq; /* seq.data points back here */
+  tp_timer timer;
+  mstream *st;
+  mreq *prev, *next; /* in st->reqs */
+  const model_def *model;
+  char *id;
+  char *version; /* as requested, echoed in an empty final response */
+  bool unary;    /* answered as a ModelInferResponse */
+  bool streaming; /* delta text per token, else one response at the end */
+  bool empty_final; /* ensemble + triton_enable_empty_final_response */
+  bool num_tokens;  /* vLLM return_num_output_tokens */
+  tp_buf text;      /* whole text for non-streaming answers */
+  uint32_t index;   /* responses queued so far */
+};
+
+struct mstream {
+  conn *c;
+  int32_t id;
+  mstream *prev, *next; /* in c->streams */
+  method method;
+  char path[128];
+  bool path_too_long;
+  bool bad_content_type;
+  bool counted;          /* included in the active inference streams */
+  bool remote_closed;    /* the client half-closed */
+  bool got_message;      /* unary: the request message came */
+  bool response_started; /* response HEADERS submitted with a data provider */
+  bool finished;         /* final status decided (trailers queued or sent) */
+  bool trailers_pending; /* send trailers once the queue drains */
+  bool deferred;         /* the data provider returned DEFERRED */
+  int status;
+  char *message;
+  tp_grpc_reader reader;
+  tp_buf out; /* framed messages not yet handed to nghttp2 */
+  size_t out_off;
+  mreq *reqs;
+};
+
+struct conn {
+  tp_mock *m;
+  uv_tcp_t tcp;
+  nghttp2_session *h2;
+  conn *prev, *next;    /* in m->conns */
+  conn *dirty_next;     /* in m->dirty */
+  bool dirty;
+  bool closing;
+  size_t write_bytes;   /* handed to uv_write, not yet completed */
+  mstream *streams;
+};
+
+typedef struct wreq {
+  uv_write_t req;
+  conn *c;
+  char *data;
+  size_t len;
+} wreq;
+
+struct tp_mock {
+  tp_mock_config cfg;
+  char *host;
+  char *log_path;
+  bool threaded;
+  uv_thread_t thread;
+
+  uv_loop_t loop;
+  uv_tcp_t listener;
+  uv_async_t stop_async;
+  uv_check_t check;
+  uv_idle_t idle;
+  uv_signal_t sigint, sigterm;
+  bool have_signals;
+  bool idle_on;
+  bool stopping;
+  int port;
+
+  tp_timers *timers;
+  tp_mock_engine *engine;
+  nghttp2_session_callbacks *cbs;
+  conn *conns;
+  conn *dirty;
+  uint32_t active_streams;
+
+  tp_buf scratch; /* BYTES element being built */
+  tp_buf logbuf;  /* JSON lines not yet written to log */
+  FILE *log;
+
+  uint8_t readbuf[64 * 1024]; /* one read at a time on the loop */
+
+  _Atomic uint64_t n_requests;
+  _Atomic uint64_t n_responses;
+  _Atomic uint32_t max_streams;
+  _Atomic uint32_t max_seqs;
+};
+
+/* ---- small helpers ---------------------------------------------------------- */
+
+static void put_le32(uint8_t *p, uint32_t v) {
+  p[0] = (uint8_t)v;
+  p[1] = (uint8_t)(v >> 8);
+  p[2] = (uint8_t)(v >> 16);
+  p[3] = (uint8_t)(v >> 24);
+}
+
+static uint32_t get_le32(const uint8_t *p) {
+  return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+/* Single writer (the loop), many readers: a plain store of the new maximum
+ * is enough. */
+static void raise_max(_Atomic uint32_t *max, uint32_t v) {
+  if (v > atomic_load_explicit(max, memory_order_relaxed))
+    atomic_store_explicit(max, v, memory_order_relaxed);
+}
+
+static void json_str(tp_buf *b, const char *s, size_t n) {
+  static const char hex[] = "0123456789abcdef";
+  tp_buf_append(b, "\"", 1);
+  for (size_t i = 0; i < n; i++) {
+    unsigned char c = (unsigned char)s[i];
+    if (c == '"' || c == '\\') {
+      char e[2] = {'\\', (char)c};
+      tp_buf_append(b, e, 2);
+    } else if (c < 0x20) {
+      char e[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
+      tp_buf_append(b, e, 6);
+    } else {
+      tp_buf_append(b, &s[i], 1);
+    }
+  }
+  tp_buf_append(b, "\"", 1);
+}
+
+/* The log is gathered in memory and written in 1 MiB pieces, so the loop
+ * never waits on the disk once per token; tp_mock_stop writes the rest. */
+static void log_flush(tp_mock *m, bool force) {
+  if (!m->log || m->logbuf.len == 0) return;
+  if (!force && m->logbuf.len < LOG_FLUSH_BYTES) return;
+  fwrite(m->logbuf.data, 1, m->logbuf.len, m->log);
+  tp_buf_reset(&m->logbuf);
+}
+
+static void log_request(tp_mock *m, mreq *r, uint64_t t_ns) {
+  if (!m->log) return;
+  tp_buf *b = &m->logbuf;
+  tp_buf_append_str(b, "{\"ev\":\"request\",\"id\":");
+  json_str(b, r->id, strlen(r->id));
+  tp_buf_append_str(b, ",\"model\":");
+  json_str(b, r->model->name, strlen(r->model->name));
+  tp_buf_printf(b, ",\"n\":%llu,\"t_ns\":%llu,\"prompt_tokens\":%u,\"max_tokens\":%u}\n",
+                (unsigned long long)r->seq.number, (unsigned long long)t_ns,
+                r->seq.prompt_tokens, r->seq.max_tokens);
+  log_flush(m, false);
+}
+
+static void log_response(tp_mock *m, mreq *r, uint32_t index, uint64_t t_ns, const char *text,
+                         size_t len, bool final) {
+  if (!m->log) return;
+  tp_buf *b = &m->logbuf;
+  tp_buf_append_str(b, "{\"ev\":\"response\",\"id\":");
+  json_str(b, r->id, strlen(r->id));
+  tp_buf_printf(b, ",\"n\":%llu,\"index\":%u,\"t_ns\":%llu,\"text\":",
+                (unsigned long long)r->seq.number, index, (unsigned long long)t_ns);
+  json_str(b, text, len);
+  tp_buf_printf(b, ",\"final\":%s}\n", final ? "true" : "false");
+  log_flush(m, false);
+}
+
+static void log_error(tp_mock *m, const char *id, const char *msg, uint64_t t_ns) {
+  if (!m->log) return;
+  tp_buf *b = &m->logbuf;
+  tp_buf_append_str(b, "{\"ev\":\"error\",\"id\":");
+  json_str(b, id, strlen(id));
+  tp_buf_printf(b, ",\"t_ns\":%llu,\"message\":", (unsigned long long)t_ns);
+  json_str(b, msg, strlen(msg));
+  tp_buf_append_str(b, "}\n");
+  log_flush(m, false);
+}
+
+/* ---- connection output ------------------------------------------------------ */
+
+static void conn_close(conn *c);
+static void conn_flush(conn *c);
+
+static void on_idle(uv_idle_t *h) { (void)h; }
+
+/* The idle handle only keeps the next poll from blocking while a flush is
+ * pending (a write callback run in the pending phase may mark a connection
+ * dirty after this iteration's check has passed). */
+static void mark_dirty(conn *c) {
+  if (c->dirty || c->closing) return;
+  tp_mock *m = c->m;
+  c->dirty = true;
+  c->dirty_next = m->dirty;
+  m->dirty = c;
+  if (!m->idle_on) {
+    uv_idle_start(&m->idle, on_idle);
+    m->idle_on = true;
+  }
+}
+
+static void on_check(uv_check_t *h) {
+  tp_mock *m = h->data;
+  while (m->dirty) {
+    conn *c = m->dirty;
+    m->dirty = c->dirty_next;
+    c->dirty = false;
+    c->dirty_next = NULL;
+    conn_flush(c);
+  }
+  if (m->idle_on) {
+    uv_idle_stop(&m->idle);
+    m->idle_on = false;
+  }
+  log_flush(m, false);
+}
+
+static void on_write(uv_write_t *req, int status) {
+  wreq *w = (wreq *)req;
+  conn *c = w->c;
+  c->write_bytes -= w->len;
+  free(w->data);
+  free(w);
+  if (c->closing) return;
+  if (status < 0) {
+    conn_close(c);
+    return;
+  }
+  mark_dirty(c);
+}
+
+static void conn_flush(conn *c) {
+  while (!c->closing && c->write_bytes < WRITE_HIGH_WATER_BYTES) {
+    tp_buf b;
+    tp_buf_init(&b);
+    while (b.len < WRITE_CHUNK_BYTES) {
+      const uint8_t *p;
+      ssize_t n = nghttp2_session_mem_send(c->h2, &p);
+      if (n < 0) {
+        tp_buf_fini(&b);
+        conn_close(c);
+        return;
+      }
+      if (n == 0) break;
+      if (tp_buf_append(&b, p, (size_t)n)) {
+        tp_buf_fini(&b);
+        conn_close(c);
+        return;
+      }
+    }
+    if (b.len == 0) {
+      tp_buf_fini(&b);
+      break;
+    }
+    wreq *w = malloc(sizeof(*w));
+    if (!w) {
+      tp_buf_fini(&b);
+      conn_close(c);
+      return;
+    }
+    w->c = c;
+    w->data = tp_buf_steal(&b, &w->len);
+    uv_buf_t ub = uv_buf_init(w->data, (unsigned)w->len);
+    if (uv_write(&w->req, (uv_stream_t *)&c->tcp, &ub, 1, on_write) != 0) {
+      free(w->data);
+      free(w);
+      conn_close(c);
+      return;
+    }
+    c->write_bytes += w->len;
+  }
+  /* Above the high-water mark the write callback flushes again. */
+  if (!c->closing && !nghttp2_session_want_read(c->h2) && !nghttp2_session_want_write(c->h2) &&
+      c->write_bytes == 0)
+    conn_close(c);
+}
+
+/* ---- stream output ----------------------------------------------------------- */
+
+static void stream_resume(mstream *st) {
+  if (st->response_started && st->deferred) {
+    st->deferred = false;
+    nghttp2_session_resume_data(st->c->h2, st->id);
+  }
+  mark_dirty(st->c);
+}
+
+static ssize_t on_data_read(nghttp2_session *h2, int32_t sid, uint8_t *buf, size_t length,
+                            uint32_t *flags, nghttp2_data_source *src, void *user_data) {
+  mstream *st = src->ptr;
+  size_t avail = st->out.len - st->out_off;
+  size_t n = TP_MIN(avail, length);
+  if (n) memcpy(buf, st->out.data + st->out_off, n);
+  st->out_off += n;
+  if (st->out_off < st->out.len) {
+    /* Keep the queue from growing without bound behind a slow reader. */
+    if (st->out_off >= (1u << 20)) {
+      memmove(st->out.data, st->out.data + st->out_off, st->out.len - st->out_off);
+      st->out.len -= st->out_off;
+      st->out_off = 0;
+    }
+    return (ssize_t)n;
+  }
+  tp_buf_reset(&st->out);
+  st->out_off = 0;
+  if (st->trailers_pending) {
+    st->trailers_pending = false;
+    char status[12];
+    snprintf(status, sizeof(status), "%d", st->status);
+    size_t ml = st->message ? strlen(st->message) : 0;
+    char *enc = ml ? malloc(3 * ml + 1) : NULL;
+    size_t el = enc ? tp_grpc_message_encode(enc, st->message, ml) : 0;
+    nghttp2_nv nv[2] = {
+        {(uint8_t *)"grpc-status", (uint8_t *)status, 11, strlen(status), NGHTTP2_NV_FLAG_NONE},
+        {(uint8_t *)"grpc-message", (uint8_t *)enc, 12, el, NGHTTP2_NV_FLAG_NONE},
+    };
+    int rv = nghttp2_submit_trailer(h2, sid, nv, enc ? 2 : 1);
+    free(enc);
+    if (rv != 0) return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+    *flags |= NGHTTP2_DATA_FLAG_EOF | NGHTTP2_DATA_FLAG_NO_END_STREAM;
+    return (ssize_t)n;
+  }
+  if (n == 0) {
+    st->deferred = true;
+    return NGHTTP2_ERR_DEFERRED;
+  }
+  return (ssize_t)n;
+}
+
+static int stream_start_response(mstream *st) {
+  if (st->response_started) return 0;
+  nghttp2_nv nv[2] = {
+      {(uint8_t *)":status", (uint8_t *)"200", 7, 3, NGHTTP2_NV_FLAG_NONE},
+      {(uint8_t *)"content-type", (uint8_t *)"application/grpc", 12, 16, NGHTTP2_NV_FLAG_NONE},
+  };
+  nghttp2_data_provider prd;
+  prd.source.ptr = st;
+  prd.read_callback = on_data_read;
+  if (nghttp2_submit_response(st->c->h2, st->id, nv, 2, &prd) != 0) return TP_EPROTO;
+  st->response_started = true;
+  mark_dirty(st->c);
+  return 0;
+}
+
+/* Packs msg with its gRPC prefix at the end of the stream's queue. */
+static int stream_queue_msg(mstream *st, const ProtobufCMessage *msg) {
+  size_t n = protobuf_c_message_get_packed_size(msg);
+  if (n > UINT32_MAX) return TP_ETOOBIG;
+  int rv = tp_buf_reserve(&st->out, TP_GRPC_PREFIX_BYTES + n);
+  if (rv) return rv;
+  uint8_t *p = st->out.data + st->out.len;
+  tp_grpc_put_prefix(p, (uint32_t)n);
+  protobuf_c_message_pack(msg, p + TP_GRPC_PREFIX_BYTES);
+  st->out.len += TP_GRPC_PREFIX_BYTES + n;
+  rv = stream_start_response(st);
+  if (rv) return rv;
+  stream_resume(st);
+  return 0;
+}
+
+static void req_free(mreq *r, bool cancel);
+
+/* Decides the stream's final status.  Requests still running on it are
+ * cancelled.  Before any response HEADERS this is a Trailers-Only answer;
+ * afterwards the trailers follow the queued messages. */
+static void stream_finish(mstream *st, int status, const char *message) {
+  if (st->finished) return;
+  st->finished = true;
+  while (st->reqs) req_free(st->reqs, true);
+  st->status = status;
+  free(st->message);
+  st->message = message && *message ? strdup(message) : NULL;
+  if (st->response_started) {
+    st->trailers_pending = true;
+    stream_resume(st);
+    return;
+  }
+  char code[12];
+  snprintf(code, sizeof(code), "%d", status);
+  size_t ml = st->message ? strlen(st->message) : 0;
+  char *enc = ml ? malloc(3 * ml + 1) : NULL;
+  size_t el = enc ? tp_grpc_message_encode(enc, st->message, ml) : 0;
+  nghttp2_nv nv[4] = {
+      {(uint8_t *)":status", (uint8_t *)"200", 7, 3, NGHTTP2_NV_FLAG_NONE},
+      {(uint8_t *)"content-type", (uint8_t *)"application/grpc", 12, 16, NGHTTP2_NV_FLAG_NONE},
+      {(uint8_t *)"grpc-status", (uint8_t *)code, 11, strlen(code), NGHTTP2_NV_FLAG_NONE},
+      {(uint8_t *)"grpc-message", (uint8_t *)enc, 12, el, NGHTTP2_NV_FLAG_NONE},
+  };
+  nghttp2_submit_response(st->c->h2, st->id, nv, enc ? 4 : 3, NULL);
+  free(enc);
+  mark_dirty(st->c);
+}
+
+/* A unary answer: the message, then grpc-status 0. */
+static void stream_reply(mstream *st, const ProtobufCMessage *msg) {
+  if (st->finished) return;
+  if (stream_queue_msg(st, msg) != 0) {
+    stream_finish(st, TP_GRPC_INTERNAL, "cannot queue the response");
+    return;
+  }
+  stream_finish(st, TP_GRPC_OK, NULL);
+}
+
+/* ModelStreamInfer ends once the client half-closed and every request on it
+ * has completed (Triton keeps the stream open until then). */
+static void stream_maybe_done(mstream *st) {
+  if (st->finished || st->reqs) return;
+  if (st->method == M_MODEL_STREAM_INFER && st->remote_closed)
+    stream_finish(st, TP_GRPC_OK, NULL);
+}
+
+/* ---- inference responses ----------------------------------------------------- */
+
+static int bytes_element(tp_mock *m, const char *text, size_t len, ProtobufCBinaryData *out) {
+  tp_buf_reset(&m->scratch);
+  int rv = tp_buf_reserve(&m->scratch, 4 + len);
+  if (rv) return rv;
+  /* BYTES elements carry a 4-byte little-endian length (unlike the gRPC
+   * prefix, which is big-endian). */
+  put_le32(m->scratch.data, (uint32_t)len);
+  if (len) memcpy(m->scratch.data + 4, text, len);
+  m->scratch.len = 4 + len;
+  out->data = m->scratch.data;
+  out->len = m->scratch.len;
+  return 0;
+}
+
+/* Queues one response of request r.  with_outputs false makes the empty
+ * final response (no outputs, triton_final_response true).  t_ns for the
+ * log is read right when the response is queued on the stream, before
+ * nghttp2 frames it and before the socket write: it is the moment the mock
+ * decides to send, which is what the client's arrival times are compared
+ * with. */
+static int queue_response(mreq *r, const char *text, size_t len, bool with_outputs, bool final,
+                          uint32_t n_tokens) {
+  mstream *st = r->st;
+  tp_mock *m = st->c->m;
+  Inference__InferParameter fp = INFERENCE__INFER_PARAMETER__INIT;
+  fp.parameter_choice_case = INFERENCE__INFER_PARAMETER__PARAMETER_CHOICE_BOOL_PARAM;
+  fp.bool_param = final;
+  Inference__ModelInferResponse__ParametersEntry pe =
+      INFERENCE__MODEL_INFER_RESPONSE__PARAMETERS_ENTRY__INIT;
+  pe.key = "triton_final_response";
+  pe.value = &fp;
+  Inference__ModelInferResponse__ParametersEntry *pes[1] = {&pe};
+
+  int64_t shape[1] = {1};
+  Inference__ModelInferResponse__InferOutputTensor ot =
+      INFERENCE__MODEL_INFER_RESPONSE__INFER_OUTPUT_TENSOR__INIT;
+  ot.name = "text_output";
+  ot.datatype = "BYTES";
+  ot.n_shape = 1;
+  ot.shape = shape;
+  Inference__ModelInferResponse__InferOutputTensor on =
+      INFERENCE__MODEL_INFER_RESPONSE__INFER_OUTPUT_TENSOR__INIT;
+  on.name = "num_output_tokens";
+  on.datatype = "UINT32";
+  on.n_shape = 1;
+  on.shape = shape;
+  Inference__ModelInferResponse__InferOutputTensor *outs[2] = {&ot, &on};
+  ProtobufCBinaryData raw[2];
+  uint8_t ntok[4];
+  put_le32(ntok, n_tokens);
+  raw[1].data = ntok;
+  raw[1].len = 4;
+
+  Inference__ModelInferResponse resp = INFERENCE__MODEL_INFER_RESPONSE__INIT;
+  resp.model_name = (char *)r->model->name;
+  resp.id = r->id;
+  if (with_outputs) {
+    if (bytes_element(m, text, len, &raw[0])) return TP_ENOMEM;
+    resp.model_version = "1";
+    resp.n_outputs = r->num_tokens ? 2 : 1;
+    resp.outputs = outs;
+    resp.n_raw_output_contents = resp.n_outputs;
+    resp.raw_output_contents = raw;
+  } else {
+    /* Triton copies the version from the request into an empty final
+     * response, so it may be empty. */
+    resp.model_version = r->version;
+  }
+  int rv;
+  if (r->unary) {
+    /* Unary ModelInfer answers carry no triton_final_response. */
+    rv = stream_queue_msg(st, &resp.base);
+  } else {
+    resp.n_parameters = 1;
+    resp.parameters = pes;
+    Inference__ModelStreamInferResponse w = INFERENCE__MODEL_STREAM_INFER_RESPONSE__INIT;
+    w.infer_response = &resp;
+    rv = stream_queue_msg(st, &w.base);
+  }
+  if (rv) return rv;
+  atomic_fetch_add_explicit(&m->n_responses, 1, memory_order_relaxed);
+  log_response(m, r, r->index++, tp_now_ns(), text, with_outputs ? len : 0, final);
+  return 0;
+}
+
+/* An in-band error on a ModelStreamInfer stream: error_message and
+ * infer_response.id only (protocols.md 4.3); the stream stays usable. */
+static void queue_stream_error(mstream *st, const char *id, const char *msg) {
+  Inference__ModelInferResponse resp = INFERENCE__MODEL_INFER_RESPONSE__INIT;
+  resp.id = (char *)id;
+  Inference__ModelStreamInferResponse w = INFERENCE__MODEL_STREAM_INFER_RESPONSE__INIT;
+  w.error_message = (char *)msg;
+  w.infer_response = &resp;
+  if (stream_queue_msg(st, &w.base) != 0) {
+    stream_finish(st, TP_GRPC_INTERNAL, "cannot queue the response");
+    return;
+  }
+  log_error(st->c->m, id, msg, tp_now_ns());
+}
+
+/* ---- requests ------------------------------------------------------------------ */
+
+static void req_free(mreq *r, bool cancel) {
+  mstream *st = r->st;
+  tp_mock *m = st->c->m;
+  if (cancel) {
+    tp_timer_stop(m->timers, &r->timer);
+    tp_mock_engine_cancel(m->engine, &r->seq, tp_now_ns());
+  }
+  if (r->prev)
+    r->prev->next = r->next;
+  else
+    st->reqs = r->next;
+  if (r->next) r->next->prev = r->prev;
+  tp_buf_fini(&r->text);
+  free(r->id);
+  free(r->version);
+  free(r);
+}
+
+static void on_admit(tp_mock_engine *e, tp_mock_seq *s, void *user_data) {
+  tp_mock *m = user_data;
+  mreq *r = s->data;
+  tp_timer_start(m->timers, &r->timer, s->next_deadline_ns);
+  raise_max(&m->max_seqs, tp_mock_engine_running(e));
+}
+
+static void on_token(tp_timer *t, uint64_t now_ns) {
+  mreq *r = t->data;
+  mstream *st = r->st;
+  tp_mock *m = st->c->m;
+  tp_mock_token tok;
+  if (tp_mock_engine_next(m->engine, &r->seq, now_ns, &tok) != 0) return;
+  int rv = 0;
+  if (r->streaming) {
+    /* The ensemble with empty final responses enabled sends the flag
+     * separately, the way Triton's ensemble scheduler often does. */
+    bool final_here = tok.last && !r->empty_final;
+    rv = queue_response(r, tok.text, tok.text_len, true, final_here, 1);
+    if (!rv && tok.last && r->empty_final) rv = queue_response(r, NULL, 0, false, true, 0);
+  } else {
+    rv = tp_buf_append(&r->text, tok.text, tok.text_len);
+    if (!rv && tok.last)
+      rv = queue_response(r, (const char *)r->text.data, r->text.len, true, true, tok.index + 1);
+  }
+  if (rv) {
+    stream_finish(st, TP_GRPC_INTERNAL, "cannot queue the response");
+    return;
+  }
+  if (!tok.last) {
+    tp_timer_start(m->timers, t, r->seq.next_deadline_ns);
+    return;
+  }
+  req_free(r, false);
+  if (st->method == M_MODEL_INFER)
+    stream_finish(st, TP_GRPC_OK, NULL);
+  else
+    stream_maybe_done(st);
+}
+
+/* ---- request parsing ----------------------------------------------------------- */
+
+typedef struct infer_args {
+  const model_def *model;
+  const uint8_t *prompt;
+  size_t prompt_len;
+  bool have_prompt;
+  bool stream;
+  bool exclude_input;
+  bool exclude_input_set;
+  bool num_tokens;
+  bool empty_final;
+  bool have_max_tokens;
+  tp_mock_seq_params sp;
+} infer_args;
+
+typedef struct tensor_ref {
+  const Inference__ModelInferRequest__InferInputTensor *in;
+  const ProtobufCBinaryData *raw; /* NULL when the data is typed */
+} tensor_ref;
+
+static int tensor_bytes(const tensor_ref *t, const uint8_t **p, size_t *len, char *err,
+                        size_t errlen) {
+  if (strcmp(t->in->datatype, "BYTES") != 0) {
+    tp_seterr(err, errlen, "input '%s' has datatype %s, expected BYTES", t->in->name,
+              t->in->datatype);
+    return TP_EINVAL;
+  }
+  if (!t->raw) {
+    const Inference__InferTensorContents *c = t->in->contents;
+    if (!c->n_bytes_contents) goto empty;
+    *p = c->bytes_contents[0].data;
+    *len = c->bytes_contents[0].len;
+    return 0;
+  }
+  if (t->raw->len < 4) goto empty;
+  uint32_t n = get_le32(t->raw->data);
+  if (n > t->raw->len - 4) {
+    tp_seterr(err, errlen, "input '%s': BYTES element of %u bytes overruns the %zu bytes given",
+              t->in->name, n, t->raw->len);
+    return TP_EINVAL;
+  }
+  *p = t->raw->data + 4;
+  *len = n;
+  return 0;
+empty:
+  tp_seterr(err, errlen, "input '%s' holds no element", t->in->name);
+  return TP_EINVAL;
+}
+
+static int tensor_int(const tensor_ref *t, int64_t *v, char *err, size_t errlen) {
+  const char *dt = t->in->datatype;
+  const Inference__InferTensorContents *c = t->in->contents;
+  const uint8_t *r = t->raw ? t->raw->data : NULL;
+  size_t rl = t->raw ? t->raw->len : 0;
+  if (!strcmp(dt, "INT32") || !strcmp(dt, "INT16") || !strcmp(dt, "INT8")) {
+    size_t w = dt[3] == '3' ? 4 : dt[3] == '1' ? 2 : 1;
+    if (r) {
+      if (rl < w) goto empty;
+      uint32_t u = w == 4 ? get_le32(r) : w == 2 ? (uint32_t)(r[0] | r[1] << 8) : r[0];
+      *v = w == 4 ? (int32_t)u : w == 2 ? (int16_t)u : (int8_t)u;
+    } else {
+      if (!c->n_int_contents) goto empty;
+      *v = c->int_contents[0];
+    }
+  } else if (!strcmp(dt, "UINT32") || !strcmp(dt, "UINT16") || !strcmp(dt, "UINT8")) {
+    size_t w = dt[4] == '3' ? 4 : dt[4] == '1' ? 2 : 1;
+    if (r) {
+      if (rl < w) goto empty;
+      *v = w == 4 ? get_le32(r) : w == 2 ? (uint32_t)(r[0] | r[1] << 8) : r[0];
+    } else {
+      if (!c->n_uint_contents) goto empty;
+      *v = c->uint_contents[0];
+    }
+  } else if (!strcmp(dt, "INT64") || !strcmp(dt, "UINT64")) {
+    if (r) {
+      if (rl < 8) goto empty;
+      *v = (int64_t)((uint64_t)get_le32(r) | (uint64_t)get_le32(r + 4) << 32);
+    } else if (dt[0] == 'I') {
+      if (!c->n_int64_contents) goto empty;
+      *v = c->int64_contents[0];
+    } else {
+      if (!c->n_uint64_contents) goto empty;
+      *v = (int64_t)c->uint64_contents[0];
+    }
+  } else {
+    tp_seterr(err, errlen, "input '%s' has datatype %s, expected an integer type", t->in->name,
+              dt);
+    return TP_EINVAL;
+  }
+  return 0;
+empty:
+  tp_seterr(err, errlen, "input '%s' holds no element", t->in->name);
+  return TP_EINVAL;
+}
+
+static int tensor_bool(const tensor_ref *t, bool *v, char *err, size_t errlen) {
+  if (strcmp(t->in->datatype, "BOOL") != 0) {
+    tp_seterr(err, errlen, "input '%s' has datatype %s, expected BOOL", t->in->name,
+              t->in->datatype);
+    return TP_EINVAL;
+  }
+  if (t->raw) {
+    if (t->raw->len < 1) goto empty;
+    *v = t->raw->data[0] != 0;
+  } else {
+    if (!t->in->contents->n_bool_contents) goto empty;
+    *v = t->in->contents->bool_contents[0];
+  }
+  return 0;
+empty:
+  tp_seterr(err, errlen, "input '%s' holds no element", t->in->name);
+  return TP_EINVAL;
+}
+
+static uint32_t clamp_u32(int64_t v) { return v <= 0 ? 0 : v > UINT32_MAX ? UINT32_MAX : (uint32_t)v; }
+
+/* A JSON number, or a string holding one: the vLLM backend casts each
+ * sampling parameter to its Python type, so "64" works as well as 64. */
+static bool json_int(json_t *j, int64_t *v) {
+  if (json_is_integer(j)) {
+    *v = json_integer_value(j);
+    return true;
+  }
+  if (json_is_real(j)) {
+    *v = (int64_t)json_real_value(j);
+    return true;
+  }
+  if (json_is_string(j)) {
+    char *end;
+    long long x = strtoll(json_string_value(j), &end, 10);
+    if (end == json_string_value(j)) return false;
+    *v = x;
+    return true;
+  }
+  return false;
+}
+
+/* Python's bool() on the value, as the vLLM backend applies it: a non-empty
+ * string, even "false", is true. */
+static bool json_truthy(json_t *j) {
+  if (json_is_boolean(j)) return json_is_true(j);
+  if (json_is_string(j)) return json_string_length(j) > 0;
+  if (json_is_integer(j)) return json_integer_value(j) != 0;
+  if (json_is_real(j)) return json_real_value(j) != 0;
+  return false;
+}
+
+static int parse_sampling(infer_args *a, const uint8_t *p, size_t len, char *err, size_t errlen) {
+  json_error_t je;
+  json_t *root = json_loadb((const char *)p, len, 0, &je);
+  if (!root || !json_is_object(root)) {
+    tp_seterr(err, errlen, "sampling_parameters is not a JSON object: %s",
+              root ? "wrong type" : je.text);
+    json_decref(root);
+    return TP_EINVAL;
+  }
+  int64_t v;
+  json_t *j;
+  if ((j = json_object_get(root, "max_tokens")) && !json_is_null(j)) {
+    if (!json_int(j, &v)) goto bad_max;
+    a->sp.max_tokens = clamp_u32(v);
+    a->have_max_tokens = true;
+  }
+  if ((j = json_object_get(root, "min_tokens")) && json_int(j, &v)) a->sp.min_tokens = clamp_u32(v);
+  if ((j = json_object_get(root, "ignore_eos"))) a->sp.ignore_eos = json_truthy(j);
+  json_decref(root);
+  return 0;
+bad_max:
+  tp_seterr(err, errlen, "sampling_parameters: max_tokens is not a number");
+  json_decref(root);
+  return TP_EINVAL;
+}
+
+static bool param_int(const Inference__InferParameter *p, int64_t *v) {
+  switch (p->parameter_choice_case) {
+    case INFERENCE__INFER_PARAMETER__PARAMETER_CHOICE_INT64_PARAM: *v = p->int64_param; return true;
+    case INFERENCE__INFER_PARAMETER__PARAMETER_CHOICE_UINT64_PARAM:
+      *v = p->uint64_param > INT64_MAX ? INT64_MAX : (int64_t)p->uint64_param;
+      return true;
+    case INFERENCE__INFER_PARAMETER__PARAMETER_CHOICE_DOUBLE_PARAM:
+      *v = (int64_t)p->double_param;
+      return true;
+    case INFERENCE__INFER_PARAMETER__PARAMETER_CHOICE_STRING_PARAM: {
+      char *end;
+      long long x = strtoll(p->string_param, &end, 10);
+      if (end == p->string_param) return false;
+      *v = x;
+      return true;
+    }
+    default: return false;
+  }
+}
+
+static bool param_bool(const Inference__InferParameter *p) {
+  switch (p->parameter_choice_case) {
+    case INFERENCE__INFER_PARAMETER__PARAMETER_CHOICE_BOOL_PARAM: return p->bool_param;
+    case INFERENCE__INFER_PARAMETER__PARAMETER_CHOICE_INT64_PARAM: return p->int64_param != 0;
+    case INFERENCE__INFER_PARAMETER__PARAMETER_CHOICE_STRING_PARAM:
+      return strcmp(p->string_param, "true") == 0 || strcmp(p->string_param, "1") == 0;
+    default: return false;
+  }
+}
+
+static bool model_has_input(const model_def *md, const char *name) {
+  for (size_t i = 0; i < md->n_inputs; i++)
+    if (strcmp(md->inputs[i].name, name) == 0) return true;
+  return false;
+}
+
+/* Reads what the mock needs out of a ModelInferRequest.  Returns 0, or
+ * TP_ENOTFOUND (unknown model or version, grpc NOT_FOUND) / TP_EINVAL (bad
+ * inputs, INVALID_ARGUMENT) with Triton-like text in err. */
+static int parse_infer(const Inference__ModelInferRequest *q, infer_args *a, char *err,
+                       size_t errlen) {
+  memset(a, 0, sizeof(*a));
+  a->model = find_model(q->model_name);
+  if (!a->model) {
+    tp_seterr(err, errlen, "Request for unknown model: '%s' is not found", q->model_name);
+    return TP_ENOTFOUND;
+  }
+  if (q->model_version[0] && strcmp(q->model_version, "1") != 0) {
+    tp_seterr(err, errlen, "Request for unknown model: '%s' version %s is not found",
+              q->model_name, q->model_version);
+    return TP_ENOTFOUND;
+  }
+  const model_def *md = a->model;
+  bool any_typed = false;
+  for (size_t i = 0; i < q->n_inputs; i++) any_typed |= q->inputs[i]->contents != NULL;
+  size_t raw_next = 0;
+  bool have_sampling = false;
+  int rv = 0;
+  for (size_t i = 0; i < q->n_inputs && rv == 0; i++) {
+    const Inference__ModelInferRequest__InferInputTensor *in = q->inputs[i];
+    if (!model_has_input(md, in->name)) {
+      tp_seterr(err, errlen, "[request id: %s] unexpected inference input '%s' for model '%s'",
+                q->id, in->name, md->name);
+      return TP_EINVAL;
+    }
+    tensor_ref t = {in, NULL};
+    if (!in->contents) {
+      if (raw_next >= q->n_raw_input_contents) {
+        tp_seterr(err, errlen, "unable to find data for input tensor '%s' in request", in->name);
+        return TP_EINVAL;
+      }
+      t.raw = &q->raw_input_contents[raw_next++];
+    } else if (q->n_raw_input_contents) {
+      tp_seterr(err, errlen,
+                "contents field must not be specified when using raw_input_contents for '%s' "
+                "for model '%s'",
+                in->name, md->name);
+      return TP_EINVAL;
+    }
+    (void)any_typed;
+    const char *nm = in->name;
+    int64_t v;
+    bool b;
+    if (!strcmp(nm, "text_input")) {
+      rv = tensor_bytes(&t, &a->prompt, &a->prompt_len, err, errlen);
+      a->have_prompt = rv == 0;
+    } else if (!strcmp(nm, "stream")) {
+      rv = tensor_bool(&t, &a->stream, err, errlen);
+    } else if (!strcmp(nm, "exclude_input_in_output")) {
+      rv = tensor_bool(&t, &a->exclude_input, err, errlen);
+      a->exclude_input_set = rv == 0;
+    } else if (!strcmp(nm, "return_num_output_tokens")) {
+      rv = tensor_bool(&t, &a->num_tokens, err, errlen);
+    } else if (!strcmp(nm, "max_tokens")) {
+      if ((rv = tensor_int(&t, &v, err, errlen)) == 0) {
+        a->sp.max_tokens = clamp_u32(v);
+        a->have_max_tokens = true;
+      }
+    } else if (!strcmp(nm, "min_length")) {
+      if ((rv = tensor_int(&t, &v, err, errlen)) == 0) a->sp.min_tokens = clamp_u32(v);
+    } else if (!strcmp(nm, "sampling_parameters")) {
+      const uint8_t *p;
+      size_t len;
+      if ((rv = tensor_bytes(&t, &p, &len, err, errlen)) == 0) {
+        rv = parse_sampling(a, p, len, err, errlen);
+        have_sampling = true;
+      }
+    } else {
+      (void)b; /* accepted and ignored: sampling knobs have no effect here */
+    }
+  }
+  if (rv) return rv;
+  if (!a->have_prompt) {
+    tp_seterr(err, errlen, "[request id: %s] input 'text_input' is required for model '%s'",
+              q->id, md->name);
+    return TP_EINVAL;
+  }
+  if (md->ensemble && !a->have_max_tokens) {
+    tp_seterr(err, errlen, "[request id: %s] input 'max_tokens' is required for model '%s'",
+              q->id, md->name);
+    return TP_EINVAL;
+  }
+  for (size_t i = 0; i < q->n_parameters; i++) {
+    const char *k = q->parameters[i]->key;
+    const Inference__InferParameter *p = q->parameters[i]->value;
+    if (!p) continue;
+    if (!strcmp(k, "triton_enable_empty_final_response")) {
+      a->empty_final = param_bool(p);
+    } else if (!md->ensemble && !have_sampling) {
+      /* Without a sampling_parameters tensor the vLLM backend serializes
+       * the request parameters instead (what HTTP generate produces). */
+      int64_t v;
+      if (!strcmp(k, "max_tokens") && param_int(p, &v)) {
+        a->sp.max_tokens = clamp_u32(v);
+        a->have_max_tokens = true;
+      } else if (!strcmp(k, "min_tokens") && param_int(p, &v)) {
+        a->sp.min_tokens = clamp_u32(v);
+      } else if (!strcmp(k, "ignore_eos")) {
+        a->sp.ignore_eos = param_bool(p);
+      }
+    }
+  }
+  if (!md->ensemble && a->stream && a->exclude_input_set && !a->exclude_input) {
+    tp_seterr(err, errlen, "When streaming, `exclude_input_in_output` = False is not allowed.");
+    return TP_EINVAL;
+  }
+  a->sp.prompt_tokens = tp_mock_count_words((const char *)a->prompt, a->prompt_len);
+  return 0;
+}
+
+/* Starts one inference request on st.  unary: ModelInfer. */
+static void start_infer(mstream *st, const uint8_t *data, size_t len, bool unary) {
+  tp_mock *m = st->c->m;
+  Inference__ModelInferRequest *q = inference__model_infer_request__unpack(NULL, len, data);
+  if (!q) {
+    stream_finish(st, TP_GRPC_INTERNAL, "cannot parse ModelInferRequest");
+    return;
+  }
+  char err[512];
+  infer_args a;
+  int rv = parse_infer(q, &a, err, sizeof(err));
+  if (rv) {
+    if (unary)
+      stream_finish(st, rv == TP_ENOTFOUND ? TP_GRPC_NOT_FOUND : TP_GRPC_INVALID_ARGUMENT, err);
+    else
+      queue_stream_error(st, q->id, err);
+    inference__model_infer_request__free_unpacked(q, NULL);
+    return;
+  }
+  mreq *r = calloc(1, sizeof(*r));
+  if (!r || !(r->id = strdup(q->id)) || !(r->version = strdup(q->model_version))) {
+    if (r) free(r->id);
+    free(r);
+    inference__model_infer_request__free_unpacked(q, NULL);
+    stream_finish(st, TP_GRPC_RESOURCE_EXHAUSTED, "out of memory");
+    return;
+  }
+  tp_buf_init(&r->text);
+  r->st = st;
+  r->model = a.model;
+  r->unary = unary;
+  r->streaming = !unary && a.stream;
+  r->empty_final = r->streaming && a.model->ensemble && a.empty_final;
+  r->num_tokens = !a.model->ensemble && a.num_tokens;
+  /* Non-streaming answers repeat the prompt unless the request excludes it
+   * (both backends default to including it). */
+  if (!r->streaming && !a.exclude_input && a.prompt_len &&
+      tp_buf_append(&r->text, a.prompt, a.prompt_len) != 0) {
+    req_free(r, false); /* not linked yet: unlinking is a no-op on NULLs */
+    inference__model_infer_request__free_unpacked(q, NULL);
+    stream_finish(st, TP_GRPC_RESOURCE_EXHAUSTED, "out of memory");
+    return;
+  }
+  inference__model_infer_request__free_unpacked(q, NULL);
+  r->next = st->reqs;
+  if (st->reqs) st->reqs->prev = r;
+  st->reqs = r;
+  tp_timer_init(&r->timer, on_token, r);
+  r->seq.data = r;
+  uint64_t now = tp_now_ns();
+  atomic_fetch_add_explicit(&m->n_requests, 1, memory_order_relaxed);
+  /* Log before submitting: admission may already arm the first token. */
+  tp_mock_engine_submit(m->engine, &r->seq, &a.sp, now);
+  log_request(m, r, now);
+}
+
+/* ---- unary methods --------------------------------------------------------------- */
+
+static void reply_bool(mstream *st, const ProtobufCMessageDescriptor *d, bool v) {
+  /* ServerLive/ServerReady/ModelReady responses all are { bool = 1 }. */
+  Inference__ServerLiveResponse live = INFERENCE__SERVER_LIVE_RESPONSE__INIT;
+  Inference__ServerReadyResponse ready = INFERENCE__SERVER_READY_RESPONSE__INIT;
+  Inference__ModelReadyResponse mready = INFERENCE__MODEL_READY_RESPONSE__INIT;
+  if (d == &inference__server_live_response__descriptor) {
+    live.live = v;
+    stream_reply(st, &live.base);
+  } else if (d == &inference__server_ready_response__descriptor) {
+    ready.ready = v;
+    stream_reply(st, &ready.base);
+  } else {
+    mready.ready = v;
+    stream_reply(st, &mready.base);
+  }
+}
+
+static void reply_model_metadata(mstream *st, const uint8_t *data, size_t len) {
+  Inference__ModelMetadataRequest *q = inference__model_metadata_request__unpack(NULL, len, data);
+  if (!q) {
+    stream_finish(st, TP_GRPC_INTERNAL, "cannot parse ModelMetadataRequest");
+    return;
+  }
+  const model_def *md = find_model(q->name);
+  char err[256];
+  if (!md || (q->version[0] && strcmp(q->version, "1") != 0)) {
+    if (q->version[0] && md)
+      snprintf(err, sizeof(err), "Request for unknown model: '%s' version %s is not found",
+               q->name, q->version);
+    else
+      snprintf(err, sizeof(err), "Request for unknown model: '%s' is not found", q->name);
+    inference__model_metadata_request__free_unpacked(q, NULL);
+    stream_finish(st, TP_GRPC_NOT_FOUND, err);
+    return;
+  }
+  inference__model_metadata_request__free_unpacked(q, NULL);
+  Inference__ModelMetadataResponse__TensorMetadata tin[16], tout[4];
+  Inference__ModelMetadataResponse__TensorMetadata *pin[16], *pout[4];
+  for (size_t i = 0; i < md->n_inputs; i++) {
+    Inference__ModelMetadataResponse__TensorMetadata t =
+        INFERENCE__MODEL_METADATA_RESPONSE__TENSOR_METADATA__INIT;
+    t.name = (char *)md->inputs[i].name;
+    t.datatype = (char *)md->inputs[i].datatype;
+    t.n_shape = md->inputs[i].n_dims;
+    t.shape = (int64_t *)md->inputs[i].dims;
+    tin[i] = t;
+    pin[i] = &tin[i];
+  }
+  for (size_t i = 0; i < md->n_outputs; i++) {
+    Inference__ModelMetadataResponse__TensorMetadata t =
+        INFERENCE__MODEL_METADATA_RESPONSE__TENSOR_METADATA__INIT;
+    t.name = (char *)md->outputs[i].name;
+    t.datatype = (char *)md->outputs[i].datatype;
+    t.n_shape = md->outputs[i].n_dims;
+    t.shape = (int64_t *)md->outputs[i].dims;
+    tout[i] = t;
+    pout[i] = &tout[i];
+  }
+  char *versions[1] = {"1"};
+  Inference__ModelMetadataResponse r = INFERENCE__MODEL_METADATA_RESPONSE__INIT;
+  r.name = (char *)md->name;
+  r.n_versions = 1;
+  r.versions = versions;
+  r.platform = (char *)md->platform;
+  r.n_inputs = md->n_inputs;
+  r.inputs = pin;
+  r.n_outputs = md->n_outputs;
+  r.outputs = pout;
+  stream_reply(st, &r.base);
+}
+
+static void reply_model_ready(mstream *st, const uint8_t *data, size_t len) {
+  Inference__ModelReadyRequest *q = inference__model_ready_request__unpack(NULL, len, data);
+  if (!q) {
+    stream_finish(st, TP_GRPC_INTERNAL, "cannot parse ModelReadyRequest");
+    return;
+  }
+  bool ready = find_model(q->name) && (!q->version[0] || strcmp(q->version, "1") == 0);
+  inference__model_ready_request__free_unpacked(q, NULL);
+  reply_bool(st, &inference__model_ready_response__descriptor, ready);
+}
+
+static void reply_server_metadata(mstream *st) {
+  char *ext[2] = {"parameters", "binary_tensor_data"};
+  Inference__ServerMetadataResponse r = INFERENCE__SERVER_METADATA_RESPONSE__INIT;
+  r.name = "tokperf-mock";
+  r.version = TP_VERSION;
+  r.n_extensions = 2;
+  r.extensions = ext;
+  stream_reply(st, &r.base);
+}
+
+static int on_message(void *user_data, const uint8_t *data, size_t len, bool compressed) {
+  mstream *st = user_data;
+  if (st->finished) return TP_ECANCELED;
+  if (compressed) {
+    /* No grpc-encoding is accepted (none is advertised either). */
+    stream_finish(st, TP_GRPC_UNIMPLEMENTED, "compressed messages are not supported");
+    return TP_EUNSUPPORTED;
+  }
+  if (st->method != M_MODEL_STREAM_INFER) {
+    if (st->got_message) {
+      stream_finish(st, TP_GRPC_INTERNAL, "more than one request message on a unary call");
+      return TP_EPROTO;
+    }
+    st->got_message = true;
+  }
+  switch (st->method) {
+    case M_SERVER_LIVE: reply_bool(st, &inference__server_live_response__descriptor, true); break;
+    case M_SERVER_READY: reply_bool(st, &inference__server_ready_response__descriptor, true); break;
+    case M_MODEL_READY: reply_model_ready(st, data, len); break;
+    case M_SERVER_METADATA: reply_server_metadata(st); break;
+    case M_MODEL_METADATA: reply_model_metadata(st, data, len); break;
+    case M_MODEL_INFER: start_infer(st, data, len, true); break;
+    case M_MODEL_STREAM_INFER: start_infer(st, data, len, false); break;
+    default: break;
+  }
+  return 0;
+}
+
+/* ---- streams ------------------------------------------------------------------------ */
+
+static void stream_free(mstream *st) {
+  conn *c = st->c;
+  while (st->reqs) req_free(st->reqs, true);
+  if (st->counted) c->m->active_streams--;
+  if (st->prev)
+    st->prev->next = st->next;
+  else
+    c->streams = st->next;
+  if (st->next) st->next->prev = st->prev;
+  tp_grpc_reader_fini(&st->reader);
+  tp_buf_fini(&st->out);
+  free(st->message);
+  free(st);
+}
+
+static void stream_begin(mstream *st) {
+  tp_mock *m = st->c->m;
+  if (st->bad_content_type) {
+    nghttp2_nv nv[1] = {{(uint8_t *)":status", (uint8_t *)"415", 7, 3, NGHTTP2_NV_FLAG_NONE}};
+    st->finished = true;
+    nghttp2_submit_response(st->c->h2, st->id, nv, 1, NULL);
+    mark_dirty(st->c);
+    return;
+  }
+  size_t pl = strlen(SERVICE_PREFIX);
+  if (!st->path_too_long && strncmp(st->path, SERVICE_PREFIX, pl) == 0) {
+    for (size_t i = 0; i < TP_ARRAY_LEN(methods); i++)
+      if (strcmp(st->path + pl, methods[i].name) == 0) st->method = methods[i].m;
+  }
+  if (st->method == M_UNKNOWN) {
+    char msg[200];
+    snprintf(msg, sizeof(msg), "Method not found: %s", st->path);
+    stream_finish(st, TP_GRPC_UNIMPLEMENTED, msg);
+    return;
+  }
+  if (st->method == M_MODEL_INFER || st->method == M_MODEL_STREAM_INFER) {
+    st->counted = true;
+    raise_max(&m->max_streams, ++m->active_streams);
+  }
+  /* A streaming call gets its response HEADERS at once, as gRPC servers
+   * send initial metadata before the first message. */
+  if (st->method == M_MODEL_STREAM_INFER && stream_start_response(st) != 0)
+    stream_finish(st, TP_GRPC_INTERNAL, "cannot start the response");
+}
+
+static void stream_remote_close(mstream *st) {
+  if (st->remote_closed) return;
+  st->remote_closed = true;
+  if (st->finished) return;
+  if (tp_grpc_reader_mid_message(&st->reader)) {
+    stream_finish(st, TP_GRPC_INTERNAL, "the request stream ended inside a message");
+    return;
+  }
+  if (st->method != M_MODEL_STREAM_INFER && !st->got_message) {
+    stream_finish(st, TP_GRPC_INTERNAL, "missing request message");
+    return;
+  }
+  stream_maybe_done(st);
+}
+
+/* ---- nghttp2 callbacks ----------------------------------------------------------------- */
+
+static int on_begin_headers(nghttp2_session *h2, const nghttp2_frame *f, void *user_data) {
+  conn *c = user_data;
+  if (f->hd.type != NGHTTP2_HEADERS || f->headers.cat != NGHTTP2_HCAT_REQUEST) return 0;
+  mstream *st = calloc(1, sizeof(*st));
+  if (!st) return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+  st->c = c;
+  st->id = f->hd.stream_id;
+  tp_grpc_reader_init(&st->reader, MAX_MSG_BYTES);
+  tp_buf_init(&st->out);
+  st->next = c->streams;
+  if (c->streams) c->streams->prev = st;
+  c->streams = st;
+  nghttp2_session_set_stream_user_data(h2, st->id, st);
+  return 0;
+}
+
+static int on_header(nghttp2_session *h2, const nghttp2_frame *f, const uint8_t *name,
+                     size_t namelen, const uint8_t *value, size_t valuelen, uint8_t flags,
+                     void *user_data) {
+  if (f->hd.type != NGHTTP2_HEADERS || f->headers.cat != NGHTTP2_HCAT_REQUEST) return 0;
+  mstream *st = nghttp2_session_get_stream_user_data(h2, f->hd.stream_id);
+  if (!st) return 0;
+  if (namelen == 5 && memcmp(name, ":path", 5) == 0) {
+    if (valuelen >= sizeof(st->path)) {
+      st->path_too_long = true;
+      valuelen = sizeof(st->path) - 1;
+    }
+    memcpy(st->path, value, valuelen);
+    st->path[valuelen] = 0;
+  } else if (namelen == 12 && memcmp(name, "content-type", 12) == 0) {
+    st->bad_content_type = valuelen < 16 || memcmp(value, "application/grpc", 16) != 0;
+  }
+  return 0;
+}
+
+static int on_frame_recv(nghttp2_session *h2, const nghttp2_frame *f, void *user_data) {
+  if (f->hd.type != NGHTTP2_HEADERS && f->hd.type != NGHTTP2_DATA) return 0;
+  mstream *st = nghttp2_session_get_stream_user_data(h2, f->hd.stream_id);
+  if (!st) return 0;
+  if (f->hd.type == NGHTTP2_HEADERS && f->headers.cat == NGHTTP2_HCAT_REQUEST) {
+    /* Stats: the inference stream counts from its request HEADERS. */
+    stream_begin(st);
+  }
+  if (f->hd.flags & NGHTTP2_FLAG_END_STREAM) stream_remote_close(st);
+  return 0;
+}
+
+static int on_data_chunk(nghttp2_session *h2, uint8_t flags, int32_t sid, const uint8_t *data,
+                         size_t len, void *user_data) {
+  mstream *st = nghttp2_session_get_stream_user_data(h2, sid);
+  if (!st || st->finished) return 0;
+  int rv = tp_grpc_reader_feed(&st->reader, data, len, on_message, st);
+  if (rv == TP_ETOOBIG)
+    stream_finish(st, TP_GRPC_RESOURCE_EXHAUSTED, "received message larger than max (64 MiB)");
+  else if (rv == TP_ENOMEM)
+    stream_finish(st, TP_GRPC_RESOURCE_EXHAUSTED, "out of memory");
+  return 0;
+}
+
+/* A call that ends before the client half-closed is followed by
+ * RST_STREAM(NO_ERROR) so both sides can free it (PROTOCOL-HTTP2.md). */
+static int on_frame_send(nghttp2_session *h2, const nghttp2_frame *f, void *user_data) {
+  if (f->hd.type != NGHTTP2_HEADERS || !(f->hd.flags & NGHTTP2_FLAG_END_STREAM)) return 0;
+  mstream *st = nghttp2_session_get_stream_user_data(h2, f->hd.stream_id);
+  if (st && !st->remote_closed)
+    nghttp2_submit_rst_stream(h2, NGHTTP2_FLAG_NONE, f->hd.stream_id, NGHTTP2_NO_ERROR);
+  return 0;
+}
+
+/* Every way a stream ends (completion or the client's RST_STREAM) comes
+ * here; requests still running on it are cancelled and free their batch
+ * slots. */
+static int on_stream_close(nghttp2_session *h2, int32_t sid, uint32_t error_code,
+                           void *user_data) {
+  mstream *st = nghttp2_session_get_stream_user_data(h2, sid);
+  if (!st) return 0;
+  nghttp2_session_set_stream_user_data(h2, sid, NULL);
+  stream_free(st);
+  return 0;
+}
+
+/* ---- connections --------------------------------------------------------------------- */
+
+static void on_conn_closed(uv_handle_t *h) { free(h->data); }
+
+/* Everything but the socket handle is released at once, so nothing refers
+ * to the connection's streams or requests once this returns; the struct
+ * itself goes in the close callback, after libuv cancelled pending writes. */
+static void conn_close(conn *c) {
+  if (c->closing) return;
+  tp_mock *m = c->m;
+  c->closing = true;
+  if (c->dirty) {
+    conn **pp = &m->dirty;
+    while (*pp && *pp != c) pp = &(*pp)->dirty_next;
+    if (*pp) *pp = c->dirty_next;
+    c->dirty = false;
+  }
+  while (c->streams) stream_free(c->streams);
+  nghttp2_session_del(c->h2);
+  c->h2 = NULL;
+  if (c->prev)
+    c->prev->next = c->next;
+  else
+    m->conns = c->next;
+  if (c->next) c->next->prev = c->prev;
+  uv_close((uv_handle_t *)&c->tcp, on_conn_closed);
+}
+
+static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
+  conn *c = h->data;
+  *buf = uv_buf_init((char *)c->m->readbuf, sizeof(c->m->readbuf));
+}
+
+static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
+  conn *c = s->data;
+  if (c->closing) return;
+  if (nread < 0) {
+    conn_close(c);
+    return;
+  }
+  if (nread == 0) return;
+  ssize_t rv = nghttp2_session_mem_recv(c->h2, (const uint8_t *)buf->base, (size_t)nread);
+  if (rv < 0) {
+    /* A bad preface or a fatal protocol error: nghttp2 may have queued a
+     * GOAWAY; try to send it, then the flush closes the connection. */
+    conn_flush(c);
+    conn_close(c);
+    return;
+  }
+  mark_dirty(c);
+}
+
+static void on_connection(uv_stream_t *server, int status) {
+  tp_mock *m = server->data;
+  if (status < 0 || m->stopping) return;
+  conn *c = calloc(1, sizeof(*c));
+  if (!c) return;
+  c->m = m;
+  uv_tcp_init(&m->loop, &c->tcp);
+  c->tcp.data = c;
+  if (uv_accept(server, (uv_stream_t *)&c->tcp) != 0) {
+    uv_close((uv_handle_t *)&c->tcp, on_conn_closed);
+    return;
+  }
+  /* Tokens are tiny writes that must leave at once. */
+  uv_tcp_nodelay(&c->tcp, 1);
+  if (nghttp2_session_server_new(&c->h2, m->cbs, c) != 0) {
+    uv_close((uv_handle_t *)&c->tcp, on_conn_closed);
+    return;
+  }
+  nghttp2_settings_entry iv[2] = {
+      {NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, MAX_CONCURRENT_STREAMS},
+      {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, STREAM_WINDOW_BYTES},
+  };
+  nghttp2_submit_settings(c->h2, NGHTTP2_FLAG_NONE, iv, 2);
+  /* SETTINGS only changes stream windows; the connection window grows by
+   * WINDOW_UPDATE on stream 0, which this sends. */
+  nghttp2_session_set_local_window_size(c->h2, NGHTTP2_FLAG_NONE, 0, CONN_WINDOW_BYTES);
+  c->next = m->conns;
+  if (m->conns) m->conns->prev = c;
+  m->conns = c;
+  if (uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read) != 0) {
+    conn_close(c);
+    return;
+  }
+  mark_dirty(c);
+}
+
+/* ---- lifecycle ----------------------------------------------------------------------- */
+
+static void shutdown_loop(tp_mock *m) {
+  if (m->stopping) return;
+  m->stopping = true;
+  uv_close((uv_handle_t *)&m->listener, NULL);
+  while (m->conns) conn_close(m->conns);
+  uv_close((uv_handle_t *)&m->check, NULL);
+  uv_close((uv_handle_t *)&m->idle, NULL);
+  uv_close((uv_handle_t *)&m->stop_async, NULL);
+  if (m->have_signals) {
+    uv_close((uv_handle_t *)&m->sigint, NULL);
+    uv_close((uv_handle_t *)&m->sigterm, NULL);
+  }
+  /* Last: closing connections above cancels requests, which stops their
+   * timers and may admit (and arm) queued ones. */
+  tp_timers_close(m->timers);
+  m->timers = NULL;
+}
+
+static void on_stop_async(uv_async_t *a) { shutdown_loop(a->data); }
+
+static void on_signal(uv_signal_t *s, int signum) { shutdown_loop(s->data); }
+
+static void mock_free(tp_mock *m) {
+  if (!m) return;
+  if (m->engine) tp_mock_engine_free(m->engine);
+  if (m->cbs) nghttp2_session_callbacks_del(m->cbs);
+  if (m->log) {
+    log_flush(m, true);
+    fclose(m->log);
+  }
+  tp_buf_fini(&m->logbuf);
+  tp_buf_fini(&m->scratch);
+  free(m->host);
+  free(m->log_path);
+  free(m);
+}
+
+/* Runs the loop until every handle closed, then closes it. */
+static void run_loop(tp_mock *m) {
+  uv_run(&m->loop, UV_RUN_DEFAULT);
+  /* uv_loop_close fails only if a handle is left open; run once more so
+   * close callbacks queued by the last iteration complete. */
+  uv_run(&m->loop, UV_RUN_DEFAULT);
+  uv_loop_close(&m->loop);
+}
+
+static void host_port(char *out, size_t n, const char *host, int port) {
+  if (strchr(host, ':'))
+    snprintf(out, n, "[%s]:%d", host, port);
+  else
+    snprintf(out, n, "%s:%d", host, port);
+}
+
+static int listen_on(tp_mock *m, char *err, size_t errlen) {
+  char hp[300];
+  host_port(hp, sizeof(hp), m->host, m->cfg.grpc_port);
+  if (m->cfg.grpc_port < 0 || m->cfg.grpc_port > 65535) {
+    tp_seterr(err, errlen, "tokperf mock: invalid port %d (use 0..65535, 0 = any free port)",
+              m->cfg.grpc_port);
+    return TP_EINVAL;
+  }
+  char port[8];
+  snprintf(port, sizeof(port), "%d", m->cfg.grpc_port);
+  struct addrinfo hints;
+  memset(&hints, 0, sizeof(hints));
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE;
+  uv_getaddrinfo_t gai;
+  /* Without a callback uv_getaddrinfo resolves synchronously. */
+  int rv = uv_getaddrinfo(&m->loop, &gai, NULL, m->host, port, &hints);
+  if (rv != 0) {
+    tp_seterr(err, errlen, "tokperf mock: cannot listen on %s: %s (check the host name)", hp,
+              uv_strerror(rv));
+    return TP_ECONNECT;
+  }
+  uv_tcp_init(&m->loop, &m->listener);
+  m->listener.data = m;
+  rv = uv_tcp_bind(&m->listener, gai.addrinfo->ai_addr, 0);
+  uv_freeaddrinfo(gai.addrinfo);
+  /* libuv may report a bind failure only when listen() runs. */
+  if (rv == 0) rv = uv_listen((uv_stream_t *)&m->listener, 1024, on_connection);
+  if (rv != 0) {
+    tp_seterr(err, errlen,
+              "tokperf mock: cannot listen on %s: %s (is another server using the port? "
+              "choose another port, or 0 for any free one)",
+              hp, uv_strerror(rv));
+    return TP_ECONNECT;
+  }
+  struct sockaddr_storage ss;
+  int sl = sizeof(ss);
+  uv_tcp_getsockname(&m->listener, (struct sockaddr *)&ss, &sl);
+  m->port = ss.ss_family == AF_INET6 ? ntohs(((struct sockaddr_in6 *)&ss)->sin6_port)
+                                     : ntohs(((struct sockaddr_in *)&ss)->sin_port);
+  return 0;
+}
+
+/* Builds everything up to a listening socket.  On failure the loop is
+ * closed again and m freed. */
+static int mock_setup(tp_mock **out, const tp_mock_config *cfg, char *err, size_t errlen) {
+  *out = NULL;
+  tp_mock *m = calloc(1, sizeof(*m));
+  if (!m) return TP_ENOMEM;
+  m->cfg = *cfg;
+  m->host = strdup(cfg->host ? cfg->host : "127.0.0.1");
+  m->log_path = cfg->log_path ? strdup(cfg->log_path) : NULL;
+  m->cfg.host = m->host;
+  m->cfg.log_path = m->log_path;
+  tp_buf_init(&m->scratch);
+  tp_buf_init(&m->logbuf);
+  if (!m->host || (cfg->log_path && !m->log_path)) {
+    mock_free(m);
+    return TP_ENOMEM;
+  }
+  int rv = tp_mock_engine_new(&m->engine, &m->cfg, on_admit, m);
+  if (rv) {
+    tp_seterr(err, errlen,
+              "tokperf mock: invalid timing model (times must be finite and >= 0, "
+              "eos_prob within 0..1)");
+    mock_free(m);
+    return rv;
+  }
+  if (m->log_path) {
+    m->log = fopen(m->log_path, "w");
+    if (!m->log) {
+      tp_seterr(err, errlen, "tokperf mock: cannot open the log '%s': %s", m->log_path,
+                strerror(errno));
+      mock_free(m);
+      return TP_EIO;
+    }
+  }
+  if (nghttp2_session_callbacks_new(&m->cbs) != 0) {
+    mock_free(m);
+    return TP_ENOMEM;
+  }
+  nghttp2_session_callbacks_set_on_begin_headers_callback(m->cbs, on_begin_headers);
+  nghttp2_session_callbacks_set_on_header_callback(m->cbs, on_header);
+  nghttp2_session_callbacks_set_on_frame_recv_callback(m->cbs, on_frame_recv);
+  nghttp2_session_callbacks_set_on_data_chunk_recv_callback(m->cbs, on_data_chunk);
+  nghttp2_session_callbacks_set_on_frame_send_callback(m->cbs, on_frame_send);
+  nghttp2_session_callbacks_set_on_stream_close_callback(m->cbs, on_stream_close);
+
+  if (uv_loop_init(&m->loop) != 0) {
+    mock_free(m);
+    return TP_ENOMEM;
+  }
+  rv = tp_timers_new(&m->timers, &m->loop);
+  if (rv) {
+    tp_seterr(err, errlen, "tokperf mock: cannot create a timerfd: %s", strerror(errno));
+    run_loop(m);
+    mock_free(m);
+    return rv;
+  }
+  uv_check_init(&m->loop, &m->check);
+  m->check.data = m;
+  uv_check_start(&m->check, on_check);
+  uv_idle_init(&m->loop, &m->idle);
+  m->idle.data = m;
+  uv_async_init(&m->loop, &m->stop_async, on_stop_async);
+  m->stop_async.data = m;
+  rv = listen_on(m, err, errlen);
+  if (rv) {
+    if (uv_is_active((uv_handle_t *)&m->listener) || m->listener.loop) {
+      /* shutdown_loop closes the listener too once it was initialised. */
+    }
+    if (!m->listener.loop) uv_tcp_init(&m->loop, &m->listener);
+    shutdown_loop(m);
+    run_loop(m);
+    mock_free(m);
+    return rv;
+  }
+  *out = m;
+  return 0;
+}
+
+void tp_mock_config_default(tp_mock_config *cfg) {
+  memset(cfg, 0, sizeof(*cfg));
+  cfg->host = "127.0.0.1";
+  cfg->grpc_port = 8001;
+  cfg->ttft_ms = 20;
+  cfg->prefill_us_per_token = 20;
+  cfg->prefill_queue_ms = 2;
+  cfg->itl_ms = 8;
+  cfg->itl_us_per_seq = 20;
+  cfg->max_batch = 256;
+  cfg->output_tokens = 0;
+  cfg->eos_prob = 0;
+  cfg->seed = 0;
+  cfg->log_path = NULL;
+  cfg->quiet = false;
+}
+
+static void thread_main(void *arg) { run_loop(arg); }
+
+int tp_mock_start(tp_mock **out, const tp_mock_config *cfg, char *err, size_t errlen) {
+  *out = NULL;
+  tp_mock *m;
+  int rv = mock_setup(&m, cfg, err, errlen);
+  if (rv) return rv;
+  m->threaded = true;
+  /* Everything was set up on this thread before the loop thread exists;
+   * from here on only the loop thread touches the loop. */
+  if (uv_thread_create(&m->thread, thread_main, m) != 0) {
+    tp_seterr(err, errlen, "tokperf mock: cannot start the server thread");
+    shutdown_loop(m);
+    run_loop(m);
+    mock_free(m);
+    return TP_ENOMEM;
+  }
+  *out = m;
+  return 0;
+}
+
+int tp_mock_port(const tp_mock *m) { return m ? m->port : -1; }
+
+void tp_mock_get_stats(tp_mock *m, tp_mock_stats *out) {
+  memset(out, 0, sizeof(*out));
+  if (!m) return;
+  out->requests = atomic_load_explicit(&m->n_requests, memory_order_relaxed);
+  out->responses = atomic_load_explicit(&m->n_responses, memory_order_relaxed);
+  out->max_active_streams = atomic_load_explicit(&m->max_streams, memory_order_relaxed);
+  out->max_active_sequences = atomic_load_explicit(&m->max_seqs, memory_order_relaxed);
+}
+
+void tp_mock_stop(tp_mock *m) {
+  if (!m) return;
+  if (m->threaded) {
+    uv_async_send(&m->stop_async);
+    uv_thread_join(&m->thread);
+  }
+  mock_free(m);
+}
+
+int tp_mock_run(const tp_mock_config *cfg, char *err, size_t errlen) {
+  tp_mock *m;
+  int rv = mock_setup(&m, cfg, err, errlen);
+  if (rv) return rv;
+  uv_signal_init(&m->loop, &m->sigint);
+  uv_signal_init(&m->loop, &m->sigterm);
+  m->sigint.data = m->sigterm.data = m;
+  m->have_signals = true;
+  uv_signal_start(&m->sigint, on_signal, SIGINT);
+  uv_signal_start(&m->sigterm, on_signal, SIGTERM);
+  if (!m->cfg.quiet) {
+    char hp[300];
+    host_port(hp, sizeof(hp), m->host, m->port);
+    fprintf(stderr, "tokperf mock: listening on %s (models: ensemble, vllm_model)\n", hp);
+  }
+  run_loop(m);
+  mock_free(m);
+  return 0;
+}

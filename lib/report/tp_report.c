@@ -1,1 +1,577 @@
-/* placeholder: being written */
+/* Reports: the console tables and the JSON document.
+ *
+ * Both are views of tp_level_result; no figure is derived here beyond
+ * choosing how to print it.  An unavailable figure (a stat with n == 0, a
+ * token throughput without a tokenizer) is printed as "n/a" and written as
+ * JSON null, never as 0, because 0 is a real measurement (a request that
+ * generated 0 tokens). */
+#include "tp_report.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#define NA "n/a"
+
+static const char *backend_name(tp_backend b) {
+  switch (b) {
+    case TP_BACKEND_TENSORRTLLM: return "tensorrtllm";
+    case TP_BACKEND_VLLM: return "vllm";
+  }
+  return "unknown";
+}
+
+static const char *service_kind_name(tp_service_kind k) {
+  switch (k) {
+    case TP_SERVICE_TRITON: return "triton";
+  }
+  return "unknown";
+}
+
+/* A failed request without an error class never finished; "none" would
+ * read as "no error" in a report, so the text says what it means. */
+static const char *failure_class_name(int c) {
+  return c == TP_ERRCLASS_NONE ? "unfinished" : tp_error_class_name((tp_error_class)c);
+}
+
+static bool have_input_tokens(const tp_level_result *lr) { return lr->input_tokens.n > 0; }
+
+/* ------------------------------------------------------------------------ */
+/* Text                                                                     */
+
+/* Formats v with `decimals` places and a comma between thousands, as the
+ * GenAI-Perf tables do, so that long latencies stay readable. */
+static void fmt_num(char *buf, size_t len, double v, int decimals) {
+  char raw[64];
+  if (!isfinite(v)) {
+    snprintf(buf, len, "%s", NA);
+    return;
+  }
+  snprintf(raw, sizeof(raw), "%.*f", decimals, v);
+  const char *digits = raw[0] == '-' ? raw + 1 : raw;
+  size_t int_len = strcspn(digits, ".");
+  char tmp[96];
+  size_t o = 0;
+  if (raw[0] == '-') tmp[o++] = '-';
+  for (size_t i = 0; i < int_len; i++) {
+    if (i && (int_len - i) % 3 == 0) tmp[o++] = ',';
+    tmp[o++] = digits[i];
+  }
+  snprintf(tmp + o, sizeof(tmp) - o, "%s", digits + int_len);
+  snprintf(buf, len, "%s", tmp);
+}
+
+static void fmt_u64(char *buf, size_t len, uint64_t v) { fmt_num(buf, len, (double)v, 0); }
+
+#define CELL_LEN 64
+#define MAX_COLS 16
+
+typedef struct cell {
+  char s[CELL_LEN];
+} cell;
+
+static void put_repeat(FILE *out, const char *s, size_t n) {
+  for (size_t i = 0; i < n; i++) fputs(s, out);
+}
+
+/* One border line: left corner, fill per column (width + the two padding
+ * spaces), joints between columns, right corner.  The box characters are
+ * multi-byte UTF-8, so widths are counted in cells, never with printf. */
+static void border(FILE *out, const size_t *w, size_t ncols, const char *left,
+                   const char *fill, const char *joint, const char *right) {
+  fputs(left, out);
+  for (size_t c = 0; c < ncols; c++) {
+    put_repeat(out, fill, w[c] + 2);
+    fputs(c + 1 < ncols ? joint : right, out);
+  }
+  fputc('\n', out);
+}
+
+static void row(FILE *out, const size_t *w, size_t ncols, const cell *cells, const char *bar) {
+  for (size_t c = 0; c < ncols; c++) fprintf(out, "%s %*s ", bar, (int)w[c], cells[c].s);
+  fprintf(out, "%s\n", bar);
+}
+
+/* A GenAI-Perf-style table: a centred title, a heavy header, light rows.
+ * Every cell is right-aligned, which lines up both the labels (as in the
+ * GenAI-Perf output) and the numbers. */
+static void table(FILE *out, const char *title, const cell *head, const cell *cells,
+                  size_t ncols, size_t nrows) {
+  size_t w[MAX_COLS] = {0};
+  for (size_t c = 0; c < ncols; c++) {
+    w[c] = strlen(head[c].s);
+    for (size_t r = 0; r < nrows; r++) w[c] = TP_MAX(w[c], strlen(cells[r * ncols + c].s));
+  }
+  size_t total = 1;
+  for (size_t c = 0; c < ncols; c++) total += w[c] + 3;
+  size_t tlen = strlen(title);
+  fprintf(out, "%*s%s\n", (int)(tlen < total ? (total - tlen) / 2 : 0), "", title);
+  border(out, w, ncols, "┏", "━", "┳", "┓");
+  row(out, w, ncols, head, "┃");
+  border(out, w, ncols, "┡", "━", "╇", "┩");
+  for (size_t r = 0; r < nrows; r++) row(out, w, ncols, cells + r * ncols, "│");
+  border(out, w, ncols, "└", "─", "┴", "┘");
+}
+
+static void set_cell(cell *c, const char *s) { snprintf(c->s, sizeof(c->s), "%s", s); }
+
+enum { STAT_COLS = 10 };
+
+static void stat_row(cell *cells, const char *label, const tp_stat *st, int decimals) {
+  set_cell(&cells[0], label);
+  const double v[STAT_COLS - 1] = {st->avg, st->min, st->max, st->p99, st->p95,
+                                   st->p90, st->p75, st->p50, st->std};
+  for (int i = 0; i < STAT_COLS - 1; i++) {
+    if (st->n == 0)
+      set_cell(&cells[i + 1], NA);
+    else
+      fmt_num(cells[i + 1].s, CELL_LEN, v[i], decimals);
+  }
+}
+
+static void print_level(FILE *out, const tp_report_input *in, const tp_level_result *lr,
+                        bool *noted_tokens) {
+  static const char *const head_s[STAT_COLS] = {"Statistic", "avg", "min", "max", "p99",
+                                                "p95",       "p90", "p75", "p50", "std"};
+  cell head[STAT_COLS], cells[6 * STAT_COLS];
+  for (int c = 0; c < STAT_COLS; c++) set_cell(&head[c], head_s[c]);
+  stat_row(cells + 0 * STAT_COLS, "Time to first token (ms)", &lr->ttft_ms, 2);
+  stat_row(cells + 1 * STAT_COLS, "Inter token latency (ms)", &lr->itl_ms, 2);
+  stat_row(cells + 2 * STAT_COLS, "Request latency (ms)", &lr->latency_ms, 2);
+  stat_row(cells + 3 * STAT_COLS, "Output tokens", &lr->output_tokens, 1);
+  stat_row(cells + 4 * STAT_COLS, "Input tokens", &lr->input_tokens, 1);
+  stat_row(cells + 5 * STAT_COLS, "Output token throughput per user (tokens/s)",
+           &lr->output_tps_per_user, 2);
+
+  char title[96], a[64], b[64], c[64];
+  snprintf(title, sizeof(title), "LLM metrics, concurrency %" PRIu32, lr->concurrency);
+  fputc('\n', out);
+  table(out, title, head, cells, STAT_COLS, 6);
+
+  bool tokenizer_given = in->tokenizer_desc || (in->cfg && in->cfg->tokenizer);
+  if (lr->succeeded == 0)
+    fprintf(out, "note: no request succeeded, so latency and token metrics are unavailable\n");
+  else if (!lr->tokens_available && !tokenizer_given && !*noted_tokens) {
+    fprintf(out, "note: token metrics unavailable: no --tokenizer given\n");
+    *noted_tokens = true;
+  }
+
+  if (lr->tokens_available)
+    fmt_num(a, sizeof(a), lr->output_token_throughput, 2);
+  else
+    snprintf(a, sizeof(a), NA);
+  fprintf(out, "Output token throughput (tokens/s): %s\n", a);
+  if (have_input_tokens(lr))
+    fmt_num(a, sizeof(a), lr->input_token_throughput, 2);
+  else
+    snprintf(a, sizeof(a), NA);
+  fprintf(out, "Input token throughput (tokens/s): %s\n", a);
+  fmt_num(a, sizeof(a), lr->request_throughput, 2);
+  fprintf(out, "Request throughput (requests/s): %s\n", a);
+  fmt_u64(a, sizeof(a), lr->requests);
+  fmt_u64(b, sizeof(b), lr->succeeded);
+  fmt_u64(c, sizeof(c), lr->failed);
+  fprintf(out, "Requests: %s measured, %s succeeded, %s failed\n", a, b, c);
+  fmt_num(a, sizeof(a), lr->duration_s, 2);
+  fprintf(out, "Measured window (s): %s, max in flight (requests): %" PRIu32 "\n", a,
+          lr->max_in_flight);
+
+  if (lr->failed) {
+    fprintf(out, "Failed requests by class:");
+    const char *sep = " ";
+    /* Real error classes first, in table order; "unfinished" (class none)
+     * last, as it is the absence of an answer rather than an error. */
+    for (int i = 1; i <= TP_ERRCLASS_COUNT; i++) {
+      int k = i % TP_ERRCLASS_COUNT;
+      if (!lr->errors_by_class[k]) continue;
+      fmt_u64(a, sizeof(a), lr->errors_by_class[k]);
+      fprintf(out, "%s%s %s", sep, failure_class_name(k), a);
+      sep = ", ";
+    }
+    fputc('\n', out);
+    if (lr->first_error[0]) fprintf(out, "Sample error: %s\n", lr->first_error);
+  }
+}
+
+static void stat_cells(cell *avg, cell *p99, const tp_stat *st) {
+  if (st->n == 0) {
+    set_cell(avg, NA);
+    set_cell(p99, NA);
+    return;
+  }
+  fmt_num(avg->s, CELL_LEN, st->avg, 2);
+  fmt_num(p99->s, CELL_LEN, st->p99, 2);
+}
+
+enum { SUM_COLS = 12 };
+
+static void print_summary(FILE *out, const tp_report_input *in) {
+  static const char *const head_s[SUM_COLS] = {
+      "Concurrency", "Requests",    "Failed",      "Request/s",  "Output tok/s",
+      "Input tok/s", "TTFT avg ms", "TTFT p99 ms", "ITL avg ms", "ITL p99 ms",
+      "Latency avg ms", "Latency p99 ms"};
+  cell head[SUM_COLS];
+  for (int c = 0; c < SUM_COLS; c++) set_cell(&head[c], head_s[c]);
+  cell *cells = calloc(in->n_levels * SUM_COLS, sizeof(*cells));
+  if (!cells) {
+    fprintf(out, "(summary table omitted: out of memory)\n");
+    return;
+  }
+  for (size_t i = 0; i < in->n_levels; i++) {
+    const tp_level_result *lr = &in->levels[i];
+    cell *r = cells + i * SUM_COLS;
+    fmt_u64(r[0].s, CELL_LEN, lr->concurrency);
+    fmt_u64(r[1].s, CELL_LEN, lr->requests);
+    fmt_u64(r[2].s, CELL_LEN, lr->failed);
+    fmt_num(r[3].s, CELL_LEN, lr->request_throughput, 2);
+    if (lr->tokens_available)
+      fmt_num(r[4].s, CELL_LEN, lr->output_token_throughput, 2);
+    else
+      set_cell(&r[4], NA);
+    if (have_input_tokens(lr))
+      fmt_num(r[5].s, CELL_LEN, lr->input_token_throughput, 2);
+    else
+      set_cell(&r[5], NA);
+    stat_cells(&r[6], &r[7], &lr->ttft_ms);
+    stat_cells(&r[8], &r[9], &lr->itl_ms);
+    stat_cells(&r[10], &r[11], &lr->latency_ms);
+  }
+  fputc('\n', out);
+  table(out, "Sweep summary", head, cells, SUM_COLS, in->n_levels);
+  free(cells);
+}
+
+void tp_report_text(FILE *out, const tp_report_input *in) {
+  static const tp_config no_cfg;
+  const tp_config *cfg = in->cfg ? in->cfg : &no_cfg;
+  const char *target = in->target ? in->target : cfg->url ? cfg->url : NA;
+  const char *dataset = in->dataset_desc  ? in->dataset_desc
+                        : cfg->input_file ? cfg->input_file
+                                          : "synthetic prompts";
+  fprintf(out, "Target: %s, model: %s, backend: %s, streaming: %s, tokenizer: %s, dataset: %s\n",
+          target, cfg->model ? cfg->model : NA, backend_name(cfg->backend),
+          cfg->streaming ? "on" : "off", in->tokenizer_desc ? in->tokenizer_desc : "none",
+          dataset);
+
+  bool noted_tokens = false;
+  for (size_t i = 0; i < in->n_levels; i++) print_level(out, in, &in->levels[i], &noted_tokens);
+
+  if (in->n_levels)
+    print_summary(out, in);
+  else
+    fprintf(out, "\nNo level completed.\n");
+
+  if (in->have_mock_stats) {
+    char a[64], b[64];
+    fmt_u64(a, sizeof(a), in->mock_stats.requests);
+    fmt_u64(b, sizeof(b), in->mock_stats.responses);
+    fprintf(out,
+            "Mock server: %s requests received, %s responses sent, at most %" PRIu32
+            " streams open, at most %" PRIu32 " sequences decoding at once\n",
+            a, b, in->mock_stats.max_active_streams, in->mock_stats.max_active_sequences);
+  }
+
+  if (in->interrupted) {
+    fprintf(out, "Sweep interrupted: %zu of %zu levels completed", in->n_levels,
+            TP_MAX(cfg->n_concurrency, in->n_levels));
+    for (size_t i = 0; i < in->n_levels; i++)
+      fprintf(out, "%s%" PRIu32, i ? ", " : " (concurrency ", in->levels[i].concurrency);
+    fprintf(out, "%s\n", in->n_levels ? ")" : "");
+  }
+}
+
+/* ------------------------------------------------------------------------ */
+/* JSON                                                                     */
+
+/* Every setter below may fail for lack of memory; jansson's *_set_new
+ * frees the value on failure, so callers only OR the results together and
+ * check once. */
+static int set(json_t *obj, const char *key, json_t *v) {
+  return json_object_set_new(obj, key, v) ? -1 : 0;
+}
+
+static json_t *str_or_null(const char *s) { return s ? json_string(s) : json_null(); }
+
+/* JSON has no NaN or infinity; a non-finite figure is unavailable. */
+static json_t *real_or_null(double v) { return isfinite(v) ? json_real(v) : json_null(); }
+
+/* jansson integers are signed 64-bit.  A larger value (only a random seed
+ * can be that large) is written as a decimal string rather than wrapped
+ * negative or rounded through a double, so a run can still be repeated. */
+#if JSON_INTEGER_IS_LONG_LONG
+#define JSON_INT_MAX_ LLONG_MAX
+#else
+#define JSON_INT_MAX_ LONG_MAX
+#endif
+static json_t *u64(uint64_t v) {
+  if (v <= (uint64_t)JSON_INT_MAX_) return json_integer((json_int_t)v);
+  char buf[24];
+  snprintf(buf, sizeof(buf), "%" PRIu64, v);
+  return json_string(buf);
+}
+
+static json_t *stat_json(const tp_stat *st) {
+  if (st->n == 0) return json_null();
+  json_t *o = json_object();
+  if (!o) return NULL;
+  int bad = set(o, "n", u64(st->n));
+  bad |= set(o, "avg", real_or_null(st->avg));
+  bad |= set(o, "min", real_or_null(st->min));
+  bad |= set(o, "max", real_or_null(st->max));
+  bad |= set(o, "std", real_or_null(st->std));
+  bad |= set(o, "p25", real_or_null(st->p25));
+  bad |= set(o, "p50", real_or_null(st->p50));
+  bad |= set(o, "p75", real_or_null(st->p75));
+  bad |= set(o, "p90", real_or_null(st->p90));
+  bad |= set(o, "p95", real_or_null(st->p95));
+  bad |= set(o, "p99", real_or_null(st->p99));
+  if (bad) {
+    json_decref(o);
+    return NULL;
+  }
+  return o;
+}
+
+static json_t *mock_config_json(const tp_mock_config *m) {
+  if (!m) return json_null();
+  json_t *o = json_object();
+  if (!o) return NULL;
+  int bad = set(o, "host", str_or_null(m->host));
+  bad |= set(o, "grpc_port", json_integer(m->grpc_port));
+  bad |= set(o, "ttft_ms", real_or_null(m->ttft_ms));
+  bad |= set(o, "prefill_us_per_token", real_or_null(m->prefill_us_per_token));
+  bad |= set(o, "prefill_queue_ms", real_or_null(m->prefill_queue_ms));
+  bad |= set(o, "itl_ms", real_or_null(m->itl_ms));
+  bad |= set(o, "itl_us_per_seq", real_or_null(m->itl_us_per_seq));
+  bad |= set(o, "max_batch", u64(m->max_batch));
+  bad |= set(o, "output_tokens", u64(m->output_tokens));
+  bad |= set(o, "eos_prob", real_or_null(m->eos_prob));
+  bad |= set(o, "seed", u64(m->seed));
+  bad |= set(o, "log_path", str_or_null(m->log_path));
+  bad |= set(o, "quiet", json_boolean(m->quiet));
+  if (bad) {
+    json_decref(o);
+    return NULL;
+  }
+  return o;
+}
+
+static json_t *config_json(const tp_config *cfg) {
+  json_t *o = json_object(), *conc = json_array();
+  if (!o || !conc) {
+    json_decref(o);
+    json_decref(conc);
+    return NULL;
+  }
+  int bad = 0;
+  for (size_t i = 0; i < cfg->n_concurrency && cfg->concurrency; i++)
+    bad |= json_array_append_new(conc, u64(cfg->concurrency[i]));
+  bad |= set(o, "url", str_or_null(cfg->url));
+  bad |= set(o, "model", str_or_null(cfg->model));
+  bad |= set(o, "model_version", str_or_null(cfg->model_version));
+  bad |= set(o, "service_kind", json_string(service_kind_name(cfg->service_kind)));
+  bad |= set(o, "backend", json_string(backend_name(cfg->backend)));
+  bad |= set(o, "streaming", json_boolean(cfg->streaming));
+  bad |= set(o, "concurrency", conc);
+  bad |= set(o, "request_count", u64(cfg->request_count));
+  bad |= set(o, "measurement_interval_ms", u64(cfg->measurement_interval_ms));
+  bad |= set(o, "warmup_request_count", u64(cfg->warmup_request_count));
+  bad |= set(o, "input_file", str_or_null(cfg->input_file));
+  bad |= set(o, "tokenizer", str_or_null(cfg->tokenizer));
+  bad |= set(o, "random_seed", u64(cfg->random_seed));
+  bad |= set(o, "output_tokens_mean", u64(cfg->output_tokens_mean));
+  bad |= set(o, "output_tokens_deterministic", json_boolean(cfg->output_tokens_deterministic));
+  bad |= set(o, "synthetic_input_words", u64(cfg->synthetic_input_words));
+  bad |= set(o, "num_prompts", u64(cfg->num_prompts));
+  bad |= set(o, "connections", u64(cfg->connections));
+  bad |= set(o, "request_timeout_ms", u64(cfg->request_timeout_ms));
+  bad |= set(o, "skip_preflight", json_boolean(cfg->skip_preflight));
+  bad |= set(o, "json_path", str_or_null(cfg->json_path));
+  bad |= set(o, "records_path", str_or_null(cfg->records_path));
+  bad |= set(o, "mock", json_boolean(cfg->mock));
+  bad |= set(o, "mock_config", mock_config_json(cfg->mock_config));
+  bad |= set(o, "mock_log_path", str_or_null(cfg->mock_log_path));
+  /* cfg->progress is a stream, not a setting worth recording; "quiet"
+   * is what it means to a reader. */
+  bad |= set(o, "progress", json_boolean(cfg->progress != NULL));
+  if (bad) {
+    json_decref(o);
+    return NULL;
+  }
+  return o;
+}
+
+static json_t *level_json(const tp_level_result *lr) {
+  json_t *o = json_object(), *errs = json_object();
+  if (!o || !errs) {
+    json_decref(o);
+    json_decref(errs);
+    return NULL;
+  }
+  int bad = 0;
+  /* Every class, "none" included (failed requests that never finished),
+   * so the counts always sum to "failed" and the keys never vary. */
+  for (int k = 0; k < TP_ERRCLASS_COUNT; k++)
+    bad |= set(errs, tp_error_class_name((tp_error_class)k), u64(lr->errors_by_class[k]));
+  bad |= set(o, "concurrency", u64(lr->concurrency));
+  bad |= set(o, "requests", u64(lr->requests));
+  bad |= set(o, "succeeded", u64(lr->succeeded));
+  bad |= set(o, "failed", u64(lr->failed));
+  bad |= set(o, "errors_by_class", errs);
+  bad |= set(o, "duration_s", real_or_null(lr->duration_s));
+  bad |= set(o, "tokens_available", json_boolean(lr->tokens_available));
+  bad |= set(o, "time_to_first_token_ms", stat_json(&lr->ttft_ms));
+  bad |= set(o, "inter_token_latency_ms", stat_json(&lr->itl_ms));
+  bad |= set(o, "request_latency_ms", stat_json(&lr->latency_ms));
+  bad |= set(o, "output_tokens", stat_json(&lr->output_tokens));
+  bad |= set(o, "input_tokens", stat_json(&lr->input_tokens));
+  bad |= set(o, "output_token_throughput_per_user_tps", stat_json(&lr->output_tps_per_user));
+  bad |= set(o, "responses_per_request", stat_json(&lr->responses));
+  bad |= set(o, "output_token_throughput_tps",
+             lr->tokens_available ? real_or_null(lr->output_token_throughput) : json_null());
+  bad |= set(o, "input_token_throughput_tps",
+             have_input_tokens(lr) ? real_or_null(lr->input_token_throughput) : json_null());
+  bad |= set(o, "request_throughput_rps", real_or_null(lr->request_throughput));
+  bad |= set(o, "max_in_flight", u64(lr->max_in_flight));
+  bad |= set(o, "first_error", lr->first_error[0] ? json_string(lr->first_error) : json_null());
+  if (bad) {
+    json_decref(o);
+    return NULL;
+  }
+  return o;
+}
+
+static json_t *mock_json(const tp_mock_stats *m) {
+  json_t *o = json_object();
+  if (!o) return NULL;
+  int bad = set(o, "requests", u64(m->requests));
+  bad |= set(o, "responses", u64(m->responses));
+  bad |= set(o, "max_active_streams", u64(m->max_active_streams));
+  bad |= set(o, "max_active_sequences", u64(m->max_active_sequences));
+  if (bad) {
+    json_decref(o);
+    return NULL;
+  }
+  return o;
+}
+
+static json_t *report_json(const tp_report_input *in) {
+  static const tp_config no_cfg;
+  json_t *doc = json_object(), *gen = json_object(), *levels = json_array();
+  if (!doc || !gen || !levels) {
+    json_decref(doc);
+    json_decref(gen);
+    json_decref(levels);
+    return NULL;
+  }
+  int bad = set(gen, "name", json_string("tokperf"));
+  bad |= set(gen, "version", json_string(tp_version()));
+  for (size_t i = 0; i < in->n_levels; i++)
+    bad |= json_array_append_new(levels, level_json(&in->levels[i]));
+  bad |= set(doc, "schema", json_string("tokperf.report/1"));
+  bad |= set(doc, "generator", gen);
+  bad |= set(doc, "config", config_json(in->cfg ? in->cfg : &no_cfg));
+  bad |= set(doc, "target", str_or_null(in->target));
+  bad |= set(doc, "tokenizer", str_or_null(in->tokenizer_desc));
+  bad |= set(doc, "dataset", str_or_null(in->dataset_desc));
+  bad |= set(doc, "interrupted", json_boolean(in->interrupted));
+  bad |= set(doc, "levels", levels);
+  if (in->have_mock_stats) bad |= set(doc, "mock", mock_json(&in->mock_stats));
+  if (bad) {
+    json_decref(doc);
+    return NULL;
+  }
+  return doc;
+}
+
+static int write_all(int fd, const char *p, size_t n) {
+  while (n) {
+    ssize_t w = write(fd, p, n);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      return -1;
+    }
+    p += w;
+    n -= (size_t)w;
+  }
+  return 0;
+}
+
+/* Writes text to path through a temporary file in the same directory and a
+ * rename, so a reader (or a run interrupted mid-write) sees either the old
+ * file or the whole new one, never half a document.  The temporary is
+ * opened with mode 0666 so the umask applies as for any new file (mkstemp
+ * would leave it 0600).  Returns 0 or -1 with errno set. */
+static int write_atomic(const char *path, const char *text, size_t len) {
+  static unsigned counter;
+  size_t tlen = strlen(path) + 64;
+  char *tmp = malloc(tlen);
+  if (!tmp) {
+    errno = ENOMEM;
+    return -1;
+  }
+  int fd = -1;
+  for (int attempt = 0; attempt < 100 && fd < 0; attempt++) {
+    snprintf(tmp, tlen, "%s.tmp.%ld.%u", path, (long)getpid(), counter++);
+    fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (fd < 0 && errno != EEXIST) break;
+  }
+  if (fd < 0) {
+    int e = errno;
+    free(tmp);
+    errno = e;
+    return -1;
+  }
+  /* fsync before rename: otherwise a crash can leave the new name pointing
+   * at an empty file on some filesystems. */
+  /* json_dumps leaves no final newline; a text file should end with one. */
+  int rv = write_all(fd, text, len);
+  if (rv == 0) rv = write_all(fd, "\n", 1);
+  if (rv == 0) rv = fsync(fd);
+  int e = errno;
+  if (close(fd) && rv == 0) {
+    rv = -1;
+    e = errno;
+  }
+  if (rv == 0 && rename(tmp, path)) {
+    rv = -1;
+    e = errno;
+  }
+  if (rv) unlink(tmp);
+  free(tmp);
+  errno = e;
+  return rv;
+}
+
+int tp_report_json(const char *path, const tp_report_input *in, char *err, size_t errlen) {
+  if (!path || !in) {
+    tp_seterr(err, errlen, "cannot write the JSON report: no path given");
+    return TP_EINVAL;
+  }
+  json_t *doc = report_json(in);
+  /* 15 significant digits: exact for every figure (ns resolution in ms
+   * needs at most 13) without the 17-digit noise of 0.1 round trips. */
+  char *text = doc ? json_dumps(doc, JSON_INDENT(2) | JSON_REAL_PRECISION(15)) : NULL;
+  json_decref(doc);
+  if (!text) {
+    tp_seterr(err, errlen, "cannot write %s: out of memory", path);
+    return TP_ENOMEM;
+  }
+  int rv = write_atomic(path, text, strlen(text));
+  int e = errno;
+  free(text);
+  if (rv) {
+    tp_seterr(err, errlen, "cannot write %s: %s (check that the directory exists and is writable)",
+              path, strerror(e));
+    return TP_EIO;
+  }
+  return 0;
+}

@@ -1,0 +1,166 @@
+#!/usr/bin/env python3
+"""The command line as a user meets it: help, exit codes, and one clear
+message for each mistake (naming the option, file and line, or peer), plus
+runs against the built-in mock.  Prints TAP."""
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+TOKPERF = sys.argv[1]
+SCALE = float(os.environ.get("TP_TEST_TIMEOUT_MULTIPLIER", "1"))
+WORDS = os.environ.get("TP_WORDS_MODEL")
+n = 0
+failed = 0
+
+
+def check(cond, what, detail=""):
+    global n, failed
+    n += 1
+    if not cond:
+        failed += 1
+    print(("ok %d - %s" if cond else "not ok %d - %s") % (n, what))
+    if not cond and detail:
+        for line in str(detail).splitlines()[:20]:
+            print("#   " + line)
+
+
+def run(args, timeout=60):
+    p = subprocess.run([TOKPERF] + args, capture_output=True, text=True, timeout=timeout * SCALE)
+    return p.returncode, p.stdout, p.stderr
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+tmp = tempfile.mkdtemp(prefix="tp_cli_")
+
+# Help and version.
+rc, out, err = run(["--help"])
+check(rc == 0 and "tokperf profile" in out and "Exit codes" in out, "--help prints usage and exit codes", err)
+rc, out, err = run(["profile", "--help"])
+for flag in ["--concurrency", "--input-file", "--tokenizer", "--request-count", "--warmup-request-count",
+             "--measurement-interval", "--random-seed", "--backend", "--streaming", "--json", "--mock",
+             "--input-data", "--tokenizer-path", "-u,--url", "-m,--model"]:
+    check(rc == 0 and flag in out, "profile --help documents %s" % flag)
+check("[default: 1]" in out and "[default: localhost:8001]" in out, "profile --help shows defaults")
+check("  3 " in out and "could not start" in out, "profile --help documents exit codes")
+rc, out, err = run(["mock", "--help"])
+check(rc == 0 and "--grpc-port" in out and "--itl-ms" in out, "mock --help documents its options")
+rc, out, err = run(["--version"])
+check(rc == 0 and "libuv" in out and "nghttp2" in out and "sentencepiece" in out, "--version names libraries", out)
+
+# Usage errors: exit 2, the option and value named.
+rc, out, err = run(["profile", "--bogus"])
+check(rc == 2 and "unknown option '--bogus'" in err, "unknown option: exit 2, named", err)
+rc, out, err = run(["profile", "--concurrency", "0"])
+check(rc == 2 and "--concurrency '0'" in err, "bad --concurrency: exit 2, option and value named", err)
+rc, out, err = run(["profile", "--concurrency", "8:4"])
+check(rc == 2 and "--concurrency '8:4'" in err, "backwards range rejected", err)
+rc, out, err = run(["profile", "--backend", "tgi"])
+check(rc == 2 and "tensorrtllm or vllm" in err, "bad --backend lists what is accepted", err)
+rc, out, err = run(["profile", "--measurement-interval", "5 parsecs"])
+check(rc == 2 and "--measurement-interval" in err, "bad duration rejected", err)
+rc, out, err = run(["profile", "--concurrency"])
+check(rc == 2 and "needs a value" in err, "missing value reported", err)
+
+# Input file errors: exit 2, file and line named.
+bad = os.path.join(tmp, "bad.jsonl")
+with open(bad, "w") as f:
+    f.write('{"text_input": "fine"}\n{"text_input": "broken"\n')
+rc, out, err = run(["profile", "--mock", "--input-file", bad])
+check(rc == 2 and bad + ":2" in err, "malformed input line: exit 2, file:line named", err)
+noprompt = os.path.join(tmp, "noprompt.jsonl")
+with open(noprompt, "w") as f:
+    f.write('{"question": "x"}\n')
+rc, out, err = run(["profile", "--mock", "--input-file", noprompt])
+check(rc == 2 and noprompt + ":1" in err and "text_input" in err, "line without a prompt: keys listed", err)
+rc, out, err = run(["profile", "--mock", "--input-file", os.path.join(tmp, "missing.jsonl")])
+check(rc == 2 and "missing.jsonl" in err, "missing input file: exit 2, named", err)
+
+# Start-up failures: exit 3 with the cause.
+port = free_port()
+rc, out, err = run(["profile", "-u", "127.0.0.1:%d" % port, "--request-count", "2"])
+check(rc == 3 and ("cannot connect to 127.0.0.1:%d" % port) in err and "refused" in err,
+      "unreachable server: exit 3, peer and reason named", err)
+rc, out, err = run(["profile", "--mock", "--tokenizer", os.path.join(tmp, "nope")])
+check(rc == 3 and "nope" in err, "missing tokenizer: exit 3, path named", err)
+
+mock_port = free_port()
+mock = subprocess.Popen([TOKPERF, "mock", "--grpc-port", str(mock_port), "--ttft-ms", "2", "--itl-ms", "1",
+                         "--output-tokens", "6"], stderr=subprocess.PIPE, text=True)
+try:
+    deadline = time.time() + 10 * SCALE
+    while time.time() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", mock_port), timeout=1).close()
+            break
+        except OSError:
+            time.sleep(0.05)
+    url = "127.0.0.1:%d" % mock_port
+    rc, out, err = run(["profile", "-u", url, "-m", "no_such_model", "--request-count", "2"])
+    check(rc == 3 and "no_such_model" in err and ("not ready" in err or "not found" in err),
+          "unknown model: exit 3, model named", err)
+    rc, out, err = run(["profile", "-u", url, "-m", "vllm_model", "--request-count", "2"])
+    check(rc == 3 and "--backend vllm" in err, "wrong backend for the model: exit 3, fix suggested", err)
+    # Real runs against the standalone mock: ensemble, vLLM, unary.
+    js = os.path.join(tmp, "run.json")
+    args = ["profile", "-u", url, "--concurrency", "1,3", "--request-count", "6", "--json", js]
+    if WORDS:
+        args += ["--tokenizer", WORDS]
+    rc, out, err = run(args)
+    check(rc == 0, "ensemble sweep against the mock: exit 0", err)
+    check("Time to first token (ms)" in out and "Request throughput" in out, "report has the level table", out)
+    try:
+        doc = json.load(open(js))
+        lv = doc["levels"]
+        check(doc["schema"].startswith("tokperf.report/") and [l["concurrency"] for l in lv] == [1, 3],
+              "--json has both levels")
+        check(all(l["succeeded"] == 6 and l["failed"] == 0 for l in lv), "--json: every request succeeded")
+        if WORDS:
+            check(all(l["output_tokens"]["avg"] == 6 for l in lv), "--json: 6 output tokens per request")
+    except Exception as e:  # noqa: BLE001
+        check(False, "--json readable", repr(e))
+    rc, out, err = run(["profile", "-u", url, "-m", "vllm_model", "--backend", "vllm", "--request-count", "4"])
+    check(rc == 0 and "4 succeeded" in err.replace("4 succeeded,", "4 succeeded"), "vLLM model run succeeds", err)
+    rc, out, err = run(["profile", "-u", url, "--no-streaming", "--request-count", "4", "--json", js])
+    ok = rc == 0
+    if ok:
+        l0 = json.load(open(js))["levels"][0]
+        ok = l0["succeeded"] == 4 and l0["responses_per_request"]["max"] == 1
+    check(ok, "unary ModelInfer run: one response per request", err)
+finally:
+    mock.send_signal(signal.SIGINT)
+    try:
+        mock.wait(timeout=10 * SCALE)
+    except subprocess.TimeoutExpired:
+        mock.kill()
+check(mock.returncode == 0, "mock stops cleanly on SIGINT", mock.stderr.read() if mock.stderr else "")
+
+# Ctrl-C during a run: exit 130 and the partial level is still reported.
+p = subprocess.Popen([TOKPERF, "profile", "--mock", "--mock-itl-ms", "20", "--concurrency", "4",
+                      "--request-count", "1000", "--output-tokens-mean", "20"],
+                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+time.sleep(1.5 * SCALE)
+p.send_signal(signal.SIGINT)
+try:
+    out, err = p.communicate(timeout=30 * SCALE)
+except subprocess.TimeoutExpired:
+    p.kill()
+    out, err = p.communicate()
+check(p.returncode == 130, "SIGINT: exit 130", err)
+check("Request latency (ms)" in out and "interrupted" in (out + err).lower(),
+      "SIGINT: the measured part is still reported", out + err)
+
+subprocess.run(["rm", "-rf", tmp])
+print("1..%d" % n)
+sys.exit(1 if failed else 0)

@@ -1,0 +1,199 @@
+/* End to end against the built-in mock: the client's time to first token
+ * and inter-token latency must match both the configured timing (50 ms, 10
+ * ms, 32 tokens) and the mock's own log of when it sent each response, and
+ * the in-flight count must never exceed the level's concurrency, as counted
+ * by the server itself.  Everything runs on one monotonic clock, so the log
+ * and the client's records are directly comparable request by request. */
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tokperf/tokperf.h"
+#include "tp_test.h"
+
+typedef struct mock_req {
+  char id[48];
+  uint64_t req_ns, first_ns, last_ns;
+  int n_text;
+} mock_req;
+
+static mock_req *find_req(mock_req *v, size_t n, const char *id) {
+  for (size_t i = 0; i < n; i++)
+    if (strcmp(v[i].id, id) == 0) return &v[i];
+  return NULL;
+}
+
+/* Reads the mock's log: request arrival and response send times by id. */
+static size_t read_mock_log(const char *path, mock_req *v, size_t cap) {
+  FILE *f = fopen(path, "r");
+  if (!f) return 0;
+  size_t n = 0;
+  char *line = NULL;
+  size_t len = 0;
+  while (getline(&line, &len, f) > 0) {
+    json_t *o = json_loads(line, 0, NULL);
+    if (!o) continue;
+    const char *ev = json_string_value(json_object_get(o, "ev"));
+    const char *id = json_string_value(json_object_get(o, "id"));
+    uint64_t t = (uint64_t)json_integer_value(json_object_get(o, "t_ns"));
+    if (ev && id) {
+      mock_req *r = find_req(v, n, id);
+      if (!r && n < cap && strcmp(ev, "request") == 0) {
+        r = &v[n++];
+        memset(r, 0, sizeof(*r));
+        snprintf(r->id, sizeof(r->id), "%s", id);
+        r->req_ns = t;
+      } else if (r && strcmp(ev, "response") == 0) {
+        const char *text = json_string_value(json_object_get(o, "text"));
+        if (text && text[0]) {
+          if (!r->first_ns) r->first_ns = t;
+          r->last_ns = t;
+          r->n_text++;
+        }
+      }
+    }
+    json_decref(o);
+  }
+  free(line);
+  fclose(f);
+  return n;
+}
+
+static void run_level(uint32_t conc, const char *tokenizer, const char *dir) {
+  char log_path[512], rec_path[512];
+  snprintf(log_path, sizeof(log_path), "%s/mock-%u.jsonl", dir, conc);
+  snprintf(rec_path, sizeof(rec_path), "%s/records-%u.jsonl", dir, conc);
+
+  tp_mock_config mc;
+  tp_mock_config_default(&mc);
+  mc.ttft_ms = 50;
+  mc.itl_ms = 10;
+  mc.output_tokens = 32;
+  mc.prefill_us_per_token = 0;
+  mc.prefill_queue_ms = 0;
+  mc.itl_us_per_seq = 0;
+
+  tp_config cfg;
+  tp_config_default(&cfg);
+  cfg.mock = true;
+  cfg.mock_config = &mc;
+  cfg.mock_log_path = log_path;
+  cfg.records_path = rec_path;
+  cfg.concurrency = &conc;
+  cfg.n_concurrency = 1;
+  cfg.request_count = conc < 8 ? 16 : 2 * (uint64_t)conc;
+  cfg.tokenizer = tokenizer;
+  cfg.progress = NULL;
+
+  char err[512] = "";
+  tp_run *run = NULL;
+  int rv = tp_run_new(&run, &cfg, err, sizeof(err));
+  CHECK_INT(rv, 0, "run created");
+  if (rv) {
+    printf("# %s\n", err);
+    return;
+  }
+  rv = tp_run_exec(run, err, sizeof(err));
+  CHECK_INT(rv, 0, "run completed");
+  if (rv) printf("# %s\n", err);
+  const tp_level_result *lv = tp_run_level(run, 0);
+  tp_mock_stats ms;
+  int have_stats = tp_run_mock_stats(run, &ms) == 0;
+  CHECK(lv != NULL, "c=%u: level result present", conc);
+  if (!lv || !have_stats) {
+    tp_run_free(run);
+    return;
+  }
+  char what[160];
+  snprintf(what, sizeof(what), "c=%u: every request succeeded", conc);
+  CHECK_INT(lv->failed, 0, what);
+  snprintf(what, sizeof(what), "c=%u: measured requests", conc);
+  CHECK_INT(lv->requests, cfg.request_count, what);
+  snprintf(what, sizeof(what), "c=%u: mean TTFT within 1 ms of 50 ms", conc);
+  CHECK_NEAR(lv->ttft_ms.avg, 50.0, 1.0, what);
+  snprintf(what, sizeof(what), "c=%u: mean ITL within 0.2 ms of 10 ms", conc);
+  CHECK_NEAR(lv->itl_ms.avg, 10.0, 0.2, what);
+  snprintf(what, sizeof(what), "c=%u: every request counted 32 output tokens", conc);
+  CHECK(lv->output_tokens.min == 32 && lv->output_tokens.max == 32, "%s", what);
+  snprintf(what, sizeof(what), "c=%u: client in-flight peak equals the target", conc);
+  CHECK_INT(lv->max_in_flight, conc, what);
+  snprintf(what, sizeof(what), "c=%u: the mock never saw more streams than the target", conc);
+  CHECK(ms.max_active_streams <= conc, "%s (mock max %u)", what, ms.max_active_streams);
+  snprintf(what, sizeof(what), "c=%u: the mock saw the target concurrency", conc);
+  CHECK_INT(ms.max_active_streams, conc, what);
+  tp_run_free(run);
+
+  /* Now hold the client's records against the mock's log. */
+  size_t cap = 4096;
+  mock_req *mr = calloc(cap, sizeof(*mr));
+  size_t nm = read_mock_log(log_path, mr, cap);
+  snprintf(what, sizeof(what), "c=%u: the mock logged every request", conc);
+  CHECK_INT(nm, cfg.request_count, what);
+  double sum_true_ttft = 0, sum_client_ttft = 0, sum_true_itl = 0, sum_client_itl = 0;
+  size_t n = 0, causal = 0, close_enough = 0;
+  FILE *f = fopen(rec_path, "r");
+  char *line = NULL;
+  size_t len = 0;
+  while (f && getline(&line, &len, f) > 0) {
+    json_t *o = json_loads(line, 0, NULL);
+    if (!o) continue;
+    const char *id = json_string_value(json_object_get(o, "id"));
+    mock_req *m = id ? find_req(mr, nm, id) : NULL;
+    uint64_t sent = (uint64_t)json_integer_value(json_object_get(o, "sent_ns"));
+    uint64_t first = (uint64_t)json_integer_value(json_object_get(o, "first_token_ns"));
+    uint64_t last = (uint64_t)json_integer_value(json_object_get(o, "last_token_ns"));
+    if (m && m->first_ns && m->n_text > 1) {
+      double true_ttft = (double)(m->first_ns - m->req_ns) / 1e6;
+      double client_ttft = (double)(first - sent) / 1e6;
+      double true_itl = (double)(m->last_ns - m->first_ns) / 1e6 / (m->n_text - 1);
+      double client_itl = (double)(last - first) / 1e6 / (m->n_text - 1);
+      sum_true_ttft += true_ttft;
+      sum_client_ttft += client_ttft;
+      sum_true_itl += true_itl;
+      sum_client_itl += client_itl;
+      n++;
+      /* One clock: the client sent before the mock received, and saw the
+       * first token after the mock sent it. */
+      if (sent <= m->req_ns && first >= m->first_ns) causal++;
+      if (client_ttft - true_ttft < 2.0) close_enough++;
+    }
+    json_decref(o);
+  }
+  free(line);
+  if (f) fclose(f);
+  free(mr);
+  snprintf(what, sizeof(what), "c=%u: every record matched a logged request", conc);
+  CHECK_INT(n, cfg.request_count, what);
+  if (n == 0) return;
+  snprintf(what, sizeof(what), "c=%u: sends and arrivals are causal on the one clock", conc);
+  CHECK_INT(causal, n, what);
+  snprintf(what, sizeof(what), "c=%u: every client TTFT within 2 ms of the mock's true one", conc);
+  CHECK_INT(close_enough, n, what);
+  snprintf(what, sizeof(what), "c=%u: mock's true mean TTFT within 1 ms of 50 ms", conc);
+  CHECK_NEAR(sum_true_ttft / n, 50.0, 1.0, what);
+  snprintf(what, sizeof(what), "c=%u: client mean TTFT within 1 ms of the mock's log", conc);
+  CHECK_NEAR(sum_client_ttft / n, sum_true_ttft / n, 1.0, what);
+  snprintf(what, sizeof(what), "c=%u: client mean ITL within 0.2 ms of the mock's log", conc);
+  CHECK_NEAR(sum_client_itl / n, sum_true_itl / n, 0.2, what);
+}
+
+int main(void) {
+  const char *tok = getenv("TP_WORDS_MODEL");
+  if (!tok) {
+    printf("1..0 # SKIP TP_WORDS_MODEL not set\n");
+    return 0;
+  }
+  char dir[] = "/tmp/tp_e2e_XXXXXX";
+  if (!mkdtemp(dir)) {
+    printf("Bail out! cannot make a temporary directory\n");
+    return 1;
+  }
+  run_level(1, tok, dir);
+  run_level(8, tok, dir);
+  run_level(64, tok, dir);
+  char cmd[600];
+  snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+  if (system(cmd) != 0) printf("# could not remove %s\n", dir);
+  return tp_test_done();
+}

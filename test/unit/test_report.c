@@ -1,0 +1,591 @@
+/* Unit tests for lib/report/tp_report.c: the text tables rendered into
+ * memory, and the JSON document written to a temporary directory and parsed
+ * back with jansson. */
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "report/tp_report.h"
+#include "tp_test.h"
+
+static void set_stat(tp_stat *st, size_t n, double avg, double min, double max, double std,
+                     double p50, double p99) {
+  memset(st, 0, sizeof(*st));
+  st->n = n;
+  st->avg = avg;
+  st->min = min;
+  st->max = max;
+  st->std = std;
+  st->p25 = min + (p50 - min) / 2;
+  st->p50 = p50;
+  st->p75 = p50 + (p99 - p50) / 4;
+  st->p90 = p50 + (p99 - p50) / 2;
+  st->p95 = p50 + (p99 - p50) * 3 / 4;
+  st->p99 = p99;
+}
+
+/* A level with tokens and two failures. */
+static void level_full(tp_level_result *lr) {
+  memset(lr, 0, sizeof(*lr));
+  lr->concurrency = 4;
+  lr->requests = 20;
+  lr->succeeded = 18;
+  lr->failed = 2;
+  lr->errors_by_class[TP_ERRCLASS_GRPC_STATUS] = 1;
+  lr->errors_by_class[TP_ERRCLASS_TIMEOUT] = 1;
+  lr->duration_s = 2.0;
+  lr->tokens_available = true;
+  set_stat(&lr->ttft_ms, 18, 1234.5678, 10.001, 2000.5, 3.25, 1200, 1999.6);
+  set_stat(&lr->itl_ms, 18, 8.126, 7.5, 9.75, 0.5, 8, 9.6);
+  set_stat(&lr->latency_ms, 18, 5000, 4000, 12345678.9, 100, 4900, 6000);
+  set_stat(&lr->output_tokens, 18, 128.26, 100, 150, 10.5, 128, 148);
+  set_stat(&lr->input_tokens, 18, 200, 200, 200, 0, 200, 200);
+  set_stat(&lr->output_tps_per_user, 18, 25.5, 20, 30, 2, 25, 29);
+  set_stat(&lr->responses, 18, 129.25, 101, 151, 10.5, 129, 150);
+  lr->output_token_throughput = 1500.25;
+  lr->input_token_throughput = 1800;
+  lr->request_throughput = 9;
+  lr->max_in_flight = 4;
+  snprintf(lr->first_error, sizeof(lr->first_error), "%s",
+           "grpc_status: NOT_FOUND: Request for unknown model: 'x' is not found");
+}
+
+/* A level without a tokenizer: timing only. */
+static void level_no_tokens(tp_level_result *lr, uint32_t concurrency) {
+  memset(lr, 0, sizeof(*lr));
+  lr->concurrency = concurrency;
+  lr->requests = 10;
+  lr->succeeded = 10;
+  lr->duration_s = 1.5;
+  set_stat(&lr->ttft_ms, 10, 20.5, 20, 21, 0.25, 20.5, 21);
+  set_stat(&lr->latency_ms, 10, 300, 250, 350, 25, 300, 349);
+  set_stat(&lr->responses, 10, 33, 30, 36, 1, 33, 36);
+  lr->request_throughput = 10.0 / 1.5;
+  lr->max_in_flight = concurrency;
+}
+
+static const uint32_t conc3[] = {4, 8, 16};
+
+static void base_cfg(tp_config *cfg) {
+  memset(cfg, 0, sizeof(*cfg));
+  cfg->url = "localhost:8001";
+  cfg->model = "ensemble";
+  cfg->backend = TP_BACKEND_VLLM;
+  cfg->streaming = true;
+  cfg->concurrency = conc3;
+  cfg->n_concurrency = 3;
+  cfg->request_count = 20;
+  cfg->warmup_request_count = 2;
+  cfg->input_file = "prompts.jsonl";
+  cfg->random_seed = UINT64_MAX;
+  cfg->output_tokens_mean = 128;
+  cfg->num_prompts = 3;
+  cfg->request_timeout_ms = 30000;
+  cfg->mock = true;
+  cfg->mock_log_path = "mock.jsonl";
+}
+
+static char *render(const tp_report_input *in) {
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&buf, &len);
+  if (!f) return NULL;
+  tp_report_text(f, in);
+  fclose(f);
+  return buf;
+}
+
+/* The line holding the n-th (from 0) occurrence of needle, copied into
+ * line; false when there is none. */
+static bool find_line(const char *text, const char *needle, int nth, char *line, size_t len) {
+  const char *p = text;
+  for (;;) {
+    p = strstr(p, needle);
+    if (!p) return false;
+    if (nth-- == 0) break;
+    p += strlen(needle);
+  }
+  const char *b = p, *e = strchr(p, '\n');
+  while (b > text && b[-1] != '\n') b--;
+  if (!e) e = p + strlen(p);
+  snprintf(line, len, "%.*s", (int)(e - b), b);
+  return true;
+}
+
+static int count(const char *text, const char *needle) {
+  int n = 0;
+  for (const char *p = text; (p = strstr(p, needle)); p += strlen(needle)) n++;
+  return n;
+}
+
+/* Splits a table row "│ a │ b │" into its trimmed cells; returns how many. */
+static int cells_of(const char *line, char cells[][64], int max) {
+  static const char bar[] = "│";
+  int n = 0;
+  const char *p = strstr(line, bar);
+  while (p && n < max) {
+    p += strlen(bar);
+    const char *e = strstr(p, bar);
+    if (!e) break;
+    while (p < e && *p == ' ') p++;
+    const char *q = e;
+    while (q > p && q[-1] == ' ') q--;
+    snprintf(cells[n++], 64, "%.*s", (int)(q - p), p);
+    p = e;
+  }
+  return n;
+}
+
+static void check_row(const char *text, const char *label, int nth, const char *const *want,
+                      int nwant, const char *what) {
+  char line[1024], cells[16][64], buf[160];
+  bool found = find_line(text, label, nth, line, sizeof(line));
+  snprintf(buf, sizeof(buf), "%s: row present", what);
+  CHECK(found, "%s", buf);
+  if (!found) return;
+  int n = cells_of(line, cells, 16);
+  snprintf(buf, sizeof(buf), "%s: cell count", what);
+  CHECK_INT(n, nwant, buf);
+  for (int i = 0; i < n && i < nwant; i++) {
+    snprintf(buf, sizeof(buf), "%s: cell %d", what, i);
+    CHECK_STR(cells[i], want[i], buf);
+  }
+}
+
+/* UTF-8 code points in s[0..len): the display width of our box lines. */
+static size_t width(const char *s, size_t len) {
+  size_t w = 0;
+  for (size_t i = 0; i < len; i++)
+    if (((unsigned char)s[i] & 0xc0) != 0x80) w++;
+  return w;
+}
+
+/* Every line of every table (from a top corner to a bottom corner) must be
+ * as wide as the table's top line, or the columns do not line up. */
+static void check_tables_aligned(const char *text, int want_tables, const char *what) {
+  int tables = 0, bad = 0;
+  size_t tw = 0;
+  bool in_table = false;
+  for (const char *p = text; *p;) {
+    const char *e = strchr(p, '\n');
+    size_t len = e ? (size_t)(e - p) : strlen(p);
+    if (!strncmp(p, "┏", strlen("┏"))) {
+      in_table = true;
+      tables++;
+      tw = width(p, len);
+    } else if (in_table && width(p, len) != tw) {
+      bad++;
+    }
+    if (in_table && !strncmp(p, "└", strlen("└"))) in_table = false;
+    p += len + (e ? 1 : 0);
+  }
+  char buf[160];
+  snprintf(buf, sizeof(buf), "%s: table count", what);
+  CHECK_INT(tables, want_tables, buf);
+  snprintf(buf, sizeof(buf), "%s: every table line has its table's width", what);
+  CHECK_INT(bad, 0, buf);
+}
+
+static void test_text_full(void) {
+  tp_config cfg;
+  base_cfg(&cfg);
+  tp_level_result lr;
+  level_full(&lr);
+  tp_report_input in = {.cfg = &cfg,
+                        .target = "127.0.0.1:8001",
+                        .tokenizer_desc = "sentencepiece (tok.model)",
+                        .dataset_desc = "prompts.jsonl (3 prompts)",
+                        .levels = &lr,
+                        .n_levels = 1,
+                        .interrupted = true,
+                        .have_mock_stats = true,
+                        .mock_stats = {.requests = 22, .responses = 2843,
+                                       .max_active_streams = 4, .max_active_sequences = 3}};
+  char *t = render(&in);
+  CHECK(t != NULL, "full: rendered");
+  if (!t) return;
+
+  char line[1024];
+  CHECK(find_line(t, "Target:", 0, line, sizeof(line)) &&
+            !strcmp(line, "Target: 127.0.0.1:8001, model: ensemble, backend: vllm, streaming: on, "
+                          "tokenizer: sentencepiece (tok.model), dataset: prompts.jsonl (3 prompts)"),
+        "full: header line names target, model, backend, streaming, tokenizer, dataset");
+  CHECK(strstr(t, "concurrency 4") != NULL, "full: level title names the concurrency");
+
+  const char *head[] = {"Statistic", "avg", "min", "max", "p99", "p95", "p90", "p75", "p50", "std"};
+  {
+    char cells[16][64];
+    find_line(t, "Statistic", 0, line, sizeof(line));
+    /* The header uses heavy bars; swap them to reuse the splitter. */
+    char light[1024];
+    size_t o = 0;
+    for (const char *p = line; *p && o + 4 < sizeof(light);) {
+      if (!strncmp(p, "┃", strlen("┃"))) {
+        o += (size_t)snprintf(light + o, sizeof(light) - o, "│");
+        p += strlen("┃");
+      } else {
+        light[o++] = *p++;
+      }
+    }
+    light[o] = 0;
+    int n = cells_of(light, cells, 16);
+    bool same = n == 10;
+    for (int i = 0; same && i < 10; i++) same = !strcmp(cells[i], head[i]);
+    CHECK(same, "full: columns avg min max p99 p95 p90 p75 p50 std");
+  }
+
+  /* 2 decimals for ms, thousands separated; p95 = 1200 + 799.6 x 3/4. */
+  const char *ttft[] = {"Time to first token (ms)", "1,234.57", "10.00", "2,000.50", "1,999.60",
+                        "1,799.70", "1,599.80", "1,399.90", "1,200.00", "3.25"};
+  check_row(t, "Time to first token (ms)", 0, ttft, 10, "full: TTFT row");
+  const char *itl[] = {"Inter token latency (ms)", "8.13", "7.50", "9.75", "9.60",
+                       "9.20", "8.80", "8.40", "8.00", "0.50"};
+  check_row(t, "Inter token latency (ms)", 0, itl, 10, "full: ITL row");
+  char cells[16][64];
+  find_line(t, "Request latency (ms)", 0, line, sizeof(line));
+  cells_of(line, cells, 16);
+  CHECK_STR(cells[3], "12,345,678.90", "full: latency max with separators");
+  /* 1 decimal for tokens. */
+  const char *out_tok[] = {"Output tokens", "128.3", "100.0", "150.0", "148.0",
+                           "143.0", "138.0", "133.0", "128.0", "10.5"};
+  check_row(t, "Output tokens", 0, out_tok, 10, "full: output tokens row");
+  find_line(t, "Input tokens", 0, line, sizeof(line));
+  cells_of(line, cells, 16);
+  CHECK_STR(cells[1], "200.0", "full: input tokens avg");
+  find_line(t, "Output token throughput per user (tokens/s)", 0, line, sizeof(line));
+  cells_of(line, cells, 16);
+  CHECK_STR(cells[1], "25.50", "full: per-user throughput avg");
+
+  CHECK(strstr(t, "\nOutput token throughput (tokens/s): 1,500.25\n") != NULL,
+        "full: output token throughput line");
+  CHECK(strstr(t, "\nInput token throughput (tokens/s): 1,800.00\n") != NULL,
+        "full: input token throughput line");
+  CHECK(strstr(t, "\nRequest throughput (requests/s): 9.00\n") != NULL,
+        "full: request throughput line");
+  CHECK(strstr(t, "\nRequests: 20 measured, 18 succeeded, 2 failed\n") != NULL,
+        "full: request counts line");
+  CHECK(strstr(t, "\nMeasured window (s): 2.00, max in flight (requests): 4\n") != NULL,
+        "full: window and in-flight line");
+  CHECK(strstr(t, "\nFailed requests by class: grpc_status 1, timeout 1\n") != NULL,
+        "full: failures per class");
+  CHECK(strstr(t, "\nSample error: grpc_status: NOT_FOUND: Request for unknown model: 'x' is "
+                  "not found\n") != NULL,
+        "full: sample error");
+  CHECK(strstr(t, "token metrics unavailable") == NULL, "full: no token note with tokens");
+  CHECK(strstr(t, "n/a") == NULL, "full: nothing unavailable");
+
+  const char *sum[] = {"4",      "20",       "2",    "9.00", "1,500.25", "1,800.00",
+                       "1,234.57", "1,999.60", "8.13", "9.60", "5,000.00", "6,000.00"};
+  /* The summary's data row is the first light row after its header. */
+  CHECK(strstr(t, "Sweep summary") != NULL, "full: summary title");
+  const char *sp = strstr(t, "Concurrency ");
+  CHECK(sp != NULL, "full: summary header");
+  if (sp) {
+    const char *row = strstr(sp, "\n│");
+    check_row(row ? row + 1 : sp, "│", 0, sum, 12, "full: summary row");
+  }
+
+  CHECK(strstr(t, "Mock server: 22 requests received, 2,843 responses sent, at most 4 streams "
+                  "open, at most 3 sequences decoding at once\n") != NULL,
+        "full: mock counters");
+  CHECK(strstr(t, "Sweep interrupted: 1 of 3 levels completed (concurrency 4)\n") != NULL,
+        "full: interrupted line names completed levels");
+  check_tables_aligned(t, 2, "full");
+  free(t);
+}
+
+static void test_text_no_tokens(void) {
+  tp_config cfg;
+  base_cfg(&cfg);
+  cfg.input_file = NULL;
+  cfg.streaming = false;
+  cfg.backend = TP_BACKEND_TENSORRTLLM;
+  tp_level_result lr[2];
+  level_no_tokens(&lr[0], 1);
+  level_no_tokens(&lr[1], 2);
+  tp_report_input in = {.cfg = &cfg, .target = NULL, .levels = lr, .n_levels = 2};
+  char *t = render(&in);
+  CHECK(t != NULL, "no tokens: rendered");
+  if (!t) return;
+  char line[1024];
+  CHECK(find_line(t, "Target:", 0, line, sizeof(line)) &&
+            !strcmp(line, "Target: localhost:8001, model: ensemble, backend: tensorrtllm, "
+                          "streaming: off, tokenizer: none, dataset: synthetic prompts"),
+        "no tokens: header falls back to the configured url and synthetic prompts");
+
+  const char *na[] = {"Inter token latency (ms)", "n/a", "n/a", "n/a", "n/a",
+                      "n/a", "n/a", "n/a", "n/a", "n/a"};
+  check_row(t, "Inter token latency (ms)", 0, na, 10, "no tokens: ITL n/a");
+  na[0] = "Output tokens";
+  check_row(t, "Output tokens", 1, na, 10, "no tokens: output tokens n/a (level 2)");
+  na[0] = "Input tokens";
+  check_row(t, "Input tokens", 0, na, 10, "no tokens: input tokens n/a");
+  char cells[16][64];
+  find_line(t, "Time to first token (ms)", 1, line, sizeof(line));
+  cells_of(line, cells, 16);
+  CHECK_STR(cells[1], "20.50", "no tokens: TTFT still shown");
+  CHECK_INT(count(t, "token metrics unavailable: no --tokenizer given"), 1,
+            "no tokens: the note is printed once");
+  CHECK_INT(count(t, "Output token throughput (tokens/s): n/a\n"), 2,
+            "no tokens: output throughput n/a per level");
+  CHECK_INT(count(t, "Request throughput (requests/s): 6.67\n"), 2,
+            "no tokens: request throughput per level");
+  CHECK(strstr(t, "Failed requests by class") == NULL, "no tokens: no failure lines");
+  CHECK(strstr(t, "Mock server") == NULL, "no tokens: no mock line without mock stats");
+  CHECK(strstr(t, "interrupted") == NULL, "no tokens: not interrupted");
+
+  const char *sp = strstr(t, "Concurrency ");
+  const char *row2 = sp ? strstr(sp, "\n│") : NULL;
+  row2 = row2 ? strstr(row2 + 1, "\n│") : NULL;
+  const char *sum[] = {"2", "10", "0", "6.67", "n/a", "n/a", "20.50", "21.00",
+                       "n/a", "n/a", "300.00", "349.00"};
+  CHECK(row2 != NULL, "no tokens: second summary row");
+  if (row2) check_row(row2 + 1, "│", 0, sum, 12, "no tokens: summary row for level 2");
+  check_tables_aligned(t, 3, "no tokens");
+  free(t);
+
+  /* Interrupted before any level completed. */
+  tp_report_input none = {.cfg = &cfg, .interrupted = true};
+  t = render(&none);
+  CHECK(t && strstr(t, "No level completed.") && strstr(t, "Sweep interrupted: 0 of 3 levels"),
+        "no levels: says so and that the sweep was interrupted");
+  free(t);
+}
+
+static void test_text_all_failed(void) {
+  tp_config cfg;
+  base_cfg(&cfg);
+  tp_level_result lr;
+  memset(&lr, 0, sizeof(lr));
+  lr.concurrency = 2;
+  lr.requests = lr.failed = 3;
+  lr.errors_by_class[TP_ERRCLASS_NONE] = 1;
+  lr.errors_by_class[TP_ERRCLASS_CONNECT] = 2;
+  snprintf(lr.first_error, sizeof(lr.first_error), "connect: connection refused");
+  tp_report_input in = {.cfg = &cfg, .tokenizer_desc = "sentencepiece (t)", .levels = &lr,
+                        .n_levels = 1};
+  char *t = render(&in);
+  CHECK(t != NULL, "all failed: rendered");
+  if (!t) return;
+  CHECK(strstr(t, "no request succeeded") != NULL, "all failed: says why everything is n/a");
+  CHECK(strstr(t, "no --tokenizer given") == NULL, "all failed: no tokenizer note (one was given)");
+  CHECK(strstr(t, "Failed requests by class: connect 2, unfinished 1\n") != NULL,
+        "all failed: classes, unfinished named as such");
+  free(t);
+}
+
+/* ------------------------------------------------------------------------ */
+
+static char tmpdir[256];
+
+static int dir_entries(const char *dir) {
+  DIR *d = opendir(dir);
+  if (!d) return -1;
+  int n = 0;
+  struct dirent *e;
+  while ((e = readdir(d)))
+    if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) n++;
+  closedir(d);
+  return n;
+}
+
+static double num(json_t *o, const char *key) { return json_number_value(json_object_get(o, key)); }
+
+static void test_json_full(void) {
+  tp_config cfg;
+  base_cfg(&cfg);
+  tp_level_result lr[2];
+  level_full(&lr[0]);
+  level_no_tokens(&lr[1], 8);
+  tp_report_input in = {.cfg = &cfg,
+                        .target = "127.0.0.1:8001",
+                        .tokenizer_desc = "sentencepiece (tok.model)",
+                        .dataset_desc = "prompts.jsonl (3 prompts)",
+                        .levels = lr,
+                        .n_levels = 2,
+                        .interrupted = true,
+                        .have_mock_stats = true,
+                        .mock_stats = {.requests = 22, .responses = 2843,
+                                       .max_active_streams = 4, .max_active_sequences = 3}};
+  char path[512], err[512];
+  snprintf(path, sizeof(path), "%s/report.json", tmpdir);
+  /* Write twice: the second must replace the first whole. */
+  CHECK_INT(tp_report_json(path, &in, err, sizeof(err)), 0, "json: first write");
+  in.interrupted = false;
+  CHECK_INT(tp_report_json(path, &in, err, sizeof(err)), 0, "json: overwrite");
+  CHECK_INT(dir_entries(tmpdir), 1, "json: no temporary file left behind");
+
+  json_error_t jerr;
+  json_t *doc = json_load_file(path, 0, &jerr);
+  CHECK(doc != NULL, "json: parses back (%s)", doc ? "ok" : jerr.text);
+  if (!doc) return;
+  CHECK_STR(json_string_value(json_object_get(doc, "schema")), "tokperf.report/1", "json: schema");
+  json_t *gen = json_object_get(doc, "generator");
+  CHECK_STR(json_string_value(json_object_get(gen, "name")), "tokperf", "json: generator name");
+  CHECK_STR(json_string_value(json_object_get(gen, "version")), tp_version(),
+            "json: generator version is tp_version()");
+  CHECK_STR(json_string_value(json_object_get(doc, "target")), "127.0.0.1:8001", "json: target");
+  CHECK_STR(json_string_value(json_object_get(doc, "tokenizer")), "sentencepiece (tok.model)",
+            "json: tokenizer");
+  CHECK_STR(json_string_value(json_object_get(doc, "dataset")), "prompts.jsonl (3 prompts)",
+            "json: dataset");
+  CHECK(json_is_false(json_object_get(doc, "interrupted")), "json: interrupted is the last write's");
+
+  json_t *c = json_object_get(doc, "config");
+  CHECK_STR(json_string_value(json_object_get(c, "url")), "localhost:8001", "json: config.url");
+  CHECK_STR(json_string_value(json_object_get(c, "backend")), "vllm", "json: config.backend");
+  CHECK_STR(json_string_value(json_object_get(c, "service_kind")), "triton",
+            "json: config.service_kind");
+  CHECK(json_is_null(json_object_get(c, "model_version")), "json: NULL string -> null");
+  CHECK(json_is_null(json_object_get(c, "tokenizer")), "json: config.tokenizer null");
+  CHECK(json_is_true(json_object_get(c, "streaming")), "json: config.streaming");
+  CHECK(json_is_true(json_object_get(c, "mock")), "json: config.mock");
+  CHECK_INT(json_integer_value(json_object_get(c, "request_timeout_ms")), 30000,
+            "json: config.request_timeout_ms");
+  CHECK_INT(json_integer_value(json_object_get(c, "warmup_request_count")), 2,
+            "json: config.warmup_request_count");
+  CHECK_STR(json_string_value(json_object_get(c, "mock_log_path")), "mock.jsonl",
+            "json: config.mock_log_path");
+  CHECK(json_is_null(json_object_get(c, "mock_config")), "json: no mock_config -> null");
+  CHECK_STR(json_string_value(json_object_get(c, "random_seed")), "18446744073709551615",
+            "json: a seed past int64 is kept exact as a string");
+  json_t *conc = json_object_get(c, "concurrency");
+  CHECK(json_array_size(conc) == 3 && json_integer_value(json_array_get(conc, 2)) == 16,
+        "json: config.concurrency list");
+  const char *cfg_keys[] = {"model", "request_count", "measurement_interval_ms", "input_file",
+                            "output_tokens_mean", "output_tokens_deterministic",
+                            "synthetic_input_words", "num_prompts", "connections",
+                            "skip_preflight", "json_path", "records_path"};
+  int missing = 0;
+  for (size_t i = 0; i < sizeof(cfg_keys) / sizeof(cfg_keys[0]); i++)
+    missing += json_object_get(c, cfg_keys[i]) == NULL;
+  CHECK_INT(missing, 0, "json: every config field present");
+
+  json_t *levels = json_object_get(doc, "levels");
+  CHECK_INT(json_array_size(levels), 2, "json: two levels");
+  json_t *l0 = json_array_get(levels, 0), *l1 = json_array_get(levels, 1);
+  CHECK_INT(json_integer_value(json_object_get(l0, "concurrency")), 4, "json: l0 concurrency");
+  CHECK_INT(json_integer_value(json_object_get(l0, "requests")), 20, "json: l0 requests");
+  CHECK_INT(json_integer_value(json_object_get(l0, "succeeded")), 18, "json: l0 succeeded");
+  CHECK_INT(json_integer_value(json_object_get(l0, "failed")), 2, "json: l0 failed");
+  json_t *ebc = json_object_get(l0, "errors_by_class");
+  CHECK_INT(json_integer_value(json_object_get(ebc, "grpc_status")), 1, "json: l0 grpc_status");
+  CHECK_INT(json_integer_value(json_object_get(ebc, "timeout")), 1, "json: l0 timeout");
+  CHECK_INT(json_object_size(ebc), TP_ERRCLASS_COUNT, "json: every class listed");
+  CHECK_NEAR(num(l0, "duration_s"), 2.0, 1e-12, "json: l0 duration_s");
+  CHECK(json_is_true(json_object_get(l0, "tokens_available")), "json: l0 tokens_available");
+  json_t *ttft = json_object_get(l0, "time_to_first_token_ms");
+  CHECK_INT(json_integer_value(json_object_get(ttft, "n")), 18, "json: ttft n");
+  CHECK_NEAR(num(ttft, "avg"), 1234.5678, 1e-9, "json: ttft avg unrounded");
+  CHECK_NEAR(num(ttft, "p99"), 1999.6, 1e-9, "json: ttft p99");
+  CHECK_NEAR(num(ttft, "p25"), lr[0].ttft_ms.p25, 1e-9, "json: ttft p25");
+  CHECK_NEAR(num(ttft, "std"), 3.25, 1e-12, "json: ttft std");
+  CHECK_INT(json_object_size(ttft), 11, "json: stat object has n + 10 figures");
+  CHECK_NEAR(num(json_object_get(l0, "inter_token_latency_ms"), "p50"), 8, 1e-12, "json: itl p50");
+  CHECK_NEAR(num(json_object_get(l0, "request_latency_ms"), "max"), 12345678.9, 1e-6,
+             "json: latency max");
+  CHECK_NEAR(num(json_object_get(l0, "output_tokens"), "avg"), 128.26, 1e-12,
+             "json: output tokens avg");
+  CHECK_NEAR(num(json_object_get(l0, "input_tokens"), "min"), 200, 1e-12, "json: input tokens");
+  CHECK_NEAR(num(json_object_get(l0, "output_token_throughput_per_user_tps"), "avg"), 25.5, 1e-12,
+             "json: per-user throughput");
+  CHECK_NEAR(num(json_object_get(l0, "responses_per_request"), "max"), 151, 1e-12,
+             "json: responses per request");
+  CHECK_NEAR(num(l0, "output_token_throughput_tps"), 1500.25, 1e-9, "json: output tps");
+  CHECK_NEAR(num(l0, "input_token_throughput_tps"), 1800, 1e-9, "json: input tps");
+  CHECK_NEAR(num(l0, "request_throughput_rps"), 9, 1e-12, "json: request rps");
+  CHECK_INT(json_integer_value(json_object_get(l0, "max_in_flight")), 4, "json: max_in_flight");
+  CHECK_STR(json_string_value(json_object_get(l0, "first_error")), lr[0].first_error,
+            "json: first_error");
+
+  /* Unavailable figures are null, never 0. */
+  CHECK(json_is_null(json_object_get(l1, "inter_token_latency_ms")), "json: l1 itl null");
+  CHECK(json_is_null(json_object_get(l1, "output_tokens")), "json: l1 output tokens null");
+  CHECK(json_is_null(json_object_get(l1, "input_tokens")), "json: l1 input tokens null");
+  CHECK(json_is_null(json_object_get(l1, "output_token_throughput_per_user_tps")),
+        "json: l1 per-user throughput null");
+  CHECK(json_is_null(json_object_get(l1, "output_token_throughput_tps")),
+        "json: l1 output tps null");
+  CHECK(json_is_null(json_object_get(l1, "input_token_throughput_tps")), "json: l1 input tps null");
+  CHECK(json_is_null(json_object_get(l1, "first_error")), "json: l1 first_error null");
+  CHECK(json_is_false(json_object_get(l1, "tokens_available")), "json: l1 tokens unavailable");
+  CHECK_NEAR(num(json_object_get(l1, "time_to_first_token_ms"), "avg"), 20.5, 1e-12,
+             "json: l1 ttft present");
+  CHECK_NEAR(num(l1, "request_throughput_rps"), 10.0 / 1.5, 1e-12, "json: l1 request rps");
+
+  json_t *mock = json_object_get(doc, "mock");
+  CHECK(json_is_object(mock) && json_integer_value(json_object_get(mock, "responses")) == 2843 &&
+            json_integer_value(json_object_get(mock, "max_active_sequences")) == 3,
+        "json: mock counters");
+  json_decref(doc);
+
+  /* Without mock stats the key is absent; a mock configuration is
+   * written out field by field. */
+  tp_mock_config mc;
+  memset(&mc, 0, sizeof(mc));
+  mc.host = "127.0.0.1";
+  mc.ttft_ms = 20;
+  mc.itl_ms = 8.5;
+  mc.max_batch = 256;
+  cfg.mock_config = &mc;
+  in.have_mock_stats = false;
+  in.tokenizer_desc = NULL;
+  CHECK_INT(tp_report_json(path, &in, err, sizeof(err)), 0, "json: write without mock");
+  doc = json_load_file(path, 0, &jerr);
+  CHECK(doc && !json_object_get(doc, "mock"), "json: no mock key without mock stats");
+  CHECK(doc && json_is_null(json_object_get(doc, "tokenizer")), "json: tokenizer null");
+  json_t *jmc = doc ? json_object_get(json_object_get(doc, "config"), "mock_config") : NULL;
+  CHECK(json_is_object(jmc) && num(jmc, "itl_ms") == 8.5 &&
+            json_integer_value(json_object_get(jmc, "max_batch")) == 256 &&
+            json_is_null(json_object_get(jmc, "log_path")),
+        "json: config.mock_config fields");
+  json_decref(doc);
+  unlink(path);
+}
+
+static void test_json_errors(void) {
+  tp_config cfg;
+  base_cfg(&cfg);
+  tp_report_input in = {.cfg = &cfg};
+  char err[512] = "";
+
+  const char *bad = "/nonexistent-tokperf-dir/sub/report.json";
+  CHECK_INT(tp_report_json(bad, &in, err, sizeof(err)), TP_EIO, "error: missing directory -> TP_EIO");
+  CHECK(strstr(err, bad) != NULL, "error: message names the path (%s)", err);
+  CHECK(strstr(err, strerror(ENOENT)) != NULL, "error: message gives the reason");
+
+  /* The target is a directory: the temporary is written, the rename fails,
+   * and the temporary must be removed. */
+  char dir[512];
+  snprintf(dir, sizeof(dir), "%s/adir", tmpdir);
+  mkdir(dir, 0755);
+  err[0] = 0;
+  CHECK_INT(tp_report_json(dir, &in, err, sizeof(err)), TP_EIO, "error: path is a directory");
+  CHECK(strstr(err, dir) != NULL, "error: directory message names the path (%s)", err);
+  CHECK_INT(dir_entries(tmpdir), 1, "error: no temporary left after a failed rename");
+  rmdir(dir);
+
+  CHECK_INT(tp_report_json(NULL, &in, err, sizeof(err)), TP_EINVAL, "error: NULL path");
+}
+
+int main(void) {
+  const char *base = getenv("TMPDIR");
+  snprintf(tmpdir, sizeof(tmpdir), "%s/tp_report_XXXXXX", base && *base ? base : "/tmp");
+  if (!mkdtemp(tmpdir)) {
+    perror("mkdtemp");
+    return 1;
+  }
+  test_text_full();
+  test_text_no_tokens();
+  test_text_all_failed();
+  test_json_full();
+  test_json_errors();
+  rmdir(tmpdir);
+  return tp_test_done();
+}

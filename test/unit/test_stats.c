@@ -1,0 +1,330 @@
+/* Unit tests for lib/metrics/tp_stats.c: the percentile definition against
+ * values worked out by hand, and every metric of docs/metrics.md on records
+ * whose timestamps are set by hand. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "metrics/tp_stats.h"
+#include "tp_test.h"
+
+#define EPS 1e-9
+/* Far from zero, so "0 = did not happen" never collides with a real time. */
+#define T0 1000000000000ULL
+#define MS(x) ((uint64_t)((x) * 1000000.0))
+
+static void check_stat(const tp_stat *st, size_t n, double avg, double min, double max,
+                       double std, double p25, double p50, double p75, double p90,
+                       double p95, double p99, const char *what) {
+  char buf[160];
+#define S(field, want)                                             \
+  do {                                                             \
+    snprintf(buf, sizeof(buf), "%s: " #field, what);               \
+    CHECK_NEAR(st->field, want, EPS * (1 + fabs(want)), buf);      \
+  } while (0)
+  snprintf(buf, sizeof(buf), "%s: n", what);
+  CHECK_INT(st->n, n, buf);
+  S(avg, avg);
+  S(min, min);
+  S(max, max);
+  S(std, std);
+  S(p25, p25);
+  S(p50, p50);
+  S(p75, p75);
+  S(p90, p90);
+  S(p95, p95);
+  S(p99, p99);
+#undef S
+}
+
+static void test_stat_one_to_ten(void) {
+  /* Shuffled, so the sort is part of what is tested.  By hand, rank =
+   * p/100 x 9: p25 -> 2.25 -> 3 + 0.25; p50 -> 4.5 -> 5.5; p75 -> 6.75 ->
+   * 7.75; p90 -> 8.1 -> 9.1; p95 -> 8.55 -> 9.55; p99 -> 8.91 -> 9.91.
+   * Population variance = sum (i - 5.5)^2 / 10 = 82.5 / 10. */
+  double v[] = {7, 3, 10, 1, 5, 9, 2, 8, 6, 4};
+  tp_stat st;
+  tp_stat_compute(&st, v, 10);
+  check_stat(&st, 10, 5.5, 1, 10, sqrt(8.25), 3.25, 5.5, 7.75, 9.1, 9.55, 9.91, "1..10");
+  CHECK(v[0] == 1 && v[9] == 10, "values are sorted in place");
+}
+
+static void test_stat_small(void) {
+  tp_stat st;
+
+  /* Mean 5, squared deviations 9+1+1+1+0+0+4+16 = 32, /8 = 4 -> std 2
+   * (the sample std would be sqrt(32/7), so this pins "population").
+   * p50: rank 3.5 -> (4 + 5) / 2; p90: rank 6.3 -> 7 + 0.3 x 2;
+   * p25: rank 1.75 -> 4; p75: rank 5.25 -> 5 + 0.25 x 2;
+   * p95: rank 6.65 -> 7 + 0.65 x 2; p99: rank 6.93 -> 7 + 0.93 x 2. */
+  double a[] = {9, 2, 4, 5, 4, 7, 4, 5};
+  tp_stat_compute(&st, a, 8);
+  check_stat(&st, 8, 5, 2, 9, 2, 4, 4.5, 5.5, 7.6, 8.3, 8.86, "2,4,4,4,5,5,7,9");
+
+  /* Two values: every percentile is a straight blend of them. */
+  double b[] = {3, 1};
+  tp_stat_compute(&st, b, 2);
+  check_stat(&st, 2, 2, 1, 3, 1, 1.5, 2, 2.5, 2.8, 2.9, 2.98, "1,3");
+
+  double c[] = {42};
+  tp_stat_compute(&st, c, 1);
+  check_stat(&st, 1, 42, 42, 42, 0, 42, 42, 42, 42, 42, 42, "single value");
+
+  /* 0.1 + 0.1 + 0.1 is not 0.3 in binary; the mean of equal values must
+   * still be that value, and their spread exactly 0. */
+  double d[] = {0.1, 0.1, 0.1};
+  tp_stat_compute(&st, d, 3);
+  CHECK(st.avg == 0.1, "mean of equal values is the value exactly");
+  CHECK(st.std == 0.0, "std of equal values is exactly 0");
+
+  /* Large, close values (nanosecond scale): the sum-of-squares shortcut
+   * loses everything here; two passes do not. */
+  double e[] = {1e12 + 1, 1e12 + 2, 1e12 + 3};
+  tp_stat_compute(&st, e, 3);
+  CHECK_NEAR(st.std, sqrt(2.0 / 3.0), 1e-6, "std of large close values");
+
+  tp_stat z;
+  memset(&z, 0x5a, sizeof(z));
+  tp_stat_compute(&z, NULL, 0);
+  check_stat(&z, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, "n = 0");
+}
+
+/* A record that succeeded: sent at sent_ms, text responses at text_ms[],
+ * done at done_ms, with token counts. */
+static void make_ok(tp_record *r, uint64_t seq, double sent_ms, const double *text_ms,
+                    size_t n_text, double done_ms, int64_t out_tokens, int64_t in_tokens) {
+  tp_record_init(r);
+  r->seq = seq;
+  r->planned_ns = r->sent_ns = T0 + MS(sent_ms);
+  for (size_t i = 0; i < n_text; i++) tp_record_add_response(r, T0 + MS(text_ms[i]), true);
+  r->done_ns = T0 + MS(done_ms);
+  r->output_tokens = out_tokens;
+  r->input_tokens = in_tokens;
+}
+
+static void make_failed(tp_record *r, uint64_t seq, double sent_ms, double done_ms,
+                        tp_error_class cls, const char *msg) {
+  tp_record_init(r);
+  r->seq = seq;
+  /* sent_ms < 0: the request never left (e.g. a connect failure). */
+  r->planned_ns = T0 + MS(sent_ms < 0 ? 0 : sent_ms);
+  r->sent_ns = sent_ms < 0 ? 0 : T0 + MS(sent_ms);
+  r->done_ns = T0 + MS(done_ms);
+  tp_record_fail(r, cls, cls == TP_ERRCLASS_GRPC_STATUS ? 5 : -1, msg, msg ? strlen(msg) : 0);
+}
+
+static void free_recs(tp_record *recs, size_t n) {
+  for (size_t i = 0; i < n; i++) tp_record_fini(&recs[i]);
+}
+
+/* The main level: three successes, two failures, two warm-ups whose values
+ * would change every figure if they leaked in. */
+static size_t build_level(tp_record *recs, bool with_tokens) {
+  size_t n = 0;
+  int64_t out1 = with_tokens ? 4 : -1, out2 = with_tokens ? 3 : -1, out3 = with_tokens ? 1 : -1;
+  int64_t in1 = with_tokens ? 100 : -1, in2 = with_tokens ? 50 : -1, in3 = with_tokens ? 10 : -1;
+
+  /* Warm-up: slow, huge, and one failed. */
+  double w_text[] = {5000, 90000};
+  make_ok(&recs[n++], 0, 0, w_text, 2, 100000, 1000, 1000);
+  recs[n - 1].warmup = true;
+  make_failed(&recs[n++], 1, 1, 2, TP_ERRCLASS_CONNECT, "warm-up failure");
+  recs[n - 1].warmup = true;
+
+  /* r1: a role-only response first (no text, does not start TTFT), then
+   * text at 10, 20, 30 ms.  TTFT 10, ITL (30-10)/(4-1), latency 30. */
+  tp_record *r = &recs[n++];
+  make_ok(r, 2, 0, NULL, 0, 30, out1, in1);
+  tp_record_add_response(r, T0 + MS(5), false);
+  tp_record_add_response(r, T0 + MS(10), true);
+  tp_record_add_response(r, T0 + MS(20), true);
+  tp_record_add_response(r, T0 + MS(30), true);
+
+  /* r2: sent at 10, text at 30 and 50, then a flag-only final response at
+   * 60.  TTFT 20, ITL (50-30)/(3-1) = 10, latency 50. */
+  double t2[] = {30, 50};
+  r = &recs[n++];
+  make_ok(r, 3, 10, t2, 2, 60, out2, in2);
+  tp_record_add_response(r, T0 + MS(60), false);
+
+  /* r3: one response with one token: TTFT 40, latency 40, no ITL. */
+  double t3[] = {60};
+  make_ok(&recs[n++], 4, 20, t3, 1, 60, out3, in3);
+
+  /* Two failures, in array order seq 6 then seq 5: the sample error must
+   * be seq 5's.  The later done time (100 ms) ends the window. */
+  make_failed(&recs[n++], 6, 40, 90, TP_ERRCLASS_TIMEOUT, "deadline exceeded");
+  make_failed(&recs[n++], 5, 30, 100, TP_ERRCLASS_GRPC_STATUS,
+              "NOT_FOUND: model 'x' not found");
+  return n;
+}
+
+static void test_level_metrics(void) {
+  tp_record recs[8];
+  size_t n = build_level(recs, true);
+  tp_level_result lr;
+  memset(&lr, 0x77, sizeof(lr));
+  CHECK_INT(tp_level_compute(&lr, recs, n), 0, "level compute returns 0");
+
+  CHECK_INT(lr.concurrency, 0, "concurrency left for the caller (zeroed)");
+  CHECK_INT(lr.max_in_flight, 0, "max_in_flight left for the caller (zeroed)");
+  CHECK_INT(lr.requests, 5, "warm-up excluded from requests");
+  CHECK_INT(lr.succeeded, 3, "succeeded");
+  CHECK_INT(lr.failed, 2, "failed");
+  CHECK_INT(lr.errors_by_class[TP_ERRCLASS_GRPC_STATUS], 1, "grpc_status errors");
+  CHECK_INT(lr.errors_by_class[TP_ERRCLASS_TIMEOUT], 1, "timeout errors");
+  CHECK_INT(lr.errors_by_class[TP_ERRCLASS_CONNECT], 0, "warm-up connect error not counted");
+  CHECK_INT(lr.errors_by_class[TP_ERRCLASS_NONE], 0, "no unfinished requests");
+  CHECK_STR(lr.first_error, "grpc_status: NOT_FOUND: model 'x' not found",
+            "first error is the lowest seq, prefixed by its class");
+
+  /* Window: first measured send (0 ms) to last measured completion, the
+   * failed request at 100 ms. */
+  CHECK_NEAR(lr.duration_s, 0.1, EPS, "duration includes failed requests");
+  CHECK(lr.tokens_available, "tokens available");
+
+  /* TTFT {10, 20, 40}: mean 70/3; deviations -40/3, -10/3, 50/3 ->
+   * variance (1600 + 100 + 2500) / 27. */
+  check_stat(&lr.ttft_ms, 3, 70.0 / 3, 10, 40, sqrt(4200.0 / 27), 15, 20, 30, 36, 38, 39.6,
+             "ttft_ms");
+  /* ITL {20/3, 10}: r3 (one token) is left out. */
+  double i1 = 20.0 / 3, i2 = 10;
+  check_stat(&lr.itl_ms, 2, (i1 + i2) / 2, i1, i2, (i2 - i1) / 2, i1 + 0.25 * (i2 - i1),
+             i1 + 0.5 * (i2 - i1), i1 + 0.75 * (i2 - i1), i1 + 0.9 * (i2 - i1),
+             i1 + 0.95 * (i2 - i1), i1 + 0.99 * (i2 - i1), "itl_ms");
+  /* Latency {30, 50, 40}. */
+  check_stat(&lr.latency_ms, 3, 40, 30, 50, sqrt(200.0 / 3), 35, 40, 45, 48, 49, 49.8,
+             "latency_ms");
+  check_stat(&lr.output_tokens, 3, 8.0 / 3, 1, 4, sqrt((25.0 + 1 + 16) / 27), 2, 3, 3.5, 3.8,
+             3.9, 3.98, "output_tokens");
+  CHECK_INT(lr.input_tokens.n, 3, "input_tokens: n");
+  CHECK_NEAR(lr.input_tokens.avg, 160.0 / 3, EPS, "input_tokens: avg");
+  CHECK_NEAR(lr.input_tokens.max, 100, EPS, "input_tokens: max");
+  /* Per user: 4 / 0.030 s, 3 / 0.050 s, 1 / 0.040 s = 133.3, 60, 25. */
+  CHECK_INT(lr.output_tps_per_user.n, 3, "tps per user: n");
+  CHECK_NEAR(lr.output_tps_per_user.max, 4 / 0.030, 1e-6, "tps per user: max");
+  CHECK_NEAR(lr.output_tps_per_user.p50, 60, 1e-6, "tps per user: p50");
+  CHECK_NEAR(lr.output_tps_per_user.min, 25, 1e-6, "tps per user: min");
+  CHECK_NEAR(lr.output_tps_per_user.avg, (4 / 0.030 + 60 + 25) / 3, 1e-6, "tps per user: avg");
+  /* Responses per request {4, 3, 1}, empty ones included. */
+  CHECK_INT(lr.responses.n, 3, "responses: n");
+  CHECK_NEAR(lr.responses.avg, 8.0 / 3, EPS, "responses: avg");
+  CHECK_NEAR(lr.responses.max, 4, EPS, "responses: max");
+
+  /* Throughputs over the 0.1 s window, successful requests only. */
+  CHECK_NEAR(lr.output_token_throughput, 8 / 0.1, 1e-6, "output token throughput");
+  CHECK_NEAR(lr.input_token_throughput, 160 / 0.1, 1e-6, "input token throughput");
+  CHECK_NEAR(lr.request_throughput, 3 / 0.1, 1e-6, "request throughput");
+  free_recs(recs, n);
+}
+
+static void test_level_no_tokens(void) {
+  tp_record recs[8];
+  size_t n = build_level(recs, false);
+  tp_level_result lr;
+  CHECK_INT(tp_level_compute(&lr, recs, n), 0, "no tokens: returns 0");
+  CHECK(!lr.tokens_available, "no tokens: tokens unavailable");
+  CHECK_INT(lr.itl_ms.n, 0, "no tokens: ITL unavailable");
+  CHECK_INT(lr.output_tokens.n, 0, "no tokens: output tokens unavailable");
+  CHECK_INT(lr.input_tokens.n, 0, "no tokens: input tokens unavailable");
+  CHECK_INT(lr.output_tps_per_user.n, 0, "no tokens: per-user throughput unavailable");
+  CHECK_NEAR(lr.output_token_throughput, 0, 0, "no tokens: output throughput 0");
+  CHECK_NEAR(lr.input_token_throughput, 0, 0, "no tokens: input throughput 0");
+  /* Timing needs no tokenizer. */
+  CHECK_INT(lr.ttft_ms.n, 3, "no tokens: TTFT still measured");
+  CHECK_NEAR(lr.ttft_ms.p50, 20, EPS, "no tokens: TTFT p50");
+  CHECK_INT(lr.latency_ms.n, 3, "no tokens: latency still measured");
+  CHECK_NEAR(lr.request_throughput, 30, 1e-6, "no tokens: request throughput");
+  free_recs(recs, n);
+}
+
+static void test_level_all_failed(void) {
+  tp_record recs[3];
+  /* A connect failure never sent (sent_ns 0) must not stretch the window
+   * back to time 0.  It sits second in the array but has the lowest seq,
+   * so it is also the sample error. */
+  make_failed(&recs[0], 1, 10, 30, TP_ERRCLASS_STREAM_RESET, NULL);
+  make_failed(&recs[1], 0, -1, 50, TP_ERRCLASS_CONNECT, "connection refused");
+  make_failed(&recs[2], 2, 20, 40, TP_ERRCLASS_STREAM_RESET, "RST_STREAM");
+  tp_level_result lr;
+  CHECK_INT(tp_level_compute(&lr, recs, 3), 0, "all failed: returns 0");
+  CHECK_INT(lr.requests, 3, "all failed: requests");
+  CHECK_INT(lr.succeeded, 0, "all failed: succeeded");
+  CHECK_INT(lr.failed, 3, "all failed: failed");
+  CHECK_INT(lr.errors_by_class[TP_ERRCLASS_CONNECT], 1, "all failed: connect");
+  CHECK_INT(lr.errors_by_class[TP_ERRCLASS_STREAM_RESET], 2, "all failed: stream_reset");
+  CHECK_STR(lr.first_error, "connect: connection refused", "all failed: first error");
+  CHECK_NEAR(lr.duration_s, 0.040, EPS, "all failed: window from first real send (10 ms)");
+  CHECK(!lr.tokens_available, "all failed: no tokens");
+  CHECK_INT(lr.ttft_ms.n, 0, "all failed: no TTFT");
+  CHECK_INT(lr.latency_ms.n, 0, "all failed: no latency");
+  CHECK_INT(lr.responses.n, 0, "all failed: no responses stat");
+  CHECK_NEAR(lr.request_throughput, 0, 0, "all failed: request throughput 0");
+  free_recs(recs, 3);
+
+  /* A message-less failure is named by its class alone. */
+  make_failed(&recs[0], 0, 0, 5, TP_ERRCLASS_PROTOCOL, NULL);
+  CHECK_INT(tp_level_compute(&lr, recs, 1), 0, "no message: returns 0");
+  CHECK_STR(lr.first_error, "protocol", "no message: class name only");
+  free_recs(recs, 1);
+}
+
+static void test_level_edge_cases(void) {
+  tp_record recs[3];
+  tp_level_result lr;
+
+  /* Only empty responses (role-only, then a flag-only final): the request
+   * succeeded with 0 tokens but has no first token. */
+  tp_record *r = &recs[0];
+  make_ok(r, 0, 0, NULL, 0, 25, 0, 7);
+  tp_record_add_response(r, T0 + MS(5), false);
+  tp_record_add_response(r, T0 + MS(25), false);
+  /* Never finished, no error recorded (e.g. still in flight at the end). */
+  tp_record_init(&recs[1]);
+  recs[1].seq = 1;
+  recs[1].sent_ns = T0 + MS(1);
+  /* Everything in one response: 5 tokens, first == last -> ITL 0. */
+  double t[] = {12};
+  make_ok(&recs[2], 2, 2, t, 1, 12, 5, 3);
+
+  CHECK_INT(tp_level_compute(&lr, recs, 3), 0, "edge: returns 0");
+  CHECK_INT(lr.succeeded, 2, "edge: succeeded");
+  CHECK_INT(lr.failed, 1, "edge: unfinished counts as failed");
+  CHECK_INT(lr.errors_by_class[TP_ERRCLASS_NONE], 1, "edge: unfinished counted under none");
+  CHECK_STR(lr.first_error, "unfinished: no final response", "edge: unfinished sample error");
+  CHECK_INT(lr.ttft_ms.n, 1, "edge: empty responses never give a first token");
+  CHECK_NEAR(lr.ttft_ms.avg, 10, EPS, "edge: TTFT of the one-response request");
+  CHECK_INT(lr.latency_ms.n, 2, "edge: latency for both successes");
+  CHECK_INT(lr.output_tokens.n, 2, "edge: 0 tokens is a value, not unavailable");
+  CHECK_NEAR(lr.output_tokens.min, 0, 0, "edge: 0 tokens");
+  CHECK_INT(lr.itl_ms.n, 1, "edge: ITL for the 5-token request only");
+  CHECK_NEAR(lr.itl_ms.avg, 0, 0, "edge: single-response ITL is 0");
+  CHECK_NEAR(lr.duration_s, 0.025, EPS, "edge: window 0..25 ms");
+  CHECK_NEAR(lr.output_token_throughput, 5 / 0.025, 1e-6, "edge: output throughput");
+  CHECK_NEAR(lr.input_token_throughput, 10 / 0.025, 1e-6, "edge: input throughput");
+  free_recs(recs, 3);
+
+  memset(&lr, 0x33, sizeof(lr));
+  CHECK_INT(tp_level_compute(&lr, NULL, 0), 0, "empty: returns 0");
+  CHECK(lr.requests == 0 && lr.duration_s == 0 && lr.ttft_ms.n == 0 && lr.first_error[0] == 0 &&
+            !lr.tokens_available && lr.concurrency == 0,
+        "empty: everything zeroed");
+
+  /* Only warm-up records: nothing is measured. */
+  double tw[] = {3};
+  make_ok(&recs[0], 0, 0, tw, 1, 4, 2, 2);
+  recs[0].warmup = true;
+  CHECK_INT(tp_level_compute(&lr, recs, 1), 0, "warm-up only: returns 0");
+  CHECK(lr.requests == 0 && lr.succeeded == 0 && lr.duration_s == 0 && lr.ttft_ms.n == 0,
+        "warm-up only: nothing measured");
+  free_recs(recs, 1);
+}
+
+int main(void) {
+  test_stat_one_to_ten();
+  test_stat_small();
+  test_level_metrics();
+  test_level_no_tokens();
+  test_level_all_failed();
+  test_level_edge_cases();
+  return tp_test_done();
+}

@@ -138,7 +138,10 @@ int tp_level_compute(tp_level_result *out, const tp_record *recs, size_t n) {
       v[V_OUT][nv[V_OUT]++] = (double)r->output_tokens;
       if (have_lat && lat_ms > 0)
         v[V_TPS][nv[V_TPS]++] = (double)r->output_tokens / (lat_ms / 1000.0);
-      if (r->output_tokens >= 2 && span_ms(r->first_token_ns, r->last_token_ns, &x))
+      /* A unary answer brings all its text at once: it has no gaps between
+       * tokens to measure, and a 0 would only drag the figure down. */
+      if (r->output_tokens >= 2 && r->n_text_resp >= 2 &&
+          span_ms(r->first_token_ns, r->last_token_ns, &x))
         v[V_ITL][nv[V_ITL]++] = x / (double)(r->output_tokens - 1);
     }
     if (r->input_tokens >= 0) {

@@ -927,8 +927,6 @@ static int parse_infer(const Inference__ModelInferRequest *q, infer_args *a, cha
     return TP_ENOTFOUND;
   }
   const model_def *md = a->model;
-  bool any_typed = false;
-  for (size_t i = 0; i < q->n_inputs; i++) any_typed |= q->inputs[i]->contents != NULL;
   size_t raw_next = 0;
   bool have_sampling = false;
   int rv = 0;
@@ -953,10 +951,8 @@ static int parse_infer(const Inference__ModelInferRequest *q, infer_args *a, cha
                 in->name, md->name);
       return TP_EINVAL;
     }
-    (void)any_typed;
     const char *nm = in->name;
     int64_t v;
-    bool b;
     if (!strcmp(nm, "text_input")) {
       rv = tensor_bytes(&t, &a->prompt, &a->prompt_len, err, errlen);
       a->have_prompt = rv == 0;
@@ -981,9 +977,9 @@ static int parse_infer(const Inference__ModelInferRequest *q, infer_args *a, cha
         rv = parse_sampling(a, p, len, err, errlen);
         have_sampling = true;
       }
-    } else {
-      (void)b; /* accepted and ignored: sampling knobs have no effect here */
     }
+    /* Other declared inputs (sampling knobs, stop words) are accepted and
+     * have no effect on the mock. */
   }
   if (rv) return rv;
   if (!a->have_prompt) {
@@ -1062,7 +1058,11 @@ static void start_infer(mstream *st, const uint8_t *data, size_t len, bool unary
    * (both backends default to including it). */
   if (!r->streaming && !a.exclude_input && a.prompt_len &&
       tp_buf_append(&r->text, a.prompt, a.prompt_len) != 0) {
-    req_free(r, false); /* not linked yet: unlinking is a no-op on NULLs */
+    /* Not linked into the stream yet, so freed by hand. */
+    tp_buf_fini(&r->text);
+    free(r->id);
+    free(r->version);
+    free(r);
     inference__model_infer_request__free_unpacked(q, NULL);
     stream_finish(st, TP_GRPC_RESOURCE_EXHAUSTED, "out of memory");
     return;
@@ -1075,7 +1075,8 @@ static void start_infer(mstream *st, const uint8_t *data, size_t len, bool unary
   r->seq.data = r;
   uint64_t now = tp_now_ns();
   atomic_fetch_add_explicit(&m->n_requests, 1, memory_order_relaxed);
-  /* Log before submitting: admission may already arm the first token. */
+  /* Submitting assigns the request number the log line carries; no
+   * response can be queued before the first timer fires. */
   tp_mock_engine_submit(m->engine, &r->seq, &a.sp, now);
   log_request(m, r, now);
 }
@@ -1364,7 +1365,10 @@ static void conn_close(conn *c) {
     if (*pp) *pp = c->dirty_next;
     c->dirty = false;
   }
-  while (c->streams) stream_free(c->streams);
+  while (c->streams) {
+    nghttp2_session_set_stream_user_data(c->h2, c->streams->id, NULL);
+    stream_free(c->streams);
+  }
   nghttp2_session_del(c->h2);
   c->h2 = NULL;
   if (c->prev)
@@ -1477,9 +1481,8 @@ static void mock_free(tp_mock *m) {
 /* Runs the loop until every handle closed, then closes it. */
 static void run_loop(tp_mock *m) {
   uv_run(&m->loop, UV_RUN_DEFAULT);
-  /* uv_loop_close fails only if a handle is left open; run once more so
-   * close callbacks queued by the last iteration complete. */
-  uv_run(&m->loop, UV_RUN_DEFAULT);
+  /* uv_run returns once every handle has closed, so this cannot fail
+   * unless a handle leaked. */
   uv_loop_close(&m->loop);
 }
 
@@ -1513,8 +1516,6 @@ static int listen_on(tp_mock *m, char *err, size_t errlen) {
               uv_strerror(rv));
     return TP_ECONNECT;
   }
-  uv_tcp_init(&m->loop, &m->listener);
-  m->listener.data = m;
   rv = uv_tcp_bind(&m->listener, gai.addrinfo->ai_addr, 0);
   uv_freeaddrinfo(gai.addrinfo);
   /* libuv may report a bind failure only when listen() runs. */
@@ -1597,12 +1598,10 @@ static int mock_setup(tp_mock **out, const tp_mock_config *cfg, char *err, size_
   m->idle.data = m;
   uv_async_init(&m->loop, &m->stop_async, on_stop_async);
   m->stop_async.data = m;
+  uv_tcp_init(&m->loop, &m->listener);
+  m->listener.data = m;
   rv = listen_on(m, err, errlen);
   if (rv) {
-    if (uv_is_active((uv_handle_t *)&m->listener) || m->listener.loop) {
-      /* shutdown_loop closes the listener too once it was initialised. */
-    }
-    if (!m->listener.loop) uv_tcp_init(&m->loop, &m->listener);
     shutdown_loop(m);
     run_loop(m);
     mock_free(m);

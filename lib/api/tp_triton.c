@@ -75,6 +75,9 @@ int tp_triton_build_infer(tp_buf *out, const tp_triton_opts *o, const char *id,
     else if (min_tokens && o->has_min_length)
       add_scalar(&b, o, "min_length", "INT32", min_tokens, 4);
     if (o->has_stream_input) add_scalar(&b, o, "stream", "BOOL", o->streaming, 1);
+    /* A non-streaming answer otherwise starts with the prompt, which would
+     * be counted as generated text (protocols.md §4.5). */
+    if (o->has_exclude_input) add_scalar(&b, o, "exclude_input_in_output", "BOOL", 1, 1);
   } else {
     if (o->has_stream_input) add_scalar(&b, o, "stream", "BOOL", o->streaming, 1);
     /* vLLM's default max_tokens is 16, so it is always sent.  Booleans must
@@ -182,8 +185,23 @@ static int fill_from_infer_response(const Inference__ModelInferResponse *r, tp_t
   return 0;
 }
 
+static int parse_response(tp_triton_resp *r, tp_triton_event *ev, const uint8_t *data, size_t len,
+                          bool stream);
+
 int tp_triton_parse_response(tp_triton_resp *r, tp_triton_event *ev,
                              const uint8_t *data, size_t len, bool stream) {
+  int rv = parse_response(r, ev, data, len, stream);
+  if (rv) {
+    /* On error the event says nothing and nothing stays allocated. */
+    tp_triton_resp_free(r);
+    memset(ev, 0, sizeof(*ev));
+    ev->num_output_tokens = -1;
+  }
+  return rv;
+}
+
+static int parse_response(tp_triton_resp *r, tp_triton_event *ev, const uint8_t *data, size_t len,
+                          bool stream) {
   memset(ev, 0, sizeof(*ev));
   ev->num_output_tokens = -1;
   r->stream = stream;

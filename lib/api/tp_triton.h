@@ -53,7 +53,8 @@ typedef struct tp_triton_resp {
 
 /* Decodes a ModelStreamInferResponse (stream = true) or a
  * ModelInferResponse.  Returns 0, or TP_EPROTO when the bytes are not a
- * valid message (the event then says nothing). */
+ * valid message; the event then says nothing and r holds nothing (calling
+ * tp_triton_resp_free is still allowed). */
 int tp_triton_parse_response(tp_triton_resp *r, tp_triton_event *ev,
                              const uint8_t *data, size_t len, bool stream);
 void tp_triton_resp_free(tp_triton_resp *r);

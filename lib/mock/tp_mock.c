@@ -34,11 +34,11 @@
 #include "util/tp_timer.h"
 
 #define SERVICE_PREFIX "/inference.GRPCInferenceService/"
-#define MAX_MSG_BYTES (64u << 20)        /* larger requests: RESOURCE_EXHAUSTED */
-#define STREAM_WINDOW_BYTES (16u << 20)  /* SETTINGS_INITIAL_WINDOW_SIZE */
-#define CONN_WINDOW_BYTES (64u << 20)    /* connection receive window */
+#define MAX_MSG_BYTES (64u << 20)       /* larger requests: RESOURCE_EXHAUSTED */
+#define STREAM_WINDOW_BYTES (16u << 20) /* SETTINGS_INITIAL_WINDOW_SIZE */
+#define CONN_WINDOW_BYTES (64u << 20)   /* connection receive window */
 #define MAX_CONCURRENT_STREAMS 1024u
-#define WRITE_CHUNK_BYTES (256u << 10)   /* one uv_write gathers up to this */
+#define WRITE_CHUNK_BYTES (256u << 10)    /* one uv_write gathers up to this */
 #define WRITE_HIGH_WATER_BYTES (4u << 20) /* stop pulling from nghttp2 above */
 #define LOG_FLUSH_BYTES (1u << 20)
 
@@ -64,12 +64,12 @@ typedef struct model_def {
 /* TensorRT-LLM's ensemble batches (max_batch_size > 0), so every shape has
  * a leading -1 batch dimension. */
 static const tensor_def ensemble_inputs[] = {
-    {"text_input", "BYTES", 2, {-1, 1}},   {"max_tokens", "INT32", 2, {-1, 1}},
-    {"bad_words", "BYTES", 2, {-1, -1}},   {"stop_words", "BYTES", 2, {-1, -1}},
-    {"end_id", "INT32", 2, {-1, 1}},       {"pad_id", "INT32", 2, {-1, 1}},
-    {"top_k", "INT32", 2, {-1, 1}},        {"top_p", "FP32", 2, {-1, 1}},
-    {"temperature", "FP32", 2, {-1, 1}},   {"min_length", "INT32", 2, {-1, 1}},
-    {"stream", "BOOL", 2, {-1, 1}},        {"exclude_input_in_output", "BOOL", 2, {-1, 1}},
+    {"text_input", "BYTES", 2, {-1, 1}}, {"max_tokens", "INT32", 2, {-1, 1}},
+    {"bad_words", "BYTES", 2, {-1, -1}}, {"stop_words", "BYTES", 2, {-1, -1}},
+    {"end_id", "INT32", 2, {-1, 1}},     {"pad_id", "INT32", 2, {-1, 1}},
+    {"top_k", "INT32", 2, {-1, 1}},      {"top_p", "FP32", 2, {-1, 1}},
+    {"temperature", "FP32", 2, {-1, 1}}, {"min_length", "INT32", 2, {-1, 1}},
+    {"stream", "BOOL", 2, {-1, 1}},      {"exclude_input_in_output", "BOOL", 2, {-1, 1}},
 };
 static const tensor_def ensemble_outputs[] = {{"text_output", "BYTES", 2, {-1, -1}}};
 
@@ -87,8 +87,8 @@ static const tensor_def vllm_outputs[] = {
 };
 
 static const model_def models[] = {
-    {"ensemble", "ensemble", true, ensemble_inputs, TP_ARRAY_LEN(ensemble_inputs),
-     ensemble_outputs, TP_ARRAY_LEN(ensemble_outputs)},
+    {"ensemble", "ensemble", true, ensemble_inputs, TP_ARRAY_LEN(ensemble_inputs), ensemble_outputs,
+     TP_ARRAY_LEN(ensemble_outputs)},
     {"vllm_model", "vllm", false, vllm_inputs, TP_ARRAY_LEN(vllm_inputs), vllm_outputs,
      TP_ARRAY_LEN(vllm_outputs)},
 };
@@ -116,9 +116,12 @@ static const struct {
   const char *name;
   method m;
 } methods[] = {
-    {"ServerLive", M_SERVER_LIVE},         {"ServerReady", M_SERVER_READY},
-    {"ModelReady", M_MODEL_READY},         {"ServerMetadata", M_SERVER_METADATA},
-    {"ModelMetadata", M_MODEL_METADATA},   {"ModelInfer", M_MODEL_INFER},
+    {"ServerLive", M_SERVER_LIVE},
+    {"ServerReady", M_SERVER_READY},
+    {"ModelReady", M_MODEL_READY},
+    {"ServerMetadata", M_SERVER_METADATA},
+    {"ModelMetadata", M_MODEL_METADATA},
+    {"ModelInfer", M_MODEL_INFER},
     {"ModelStreamInfer", M_MODEL_STREAM_INFER},
 };
 
@@ -134,9 +137,9 @@ struct mreq {
   mreq *prev, *next; /* in st->reqs */
   const model_def *model;
   char *id;
-  char *version; /* as requested, echoed in an empty final response */
-  bool unary;    /* answered as a ModelInferResponse */
-  bool streaming; /* delta text per token, else one response at the end */
+  char *version;    /* as requested, echoed in an empty final response */
+  bool unary;       /* answered as a ModelInferResponse */
+  bool streaming;   /* delta text per token, else one response at the end */
   bool empty_final; /* ensemble + triton_enable_empty_final_response */
   bool num_tokens;  /* vLLM return_num_output_tokens */
   tp_buf text;      /* whole text for non-streaming answers */
@@ -170,11 +173,12 @@ struct conn {
   tp_mock *m;
   uv_tcp_t tcp;
   nghttp2_session *h2;
-  conn *prev, *next;    /* in m->conns */
-  conn *dirty_next;     /* in m->dirty */
+  conn *prev, *next; /* in m->conns */
+  conn *dirty_next;  /* in m->dirty */
   bool dirty;
+  uint64_t dirty_ns;
   bool closing;
-  size_t write_bytes;   /* handed to uv_write, not yet completed */
+  size_t write_bytes; /* handed to uv_write, not yet completed */
   mstream *streams;
 };
 
@@ -277,19 +281,19 @@ static void log_request(tp_mock *m, mreq *r, uint64_t t_ns) {
   tp_buf_append_str(b, ",\"model\":");
   json_str(b, r->model->name, strlen(r->model->name));
   tp_buf_printf(b, ",\"n\":%llu,\"t_ns\":%llu,\"prompt_tokens\":%u,\"max_tokens\":%u}\n",
-                (unsigned long long)r->seq.number, (unsigned long long)t_ns,
-                r->seq.prompt_tokens, r->seq.max_tokens);
+                (unsigned long long)r->seq.number, (unsigned long long)t_ns, r->seq.prompt_tokens,
+                r->seq.max_tokens);
   log_flush(m, false);
 }
 
-static void log_response(tp_mock *m, mreq *r, uint32_t index, uint64_t t_ns, const char *text,
-                         size_t len, bool final) {
+static void log_response(tp_mock *m, mreq *r, uint32_t index, uint64_t t_ns, const char *text, size_t len,
+                         bool final) {
   if (!m->log) return;
   tp_buf *b = &m->logbuf;
   tp_buf_append_str(b, "{\"ev\":\"response\",\"id\":");
   json_str(b, r->id, strlen(r->id));
-  tp_buf_printf(b, ",\"n\":%llu,\"index\":%u,\"t_ns\":%llu,\"text\":",
-                (unsigned long long)r->seq.number, index, (unsigned long long)t_ns);
+  tp_buf_printf(b, ",\"n\":%llu,\"index\":%u,\"t_ns\":%llu,\"text\":", (unsigned long long)r->seq.number,
+                index, (unsigned long long)t_ns);
   json_str(b, text, len);
   tp_buf_printf(b, ",\"final\":%s}\n", final ? "true" : "false");
   log_flush(m, false);
@@ -311,7 +315,9 @@ static void log_error(tp_mock *m, const char *id, const char *msg, uint64_t t_ns
 static void conn_close(conn *c);
 static void conn_flush(conn *c);
 
-static void on_idle(uv_idle_t *h) { (void)h; }
+static void on_idle(uv_idle_t *h) {
+  (void)h;
+}
 
 /* The idle handle only keeps the next poll from blocking while a flush is
  * pending (a write callback run in the pending phase may mark a connection
@@ -320,6 +326,7 @@ static void mark_dirty(conn *c) {
   if (c->dirty || c->closing) return;
   tp_mock *m = c->m;
   c->dirty = true;
+  c->dirty_ns = tp_now_ns();
   c->dirty_next = m->dirty;
   m->dirty = c;
   if (!m->idle_on) {
@@ -335,7 +342,10 @@ static void on_check(uv_check_t *h) {
     m->dirty = c->dirty_next;
     c->dirty = false;
     c->dirty_next = NULL;
+    uint64_t t1 = tp_now_ns();
     conn_flush(c);
+    uint64_t t2 = tp_now_ns();
+    if (t2 - c->dirty_ns > 500000) fprintf(stderr, "MOCKDBG to-check %.3f ms flush %.3f ms\n", (t1 - c->dirty_ns) / 1e6, (t2 - t1) / 1e6);
   }
   if (m->idle_on) {
     uv_idle_stop(&m->idle);
@@ -414,8 +424,8 @@ static void stream_resume(mstream *st) {
   mark_dirty(st->c);
 }
 
-static ssize_t on_data_read(nghttp2_session *h2, int32_t sid, uint8_t *buf, size_t length,
-                            uint32_t *flags, nghttp2_data_source *src, void *user_data) {
+static ssize_t on_data_read(nghttp2_session *h2, int32_t sid, uint8_t *buf, size_t length, uint32_t *flags,
+                            nghttp2_data_source *src, void *user_data) {
   mstream *st = src->ptr;
   size_t avail = st->out.len - st->out_off;
   size_t n = TP_MIN(avail, length);
@@ -534,8 +544,7 @@ static void stream_reply(mstream *st, const ProtobufCMessage *msg) {
  * has completed (Triton keeps the stream open until then). */
 static void stream_maybe_done(mstream *st) {
   if (st->finished || st->reqs) return;
-  if (st->method == M_MODEL_STREAM_INFER && st->remote_closed)
-    stream_finish(st, TP_GRPC_OK, NULL);
+  if (st->method == M_MODEL_STREAM_INFER && st->remote_closed) stream_finish(st, TP_GRPC_OK, NULL);
 }
 
 /* ---- inference responses ----------------------------------------------------- */
@@ -567,8 +576,7 @@ static int queue_response(mreq *r, const char *text, size_t len, bool with_outpu
   Inference__InferParameter fp = INFERENCE__INFER_PARAMETER__INIT;
   fp.parameter_choice_case = INFERENCE__INFER_PARAMETER__PARAMETER_CHOICE_BOOL_PARAM;
   fp.bool_param = final;
-  Inference__ModelInferResponse__ParametersEntry pe =
-      INFERENCE__MODEL_INFER_RESPONSE__PARAMETERS_ENTRY__INIT;
+  Inference__ModelInferResponse__ParametersEntry pe = INFERENCE__MODEL_INFER_RESPONSE__PARAMETERS_ENTRY__INIT;
   pe.key = "triton_final_response";
   pe.value = &fp;
   Inference__ModelInferResponse__ParametersEntry *pes[1] = {&pe};
@@ -721,11 +729,9 @@ typedef struct tensor_ref {
   const ProtobufCBinaryData *raw; /* NULL when the data is typed */
 } tensor_ref;
 
-static int tensor_bytes(const tensor_ref *t, const uint8_t **p, size_t *len, char *err,
-                        size_t errlen) {
+static int tensor_bytes(const tensor_ref *t, const uint8_t **p, size_t *len, char *err, size_t errlen) {
   if (strcmp(t->in->datatype, "BYTES") != 0) {
-    tp_seterr(err, errlen, "input '%s' has datatype %s, expected BYTES", t->in->name,
-              t->in->datatype);
+    tp_seterr(err, errlen, "input '%s' has datatype %s, expected BYTES", t->in->name, t->in->datatype);
     return TP_EINVAL;
   }
   if (!t->raw) {
@@ -738,8 +744,8 @@ static int tensor_bytes(const tensor_ref *t, const uint8_t **p, size_t *len, cha
   if (t->raw->len < 4) goto empty;
   uint32_t n = get_le32(t->raw->data);
   if (n > t->raw->len - 4) {
-    tp_seterr(err, errlen, "input '%s': BYTES element of %u bytes overruns the %zu bytes given",
-              t->in->name, n, t->raw->len);
+    tp_seterr(err, errlen, "input '%s': BYTES element of %u bytes overruns the %zu bytes given", t->in->name,
+              n, t->raw->len);
     return TP_EINVAL;
   }
   *p = t->raw->data + 4;
@@ -786,8 +792,7 @@ static int tensor_int(const tensor_ref *t, int64_t *v, char *err, size_t errlen)
       *v = (int64_t)c->uint64_contents[0];
     }
   } else {
-    tp_seterr(err, errlen, "input '%s' has datatype %s, expected an integer type", t->in->name,
-              dt);
+    tp_seterr(err, errlen, "input '%s' has datatype %s, expected an integer type", t->in->name, dt);
     return TP_EINVAL;
   }
   return 0;
@@ -798,8 +803,7 @@ empty:
 
 static int tensor_bool(const tensor_ref *t, bool *v, char *err, size_t errlen) {
   if (strcmp(t->in->datatype, "BOOL") != 0) {
-    tp_seterr(err, errlen, "input '%s' has datatype %s, expected BOOL", t->in->name,
-              t->in->datatype);
+    tp_seterr(err, errlen, "input '%s' has datatype %s, expected BOOL", t->in->name, t->in->datatype);
     return TP_EINVAL;
   }
   if (t->raw) {
@@ -815,7 +819,9 @@ empty:
   return TP_EINVAL;
 }
 
-static uint32_t clamp_u32(int64_t v) { return v <= 0 ? 0 : v > UINT32_MAX ? UINT32_MAX : (uint32_t)v; }
+static uint32_t clamp_u32(int64_t v) {
+  return v <= 0 ? 0 : v > UINT32_MAX ? UINT32_MAX : (uint32_t)v;
+}
 
 /* A JSON number, or a string holding one: the vLLM backend casts each
  * sampling parameter to its Python type, so "64" works as well as 64. */
@@ -852,8 +858,7 @@ static int parse_sampling(infer_args *a, const uint8_t *p, size_t len, char *err
   json_error_t je;
   json_t *root = json_loadb((const char *)p, len, 0, &je);
   if (!root || !json_is_object(root)) {
-    tp_seterr(err, errlen, "sampling_parameters is not a JSON object: %s",
-              root ? "wrong type" : je.text);
+    tp_seterr(err, errlen, "sampling_parameters is not a JSON object: %s", root ? "wrong type" : je.text);
     json_decref(root);
     return TP_EINVAL;
   }
@@ -913,8 +918,7 @@ static bool model_has_input(const model_def *md, const char *name) {
 /* Reads what the mock needs out of a ModelInferRequest.  Returns 0, or
  * TP_ENOTFOUND (unknown model or version, grpc NOT_FOUND) / TP_EINVAL (bad
  * inputs, INVALID_ARGUMENT) with Triton-like text in err. */
-static int parse_infer(const Inference__ModelInferRequest *q, infer_args *a, char *err,
-                       size_t errlen) {
+static int parse_infer(const Inference__ModelInferRequest *q, infer_args *a, char *err, size_t errlen) {
   memset(a, 0, sizeof(*a));
   a->model = find_model(q->model_name);
   if (!a->model) {
@@ -922,8 +926,8 @@ static int parse_infer(const Inference__ModelInferRequest *q, infer_args *a, cha
     return TP_ENOTFOUND;
   }
   if (q->model_version[0] && strcmp(q->model_version, "1") != 0) {
-    tp_seterr(err, errlen, "Request for unknown model: '%s' version %s is not found",
-              q->model_name, q->model_version);
+    tp_seterr(err, errlen, "Request for unknown model: '%s' version %s is not found", q->model_name,
+              q->model_version);
     return TP_ENOTFOUND;
   }
   const model_def *md = a->model;
@@ -933,8 +937,8 @@ static int parse_infer(const Inference__ModelInferRequest *q, infer_args *a, cha
   for (size_t i = 0; i < q->n_inputs && rv == 0; i++) {
     const Inference__ModelInferRequest__InferInputTensor *in = q->inputs[i];
     if (!model_has_input(md, in->name)) {
-      tp_seterr(err, errlen, "[request id: %s] unexpected inference input '%s' for model '%s'",
-                q->id, in->name, md->name);
+      tp_seterr(err, errlen, "[request id: %s] unexpected inference input '%s' for model '%s'", q->id,
+                in->name, md->name);
       return TP_EINVAL;
     }
     tensor_ref t = {in, NULL};
@@ -983,13 +987,11 @@ static int parse_infer(const Inference__ModelInferRequest *q, infer_args *a, cha
   }
   if (rv) return rv;
   if (!a->have_prompt) {
-    tp_seterr(err, errlen, "[request id: %s] input 'text_input' is required for model '%s'",
-              q->id, md->name);
+    tp_seterr(err, errlen, "[request id: %s] input 'text_input' is required for model '%s'", q->id, md->name);
     return TP_EINVAL;
   }
   if (md->ensemble && !a->have_max_tokens) {
-    tp_seterr(err, errlen, "[request id: %s] input 'max_tokens' is required for model '%s'",
-              q->id, md->name);
+    tp_seterr(err, errlen, "[request id: %s] input 'max_tokens' is required for model '%s'", q->id, md->name);
     return TP_EINVAL;
   }
   for (size_t i = 0; i < q->n_parameters; i++) {
@@ -1110,8 +1112,8 @@ static void reply_model_metadata(mstream *st, const uint8_t *data, size_t len) {
   char err[256];
   if (!md || (q->version[0] && strcmp(q->version, "1") != 0)) {
     if (q->version[0] && md)
-      snprintf(err, sizeof(err), "Request for unknown model: '%s' version %s is not found",
-               q->name, q->version);
+      snprintf(err, sizeof(err), "Request for unknown model: '%s' version %s is not found", q->name,
+               q->version);
     else
       snprintf(err, sizeof(err), "Request for unknown model: '%s' is not found", q->name);
     inference__model_metadata_request__free_unpacked(q, NULL);
@@ -1283,9 +1285,8 @@ static int on_begin_headers(nghttp2_session *h2, const nghttp2_frame *f, void *u
   return 0;
 }
 
-static int on_header(nghttp2_session *h2, const nghttp2_frame *f, const uint8_t *name,
-                     size_t namelen, const uint8_t *value, size_t valuelen, uint8_t flags,
-                     void *user_data) {
+static int on_header(nghttp2_session *h2, const nghttp2_frame *f, const uint8_t *name, size_t namelen,
+                     const uint8_t *value, size_t valuelen, uint8_t flags, void *user_data) {
   if (f->hd.type != NGHTTP2_HEADERS || f->headers.cat != NGHTTP2_HCAT_REQUEST) return 0;
   mstream *st = nghttp2_session_get_stream_user_data(h2, f->hd.stream_id);
   if (!st) return 0;
@@ -1314,8 +1315,8 @@ static int on_frame_recv(nghttp2_session *h2, const nghttp2_frame *f, void *user
   return 0;
 }
 
-static int on_data_chunk(nghttp2_session *h2, uint8_t flags, int32_t sid, const uint8_t *data,
-                         size_t len, void *user_data) {
+static int on_data_chunk(nghttp2_session *h2, uint8_t flags, int32_t sid, const uint8_t *data, size_t len,
+                         void *user_data) {
   mstream *st = nghttp2_session_get_stream_user_data(h2, sid);
   if (!st || st->finished) return 0;
   int rv = tp_grpc_reader_feed(&st->reader, data, len, on_message, st);
@@ -1339,8 +1340,7 @@ static int on_frame_send(nghttp2_session *h2, const nghttp2_frame *f, void *user
 /* Every way a stream ends (completion or the client's RST_STREAM) comes
  * here; requests still running on it are cancelled and free their batch
  * slots. */
-static int on_stream_close(nghttp2_session *h2, int32_t sid, uint32_t error_code,
-                           void *user_data) {
+static int on_stream_close(nghttp2_session *h2, int32_t sid, uint32_t error_code, void *user_data) {
   mstream *st = nghttp2_session_get_stream_user_data(h2, sid);
   if (!st) return 0;
   nghttp2_session_set_stream_user_data(h2, sid, NULL);
@@ -1350,7 +1350,9 @@ static int on_stream_close(nghttp2_session *h2, int32_t sid, uint32_t error_code
 
 /* ---- connections --------------------------------------------------------------------- */
 
-static void on_conn_closed(uv_handle_t *h) { free(h->data); }
+static void on_conn_closed(uv_handle_t *h) {
+  free(h->data);
+}
 
 /* Everything but the socket handle is released at once, so nothing refers
  * to the connection's streams or requests once this returns; the struct
@@ -1459,9 +1461,13 @@ static void shutdown_loop(tp_mock *m) {
   m->timers = NULL;
 }
 
-static void on_stop_async(uv_async_t *a) { shutdown_loop(a->data); }
+static void on_stop_async(uv_async_t *a) {
+  shutdown_loop(a->data);
+}
 
-static void on_signal(uv_signal_t *s, int signum) { shutdown_loop(s->data); }
+static void on_signal(uv_signal_t *s, int signum) {
+  shutdown_loop(s->data);
+}
 
 static void mock_free(tp_mock *m) {
   if (!m) return;
@@ -1563,8 +1569,7 @@ static int mock_setup(tp_mock **out, const tp_mock_config *cfg, char *err, size_
   if (m->log_path) {
     m->log = fopen(m->log_path, "w");
     if (!m->log) {
-      tp_seterr(err, errlen, "tokperf mock: cannot open the log '%s': %s", m->log_path,
-                strerror(errno));
+      tp_seterr(err, errlen, "tokperf mock: cannot open the log '%s': %s", m->log_path, strerror(errno));
       mock_free(m);
       return TP_EIO;
     }
@@ -1628,7 +1633,9 @@ void tp_mock_config_default(tp_mock_config *cfg) {
   cfg->quiet = false;
 }
 
-static void thread_main(void *arg) { run_loop(arg); }
+static void thread_main(void *arg) {
+  run_loop(arg);
+}
 
 int tp_mock_start(tp_mock **out, const tp_mock_config *cfg, char *err, size_t errlen) {
   *out = NULL;
@@ -1649,7 +1656,9 @@ int tp_mock_start(tp_mock **out, const tp_mock_config *cfg, char *err, size_t er
   return 0;
 }
 
-int tp_mock_port(const tp_mock *m) { return m ? m->port : -1; }
+int tp_mock_port(const tp_mock *m) {
+  return m ? m->port : -1;
+}
 
 void tp_mock_get_stats(tp_mock *m, tp_mock_stats *out) {
   memset(out, 0, sizeof(*out));

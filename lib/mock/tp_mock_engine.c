@@ -44,16 +44,20 @@ static uint64_t derive(uint64_t seed, uint64_t number, uint64_t stream) {
   return splitmix64(&s);
 }
 
-static uint64_t ns_round(double ns) { return ns <= 0 ? 0 : (uint64_t)(ns + 0.5); }
+static uint64_t ns_round(double ns) {
+  return ns <= 0 ? 0 : (uint64_t)(ns + 0.5);
+}
 
-static int valid_time(double v) { return isfinite(v) && v >= 0; }
+static int valid_time(double v) {
+  return isfinite(v) && v >= 0;
+}
 
-int tp_mock_engine_new(tp_mock_engine **out, const tp_mock_config *cfg,
-                       tp_mock_admit_cb admit_cb, void *user_data) {
+int tp_mock_engine_new(tp_mock_engine **out, const tp_mock_config *cfg, tp_mock_admit_cb admit_cb,
+                       void *user_data) {
   *out = NULL;
   if (!valid_time(cfg->ttft_ms) || !valid_time(cfg->prefill_us_per_token) ||
-      !valid_time(cfg->prefill_queue_ms) || !valid_time(cfg->itl_ms) ||
-      !valid_time(cfg->itl_us_per_seq) || !(cfg->eos_prob >= 0 && cfg->eos_prob <= 1))
+      !valid_time(cfg->prefill_queue_ms) || !valid_time(cfg->itl_ms) || !valid_time(cfg->itl_us_per_seq) ||
+      !(cfg->eos_prob >= 0 && cfg->eos_prob <= 1))
     return TP_EINVAL;
   tp_mock_engine *e = calloc(1, sizeof(*e));
   if (!e) return TP_ENOMEM;
@@ -72,13 +76,14 @@ int tp_mock_engine_new(tp_mock_engine **out, const tp_mock_config *cfg,
   return 0;
 }
 
-void tp_mock_engine_free(tp_mock_engine *e) { free(e); }
+void tp_mock_engine_free(tp_mock_engine *e) {
+  free(e);
+}
 
 static void admit(tp_mock_engine *e, tp_mock_seq *s, uint64_t now_ns) {
   /* Prefills already in flight share the GPU with this one: each adds
    * prefill_queue_ms, which is how a burst of arrivals stretches TTFT. */
-  double d = e->ttft_ns + e->prefill_ns_per_token * s->prompt_tokens +
-             e->prefill_queue_ns * e->n_prefill;
+  double d = e->ttft_ns + e->prefill_ns_per_token * s->prompt_tokens + e->prefill_queue_ns * e->n_prefill;
   s->state = TP_MOCK_SEQ_PREFILL;
   s->admit_ns = now_ns;
   s->next_deadline_ns = now_ns + ns_round(d);
@@ -97,8 +102,7 @@ static void admit_queued(tp_mock_engine *e, uint64_t now_ns) {
   }
 }
 
-int tp_mock_engine_submit(tp_mock_engine *e, tp_mock_seq *s, const tp_mock_seq_params *p,
-                          uint64_t now_ns) {
+int tp_mock_engine_submit(tp_mock_engine *e, tp_mock_seq *s, const tp_mock_seq_params *p, uint64_t now_ns) {
   if (s->state != TP_MOCK_SEQ_IDLE) return TP_EINVAL;
   void *data = s->data;
   memset(s, 0, sizeof(*s));
@@ -201,10 +205,18 @@ void tp_mock_engine_cancel(tp_mock_engine *e, tp_mock_seq *s, uint64_t now_ns) {
   admit_queued(e, now_ns);
 }
 
-uint32_t tp_mock_engine_running(const tp_mock_engine *e) { return e->n_prefill + e->n_decode; }
-uint32_t tp_mock_engine_prefilling(const tp_mock_engine *e) { return e->n_prefill; }
-uint32_t tp_mock_engine_decoding(const tp_mock_engine *e) { return e->n_decode; }
-uint32_t tp_mock_engine_queued(const tp_mock_engine *e) { return e->n_queued; }
+uint32_t tp_mock_engine_running(const tp_mock_engine *e) {
+  return e->n_prefill + e->n_decode;
+}
+uint32_t tp_mock_engine_prefilling(const tp_mock_engine *e) {
+  return e->n_prefill;
+}
+uint32_t tp_mock_engine_decoding(const tp_mock_engine *e) {
+  return e->n_decode;
+}
+uint32_t tp_mock_engine_queued(const tp_mock_engine *e) {
+  return e->n_queued;
+}
 
 uint32_t tp_mock_count_words(const char *text, size_t len) {
   uint32_t n = 0;

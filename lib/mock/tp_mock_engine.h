@@ -38,10 +38,10 @@
 #define TP_MOCK_DEFAULT_MAX_TOKENS 128u
 
 typedef enum tp_mock_seq_state {
-  TP_MOCK_SEQ_IDLE = 0,  /* not submitted, finished or cancelled */
-  TP_MOCK_SEQ_QUEUED,    /* waiting for a batch slot */
-  TP_MOCK_SEQ_PREFILL,   /* admitted, first token not out yet */
-  TP_MOCK_SEQ_DECODE     /* first token out, more to come */
+  TP_MOCK_SEQ_IDLE = 0, /* not submitted, finished or cancelled */
+  TP_MOCK_SEQ_QUEUED,   /* waiting for a batch slot */
+  TP_MOCK_SEQ_PREFILL,  /* admitted, first token not out yet */
+  TP_MOCK_SEQ_DECODE    /* first token out, more to come */
 } tp_mock_seq_state;
 
 /* What a request asks for, as far as timing and length go. */
@@ -59,16 +59,16 @@ typedef struct tp_mock_seq_params {
 typedef struct tp_mock_seq tp_mock_seq;
 struct tp_mock_seq {
   tp_mock_seq_state state;
-  uint64_t number;           /* request number, 0, 1, 2 ... in submit order */
+  uint64_t number; /* request number, 0, 1, 2 ... in submit order */
   uint64_t arrival_ns;
   uint64_t admit_ns;         /* valid once admitted */
   uint64_t next_deadline_ns; /* when the next token is due (admitted only) */
   uint32_t prompt_tokens;
-  uint32_t max_tokens;       /* effective upper bound on output tokens */
+  uint32_t max_tokens; /* effective upper bound on output tokens */
   uint32_t min_tokens;
-  bool eos_enabled;          /* may end before max_tokens */
-  uint32_t tokens_out;       /* tokens produced so far */
-  void *data;                /* for the caller */
+  bool eos_enabled;    /* may end before max_tokens */
+  uint32_t tokens_out; /* tokens produced so far */
+  void *data;          /* for the caller */
 
   /* Private. */
   uint64_t word_rng, eos_rng;
@@ -77,11 +77,11 @@ struct tp_mock_seq {
 
 /* One token handed out by tp_mock_engine_next. */
 typedef struct tp_mock_token {
-  uint32_t index;    /* 0-based token number within its sequence */
-  bool last;         /* the sequence ended with this token */
+  uint32_t index;       /* 0-based token number within its sequence */
+  bool last;            /* the sequence ended with this token */
   uint64_t deadline_ns; /* when it was due */
   size_t text_len;
-  char text[40];     /* " word", NUL-terminated */
+  char text[40]; /* " word", NUL-terminated */
 } tp_mock_token;
 
 typedef struct tp_mock_engine tp_mock_engine;
@@ -98,8 +98,8 @@ typedef void (*tp_mock_admit_cb)(tp_mock_engine *e, tp_mock_seq *s, void *user_d
  * the values are copied).  max_batch 0 is taken as 1.  Returns 0,
  * TP_EINVAL when a time parameter is negative or not finite or eos_prob is
  * outside [0, 1], or TP_ENOMEM. */
-int tp_mock_engine_new(tp_mock_engine **out, const tp_mock_config *cfg,
-                       tp_mock_admit_cb admit_cb, void *user_data);
+int tp_mock_engine_new(tp_mock_engine **out, const tp_mock_config *cfg, tp_mock_admit_cb admit_cb,
+                       void *user_data);
 /* Frees the engine.  Sequences still linked are forgotten, not touched. */
 void tp_mock_engine_free(tp_mock_engine *e);
 
@@ -107,8 +107,7 @@ void tp_mock_engine_free(tp_mock_engine *e);
  * sequence is admitted at once (admit_cb runs before this returns) or
  * queued.  s->data is preserved; everything else is initialised here.
  * Returns 0, or TP_EINVAL when s is already submitted. */
-int tp_mock_engine_submit(tp_mock_engine *e, tp_mock_seq *s, const tp_mock_seq_params *p,
-                          uint64_t now_ns);
+int tp_mock_engine_submit(tp_mock_engine *e, tp_mock_seq *s, const tp_mock_seq_params *p, uint64_t now_ns);
 
 /* Produces the token that was due at s->next_deadline_ns; call it when
  * that deadline has come (now_ns >= the deadline; the engine does not
@@ -124,7 +123,7 @@ int tp_mock_engine_next(tp_mock_engine *e, tp_mock_seq *s, uint64_t now_ns, tp_m
 void tp_mock_engine_cancel(tp_mock_engine *e, tp_mock_seq *s, uint64_t now_ns);
 
 /* Counters of the moment. */
-uint32_t tp_mock_engine_running(const tp_mock_engine *e);  /* prefill + decode */
+uint32_t tp_mock_engine_running(const tp_mock_engine *e); /* prefill + decode */
 uint32_t tp_mock_engine_prefilling(const tp_mock_engine *e);
 uint32_t tp_mock_engine_decoding(const tp_mock_engine *e);
 uint32_t tp_mock_engine_queued(const tp_mock_engine *e);

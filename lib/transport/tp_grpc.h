@@ -64,7 +64,9 @@ bool tp_grpc_reader_mid_message(const tp_grpc_reader *r);
 void tp_grpc_put_prefix(uint8_t out[TP_GRPC_PREFIX_BYTES], uint32_t msg_len);
 
 /* grpc-timeout: formats a timeout as at most 8 digits and a unit, choosing
- * the finest unit that fits ("1500m", "30S").  out needs 10 bytes. */
+ * the finest unit that fits (1.5 s gives "1500000u", 30 min "1800000m"),
+ * rounded up so the server's deadline is never shorter than ours.  out
+ * needs 10 bytes. */
 void tp_grpc_timeout_format(char out[10], uint64_t timeout_ns);
 /* Parses a grpc-timeout value.  Returns 0 or TP_EINVAL. */
 int tp_grpc_timeout_parse(const char *s, size_t len, uint64_t *timeout_ns);

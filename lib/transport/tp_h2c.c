@@ -161,7 +161,16 @@ static void call_finish(tp_call *c, uint32_t h2_error, bool conn_lost) {
   } else if (c->grpc_status >= 0) {
     res.grpc_status = c->grpc_status;
     res.err_class = c->grpc_status == 0 ? TP_ERRCLASS_NONE : TP_ERRCLASS_GRPC_STATUS;
-    res.message = c->grpc_message ? c->grpc_message : "";
+    /* The server enforcing the deadline we sent is a timeout all the same,
+     * whichever side's clock ran out first. */
+    if (c->grpc_status == TP_GRPC_DEADLINE_EXCEEDED && c->timeout_ns) res.err_class = TP_ERRCLASS_TIMEOUT;
+    if (c->grpc_status != 0) {
+      snprintf(msg, sizeof(msg), "%s: %s", tp_grpc_status_name(c->grpc_status),
+               c->grpc_message ? c->grpc_message : "(no grpc-message)");
+      res.message = msg;
+    } else {
+      res.message = c->grpc_message ? c->grpc_message : "";
+    }
     if (c->grpc_status == 0 && tp_grpc_reader_mid_message(&c->reader)) {
       res.grpc_status = TP_GRPC_INTERNAL;
       res.err_class = TP_ERRCLASS_PROTOCOL;

@@ -69,7 +69,8 @@ int tp_parse_count(const char *s, uint64_t *out, char *err, size_t errlen) {
   }
   int nd = read_u64(&p, &v);
   if (nd == 0) {
-    tp_seterr(err, errlen, "not a number (" COUNT_EXPECTED ")");
+    tp_seterr(err, errlen, "%s (" COUNT_EXPECTED ")",
+              *s == '-' ? "negative numbers are not allowed" : "not a number");
     return TP_EINVAL;
   }
   if (nd < 0) {

@@ -236,6 +236,5 @@ void tp_timer_start(tp_timers *ts, tp_timer *t, uint64_t deadline_ns) {
     sift_up(ts, ts->n - 1);
   }
   /* During a dispatch the timerfd is re-armed once at the end. */
-  if (!ts->dispatching && (ts->armed_ns == 0 || ts->heap[0]->deadline_ns < ts->armed_ns))
-    arm(ts);
+  if (!ts->dispatching && (ts->armed_ns == 0 || ts->heap[0]->deadline_ns < ts->armed_ns)) arm(ts);
 }

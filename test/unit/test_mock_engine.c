@@ -197,8 +197,8 @@ static void test_prefill_queue(void) {
 }
 
 /* Generates request texts and lengths for n requests with one engine. */
-static void generate(const tp_mock_config *c, const tp_mock_seq_params *p, int n,
-                     uint32_t *lens, uint64_t *text_hash) {
+static void generate(const tp_mock_config *c, const tp_mock_seq_params *p, int n, uint32_t *lens,
+                     uint64_t *text_hash) {
   tp_mock_engine *e;
   tp_mock_engine_new(&e, c, NULL, NULL);
   tp_mock_seq s;

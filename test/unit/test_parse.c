@@ -40,7 +40,8 @@ static void test_count(void) {
           "count \"%s\" refused, output untouched, err says what is expected (%s)", bad[i], err);
   }
   tp_parse_count("-5", &(uint64_t){0}, err, sizeof(err));
-  CHECK(strstr(err, "k, M or G") != NULL, "count error lists the suffixes: %s", err);
+  CHECK(strstr(err, "k, M or G") && strstr(err, "negative"),
+        "count error names the problem and lists the suffixes: %s", err);
 }
 
 /* ---- durations --------------------------------------------------------- */

@@ -11,7 +11,7 @@
  * defaults where it is a number, see default_text). */
 typedef enum opt_id {
   O_MODEL, O_MODEL_VERSION, O_URL, O_PROTOCOL, O_SERVICE_KIND, O_BACKEND, O_STREAMING,
-  O_NO_STREAMING, O_CONCURRENCY, O_REQUEST_COUNT, O_WARMUP, O_INTERVAL, O_INPUT_FILE,
+  O_NO_STREAMING, O_STREAM_TEXT, O_CONCURRENCY, O_REQUEST_COUNT, O_WARMUP, O_INTERVAL, O_INPUT_FILE,
   O_TOKENIZER, O_SEED, O_OUT_TOKENS, O_OUT_DET, O_SYN_WORDS, O_NUM_PROMPTS, O_CONNECTIONS,
   O_TIMEOUT, O_SKIP_PREFLIGHT, O_JSON, O_RECORDS, O_MOCK, O_MOCK_LOG, O_QUIET, O_HELP,
   /* mock settings (prefixed --mock- under profile) */
@@ -36,6 +36,8 @@ static const optdef profile_opts[] = {
   {O_BACKEND, "--backend", "tensorrtllm|vllm", "tensor layout of the model's inputs", "tensorrtllm"},
   {O_STREAMING, "--streaming", NULL, "stream tokens with ModelStreamInfer (the default)", NULL},
   {O_NO_STREAMING, "--no-streaming", NULL, "one unary ModelInfer answer per request", NULL},
+  {O_STREAM_TEXT, "--streaming-text", "delta|cumulative",
+   "each streamed response holds new text only, or all text so far (vLLM before r24.03)", "delta"},
   {O_CONCURRENCY, "--concurrency|--concurrency-range", "LIST",
    "requests in flight per level: 1,4,8 or a range 4:32:4 or 1:64:x2", "1"},
   {O_REQUEST_COUNT, "--request-count|--num-prompts-per-level", "N",
@@ -184,6 +186,14 @@ static int apply(tp_cli *cli, const optdef *o, const char *name, const char *v) 
       break;
     case O_STREAMING: c->streaming = true; break;
     case O_NO_STREAMING: c->streaming = false; break;
+    case O_STREAM_TEXT:
+      if (strcmp(v, "delta") == 0)
+        c->cumulative_text = false;
+      else if (strcmp(v, "cumulative") == 0)
+        c->cumulative_text = true;
+      else
+        return usage_error(name, v, "expected delta or cumulative");
+      break;
     case O_CONCURRENCY:
       free(cli->concurrency);
       cli->concurrency = NULL;

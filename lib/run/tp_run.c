@@ -412,6 +412,7 @@ static void start_request(tp_run *r) {
   tp_record *rec = &r->recs[seq];
   x->run = r;
   x->seq = seq;
+  x->cumulative = r->cfg.cumulative_text;
   rec->seq = seq;
   rec->warmup = seq < r->n_warmup;
   rec->prompt_index = (uint32_t)(seq % r->ds.n);

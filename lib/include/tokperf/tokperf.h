@@ -107,6 +107,10 @@ typedef struct tp_config {
   tp_service_kind service_kind;
   tp_backend backend;
   bool streaming; /* ModelStreamInfer (true, default) or unary ModelInfer */
+  /* Streamed text is a delta (new text only: vLLM r24.03+, TensorRT-LLM) or
+   * cumulative (all text so far: vLLM r23.10-r24.02, BLS accumulate_tokens):
+   * cumulative text replaces instead of appending. */
+  bool cumulative_text;
 
   /* Concurrency levels to sweep, in order.  The array is borrowed. */
   const uint32_t *concurrency;

@@ -51,6 +51,9 @@ MODELS = {
     # A TensorRT-LLM v0.16+ ensemble: it takes exclude_input_in_output, and
     # its non-streaming answer repeats the prompt unless that is true
     # (protocols.md 4.5 and 5.1).
+    # vLLM backend r23.10-r24.02: every streamed response holds all the text
+    # so far (protocols.md 4.5).
+    "vllm_cumulative": ("vllm", VLLM_INPUTS, [("text_output", "BYTES", [-1])], True, "cumulative"),
     "ensemble_echo": ("ensemble", TRTLLM_INPUTS + [("exclude_input_in_output", "BOOL", [-1, 1])],
                       [("text_output", "BYTES", [-1, -1])], True, "echo"),
 }
@@ -75,6 +78,8 @@ def make_servicer(pb, pbg, words):
                 self.sent_text = {}  # request id -> text the server generated
                 self.active = {}     # id prefix ("c4") -> streams open now
                 self.max_active = {}
+                self.peer_active = {}  # client connection -> streams open now
+                self.peer_max = {}
                 self.counter = 0
 
         # -- bookkeeping ------------------------------------------------------
@@ -238,6 +243,11 @@ def make_servicer(pb, pbg, words):
         def ModelStreamInfer(self, request_iterator, context):
             call = self.note_call("ModelStreamInfer", context)
             prefix = None
+            peer = context.peer()
+            with self.lock:
+                n = self.peer_active.get(peer, 0) + 1
+                self.peer_active[peer] = n
+                self.peer_max[peer] = max(self.peer_max.get(peer, 0), n)
             try:
                 for req in request_iterator:
                     d = self.decode(req, "ModelStreamInfer")
@@ -269,6 +279,8 @@ def make_servicer(pb, pbg, words):
                         time.sleep(sleep)
                         if not context.is_active():
                             return
+                        if spec[4] == "cumulative":
+                            t = "".join(toks[:i + 1])
                         # vLLM attaches FINAL to its last data response; the
                         # ensemble may send it alone (protocols.md 4.2).
                         yield pb.ModelStreamInferResponse(
@@ -278,6 +290,8 @@ def make_servicer(pb, pbg, words):
                         yield pb.ModelStreamInferResponse(
                             infer_response=self.response(req, None, True))
             finally:
+                with self.lock:
+                    self.peer_active[peer] -= 1
                 if prefix is not None:
                     self.leave(prefix)
 
@@ -718,6 +732,58 @@ def case_inband_error(h):
             "%s: --skip-preflight sends no health or metadata call" % name)
 
 
+def case_cumulative(h):
+    """Cumulative streamed text must replace, not append: with
+    --streaming-text cumulative the record holds the answer once."""
+    name = "cumulative text"
+    t = h.tap
+    r = h.run(["-m", "vllm_cumulative", "--backend", "vllm", "--streaming-text", "cumulative",
+               "--concurrency", "2", "--request-count", "4", "--output-tokens-mean", "5"])
+    h.check_exit(r, 0, name)
+    for lv in h.check_report(r, name, [2], (4, 4, 0)) or []:
+        if h.model:
+            h.check_stat_exact(lv, "output_tokens", 5, name)
+    h.check_records_text(r, name, 5, 5)
+    # The same server read as deltas gives 1+2+3+4+5 words: the flag matters.
+    r = h.run(["-m", "vllm_cumulative", "--backend", "vllm", "--concurrency", "1", "--request-count", "2",
+               "--output-tokens-mean", "5"])
+    t.check(all(len(rec.get("text", "").split()) == 15 for rec in r["records"]) and r["records"],
+            "%s: read as deltas the text piles up (15 words), so the setting is what fixes it" % name,
+            "%r" % [rec.get("text") for rec in r["records"]])
+
+
+def case_stream_limit(h):
+    """A server that allows 2 streams per connection: tokperf must open more
+    connections rather than exceed the limit, and still hold 6 in flight."""
+    name = "stream-limit"
+    t = h.tap
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=32),
+                         options=[("grpc.max_concurrent_streams", 2)])
+    h.srv_pbg.add_GRPCInferenceServiceServicer_to_server(h.srv, server)
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    try:
+        h.srv.reset()
+        cmd = [h.tokperf, "profile", "-u", "127.0.0.1:%d" % port, "-q", "-m", "ensemble",
+               "--input-file", h.prompts, "--concurrency", "6", "--connections", "1",
+               "--request-count", "18", "--output-tokens-mean", "4"]
+        res = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60 * SCALE)
+        err = res.stderr.decode(errors="replace")
+        t.check(res.returncode == 0, "%s: exit 0" % name, err[-800:])
+        t.check("18 measured, 18 succeeded, 0 failed" in res.stdout.decode(errors="replace"),
+                "%s: every request succeeded" % name, res.stdout.decode(errors="replace")[-800:])
+        with h.srv.lock:
+            peer_max = dict(h.srv.peer_max)
+            level_max = dict(h.srv.max_active)
+        t.check(len(peer_max) >= 3, "%s: at least 3 connections opened for 6 streams" % name,
+                "peers %r" % peer_max)
+        t.check(peer_max and max(peer_max.values()) <= 2,
+                "%s: no connection carried more than the server's 2 streams" % name, "peers %r" % peer_max)
+        t.equal(level_max.get("c6"), 6, "%s: 6 streams in flight across connections" % name)
+    finally:
+        server.stop(0).wait(5 * SCALE)
+
+
 def main():
     if len(sys.argv) != 2:
         print("usage: %s PATH/TO/tokperf" % sys.argv[0], file=sys.stderr)
@@ -736,10 +802,11 @@ def main():
         server.start()
         relay = ic.CaptureRelay(port)
         h = Harness(tap, tokperf, tmp, servicer, relay)
+        h.srv_pbg = pbg
         if not h.model:
             tap.diag("TP_WORDS_MODEL not set or missing: token counts are not checked")
         for case in (case_streaming, case_unary, case_unary_echo, case_timeout, case_not_ready, case_strict,
-                     case_vllm, case_inband_error):
+                     case_vllm, case_inband_error, case_cumulative, case_stream_limit):
             try:
                 case(h)
             except Exception:

@@ -176,7 +176,6 @@ struct conn {
   conn *prev, *next; /* in m->conns */
   conn *dirty_next;  /* in m->dirty */
   bool dirty;
-  uint64_t dirty_ns;
   bool closing;
   size_t write_bytes; /* handed to uv_write, not yet completed */
   mstream *streams;
@@ -313,7 +312,6 @@ static void log_error(tp_mock *m, const char *id, const char *msg, uint64_t t_ns
 /* ---- connection output ------------------------------------------------------ */
 
 static void conn_close(conn *c);
-extern uint64_t tp_dbg_ns[4];
 static void conn_flush(conn *c);
 
 static void on_idle(uv_idle_t *h) {
@@ -327,7 +325,6 @@ static void mark_dirty(conn *c) {
   if (c->dirty || c->closing) return;
   tp_mock *m = c->m;
   c->dirty = true;
-  c->dirty_ns = tp_now_ns();
   c->dirty_next = m->dirty;
   m->dirty = c;
   if (!m->idle_on) {
@@ -343,10 +340,7 @@ static void on_check(uv_check_t *h) {
     m->dirty = c->dirty_next;
     c->dirty = false;
     c->dirty_next = NULL;
-    uint64_t t1 = tp_now_ns();
     conn_flush(c);
-    uint64_t t2 = tp_now_ns();
-    if (t2 - c->dirty_ns > 500000) fprintf(stderr, "MOCKDBG to-check %.3f ms flush %.3f ms\n", (t1 - c->dirty_ns) / 1e6, (t2 - t1) / 1e6), fprintf(stderr, "   gather %.3f write %.3f\n", (tp_dbg_ns[1]-t1)/1e6, (tp_dbg_ns[0]-tp_dbg_ns[1])/1e6);
   }
   if (m->idle_on) {
     uv_idle_stop(&m->idle);
@@ -369,7 +363,6 @@ static void on_write(uv_write_t *req, int status) {
   mark_dirty(c);
 }
 
-uint64_t tp_dbg_ns[4];
 static void conn_flush(conn *c) {
   while (!c->closing && c->write_bytes < WRITE_HIGH_WATER_BYTES) {
     tp_buf b;
@@ -393,8 +386,6 @@ static void conn_flush(conn *c) {
       tp_buf_fini(&b);
       break;
     }
-    extern uint64_t tp_dbg_ns[4];
-    tp_dbg_ns[1] = tp_now_ns();
     wreq *w = malloc(sizeof(*w));
     if (!w) {
       tp_buf_fini(&b);
@@ -411,8 +402,6 @@ static void conn_flush(conn *c) {
       return;
     }
     c->write_bytes += w->len;
-    extern uint64_t tp_dbg_ns[4];
-    tp_dbg_ns[0] = tp_now_ns();
   }
   /* Above the high-water mark the write callback flushes again. */
   if (!c->closing && !nghttp2_session_want_read(c->h2) && !nghttp2_session_want_write(c->h2) &&

@@ -14,17 +14,14 @@
 #include <jansson.h>
 #include <uv.h>
 
-#include "api/tp_triton.h"
+#include "client/tp_client.h"
 #include "dataset/tp_dataset.h"
 #include "metrics/tp_stats.h"
 #include "record/tp_record.h"
 #include "report/tp_report.h"
 #include "tokenizer/tp_tok.h"
-#include "transport/tp_grpc.h"
-#include "transport/tp_h2c.h"
 #include "util/tp_common.h"
 
-#define PREFLIGHT_TIMEOUT_NS (10 * TP_NS_PER_S)
 #define MAX_RESPONSE_BYTES (64u << 20)
 
 /* One per request in flight, allocated on its own so that its address stays
@@ -52,10 +49,7 @@ struct tp_run {
   bool have_mock_stats;
   tp_mock_stats mock_stats;
   char target[300];
-  struct sockaddr_storage addr;
-  tp_triton_opts topts;
-  tp_h2c_pool *pool;
-  tp_buf reqbuf;
+  tp_client *client;
   FILE *records_fp;
 
   tp_level_result *levels;
@@ -121,7 +115,6 @@ int tp_run_new(tp_run **out, const tp_config *cfg, char *err, size_t errlen) {
   }
   memcpy(r->concurrency, cfg->concurrency, cfg->n_concurrency * sizeof(uint32_t));
   r->cfg.concurrency = r->concurrency;
-  tp_buf_init(&r->reqbuf);
   atomic_init(&r->interrupt_flag, false);
   uv_loop_init(&r->loop);
 
@@ -163,121 +156,6 @@ static void progress(tp_run *r, const char *fmt, ...) {
   va_end(ap);
 }
 
-/* ---- blocking unary calls for the checks before the run ------------------ */
-
-typedef struct unary_ctx {
-  bool done;
-  tp_buf resp;
-  bool got_msg;
-  int grpc_status;
-  tp_error_class cls;
-  char message[256];
-} unary_ctx;
-
-static void unary_on_message(tp_call *c, const uint8_t *d, size_t n, uint64_t t, void *ud) {
-  unary_ctx *u = ud;
-  if (u->got_msg) return;
-  u->got_msg = true;
-  tp_buf_append(&u->resp, d, n);
-}
-
-static void unary_on_close(tp_call *c, const tp_call_result *res, void *ud) {
-  unary_ctx *u = ud;
-  u->done = true;
-  u->grpc_status = res->grpc_status;
-  u->cls = res->err_class;
-  snprintf(u->message, sizeof(u->message), "%s", res->message ? res->message : "");
-}
-
-/* Runs one unary call to completion on the run's loop. */
-static int unary(tp_run *r, const char *method, const uint8_t *body, size_t len, unary_ctx *u) {
-  static const tp_call_cbs cbs = {unary_on_message, unary_on_close};
-  char path[128];
-  snprintf(path, sizeof(path), TP_TRITON_SERVICE "%s", method);
-  memset(u, 0, sizeof(*u));
-  tp_buf_init(&u->resp);
-  int rv = tp_h2c_call(r->pool, path, body, len, PREFLIGHT_TIMEOUT_NS, &cbs, u, NULL);
-  if (rv) return rv;
-  while (!u->done) uv_run(&r->loop, UV_RUN_ONCE);
-  return 0;
-}
-
-static int preflight(tp_run *r, char *err, size_t errlen) {
-  unary_ctx u;
-  static const uint8_t empty[5] = {0, 0, 0, 0, 0};
-  int rv = unary(r, "ServerLive", empty, sizeof(empty), &u);
-  if (rv) return rv;
-  if (u.cls == TP_ERRCLASS_CONNECT || u.cls == TP_ERRCLASS_TIMEOUT) {
-    tp_seterr(err, errlen, "%s (is the server up? check -u/--url; Triton's gRPC port is 8001)",
-              u.message);
-    tp_buf_fini(&u.resp);
-    return TP_ECONNECT;
-  }
-  bool live = false;
-  if (u.grpc_status != 0 || tp_triton_parse_bool_response(u.resp.data, u.resp.len, &live) || !live) {
-    tp_seterr(err, errlen, "server %s is not live%s%s%s", r->target, u.grpc_status ? " (" : "",
-              u.grpc_status ? u.message : "", u.grpc_status ? ")" : "");
-    tp_buf_fini(&u.resp);
-    return TP_ECONNECT;
-  }
-  tp_buf_fini(&u.resp);
-
-  tp_buf body;
-  tp_buf_init(&body);
-  rv = tp_triton_build_model_request(&body, r->cfg.model, r->cfg.model_version);
-  if (rv) return rv;
-  rv = unary(r, "ModelReady", body.data, body.len, &u);
-  if (rv) goto out;
-  bool ready = false;
-  if (u.grpc_status == TP_GRPC_NOT_FOUND ||
-      (u.grpc_status == 0 && !tp_triton_parse_bool_response(u.resp.data, u.resp.len, &ready) && !ready)) {
-    tp_seterr(err, errlen,
-              "model '%s' is not ready on %s%s%s%s (check -m/--model and the server's model repository)",
-              r->cfg.model, r->target, u.grpc_status ? ": " : "", u.grpc_status ? tp_grpc_status_name(u.grpc_status) : "",
-              u.grpc_status ? (u.message[0] ? "" : "") : "");
-    if (u.grpc_status && u.message[0]) {
-      size_t l = strlen(err);
-      snprintf(err + l, errlen > l ? errlen - l : 0, " [%s]", u.message);
-    }
-    rv = TP_ENOTFOUND;
-    goto out;
-  }
-  if (u.grpc_status != 0) {
-    tp_seterr(err, errlen, "ModelReady for '%s' on %s failed: %s: %s", r->cfg.model, r->target,
-              tp_grpc_status_name(u.grpc_status), u.message);
-    rv = u.cls == TP_ERRCLASS_CONNECT ? TP_ECONNECT : TP_ENOTFOUND;
-    goto out;
-  }
-  tp_buf_fini(&u.resp);
-  rv = unary(r, "ModelMetadata", body.data, body.len, &u);
-  if (rv) goto out;
-  if (u.grpc_status != 0) {
-    tp_seterr(err, errlen, "ModelMetadata for '%s' on %s failed: %s: %s", r->cfg.model, r->target,
-              tp_grpc_status_name(u.grpc_status), u.message);
-    rv = TP_ENOTFOUND;
-    goto out;
-  }
-  tp_triton_model_meta *meta = malloc(sizeof(*meta));
-  if (!meta) {
-    rv = TP_ENOMEM;
-    goto out;
-  }
-  rv = tp_triton_parse_model_metadata(u.resp.data, u.resp.len, meta);
-  if (rv) {
-    tp_seterr(err, errlen, "ModelMetadata for '%s' from %s is not a valid message", r->cfg.model,
-              r->target);
-    free(meta);
-    rv = TP_EPROTO;
-    goto out;
-  }
-  rv = tp_triton_check_metadata(meta, &r->topts, err, errlen);
-  free(meta);
-out:
-  tp_buf_fini(&u.resp);
-  tp_buf_fini(&body);
-  return rv;
-}
-
 /* ---- the closed loop --------------------------------------------------- */
 
 static void start_request(tp_run *r);
@@ -315,38 +193,24 @@ static void write_record(tp_run *r, const tp_record *rec) {
   json_decref(o);
 }
 
-static void req_on_message(tp_call *c, const uint8_t *data, size_t len, uint64_t arrival_ns, void *ud) {
-  req_ctx *x = ud;
+static void req_on_event(void *req, const tp_client_event *ev, uint64_t arrival_ns) {
+  req_ctx *x = req;
   tp_record *rec = &x->run->recs[x->seq];
   if (x->final_seen) return; /* nothing after the final response counts */
-  tp_triton_resp resp;
-  tp_triton_event ev;
-  int rv = tp_triton_parse_response(&resp, &ev, data, len, x->run->cfg.streaming);
-  if (rv) {
-    tp_record_add_response(rec, arrival_ns, false);
-    tp_record_fail(rec, TP_ERRCLASS_PROTOCOL, -1, "response is not a valid KServe v2 message", 40);
-    tp_triton_resp_free(&resp);
-    tp_h2c_cancel(c);
-    return;
-  }
-  bool has_text = ev.text && ev.text_len > 0;
+  bool has_text = ev->text && ev->text_len > 0;
   tp_record_add_response(rec, arrival_ns, has_text);
   if (has_text) {
     if (x->cumulative) tp_buf_reset(&rec->text);
-    tp_buf_append(&rec->text, ev.text, ev.text_len);
+    tp_buf_append(&rec->text, ev->text, ev->text_len);
   }
-  if (ev.num_output_tokens >= 0)
-    rec->server_output_tokens = (rec->server_output_tokens < 0 ? 0 : rec->server_output_tokens) + ev.num_output_tokens;
-  if (ev.error) {
-    char msg[300];
-    snprintf(msg, sizeof(msg), "server error: %s", ev.error);
-    tp_record_fail(rec, TP_ERRCLASS_SERVER, -1, msg, strlen(msg));
-  }
-  if (ev.final) {
+  if (ev->server_output_tokens >= 0)
+    rec->server_output_tokens =
+        (rec->server_output_tokens < 0 ? 0 : rec->server_output_tokens) + ev->server_output_tokens;
+  if (ev->error) tp_record_fail(rec, ev->error_class, -1, ev->error, strlen(ev->error));
+  if (ev->final) {
     x->final_seen = true;
     rec->done_ns = arrival_ns;
   }
-  tp_triton_resp_free(&resp);
 }
 
 static void level_maybe_done(tp_run *r) {
@@ -356,19 +220,15 @@ static void level_maybe_done(tp_run *r) {
   }
 }
 
-static void req_on_close(tp_call *c, const tp_call_result *res, void *ud) {
-  req_ctx *x = ud;
+static void req_on_done(void *req, const tp_client_done *d) {
+  req_ctx *x = req;
   tp_run *r = x->run;
   tp_record *rec = &r->recs[x->seq];
   /* The wire time of the request's last frame is the truest send time. */
-  if (res->sent_ns) rec->sent_ns = res->sent_ns;
-  if (res->err_class != TP_ERRCLASS_NONE) {
-    tp_record_fail(rec, res->err_class, res->grpc_status, res->message, strlen(res->message));
-  } else if (!x->final_seen) {
-    tp_record_fail(rec, TP_ERRCLASS_PROTOCOL, res->grpc_status,
-                   "call ended before the final response", 36);
-  }
-  if (!rec->done_ns) rec->done_ns = res->end_ns;
+  if (d->sent_ns) rec->sent_ns = d->sent_ns;
+  if (d->err_class != TP_ERRCLASS_NONE)
+    tp_record_fail(rec, d->err_class, d->status, d->message, strlen(d->message));
+  if (!rec->done_ns) rec->done_ns = d->end_ns;
   free(x);
   r->in_flight--;
   r->n_done++;
@@ -379,7 +239,6 @@ static void req_on_close(tp_call *c, const tp_call_result *res, void *ud) {
 }
 
 static void start_request(tp_run *r) {
-  static const tp_call_cbs cbs = {req_on_message, req_on_close};
   uint64_t now = tp_now_ns();
   if (r->interval_mode && r->n_started >= r->n_warmup) {
     if (r->window_start_ns == 0) {
@@ -423,19 +282,15 @@ static void start_request(tp_run *r) {
   uint32_t min_tokens = r->cfg.output_tokens_deterministic ? max_tokens : 0;
   char id[64];
   snprintf(id, sizeof(id), "%s%zu", r->id_prefix, seq);
-  tp_buf_reset(&r->reqbuf);
-  int rv = tp_triton_build_infer(&r->reqbuf, &r->topts, id, p->text, p->text_len, max_tokens, min_tokens);
+  tp_client_send snd = {id, p->text, p->text_len, max_tokens, min_tokens,
+                        r->cfg.request_timeout_ms * TP_NS_PER_MS};
   rec->planned_ns = rec->sent_ns = now;
   r->in_flight++;
   if (r->in_flight > r->max_in_flight) r->max_in_flight = r->in_flight;
-  if (rv == 0)
-    rv = tp_h2c_call(r->pool,
-                     r->cfg.streaming ? TP_TRITON_SERVICE "ModelStreamInfer" : TP_TRITON_SERVICE "ModelInfer",
-                     r->reqbuf.data, r->reqbuf.len,
-                     r->cfg.request_timeout_ms * TP_NS_PER_MS, &cbs, x, NULL);
+  int rv = r->client->ops->send(r->client, &snd, x);
   if (rv) {
     free(x);
-    tp_record_fail(rec, TP_ERRCLASS_PROTOCOL, -1, "cannot build the request", 24);
+    tp_record_fail(rec, TP_ERRCLASS_PROTOCOL, -1, "cannot send the request", 23);
     rec->done_ns = now;
     r->in_flight--;
     r->n_done++;
@@ -554,34 +409,25 @@ int tp_run_exec(tp_run *r, char *err, size_t errlen) {
     size_t tl = strlen(r->target);
     if (tl && r->target[tl - 1] == '/') r->target[tl - 1] = 0;
   }
-  rv = tp_h2c_resolve(r->target, &r->addr, err, errlen);
-  if (rv) return rv;
-
-  r->topts.model = r->cfg.model;
-  r->topts.version = r->cfg.model_version;
-  r->topts.backend = r->cfg.backend;
-  r->topts.streaming = r->cfg.streaming;
-  /* Defaults for when the checks are skipped: the usual layouts. */
-  r->topts.batch_dim = r->cfg.backend == TP_BACKEND_TENSORRTLLM;
-  r->topts.has_stream_input = true;
-  r->topts.has_min_length = true;
-  r->topts.has_exclude_input = r->cfg.backend == TP_BACKEND_VLLM;
-
   uint32_t max_conc = 1;
   for (size_t i = 0; i < r->cfg.n_concurrency; i++) max_conc = TP_MAX(max_conc, r->concurrency[i]);
-  tp_h2c_opts ho;
-  memset(&ho, 0, sizeof(ho));
-  ho.addr = r->addr;
-  ho.authority = r->target;
+  tp_client_opts co;
+  memset(&co, 0, sizeof(co));
+  co.target = r->target;
+  co.model = r->cfg.model;
+  co.model_version = r->cfg.model_version;
+  co.backend = r->cfg.backend;
+  co.streaming = r->cfg.streaming;
   /* One connection per 128 streams by default: Triton serialises writes per
    * connection, and extra connections are cheap. */
-  ho.connections = r->cfg.connections ? r->cfg.connections : (max_conc + 127) / 128;
-  ho.max_msg_bytes = MAX_RESPONSE_BYTES;
-  rv = tp_h2c_pool_new(&r->pool, &r->loop, &ho);
+  co.connections = r->cfg.connections ? r->cfg.connections : (max_conc + 127) / 128;
+  co.max_response_bytes = MAX_RESPONSE_BYTES;
+  static const tp_client_cbs cbs = {req_on_event, req_on_done};
+  rv = tp_client_triton_new(&r->client, &r->loop, &co, &cbs, err, errlen);
   if (rv) return rv;
 
   if (!r->cfg.skip_preflight) {
-    rv = preflight(r, err, errlen);
+    rv = r->client->ops->preflight(r->client, err, errlen);
     if (rv) return rv;
   }
 
@@ -651,9 +497,9 @@ static void walk_close(uv_handle_t *h, void *arg) {
 
 void tp_run_free(tp_run *r) {
   if (!r) return;
-  if (r->pool) {
-    tp_h2c_pool_close(r->pool);
-    r->pool = NULL;
+  if (r->client) {
+    r->client->ops->close(r->client);
+    r->client = NULL;
   }
   /* Close every handle and let libuv finish, so the loop closes cleanly. */
   uv_walk(&r->loop, walk_close, NULL);
@@ -663,7 +509,6 @@ void tp_run_free(tp_run *r) {
   if (r->records_fp) fclose(r->records_fp);
   if (r->tok) tp_tok_free(r->tok);
   tp_dataset_free(&r->ds);
-  tp_buf_fini(&r->reqbuf);
   if (r->recs) {
     for (size_t i = 0; i < r->n_planned; i++) tp_record_fini(&r->recs[i]);
     free(r->recs);

@@ -1,0 +1,95 @@
+/* A protocol client: one transport plus one API adapter, seen by the run as
+ * "send this prompt, tell me about every response and about the end".
+ *
+ * The run (scheduler, records, statistics) knows nothing of protocols; a
+ * client knows nothing of scheduling or statistics.  Triton over gRPC is the
+ * first client; HTTP clients (OpenAI-compatible, Triton generate) implement
+ * the same operations. */
+#ifndef TP_CLIENT_H
+#define TP_CLIENT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <uv.h>
+
+#include "util/tp_common.h"
+
+/* One decoded response, as the run needs it.  Pointers are borrowed for the
+ * duration of the callback. */
+typedef struct tp_client_event {
+  const uint8_t *text; /* generated text in this response (delta, or all so far) */
+  size_t text_len;
+  bool final;          /* this response completes the request */
+  const char *error;   /* an in-band error message, or NULL */
+  tp_error_class error_class;
+  int64_t server_output_tokens; /* the server's own count in this response, -1 = none */
+  bool bad_message;             /* the bytes could not be decoded */
+} tp_client_event;
+
+/* How a request ended at the transport level. */
+typedef struct tp_client_done {
+  tp_error_class err_class; /* TP_ERRCLASS_NONE = the call completed */
+  int status;               /* gRPC status or HTTP status; -1 = none */
+  const char *message;      /* borrowed */
+  uint64_t sent_ns;         /* when the request's last byte went out; 0 = never */
+  uint64_t end_ns;
+} tp_client_done;
+
+typedef struct tp_client_cbs {
+  /* A response arrived; arrival_ns is when the bytes were read. */
+  void (*on_event)(void *req, const tp_client_event *ev, uint64_t arrival_ns);
+  /* The request is over; called exactly once per successful send, last. */
+  void (*on_done)(void *req, const tp_client_done *d);
+} tp_client_cbs;
+
+typedef struct tp_client_send {
+  const char *id;     /* unique per request within the run */
+  const char *prompt; /* borrowed for the call */
+  size_t prompt_len;
+  uint32_t max_tokens;
+  uint32_t min_tokens; /* > 0: ask the server not to stop earlier */
+  uint64_t timeout_ns; /* 0 = none */
+} tp_client_send;
+
+typedef struct tp_client tp_client;
+
+typedef struct tp_client_ops {
+  const char *name;
+  /* Checks the server and the model before the run, running the loop until
+   * done.  Returns 0, or TP_ECONNECT / TP_ENOTFOUND / TP_EUNSUPPORTED /
+   * TP_EPROTO with a message in err. */
+  int (*preflight)(tp_client *c, char *err, size_t errlen);
+  /* Sends one request; `req` is handed back in the callbacks.  Returns 0
+   * (on_done will follow) or a negative code (no callback). */
+  int (*send)(tp_client *c, const tp_client_send *s, void *req);
+  /* Cancels every request, closes connections and frees the client (after
+   * the loop has run its close callbacks). */
+  void (*close)(tp_client *c);
+} tp_client_ops;
+
+struct tp_client {
+  const tp_client_ops *ops;
+};
+
+/* Settings common to clients. */
+typedef struct tp_client_opts {
+  const char *target; /* "host:port" */
+  const char *model;
+  const char *model_version;
+  tp_backend backend;
+  bool streaming;
+  uint32_t connections;
+  uint32_t max_response_bytes;
+} tp_client_opts;
+
+/* Triton over KServe v2 gRPC (streaming ModelStreamInfer or unary
+ * ModelInfer).  Returns 0, or TP_EINVAL / TP_ECONNECT (address) / TP_ENOMEM
+ * with a message in err. */
+int tp_client_triton_new(tp_client **out, uv_loop_t *loop, const tp_client_opts *o,
+                         const tp_client_cbs *cbs, char *err, size_t errlen);
+
+/* Statistics of the transport for the report. */
+uint32_t tp_client_triton_connections_opened(const tp_client *c);
+
+#endif

@@ -1,0 +1,257 @@
+/* The Triton client: the KServe v2 adapter (tp_triton) over the HTTP/2 gRPC
+ * pool (tp_h2c).  One gRPC call per inference request (protocols.md §4.7). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/tp_triton.h"
+#include "client/tp_client.h"
+#include "transport/tp_grpc.h"
+#include "transport/tp_h2c.h"
+
+#define PREFLIGHT_TIMEOUT_NS (10 * TP_NS_PER_S)
+
+typedef struct triton_client {
+  tp_client base;
+  uv_loop_t *loop;
+  tp_client_opts opts;
+  tp_client_cbs cbs;
+  char target[300];
+  tp_triton_opts topts;
+  tp_h2c_pool *pool;
+  tp_buf reqbuf;
+} triton_client;
+
+/* Per call: the run's request and whether its final response came. */
+typedef struct call_ctx {
+  triton_client *tc;
+  void *req;
+  bool final_seen;
+} call_ctx;
+
+/* ---- checks before the run: blocking unary calls ------------------------ */
+
+typedef struct unary_ctx {
+  bool done;
+  tp_buf resp;
+  bool got_msg;
+  int grpc_status;
+  tp_error_class cls;
+  char message[256];
+} unary_ctx;
+
+static void unary_on_message(tp_call *c, const uint8_t *d, size_t n, uint64_t t, void *ud) {
+  unary_ctx *u = ud;
+  if (u->got_msg) return;
+  u->got_msg = true;
+  tp_buf_append(&u->resp, d, n);
+}
+
+static void unary_on_close(tp_call *c, const tp_call_result *res, void *ud) {
+  unary_ctx *u = ud;
+  u->done = true;
+  u->grpc_status = res->grpc_status;
+  u->cls = res->err_class;
+  snprintf(u->message, sizeof(u->message), "%s", res->message ? res->message : "");
+}
+
+/* Runs one unary call to completion on the loop. */
+static int unary(triton_client *tc, const char *method, const uint8_t *body, size_t len, unary_ctx *u) {
+  static const tp_call_cbs cbs = {unary_on_message, unary_on_close};
+  char path[128];
+  snprintf(path, sizeof(path), TP_TRITON_SERVICE "%s", method);
+  tp_buf_fini(&u->resp);
+  memset(u, 0, sizeof(*u));
+  int rv = tp_h2c_call(tc->pool, path, body, len, PREFLIGHT_TIMEOUT_NS, &cbs, u, NULL);
+  if (rv) return rv;
+  while (!u->done) uv_run(tc->loop, UV_RUN_ONCE);
+  return 0;
+}
+
+static int triton_preflight(tp_client *c, char *err, size_t errlen) {
+  triton_client *tc = (triton_client *)c;
+  const char *model = tc->opts.model;
+  unary_ctx u;
+  memset(&u, 0, sizeof(u));
+  tp_buf body;
+  tp_buf_init(&body);
+  static const uint8_t empty[5] = {0, 0, 0, 0, 0};
+  int rv = unary(tc, "ServerLive", empty, sizeof(empty), &u);
+  if (rv) goto out;
+  if (u.cls == TP_ERRCLASS_CONNECT || u.cls == TP_ERRCLASS_TIMEOUT) {
+    tp_seterr(err, errlen, "%s (is the server up? check -u/--url; Triton's gRPC port is 8001)", u.message);
+    rv = TP_ECONNECT;
+    goto out;
+  }
+  bool live = false;
+  if (u.grpc_status != 0 || tp_triton_parse_bool_response(u.resp.data, u.resp.len, &live) || !live) {
+    tp_seterr(err, errlen, "server %s is not live%s%s%s", tc->target, u.grpc_status ? " (" : "",
+              u.grpc_status ? u.message : "", u.grpc_status ? ")" : "");
+    rv = TP_ECONNECT;
+    goto out;
+  }
+
+  rv = tp_triton_build_model_request(&body, model, tc->opts.model_version);
+  if (rv) goto out;
+  rv = unary(tc, "ModelReady", body.data, body.len, &u);
+  if (rv) goto out;
+  bool ready = false;
+  if (u.grpc_status == TP_GRPC_NOT_FOUND ||
+      (u.grpc_status == 0 && !tp_triton_parse_bool_response(u.resp.data, u.resp.len, &ready) && !ready)) {
+    tp_seterr(err, errlen, "model '%s' is not ready on %s%s%s (check -m/--model and the server's model "
+              "repository)", model, tc->target, u.grpc_status ? ": " : "", u.grpc_status ? u.message : "");
+    rv = TP_ENOTFOUND;
+    goto out;
+  }
+  if (u.grpc_status != 0) {
+    tp_seterr(err, errlen, "ModelReady for '%s' on %s failed: %s", model, tc->target, u.message);
+    rv = u.cls == TP_ERRCLASS_CONNECT ? TP_ECONNECT : TP_ENOTFOUND;
+    goto out;
+  }
+  rv = unary(tc, "ModelMetadata", body.data, body.len, &u);
+  if (rv) goto out;
+  if (u.grpc_status != 0) {
+    tp_seterr(err, errlen, "ModelMetadata for '%s' on %s failed: %s", model, tc->target, u.message);
+    rv = TP_ENOTFOUND;
+    goto out;
+  }
+  tp_triton_model_meta *meta = malloc(sizeof(*meta));
+  if (!meta) {
+    rv = TP_ENOMEM;
+    goto out;
+  }
+  if (tp_triton_parse_model_metadata(u.resp.data, u.resp.len, meta)) {
+    tp_seterr(err, errlen, "ModelMetadata for '%s' from %s is not a valid message", model, tc->target);
+    rv = TP_EPROTO;
+  } else {
+    rv = tp_triton_check_metadata(meta, &tc->topts, err, errlen);
+  }
+  free(meta);
+out:
+  tp_buf_fini(&u.resp);
+  tp_buf_fini(&body);
+  return rv;
+}
+
+/* ---- inference calls --------------------------------------------------- */
+
+static void call_on_message(tp_call *c, const uint8_t *data, size_t len, uint64_t arrival_ns, void *ud) {
+  call_ctx *x = ud;
+  if (x->final_seen) return; /* nothing after the final response counts */
+  tp_triton_resp resp;
+  tp_triton_event tev;
+  tp_client_event ev;
+  memset(&ev, 0, sizeof(ev));
+  ev.server_output_tokens = -1;
+  if (tp_triton_parse_response(&resp, &tev, data, len, x->tc->opts.streaming)) {
+    ev.bad_message = true;
+    ev.error = "response is not a valid KServe v2 message";
+    ev.error_class = TP_ERRCLASS_PROTOCOL;
+    x->tc->cbs.on_event(x->req, &ev, arrival_ns);
+    tp_h2c_cancel(c);
+    return;
+  }
+  ev.text = tev.text;
+  ev.text_len = tev.text_len;
+  ev.final = tev.final;
+  ev.server_output_tokens = tev.num_output_tokens;
+  char msg[300];
+  if (tev.error) {
+    snprintf(msg, sizeof(msg), "server error: %s", tev.error);
+    ev.error = msg;
+    ev.error_class = TP_ERRCLASS_SERVER;
+  }
+  if (tev.final) x->final_seen = true;
+  x->tc->cbs.on_event(x->req, &ev, arrival_ns);
+  tp_triton_resp_free(&resp);
+}
+
+static void call_on_close(tp_call *c, const tp_call_result *res, void *ud) {
+  call_ctx *x = ud;
+  tp_client_done d;
+  memset(&d, 0, sizeof(d));
+  d.err_class = res->err_class;
+  d.status = res->grpc_status;
+  d.message = res->message;
+  d.sent_ns = res->sent_ns;
+  d.end_ns = res->end_ns;
+  if (d.err_class == TP_ERRCLASS_NONE && !x->final_seen) {
+    d.err_class = TP_ERRCLASS_PROTOCOL;
+    d.message = "call ended before the final response";
+  }
+  void *req = x->req;
+  triton_client *tc = x->tc;
+  free(x);
+  tc->cbs.on_done(req, &d);
+}
+
+static int triton_send(tp_client *c, const tp_client_send *s, void *req) {
+  static const tp_call_cbs cbs = {call_on_message, call_on_close};
+  triton_client *tc = (triton_client *)c;
+  call_ctx *x = calloc(1, sizeof(*x));
+  if (!x) return TP_ENOMEM;
+  x->tc = tc;
+  x->req = req;
+  tp_buf_reset(&tc->reqbuf);
+  int rv = tp_triton_build_infer(&tc->reqbuf, &tc->topts, s->id, s->prompt, s->prompt_len, s->max_tokens,
+                                 s->min_tokens);
+  if (rv == 0)
+    rv = tp_h2c_call(tc->pool,
+                     tc->opts.streaming ? TP_TRITON_SERVICE "ModelStreamInfer" : TP_TRITON_SERVICE "ModelInfer",
+                     tc->reqbuf.data, tc->reqbuf.len, s->timeout_ns, &cbs, x, NULL);
+  if (rv) free(x);
+  return rv;
+}
+
+static void triton_close(tp_client *c) {
+  triton_client *tc = (triton_client *)c;
+  if (tc->pool) tp_h2c_pool_close(tc->pool);
+  tp_buf_fini(&tc->reqbuf);
+  free(tc);
+}
+
+static const tp_client_ops triton_ops = {"triton-grpc", triton_preflight, triton_send, triton_close};
+
+int tp_client_triton_new(tp_client **out, uv_loop_t *loop, const tp_client_opts *o,
+                         const tp_client_cbs *cbs, char *err, size_t errlen) {
+  triton_client *tc = calloc(1, sizeof(*tc));
+  if (!tc) return TP_ENOMEM;
+  tc->base.ops = &triton_ops;
+  tc->loop = loop;
+  tc->opts = *o;
+  tc->cbs = *cbs;
+  tp_buf_init(&tc->reqbuf);
+  snprintf(tc->target, sizeof(tc->target), "%s", o->target);
+
+  tc->topts.model = o->model;
+  tc->topts.version = o->model_version;
+  tc->topts.backend = o->backend;
+  tc->topts.streaming = o->streaming;
+  /* Defaults for when the checks are skipped: the usual layouts. */
+  tc->topts.batch_dim = o->backend == TP_BACKEND_TENSORRTLLM;
+  tc->topts.has_stream_input = true;
+  tc->topts.has_min_length = true;
+  tc->topts.has_exclude_input = o->backend == TP_BACKEND_VLLM;
+
+  tp_h2c_opts ho;
+  memset(&ho, 0, sizeof(ho));
+  int rv = tp_h2c_resolve(tc->target, &ho.addr, err, errlen);
+  if (rv) {
+    free(tc);
+    return rv;
+  }
+  ho.authority = tc->target;
+  ho.connections = o->connections ? o->connections : 1;
+  ho.max_msg_bytes = o->max_response_bytes ? o->max_response_bytes : (64u << 20);
+  rv = tp_h2c_pool_new(&tc->pool, loop, &ho);
+  if (rv) {
+    free(tc);
+    return rv;
+  }
+  *out = &tc->base;
+  return 0;
+}
+
+uint32_t tp_client_triton_connections_opened(const tp_client *c) {
+  return tp_h2c_connections_opened(((const triton_client *)c)->pool);
+}

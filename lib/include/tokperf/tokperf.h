@@ -224,7 +224,7 @@ typedef struct tp_mock_stats {
   uint64_t requests;            /* inference requests received */
   uint64_t responses;           /* streamed responses sent */
   uint32_t max_active_streams;  /* most inference streams open at once */
-  uint32_t max_active_sequences; /* most sequences decoding at once */
+  uint32_t max_active_sequences; /* most sequences holding a batch slot (prefill or decode) at once */
 } tp_mock_stats;
 TP_API int tp_run_mock_stats(const tp_run *run, tp_mock_stats *out);
 

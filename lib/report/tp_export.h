@@ -1,0 +1,216 @@
+/* Exports for other tools: the artifact directory.
+ *
+ * Everything here is a view of the per-request records and of the level
+ * figures tp_level_compute produced; no latency or throughput is computed a
+ * second time.  What this module adds is the accuracy of the generated
+ * text against a reference answer (exact match and ROUGE-L F1), which no
+ * other module computes.
+ *
+ * An artifact directory holds, for a sweep:
+ *
+ *   <dir>/<profile-export-file>         perf_analyzer's profile export: one
+ *                                        experiment per level (default name
+ *                                        profile_export.json)
+ *   <dir>/concurrency<N>/<stem>_genai_perf.json   GenAI-Perf's summary, per
+ *   <dir>/concurrency<N>/<stem>_genai_perf.csv    level, as GenAI-Perf writes
+ *                                        one artifact directory per level
+ *   <dir>/responses.jsonl                every measured request's prompt,
+ *                                        reference and generated text
+ *   <dir>/accuracy.json                  exact match and ROUGE-L per level
+ *                                        (only when references exist)
+ *   <dir>/report.html                    see tp_html.h
+ *
+ * <stem> is the profile export file name without its extension, as
+ * GenAI-Perf derives it.  Whole files are written to a temporary name in the
+ * same directory and renamed, so a reader never sees half a document; the
+ * profile export is streamed into its temporary file level by level and
+ * renamed by tp_artifacts_finish.  responses.jsonl is a stream and is
+ * appended as each level ends, so an interrupted run keeps what it had. */
+#ifndef TP_EXPORT_H
+#define TP_EXPORT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "record/tp_record.h"
+#include "util/tp_common.h"
+
+/* One request as the exports see it: the record and what was sent. */
+typedef struct tp_export_request {
+  const tp_record *rec;   /* borrowed */
+  const char *prompt;     /* borrowed, prompt_len bytes (need not end in NUL); NULL = unknown */
+  size_t prompt_len;
+  const char *reference;  /* borrowed, NUL-terminated expected answer; NULL = none */
+  uint32_t max_tokens;    /* max_tokens sent; 0 = the configured default */
+} tp_export_request;
+
+/* Converts a monotonic time (tp_now_ns) to wall-clock nanoseconds since the
+ * Unix epoch: wall = anchor_wall_ns + (mono_ns - anchor_mono_ns).  Both
+ * anchors are read once, together, when the run starts, so every exported
+ * time shares one offset and differences between exported times are
+ * exactly the monotonic differences.  mono_ns == 0 ("did not happen") gives
+ * 0. */
+uint64_t tp_export_wall_ns(uint64_t anchor_mono_ns, uint64_t anchor_wall_ns, uint64_t mono_ns);
+
+/* ------------------------------------------------------------------------ */
+/* Accuracy                                                                 */
+
+/* Accuracy of one level (or of a whole run) against reference answers.
+ * Scored requests: measured (not warm-up), succeeded, with a reference.
+ * Failed requests are not scored; they are counted in the error figures. */
+typedef struct tp_accuracy {
+  uint64_t scored;         /* requests scored */
+  uint64_t exact;          /* of those, exact matches */
+  double exact_match_rate; /* exact / scored, 0..1; 0 when scored == 0 */
+  double rouge_l_f1;       /* mean ROUGE-L F1 over scored, 0..1; 0 when scored == 0 */
+  double rouge_l_f1_sum;   /* the sum behind the mean, so runs can be merged */
+} tp_accuracy;
+
+/* Exact match: the generated text equals the reference once leading and
+ * trailing whitespace (space, tab, CR, LF, VT, FF) is stripped from both.
+ * Byte comparison, case-sensitive. */
+bool tp_exact_match(const char *cand, size_t cand_len, const char *ref, size_t ref_len);
+
+/* ROUGE-L F1 over whitespace-separated tokens: with L the length of the
+ * longest common subsequence of the two token lists, P = L / candidate
+ * tokens, R = L / reference tokens, F1 = 2PR / (P + R).  0 when either side
+ * has no token or L == 0 (the convention of the common rouge-score
+ * implementation).  Case-sensitive; punctuation stays part of its token.
+ * Time O(m x n), memory O(m + n) tokens.  Returns a negative value
+ * (TP_ENOMEM) only when out of memory. */
+double tp_rouge_l_f1(const char *cand, size_t cand_len, const char *ref, size_t ref_len);
+
+/* Scores reqs[0..n) into acc (zeroed first).  Returns 0 or TP_ENOMEM. */
+int tp_accuracy_compute(tp_accuracy *acc, const tp_export_request *reqs, size_t n);
+
+/* Adds b into a (counts and sums) and recomputes the rates. */
+void tp_accuracy_merge(tp_accuracy *a, const tp_accuracy *b);
+
+/* ------------------------------------------------------------------------ */
+/* Writers of one file each (used by tp_artifacts; public for tests)        */
+
+/* One experiment of perf_analyzer's profile export, as a JSON object text
+ * (no trailing newline), appended to out:
+ *   {"experiment": {"mode": "concurrency", "value": N},
+ *    "requests": [{"timestamp": ns, "request_inputs": {"text_input": "...",
+ *      "max_tokens": M}, "response_timestamps": [ns, ...],
+ *      "response_outputs": [{"text_output": "..."}, ...]}, ...],
+ *    "window_boundaries": [start_ns, end_ns]}
+ * Times are wall-clock ns.  Requests: the measured, successful ones (the
+ * same set the latency statistics use), in send order; "timestamp" is the
+ * actual send time.  response_timestamps holds every response message,
+ * empty ones included, as perf_analyzer records them.  The record keeps
+ * the joined text, not each response's piece, so the whole text is put on
+ * the first response that carried text and the others carry "" (token
+ * totals per request stay right; per-response token counts do not).
+ * window_boundaries: first measured send to last measured completion, the
+ * window of the level's duration.  default_max_tokens fills max_tokens
+ * when a request says 0.  Returns 0 or TP_ENOMEM. */
+int tp_export_pa_experiment(tp_buf *out, const tp_level_result *lr, const tp_export_request *reqs,
+                            size_t n, uint32_t default_max_tokens, uint64_t anchor_mono_ns,
+                            uint64_t anchor_wall_ns);
+
+/* GenAI-Perf's <stem>_genai_perf.json for one level, as text: one object
+ * per metric with GenAI-Perf's key, "unit" and statistics
+ *   request_throughput {unit "requests/sec", avg}
+ *   request_latency, time_to_first_token, inter_token_latency {unit "ms",
+ *     avg, p99, p95, p90, p75, p50, p25, max, min, std}
+ *   output_token_throughput {unit "tokens/sec", avg}
+ *   output_token_throughput_per_request {unit "tokens/sec", ...stats}
+ *   output_sequence_length, input_sequence_length {unit "tokens", ...stats}
+ * then "input_config" with GenAI-Perf's argument names.  A metric with no
+ * values is left out, as GenAI-Perf leaves it out.  The figures are
+ * tokperf's (docs/metrics.md): inter_token_latency is tokperf's ITL, which
+ * spans first to last text response rather than GenAI-Perf's first response
+ * to final response.  Returns owned text (free()) or NULL when out of
+ * memory. */
+char *tp_export_genai_json(const tp_level_result *lr, const tp_config *cfg,
+                           const char *profile_export_path, const char *artifact_dir);
+
+/* GenAI-Perf's <stem>_genai_perf.csv for one level, appended to out: the
+ * header "Metric,avg,min,max,p99,p95,p90,p75,p50,p25"; rows "Time To First
+ * Token (ms)", "Inter Token Latency (ms)", "Request Latency (ms)", "Output
+ * Sequence Length", "Input Sequence Length" with values as "{:,.2f}" (a
+ * value with a thousands comma is quoted, as Python's csv module does); an
+ * empty row; "Metric,Value"; "Output Token Throughput (per sec)" and
+ * "Request Throughput (per sec)" with "{:.2f}".  CRLF line ends (Python
+ * csv's default).  Without streaming the TTFT and ITL rows are left out, as
+ * GenAI-Perf leaves them out; so is any metric with no values.  Returns 0
+ * or TP_ENOMEM. */
+int tp_export_genai_csv(tp_buf *out, const tp_level_result *lr, bool streaming);
+
+/* Appends one JSON line per measured request (warm-up excluded, failed
+ * included) to out:
+ *   {"concurrency": N, "id": seq, "prompt_index": i, "prompt": "...",
+ *    "reference": "..." (only when there is one), "output": "...",
+ *    "input_tokens": n|null, "output_tokens": n|null, "ok": true|false,
+ *    "error": null|"class: message",
+ *    "exact_match": bool, "rouge_l_f1": x (only when scored)}
+ * Bytes that are not valid UTF-8 are replaced by U+FFFD so every line is
+ * valid JSON.  Returns 0 or TP_ENOMEM. */
+int tp_export_responses_jsonl(tp_buf *out, uint32_t concurrency, const tp_export_request *reqs,
+                              size_t n);
+
+/* ------------------------------------------------------------------------ */
+/* The artifact directory of one run                                        */
+
+typedef struct tp_artifacts_opts {
+  const char *dir;                 /* --artifact-dir; created (with parents) when missing */
+  const char *profile_export_file; /* --profile-export-file; NULL = "profile_export.json".
+                                      A name without '/' is placed in dir; a path is used as is */
+  const tp_config *cfg;            /* borrowed for the handle's life */
+  uint64_t anchor_mono_ns;         /* tp_now_ns() at run start ... */
+  uint64_t anchor_wall_ns;         /* ... and the wall clock read next to it */
+  bool html;                       /* write report.html at finish (default in the CLI: on) */
+  size_t html_timeline_max;        /* requests on the timeline; 0 = 500 */
+} tp_artifacts_opts;
+
+typedef struct tp_artifacts tp_artifacts;
+
+/* Creates the directory, opens the profile export's temporary file and
+ * responses.jsonl (truncated).  Returns 0, or TP_EIO / TP_ENOMEM / TP_EINVAL
+ * with "cannot create DIR: reason (...)" in err; *out is then NULL. */
+int tp_artifacts_open(tp_artifacts **out, const tp_artifacts_opts *opts, char *err, size_t errlen);
+
+/* Writes everything of one finished level: appends its experiment to the
+ * profile export, writes concurrency<N>/<stem>_genai_perf.json and .csv,
+ * appends its lines to responses.jsonl, scores accuracy into *acc (may be
+ * NULL) and keeps what report.html needs (a compact digest, not the
+ * records).  reqs borrow the level's records for the call only.  Returns 0,
+ * or TP_EIO / TP_ENOMEM with a message; a failed level leaves the handle
+ * usable. */
+int tp_artifacts_add_level(tp_artifacts *a, const tp_level_result *lr,
+                           const tp_export_request *reqs, size_t n, tp_accuracy *acc,
+                           char *err, size_t errlen);
+
+/* Accuracy over every level added so far. */
+void tp_artifacts_accuracy(const tp_artifacts *a, tp_accuracy *out);
+
+/* Completes the profile export and renames it into place, writes
+ * accuracy.json (when any request had a reference) and report.html.  Call
+ * once, after the last level, also after an interrupted sweep (the files
+ * then hold the levels that completed).  Returns 0 or TP_EIO / TP_ENOMEM
+ * with a message. */
+int tp_artifacts_finish(tp_artifacts *a, char *err, size_t errlen);
+
+/* Frees the handle; a profile export not finished is removed. */
+void tp_artifacts_free(tp_artifacts *a);
+
+/* ------------------------------------------------------------------------ */
+/* Shared by the report writers (internal)                                  */
+
+/* Writes len bytes to path through a temporary file in the same directory,
+ * fsync and rename.  Returns 0 or -1 with errno set. */
+int tp__write_atomic(const char *path, const void *data, size_t len);
+
+/* Appends s[0..len) to out as a JSON string body (no quotes), escaping
+ * quotes, backslashes and control characters and replacing invalid UTF-8
+ * with U+FFFD.  Returns 0 or TP_ENOMEM. */
+int tp__json_escape(tp_buf *out, const char *s, size_t len);
+
+/* Length of the valid UTF-8 sequence at s (1-4), or 0 when invalid. */
+size_t tp__utf8_len(const unsigned char *s, size_t avail);
+
+#endif

@@ -83,9 +83,13 @@ static bool span_ms(uint64_t from_ns, uint64_t to_ns, double *out) {
   return true;
 }
 
-enum { V_TTFT, V_ITL, V_LAT, V_OUT, V_IN, V_TPS, V_RESP, V_COUNT };
+enum { V_TTFT, V_ITL, V_LAT, V_OUT, V_IN, V_TPS, V_RESP, V_LAG, V_PTTFT, V_PLAT, V_COUNT };
 
 int tp_level_compute(tp_level_result *out, const tp_record *recs, size_t n) {
+  return tp_level_compute_ex(out, recs, n, NULL);
+}
+
+int tp_level_compute_ex(tp_level_result *out, const tp_record *recs, size_t n, const tp_level_opts *o) {
   memset(out, 0, sizeof(*out));
   if (n == 0) return 0;
 
@@ -97,7 +101,9 @@ int tp_level_compute(tp_level_result *out, const tp_record *recs, size_t n) {
   size_t nv[V_COUNT] = {0};
   for (int k = 0; k < V_COUNT; k++) v[k] = block + (size_t)k * n;
 
-  uint64_t min_sent_ns = 0, max_done_ns = 0;
+  uint64_t min_sent_ns = 0, max_done_ns = 0, max_sent_ns = 0;
+  uint64_t n_sent = 0;
+  bool goodput = o && (o->goodput_ttft_ms > 0 || o->goodput_itl_ms > 0 || o->goodput_latency_ms > 0);
   uint64_t out_tokens_sum = 0, in_tokens_sum = 0;
   const tp_record *first_failed = NULL;
 
@@ -110,7 +116,16 @@ int tp_level_compute(tp_level_result *out, const tp_record *recs, size_t n) {
      * with them, and leaving them out would flatter the throughput. */
     if (r->sent_ns && (!min_sent_ns || r->sent_ns < min_sent_ns))
       min_sent_ns = r->sent_ns;
+    if (r->sent_ns > max_sent_ns) max_sent_ns = r->sent_ns;
     if (r->done_ns > max_done_ns) max_done_ns = r->done_ns;
+    if (r->sent_ns) n_sent++;
+    /* Send lag: how late the client released the request against its plan
+     * (scheduler jitter, a full in-flight cap, transport queueing). */
+    if (r->sent_ns && r->planned_ns && r->sent_ns >= r->planned_ns) {
+      double lag = (double)(r->sent_ns - r->planned_ns) / (double)TP_NS_PER_MS;
+      v[V_LAG][nv[V_LAG]++] = lag;
+      if (lag > 1.0) out->late_sends++;
+    }
 
     if (!tp_record_ok(r)) {
       out->failed++;
@@ -129,8 +144,13 @@ int tp_level_compute(tp_level_result *out, const tp_record *recs, size_t n) {
     double lat_ms = 0, x;
     bool have_lat = span_ms(r->sent_ns, r->done_ns, &lat_ms);
     if (have_lat) v[V_LAT][nv[V_LAT]++] = lat_ms;
-    if (span_ms(r->sent_ns, r->first_token_ns, &x)) v[V_TTFT][nv[V_TTFT]++] = x;
+    double ttft = -1, itl = -1;
+    if (span_ms(r->sent_ns, r->first_token_ns, &x)) v[V_TTFT][nv[V_TTFT]++] = ttft = x;
     v[V_RESP][nv[V_RESP]++] = (double)r->n_resp;
+    /* From the planned time: what a user arriving on schedule waited,
+     * client queueing included (coordinated omission shows here). */
+    if (span_ms(r->planned_ns, r->first_token_ns, &x)) v[V_PTTFT][nv[V_PTTFT]++] = x;
+    if (span_ms(r->planned_ns, r->done_ns, &x)) v[V_PLAT][nv[V_PLAT]++] = x;
 
     if (r->output_tokens >= 0) {
       out->tokens_available = true;
@@ -142,7 +162,18 @@ int tp_level_compute(tp_level_result *out, const tp_record *recs, size_t n) {
        * tokens to measure, and a 0 would only drag the figure down. */
       if (r->output_tokens >= 2 && r->n_text_resp >= 2 &&
           span_ms(r->first_token_ns, r->last_token_ns, &x))
-        v[V_ITL][nv[V_ITL]++] = x / (double)(r->output_tokens - 1);
+        v[V_ITL][nv[V_ITL]++] = itl = x / (double)(r->output_tokens - 1);
+      if (r->max_tokens > 0 && (uint64_t)r->output_tokens != r->max_tokens) out->length_mismatches++;
+    }
+    /* Goodput: every set bound met; a bound on a figure the request does not
+     * have (no first token, no ITL) is not met, except ITL for a request of
+     * fewer than two tokens, which has no gaps to be slow in. */
+    if (goodput) {
+      bool ok = true;
+      if (o->goodput_ttft_ms > 0) ok &= ttft >= 0 && ttft <= o->goodput_ttft_ms;
+      if (o->goodput_itl_ms > 0 && itl >= 0) ok &= itl <= o->goodput_itl_ms;
+      if (o->goodput_latency_ms > 0) ok &= have_lat && lat_ms <= o->goodput_latency_ms;
+      if (ok) out->goodput_requests++;
     }
     if (r->input_tokens >= 0) {
       in_tokens_sum += (uint64_t)r->input_tokens;
@@ -157,16 +188,29 @@ int tp_level_compute(tp_level_result *out, const tp_record *recs, size_t n) {
   tp_stat_compute(&out->input_tokens, v[V_IN], nv[V_IN]);
   tp_stat_compute(&out->output_tps_per_user, v[V_TPS], nv[V_TPS]);
   tp_stat_compute(&out->responses, v[V_RESP], nv[V_RESP]);
+  tp_stat_compute(&out->send_lag_ms, v[V_LAG], nv[V_LAG]);
+  tp_stat_compute(&out->ttft_from_planned_ms, v[V_PTTFT], nv[V_PTTFT]);
+  tp_stat_compute(&out->latency_from_planned_ms, v[V_PLAT], nv[V_PLAT]);
   free(block);
 
-  if (min_sent_ns && max_done_ns > min_sent_ns)
+  if (o && o->window_end_ns > o->window_start_ns)
+    out->duration_s = (double)(o->window_end_ns - o->window_start_ns) / (double)TP_NS_PER_S;
+  else if (min_sent_ns && max_done_ns > min_sent_ns)
     out->duration_s = (double)(max_done_ns - min_sent_ns) / (double)TP_NS_PER_S;
+  if (n_sent >= 2 && max_sent_ns > min_sent_ns)
+    out->achieved_send_rate = (double)(n_sent - 1) / ((double)(max_sent_ns - min_sent_ns) / (double)TP_NS_PER_S);
+  if (out->requests) out->error_rate = (double)out->failed / (double)out->requests;
+  if (goodput) {
+    out->goodput_set = true;
+    if (out->requests) out->goodput_fraction = (double)out->goodput_requests / (double)out->requests;
+  }
   /* A zero-length window has no meaningful rate; 0 (shown as such) is
    * better than infinity. */
   if (out->duration_s > 0) {
     out->output_token_throughput = (double)out_tokens_sum / out->duration_s;
     out->input_token_throughput = (double)in_tokens_sum / out->duration_s;
     out->request_throughput = (double)out->succeeded / out->duration_s;
+    if (goodput) out->goodput_rps = (double)out->goodput_requests / out->duration_s;
   }
 
   if (first_failed) {

@@ -21,4 +21,15 @@ void tp_stat_compute(tp_stat *st, double *values, size_t n);
  * ones are counted per class.  Returns 0 or TP_ENOMEM. */
 int tp_level_compute(tp_level_result *out, const tp_record *recs, size_t n);
 
+typedef struct tp_level_opts {
+  /* When window_end_ns > window_start_ns, throughputs divide by this span
+   * (perf_analyzer's windows) instead of first send to last completion. */
+  uint64_t window_start_ns, window_end_ns;
+  /* Goodput bounds in ms; 0 = no bound on that metric. */
+  double goodput_ttft_ms, goodput_itl_ms, goodput_latency_ms;
+} tp_level_opts;
+
+/* tp_level_compute with options (NULL = none). */
+int tp_level_compute_ex(tp_level_result *out, const tp_record *recs, size_t n, const tp_level_opts *o);
+
 #endif

@@ -14,6 +14,7 @@
 typedef struct tp_record {
   uint64_t seq;          /* request number within the level, from 0 */
   uint32_t prompt_index; /* index into the dataset */
+  uint32_t max_tokens;   /* output length asked of the server */
   bool warmup;           /* sent before measuring; left out of statistics */
 
   /* Monotonic nanoseconds (tp_now_ns).  0 = did not happen. */

@@ -210,6 +210,12 @@ int tp__write_atomic(const char *path, const void *data, size_t len);
  * with U+FFFD.  Returns 0 or TP_ENOMEM. */
 int tp__json_escape(tp_buf *out, const char *s, size_t len);
 
+/* Indices of the requests that pass keep() (NULL = all), in send order,
+ * seq breaking ties.  Returns the count, or SIZE_MAX when out of memory;
+ * *out is owned (free()). */
+size_t tp__order_by_send(const tp_export_request *reqs, size_t n,
+                         bool (*keep)(const tp_export_request *), size_t **out);
+
 /* Length of the valid UTF-8 sequence at s (1-4), or 0 when invalid. */
 size_t tp__utf8_len(const unsigned char *s, size_t avail);
 

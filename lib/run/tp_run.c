@@ -1,47 +1,139 @@
-/* A run: the sweep of levels, the closed-loop scheduler that holds the
- * in-flight count at the level's concurrency, and the glue between the
- * transport, the Triton adapter, the records and the statistics. */
+/* A run: the sweep of points (concurrency or rate, times input and output
+ * lengths), each measured as one level.
+ *
+ * Within a level, requests are *planned* (given a send time) and then
+ * *sent*.  In concurrency mode a request is planned when a slot frees and
+ * sent at once, so exactly N are in flight.  In rate and schedule mode the
+ * plan comes from an arrival schedule drawn ahead from the seed, released by
+ * precise timers; a request that finds the in-flight cap full waits, and its
+ * wait shows as send lag.  Measurement picks the measured requests: a count
+ * after the warm-up, those planned within a duration, or perf_analyzer's
+ * stability windows.  Token counting runs on libuv's thread pool, so it
+ * never delays a timestamp; each finished request is then written to the
+ * records file at once. */
 #include <errno.h>
-#include <stdarg.h>
 #include <inttypes.h>
-#include <signal.h>
+#include <math.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
+#include <unistd.h>
 
 #include <jansson.h>
 #include <uv.h>
 
 #include "client/tp_client.h"
 #include "dataset/tp_dataset.h"
+#include "dataset/tp_synth.h"
 #include "metrics/tp_stats.h"
 #include "record/tp_record.h"
 #include "report/tp_report.h"
+#include "run/tp_gates.h"
+#include "sched/tp_sched.h"
 #include "tokenizer/tp_tok.h"
 #include "util/tp_common.h"
+#include "util/tp_rng.h"
+#include "util/tp_timer.h"
 
 #define MAX_RESPONSE_BYTES (64u << 20)
+#define DEFAULT_MAX_TOKENS 128
+#define MAX_WINDOWS 64
+#define PROGRESS_MS 1000
 
-/* One per request in flight, allocated on its own so that its address stays
- * put while the record array grows (interval mode). */
+/* One point of the sweep. */
+typedef struct point {
+  tp_load_mode mode;
+  uint32_t concurrency; /* the level (concurrency mode) or the cap (0 = none) */
+  double rate;
+  uint32_t input_tokens;  /* 0 = the run's prompts */
+  uint32_t output_tokens; /* 0 = per prompt / default */
+} point;
+
+/* One trace entry (schedule mode). */
+typedef struct trace_entry {
+  uint64_t offset_ns;
+  uint32_t prompt_index;
+  uint32_t output_tokens; /* 0 = default */
+} trace_entry;
+
+/* One per request in flight, allocated on its own so its address stays put
+ * while the record array grows. */
 typedef struct req_ctx {
   tp_run *run;
   size_t seq;
   bool final_seen;
-  bool cumulative; /* text replaces instead of appending */
+  bool cumulative;
 } req_ctx;
+
+/* Token counting off the loop. */
+typedef struct count_job {
+  uv_work_t work;
+  tp_run *run;
+  size_t seq;
+  const tp_tok *tok;
+  const char *text; /* the record's text buffer: not touched once the request is done */
+  size_t len;
+  int64_t tokens;
+} count_job;
+
+typedef struct level_state {
+  point pt;
+  tp_dataset *ds;
+  tp_record *recs;
+  size_t cap;
+  size_t n_planned, n_done;
+  size_t total; /* requests to plan (count measurement), SIZE_MAX = until told to stop */
+  uint64_t t0;  /* level start */
+  /* Open loop: the next planned offsets come from here. */
+  tp_rng out_rng;
+  uint64_t *offsets;
+  size_t n_offsets;
+  tp_timer plan_timer;
+  size_t *waiting; /* planned but held back by the in-flight cap (FIFO ring) */
+  size_t wait_head, wait_len, wait_cap;
+  /* Measurement. */
+  size_t n_warmup;
+  uint64_t warmup_end_ns; /* by time; 0 = by count */
+  uint64_t measure_start_ns, measure_end_ns;
+  bool stop_planning;
+  uint32_t in_flight, max_in_flight;
+  size_t pending_counts;
+  bool done;
+  /* Stability windows. */
+  bool window_timer_on;
+  uint64_t win_start_ns;
+  size_t win_done; /* measured completions in the open window */
+  double win_tput[MAX_WINDOWS], win_lat_ms[MAX_WINDOWS];
+  double win_lat_sum_ms;
+  uint64_t win_edges_ns[MAX_WINDOWS + 1];
+  uint32_t trials;
+  bool stable;
+} level_state;
 
 struct tp_run {
   tp_config cfg;
-  uint32_t *concurrency; /* owned copy */
+  /* Owned copies of the borrowed lists. */
+  uint32_t *concurrency;
+  double *rates;
+  uint32_t *in_means, *out_means;
   uv_loop_t loop;
   uv_async_t interrupt_async;
   atomic_bool interrupt_flag;
   bool interrupted;
+  tp_timers *timers;
+  uv_timer_t progress_timer;
+  uv_timer_t window_timer; /* the run's, so it outlives every level */
+  bool progress_tty;
+  uint64_t last_progress_ns;
 
-  tp_dataset ds;
+  tp_dataset ds;      /* prompts from the file or synthetic words */
+  tp_dataset syn_ds;  /* exact-token prompts of the current point */
+  bool have_syn_ds;
+  uint32_t syn_ds_tokens;
+  trace_entry *trace;
+  size_t n_trace;
   tp_tok *tok;
   char tok_desc[512];
   char ds_desc[512];
@@ -51,36 +143,54 @@ struct tp_run {
   char target[300];
   tp_client *client;
   FILE *records_fp;
+  tp_gates *gates;
 
+  point *points;
+  size_t n_points;
   tp_level_result *levels;
   size_t n_levels;
-
-  /* The level being run. */
-  uint32_t level_conc;
-  tp_record *recs;
-  size_t n_planned; /* warm-up + measured; grows in interval mode */
-  size_t n_warmup;
-  size_t n_started, n_done;
-  uint32_t in_flight, max_in_flight;
-  bool interval_mode;
-  uint64_t window_start_ns, window_end_ns;
-  bool level_done;
-  char id_prefix[32];
+  level_state lv;
+  char id_prefix[48];
 };
+
+static void progress(tp_run *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void progress(tp_run *r, const char *fmt, ...) {
+  if (!r->cfg.progress) return;
+  va_list ap;
+  va_start(ap, fmt);
+  if (r->progress_tty) fputs("\r\033[K", r->cfg.progress);
+  fputs("tokperf: ", r->cfg.progress);
+  vfprintf(r->cfg.progress, fmt, ap);
+  fputc('\n', r->cfg.progress);
+  fflush(r->cfg.progress);
+  va_end(ap);
+}
 
 /* ---- construction -------------------------------------------------------- */
 
 static int validate(const tp_config *c, char *err, size_t errlen) {
-  if (!c->n_concurrency || !c->concurrency) {
-    tp_seterr(err, errlen, "--concurrency: no levels given; expected a list like 1,4,8");
-    return TP_EINVAL;
+  if (!c->request_rates || !c->n_request_rates) {
+    if (!c->schedule_file && (!c->n_concurrency || !c->concurrency)) {
+      tp_seterr(err, errlen, "--concurrency: no levels given; expected a list like 1,4,8");
+      return TP_EINVAL;
+    }
   }
   for (size_t i = 0; i < c->n_concurrency; i++) {
     if (c->concurrency[i] == 0 || c->concurrency[i] > 100000) {
-      tp_seterr(err, errlen, "--concurrency: %u is out of range; expected 1 to 100000",
-                c->concurrency[i]);
+      tp_seterr(err, errlen, "--concurrency: %u is out of range; expected 1 to 100000", c->concurrency[i]);
       return TP_EINVAL;
     }
+  }
+  for (size_t i = 0; i < c->n_request_rates; i++) {
+    if (!(c->request_rates[i] > 0) || c->request_rates[i] > 1e7) {
+      tp_seterr(err, errlen, "--request-rate: %g is out of range; expected above 0, at most 10000000",
+                c->request_rates[i]);
+      return TP_EINVAL;
+    }
+  }
+  if (c->arrival == TP_ARRIVAL_GAMMA && !(c->burstiness > 0)) {
+    tp_seterr(err, errlen, "--burstiness: must be above 0 (1 is Poisson)");
+    return TP_EINVAL;
   }
   if (!c->model || !*c->model) {
     tp_seterr(err, errlen, "-m/--model: a model name is needed (e.g. -m ensemble)");
@@ -98,8 +208,71 @@ static int validate(const tp_config *c, char *err, size_t errlen) {
     tp_seterr(err, errlen, "synthetic prompts need --num-prompts and --synthetic-input-words above 0");
     return TP_EINVAL;
   }
+  if (c->n_input_tokens_means && !c->tokenizer) {
+    tp_seterr(err, errlen, "--synthetic-input-tokens-mean needs --tokenizer: prompts are cut to an exact "
+              "number of the model's tokens");
+    return TP_EINVAL;
+  }
+  if (c->n_input_tokens_means && c->input_file) {
+    tp_seterr(err, errlen, "--synthetic-input-tokens-mean and --input-file exclude each other");
+    return TP_EINVAL;
+  }
+  if ((c->measure_mode == TP_MEASURE_TIME_WINDOWS && c->measurement_interval_ms == 0) ||
+      (c->measure_mode == TP_MEASURE_DURATION && c->duration_ms == 0)) {
+    tp_seterr(err, errlen, "the measurement window must be longer than 0");
+    return TP_EINVAL;
+  }
+  if (c->schedule_file && (c->n_request_rates || c->n_input_tokens_means)) {
+    tp_seterr(err, errlen, "--schedule replays its own times and lengths: drop --request-rate and "
+              "--synthetic-input-tokens-mean");
+    return TP_EINVAL;
+  }
   return 0;
 }
+
+#define DUP_LIST(dst, src, n, type)                              \
+  do {                                                           \
+    if ((n) > 0) {                                               \
+      (dst) = malloc((n) * sizeof(type));                        \
+      if (!(dst)) goto nomem;                                    \
+      memcpy((dst), (src), (n) * sizeof(type));                  \
+    }                                                            \
+  } while (0)
+
+/* The sweep: input lengths outermost, then output lengths, then the load. */
+static int make_points(tp_run *r) {
+  const tp_config *c = &r->cfg;
+  size_t ni = c->n_input_tokens_means ? c->n_input_tokens_means : 1;
+  size_t no = c->n_output_tokens_means ? c->n_output_tokens_means : 1;
+  size_t nl = c->schedule_file ? 1 : c->n_request_rates ? c->n_request_rates : c->n_concurrency;
+  r->n_points = ni * no * nl;
+  r->points = calloc(r->n_points, sizeof(point));
+  if (!r->points) return TP_ENOMEM;
+  size_t k = 0;
+  for (size_t i = 0; i < ni; i++)
+    for (size_t o = 0; o < no; o++)
+      for (size_t l = 0; l < nl; l++) {
+        point *p = &r->points[k++];
+        p->input_tokens = c->n_input_tokens_means ? r->in_means[i] : 0;
+        p->output_tokens = c->n_output_tokens_means ? r->out_means[o] : c->output_tokens_mean;
+        if (c->schedule_file) {
+          p->mode = TP_LOAD_SCHEDULE;
+          p->concurrency = c->max_concurrency;
+        } else if (c->n_request_rates) {
+          p->mode = TP_LOAD_RATE;
+          p->rate = r->rates[l];
+          p->concurrency = c->max_concurrency;
+        } else {
+          p->mode = TP_LOAD_CONCURRENCY;
+          p->concurrency = r->concurrency[l];
+        }
+      }
+  return 0;
+}
+
+/* Reads a trace: one JSON object per line with "timestamp" in ms and either
+ * a prompt or an "input_length"; prompts are added to r->ds. */
+static int load_schedule(tp_run *r, char *err, size_t errlen);
 
 int tp_run_new(tp_run **out, const tp_config *cfg, char *err, size_t errlen) {
   *out = NULL;
@@ -108,94 +281,318 @@ int tp_run_new(tp_run **out, const tp_config *cfg, char *err, size_t errlen) {
   tp_run *r = calloc(1, sizeof(*r));
   if (!r) return TP_ENOMEM;
   r->cfg = *cfg;
-  r->concurrency = malloc(cfg->n_concurrency * sizeof(uint32_t));
-  if (!r->concurrency) {
-    free(r);
-    return TP_ENOMEM;
-  }
-  memcpy(r->concurrency, cfg->concurrency, cfg->n_concurrency * sizeof(uint32_t));
+  DUP_LIST(r->concurrency, cfg->concurrency, cfg->n_concurrency, uint32_t);
+  DUP_LIST(r->rates, cfg->request_rates, cfg->n_request_rates, double);
+  DUP_LIST(r->in_means, cfg->input_tokens_means, cfg->n_input_tokens_means, uint32_t);
+  DUP_LIST(r->out_means, cfg->output_tokens_means, cfg->n_output_tokens_means, uint32_t);
   r->cfg.concurrency = r->concurrency;
+  r->cfg.request_rates = r->rates;
+  r->cfg.input_tokens_means = r->in_means;
+  r->cfg.output_tokens_means = r->out_means;
+  if (r->cfg.replay_speedup <= 0) r->cfg.replay_speedup = 1;
+  if (r->cfg.prefix_block_tokens == 0) r->cfg.prefix_block_tokens = 512;
+  if (r->cfg.burstiness <= 0 && r->cfg.arrival != TP_ARRIVAL_GAMMA) r->cfg.burstiness = 1;
+  if (r->cfg.measurement_interval_ms == 0) r->cfg.measurement_interval_ms = 10000;
+  if (r->cfg.measurement_request_count == 0) r->cfg.measurement_request_count = 50;
+  if (r->cfg.stability_percentage <= 0) r->cfg.stability_percentage = 10;
+  if (r->cfg.max_trials == 0) r->cfg.max_trials = 10;
+  if (r->cfg.max_trials > MAX_WINDOWS) r->cfg.max_trials = MAX_WINDOWS;
   atomic_init(&r->interrupt_flag, false);
   uv_loop_init(&r->loop);
 
-  if (cfg->input_file) {
+  rv = tp_gates_new(&r->gates, cfg->asserts, cfg->n_asserts, err, errlen);
+  if (rv) goto fail;
+  rv = make_points(r);
+  if (rv) goto fail;
+
+  if (cfg->schedule_file) {
+    rv = load_schedule(r, err, errlen);
+    if (rv) goto fail;
+  } else if (cfg->input_file) {
     rv = tp_dataset_load_jsonl(&r->ds, cfg->input_file, err, errlen);
-    if (rv) {
-      tp_run_free(r);
-      return rv;
-    }
+    if (rv) goto fail;
     snprintf(r->ds_desc, sizeof(r->ds_desc), "%s (%zu prompts)", cfg->input_file, r->ds.n);
-  } else {
+  } else if (!cfg->n_input_tokens_means) {
     rv = tp_dataset_synthetic(&r->ds, cfg->num_prompts, cfg->synthetic_input_words, cfg->random_seed);
     if (rv) {
       tp_seterr(err, errlen, "cannot make synthetic prompts: %s", tp_strerror(rv));
-      tp_run_free(r);
-      return rv;
+      goto fail;
     }
     snprintf(r->ds_desc, sizeof(r->ds_desc), "synthetic (%zu prompts of %u words, seed %" PRIu64 ")",
              r->ds.n, cfg->synthetic_input_words, cfg->random_seed);
+  } else {
+    snprintf(r->ds_desc, sizeof(r->ds_desc), "synthetic (%u prompts of exact token length, seed %" PRIu64 ")",
+             cfg->num_prompts, cfg->random_seed);
   }
-  r->levels = calloc(cfg->n_concurrency, sizeof(*r->levels));
-  if (!r->levels) {
-    tp_run_free(r);
+  r->levels = calloc(r->n_points, sizeof(*r->levels));
+  if (!r->levels) goto nomem;
+  *out = r;
+  return 0;
+nomem:
+  rv = TP_ENOMEM;
+fail:
+  tp_run_free(r);
+  return rv;
+}
+
+static int load_schedule(tp_run *r, char *err, size_t errlen) {
+  const char *path = r->cfg.schedule_file;
+  FILE *f = fopen(path, "r");
+  if (!f) {
+    tp_seterr(err, errlen, "%s: %s (check --schedule)", path, strerror(errno));
+    return errno == ENOENT ? TP_ENOTFOUND : TP_EIO;
+  }
+  size_t cap = 256;
+  r->trace = calloc(cap, sizeof(*r->trace));
+  r->ds.items = calloc(cap, sizeof(tp_prompt));
+  r->ds.source = tp_strndup(path, strlen(path));
+  if (!r->trace || !r->ds.items || !r->ds.source) {
+    fclose(f);
     return TP_ENOMEM;
   }
-  *out = r;
+  char *line = NULL;
+  size_t linecap = 0;
+  ssize_t len;
+  size_t lineno = 0;
+  double first_ms = 0;
+  int rv = 0;
+  while ((len = getline(&line, &linecap, f)) > 0) {
+    lineno++;
+    size_t i = 0;
+    while (i < (size_t)len && (line[i] == ' ' || line[i] == '\t' || line[i] == '\r' || line[i] == '\n')) i++;
+    if (i == (size_t)len) continue;
+    json_error_t je;
+    json_t *o = json_loadb(line, (size_t)len, 0, &je);
+    if (!o || !json_is_object(o)) {
+      tp_seterr(err, errlen, "%s:%zu:%d: %s", path, lineno, o ? 1 : je.column,
+                o ? "expected a JSON object" : je.text);
+      json_decref(o);
+      rv = TP_EINVAL;
+      break;
+    }
+    json_t *ts = json_object_get(o, "timestamp");
+    if (!json_is_number(ts) || json_number_value(ts) < 0) {
+      tp_seterr(err, errlen, "%s:%zu: \"timestamp\" must be a number of milliseconds, 0 or more", path, lineno);
+      json_decref(o);
+      rv = TP_EINVAL;
+      break;
+    }
+    if (r->n_trace == cap) {
+      cap *= 2;
+      trace_entry *t = realloc(r->trace, cap * sizeof(*t));
+      tp_prompt *p = t ? realloc(r->ds.items, cap * sizeof(*p)) : NULL;
+      if (t) r->trace = t;
+      if (p) r->ds.items = p;
+      if (!t || !p) {
+        json_decref(o);
+        rv = TP_ENOMEM;
+        break;
+      }
+    }
+    double ms = json_number_value(ts);
+    if (r->n_trace == 0) first_ms = ms;
+    if (ms < first_ms) ms = first_ms;
+    trace_entry *e = &r->trace[r->n_trace];
+    e->offset_ns = (uint64_t)llround((ms - first_ms) * 1e6 / r->cfg.replay_speedup);
+    e->prompt_index = (uint32_t)r->n_trace;
+    json_t *ol = json_object_get(o, "output_length");
+    e->output_tokens = json_is_integer(ol) && json_integer_value(ol) > 0 ? (uint32_t)json_integer_value(ol) : 0;
+    tp_prompt *p = &r->ds.items[r->n_trace];
+    memset(p, 0, sizeof(*p));
+    p->max_tokens = -1;
+    p->input_tokens = -1;
+    const char *keys[] = {"text_input", "prompt", "input", "text"};
+    for (size_t k = 0; k < 4 && !p->text; k++) {
+      json_t *t = json_object_get(o, keys[k]);
+      if (json_is_string(t)) {
+        p->text = tp_strndup(json_string_value(t), json_string_length(t));
+        p->text_len = json_string_length(t);
+      }
+    }
+    if (!p->text) {
+      json_t *il = json_object_get(o, "input_length");
+      if (!json_is_integer(il) || json_integer_value(il) <= 0) {
+        tp_seterr(err, errlen, "%s:%zu: expected a prompt (\"text_input\", \"prompt\", \"input\" or \"text\") "
+                  "or a positive \"input_length\"", path, lineno);
+        json_decref(o);
+        rv = TP_EINVAL;
+        break;
+      }
+      if (!r->cfg.tokenizer) {
+        tp_seterr(err, errlen, "%s:%zu: \"input_length\" needs --tokenizer to make prompts of that many tokens",
+                  path, lineno);
+        json_decref(o);
+        rv = TP_EINVAL;
+        break;
+      }
+      /* Filled once the tokenizer is loaded: remember the lengths. */
+      p->input_tokens = -2 - json_integer_value(il); /* marker: still to make */
+      json_t *h = json_object_get(o, "hash_ids");
+      if (json_is_array(h) && json_array_size(h) > 0) {
+        /* Kept as "h1,h2,..." in the reference slot until the prompt is made. */
+        tp_buf b;
+        tp_buf_init(&b);
+        size_t idx;
+        json_t *v;
+        json_array_foreach(h, idx, v) tp_buf_printf(&b, "%s%lld", idx ? "," : "", (long long)json_integer_value(v));
+        p->reference = tp_buf_steal(&b, NULL);
+      }
+    }
+    r->ds.n++;
+    r->n_trace++;
+    json_decref(o);
+  }
+  free(line);
+  fclose(f);
+  if (rv == 0 && r->n_trace == 0) {
+    tp_seterr(err, errlen, "%s: no requests (the file is empty)", path);
+    rv = TP_EINVAL;
+  }
+  if (rv == 0)
+    snprintf(r->ds_desc, sizeof(r->ds_desc), "%s (%zu requests, speed-up %g)", path, r->n_trace,
+             r->cfg.replay_speedup);
+  return rv;
+}
+
+/* Makes the prompts a trace gave only lengths for: shared prefix blocks per
+ * hash id (the same id gives the same text), then fresh text for the rest. */
+static int make_trace_prompts(tp_run *r, char *err, size_t errlen) {
+  for (size_t i = 0; i < r->ds.n; i++) {
+    tp_prompt *p = &r->ds.items[i];
+    if (p->input_tokens > -2) continue;
+    uint32_t want = (uint32_t)(-(p->input_tokens + 2));
+    tp_buf b;
+    tp_buf_init(&b);
+    uint32_t covered = 0;
+    if (p->reference) {
+      for (char *s = p->reference; *s && covered + r->cfg.prefix_block_tokens <= want;) {
+        long long h = strtoll(s, &s, 10);
+        if (*s == ',') s++;
+        char *t;
+        size_t tl;
+        int rv = tp_synth_text(r->tok, r->cfg.prefix_block_tokens, tp_rng_mix(r->cfg.random_seed ^ 0x5eed, (uint64_t)h),
+                               &t, &tl);
+        if (rv) {
+          tp_buf_fini(&b);
+          tp_seterr(err, errlen, "cannot make a %u-token prefix block: %s", r->cfg.prefix_block_tokens,
+                    tp_strerror(rv));
+          return rv;
+        }
+        tp_buf_append(&b, t, tl);
+        free(t);
+        covered += r->cfg.prefix_block_tokens;
+      }
+      free(p->reference);
+      p->reference = NULL;
+    }
+    if (covered < want) {
+      char *t;
+      size_t tl;
+      int rv = tp_synth_text(r->tok, want - covered, tp_rng_mix(r->cfg.random_seed, i + 1), &t, &tl);
+      if (rv) {
+        tp_buf_fini(&b);
+        tp_seterr(err, errlen, "cannot make a prompt of %u tokens: %s", want - covered, tp_strerror(rv));
+        return rv;
+      }
+      if (b.len) tp_buf_append(&b, " ", 1);
+      tp_buf_append(&b, t, tl);
+      free(t);
+    }
+    p->text = tp_buf_steal(&b, &p->text_len);
+    p->input_tokens = -1; /* counted like any prompt */
+  }
   return 0;
 }
 
-static void progress(tp_run *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void progress(tp_run *r, const char *fmt, ...) {
-  if (!r->cfg.progress) return;
-  va_list ap;
-  va_start(ap, fmt);
-  fputs("tokperf: ", r->cfg.progress);
-  vfprintf(r->cfg.progress, fmt, ap);
-  fputc('\n', r->cfg.progress);
-  fflush(r->cfg.progress);
-  va_end(ap);
+/* ---- requests -------------------------------------------------------------- */
+
+static void send_request(tp_run *r, size_t seq);
+static void level_check_done(tp_run *r);
+
+static tp_record *grow_records(tp_run *r) {
+  level_state *L = &r->lv;
+  if (L->n_planned == L->cap) {
+    size_t cap = L->cap ? L->cap * 2 : 256;
+    tp_record *nr = realloc(L->recs, cap * sizeof(*nr));
+    if (!nr) return NULL;
+    L->recs = nr;
+    L->cap = cap;
+  }
+  tp_record *rec = &L->recs[L->n_planned];
+  tp_record_init(rec);
+  return rec;
 }
 
-/* ---- the closed loop --------------------------------------------------- */
-
-static void start_request(tp_run *r);
-
-static void write_record(tp_run *r, const tp_record *rec) {
-  if (!r->records_fp) return;
-  json_t *o = json_object();
-  json_object_set_new(o, "concurrency", json_integer(r->level_conc));
-  char id[64];
-  snprintf(id, sizeof(id), "%s%" PRIu64, r->id_prefix, rec->seq);
-  json_object_set_new(o, "id", json_string(id));
-  json_object_set_new(o, "seq", json_integer((json_int_t)rec->seq));
-  json_object_set_new(o, "warmup", json_boolean(rec->warmup));
-  json_object_set_new(o, "prompt_index", json_integer(rec->prompt_index));
-  json_object_set_new(o, "sent_ns", json_integer((json_int_t)rec->sent_ns));
-  json_object_set_new(o, "first_token_ns", json_integer((json_int_t)rec->first_token_ns));
-  json_object_set_new(o, "last_token_ns", json_integer((json_int_t)rec->last_token_ns));
-  json_object_set_new(o, "done_ns", json_integer((json_int_t)rec->done_ns));
-  json_t *rs = json_array();
-  for (uint32_t i = 0; i < rec->n_resp; i++) json_array_append_new(rs, json_integer((json_int_t)rec->resp_ns[i]));
-  json_object_set_new(o, "response_ns", rs);
-  json_object_set_new(o, "input_tokens", rec->input_tokens >= 0 ? json_integer(rec->input_tokens) : json_null());
-  json_object_set_new(o, "output_tokens", rec->output_tokens >= 0 ? json_integer(rec->output_tokens) : json_null());
-  json_object_set_new(o, "ok", json_boolean(tp_record_ok(rec)));
-  json_object_set_new(o, "error_class", json_string(tp_error_class_name(rec->err_class)));
-  json_object_set_new(o, "grpc_status", rec->grpc_status >= 0 ? json_integer(rec->grpc_status) : json_null());
-  json_object_set_new(o, "error", rec->err_msg ? json_string(rec->err_msg) : json_null());
-  json_object_set_new(o, "text", json_stringn((const char *)(rec->text.data ? (char *)rec->text.data : ""), rec->text.len));
-  char *line = json_dumps(o, JSON_COMPACT | JSON_ENSURE_ASCII);
-  if (line) {
-    fputs(line, r->records_fp);
-    fputc('\n', r->records_fp);
-    free(line);
+static uint32_t draw_max_tokens(tp_run *r, const tp_prompt *p, size_t seq) {
+  level_state *L = &r->lv;
+  if (L->pt.mode == TP_LOAD_SCHEDULE && r->trace[seq % r->n_trace].output_tokens)
+    return r->trace[seq % r->n_trace].output_tokens;
+  if (L->pt.output_tokens) {
+    if (!r->cfg.output_tokens_stddev) return L->pt.output_tokens;
+    double d = (double)L->pt.output_tokens + (double)r->cfg.output_tokens_stddev * tp_rng_normal(&L->out_rng);
+    return d < 1 ? 1 : (uint32_t)llround(d);
   }
-  json_decref(o);
+  return p->max_tokens > 0 ? (uint32_t)p->max_tokens : DEFAULT_MAX_TOKENS;
+}
+
+/* Plans one request for planned_ns and sends it unless the cap holds it. */
+static void open_windows(tp_run *r, uint64_t start_ns);
+
+static void plan_request(tp_run *r, uint64_t planned_ns) {
+  level_state *L = &r->lv;
+  /* Past the measured duration nothing more is planned. */
+  if (L->measure_end_ns && planned_ns >= L->measure_end_ns) {
+    L->stop_planning = true;
+    return;
+  }
+  tp_record *rec = grow_records(r);
+  if (!rec) {
+    L->stop_planning = true;
+    return;
+  }
+  size_t seq = L->n_planned++;
+  rec->seq = seq;
+  rec->planned_ns = planned_ns;
+  rec->prompt_index = L->pt.mode == TP_LOAD_SCHEDULE ? r->trace[seq % r->n_trace].prompt_index
+                                                     : (uint32_t)(seq % L->ds->n);
+  rec->warmup = L->warmup_end_ns ? planned_ns < L->warmup_end_ns : seq < L->n_warmup;
+  rec->max_tokens = draw_max_tokens(r, &L->ds->items[rec->prompt_index], seq);
+  if (!rec->warmup && !L->measure_start_ns) {
+    /* The measurement starts with the first measured request. */
+    L->measure_start_ns = planned_ns;
+    if (r->cfg.measure_mode == TP_MEASURE_DURATION)
+      L->measure_end_ns = planned_ns + r->cfg.duration_ms * TP_NS_PER_MS;
+    if (r->cfg.measure_mode == TP_MEASURE_TIME_WINDOWS || r->cfg.measure_mode == TP_MEASURE_COUNT_WINDOWS)
+      open_windows(r, planned_ns);
+  }
+  if (L->total != SIZE_MAX && L->n_planned >= L->total) L->stop_planning = true;
+
+  bool capped = L->pt.mode != TP_LOAD_CONCURRENCY && L->pt.concurrency && L->in_flight >= L->pt.concurrency;
+  if (!capped) {
+    send_request(r, seq);
+    return;
+  }
+  if (L->wait_len == L->wait_cap) {
+    size_t cap = L->wait_cap ? L->wait_cap * 2 : 64;
+    size_t *w = malloc(cap * sizeof(*w));
+    if (!w) {
+      tp_record_fail(rec, TP_ERRCLASS_CANCELLED, -1, "out of memory", 13);
+      rec->done_ns = planned_ns;
+      L->n_done++;
+      return;
+    }
+    for (size_t i = 0; i < L->wait_len; i++) w[i] = L->waiting[(L->wait_head + i) % L->wait_cap];
+    free(L->waiting);
+    L->waiting = w;
+    L->wait_head = 0;
+    L->wait_cap = cap;
+  }
+  L->waiting[(L->wait_head + L->wait_len++) % L->wait_cap] = seq;
 }
 
 static void req_on_event(void *req, const tp_client_event *ev, uint64_t arrival_ns) {
   req_ctx *x = req;
-  tp_record *rec = &x->run->recs[x->seq];
+  tp_record *rec = &x->run->lv.recs[x->seq];
   if (x->final_seen) return; /* nothing after the final response counts */
   bool has_text = ev->text && ev->text_len > 0;
   tp_record_add_response(rec, arrival_ns, has_text);
@@ -213,96 +610,239 @@ static void req_on_event(void *req, const tp_client_event *ev, uint64_t arrival_
   }
 }
 
-static void level_maybe_done(tp_run *r) {
-  if (r->in_flight == 0 && (r->n_started >= r->n_planned || r->interrupted)) {
-    r->level_done = true;
-    uv_stop(&r->loop);
-  }
+static void write_record(tp_run *r, const tp_record *rec);
+static void window_on_completion(tp_run *r, const tp_record *rec);
+
+/* A request is complete (tokens counted): write it, feed the windows. */
+static void finalize(tp_run *r, size_t seq) {
+  level_state *L = &r->lv;
+  tp_record *rec = &L->recs[seq];
+  write_record(r, rec);
+  window_on_completion(r, rec);
+  level_check_done(r);
+}
+
+static void count_work(uv_work_t *w) {
+  count_job *j = w->data;
+  size_t n = 0;
+  j->tokens = tp_tok_count(j->tok, j->text ? j->text : "", j->len, &n) == 0 ? (int64_t)n : -1;
+}
+
+static void count_after(uv_work_t *w, int status) {
+  count_job *j = w->data;
+  tp_run *r = j->run;
+  if (status == 0) r->lv.recs[j->seq].output_tokens = j->tokens;
+  r->lv.pending_counts--;
+  size_t seq = j->seq;
+  free(j);
+  finalize(r, seq);
 }
 
 static void req_on_done(void *req, const tp_client_done *d) {
   req_ctx *x = req;
   tp_run *r = x->run;
-  tp_record *rec = &r->recs[x->seq];
-  /* The wire time of the request's last frame is the truest send time. */
+  level_state *L = &r->lv;
+  size_t seq = x->seq;
+  tp_record *rec = &L->recs[seq];
+  free(x);
+  /* The wire time of the request's last byte is the truest send time. */
   if (d->sent_ns) rec->sent_ns = d->sent_ns;
   if (d->err_class != TP_ERRCLASS_NONE)
     tp_record_fail(rec, d->err_class, d->status, d->message, strlen(d->message));
   if (!rec->done_ns) rec->done_ns = d->end_ns;
-  free(x);
-  r->in_flight--;
-  r->n_done++;
-  /* Closed loop: the slot is refilled only once the stream has closed, so the
-   * server never sees more than the level's concurrency. */
-  if (!r->interrupted && r->n_started < r->n_planned) start_request(r);
-  level_maybe_done(r);
-}
+  rec->input_tokens = L->ds->items[rec->prompt_index].input_tokens;
+  L->in_flight--;
+  L->n_done++;
 
-static void start_request(tp_run *r) {
-  uint64_t now = tp_now_ns();
-  if (r->interval_mode && r->n_started >= r->n_warmup) {
-    if (r->window_start_ns == 0) {
-      r->window_start_ns = now;
-      r->window_end_ns = now + r->cfg.measurement_interval_ms * TP_NS_PER_MS;
+  /* Refill first, so the next request leaves before any bookkeeping. */
+  if (!r->interrupted) {
+    if (L->pt.mode == TP_LOAD_CONCURRENCY) {
+      if (!L->stop_planning) plan_request(r, tp_now_ns());
+    } else if (L->wait_len) {
+      size_t next = L->waiting[L->wait_head];
+      L->wait_head = (L->wait_head + 1) % L->wait_cap;
+      L->wait_len--;
+      send_request(r, next);
     }
-    if (now >= r->window_end_ns) {
-      r->n_planned = r->n_started; /* the window is over: no more requests */
-      return;
-    }
-    if (r->n_started >= r->n_planned) {
-      /* Grow the record array (doubling) while the window lasts. */
-      size_t cap = r->n_planned * 2;
-      tp_record *nr = realloc(r->recs, cap * sizeof(*nr));
-      if (!nr) {
-        r->n_planned = r->n_started;
+  }
+
+  if (r->tok) {
+    count_job *j = calloc(1, sizeof(*j));
+    if (j) {
+      j->run = r;
+      j->seq = seq;
+      j->tok = r->tok;
+      j->text = (const char *)rec->text.data;
+      j->len = rec->text.len;
+      j->work.data = j;
+      if (uv_queue_work(&r->loop, &j->work, count_work, count_after) == 0) {
+        L->pending_counts++;
         return;
       }
-      r->recs = nr;
-      for (size_t i = r->n_planned; i < cap; i++) tp_record_init(&r->recs[i]);
-      r->n_planned = cap;
+      free(j);
     }
   }
+  finalize(r, seq);
+}
+
+static void send_request(tp_run *r, size_t seq) {
+  level_state *L = &r->lv;
+  tp_record *rec = &L->recs[seq];
   req_ctx *x = calloc(1, sizeof(*x));
+  uint64_t now = tp_now_ns();
   if (!x) {
-    r->n_planned = r->n_started;
+    tp_record_fail(rec, TP_ERRCLASS_CANCELLED, -1, "out of memory", 13);
+    rec->done_ns = now;
+    L->n_done++;
     return;
   }
-  size_t seq = r->n_started++;
-  tp_record *rec = &r->recs[seq];
   x->run = r;
   x->seq = seq;
   x->cumulative = r->cfg.cumulative_text;
-  rec->seq = seq;
-  rec->warmup = seq < r->n_warmup;
-  rec->prompt_index = (uint32_t)(seq % r->ds.n);
-  const tp_prompt *p = &r->ds.items[rec->prompt_index];
-  uint32_t max_tokens = r->cfg.output_tokens_mean
-                            ? r->cfg.output_tokens_mean
-                            : (p->max_tokens > 0 ? (uint32_t)p->max_tokens : 128);
-  uint32_t min_tokens = r->cfg.output_tokens_deterministic ? max_tokens : 0;
-  char id[64];
+  const tp_prompt *p = &L->ds->items[rec->prompt_index];
+  char id[96];
   snprintf(id, sizeof(id), "%s%zu", r->id_prefix, seq);
-  tp_client_send snd = {id, p->text, p->text_len, max_tokens, min_tokens,
+  uint32_t min_tokens = r->cfg.output_tokens_deterministic ? rec->max_tokens : 0;
+  tp_client_send snd = {id, p->text, p->text_len, rec->max_tokens, min_tokens,
                         r->cfg.request_timeout_ms * TP_NS_PER_MS};
-  rec->planned_ns = rec->sent_ns = now;
-  r->in_flight++;
-  if (r->in_flight > r->max_in_flight) r->max_in_flight = r->in_flight;
+  rec->sent_ns = now;
+  L->in_flight++;
+  if (L->in_flight > L->max_in_flight) L->max_in_flight = L->in_flight;
   int rv = r->client->ops->send(r->client, &snd, x);
   if (rv) {
     free(x);
+    L->in_flight--;
     tp_record_fail(rec, TP_ERRCLASS_PROTOCOL, -1, "cannot send the request", 23);
     rec->done_ns = now;
-    r->in_flight--;
-    r->n_done++;
+    L->n_done++;
+  }
+}
+
+/* ---- open loop ------------------------------------------------------------ */
+
+/* Releases every request whose planned time has come, then re-arms for the
+ * next.  Deadlines are absolute, so a late wake-up never shifts the plan. */
+static void on_plan_timer(tp_timer *t, uint64_t now_ns) {
+  tp_run *r = t->data;
+  level_state *L = &r->lv;
+  while (!L->stop_planning && !r->interrupted) {
+    size_t i = L->n_planned;
+    if (i >= L->n_offsets) {
+      L->stop_planning = true;
+      break;
+    }
+    uint64_t at = L->t0 + L->offsets[i];
+    if (L->measure_end_ns && at >= L->measure_end_ns) {
+      L->stop_planning = true;
+      break;
+    }
+    if (at > now_ns) {
+      tp_timer_start(r->timers, &L->plan_timer, at);
+      return;
+    }
+    plan_request(r, at);
+    now_ns = tp_now_ns();
+  }
+  level_check_done(r);
+}
+
+/* ---- stability windows (perf_analyzer's rule) ------------------------------ */
+
+static void close_window(tp_run *r, uint64_t now);
+
+static void on_window_timer(uv_timer_t *t) { close_window(t->data, tp_now_ns()); }
+
+static void open_windows(tp_run *r, uint64_t start_ns) {
+  level_state *L = &r->lv;
+  L->win_start_ns = start_ns;
+  L->win_edges_ns[0] = start_ns;
+  if (r->cfg.measure_mode == TP_MEASURE_TIME_WINDOWS) {
+    uv_timer_start(&r->window_timer, on_window_timer, r->cfg.measurement_interval_ms,
+                   r->cfg.measurement_interval_ms);
+    L->window_timer_on = true;
+  }
+}
+
+static void window_on_completion(tp_run *r, const tp_record *rec) {
+  level_state *L = &r->lv;
+  bool windows = r->cfg.measure_mode == TP_MEASURE_TIME_WINDOWS || r->cfg.measure_mode == TP_MEASURE_COUNT_WINDOWS;
+  if (!windows || !L->win_start_ns || L->stop_planning || rec->warmup) return;
+  if (rec->done_ns < L->win_start_ns || !tp_record_ok(rec)) return;
+  L->win_done++;
+  L->win_lat_sum_ms += (double)(rec->done_ns - rec->sent_ns) / 1e6;
+  if (r->cfg.measure_mode == TP_MEASURE_COUNT_WINDOWS && L->win_done >= r->cfg.measurement_request_count)
+    close_window(r, tp_now_ns());
+}
+
+/* perf_analyzer's rule: the last three windows agree when each one's
+ * throughput and average latency lie within the percentage of the three's
+ * mean. */
+static bool last_three_stable(const level_state *L, double pct) {
+  if (L->trials < 3) return false;
+  const double *tp = &L->win_tput[L->trials - 3], *lt = &L->win_lat_ms[L->trials - 3];
+  double mt = (tp[0] + tp[1] + tp[2]) / 3, ml = (lt[0] + lt[1] + lt[2]) / 3;
+  if (!(mt > 0) || !(ml > 0)) return false;
+  for (int i = 0; i < 3; i++)
+    if (fabs(tp[i] - mt) > mt * pct / 100 || fabs(lt[i] - ml) > ml * pct / 100) return false;
+  return true;
+}
+
+static void close_window(tp_run *r, uint64_t now) {
+  level_state *L = &r->lv;
+  if (L->stop_planning || L->trials >= MAX_WINDOWS) return;
+  double secs = (double)(now - L->win_start_ns) / 1e9;
+  uint32_t k = L->trials++;
+  L->win_tput[k] = secs > 0 ? (double)L->win_done / secs : 0;
+  L->win_lat_ms[k] = L->win_done ? L->win_lat_sum_ms / (double)L->win_done : 0;
+  L->win_edges_ns[k + 1] = now;
+  progress(r, "  pass [%u] throughput: %.2f requests/s, avg latency %.2f ms", L->trials, L->win_tput[k],
+           L->win_lat_ms[k]);
+  L->win_start_ns = now;
+  L->win_done = 0;
+  L->win_lat_sum_ms = 0;
+  L->stable = last_three_stable(L, r->cfg.stability_percentage);
+  if (L->stable || L->trials >= r->cfg.max_trials) {
+    L->stop_planning = true;
+    if (L->window_timer_on) {
+      uv_timer_stop(&r->window_timer);
+      L->window_timer_on = false;
+    }
+    if (!L->stable)
+      progress(r, "  the last three windows never agreed within %g%% in %u trials: reporting the last three "
+               "anyway", r->cfg.stability_percentage, L->trials);
+  }
+  level_check_done(r);
+}
+
+/* ---- level lifecycle -------------------------------------------------------- */
+
+static void level_check_done(tp_run *r) {
+  level_state *L = &r->lv;
+  if (L->done) return;
+  bool planning_over = L->stop_planning || r->interrupted;
+  if (planning_over && L->in_flight == 0 && L->pending_counts == 0 &&
+      (L->wait_len == 0 || r->interrupted)) {
+    L->done = true;
+    uv_stop(&r->loop);
   }
 }
 
 static void on_interrupt(uv_async_t *a) {
   tp_run *r = a->data;
-  if (atomic_load(&r->interrupt_flag)) {
-    r->interrupted = true;
-    level_maybe_done(r);
+  if (!atomic_load(&r->interrupt_flag)) return;
+  r->interrupted = true;
+  level_state *L = &r->lv;
+  /* Requests held back by the cap were never sent: they are dropped. */
+  while (L->wait_len) {
+    tp_record *rec = &L->recs[L->waiting[L->wait_head]];
+    tp_record_fail(rec, TP_ERRCLASS_CANCELLED, -1, "not sent: the run was interrupted", 33);
+    rec->done_ns = tp_now_ns();
+    L->wait_head = (L->wait_head + 1) % L->wait_cap;
+    L->wait_len--;
+    L->n_done++;
   }
+  tp_timer_stop(r->timers, &L->plan_timer);
+  level_check_done(r);
 }
 
 void tp_run_interrupt(tp_run *r) {
@@ -310,81 +850,291 @@ void tp_run_interrupt(tp_run *r) {
   uv_async_send(&r->interrupt_async);
 }
 
-/* Token counting runs after a level, when no request is in flight, so it can
- * never delay a timestamp. */
-static void count_tokens(tp_run *r) {
+static void on_progress(uv_timer_t *t) {
+  tp_run *r = t->data;
+  level_state *L = &r->lv;
+  uint64_t now = tp_now_ns();
+  /* Off a terminal, a line every few seconds is plenty for a log. */
+  if (!r->progress_tty && now - r->last_progress_ns < 5 * TP_NS_PER_S) return;
+  r->last_progress_ns = now;
+  size_t failed = 0;
+  for (size_t i = 0; i < L->n_planned; i++) failed += L->recs[i].err_class != TP_ERRCLASS_NONE;
+  double secs = (double)(now - L->t0) / 1e9;
+  char total[32] = "";
+  if (L->total != SIZE_MAX) snprintf(total, sizeof(total), " of %zu", L->total);
+  fprintf(r->cfg.progress, "%stokperf: %s%zu%s done, %zu in flight, %.1f requests/s, %zu failed, %.0f s%s",
+          r->progress_tty ? "\r\033[K" : "", r->id_prefix, L->n_done, total, (size_t)L->in_flight,
+          secs > 0 ? (double)L->n_done / secs : 0, failed, secs, r->progress_tty ? "" : "\n");
+  fflush(r->cfg.progress);
+}
+
+static int prepare_point_prompts(tp_run *r, const point *pt, char *err, size_t errlen) {
+  if (!pt->input_tokens) {
+    r->lv.ds = &r->ds;
+    return 0;
+  }
+  if (r->have_syn_ds && r->syn_ds_tokens == pt->input_tokens) {
+    r->lv.ds = &r->syn_ds;
+    return 0;
+  }
+  if (r->have_syn_ds) tp_dataset_free(&r->syn_ds);
+  r->have_syn_ds = false;
+  progress(r, "making %u prompts of %u tokens (stddev %u)", r->cfg.num_prompts, pt->input_tokens,
+           r->cfg.input_tokens_stddev);
+  int rv = tp_synth_prompts(&r->syn_ds, r->tok, r->cfg.num_prompts, pt->input_tokens, r->cfg.input_tokens_stddev,
+                            tp_rng_mix(r->cfg.random_seed, pt->input_tokens), err, errlen);
+  if (rv) {
+    tp_dataset_free(&r->syn_ds);
+    return rv;
+  }
+  r->have_syn_ds = true;
+  r->syn_ds_tokens = pt->input_tokens;
+  r->lv.ds = &r->syn_ds;
+  return 0;
+}
+
+/* Input tokens are counted once per prompt, before the level, when nothing
+ * is in flight. */
+static void count_prompts(tp_run *r, tp_dataset *ds) {
   if (!r->tok) return;
-  for (size_t i = 0; i < r->n_started; i++) {
-    tp_record *rec = &r->recs[i];
-    tp_prompt *p = &r->ds.items[rec->prompt_index];
-    if (p->input_tokens < 0) {
-      size_t n = 0;
-      if (tp_tok_count(r->tok, p->text, p->text_len, &n) == 0) p->input_tokens = (int64_t)n;
-    }
-    rec->input_tokens = p->input_tokens;
+  for (size_t i = 0; i < ds->n; i++) {
+    tp_prompt *p = &ds->items[i];
     size_t n = 0;
-    if (tp_tok_count(r->tok, (const char *)(rec->text.data ? rec->text.data : (uint8_t *)""),
-                     rec->text.len, &n) == 0)
-      rec->output_tokens = (int64_t)n;
+    if (p->input_tokens < 0 && tp_tok_count(r->tok, p->text, p->text_len, &n) == 0) p->input_tokens = (int64_t)n;
   }
 }
 
-static int run_level(tp_run *r, size_t li, char *err, size_t errlen) {
-  uint32_t conc = r->concurrency[li];
-  r->level_conc = conc;
-  snprintf(r->id_prefix, sizeof(r->id_prefix), "c%u-", conc);
-  uint64_t measured = r->cfg.request_count ? r->cfg.request_count : TP_MAX(16, 4 * (uint64_t)conc);
-  r->interval_mode = r->cfg.measurement_interval_ms > 0;
-  if (r->interval_mode) measured = TP_MAX(64, 4 * (uint64_t)conc);
-  r->n_warmup = r->cfg.warmup_request_count;
-  r->n_planned = r->n_warmup + measured;
-  r->recs = calloc(r->n_planned, sizeof(*r->recs));
-  if (!r->recs) return TP_ENOMEM;
-  for (size_t i = 0; i < r->n_planned; i++) tp_record_init(&r->recs[i]);
-  r->n_started = r->n_done = 0;
-  r->in_flight = r->max_in_flight = 0;
-  r->window_start_ns = r->window_end_ns = 0;
-  r->level_done = false;
-
-  if (r->interval_mode)
-    progress(r, "concurrency %u: measuring for %" PRIu64 " ms (+%zu warm-up requests)", conc,
-             r->cfg.measurement_interval_ms, r->n_warmup);
+static void describe_point(const point *pt, char *buf, size_t len) {
+  int n;
+  if (pt->mode == TP_LOAD_CONCURRENCY)
+    n = snprintf(buf, len, "concurrency %u", pt->concurrency);
+  else if (pt->mode == TP_LOAD_RATE)
+    n = snprintf(buf, len, "rate %g/s", pt->rate);
   else
-    progress(r, "concurrency %u: %" PRIu64 " requests (+%zu warm-up)", conc, measured, r->n_warmup);
+    n = snprintf(buf, len, "schedule");
+  if (pt->input_tokens && n > 0 && (size_t)n < len) n += snprintf(buf + n, len - (size_t)n, ", input %u", pt->input_tokens);
+  if (pt->output_tokens && n > 0 && (size_t)n < len) snprintf(buf + n, len - (size_t)n, ", output %u", pt->output_tokens);
+}
 
-  uint32_t first = (uint32_t)TP_MIN((uint64_t)conc, (uint64_t)r->n_planned);
-  for (uint32_t i = 0; i < first && !r->interrupted; i++) start_request(r);
-  level_maybe_done(r);
-  while (!r->level_done) uv_run(&r->loop, UV_RUN_DEFAULT);
-
-  count_tokens(r);
-  tp_level_result *lv = &r->levels[r->n_levels];
-  int rv = tp_level_compute(lv, r->recs, r->n_started);
+static int run_level(tp_run *r, size_t li, char *err, size_t errlen) {
+  const point *pt = &r->points[li];
+  level_state *L = &r->lv;
+  tp_record *keep_recs = L->recs;
+  size_t keep_cap = L->cap;
+  memset(L, 0, sizeof(*L));
+  L->recs = keep_recs;
+  L->cap = keep_cap;
+  L->pt = *pt;
+  int rv = prepare_point_prompts(r, pt, err, errlen);
   if (rv) return rv;
-  lv->concurrency = conc;
-  lv->max_in_flight = r->max_in_flight;
+  count_prompts(r, L->ds);
+  tp_timer_init(&L->plan_timer, on_plan_timer, r);
+  tp_rng_seed(&L->out_rng, tp_rng_mix(r->cfg.random_seed ^ 0x07f, li));
+
+  char desc[96];
+  describe_point(pt, desc, sizeof(desc));
+  if (pt->mode == TP_LOAD_CONCURRENCY)
+    snprintf(r->id_prefix, sizeof(r->id_prefix), "c%u-", pt->concurrency);
+  else
+    snprintf(r->id_prefix, sizeof(r->id_prefix), "l%zu-", li);
+  if (pt->input_tokens || pt->output_tokens)
+    snprintf(r->id_prefix + strlen(r->id_prefix), sizeof(r->id_prefix) - strlen(r->id_prefix), "i%uo%u-",
+             pt->input_tokens, pt->output_tokens);
+
+  /* What to plan. */
+  L->n_warmup = r->cfg.warmup_request_count;
+  uint64_t measured = r->cfg.request_count;
+  if (!measured) {
+    if (pt->mode == TP_LOAD_CONCURRENCY)
+      measured = TP_MAX(16, 4 * (uint64_t)pt->concurrency);
+    else if (pt->mode == TP_LOAD_RATE)
+      measured = TP_MAX(16, (uint64_t)llround(4 * pt->rate));
+  }
+  switch (r->cfg.measure_mode) {
+    case TP_MEASURE_COUNT: L->total = pt->mode == TP_LOAD_SCHEDULE && !r->cfg.request_count
+                                          ? L->n_warmup + r->n_trace
+                                          : L->n_warmup + measured; break;
+    default: L->total = SIZE_MAX; break;
+  }
+  if (pt->mode == TP_LOAD_SCHEDULE && L->total == SIZE_MAX) L->total = r->n_trace + L->n_warmup;
+
+  if (pt->mode == TP_LOAD_RATE) {
+    /* The whole schedule is drawn ahead from the seed: a count, or enough for
+     * the warm-up and measurement time with room to spare; the windows mode
+     * stops when it has its answer. */
+    size_t n = L->total;
+    if (n == SIZE_MAX) {
+      double secs = (double)(r->cfg.warmup_duration_ms) / 1e3;
+      if (r->cfg.measure_mode == TP_MEASURE_DURATION) secs += (double)r->cfg.duration_ms / 1e3;
+      else if (r->cfg.measure_mode == TP_MEASURE_TIME_WINDOWS)
+        secs += (double)r->cfg.measurement_interval_ms / 1e3 * r->cfg.max_trials;
+      else
+        secs += (double)r->cfg.measurement_request_count * r->cfg.max_trials / pt->rate;
+      n = L->n_warmup + (size_t)(pt->rate * secs * 1.1) + 64;
+    }
+    L->offsets = malloc(n * sizeof(uint64_t));
+    if (!L->offsets) return TP_ENOMEM;
+    rv = tp_sched_fill(L->offsets, n, pt->rate, r->cfg.arrival, r->cfg.burstiness,
+                       tp_sched_seed(r->cfg.random_seed, li));
+    if (rv) return rv;
+    L->n_offsets = n;
+  } else if (pt->mode == TP_LOAD_SCHEDULE) {
+    size_t n = L->total;
+    L->offsets = malloc(n * sizeof(uint64_t));
+    if (!L->offsets) return TP_ENOMEM;
+    /* Warm-up requests (if any) replay the trace's first entries first. */
+    for (size_t i = 0; i < n; i++) L->offsets[i] = r->trace[i % r->n_trace].offset_ns;
+    L->n_offsets = n;
+  }
+
+  if (r->cfg.measure_mode == TP_MEASURE_TIME_WINDOWS)
+    progress(r, "%s: measuring in windows of %" PRIu64 " ms until three agree within %g%%", desc,
+             r->cfg.measurement_interval_ms, r->cfg.stability_percentage);
+  else if (r->cfg.measure_mode == TP_MEASURE_COUNT_WINDOWS)
+    progress(r, "%s: measuring in windows of %" PRIu64 " requests until three agree within %g%%", desc,
+             r->cfg.measurement_request_count, r->cfg.stability_percentage);
+  else if (r->cfg.measure_mode == TP_MEASURE_DURATION)
+    progress(r, "%s: measuring for %" PRIu64 " ms", desc, r->cfg.duration_ms);
+  else
+    progress(r, "%s: %zu requests (+%zu warm-up)", desc, L->total - L->n_warmup, L->n_warmup);
+
+  L->t0 = tp_now_ns();
+  if (r->cfg.warmup_duration_ms) L->warmup_end_ns = L->t0 + r->cfg.warmup_duration_ms * TP_NS_PER_MS;
+  if (r->cfg.progress) {
+    r->last_progress_ns = L->t0;
+    uv_timer_start(&r->progress_timer, on_progress, PROGRESS_MS, PROGRESS_MS);
+  }
+
+  if (pt->mode == TP_LOAD_CONCURRENCY) {
+    for (uint32_t i = 0; i < pt->concurrency && !L->stop_planning && !r->interrupted; i++) plan_request(r, L->t0);
+  } else {
+    on_plan_timer(&L->plan_timer, L->t0);
+  }
+  bool windows = r->cfg.measure_mode == TP_MEASURE_TIME_WINDOWS || r->cfg.measure_mode == TP_MEASURE_COUNT_WINDOWS;
+  level_check_done(r);
+  while (!L->done) uv_run(&r->loop, UV_RUN_DEFAULT);
+  uv_timer_stop(&r->progress_timer);
+  if (r->progress_tty && r->cfg.progress) fputs("\r\033[K", r->cfg.progress);
+  tp_timer_stop(r->timers, &L->plan_timer);
+  uv_timer_stop(&r->window_timer);
+
+  /* Which requests are measured. */
+  tp_level_opts lo;
+  memset(&lo, 0, sizeof(lo));
+  lo.goodput_ttft_ms = r->cfg.goodput_ttft_ms;
+  lo.goodput_itl_ms = r->cfg.goodput_itl_ms;
+  lo.goodput_latency_ms = r->cfg.goodput_latency_ms;
+  if (windows && L->trials > 0) {
+    uint32_t first = L->trials >= 3 ? L->trials - 3 : 0;
+    lo.window_start_ns = L->win_edges_ns[first];
+    lo.window_end_ns = L->win_edges_ns[L->trials];
+    for (size_t i = 0; i < L->n_planned; i++) {
+      tp_record *rec = &L->recs[i];
+      if (rec->done_ns < lo.window_start_ns || rec->done_ns > lo.window_end_ns) rec->warmup = true;
+    }
+  } else if (L->measure_end_ns) {
+    for (size_t i = 0; i < L->n_planned; i++)
+      if (L->recs[i].planned_ns >= L->measure_end_ns) L->recs[i].warmup = true;
+  }
+
+  tp_level_result *lv = &r->levels[r->n_levels];
+  rv = tp_level_compute_ex(lv, L->recs, L->n_planned, &lo);
+  if (rv) return rv;
+  lv->load_mode = pt->mode;
+  lv->concurrency = pt->concurrency;
+  lv->request_rate = pt->rate;
+  lv->input_tokens_mean = pt->input_tokens;
+  lv->output_tokens_mean = pt->output_tokens;
+  lv->max_in_flight = L->max_in_flight;
+  lv->trials = L->trials;
+  lv->stable = L->stable;
+  if (lo.window_end_ns) {
+    lv->window_start_s = (double)(lo.window_start_ns - L->t0) / 1e9;
+    lv->window_end_s = (double)(lo.window_end_ns - L->t0) / 1e9;
+  }
   r->n_levels++;
-  for (size_t i = 0; i < r->n_started; i++) write_record(r, &r->recs[i]);
   if (r->records_fp) fflush(r->records_fp);
-  progress(r, "concurrency %u: %" PRIu64 " succeeded, %" PRIu64 " failed, %.2f requests/s", conc,
-           lv->succeeded, lv->failed, lv->request_throughput);
-  for (size_t i = 0; i < r->n_planned; i++) tp_record_fini(&r->recs[i]);
-  free(r->recs);
-  r->recs = NULL;
-  (void)err;
-  (void)errlen;
+  progress(r, "%s: %" PRIu64 " succeeded, %" PRIu64 " failed, %.2f requests/s", desc, lv->succeeded, lv->failed,
+           lv->request_throughput);
+  if (lv->requests && lv->late_sends * 100 > lv->requests)
+    progress(r, "warning: %" PRIu64 " of %" PRIu64 " requests (%.1f%%) left over 1 ms after their planned time; "
+             "the client or the in-flight cap held them back (see send lag)",
+             lv->late_sends, lv->requests, 100.0 * (double)lv->late_sends / (double)lv->requests);
+  for (size_t i = 0; i < L->n_planned; i++) tp_record_fini(&L->recs[i]);
+  free(L->offsets);
+  free(L->waiting);
+  L->offsets = NULL;
+  L->waiting = NULL;
   return 0;
 }
+
+static void write_record(tp_run *r, const tp_record *rec) {
+  if (!r->records_fp) return;
+  const level_state *L = &r->lv;
+  json_t *o = json_object();
+  if (L->pt.mode == TP_LOAD_CONCURRENCY) json_object_set_new(o, "concurrency", json_integer(L->pt.concurrency));
+  if (L->pt.mode == TP_LOAD_RATE) json_object_set_new(o, "request_rate", json_real(L->pt.rate));
+  char id[96];
+  snprintf(id, sizeof(id), "%s%" PRIu64, r->id_prefix, rec->seq);
+  json_object_set_new(o, "id", json_string(id));
+  json_object_set_new(o, "level", json_integer((json_int_t)r->n_levels));
+  json_object_set_new(o, "seq", json_integer((json_int_t)rec->seq));
+  json_object_set_new(o, "warmup", json_boolean(rec->warmup));
+  json_object_set_new(o, "prompt_index", json_integer(rec->prompt_index));
+  json_object_set_new(o, "max_tokens", json_integer(rec->max_tokens));
+  json_object_set_new(o, "planned_ns", json_integer((json_int_t)rec->planned_ns));
+  json_object_set_new(o, "sent_ns", json_integer((json_int_t)rec->sent_ns));
+  json_object_set_new(o, "first_token_ns", json_integer((json_int_t)rec->first_token_ns));
+  json_object_set_new(o, "last_token_ns", json_integer((json_int_t)rec->last_token_ns));
+  json_object_set_new(o, "done_ns", json_integer((json_int_t)rec->done_ns));
+  json_t *rs = json_array();
+  for (uint32_t i = 0; i < rec->n_resp; i++) json_array_append_new(rs, json_integer((json_int_t)rec->resp_ns[i]));
+  json_object_set_new(o, "response_ns", rs);
+  json_object_set_new(o, "input_tokens", rec->input_tokens >= 0 ? json_integer(rec->input_tokens) : json_null());
+  json_object_set_new(o, "output_tokens", rec->output_tokens >= 0 ? json_integer(rec->output_tokens) : json_null());
+  json_object_set_new(o, "server_output_tokens",
+                      rec->server_output_tokens >= 0 ? json_integer(rec->server_output_tokens) : json_null());
+  json_object_set_new(o, "ok", json_boolean(tp_record_ok(rec)));
+  json_object_set_new(o, "error_class", json_string(tp_error_class_name(rec->err_class)));
+  json_object_set_new(o, "grpc_status", rec->grpc_status >= 0 ? json_integer(rec->grpc_status) : json_null());
+  json_object_set_new(o, "error", rec->err_msg ? json_string(rec->err_msg) : json_null());
+  json_object_set_new(o, "text", json_stringn(rec->text.data ? (const char *)rec->text.data : "", rec->text.len));
+  char *line = json_dumps(o, JSON_COMPACT | JSON_ENSURE_ASCII);
+  if (line) {
+    fputs(line, r->records_fp);
+    fputc('\n', r->records_fp);
+    /* Flushed per request: a crash or a kill loses nothing already measured. */
+    fflush(r->records_fp);
+    free(line);
+  }
+  json_decref(o);
+}
+
+/* ---- the run ---------------------------------------------------------------- */
 
 int tp_run_exec(tp_run *r, char *err, size_t errlen) {
   int rv;
   r->interrupt_async.data = r;
   uv_async_init(&r->loop, &r->interrupt_async, on_interrupt);
+  uv_timer_init(&r->loop, &r->progress_timer);
+  r->progress_timer.data = r;
+  uv_timer_init(&r->loop, &r->window_timer);
+  r->window_timer.data = r;
+  r->progress_tty = r->cfg.progress && isatty(fileno(r->cfg.progress));
+  rv = tp_timers_new(&r->timers, &r->loop);
+  if (rv) {
+    tp_seterr(err, errlen, "cannot create the precise timers: %s", tp_strerror(rv));
+    return rv;
+  }
 
   if (r->cfg.tokenizer) {
     rv = tp_tok_load(&r->tok, r->cfg.tokenizer, err, errlen);
     if (rv) return rv == TP_ENOMEM ? rv : TP_ENOTFOUND;
     snprintf(r->tok_desc, sizeof(r->tok_desc), "%s (%s)", tp_tok_name(r->tok), r->cfg.tokenizer);
+    if (r->cfg.schedule_file) {
+      rv = make_trace_prompts(r, err, errlen);
+      if (rv) return rv;
+    }
   }
 
   const char *url = r->cfg.url;
@@ -409,8 +1159,10 @@ int tp_run_exec(tp_run *r, char *err, size_t errlen) {
     size_t tl = strlen(r->target);
     if (tl && r->target[tl - 1] == '/') r->target[tl - 1] = 0;
   }
+
   uint32_t max_conc = 1;
-  for (size_t i = 0; i < r->cfg.n_concurrency; i++) max_conc = TP_MAX(max_conc, r->concurrency[i]);
+  for (size_t i = 0; i < r->n_points; i++) max_conc = TP_MAX(max_conc, r->points[i].concurrency);
+  if (r->cfg.n_request_rates && !r->cfg.max_concurrency) max_conc = 1024;
   tp_client_opts co;
   memset(&co, 0, sizeof(co));
   co.target = r->target;
@@ -439,7 +1191,7 @@ int tp_run_exec(tp_run *r, char *err, size_t errlen) {
     }
   }
 
-  for (size_t li = 0; li < r->cfg.n_concurrency && !r->interrupted; li++) {
+  for (size_t li = 0; li < r->n_points && !r->interrupted; li++) {
     rv = run_level(r, li, err, errlen);
     if (rv) return rv;
   }
@@ -448,7 +1200,7 @@ int tp_run_exec(tp_run *r, char *err, size_t errlen) {
     r->have_mock_stats = true;
   }
   if (r->interrupted) {
-    tp_seterr(err, errlen, "interrupted after %zu of %zu levels", r->n_levels, r->cfg.n_concurrency);
+    tp_seterr(err, errlen, "interrupted after %zu of %zu levels", r->n_levels, r->n_points);
     return TP_EINTERRUPTED;
   }
   return 0;
@@ -464,6 +1216,10 @@ int tp_run_mock_stats(const tp_run *r, tp_mock_stats *out) {
   if (!r->have_mock_stats) return TP_ENOTFOUND;
   *out = r->mock_stats;
   return 0;
+}
+
+int tp_run_check_gates(const tp_run *r, FILE *out) {
+  return tp_gates_check(r->gates, r->levels, r->n_levels, r->cfg.max_error_rate, out);
 }
 
 static void fill_report(const tp_run *r, tp_report_input *in) {
@@ -501,6 +1257,7 @@ void tp_run_free(tp_run *r) {
     r->client->ops->close(r->client);
     r->client = NULL;
   }
+  if (r->timers) tp_timers_close(r->timers);
   /* Close every handle and let libuv finish, so the loop closes cleanly. */
   uv_walk(&r->loop, walk_close, NULL);
   uv_run(&r->loop, UV_RUN_DEFAULT);
@@ -509,11 +1266,17 @@ void tp_run_free(tp_run *r) {
   if (r->records_fp) fclose(r->records_fp);
   if (r->tok) tp_tok_free(r->tok);
   tp_dataset_free(&r->ds);
-  if (r->recs) {
-    for (size_t i = 0; i < r->n_planned; i++) tp_record_fini(&r->recs[i]);
-    free(r->recs);
-  }
+  if (r->have_syn_ds) tp_dataset_free(&r->syn_ds);
+  free(r->trace);
+  free(r->lv.recs);
+  free(r->lv.offsets);
+  free(r->lv.waiting);
+  tp_gates_free(r->gates);
+  free(r->points);
   free(r->levels);
   free(r->concurrency);
+  free(r->rates);
+  free(r->in_means);
+  free(r->out_means);
   free(r);
 }

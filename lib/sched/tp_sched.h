@@ -9,27 +9,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-typedef enum tp_arrival {
-  TP_ARRIVAL_CONSTANT = 0, /* exactly 1/rate apart */
-  TP_ARRIVAL_POISSON = 1,  /* exponential gaps with mean 1/rate */
-  TP_ARRIVAL_GAMMA = 2     /* gamma gaps, shape k (burstiness), mean 1/rate */
-} tp_arrival;
-
-/* A small, fast, seedable generator (xoshiro256** seeded through
- * splitmix64).  Not for cryptography. */
-typedef struct tp_rng {
-  uint64_t s[4];
-} tp_rng;
-
-void tp_rng_seed(tp_rng *r, uint64_t seed);
-uint64_t tp_rng_next(tp_rng *r);
-/* Uniform in (0, 1): never exactly 0, so log() is always defined. */
-double tp_rng_uniform(tp_rng *r);
-/* Standard normal (Box-Muller on two uniforms). */
-double tp_rng_normal(tp_rng *r);
-/* Gamma(shape, scale = 1): Marsaglia and Tsang's method, with the boost
- * u^(1/shape) for shape < 1. */
-double tp_rng_gamma(tp_rng *r, double shape);
+#include "tokperf/tokperf.h"
+#include "util/tp_rng.h"
 
 /* Fills offsets_ns[0..n) with the planned send times of n requests at
  * `rate` requests per second.  The first request goes at offset 0 for a

@@ -76,6 +76,27 @@ typedef enum tp_backend {
   TP_BACKEND_VLLM = 1         /* vLLM backend tensors */
 } tp_backend;
 
+typedef enum tp_arrival {
+  TP_ARRIVAL_CONSTANT = 0, /* exactly 1/rate apart */
+  TP_ARRIVAL_POISSON = 1,  /* exponential gaps with mean 1/rate */
+  TP_ARRIVAL_GAMMA = 2     /* gamma gaps of shape `burstiness`, mean 1/rate */
+} tp_arrival;
+
+/* How a level decides which requests are measured. */
+typedef enum tp_measure_mode {
+  TP_MEASURE_COUNT = 0,        /* request_count requests after the warm-up */
+  TP_MEASURE_DURATION = 1,     /* requests planned within duration_ms after the warm-up */
+  TP_MEASURE_TIME_WINDOWS = 2, /* perf_analyzer stability: windows of measurement_interval_ms */
+  TP_MEASURE_COUNT_WINDOWS = 3 /* perf_analyzer stability: windows of measurement_request_count */
+} tp_measure_mode;
+
+/* What a level holds constant. */
+typedef enum tp_load_mode {
+  TP_LOAD_CONCURRENCY = 0, /* closed loop: exactly N in flight */
+  TP_LOAD_RATE = 1,        /* open loop: requests released on an arrival schedule */
+  TP_LOAD_SCHEDULE = 2     /* open loop: the times of a trace file */
+} tp_load_mode;
+
 typedef enum tp_service_kind {
   TP_SERVICE_TRITON = 0 /* KServe v2 over gRPC */
 } tp_service_kind;
@@ -116,11 +137,53 @@ typedef struct tp_config {
   const uint32_t *concurrency;
   size_t n_concurrency;
 
-  /* Per level: measured requests (0 = 4 per slot, at least 16), or a time
-   * window in ms (measurement_interval_ms > 0 wins over request_count). */
+  /* Open-loop levels in requests per second (borrowed); when given, the
+   * levels are rates, and concurrency is ignored unless max_concurrency
+   * caps the requests in flight (time waiting for a slot shows as send
+   * lag). */
+  const double *request_rates;
+  size_t n_request_rates;
+  tp_arrival arrival;
+  double burstiness;        /* gamma shape; 1 = Poisson (default 1) */
+  uint32_t max_concurrency; /* 0 = no cap */
+
+  /* Trace replay: JSONL with "timestamp" (ms) and "text_input"/"prompt" or
+   * "input_length"/"output_length" (tokens; needs a tokenizer), optionally
+   * "hash_ids" (shared prefix blocks of prefix_block_tokens).  One level. */
+  const char *schedule_file;
+  double replay_speedup;          /* default 1 */
+  uint32_t prefix_block_tokens;   /* tokens per hash id block, default 512 */
+
+  /* Measurement, per level.  measure_mode COUNT: request_count requests (0 =
+   * 4 per slot or 4 s of rate, at least 16).  DURATION: duration_ms.
+   * Windows: perf_analyzer's stability rule over the last three windows. */
+  tp_measure_mode measure_mode;
   uint64_t request_count;
-  uint64_t measurement_interval_ms;
-  uint64_t warmup_request_count; /* per level, left out of the statistics */
+  uint64_t duration_ms;
+  uint64_t measurement_interval_ms;    /* time window length (default 10 s) */
+  uint64_t measurement_request_count;  /* count window length (default 50) */
+  double stability_percentage;         /* default 10 */
+  uint32_t max_trials;                 /* default 10 */
+  uint64_t warmup_request_count;       /* per level, left out of the statistics */
+  uint64_t warmup_duration_ms;         /* per level, alternative to the count */
+
+  /* Sweep dimensions (borrowed lists; empty = one point).  Synthetic input
+   * lengths need a tokenizer: prompts are made to exactly the drawn number
+   * of tokens. */
+  const uint32_t *input_tokens_means;
+  size_t n_input_tokens_means;
+  uint32_t input_tokens_stddev;
+  const uint32_t *output_tokens_means;
+  size_t n_output_tokens_means;
+  uint32_t output_tokens_stddev;
+
+  /* Goodput bounds in ms (0 = no bound on that metric). */
+  double goodput_ttft_ms, goodput_itl_ms, goodput_latency_ms;
+  /* CI gates: "metric.stat OP value[unit]" (borrowed).  A failed gate makes
+   * tp_run_check_gates report it. */
+  const char *const *asserts;
+  size_t n_asserts;
+  double max_error_rate; /* < 0 = no limit (default -1) */
 
   const char *input_file; /* JSONL prompts; NULL = synthetic prompts */
   const char *tokenizer;  /* tokenizer.model or a directory holding one */
@@ -166,7 +229,11 @@ typedef struct tp_stat {
  * in tokens per second, request throughput in requests per second.  The
  * definitions are written down in docs/metrics.md. */
 typedef struct tp_level_result {
-  uint32_t concurrency;
+  tp_load_mode load_mode;
+  uint32_t concurrency;       /* the level's concurrency, or the cap in rate mode (0 = none) */
+  double request_rate;        /* target requests/s in rate mode */
+  uint32_t input_tokens_mean;  /* the sweep point's synthetic input length, 0 = not swept */
+  uint32_t output_tokens_mean; /* the sweep point's output length, 0 = default */
   uint64_t requests;  /* measured requests (warm-up excluded) */
   uint64_t succeeded;
   uint64_t failed;
@@ -187,6 +254,28 @@ typedef struct tp_level_result {
   double request_throughput;      /* requests/s */
   uint32_t max_in_flight;         /* highest in-flight count seen */
   char first_error[256];          /* one sample error message, or "" */
+
+  /* Honesty about the client (docs/metrics.md). */
+  double achieved_send_rate;     /* requests/s actually sent */
+  tp_stat send_lag_ms;           /* actual send - planned send */
+  uint64_t late_sends;           /* measured requests sent over 1 ms late */
+  tp_stat ttft_from_planned_ms;  /* first token - planned send */
+  tp_stat latency_from_planned_ms;
+  double error_rate;             /* failed / measured */
+
+  /* Goodput: successful requests meeting every set bound. */
+  bool goodput_set;
+  uint64_t goodput_requests;
+  double goodput_rps;
+  double goodput_fraction;
+
+  /* Output length against the requested one (counted with a tokenizer). */
+  uint64_t length_mismatches;
+
+  /* Stability windows (perf_analyzer's rule). */
+  uint32_t trials;
+  bool stable;
+  double window_start_s, window_end_s; /* measured span, seconds from level start */
 } tp_level_result;
 
 /* ------------------------------------------------------------------------ */
@@ -230,6 +319,12 @@ TP_API int tp_run_mock_stats(const tp_run *run, tp_mock_stats *out);
 
 /* Writes the human report (a table per level, then the sweep summary). */
 TP_API void tp_run_report_text(const tp_run *run, FILE *out);
+
+/* Checks the CI gates (asserts, max_error_rate, every request failed) over
+ * every level.  Prints one line per failed gate to `out` (which bound, the
+ * measured value, the level) and returns the number of failed gates (0 =
+ * pass).  Gates that cannot be read were refused by tp_run_new already. */
+TP_API int tp_run_check_gates(const tp_run *run, FILE *out);
 /* Writes the JSON document (schema, generator, configuration, figures with
  * units). Returns TP_EIO with a message in err when the file cannot be
  * written. */

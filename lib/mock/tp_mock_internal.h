@@ -1,0 +1,198 @@
+/* What the mock server's files share: the server object, the models, the
+ * part of a request that is the same over gRPC and HTTP (its sequence in the
+ * timing model, its token timer, its fault), the log and the counters.
+ *
+ * tp_mock.c owns the lifecycle and the gRPC side, tp_mock_http.c the
+ * HTTP/1.1 side; both run on the server's one loop thread.  Only the
+ * counters in `tp_mock` marked atomic are read from other threads
+ * (tp_mock_get_stats). */
+#ifndef TP_MOCK_INTERNAL_H
+#define TP_MOCK_INTERNAL_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <uv.h>
+
+#include "mock/tp_mock_engine.h"
+#include "mock/tp_mock_faults.h"
+#include "mock/tp_mock_stats.h"
+#include "util/tp_common.h"
+#include "util/tp_timer.h"
+
+/* ---- models ---------------------------------------------------------------- */
+
+typedef struct tp__mock_tensor {
+  const char *name;
+  const char *datatype;
+  size_t n_dims;
+  int64_t dims[2];
+} tp__mock_tensor;
+
+typedef struct tp__mock_model {
+  const char *name;
+  const char *platform;
+  bool ensemble; /* TensorRT-LLM style, else vLLM style */
+  const tp__mock_tensor *inputs;
+  size_t n_inputs;
+  const tp__mock_tensor *outputs;
+  size_t n_outputs;
+  tp_mock_stats_model stats_model; /* where its requests are counted */
+} tp__mock_model;
+
+/* The served model called name, or NULL. */
+const tp__mock_model *tp__mock_find_model(const char *name);
+/* Whether the model declares an input called name. */
+bool tp__mock_model_has_input(const tp__mock_model *md, const char *name);
+
+/* ---- the part of a request common to both transports ----------------------- */
+
+typedef struct tp__mock_job {
+  tp_mock_seq seq; /* seq.data points here */
+  tp_timer timer;  /* token timer; its callback and data belong to the transport */
+  const tp__mock_model *model;
+  char *id;          /* owned; "" when the request had none */
+  tp_mock_fault fault; /* kind NONE = no fault */
+  bool fault_fired;
+  bool ended;        /* tp__mock_job_end ran */
+  bool submitted;    /* handed to the engine */
+  uint32_t responses; /* responses sent (token messages, events) */
+  uint32_t tokens_sent;
+  uint64_t first_response_ns;
+  uint64_t last_response_ns;
+} tp__mock_job;
+
+/* How a request ended, for the statistics. */
+typedef enum tp__mock_outcome {
+  TP__MOCK_OK = 0,
+  TP__MOCK_FAILED,   /* answered with an error or cut off by a fault */
+  TP__MOCK_CANCELLED /* the client went away first */
+} tp__mock_outcome;
+
+/* ---- the server -------------------------------------------------------------- */
+
+typedef struct conn conn;   /* a gRPC (HTTP/2) connection, tp_mock.c */
+typedef struct hconn hconn; /* an HTTP/1.1 connection, tp_mock_http.c */
+
+struct tp_mock {
+  tp_mock_config cfg;
+  char *host;
+  char *log_path;
+  char *fault_spec; /* copy of cfg.fault_kind */
+  tp_mock_fault fault; /* parsed cfg.fault_kind; kind NONE when unset */
+  bool threaded;
+  uv_thread_t thread;
+
+  uv_loop_t loop;
+  uv_tcp_t listener;
+  uv_tcp_t http_listener;
+  bool http_on;
+  uv_timer_t listen_timer; /* refuse_connections_ms: listening starts late */
+  bool listening;
+  uv_async_t stop_async;
+  uv_check_t check;
+  uv_idle_t idle;
+  uv_signal_t sigint, sigterm;
+  bool have_signals;
+  bool idle_on;
+  bool stopping;
+  int port;
+  int http_port;
+  uint64_t start_ns;
+  uint64_t refused_so_far; /* connections reset for refuse_connections */
+
+  tp_timers *timers;
+  tp_mock_engine *engine;
+  void *cbs; /* nghttp2_session_callbacks */
+  conn *conns;
+  conn *dirty;
+  hconn *hconns;
+  hconn *hdirty;
+  uint32_t active_streams;
+
+  tp_mock_statset stats; /* per-model statistics (loop thread only) */
+
+  tp_buf scratch; /* BYTES element being built */
+  tp_buf logbuf;  /* JSON lines not yet written to log */
+  FILE *log;
+
+  uint8_t readbuf[64 * 1024]; /* one read at a time on the loop */
+
+  _Atomic uint64_t n_requests;
+  _Atomic uint64_t n_responses;
+  _Atomic uint32_t max_streams;
+  _Atomic uint32_t max_seqs;
+  _Atomic uint64_t n_faults;
+  _Atomic uint64_t n_connections;
+  _Atomic uint64_t n_refused;
+  _Atomic uint64_t n_http_requests;
+  _Atomic uint64_t n_prefix_queries_tokens;
+  _Atomic uint64_t n_prefix_hits_tokens;
+};
+
+/* Single writer (the loop), many readers: a plain store of the new maximum
+ * is enough. */
+static inline void tp__mock_raise_max(_Atomic uint32_t *max, uint32_t v) {
+  if (v > atomic_load_explicit(max, memory_order_relaxed)) atomic_store_explicit(max, v, memory_order_relaxed);
+}
+static inline void tp__mock_count(_Atomic uint64_t *c, uint64_t n) {
+  atomic_fetch_add_explicit(c, n, memory_order_relaxed);
+}
+
+/* Marks the loop as having output to flush this iteration (the idle handle
+ * keeps the next poll from blocking). */
+void tp__mock_want_flush(tp_mock *m);
+
+/* ---- jobs ---------------------------------------------------------------------- */
+
+/* Decides j's fault: the per-request spec when one came (given = true; a
+ * spec of "none" means no fault), else the server-wide fault_kind for the
+ * drawn fraction fault_rate of requests.  after_tokens comes from the
+ * request when it gave one (after >= 0), else from fault_after_tokens.  Call
+ * before tp__mock_job_submit. */
+void tp__mock_job_choose_fault(tp_mock *m, tp__mock_job *j, const tp_mock_fault *given, int64_t after);
+
+/* Submits j to the timing model at now_ns (p borrowed), counts and logs
+ * it.  j->seq.data and j->timer must be set up. */
+void tp__mock_job_submit(tp_mock *m, tp__mock_job *j, tp_mock_seq_params *p, uint64_t now_ns);
+
+/* Counts j's fault as injected, once, and logs it. */
+void tp__mock_job_fault_fired(tp_mock *m, tp__mock_job *j, uint64_t now_ns);
+
+/* Notes one response of j sent at now_ns (statistics, counter). */
+void tp__mock_job_response(tp_mock *m, tp__mock_job *j, uint64_t now_ns);
+
+/* Ends j: stops its timer, takes it out of the engine, and records its
+ * statistics once.  Safe to call more than once. */
+void tp__mock_job_end(tp_mock *m, tp__mock_job *j, tp__mock_outcome how, uint64_t now_ns);
+
+/* Frees what tp__mock_job owns (the id); the struct itself is the caller's. */
+void tp__mock_job_fini(tp__mock_job *j);
+
+/* ---- log ------------------------------------------------------------------------- */
+
+void tp__mock_json_str(tp_buf *b, const char *s, size_t n);
+void tp__mock_log_request(tp_mock *m, tp__mock_job *j, uint64_t t_ns);
+void tp__mock_log_response(tp_mock *m, tp__mock_job *j, uint32_t index, uint64_t t_ns, const char *text,
+                           size_t len, bool final);
+void tp__mock_log_error(tp_mock *m, const char *id, const char *msg, uint64_t t_ns);
+
+/* ---- the HTTP side (tp_mock_http.c) --------------------------------------------- */
+
+/* Binds the HTTP listener (cfg.http_port); listening starts with
+ * tp__mock_http_start_listening.  Returns 0 or TP_ECONNECT / TP_EINVAL with
+ * a message. */
+int tp__mock_http_bind(tp_mock *m, const struct sockaddr *addr, char *err, size_t errlen);
+int tp__mock_http_start_listening(tp_mock *m);
+/* Writes what HTTP connections have queued (from the check handle). */
+void tp__mock_http_flush(tp_mock *m);
+/* Closes the listener and every HTTP connection. */
+void tp__mock_http_shutdown(tp_mock *m);
+
+/* Accept-time policy shared by both listeners: true when this connection
+ * must be refused (reset) for refuse_connections. */
+bool tp__mock_refuse_next(tp_mock *m);
+
+#endif

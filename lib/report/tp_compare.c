@@ -1,0 +1,493 @@
+/* tokperf compare: two --json documents side by side, --fail-on rules and
+ * JUnit XML.  See tp_compare.h for the rule syntax and semantics. */
+#include "tp_compare.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "report/tp_export.h"
+#include "report/tp_html.h"
+
+#define SCHEMA "tokperf.report/1"
+
+typedef struct metric_def {
+  const char *name;  /* as written in rules */
+  const char *key;   /* key in a level of the document; NULL = derived */
+  bool has_stat;
+  bool lower_better;
+  const char *unit;
+} metric_def;
+
+static const metric_def metrics[TP_CMP_METRIC_COUNT] = {
+    [TP_CMP_TTFT] = {"ttft", "time_to_first_token_ms", true, true, "ms"},
+    [TP_CMP_ITL] = {"itl", "inter_token_latency_ms", true, true, "ms"},
+    [TP_CMP_LATENCY] = {"latency", "request_latency_ms", true, true, "ms"},
+    [TP_CMP_OUTPUT_TPUT] = {"output_token_throughput", "output_token_throughput_tps", false, false, "tokens/s"},
+    [TP_CMP_INPUT_TPUT] = {"input_token_throughput", "input_token_throughput_tps", false, false, "tokens/s"},
+    [TP_CMP_REQUEST_TPUT] = {"request_throughput", "request_throughput_rps", false, false, "requests/s"},
+    [TP_CMP_ERROR_RATE] = {"error_rate", NULL, false, true, "%"},
+};
+
+static const char *const stat_names[TP_CMP_STAT_COUNT] = {
+    [TP_CMP_AVG] = "avg", [TP_CMP_P50] = "p50", [TP_CMP_P90] = "p90", [TP_CMP_P95] = "p95",
+    [TP_CMP_P99] = "p99", [TP_CMP_MIN] = "min", [TP_CMP_MAX] = "max"};
+
+/* ------------------------------------------------------------------------ */
+/* Rules                                                                    */
+
+int tp_compare_parse_rule(const char *s, tp_compare_rule *out, char *err, size_t errlen) {
+  memset(out, 0, sizeof(*out));
+  if (!s || !*s) {
+    tp_seterr(err, errlen, "expected METRIC[.STAT]:[+|-]N%% such as ttft.p99:+10%%");
+    return TP_EINVAL;
+  }
+  snprintf(out->text, sizeof(out->text), "%s", s);
+  const char *colon = strchr(s, ':');
+  if (!colon) {
+    tp_seterr(err, errlen, "missing ':' before the bound; expected METRIC[.STAT]:[+|-]N%% such as ttft.p99:+10%%");
+    return TP_EINVAL;
+  }
+  const char *dot = memchr(s, '.', (size_t)(colon - s));
+  size_t name_len = (size_t)((dot ? dot : colon) - s);
+  int m = -1;
+  for (int i = 0; i < TP_CMP_METRIC_COUNT; i++)
+    if (strlen(metrics[i].name) == name_len && !strncmp(metrics[i].name, s, name_len)) m = i;
+  if (m < 0) {
+    tp_seterr(err, errlen,
+              "unknown metric '%.*s' (accepted: ttft, itl, latency, output_token_throughput, "
+              "input_token_throughput, request_throughput, error_rate)",
+              (int)name_len, s);
+    return TP_EINVAL;
+  }
+  out->metric = (tp_cmp_metric)m;
+  out->stat = TP_CMP_AVG;
+  if (dot) {
+    size_t sl = (size_t)(colon - dot - 1);
+    int st = -1;
+    for (int i = 0; i < TP_CMP_STAT_COUNT; i++)
+      if (strlen(stat_names[i]) == sl && !strncmp(stat_names[i], dot + 1, sl)) st = i;
+    if (st < 0 || (!metrics[m].has_stat && st != TP_CMP_AVG)) {
+      if (metrics[m].has_stat)
+        tp_seterr(err, errlen, "unknown statistic '%.*s' for %s (accepted: avg, p50, p90, p95, p99, min, max)",
+                  (int)sl, dot + 1, metrics[m].name);
+      else
+        tp_seterr(err, errlen, "%s is one figure per level and takes no statistic (write %s:-5%%)",
+                  metrics[m].name, metrics[m].name);
+      return TP_EINVAL;
+    }
+    out->stat = (tp_cmp_stat)st;
+  } else if (metrics[m].has_stat) {
+    tp_seterr(err, errlen, "%s needs a statistic, e.g. %s.p99 (one of avg, p50, p90, p95, p99, min, max)",
+              metrics[m].name, metrics[m].name);
+    return TP_EINVAL;
+  }
+
+  const char *b = colon + 1;
+  int dir = metrics[m].lower_better ? 1 : -1; /* no sign: the worse way */
+  if (*b == '+' || *b == '-') dir = *b++ == '+' ? 1 : -1;
+  char *end;
+  errno = 0;
+  double v = strtod(b, &end);
+  if (end == b || *b == '+' || *b == '-' || errno || !isfinite(v) || v < 0 || strcmp(end, "%") != 0) {
+    tp_seterr(err, errlen, "bad bound '%s': expected a percentage with an optional sign, such as +10%% or -5%%",
+              colon + 1);
+    return TP_EINVAL;
+  }
+  out->bound_pct = v;
+  out->direction = dir;
+  return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Documents                                                                */
+
+typedef struct doc {
+  const char *path;
+  json_t *root;
+  json_t *levels; /* borrowed from root */
+  char desc[256];
+} doc;
+
+static int load_doc(doc *d, const char *path, char *err, size_t errlen) {
+  memset(d, 0, sizeof(*d));
+  d->path = path;
+  FILE *f = fopen(path, "rb");
+  if (!f) {
+    int e = errno;
+    tp_seterr(err, errlen, "cannot read %s: %s (give the files written by --json)", path, strerror(e));
+    return e == ENOENT ? TP_ENOTFOUND : TP_EIO;
+  }
+  json_error_t je;
+  d->root = json_loadf(f, 0, &je);
+  fclose(f);
+  if (!d->root) {
+    tp_seterr(err, errlen, "%s:%d:%d: not valid JSON: %s", path, je.line, je.column, je.text);
+    return TP_EINVAL;
+  }
+  const char *schema = json_string_value(json_object_get(d->root, "schema"));
+  if (!schema || strcmp(schema, SCHEMA)) {
+    tp_seterr(err, errlen, "%s is not a tokperf report (schema '%s', expected '%s'; write one with --json)",
+              path, schema ? schema : "none", SCHEMA);
+    return TP_EINVAL;
+  }
+  d->levels = json_object_get(d->root, "levels");
+  if (!json_is_array(d->levels)) {
+    tp_seterr(err, errlen, "%s has no \"levels\" array", path);
+    return TP_EINVAL;
+  }
+  json_t *cfg = json_object_get(d->root, "config"), *gen = json_object_get(d->root, "generator");
+  const char *model = json_string_value(json_object_get(cfg, "model"));
+  const char *ver = json_string_value(json_object_get(gen, "version"));
+  snprintf(d->desc, sizeof(d->desc), "model %s, tokperf %s", model ? model : "n/a", ver ? ver : "n/a");
+  return 0;
+}
+
+static bool num(json_t *v, double *out) {
+  if (!json_is_number(v)) return false;
+  *out = json_number_value(v);
+  return isfinite(*out);
+}
+
+/* The value of a metric in one level of a document; false = unavailable
+ * (null, missing, or a level with no requests for error_rate). */
+static bool level_value(json_t *lv, tp_cmp_metric m, tp_cmp_stat st, double *out) {
+  if (m == TP_CMP_ERROR_RATE) {
+    double req, failed;
+    if (!num(json_object_get(lv, "requests"), &req) || !num(json_object_get(lv, "failed"), &failed) ||
+        req <= 0)
+      return false;
+    *out = failed / req * 100;
+    return true;
+  }
+  json_t *v = json_object_get(lv, metrics[m].key);
+  if (metrics[m].has_stat) v = json_object_get(v, stat_names[st]);
+  return num(v, out);
+}
+
+static uint64_t level_conc(json_t *lv) {
+  json_t *c = json_object_get(lv, "concurrency");
+  return json_is_integer(c) ? (uint64_t)json_integer_value(c) : 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Comparison                                                               */
+
+typedef struct result {
+  uint64_t conc;
+  tp_cmp_metric metric;
+  tp_cmp_stat stat;
+  bool have_a, have_b;
+  double a, b, change; /* change in percent, may be +-inf */
+  bool worse;
+  int rule;            /* index of the rule, -1 = a table row */
+  bool failed, skipped;
+} result;
+
+static double pct_change(double a, double b) {
+  if (a == 0) return b == 0 ? 0 : b > 0 ? INFINITY : -INFINITY;
+  return (b - a) / fabs(a) * 100;
+}
+
+static void eval(result *r, json_t *la, json_t *lb) {
+  r->have_a = level_value(la, r->metric, r->stat, &r->a);
+  r->have_b = level_value(lb, r->metric, r->stat, &r->b);
+  if (r->have_a && r->have_b) {
+    r->change = pct_change(r->a, r->b);
+    r->worse = metrics[r->metric].lower_better ? r->b > r->a : r->b < r->a;
+  }
+}
+
+static void metric_label(char *buf, size_t len, tp_cmp_metric m, tp_cmp_stat st) {
+  if (metrics[m].has_stat)
+    snprintf(buf, len, "%s.%s", metrics[m].name, stat_names[st]);
+  else
+    snprintf(buf, len, "%s", metrics[m].name);
+}
+
+static void fmt_change(char *buf, size_t len, const result *r) {
+  if (!r->have_a || !r->have_b)
+    snprintf(buf, len, "n/a");
+  else if (isinf(r->change))
+    snprintf(buf, len, "%sinf%%", r->change > 0 ? "+" : "-");
+  else
+    snprintf(buf, len, "%+.1f%%", r->change);
+}
+
+static void fmt_val(char *buf, size_t len, bool have, double v) {
+  if (have)
+    snprintf(buf, len, "%.2f", v);
+  else
+    snprintf(buf, len, "n/a");
+}
+
+/* The rows of the side-by-side table: every headline metric. */
+static const struct {
+  tp_cmp_metric m;
+  tp_cmp_stat st;
+} rows[] = {
+    {TP_CMP_REQUEST_TPUT, TP_CMP_AVG}, {TP_CMP_OUTPUT_TPUT, TP_CMP_AVG}, {TP_CMP_INPUT_TPUT, TP_CMP_AVG},
+    {TP_CMP_ERROR_RATE, TP_CMP_AVG},   {TP_CMP_TTFT, TP_CMP_AVG},        {TP_CMP_TTFT, TP_CMP_P50},
+    {TP_CMP_TTFT, TP_CMP_P90},         {TP_CMP_TTFT, TP_CMP_P95},        {TP_CMP_TTFT, TP_CMP_P99},
+    {TP_CMP_ITL, TP_CMP_AVG},          {TP_CMP_ITL, TP_CMP_P50},         {TP_CMP_ITL, TP_CMP_P90},
+    {TP_CMP_ITL, TP_CMP_P95},          {TP_CMP_ITL, TP_CMP_P99},         {TP_CMP_LATENCY, TP_CMP_AVG},
+    {TP_CMP_LATENCY, TP_CMP_P50},      {TP_CMP_LATENCY, TP_CMP_P90},     {TP_CMP_LATENCY, TP_CMP_P95},
+    {TP_CMP_LATENCY, TP_CMP_P99},
+};
+enum { NROWS = sizeof(rows) / sizeof(rows[0]) };
+
+typedef struct results {
+  result *v;
+  size_t n, cap;
+} results;
+
+static result *push(results *rs) {
+  if (rs->n == rs->cap) {
+    size_t nc = rs->cap ? rs->cap * 2 : 64;
+    result *nv = realloc(rs->v, nc * sizeof(*nv));
+    if (!nv) return NULL;
+    rs->v = nv;
+    rs->cap = nc;
+  }
+  result *r = &rs->v[rs->n++];
+  memset(r, 0, sizeof(*r));
+  r->rule = -1;
+  return r;
+}
+
+static void print_row(FILE *out, const result *r) {
+  char label[64], name[96], a[32], b[32], c[32];
+  metric_label(label, sizeof(label), r->metric, r->stat);
+  snprintf(name, sizeof(name), "%s (%s)", label, metrics[r->metric].unit);
+  fmt_val(a, sizeof(a), r->have_a, r->a);
+  fmt_val(b, sizeof(b), r->have_b, r->b);
+  fmt_change(c, sizeof(c), r);
+  const char *mark = !r->have_a || !r->have_b ? ""
+                     : r->worse               ? "  worse"
+                     : r->a != r->b           ? "  better"
+                                              : "";
+  fprintf(out, "  %-34s %14s %14s %9s%s\n", name, a, b, c, mark);
+}
+
+/* ------------------------------------------------------------------------ */
+/* JUnit XML                                                                */
+
+static int xml_attr(tp_buf *o, const char *s) { return tp_html_escape(o, s, strlen(s)); }
+
+static void rule_message(char *buf, size_t len, const tp_compare_rule *rule, const result *r) {
+  char label[64], a[32], b[32], c[32];
+  metric_label(label, sizeof(label), r->metric, r->stat);
+  fmt_val(a, sizeof(a), r->have_a, r->a);
+  fmt_val(b, sizeof(b), r->have_b, r->b);
+  fmt_change(c, sizeof(c), r);
+  const char *unit = metrics[r->metric].unit;
+  if (r->skipped)
+    snprintf(buf, len, "%s at concurrency %" PRIu64 ": unavailable in both runs", label, r->conc);
+  else if (!r->have_b)
+    snprintf(buf, len, "%s at concurrency %" PRIu64 ": %s %s in A but unavailable in B", label, r->conc, a, unit);
+  else if (!r->have_a)
+    snprintf(buf, len, "%s at concurrency %" PRIu64 ": unavailable in A, %s %s in B", label, r->conc, b, unit);
+  else
+    snprintf(buf, len, "%s at concurrency %" PRIu64 ": %s %s -> %s %s (%s, bound %c%g%%)", label, r->conc, a,
+             unit, b, unit, c, rule->direction > 0 ? '+' : '-', rule->bound_pct);
+}
+
+static int write_junit(const char *path, const char *pa, const char *pb, const tp_compare_rule *rules,
+                       const results *rs, char *err, size_t errlen) {
+  size_t nrule = 0, nfail = 0, nskip = 0, nrow = 0;
+  for (size_t i = 0; i < rs->n; i++) {
+    if (rs->v[i].rule < 0) {
+      nrow++;
+      continue;
+    }
+    nrule++;
+    nfail += rs->v[i].failed;
+    nskip += rs->v[i].skipped;
+  }
+  tp_buf o;
+  tp_buf_init(&o);
+  int rv = tp_buf_printf(&o,
+                         "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+                         "<testsuites name=\"tokperf compare\" tests=\"%zu\" failures=\"%zu\" "
+                         "errors=\"0\" skipped=\"%zu\">\n"
+                         "  <testsuite name=\"tokperf.compare.rules\" tests=\"%zu\" failures=\"%zu\" "
+                         "errors=\"0\" skipped=\"%zu\">\n    <properties>\n"
+                         "      <property name=\"baseline\" value=\"",
+                         nrule + nrow, nfail, nskip, nrule, nfail, nskip);
+  if (!rv) rv = xml_attr(&o, pa);
+  if (!rv) rv = tp_buf_append_str(&o, "\"/>\n      <property name=\"candidate\" value=\"");
+  if (!rv) rv = xml_attr(&o, pb);
+  if (!rv) rv = tp_buf_append_str(&o, "\"/>\n    </properties>\n");
+  for (size_t i = 0; i < rs->n && !rv; i++) {
+    const result *r = &rs->v[i];
+    if (r->rule < 0) continue;
+    char name[160], msg[320];
+    snprintf(name, sizeof(name), "%s at concurrency %" PRIu64, rules[r->rule].text, r->conc);
+    rule_message(msg, sizeof(msg), &rules[r->rule], r);
+    rv = tp_buf_append_str(&o, "    <testcase classname=\"tokperf.compare.rules\" name=\"");
+    if (!rv) rv = xml_attr(&o, name);
+    if (!rv) rv = tp_buf_append_str(&o, "\" time=\"0\"");
+    if (!rv && !r->failed && !r->skipped) {
+      rv = tp_buf_append_str(&o, "><system-out>");
+      if (!rv) rv = xml_attr(&o, msg);
+      if (!rv) rv = tp_buf_append_str(&o, "</system-out></testcase>\n");
+      continue;
+    }
+    if (!rv) rv = tp_buf_append_str(&o, r->failed ? ">\n      <failure type=\"regression\" message=\""
+                                                  : ">\n      <skipped message=\"");
+    if (!rv) rv = xml_attr(&o, msg);
+    if (!rv) rv = tp_buf_append_str(&o, "\"/>\n    </testcase>\n");
+  }
+  if (!rv)
+    rv = tp_buf_printf(&o,
+                       "  </testsuite>\n  <testsuite name=\"tokperf.compare.metrics\" tests=\"%zu\" "
+                       "failures=\"0\" errors=\"0\" skipped=\"0\">\n",
+                       nrow);
+  for (size_t i = 0; i < rs->n && !rv; i++) {
+    const result *r = &rs->v[i];
+    if (r->rule >= 0) continue;
+    char label[64], a[32], b[32], c[32];
+    metric_label(label, sizeof(label), r->metric, r->stat);
+    fmt_val(a, sizeof(a), r->have_a, r->a);
+    fmt_val(b, sizeof(b), r->have_b, r->b);
+    fmt_change(c, sizeof(c), r);
+    rv = tp_buf_printf(&o,
+                       "    <testcase classname=\"tokperf.compare.concurrency_%" PRIu64
+                       "\" name=\"%s\" time=\"0\"><system-out>A %s, B %s %s, change %s%s</system-out>"
+                       "</testcase>\n",
+                       r->conc, label, a, b, metrics[r->metric].unit, c,
+                       r->have_a && r->have_b && r->worse ? " (worse)" : "");
+  }
+  if (!rv) rv = tp_buf_append_str(&o, "  </testsuite>\n</testsuites>\n");
+  if (!rv && tp__write_atomic(path, o.data, o.len)) {
+    tp_seterr(err, errlen, "cannot write %s: %s (see --junit)", path, strerror(errno));
+    rv = TP_EIO;
+  } else if (rv) {
+    tp_seterr(err, errlen, "cannot write %s: out of memory", path);
+  }
+  tp_buf_fini(&o);
+  return rv;
+}
+
+/* ------------------------------------------------------------------------ */
+
+static void conc_list(char *buf, size_t len, json_t *levels) {
+  size_t o = 0;
+  buf[0] = '\0';
+  for (size_t i = 0; i < json_array_size(levels) && o + 24 < len; i++)
+    o += (size_t)snprintf(buf + o, len - o, "%s%" PRIu64, i ? ", " : "", level_conc(json_array_get(levels, i)));
+  if (!json_array_size(levels)) snprintf(buf, len, "none");
+}
+
+int tp_compare_run(const char *json_a, const char *json_b, const char *const *fail_on, size_t n,
+                   FILE *out, const char *junit_path, char *err, size_t errlen) {
+  tp_compare_rule *rules = calloc(n ? n : 1, sizeof(*rules));
+  if (!rules) return TP_ENOMEM;
+  int rv = 0;
+  for (size_t i = 0; i < n && !rv; i++) {
+    char e[256];
+    if (tp_compare_parse_rule(fail_on[i], &rules[i], e, sizeof(e))) {
+      tp_seterr(err, errlen, "--fail-on '%s': %s", fail_on[i], e);
+      rv = TP_EINVAL;
+    }
+  }
+  doc a = {0}, b = {0};
+  if (!rv) rv = load_doc(&a, json_a, err, errlen);
+  if (!rv) rv = load_doc(&b, json_b, err, errlen);
+  results rs = {0};
+  size_t na = rv ? 0 : json_array_size(a.levels), nb = rv ? 0 : json_array_size(b.levels);
+  bool *used_b = calloc(nb ? nb : 1, sizeof(*used_b));
+  if (!rv && !used_b) rv = TP_ENOMEM;
+
+  size_t matched = 0, nfail = 0;
+  char first_fail[320] = "";
+  if (!rv && out) fprintf(out, "A: %s (%s)\nB: %s (%s)\n", json_a, a.desc, json_b, b.desc);
+  for (size_t i = 0; i < na && !rv; i++) {
+    json_t *la = json_array_get(a.levels, i), *lb = NULL;
+    uint64_t conc = level_conc(la);
+    for (size_t j = 0; j < nb && !lb; j++)
+      if (!used_b[j] && level_conc(json_array_get(b.levels, j)) == conc) {
+        used_b[j] = true;
+        lb = json_array_get(b.levels, j);
+      }
+    if (!lb) {
+      if (out) fprintf(out, "\nConcurrency %" PRIu64 ": only in A\n", conc);
+      continue;
+    }
+    matched++;
+    if (out) {
+      fprintf(out, "\nConcurrency %" PRIu64 "\n  %-34s %14s %14s %9s\n", conc, "Metric", "A", "B", "Change");
+    }
+    for (size_t k = 0; k < NROWS && !rv; k++) {
+      result *r = push(&rs);
+      if (!r) {
+        rv = TP_ENOMEM;
+        break;
+      }
+      r->conc = conc;
+      r->metric = rows[k].m;
+      r->stat = rows[k].st;
+      eval(r, la, lb);
+      if (out) print_row(out, r);
+    }
+    for (size_t k = 0; k < n && !rv; k++) {
+      result *r = push(&rs);
+      if (!r) {
+        rv = TP_ENOMEM;
+        break;
+      }
+      r->conc = conc;
+      r->metric = rules[k].metric;
+      r->stat = rules[k].stat;
+      r->rule = (int)k;
+      eval(r, la, lb);
+      if (!r->have_a && !r->have_b)
+        r->skipped = true;
+      else if (r->have_a && !r->have_b)
+        r->failed = true; /* a figure that vanished could hide a regression */
+      else if (r->have_a && r->have_b)
+        r->failed = rules[k].direction > 0 ? r->change > rules[k].bound_pct : r->change < -rules[k].bound_pct;
+      if (r->failed && !nfail++) rule_message(first_fail, sizeof(first_fail), &rules[k], r);
+    }
+  }
+  for (size_t j = 0; j < nb && !rv && out; j++)
+    if (!used_b[j]) fprintf(out, "\nConcurrency %" PRIu64 ": only in B\n", level_conc(json_array_get(b.levels, j)));
+
+  if (!rv && !matched) {
+    char la[128], lb[128];
+    conc_list(la, sizeof(la), a.levels);
+    conc_list(lb, sizeof(lb), b.levels);
+    tp_seterr(err, errlen, "%s and %s have no concurrency level in common (A: %s; B: %s)", json_a, json_b, la, lb);
+    rv = TP_EINVAL;
+  }
+
+  if (!rv && out && n) {
+    fprintf(out, "\nRules\n");
+    for (size_t i = 0; i < rs.n; i++) {
+      const result *r = &rs.v[i];
+      if (r->rule < 0) continue;
+      char msg[320];
+      rule_message(msg, sizeof(msg), &rules[r->rule], r);
+      fprintf(out, "  %-4s %s: %s\n", r->failed ? "FAIL" : r->skipped ? "skip" : "ok", rules[r->rule].text, msg);
+    }
+  }
+  if (!rv && junit_path) rv = write_junit(junit_path, json_a, json_b, rules, &rs, err, errlen);
+  if (!rv && nfail) {
+    tp_seterr(err, errlen, "%zu rule check%s failed; first: %s", nfail, nfail == 1 ? "" : "s", first_fail);
+    if (out) fprintf(out, "\n%zu rule check%s failed\n", nfail, nfail == 1 ? "" : "s");
+    rv = TP_COMPARE_FAILED;
+  } else if (!rv && out && n) {
+    fprintf(out, "\nAll rules held\n");
+  }
+
+  free(used_b);
+  free(rs.v);
+  json_decref(a.root);
+  json_decref(b.root);
+  free(rules);
+  return rv;
+}

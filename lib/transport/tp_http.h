@@ -1,0 +1,141 @@
+/* HTTP requests on the run's libuv loop, through libcurl's multi-socket
+ * interface: libcurl does HTTP/1.1 (keep-alive, chunked bodies), HTTPS
+ * (OpenSSL) and HTTP/2 where the server offers it through ALPN; libuv tells
+ * libcurl when its sockets are ready (one uv_poll per socket, one uv_timer
+ * for libcurl's timeout).
+ *
+ * Connections: libcurl keeps finished connections open and reuses them, so
+ * with HTTP/1.1 each request in flight has a connection of its own and a
+ * closed-loop run reuses the same ones.  HTTP/2 multiplexes (up to libcurl's
+ * 100 streams per connection, then another connection).  Proxies come from
+ * the usual environment variables (http_proxy, https_proxy, no_proxy), as
+ * libcurl does by default; nothing here turns that off.
+ *
+ * Timestamps: when a socket becomes readable the poll callback takes
+ * tp_now_ns() before calling curl_multi_socket_action, and every body byte
+ * libcurl delivers during that call carries that time.  Bytes libcurl had
+ * already read and kept (TLS records decrypted ahead, a body larger than
+ * its buffer) are delivered on a timer call and carry that call's time,
+ * which is later than their true arrival by at most one loop iteration.
+ *
+ * Secrets: the API key is written only into the Authorization request
+ * header.  It never appears in messages, and libcurl's error buffer holds
+ * no header text. */
+#ifndef TP_HTTP_H
+#define TP_HTTP_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <uv.h>
+
+#include "util/tp_common.h"
+
+/* tokperf.h has no TLS or HTTP-status class yet; these stand in until the
+ * proposed TP_ERRCLASS_TLS and TP_ERRCLASS_HTTP_STATUS exist (then define
+ * them as those). */
+#ifndef TP_HTTP_ERRCLASS_TLS
+#define TP_HTTP_ERRCLASS_TLS TP_ERRCLASS_CONNECT
+#endif
+#ifndef TP_HTTP_ERRCLASS_HTTP_STATUS
+#define TP_HTTP_ERRCLASS_HTTP_STATUS TP_ERRCLASS_SERVER
+#endif
+
+typedef struct tp_http tp_http;
+typedef struct tp_http_req tp_http_req;
+
+typedef struct tp_http_opts {
+  /* "http://host:port[/prefix]" or "https://..."; request paths are
+   * appended.  Copied. */
+  const char *base_url;
+  /* "Name: value" lines sent on every request (copied).  One of ours
+   * (Content-Type, Accept) is left out when a line names the same header;
+   * "Name:" with nothing after it removes a header libcurl would send. */
+  const char *const *headers;
+  size_t n_headers;
+  /* Sent as "Authorization: Bearer KEY" and nowhere else; NULL or "" =
+   * none.  Copied. */
+  const char *api_key;
+  const char *ca_file;   /* PEM bundle to verify the server with; NULL = system CAs */
+  const char *cert_file; /* client certificate (PEM), NULL = none */
+  const char *key_file;  /* its private key (PEM), NULL = in cert_file */
+  bool insecure;         /* skip certificate and host name verification */
+  bool http1_only;       /* do not offer HTTP/2 through ALPN */
+  uint32_t max_host_connections; /* 0 = no limit */
+  uint32_t max_idle_connections; /* connection cache size, 0 = libcurl's (4 x transfers) */
+  uint64_t connect_timeout_ns;   /* 0 = libcurl's default (300 s) */
+} tp_http_opts;
+
+typedef struct tp_http_result {
+  /* TP_ERRCLASS_NONE when a whole response arrived, whatever its status;
+   * otherwise why the transfer failed: CONNECT (cannot connect, or the
+   * connection was lost mid-response), TP_HTTP_ERRCLASS_TLS, TIMEOUT,
+   * STREAM_RESET (HTTP/2), PROTOCOL (not HTTP), CANCELLED, or the class
+   * given to tp_http_fail. */
+  tp_error_class err_class;
+  int status;          /* HTTP status; 0 = none arrived */
+  const char *message; /* why it failed ("" when it did not); borrowed */
+  uint64_t sent_ns;    /* when the request's last byte went out; 0 = unknown */
+  /* When the transfer ended: the time taken when the socket event that
+   * completed it was seen (the end of the body), or when it failed. */
+  uint64_t end_ns;
+  int http_version; /* 1 or 2; 0 = no response */
+} tp_http_result;
+
+typedef struct tp_http_req_cbs {
+  /* Status and Content-Type (NULL when absent), once, before the first body
+   * byte; a response without a body reports its status in on_done only.
+   * Return 0, or a negative code to abort (see on_body).  May be NULL. */
+  int (*on_response)(tp_http_req *r, int status, const char *content_type, void *user_data);
+  /* Body bytes with the transfer coding removed.  arrival_ns: see the file
+   * comment.  Return 0, or a negative code to abort the transfer (after
+   * tp_http_fail, which sets the class and message; otherwise the request
+   * ends CANCELLED).  Must not start or finish requests synchronously other
+   * than through tp_http_request / tp_http_fail, which defer their work. */
+  int (*on_body)(tp_http_req *r, const uint8_t *data, size_t len, uint64_t arrival_ns, void *user_data);
+  /* Called exactly once per successfully started request, last; the
+   * request is freed after it returns.  May start new requests; must not
+   * close the tp_http. */
+  void (*on_done)(tp_http_req *r, const tp_http_result *res, void *user_data);
+} tp_http_req_cbs;
+
+typedef struct tp_http_req_opts {
+  bool post;             /* POST body (Content-Type: application/json), else GET */
+  const char *path;      /* appended to base_url; a full http(s):// URL is used as it is */
+  const uint8_t *body;   /* copied */
+  size_t body_len;
+  bool accept_sse;       /* Accept: text/event-stream (else application/json) */
+  uint64_t timeout_ns;   /* whole request, 0 = none */
+} tp_http_req_opts;
+
+/* Creates the HTTP client.  Returns 0, or TP_EINVAL with a message (a bad
+ * base URL, header line or API key, an unreadable CA, certificate or key
+ * file) — the message never quotes the API key — or TP_ENOMEM. */
+int tp_http_new(tp_http **out, uv_loop_t *loop, const tp_http_opts *o, char *err, size_t errlen);
+
+/* Starts a request.  Returns 0 (on_done will be called, never from inside
+ * this call), or TP_ENOMEM / TP_EINVAL (no callback).  Safe to call from
+ * any callback of this module. */
+int tp_http_request(tp_http *h, const tp_http_req_opts *ro, const tp_http_req_cbs *cbs, void *user_data,
+                    tp_http_req **out);
+
+/* Fails a request with a class and message of the caller's (copied, cut to
+ * 255 bytes); the transfer is stopped and on_done follows (never from
+ * inside this call).  Nothing happens when it already failed or ended. */
+void tp_http_fail(tp_http_req *r, tp_error_class cls, const char *message);
+/* tp_http_fail with TP_ERRCLASS_CANCELLED. */
+void tp_http_cancel(tp_http_req *r);
+
+/* "host:port" of the base URL, for messages. */
+const char *tp_http_authority(const tp_http *h);
+/* Connections libcurl opened so far (counted as transfers end). */
+uint32_t tp_http_connections_opened(const tp_http *h);
+/* Requests started and not yet ended. */
+size_t tp_http_active(const tp_http *h);
+
+/* Fails every request with CANCELLED (their on_done runs inside this
+ * call), closes every connection, and frees h once libuv has closed the
+ * handles (the loop must run for that). */
+void tp_http_close(tp_http *h);
+
+#endif

@@ -67,15 +67,22 @@ typedef struct req_ctx {
   bool cumulative;
 } req_ctx;
 
-/* Token counting off the loop. */
+/* Work on a finished request off the loop: counting its tokens and writing
+ * its line to the records file.  The job works on a snapshot of the record
+ * (the array may move while the loop plans more requests); the heap buffers
+ * the snapshot points at (text, response times) are not touched again until
+ * the level ends, after every job is back. */
 typedef struct count_job {
   uv_work_t work;
   tp_run *run;
   size_t seq;
   const tp_tok *tok;
-  const char *text; /* the record's text buffer: not touched once the request is done */
-  size_t len;
-  int64_t tokens;
+  tp_record snap;
+  char id[96];
+  size_t level;
+  tp_load_mode mode;
+  uint32_t concurrency;
+  double rate;
 } count_job;
 
 typedef struct level_state {
@@ -143,6 +150,7 @@ struct tp_run {
   char target[300];
   tp_client *client;
   FILE *records_fp;
+  uv_mutex_t records_lock; /* pool threads write record lines */
   tp_gates *gates;
 
   point *points;
@@ -299,6 +307,10 @@ int tp_run_new(tp_run **out, const tp_config *cfg, char *err, size_t errlen) {
   if (r->cfg.max_trials > MAX_WINDOWS) r->cfg.max_trials = MAX_WINDOWS;
   atomic_init(&r->interrupt_flag, false);
   uv_loop_init(&r->loop);
+  uv_mutex_init(&r->records_lock);
+  /* jansson seeds its hash function lazily; do it here, before any pool
+   * thread builds a record line. */
+  json_object_seed(0);
 
   rv = tp_gates_new(&r->gates, cfg->asserts, cfg->n_asserts, err, errlen);
   if (rv) goto fail;
@@ -610,28 +622,47 @@ static void req_on_event(void *req, const tp_client_event *ev, uint64_t arrival_
   }
 }
 
-static void write_record(tp_run *r, const tp_record *rec);
 static void window_on_completion(tp_run *r, const tp_record *rec);
 
 /* A request is complete (tokens counted): write it, feed the windows. */
 static void finalize(tp_run *r, size_t seq) {
   level_state *L = &r->lv;
-  tp_record *rec = &L->recs[seq];
-  write_record(r, rec);
-  window_on_completion(r, rec);
+  window_on_completion(r, &L->recs[seq]);
   level_check_done(r);
 }
 
+static void format_record(json_t *o, const count_job *j);
+
 static void count_work(uv_work_t *w) {
   count_job *j = w->data;
-  size_t n = 0;
-  j->tokens = tp_tok_count(j->tok, j->text ? j->text : "", j->len, &n) == 0 ? (int64_t)n : -1;
+  tp_record *rec = &j->snap;
+  if (j->tok) {
+    size_t n = 0;
+    rec->output_tokens =
+        tp_tok_count(j->tok, rec->text.data ? (const char *)rec->text.data : "", rec->text.len, &n) == 0
+            ? (int64_t)n
+            : -1;
+  }
+  tp_run *r = j->run;
+  if (!r->records_fp) return;
+  json_t *o = json_object();
+  format_record(o, j);
+  char *line = json_dumps(o, JSON_COMPACT | JSON_ENSURE_ASCII);
+  json_decref(o);
+  if (!line) return;
+  uv_mutex_lock(&r->records_lock);
+  fputs(line, r->records_fp);
+  fputc('\n', r->records_fp);
+  /* Flushed per request: a crash or a kill loses nothing already measured. */
+  fflush(r->records_fp);
+  uv_mutex_unlock(&r->records_lock);
+  free(line);
 }
 
 static void count_after(uv_work_t *w, int status) {
   count_job *j = w->data;
   tp_run *r = j->run;
-  if (status == 0) r->lv.recs[j->seq].output_tokens = j->tokens;
+  if (status == 0 && j->tok) r->lv.recs[j->seq].output_tokens = j->snap.output_tokens;
   r->lv.pending_counts--;
   size_t seq = j->seq;
   free(j);
@@ -666,14 +697,18 @@ static void req_on_done(void *req, const tp_client_done *d) {
     }
   }
 
-  if (r->tok) {
+  if (r->tok || r->records_fp) {
     count_job *j = calloc(1, sizeof(*j));
     if (j) {
       j->run = r;
       j->seq = seq;
       j->tok = r->tok;
-      j->text = (const char *)rec->text.data;
-      j->len = rec->text.len;
+      j->snap = *rec;
+      snprintf(j->id, sizeof(j->id), "%s%zu", r->id_prefix, seq);
+      j->level = r->n_levels;
+      j->mode = L->pt.mode;
+      j->concurrency = L->pt.concurrency;
+      j->rate = L->pt.rate;
       j->work.data = j;
       if (uv_queue_work(&r->loop, &j->work, count_work, count_after) == 0) {
         L->pending_counts++;
@@ -1068,16 +1103,12 @@ static int run_level(tp_run *r, size_t li, char *err, size_t errlen) {
   return 0;
 }
 
-static void write_record(tp_run *r, const tp_record *rec) {
-  if (!r->records_fp) return;
-  const level_state *L = &r->lv;
-  json_t *o = json_object();
-  if (L->pt.mode == TP_LOAD_CONCURRENCY) json_object_set_new(o, "concurrency", json_integer(L->pt.concurrency));
-  if (L->pt.mode == TP_LOAD_RATE) json_object_set_new(o, "request_rate", json_real(L->pt.rate));
-  char id[96];
-  snprintf(id, sizeof(id), "%s%" PRIu64, r->id_prefix, rec->seq);
-  json_object_set_new(o, "id", json_string(id));
-  json_object_set_new(o, "level", json_integer((json_int_t)r->n_levels));
+static void format_record(json_t *o, const count_job *j) {
+  const tp_record *rec = &j->snap;
+  if (j->mode == TP_LOAD_CONCURRENCY) json_object_set_new(o, "concurrency", json_integer(j->concurrency));
+  if (j->mode == TP_LOAD_RATE) json_object_set_new(o, "request_rate", json_real(j->rate));
+  json_object_set_new(o, "id", json_string(j->id));
+  json_object_set_new(o, "level", json_integer((json_int_t)j->level));
   json_object_set_new(o, "seq", json_integer((json_int_t)rec->seq));
   json_object_set_new(o, "warmup", json_boolean(rec->warmup));
   json_object_set_new(o, "prompt_index", json_integer(rec->prompt_index));
@@ -1099,15 +1130,6 @@ static void write_record(tp_run *r, const tp_record *rec) {
   json_object_set_new(o, "grpc_status", rec->grpc_status >= 0 ? json_integer(rec->grpc_status) : json_null());
   json_object_set_new(o, "error", rec->err_msg ? json_string(rec->err_msg) : json_null());
   json_object_set_new(o, "text", json_stringn(rec->text.data ? (const char *)rec->text.data : "", rec->text.len));
-  char *line = json_dumps(o, JSON_COMPACT | JSON_ENSURE_ASCII);
-  if (line) {
-    fputs(line, r->records_fp);
-    fputc('\n', r->records_fp);
-    /* Flushed per request: a crash or a kill loses nothing already measured. */
-    fflush(r->records_fp);
-    free(line);
-  }
-  json_decref(o);
 }
 
 /* ---- the run ---------------------------------------------------------------- */
@@ -1264,6 +1286,7 @@ void tp_run_free(tp_run *r) {
   uv_loop_close(&r->loop);
   if (r->mock) tp_mock_stop(r->mock);
   if (r->records_fp) fclose(r->records_fp);
+  uv_mutex_destroy(&r->records_lock);
   if (r->tok) tp_tok_free(r->tok);
   tp_dataset_free(&r->ds);
   if (r->have_syn_ds) tp_dataset_free(&r->syn_ds);

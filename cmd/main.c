@@ -82,6 +82,9 @@ static int cmd_profile(int argc, char **argv) {
       }
     }
   }
+  /* CI gates: thresholds the user set, and a run where nothing succeeded. */
+  if (code == TP_EXIT_OK && tp_run_level_count(run) > 0 && tp_run_check_gates(run, stderr) > 0)
+    code = TP_EXIT_THRESHOLD;
   g_run = NULL;
   tp_run_free(run);
   tp_cli_fini(&cli);

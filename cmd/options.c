@@ -14,6 +14,9 @@ typedef enum opt_id {
   O_NO_STREAMING, O_STREAM_TEXT, O_CONCURRENCY, O_REQUEST_COUNT, O_WARMUP, O_INTERVAL, O_INPUT_FILE,
   O_TOKENIZER, O_SEED, O_OUT_TOKENS, O_OUT_DET, O_SYN_WORDS, O_NUM_PROMPTS, O_CONNECTIONS,
   O_TIMEOUT, O_SKIP_PREFLIGHT, O_JSON, O_RECORDS, O_MOCK, O_MOCK_LOG, O_QUIET, O_HELP,
+  O_RATE, O_ARRIVAL, O_BURSTINESS, O_MAX_CONC, O_DURATION, O_WARMUP_DURATION, O_MEASURE_MODE,
+  O_MEASURE_COUNT, O_STABILITY, O_MAX_TRIALS, O_IN_MEAN, O_IN_STDDEV, O_OUT_STDDEV, O_SCHEDULE,
+  O_SPEEDUP, O_PREFIX_BLOCK, O_GOODPUT, O_ASSERT, O_MAX_ERROR_RATE,
   /* mock settings (prefixed --mock- under profile) */
   O_M_HOST, O_M_PORT, O_M_TTFT, O_M_PREFILL_TOK, O_M_PREFILL_Q, O_M_ITL, O_M_ITL_SEQ,
   O_M_BATCH, O_M_OUT, O_M_EOS, O_M_SEED, O_M_LOG
@@ -40,18 +43,43 @@ static const optdef profile_opts[] = {
    "each streamed response holds new text only, or all text so far (vLLM before r24.03)", "delta"},
   {O_CONCURRENCY, "--concurrency|--concurrency-range", "LIST",
    "requests in flight per level: 1,4,8 or a range 4:32:4 or 1:64:x2", "1"},
+  {O_RATE, "--request-rate", "LIST",
+   "open loop: requests/s per level, e.g. 10,50,100 or 100:1000:100 (instead of --concurrency)", NULL},
+  {O_ARRIVAL, "--arrival", "constant|poisson|gamma", "arrival process in rate mode", "constant"},
+  {O_BURSTINESS, "--burstiness", "K", "gamma shape for --arrival gamma (1 is Poisson, below 1 burstier)", "1"},
+  {O_MAX_CONC, "--max-concurrency", "N", "rate mode: cap on requests in flight (waiting shows as send lag)", NULL},
+  {O_SCHEDULE, "--schedule", "FILE.jsonl",
+   "replay a trace: timestamp (ms) and a prompt or input_length/output_length, optional hash_ids", NULL},
+  {O_SPEEDUP, "--replay-speedup", "X", "play --schedule X times faster", "1"},
+  {O_PREFIX_BLOCK, "--prefix-block-tokens", "N", "tokens per hash_ids block in --schedule", "512"},
   {O_REQUEST_COUNT, "--request-count|--num-prompts-per-level", "N",
-   "measured requests per level (default: 4 per slot, at least 16)", NULL},
+   "measured requests per level (default: 4 per slot or 4 s of the rate, at least 16)", NULL},
+  {O_DURATION, "--duration", "DURATION", "measure the requests planned within this time per level", NULL},
   {O_WARMUP, "--warmup-request-count", "N", "requests per level sent first and left out of the statistics", "0"},
+  {O_WARMUP_DURATION, "--warmup-duration", "DURATION", "warm up for this long per level instead of a count", NULL},
   {O_INTERVAL, "--measurement-interval", "DURATION",
-   "measure each level for this long instead of a request count (bare number: ms)", NULL},
+   "perf_analyzer stability mode: windows this long until the last three agree (bare number: ms)", NULL},
+  {O_MEASURE_MODE, "--measurement-mode", "time_windows|count_windows", "stability windows by time or by count",
+   "time_windows"},
+  {O_MEASURE_COUNT, "--measurement-request-count", "N", "requests per window in count_windows mode", "50"},
+  {O_STABILITY, "--stability-percentage", "P", "windows agree when throughput and latency lie within P%", "10"},
+  {O_MAX_TRIALS, "--max-trials", "N", "stop after this many windows, stable or not", "10"},
+  {O_GOODPUT, "--goodput", "BOUNDS", "goodput bounds in ms, e.g. 'ttft:200 itl:25 latency:5000'", NULL},
+  {O_ASSERT, "--assert", "EXPR",
+   "CI gate, repeatable: 'ttft.p99 <= 250ms', 'output_token_throughput >= 1000', 'error_rate <= 1%'", NULL},
+  {O_MAX_ERROR_RATE, "--max-error-rate", "R", "fail the run (exit 1) when a level's error rate exceeds R (or R%)",
+   NULL},
   {O_INPUT_FILE, "--input-file|--input-data", "FILE.jsonl",
    "prompts, one JSON object per line: text_input|input|prompt|text, optional output, max_tokens", NULL},
   {O_TOKENIZER, "--tokenizer|--tokenizer-path", "PATH",
    "sentencepiece tokenizer.model, or a model directory holding one; without it token metrics are n/a", NULL},
   {O_SEED, "--random-seed", "N", "seed for synthetic prompts", "0"},
-  {O_OUT_TOKENS, "--output-tokens-mean|--max-tokens", "N",
-   "max_tokens asked of the server (default: the line's max_tokens, else 128)", NULL},
+  {O_OUT_TOKENS, "--output-tokens-mean|--max-tokens", "LIST",
+   "max_tokens asked of the server; a list sweeps it (default: the line's max_tokens, else 128)", NULL},
+  {O_OUT_STDDEV, "--output-tokens-stddev", "N", "draw each request's max_tokens around the mean", "0"},
+  {O_IN_MEAN, "--synthetic-input-tokens-mean", "LIST",
+   "synthetic prompts of exactly this many tokens (needs --tokenizer); a list sweeps it", NULL},
+  {O_IN_STDDEV, "--synthetic-input-tokens-stddev", "N", "spread of the synthetic prompt lengths", "0"},
   {O_OUT_DET, "--output-tokens-mean-deterministic", NULL,
    "also ask the server not to stop early (min_length/min_tokens, vLLM ignore_eos)", NULL},
   {O_SYN_WORDS, "--synthetic-input-words", "N", "words per synthetic prompt (no --input-file)", "64"},
@@ -100,7 +128,13 @@ void tp_cli_init(tp_cli *cli) {
   tp_mock_config_default(&cli->mock);
 }
 
-void tp_cli_fini(tp_cli *cli) { free(cli->concurrency); }
+void tp_cli_fini(tp_cli *cli) {
+  free(cli->concurrency);
+  free(cli->rates);
+  free(cli->in_means);
+  free(cli->out_means);
+  free(cli->asserts);
+}
 
 static int usage_error(const char *opt, const char *val, const char *what) {
   if (val)
@@ -140,6 +174,74 @@ static int get_ms(const char *opt, const char *v, uint64_t *out_ms) {
   if (tp_parse_duration_ns(v, 1000000ULL, &ns, e, sizeof(e))) return usage_error(opt, v, e);
   if (ns == 0) return usage_error(opt, v, "must be above zero");
   *out_ms = (ns + 999999) / 1000000;
+  return 0;
+}
+
+/* Rates: a list or range of whole numbers ("10,50,100", "100:1000:100"),
+ * or a comma-separated list of decimals ("0.5,1.5"). */
+static int parse_rates(const char *v, double **out, size_t *n, char *e, size_t elen) {
+  uint32_t *ints = NULL;
+  size_t ni = 0;
+  if (tp_parse_uint_list(v, &ints, &ni, 1000, e, elen) == 0) {
+    *out = malloc(ni * sizeof(double));
+    if (!*out) {
+      free(ints);
+      return -1;
+    }
+    for (size_t i = 0; i < ni; i++) (*out)[i] = ints[i];
+    *n = ni;
+    free(ints);
+    return 0;
+  }
+  size_t cap = 1;
+  for (const char *p = v; *p; p++) cap += *p == ',';
+  *out = calloc(cap, sizeof(double));
+  if (!*out) return -1;
+  *n = 0;
+  char buf[64];
+  const char *p = v;
+  while (1) {
+    const char *comma = strchr(p, ',');
+    size_t l = comma ? (size_t)(comma - p) : strlen(p);
+    if (l == 0 || l >= sizeof(buf)) goto bad;
+    memcpy(buf, p, l);
+    buf[l] = 0;
+    if (tp_parse_double(buf, &(*out)[*n], e, elen) || !((*out)[*n] > 0)) goto bad;
+    (*n)++;
+    if (!comma) break;
+    p = comma + 1;
+  }
+  return 0;
+bad:
+  snprintf(e, elen, "expected requests per second above 0: a list like 10,50,100 or 0.5,2.5, or a range "
+           "like 100:1000:100");
+  free(*out);
+  *out = NULL;
+  return -1;
+}
+
+/* "ttft:200 itl:25 latency:5000" (spaces or commas between bounds, ms). */
+static int parse_goodput(tp_config *c, const char *name, const char *v) {
+  char buf[256];
+  snprintf(buf, sizeof(buf), "%s", v);
+  c->goodput_ttft_ms = c->goodput_itl_ms = c->goodput_latency_ms = 0;
+  int n = 0;
+  for (char *save = NULL, *tok = strtok_r(buf, " ,", &save); tok; tok = strtok_r(NULL, " ,", &save)) {
+    char *colon = strchr(tok, ':');
+    if (!colon) return usage_error(name, v, "expected METRIC:MS pairs: ttft:200 itl:25 latency:5000");
+    *colon = 0;
+    uint64_t ns;
+    char e[160];
+    if (tp_parse_duration_ns(colon + 1, 1000000ULL, &ns, e, sizeof(e)) || ns == 0)
+      return usage_error(name, v, "each bound needs a positive number of milliseconds (or a unit: 2s)");
+    double ms = (double)ns / 1e6;
+    if (strcmp(tok, "ttft") == 0) c->goodput_ttft_ms = ms;
+    else if (strcmp(tok, "itl") == 0) c->goodput_itl_ms = ms;
+    else if (strcmp(tok, "latency") == 0 || strcmp(tok, "e2e") == 0) c->goodput_latency_ms = ms;
+    else return usage_error(name, v, "bounds are ttft, itl and latency");
+    n++;
+  }
+  if (!n) return usage_error(name, v, "expected METRIC:MS pairs: ttft:200 itl:25 latency:5000");
   return 0;
 }
 
@@ -207,11 +309,108 @@ static int apply(tp_cli *cli, const optdef *o, const char *name, const char *v) 
       if (!c->request_count) return usage_error(name, v, "must be above zero");
       break;
     case O_WARMUP: return get_u64(name, v, &c->warmup_request_count);
-    case O_INTERVAL: return get_ms(name, v, &c->measurement_interval_ms);
+    case O_INTERVAL:
+      cli->measure_flags |= 1;
+      return get_ms(name, v, &c->measurement_interval_ms);
+    case O_RATE:
+      free(cli->rates);
+      cli->rates = NULL;
+      if (parse_rates(v, &cli->rates, &cli->n_rates, e, sizeof(e))) return usage_error(name, v, e);
+      c->request_rates = cli->rates;
+      c->n_request_rates = cli->n_rates;
+      break;
+    case O_ARRIVAL:
+      if (strcmp(v, "constant") == 0) c->arrival = TP_ARRIVAL_CONSTANT;
+      else if (strcmp(v, "poisson") == 0) c->arrival = TP_ARRIVAL_POISSON;
+      else if (strcmp(v, "gamma") == 0) c->arrival = TP_ARRIVAL_GAMMA;
+      else return usage_error(name, v, "expected constant, poisson or gamma");
+      break;
+    case O_BURSTINESS:
+      if (get_double(name, v, &c->burstiness)) return TP_EXIT_USAGE;
+      if (!(c->burstiness > 0)) return usage_error(name, v, "must be above 0");
+      break;
+    case O_MAX_CONC:
+      if (get_u32(name, v, &c->max_concurrency, 100000)) return TP_EXIT_USAGE;
+      if (!c->max_concurrency) return usage_error(name, v, "must be above zero");
+      break;
+    case O_DURATION:
+      cli->measure_flags |= 4;
+      return get_ms(name, v, &c->duration_ms);
+    case O_WARMUP_DURATION: return get_ms(name, v, &c->warmup_duration_ms);
+    case O_MEASURE_MODE:
+      cli->measure_flags |= 1;
+      if (strcmp(v, "time_windows") == 0) c->measure_mode = TP_MEASURE_TIME_WINDOWS;
+      else if (strcmp(v, "count_windows") == 0) c->measure_mode = TP_MEASURE_COUNT_WINDOWS;
+      else return usage_error(name, v, "expected time_windows or count_windows");
+      cli->measure_flags |= c->measure_mode == TP_MEASURE_COUNT_WINDOWS ? 2 : 0;
+      break;
+    case O_MEASURE_COUNT:
+      cli->measure_flags |= 1 | 2;
+      if (get_u64(name, v, &c->measurement_request_count)) return TP_EXIT_USAGE;
+      if (!c->measurement_request_count) return usage_error(name, v, "must be above zero");
+      break;
+    case O_STABILITY:
+      if (get_double(name, v, &c->stability_percentage)) return TP_EXIT_USAGE;
+      if (!(c->stability_percentage > 0)) return usage_error(name, v, "must be above 0");
+      break;
+    case O_MAX_TRIALS:
+      if (get_u32(name, v, &c->max_trials, 64)) return TP_EXIT_USAGE;
+      if (c->max_trials < 1) return usage_error(name, v, "must be 1 to 64");
+      break;
+    case O_IN_MEAN:
+      free(cli->in_means);
+      cli->in_means = NULL;
+      if (tp_parse_uint_list(v, &cli->in_means, &cli->n_in_means, 1000, e, sizeof(e)))
+        return usage_error(name, v, e);
+      c->input_tokens_means = cli->in_means;
+      c->n_input_tokens_means = cli->n_in_means;
+      break;
+    case O_IN_STDDEV: return get_u32(name, v, &c->input_tokens_stddev, 1000000);
+    case O_OUT_STDDEV: return get_u32(name, v, &c->output_tokens_stddev, 1000000);
+    case O_SCHEDULE: c->schedule_file = v; break;
+    case O_SPEEDUP:
+      if (get_double(name, v, &c->replay_speedup)) return TP_EXIT_USAGE;
+      if (!(c->replay_speedup > 0)) return usage_error(name, v, "must be above 0");
+      break;
+    case O_PREFIX_BLOCK:
+      if (get_u32(name, v, &c->prefix_block_tokens, 1000000)) return TP_EXIT_USAGE;
+      if (!c->prefix_block_tokens) return usage_error(name, v, "must be above zero");
+      break;
+    case O_GOODPUT: return parse_goodput(c, name, v);
+    case O_ASSERT: {
+      const char **a = realloc(cli->asserts, (cli->n_asserts + 1) * sizeof(*a));
+      if (!a) return usage_error(name, v, "out of memory");
+      cli->asserts = a;
+      a[cli->n_asserts++] = v;
+      c->asserts = a;
+      c->n_asserts = cli->n_asserts;
+      break;
+    }
+    case O_MAX_ERROR_RATE: {
+      char buf[64];
+      snprintf(buf, sizeof(buf), "%s", v);
+      size_t l = strlen(buf);
+      bool pct = l > 0 && buf[l - 1] == '%';
+      if (pct) buf[l - 1] = 0;
+      if (tp_parse_double(buf, &c->max_error_rate, e, sizeof(e))) return usage_error(name, v, e);
+      if (pct) c->max_error_rate /= 100;
+      if (c->max_error_rate > 1) return usage_error(name, v, "expected a fraction from 0 to 1, or a percentage");
+      break;
+    }
     case O_INPUT_FILE: c->input_file = v; break;
     case O_TOKENIZER: c->tokenizer = v; break;
     case O_SEED: return get_u64(name, v, &c->random_seed);
-    case O_OUT_TOKENS: return get_u32(name, v, &c->output_tokens_mean, 1000000);
+    case O_OUT_TOKENS:
+      free(cli->out_means);
+      cli->out_means = NULL;
+      if (tp_parse_uint_list(v, &cli->out_means, &cli->n_out_means, 1000, e, sizeof(e)))
+        return usage_error(name, v, e);
+      c->output_tokens_mean = cli->out_means[0];
+      if (cli->n_out_means > 1) {
+        c->output_tokens_means = cli->out_means;
+        c->n_output_tokens_means = cli->n_out_means;
+      }
+      break;
     case O_OUT_DET: c->output_tokens_deterministic = true; break;
     case O_SYN_WORDS: return get_u32(name, v, &c->synthetic_input_words, 1000000);
     case O_NUM_PROMPTS: return get_u32(name, v, &c->num_prompts, 10000000);
@@ -298,6 +497,19 @@ int tp_cli_parse_profile(tp_cli *cli, int argc, char **argv) {
   if (rv) return rv;
   if (cli->quiet) cli->cfg.progress = NULL;
   if (cli->cfg.mock) cli->cfg.mock_config = &cli->mock;
+  /* The measurement mode follows from what was given: a duration, or any
+   * stability-window option, or else a request count. */
+  if (cli->measure_flags & 4) {
+    if (cli->measure_flags & 1) {
+      fprintf(stderr, "tokperf profile: --duration and the stability windows (--measurement-interval, "
+                      "--measurement-mode, --measurement-request-count) exclude each other\n"
+                      "try 'tokperf profile --help'\n");
+      return TP_EXIT_USAGE;
+    }
+    cli->cfg.measure_mode = TP_MEASURE_DURATION;
+  } else if (cli->measure_flags & 1) {
+    cli->cfg.measure_mode = (cli->measure_flags & 2) ? TP_MEASURE_COUNT_WINDOWS : TP_MEASURE_TIME_WINDOWS;
+  }
   return 0;
 }
 

@@ -23,6 +23,13 @@ typedef struct tp_cli {
   tp_mock_config mock;
   uint32_t *concurrency;
   size_t n_concurrency;
+  double *rates;
+  size_t n_rates;
+  uint32_t *in_means, *out_means;
+  size_t n_in_means, n_out_means;
+  const char **asserts;
+  size_t n_asserts;
+  int measure_flags; /* which measurement options were given */
   int help;
   int quiet;
 } tp_cli;

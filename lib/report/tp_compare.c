@@ -16,8 +16,8 @@
 #define SCHEMA "tokperf.report/1"
 
 typedef struct metric_def {
-  const char *name;  /* as written in rules */
-  const char *key;   /* key in a level of the document; NULL = derived */
+  const char *name; /* as written in rules */
+  const char *key;  /* key in a level of the document; NULL = derived */
   bool has_stat;
   bool lower_better;
   const char *unit;
@@ -27,7 +27,8 @@ static const metric_def metrics[TP_CMP_METRIC_COUNT] = {
     [TP_CMP_TTFT] = {"ttft", "time_to_first_token_ms", true, true, "ms"},
     [TP_CMP_ITL] = {"itl", "inter_token_latency_ms", true, true, "ms"},
     [TP_CMP_LATENCY] = {"latency", "request_latency_ms", true, true, "ms"},
-    [TP_CMP_OUTPUT_TPUT] = {"output_token_throughput", "output_token_throughput_tps", false, false, "tokens/s"},
+    [TP_CMP_OUTPUT_TPUT] = {"output_token_throughput", "output_token_throughput_tps", false, false,
+                            "tokens/s"},
     [TP_CMP_INPUT_TPUT] = {"input_token_throughput", "input_token_throughput_tps", false, false, "tokens/s"},
     [TP_CMP_REQUEST_TPUT] = {"request_throughput", "request_throughput_rps", false, false, "requests/s"},
     [TP_CMP_ERROR_RATE] = {"error_rate", NULL, false, true, "%"},
@@ -49,7 +50,8 @@ int tp_compare_parse_rule(const char *s, tp_compare_rule *out, char *err, size_t
   snprintf(out->text, sizeof(out->text), "%s", s);
   const char *colon = strchr(s, ':');
   if (!colon) {
-    tp_seterr(err, errlen, "missing ':' before the bound; expected METRIC[.STAT]:[+|-]N%% such as ttft.p99:+10%%");
+    tp_seterr(err, errlen,
+              "missing ':' before the bound; expected METRIC[.STAT]:[+|-]N%% such as ttft.p99:+10%%");
     return TP_EINVAL;
   }
   const char *dot = memchr(s, '.', (size_t)(colon - s));
@@ -73,8 +75,9 @@ int tp_compare_parse_rule(const char *s, tp_compare_rule *out, char *err, size_t
       if (strlen(stat_names[i]) == sl && !strncmp(stat_names[i], dot + 1, sl)) st = i;
     if (st < 0 || (!metrics[m].has_stat && st != TP_CMP_AVG)) {
       if (metrics[m].has_stat)
-        tp_seterr(err, errlen, "unknown statistic '%.*s' for %s (accepted: avg, p50, p90, p95, p99, min, max)",
-                  (int)sl, dot + 1, metrics[m].name);
+        tp_seterr(err, errlen,
+                  "unknown statistic '%.*s' for %s (accepted: avg, p50, p90, p95, p99, min, max)", (int)sl,
+                  dot + 1, metrics[m].name);
       else
         tp_seterr(err, errlen, "%s is one figure per level and takes no statistic (write %s:-5%%)",
                   metrics[m].name, metrics[m].name);
@@ -94,7 +97,8 @@ int tp_compare_parse_rule(const char *s, tp_compare_rule *out, char *err, size_t
   errno = 0;
   double v = strtod(b, &end);
   if (end == b || *b == '+' || *b == '-' || errno || !isfinite(v) || v < 0 || strcmp(end, "%") != 0) {
-    tp_seterr(err, errlen, "bad bound '%s': expected a percentage with an optional sign, such as +10%% or -5%%",
+    tp_seterr(err, errlen,
+              "bad bound '%s': expected a percentage with an optional sign, such as +10%% or -5%%",
               colon + 1);
     return TP_EINVAL;
   }
@@ -184,7 +188,7 @@ typedef struct result {
   bool have_a, have_b;
   double a, b, change; /* change in percent, may be +-inf */
   bool worse;
-  int rule;            /* index of the rule, -1 = a table row */
+  int rule; /* index of the rule, -1 = a table row */
   bool failed, skipped;
 } result;
 
@@ -266,17 +270,16 @@ static void print_row(FILE *out, const result *r) {
   fmt_val(a, sizeof(a), r->have_a, r->a);
   fmt_val(b, sizeof(b), r->have_b, r->b);
   fmt_change(c, sizeof(c), r);
-  const char *mark = !r->have_a || !r->have_b ? ""
-                     : r->worse               ? "  worse"
-                     : r->a != r->b           ? "  better"
-                                              : "";
+  const char *mark = !r->have_a || !r->have_b ? "" : r->worse ? "  worse" : r->a != r->b ? "  better" : "";
   fprintf(out, "  %-34s %14s %14s %9s%s\n", name, a, b, c, mark);
 }
 
 /* ------------------------------------------------------------------------ */
 /* JUnit XML                                                                */
 
-static int xml_attr(tp_buf *o, const char *s) { return tp_html_escape(o, s, strlen(s)); }
+static int xml_attr(tp_buf *o, const char *s) {
+  return tp_html_escape(o, s, strlen(s));
+}
 
 static void rule_message(char *buf, size_t len, const tp_compare_rule *rule, const result *r) {
   char label[64], a[32], b[32], c[32];
@@ -288,9 +291,11 @@ static void rule_message(char *buf, size_t len, const tp_compare_rule *rule, con
   if (r->skipped)
     snprintf(buf, len, "%s at concurrency %" PRIu64 ": unavailable in both runs", label, r->conc);
   else if (!r->have_b)
-    snprintf(buf, len, "%s at concurrency %" PRIu64 ": %s %s in A but unavailable in B", label, r->conc, a, unit);
+    snprintf(buf, len, "%s at concurrency %" PRIu64 ": %s %s in A but unavailable in B", label, r->conc, a,
+             unit);
   else if (!r->have_a)
-    snprintf(buf, len, "%s at concurrency %" PRIu64 ": unavailable in A, %s %s in B", label, r->conc, b, unit);
+    snprintf(buf, len, "%s at concurrency %" PRIu64 ": unavailable in A, %s %s in B", label, r->conc, b,
+             unit);
   else
     snprintf(buf, len, "%s at concurrency %" PRIu64 ": %s %s -> %s %s (%s, bound %c%g%%)", label, r->conc, a,
              unit, b, unit, c, rule->direction > 0 ? '+' : '-', rule->bound_pct);
@@ -337,8 +342,9 @@ static int write_junit(const char *path, const char *pa, const char *pb, const t
       if (!rv) rv = tp_buf_append_str(&o, "</system-out></testcase>\n");
       continue;
     }
-    if (!rv) rv = tp_buf_append_str(&o, r->failed ? ">\n      <failure type=\"regression\" message=\""
-                                                  : ">\n      <skipped message=\"");
+    if (!rv)
+      rv = tp_buf_append_str(&o, r->failed ? ">\n      <failure type=\"regression\" message=\""
+                                           : ">\n      <skipped message=\"");
     if (!rv) rv = xml_attr(&o, msg);
     if (!rv) rv = tp_buf_append_str(&o, "\"/>\n    </testcase>\n");
   }
@@ -379,12 +385,13 @@ static void conc_list(char *buf, size_t len, json_t *levels) {
   size_t o = 0;
   buf[0] = '\0';
   for (size_t i = 0; i < json_array_size(levels) && o + 24 < len; i++)
-    o += (size_t)snprintf(buf + o, len - o, "%s%" PRIu64, i ? ", " : "", level_conc(json_array_get(levels, i)));
+    o += (size_t)snprintf(buf + o, len - o, "%s%" PRIu64, i ? ", " : "",
+                          level_conc(json_array_get(levels, i)));
   if (!json_array_size(levels)) snprintf(buf, len, "none");
 }
 
-int tp_compare_run(const char *json_a, const char *json_b, const char *const *fail_on, size_t n,
-                   FILE *out, const char *junit_path, char *err, size_t errlen) {
+int tp_compare_run(const char *json_a, const char *json_b, const char *const *fail_on, size_t n, FILE *out,
+                   const char *junit_path, char *err, size_t errlen) {
   tp_compare_rule *rules = calloc(n ? n : 1, sizeof(*rules));
   if (!rules) return TP_ENOMEM;
   int rv = 0;
@@ -455,13 +462,15 @@ int tp_compare_run(const char *json_a, const char *json_b, const char *const *fa
     }
   }
   for (size_t j = 0; j < nb && !rv && out; j++)
-    if (!used_b[j]) fprintf(out, "\nConcurrency %" PRIu64 ": only in B\n", level_conc(json_array_get(b.levels, j)));
+    if (!used_b[j])
+      fprintf(out, "\nConcurrency %" PRIu64 ": only in B\n", level_conc(json_array_get(b.levels, j)));
 
   if (!rv && !matched) {
     char la[128], lb[128];
     conc_list(la, sizeof(la), a.levels);
     conc_list(lb, sizeof(lb), b.levels);
-    tp_seterr(err, errlen, "%s and %s have no concurrency level in common (A: %s; B: %s)", json_a, json_b, la, lb);
+    tp_seterr(err, errlen, "%s and %s have no concurrency level in common (A: %s; B: %s)", json_a, json_b, la,
+              lb);
     rv = TP_EINVAL;
   }
 
@@ -472,7 +481,11 @@ int tp_compare_run(const char *json_a, const char *json_b, const char *const *fa
       if (r->rule < 0) continue;
       char msg[320];
       rule_message(msg, sizeof(msg), &rules[r->rule], r);
-      fprintf(out, "  %-4s %s: %s\n", r->failed ? "FAIL" : r->skipped ? "skip" : "ok", rules[r->rule].text, msg);
+      fprintf(out, "  %-4s %s: %s\n",
+              r->failed    ? "FAIL"
+              : r->skipped ? "skip"
+                           : "ok",
+              rules[r->rule].text, msg);
     }
   }
   if (!rv && junit_path) rv = write_junit(junit_path, json_a, json_b, rules, &rs, err, errlen);

@@ -60,10 +60,10 @@ typedef enum tp_cmp_stat {
 
 typedef struct tp_compare_rule {
   tp_cmp_metric metric;
-  tp_cmp_stat stat;  /* TP_CMP_AVG for metrics without statistics */
-  double bound_pct;  /* N, >= 0 */
-  int direction;     /* +1: fails when B is more than N % above A; -1: below */
-  char text[64];     /* the rule as written, for messages */
+  tp_cmp_stat stat; /* TP_CMP_AVG for metrics without statistics */
+  double bound_pct; /* N, >= 0 */
+  int direction;    /* +1: fails when B is more than N % above A; -1: below */
+  char text[64];    /* the rule as written, for messages */
 } tp_compare_rule;
 
 /* Parses one --fail-on value.  Returns 0, or TP_EINVAL with a phrase in err
@@ -82,7 +82,7 @@ int tp_compare_parse_rule(const char *s, tp_compare_rule *out, char *err, size_t
  * or a document that is not a tokperf report or shares no concurrency with
  * the other, TP_ENOTFOUND / TP_EIO when a document cannot be read or the
  * JUnit file cannot be written, TP_ENOMEM; the message is in err. */
-int tp_compare_run(const char *json_a, const char *json_b, const char *const *fail_on, size_t n,
-                   FILE *out, const char *junit_path, char *err, size_t errlen);
+int tp_compare_run(const char *json_a, const char *json_b, const char *const *fail_on, size_t n, FILE *out,
+                   const char *junit_path, char *err, size_t errlen);
 
 #endif

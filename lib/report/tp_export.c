@@ -200,7 +200,8 @@ static int make_dirs(const char *path) {
     if (mkdir(p, 0777) && errno != EEXIST) rv = -1;
     if (rv == 0) {
       struct stat st;
-      if (stat(p, &st)) rv = -1;
+      if (stat(p, &st))
+        rv = -1;
       else if (!S_ISDIR(st.st_mode)) {
         errno = ENOTDIR;
         rv = -1;
@@ -380,7 +381,9 @@ void tp_accuracy_merge(tp_accuracy *a, const tp_accuracy *b) {
 /* ------------------------------------------------------------------------ */
 /* perf_analyzer profile export                                             */
 
-static bool measured(const tp_export_request *q) { return q->rec && !q->rec->warmup; }
+static bool measured(const tp_export_request *q) {
+  return q->rec && !q->rec->warmup;
+}
 
 typedef struct send_key {
   uint64_t sent_ns;
@@ -395,8 +398,8 @@ static int cmp_send_key(const void *a, const void *b) {
   return (x->i > y->i) - (x->i < y->i);
 }
 
-size_t tp__order_by_send(const tp_export_request *reqs, size_t n,
-                         bool (*keep)(const tp_export_request *), size_t **out) {
+size_t tp__order_by_send(const tp_export_request *reqs, size_t n, bool (*keep)(const tp_export_request *),
+                         size_t **out) {
   send_key *keys = malloc((n ? n : 1) * sizeof(*keys));
   size_t *idx = malloc((n ? n : 1) * sizeof(*idx));
   if (!keys || !idx) {
@@ -419,31 +422,26 @@ static bool measured_ok(const tp_export_request *q) {
   return measured(q) && tp_record_ok(q->rec);
 }
 
-int tp_export_pa_experiment(tp_buf *out, const tp_level_result *lr, const tp_export_request *reqs,
-                            size_t n, uint32_t default_max_tokens, uint64_t anchor_mono_ns,
-                            uint64_t anchor_wall_ns) {
+int tp_export_pa_experiment(tp_buf *out, const tp_level_result *lr, const tp_export_request *reqs, size_t n,
+                            uint32_t default_max_tokens, uint64_t anchor_mono_ns, uint64_t anchor_wall_ns) {
   size_t *idx;
   size_t k = tp__order_by_send(reqs, n, measured_ok, &idx);
   if (k == SIZE_MAX) return TP_ENOMEM;
 #define W(ts) tp_export_wall_ns(anchor_mono_ns, anchor_wall_ns, (ts))
-  int rv = tp_buf_printf(out,
-                         "{\"experiment\":{\"mode\":\"concurrency\",\"value\":%" PRIu32
-                         "},\"requests\":[",
-                         lr->concurrency);
+  int rv =
+      tp_buf_printf(out, "{\"experiment\":{\"mode\":\"concurrency\",\"value\":%" PRIu32 "},\"requests\":[",
+                    lr->concurrency);
   for (size_t j = 0; j < k && rv == 0; j++) {
     const tp_export_request *q = &reqs[idx[j]];
     const tp_record *r = q->rec;
     uint32_t max_tokens = q->max_tokens ? q->max_tokens : default_max_tokens;
-    rv = tp_buf_printf(out, "%s{\"timestamp\":%" PRIu64 ",\"request_inputs\":{\"text_input\":",
-                       j ? "," : "", W(r->sent_ns));
+    rv = tp_buf_printf(out, "%s{\"timestamp\":%" PRIu64 ",\"request_inputs\":{\"text_input\":", j ? "," : "",
+                       W(r->sent_ns));
     if (!rv) rv = json_str(out, q->prompt ? q->prompt : "", q->prompt ? q->prompt_len : 0);
-    if (!rv)
-      rv = tp_buf_printf(out, ",\"max_tokens\":%" PRIu32 "},\"response_timestamps\":[",
-                         max_tokens);
+    if (!rv) rv = tp_buf_printf(out, ",\"max_tokens\":%" PRIu32 "},\"response_timestamps\":[", max_tokens);
     size_t text_at = SIZE_MAX;
     for (uint32_t i = 0; i < r->n_resp && rv == 0; i++) {
-      if (text_at == SIZE_MAX && r->first_token_ns && r->resp_ns[i] == r->first_token_ns)
-        text_at = i;
+      if (text_at == SIZE_MAX && r->first_token_ns && r->resp_ns[i] == r->first_token_ns) text_at = i;
       rv = tp_buf_printf(out, "%s%" PRIu64, i ? "," : "", W(r->resp_ns[i]));
     }
     if (!rv) rv = tp_buf_append_str(out, "],\"response_outputs\":[");
@@ -463,8 +461,7 @@ int tp_export_pa_experiment(tp_buf *out, const tp_level_result *lr, const tp_exp
    * duration_s long, the figure the throughputs were divided by. */
   uint64_t start_ns = 0;
   for (size_t i = 0; i < n; i++)
-    if (measured(&reqs[i]) && reqs[i].rec->sent_ns &&
-        (!start_ns || reqs[i].rec->sent_ns < start_ns))
+    if (measured(&reqs[i]) && reqs[i].rec->sent_ns && (!start_ns || reqs[i].rec->sent_ns < start_ns))
       start_ns = reqs[i].rec->sent_ns;
   rv = tp_buf_append_str(out, "],\"window_boundaries\":[");
   if (!rv && start_ns) {
@@ -487,11 +484,17 @@ static const char *backend_name(tp_backend b) {
   return "unknown";
 }
 
-static int jset(json_t *o, const char *k, json_t *v) { return json_object_set_new(o, k, v) ? -1 : 0; }
+static int jset(json_t *o, const char *k, json_t *v) {
+  return json_object_set_new(o, k, v) ? -1 : 0;
+}
 
-static json_t *jstr(const char *s) { return s ? json_string(s) : json_null(); }
+static json_t *jstr(const char *s) {
+  return s ? json_string(s) : json_null();
+}
 
-static json_t *jreal(double v) { return isfinite(v) ? json_real(v) : json_null(); }
+static json_t *jreal(double v) {
+  return isfinite(v) ? json_real(v) : json_null();
+}
 
 /* GenAI-Perf's statistics block, in its key order. */
 static json_t *genai_stat(const tp_stat *st, const char *unit) {
@@ -527,8 +530,8 @@ static json_t *genai_scalar(double v, const char *unit) {
   return o;
 }
 
-static json_t *genai_input_config(const tp_level_result *lr, const tp_config *cfg,
-                                  const char *pe_path, const char *artifact_dir) {
+static json_t *genai_input_config(const tp_level_result *lr, const tp_config *cfg, const char *pe_path,
+                                  const char *artifact_dir) {
   static const tp_config none;
   if (!cfg) cfg = &none;
   json_t *o = json_object(), *models = json_array(), *extra = json_object();
@@ -557,13 +560,13 @@ static json_t *genai_input_config(const tp_level_result *lr, const tp_config *cf
   bad |= jset(o, "output_tokens_mean",
               json_integer(cfg->output_tokens_mean ? (json_int_t)cfg->output_tokens_mean : -1));
   bad |= jset(o, "output_tokens_mean_deterministic", json_boolean(cfg->output_tokens_deterministic));
-  bad |= jset(o, "random_seed", cfg->random_seed <= (uint64_t)INT64_MAX
-                                    ? json_integer((json_int_t)cfg->random_seed)
-                                    : json_null());
+  bad |= jset(
+      o, "random_seed",
+      cfg->random_seed <= (uint64_t)INT64_MAX ? json_integer((json_int_t)cfg->random_seed) : json_null());
   bad |= jset(o, "concurrency", json_integer(lr->concurrency));
-  bad |= jset(o, "measurement_interval", cfg->measurement_interval_ms
-                                             ? json_integer((json_int_t)cfg->measurement_interval_ms)
-                                             : json_null());
+  bad |= jset(
+      o, "measurement_interval",
+      cfg->measurement_interval_ms ? json_integer((json_int_t)cfg->measurement_interval_ms) : json_null());
   bad |= jset(o, "request_count", json_integer((json_int_t)cfg->request_count));
   bad |= jset(o, "profile_export_file", jstr(pe_path));
   bad |= jset(o, "artifact_dir", jstr(artifact_dir));
@@ -579,26 +582,26 @@ static json_t *genai_input_config(const tp_level_result *lr, const tp_config *cf
   return o;
 }
 
-char *tp_export_genai_json(const tp_level_result *lr, const tp_config *cfg,
-                           const char *profile_export_path, const char *artifact_dir) {
+char *tp_export_genai_json(const tp_level_result *lr, const tp_config *cfg, const char *profile_export_path,
+                           const char *artifact_dir) {
   json_t *doc = json_object();
   if (!doc) return NULL;
   int bad = 0;
   /* GenAI-Perf's order: request metrics and system metrics interleaved as
    * its Statistics dict holds them. */
-  if (lr->requests) bad |= jset(doc, "request_throughput", genai_scalar(lr->request_throughput, "requests/sec"));
+  if (lr->requests)
+    bad |= jset(doc, "request_throughput", genai_scalar(lr->request_throughput, "requests/sec"));
   if (lr->latency_ms.n) bad |= jset(doc, "request_latency", genai_stat(&lr->latency_ms, "ms"));
   if (lr->ttft_ms.n) bad |= jset(doc, "time_to_first_token", genai_stat(&lr->ttft_ms, "ms"));
   if (lr->itl_ms.n) bad |= jset(doc, "inter_token_latency", genai_stat(&lr->itl_ms, "ms"));
   if (lr->tokens_available)
     bad |= jset(doc, "output_token_throughput", genai_scalar(lr->output_token_throughput, "tokens/sec"));
   if (lr->output_tps_per_user.n)
-    bad |= jset(doc, "output_token_throughput_per_request",
-                genai_stat(&lr->output_tps_per_user, "tokens/sec"));
+    bad |=
+        jset(doc, "output_token_throughput_per_request", genai_stat(&lr->output_tps_per_user, "tokens/sec"));
   if (lr->output_tokens.n)
     bad |= jset(doc, "output_sequence_length", genai_stat(&lr->output_tokens, "tokens"));
-  if (lr->input_tokens.n)
-    bad |= jset(doc, "input_sequence_length", genai_stat(&lr->input_tokens, "tokens"));
+  if (lr->input_tokens.n) bad |= jset(doc, "input_sequence_length", genai_stat(&lr->input_tokens, "tokens"));
   bad |= jset(doc, "input_config", genai_input_config(lr, cfg, profile_export_path, artifact_dir));
   char *text = bad ? NULL : json_dumps(doc, JSON_INDENT(2) | JSON_REAL_PRECISION(15));
   json_decref(doc);
@@ -629,7 +632,8 @@ static int csv_field(tp_buf *out, const char *s, bool first) {
   if (rv) return rv;
   if (strchr(s, ',') || strchr(s, '"')) {
     rv = tp_buf_append(out, "\"", 1);
-    for (const char *p = s; *p && !rv; p++) rv = *p == '"' ? tp_buf_append(out, "\"\"", 2) : tp_buf_append(out, p, 1);
+    for (const char *p = s; *p && !rv; p++)
+      rv = *p == '"' ? tp_buf_append(out, "\"\"", 2) : tp_buf_append(out, p, 1);
     if (!rv) rv = tp_buf_append(out, "\"", 1);
     return rv;
   }
@@ -670,8 +674,7 @@ static int json_tokens(tp_buf *out, int64_t v) {
   return v >= 0 ? tp_buf_printf(out, "%" PRId64, v) : tp_buf_append_str(out, "null");
 }
 
-int tp_export_responses_jsonl(tp_buf *out, uint32_t concurrency, const tp_export_request *reqs,
-                              size_t n) {
+int tp_export_responses_jsonl(tp_buf *out, uint32_t concurrency, const tp_export_request *reqs, size_t n) {
   int rv = 0;
   for (size_t i = 0; i < n && rv == 0; i++) {
     const tp_export_request *q = &reqs[i];
@@ -679,9 +682,9 @@ int tp_export_responses_jsonl(tp_buf *out, uint32_t concurrency, const tp_export
     const tp_record *r = q->rec;
     size_t tl;
     const char *t = rec_text(r, &tl);
-    rv = tp_buf_printf(out, "{\"concurrency\":%" PRIu32 ",\"id\":%" PRIu64 ",\"prompt_index\":%" PRIu32
-                            ",\"prompt\":",
-                       concurrency, r->seq, r->prompt_index);
+    rv = tp_buf_printf(
+        out, "{\"concurrency\":%" PRIu32 ",\"id\":%" PRIu64 ",\"prompt_index\":%" PRIu32 ",\"prompt\":",
+        concurrency, r->seq, r->prompt_index);
     if (!rv) rv = q->prompt ? json_str(out, q->prompt, q->prompt_len) : tp_buf_append_str(out, "null");
     if (!rv && q->reference) {
       rv = tp_buf_append_str(out, ",\"reference\":");
@@ -703,10 +706,12 @@ int tp_export_responses_jsonl(tp_buf *out, uint32_t concurrency, const tp_export
          * finished. */
         tp_buf e;
         tp_buf_init(&e);
-        rv = tp_buf_append_str(&e, r->err_class == TP_ERRCLASS_NONE ? "unfinished"
-                                                                    : tp_error_class_name(r->err_class));
-        if (!rv && r->err_msg && *r->err_msg) rv = tp_buf_printf(&e, ": %s", r->err_msg);
-        else if (!rv && r->err_class == TP_ERRCLASS_NONE) rv = tp_buf_append_str(&e, ": no final response");
+        rv = tp_buf_append_str(
+            &e, r->err_class == TP_ERRCLASS_NONE ? "unfinished" : tp_error_class_name(r->err_class));
+        if (!rv && r->err_msg && *r->err_msg)
+          rv = tp_buf_printf(&e, ": %s", r->err_msg);
+        else if (!rv && r->err_class == TP_ERRCLASS_NONE)
+          rv = tp_buf_append_str(&e, ": no final response");
         if (!rv) rv = json_str(out, (const char *)e.data, e.len);
         tp_buf_fini(&e);
       }
@@ -728,8 +733,8 @@ int tp_export_responses_jsonl(tp_buf *out, uint32_t concurrency, const tp_export
 
 struct tp_artifacts {
   char *dir;
-  char *pe_path;  /* profile export, final name */
-  char *pe_tmp;   /* its temporary file */
+  char *pe_path; /* profile export, final name */
+  char *pe_tmp;  /* its temporary file */
   char *stem;
   int pe_fd;
   size_t pe_levels;
@@ -749,8 +754,8 @@ struct tp_artifacts {
 };
 
 static int io_err(char *err, size_t errlen, const char *what, const char *path, int e) {
-  tp_seterr(err, errlen, "cannot %s %s: %s (check that the directory is writable; see --artifact-dir)",
-            what, path, strerror(e));
+  tp_seterr(err, errlen, "cannot %s %s: %s (check that the directory is writable; see --artifact-dir)", what,
+            path, strerror(e));
   return e == ENOMEM ? TP_ENOMEM : TP_EIO;
 }
 
@@ -760,8 +765,8 @@ int tp_artifacts_open(tp_artifacts **out, const tp_artifacts_opts *o, char *err,
     tp_seterr(err, errlen, "no artifact directory given (see --artifact-dir)");
     return TP_EINVAL;
   }
-  const char *pe = o->profile_export_file && *o->profile_export_file ? o->profile_export_file
-                                                                    : "profile_export.json";
+  const char *pe =
+      o->profile_export_file && *o->profile_export_file ? o->profile_export_file : "profile_export.json";
   tp_artifacts *a = calloc(1, sizeof(*a));
   if (!a) return TP_ENOMEM;
   a->pe_fd = -1;
@@ -826,9 +831,8 @@ static char *level_dir(tp_artifacts *a, uint32_t conc) {
   return join_path(a->dir, name);
 }
 
-int tp_artifacts_add_level(tp_artifacts *a, const tp_level_result *lr,
-                           const tp_export_request *reqs, size_t n, tp_accuracy *acc_out,
-                           char *err, size_t errlen) {
+int tp_artifacts_add_level(tp_artifacts *a, const tp_level_result *lr, const tp_export_request *reqs,
+                           size_t n, tp_accuracy *acc_out, char *err, size_t errlen) {
   if (a->finished) {
     tp_seterr(err, errlen, "artifacts already finished");
     return TP_EINVAL;
@@ -836,10 +840,13 @@ int tp_artifacts_add_level(tp_artifacts *a, const tp_level_result *lr,
   if (a->n_levels == a->cap_levels) {
     size_t nc = a->cap_levels ? a->cap_levels * 2 : 8;
     tp_html_level *nl = realloc(a->levels, nc * sizeof(*nl));
-    if (!nl) return TP_ENOMEM;
-    a->levels = nl;
-    tp_accuracy *na = realloc(a->acc, nc * sizeof(*na));
-    if (!na) return TP_ENOMEM;
+    if (nl) a->levels = nl;
+    tp_accuracy *na = nl ? realloc(a->acc, nc * sizeof(*na)) : NULL;
+    if (!na) {
+      tp_seterr(err, errlen, "cannot write the artifacts of concurrency %" PRIu32 ": out of memory",
+                lr->concurrency);
+      return TP_ENOMEM;
+    }
     a->acc = na;
     a->cap_levels = nc;
   }
@@ -933,29 +940,32 @@ int tp_artifacts_add_level(tp_artifacts *a, const tp_level_result *lr,
   if (acc_out) *acc_out = acc;
 
 done:
-  if (rv == TP_ENOMEM && err && errlen && !*err)
+  if (rv == TP_ENOMEM)
     tp_seterr(err, errlen, "cannot write the artifacts of concurrency %" PRIu32 ": out of memory",
               lr->concurrency);
   tp_buf_fini(&b);
   return rv;
 }
 
-void tp_artifacts_accuracy(const tp_artifacts *a, tp_accuracy *out) { *out = a->total; }
+void tp_artifacts_accuracy(const tp_artifacts *a, tp_accuracy *out) {
+  *out = a->total;
+}
 
 static int accuracy_json(tp_artifacts *a, char *err, size_t errlen) {
   tp_buf b;
   tp_buf_init(&b);
-  int rv = tp_buf_append_str(&b, "{\n  \"definitions\": {\"exact_match\": \"generated text equals the "
-                                 "reference after trimming surrounding whitespace\", \"rouge_l_f1\": "
-                                 "\"F1 of the longest common subsequence of whitespace tokens\"},\n"
-                                 "  \"levels\": [");
+  int rv = tp_buf_append_str(&b,
+                             "{\n  \"definitions\": {\"exact_match\": \"generated text equals the "
+                             "reference after trimming surrounding whitespace\", \"rouge_l_f1\": "
+                             "\"F1 of the longest common subsequence of whitespace tokens\"},\n"
+                             "  \"levels\": [");
   for (size_t i = 0; i < a->n_levels && !rv; i++) {
     const tp_accuracy *c = &a->acc[i];
     rv = tp_buf_printf(&b,
-                       "%s\n    {\"concurrency\": %" PRIu32 ", \"scored\": %" PRIu64
-                       ", \"exact\": %" PRIu64 ", \"exact_match_rate\": %.6g, \"rouge_l_f1\": %.6g}",
-                       i ? "," : "", a->levels[i].lr.concurrency, c->scored, c->exact,
-                       c->exact_match_rate, c->rouge_l_f1);
+                       "%s\n    {\"concurrency\": %" PRIu32 ", \"scored\": %" PRIu64 ", \"exact\": %" PRIu64
+                       ", \"exact_match_rate\": %.6g, \"rouge_l_f1\": %.6g}",
+                       i ? "," : "", a->levels[i].lr.concurrency, c->scored, c->exact, c->exact_match_rate,
+                       c->rouge_l_f1);
   }
   if (!rv)
     rv = tp_buf_printf(&b,

@@ -39,11 +39,11 @@
 
 /* One request as the exports see it: the record and what was sent. */
 typedef struct tp_export_request {
-  const tp_record *rec;   /* borrowed */
-  const char *prompt;     /* borrowed, prompt_len bytes (need not end in NUL); NULL = unknown */
+  const tp_record *rec; /* borrowed */
+  const char *prompt;   /* borrowed, prompt_len bytes (need not end in NUL); NULL = unknown */
   size_t prompt_len;
-  const char *reference;  /* borrowed, NUL-terminated expected answer; NULL = none */
-  uint32_t max_tokens;    /* max_tokens sent; 0 = the configured default */
+  const char *reference; /* borrowed, NUL-terminated expected answer; NULL = none */
+  uint32_t max_tokens;   /* max_tokens sent; 0 = the configured default */
 } tp_export_request;
 
 /* Converts a monotonic time (tp_now_ns) to wall-clock nanoseconds since the
@@ -108,9 +108,8 @@ void tp_accuracy_merge(tp_accuracy *a, const tp_accuracy *b);
  * window_boundaries: first measured send to last measured completion, the
  * window of the level's duration.  default_max_tokens fills max_tokens
  * when a request says 0.  Returns 0 or TP_ENOMEM. */
-int tp_export_pa_experiment(tp_buf *out, const tp_level_result *lr, const tp_export_request *reqs,
-                            size_t n, uint32_t default_max_tokens, uint64_t anchor_mono_ns,
-                            uint64_t anchor_wall_ns);
+int tp_export_pa_experiment(tp_buf *out, const tp_level_result *lr, const tp_export_request *reqs, size_t n,
+                            uint32_t default_max_tokens, uint64_t anchor_mono_ns, uint64_t anchor_wall_ns);
 
 /* GenAI-Perf's <stem>_genai_perf.json for one level, as text: one object
  * per metric with GenAI-Perf's key, "unit" and statistics
@@ -126,8 +125,8 @@ int tp_export_pa_experiment(tp_buf *out, const tp_level_result *lr, const tp_exp
  * spans first to last text response rather than GenAI-Perf's first response
  * to final response.  Returns owned text (free()) or NULL when out of
  * memory. */
-char *tp_export_genai_json(const tp_level_result *lr, const tp_config *cfg,
-                           const char *profile_export_path, const char *artifact_dir);
+char *tp_export_genai_json(const tp_level_result *lr, const tp_config *cfg, const char *profile_export_path,
+                           const char *artifact_dir);
 
 /* GenAI-Perf's <stem>_genai_perf.csv for one level, appended to out: the
  * header "Metric,avg,min,max,p99,p95,p90,p75,p50,p25"; rows "Time To First
@@ -150,8 +149,7 @@ int tp_export_genai_csv(tp_buf *out, const tp_level_result *lr, bool streaming);
  *    "exact_match": bool, "rouge_l_f1": x (only when scored)}
  * Bytes that are not valid UTF-8 are replaced by U+FFFD so every line is
  * valid JSON.  Returns 0 or TP_ENOMEM. */
-int tp_export_responses_jsonl(tp_buf *out, uint32_t concurrency, const tp_export_request *reqs,
-                              size_t n);
+int tp_export_responses_jsonl(tp_buf *out, uint32_t concurrency, const tp_export_request *reqs, size_t n);
 
 /* ------------------------------------------------------------------------ */
 /* The artifact directory of one run                                        */
@@ -181,9 +179,8 @@ int tp_artifacts_open(tp_artifacts **out, const tp_artifacts_opts *opts, char *e
  * records).  reqs borrow the level's records for the call only.  Returns 0,
  * or TP_EIO / TP_ENOMEM with a message; a failed level leaves the handle
  * usable. */
-int tp_artifacts_add_level(tp_artifacts *a, const tp_level_result *lr,
-                           const tp_export_request *reqs, size_t n, tp_accuracy *acc,
-                           char *err, size_t errlen);
+int tp_artifacts_add_level(tp_artifacts *a, const tp_level_result *lr, const tp_export_request *reqs,
+                           size_t n, tp_accuracy *acc, char *err, size_t errlen);
 
 /* Accuracy over every level added so far. */
 void tp_artifacts_accuracy(const tp_artifacts *a, tp_accuracy *out);
@@ -213,8 +210,8 @@ int tp__json_escape(tp_buf *out, const char *s, size_t len);
 /* Indices of the requests that pass keep() (NULL = all), in send order,
  * seq breaking ties.  Returns the count, or SIZE_MAX when out of memory;
  * *out is owned (free()). */
-size_t tp__order_by_send(const tp_export_request *reqs, size_t n,
-                         bool (*keep)(const tp_export_request *), size_t **out);
+size_t tp__order_by_send(const tp_export_request *reqs, size_t n, bool (*keep)(const tp_export_request *),
+                         size_t **out);
 
 /* Length of the valid UTF-8 sequence at s (1-4), or 0 when invalid. */
 size_t tp__utf8_len(const unsigned char *s, size_t avail);

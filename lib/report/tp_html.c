@@ -28,11 +28,26 @@ int tp_html_escape(tp_buf *out, const char *s, size_t len) {
   while (i < len && rv == 0) {
     unsigned c = p[i];
     switch (c) {
-      case '&': rv = tp_buf_append_str(out, "&amp;"); i++; continue;
-      case '<': rv = tp_buf_append_str(out, "&lt;"); i++; continue;
-      case '>': rv = tp_buf_append_str(out, "&gt;"); i++; continue;
-      case '"': rv = tp_buf_append_str(out, "&quot;"); i++; continue;
-      case '\'': rv = tp_buf_append_str(out, "&#39;"); i++; continue;
+      case '&':
+        rv = tp_buf_append_str(out, "&amp;");
+        i++;
+        continue;
+      case '<':
+        rv = tp_buf_append_str(out, "&lt;");
+        i++;
+        continue;
+      case '>':
+        rv = tp_buf_append_str(out, "&gt;");
+        i++;
+        continue;
+      case '"':
+        rv = tp_buf_append_str(out, "&quot;");
+        i++;
+        continue;
+      case '\'':
+        rv = tp_buf_append_str(out, "&#39;");
+        i++;
+        continue;
       default: break;
     }
     /* Control characters are parse errors in HTML and invalid in the SVG
@@ -54,7 +69,9 @@ int tp_html_escape(tp_buf *out, const char *s, size_t len) {
   return rv;
 }
 
-static int esc(tp_buf *out, const char *s) { return s ? tp_html_escape(out, s, strlen(s)) : 0; }
+static int esc(tp_buf *out, const char *s) {
+  return s ? tp_html_escape(out, s, strlen(s)) : 0;
+}
 
 /* ------------------------------------------------------------------------ */
 /* Per-level digest                                                         */
@@ -91,8 +108,8 @@ void tp_html_level_fini(tp_html_level *lv) {
   memset(lv, 0, sizeof(*lv));
 }
 
-int tp_html_level_init(tp_html_level *lv, const tp_level_result *lr, const tp_export_request *reqs,
-                       size_t n, size_t timeline_max) {
+int tp_html_level_init(tp_html_level *lv, const tp_level_result *lr, const tp_export_request *reqs, size_t n,
+                       size_t timeline_max) {
   memset(lv, 0, sizeof(*lv));
   lv->lr = *lr;
   if (!timeline_max) timeline_max = 500;
@@ -130,9 +147,8 @@ int tp_html_level_init(tp_html_level *lv, const tp_level_result *lr, const tp_ex
     tp_html_req *t = &lv->timeline[j];
     t->seq = r->seq;
     t->send_ms = (double)(r->sent_ns - base) / 1e6;
-    t->first_ms = r->first_token_ns >= r->sent_ns && r->first_token_ns
-                      ? (double)(r->first_token_ns - base) / 1e6
-                      : -1;
+    t->first_ms =
+        r->first_token_ns >= r->sent_ns && r->first_token_ns ? (double)(r->first_token_ns - base) / 1e6 : -1;
     t->done_ms = r->done_ns >= r->sent_ns && r->done_ns ? (double)(r->done_ns - base) / 1e6 : -1;
     t->ok = tp_record_ok(r);
     if (q->prompt && q->prompt_len && !(t->label = excerpt(q->prompt, q->prompt_len))) {
@@ -209,12 +225,12 @@ static int fmt_tick(tp_buf *o, double v) {
   return tp_buf_printf(o, "%.6g", v);
 }
 
-/* Axes, grid and labels.  x_ticks: false for categorical charts, which
- * draw their own labels. */
-static int axes(tp_buf *o, const frame *f, double xstep, double ystep, bool x_ticks,
+/* Axes, grid and labels.  x_ticks / y_ticks false: the chart draws its own
+ * labels on that axis (categories, request rows). */
+static int axes(tp_buf *o, const frame *f, double xstep, double ystep, bool x_ticks, bool y_ticks,
                 const char *xlabel, const char *ylabel) {
   int rv = 0;
-  for (double y = f->y0; y <= f->y1 + ystep * 1e-6 && !rv; y += ystep) {
+  for (double y = f->y0; y_ticks && y <= f->y1 + ystep * 1e-6 && !rv; y += ystep) {
     double py = fy(f, y);
     rv = tp_buf_printf(o,
                        "<line class=\"grid\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>"
@@ -237,8 +253,8 @@ static int axes(tp_buf *o, const frame *f, double xstep, double ystep, bool x_ti
                        "<line class=\"axis\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>"
                        "<line class=\"axis\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>"
                        "<text class=\"label\" x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">",
-                       f->px0, f->py0, f->px1, f->py0, f->px0, f->py0, f->px0, f->py1,
-                       (f->px0 + f->px1) / 2, f->py0 + 38);
+                       f->px0, f->py0, f->px1, f->py0, f->px0, f->py0, f->px0, f->py1, (f->px0 + f->px1) / 2,
+                       f->py0 + 38);
   if (!rv) rv = esc(o, xlabel);
   if (!rv)
     rv = tp_buf_printf(o,
@@ -305,10 +321,10 @@ static int chart_tput(tp_buf *o, const tp_html_input *in, bool itl) {
   snprintf(ylabel, sizeof(ylabel), "%s (ms)", name);
   int rv = svg_open(o, itl ? "tput-itl" : "tput-ttft", CW, CH, title);
   if (!rv)
-    rv = axes(o, &f, xs, ys, true,
-              tokens ? "output token throughput (tokens/s)" : "request throughput (requests/s)",
-              ylabel);
-  if (!rv && !npts) rv = no_data(o, &f, itl ? "no ITL values (needs streaming and a tokenizer)" : "no TTFT values");
+    rv = axes(o, &f, xs, ys, true, true,
+              tokens ? "output token throughput (tokens/s)" : "request throughput (requests/s)", ylabel);
+  if (!rv && !npts)
+    rv = no_data(o, &f, itl ? "no ITL values (needs streaming and a tokenizer)" : "no TTFT values");
   for (int s = 0; s < SER_COUNT && npts && !rv; s++) {
     /* The curve joins the levels in sweep order: the path the server takes
      * as the load rises. */
@@ -333,9 +349,8 @@ static int chart_tput(tp_buf *o, const tp_html_input *in, bool itl) {
                          "<circle class=\"pt %s\" cx=\"%.1f\" cy=\"%.1f\" r=\"4\"><title>concurrency %" PRIu32
                          ": %s %s %.3f ms at %.2f %s</title></circle>"
                          "<text class=\"pt-label\" x=\"%.1f\" y=\"%.1f\">%" PRIu32 "</text>",
-                         ser_class[s], px, py, lr->concurrency, name, ser_name[s], y,
-                         tput_of(lr, tokens), tokens ? "tokens/s" : "requests/s", px + 6, py - 6,
-                         lr->concurrency);
+                         ser_class[s], px, py, lr->concurrency, name, ser_name[s], y, tput_of(lr, tokens),
+                         tokens ? "tokens/s" : "requests/s", px + 6, py - 6, lr->concurrency);
     }
   }
   /* Legend: line swatches, so that rect counts stay the data's. */
@@ -370,14 +385,15 @@ static int chart_box(tp_buf *o, const tp_html_input *in, bool itl) {
            "%s per level: box p25 to p75, line at p50, whiskers min to max, tick at p99", name);
   snprintf(ylabel, sizeof(ylabel), "%s (ms)", name);
   int rv = svg_open(o, itl ? "box-itl" : "box-ttft", CW, CH, title);
-  if (!rv) rv = axes(o, &f, 1, ys, false, "concurrency", ylabel);
+  if (!rv) rv = axes(o, &f, 1, ys, false, true, "concurrency", ylabel);
   if (!rv && !nbox) rv = no_data(o, &f, "no values");
   double slot = (f.px1 - f.px0) / (double)nl, bw = fmin(slot * 0.5, 60);
   for (size_t i = 0; i < in->n_levels && !rv; i++) {
     const tp_level_result *lr = &in->levels[i].lr;
     const tp_stat *st = pick_stat(lr, itl);
     double cx = f.px0 + slot * ((double)i + 0.5);
-    rv = tp_buf_printf(o, "<text class=\"tick\" x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%" PRIu32 "</text>",
+    rv = tp_buf_printf(o,
+                       "<text class=\"tick\" x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%" PRIu32 "</text>",
                        cx, f.py0 + 16, lr->concurrency);
     if (rv || !st->n) continue;
     double y25 = fy(&f, st->p25), y75 = fy(&f, st->p75);
@@ -389,8 +405,8 @@ static int chart_box(tp_buf *o, const tp_html_input *in, bool itl) {
                        "<rect class=\"box\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\"/>"
                        "<line class=\"median\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>"
                        "<line class=\"p99\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/></g>",
-                       lr->concurrency, st->min, st->p25, st->p50, st->p75, st->p99, st->max, st->n,
-                       cx, fy(&f, st->min), cx, y25, cx, y75, cx, fy(&f, st->max), cx - bw / 2, y75, bw,
+                       lr->concurrency, st->min, st->p25, st->p50, st->p75, st->p99, st->max, st->n, cx,
+                       fy(&f, st->min), cx, y25, cx, y75, cx, fy(&f, st->max), cx - bw / 2, y75, bw,
                        fmax(y25 - y75, 1.0), cx - bw / 2, fy(&f, st->p50), cx + bw / 2, fy(&f, st->p50),
                        cx - bw / 4, fy(&f, st->p99), cx + bw / 4, fy(&f, st->p99));
   }
@@ -435,7 +451,7 @@ static int chart_hist(tp_buf *o, const tp_html_level *lv, bool itl) {
            lv->lr.concurrency, n);
   snprintf(xlabel, sizeof(xlabel), "%s (ms)", name);
   int rv = svg_open(o, chart, HW, HH, title);
-  if (!rv) rv = axes(o, &f, nice_step(hi - lo), ys, false, xlabel, "requests");
+  if (!rv) rv = axes(o, &f, nice_step(hi - lo), ys, false, true, xlabel, "requests");
   /* Only the two ends are labelled on x: twenty bins leave no room for
    * more, and the ends are the level's min and max. */
   if (!rv)
@@ -477,7 +493,14 @@ static int chart_timeline(tp_buf *o, const tp_html_level *lv) {
            "Requests of concurrency %" PRIu32 " from send to done, first token marked (%zu of %zu)",
            lv->lr.concurrency, n, lv->n_measured);
   int rv = svg_open(o, "timeline", CW, h, title);
-  if (!rv) rv = axes(o, &f, xs, (double)(n ? n : 1), true, "time since the level's first send (ms)", "request");
+  if (!rv)
+    rv = axes(o, &f, xs, 1, true, false, "time since the level's first send (ms)", "request, in send order");
+  /* Rows run top to bottom in send order; label the first and the last. */
+  if (!rv && n)
+    rv = tp_buf_printf(o,
+                       "<text class=\"tick\" x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">1</text>"
+                       "<text class=\"tick\" x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">%zu</text>",
+                       f.px0 - 6, f.py1 + fmin(row, 10), f.px0 - 6, f.py0, n);
   if (!rv && !n) rv = no_data(o, &f, "no requests");
   for (size_t i = 0; i < n && !rv; i++) {
     const tp_html_req *t = &lv->timeline[i];
@@ -491,7 +514,8 @@ static int chart_timeline(tp_buf *o, const tp_html_level *lv) {
                        "request %" PRIu64 ": sent at %.3f ms",
                        t->ok ? "" : " failed", x0, y, fmax(x1 - x0, 0.5), fmax(row - 1, 1), t->seq,
                        t->send_ms);
-    if (!rv && t->first_ms >= 0) rv = tp_buf_printf(o, ", first token after %.3f ms", t->first_ms - t->send_ms);
+    if (!rv && t->first_ms >= 0)
+      rv = tp_buf_printf(o, ", first token after %.3f ms", t->first_ms - t->send_ms);
     if (!rv && t->done_ms >= 0) rv = tp_buf_printf(o, ", done after %.3f ms", t->done_ms - t->send_ms);
     if (!rv && !t->ok) rv = tp_buf_append_str(o, ", failed");
     if (!rv && t->label) {
@@ -562,7 +586,8 @@ static int summary_table(tp_buf *o, const tp_html_input *in) {
 static const char css[] =
     "body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;margin:24px auto;max-width:1000px;"
     "color:#222;background:#fff;padding:0 16px}"
-    "h1{font-size:1.6em;margin-bottom:4px}h2{font-size:1.25em;border-bottom:1px solid #ccc;padding-bottom:4px;"
+    "h1{font-size:1.6em;margin-bottom:4px}h2{font-size:1.25em;border-bottom:1px solid "
+    "#ccc;padding-bottom:4px;"
     "margin-top:32px}h3{font-size:1.05em;margin:16px 0 4px}"
     ".meta{color:#555;margin:2px 0}figure{margin:12px 0}figcaption{color:#555;font-size:.9em}"
     "svg.chart{max-width:100%;height:auto;background:#fff}"
@@ -570,7 +595,8 @@ static const char css[] =
     ".tick{font-size:11px;fill:#444}.label{font-size:12px;fill:#222}.nodata{font-size:13px;fill:#888}"
     ".legend text{font-size:12px;fill:#222}.pt-label{font-size:10px;fill:#333}"
     "path.series{fill:none;stroke-width:2}.s-p50{stroke:#1f77b4;fill:#1f77b4}"
-    ".s-p99{stroke:#d62728;fill:#d62728}.legend line{stroke-width:3}"
+    ".s-p99{stroke:#d62728;fill:#d62728}path.s-p99,.legend line.s-p99{stroke-dasharray:6 3}.legend "
+    "line{stroke-width:3}"
     ".box{fill:#9ecae1;stroke:#3182bd}.whisker{stroke:#3182bd}.median{stroke:#08306b;stroke-width:2}"
     ".p99{stroke:#d62728;stroke-width:2}.bar{fill:#6baed6}"
     ".req{fill:#9ecae1}.req.failed{fill:#fd8d3c}.ft{stroke:#08306b;stroke-width:1.5}"
@@ -641,7 +667,8 @@ int tp_html_render(tp_buf *o, const tp_html_input *in) {
                            "</figure>\n</section>\n<section><h2>Distributions per level</h2>\n"
                            "<figure>");
   if (!rv) rv = chart_box(o, in, false);
-  if (!rv) rv = tp_buf_append_str(o, "<figcaption>Time to first token per level.</figcaption></figure>\n<figure>");
+  if (!rv)
+    rv = tp_buf_append_str(o, "<figcaption>Time to first token per level.</figcaption></figure>\n<figure>");
   if (!rv) rv = chart_box(o, in, true);
   if (!rv) rv = tp_buf_append_str(o, "<figcaption>Inter-token latency per level.</figcaption></figure>\n");
   for (size_t i = 0; i < in->n_levels && !rv; i++) {
@@ -663,8 +690,8 @@ int tp_html_render(tp_buf *o, const tp_html_input *in) {
   if (!rv && in->n_levels) {
     size_t tl = in->timeline_level < in->n_levels ? in->timeline_level : in->n_levels - 1;
     const tp_html_level *lv = &in->levels[tl];
-    rv = tp_buf_printf(o, "<section><h2>Request timeline, concurrency %" PRIu32 "</h2>\n",
-                       lv->lr.concurrency);
+    rv =
+        tp_buf_printf(o, "<section><h2>Request timeline, concurrency %" PRIu32 "</h2>\n", lv->lr.concurrency);
     if (!rv && lv->n_timeline < lv->n_measured)
       rv = tp_buf_printf(o, "<p class=\"meta\">The first %zu of %zu requests, in send order.</p>\n",
                          lv->n_timeline, lv->n_measured);

@@ -35,39 +35,39 @@ typedef struct tp_html_req {
   double done_ms;  /* < 0 = never finished */
   bool ok;
   uint64_t seq;
-  char *label;     /* owned: prompt excerpt (sanitised UTF-8), or NULL */
+  char *label; /* owned: prompt excerpt (sanitised UTF-8), or NULL */
 } tp_html_req;
 
 /* What the page needs of one level: its figures and a compact digest of
  * its records (two doubles per request and the capped timeline), so a run
  * can drop the records as soon as a level ends. */
 typedef struct tp_html_level {
-  tp_level_result lr;     /* copy */
-  double *ttft_ms;        /* owned, per successful request */
+  tp_level_result lr; /* copy */
+  double *ttft_ms;    /* owned, per successful request */
   size_t n_ttft;
-  double *itl_ms;         /* owned */
+  double *itl_ms; /* owned */
   size_t n_itl;
-  tp_html_req *timeline;  /* owned, in send order */
+  tp_html_req *timeline; /* owned, in send order */
   size_t n_timeline;
-  size_t n_measured;      /* measured requests the timeline was taken from */
+  size_t n_measured; /* measured requests the timeline was taken from */
 } tp_html_level;
 
 /* Fills lv from the level's figures and requests: per-request TTFT and ITL
  * (through tp_level_compute on each record alone) and the timeline of the
  * first timeline_max measured requests by send time (0 = 500).  Returns 0
  * or TP_ENOMEM (lv is then empty but safe to fini). */
-int tp_html_level_init(tp_html_level *lv, const tp_level_result *lr, const tp_export_request *reqs,
-                       size_t n, size_t timeline_max);
+int tp_html_level_init(tp_html_level *lv, const tp_level_result *lr, const tp_export_request *reqs, size_t n,
+                       size_t timeline_max);
 void tp_html_level_fini(tp_html_level *lv);
 
 typedef struct tp_html_input {
-  const tp_config *cfg;          /* may be NULL */
-  const char *title;             /* NULL = "tokperf report" */
-  const tp_html_level *levels;   /* in sweep order */
+  const tp_config *cfg;        /* may be NULL */
+  const char *title;           /* NULL = "tokperf report" */
+  const tp_html_level *levels; /* in sweep order */
   size_t n_levels;
-  size_t timeline_level;         /* index into levels; SIZE_MAX = the last level */
-  uint64_t start_wall_ns;        /* wall clock of the run start, for the header; 0 = omit */
-  const tp_accuracy *accuracy;   /* one per level, or NULL */
+  size_t timeline_level;       /* index into levels; SIZE_MAX = the last level */
+  uint64_t start_wall_ns;      /* wall clock of the run start, for the header; 0 = omit */
+  const tp_accuracy *accuracy; /* one per level, or NULL */
 } tp_html_input;
 
 /* Renders the page into out.  Returns 0 or TP_ENOMEM. */

@@ -44,6 +44,25 @@ static const char *failure_class_name(int c) {
 
 static bool have_input_tokens(const tp_level_result *lr) { return lr->input_tokens.n > 0; }
 
+/* "concurrency 8", "request rate 2000/s (cap 64)", "schedule", with the
+ * sweep's lengths when they vary. */
+static void level_name(const tp_level_result *lr, char *buf, size_t len) {
+  int n;
+  if (lr->load_mode == TP_LOAD_RATE)
+    n = snprintf(buf, len, "request rate %g/s", lr->request_rate);
+  else if (lr->load_mode == TP_LOAD_SCHEDULE)
+    n = snprintf(buf, len, "schedule");
+  else
+    n = snprintf(buf, len, "concurrency %" PRIu32, lr->concurrency);
+  if (n < 0 || (size_t)n >= len) return;
+  if (lr->load_mode != TP_LOAD_CONCURRENCY && lr->concurrency)
+    n += snprintf(buf + n, len - (size_t)n, " (in-flight cap %" PRIu32 ")", lr->concurrency);
+  if (lr->input_tokens_mean && (size_t)n < len)
+    n += snprintf(buf + n, len - (size_t)n, ", input %" PRIu32 " tokens", lr->input_tokens_mean);
+  if (lr->output_tokens_mean && (size_t)n < len)
+    snprintf(buf + n, len - (size_t)n, ", output %" PRIu32 " tokens", lr->output_tokens_mean);
+}
+
 /* ------------------------------------------------------------------------ */
 /* Text                                                                     */
 
@@ -151,8 +170,9 @@ static void print_level(FILE *out, const tp_report_input *in, const tp_level_res
   stat_row(cells + 5 * STAT_COLS, "Output token throughput per user (tokens/s)",
            &lr->output_tps_per_user, 2);
 
-  char title[96], a[64], b[64], c[64];
-  snprintf(title, sizeof(title), "LLM metrics, concurrency %" PRIu32, lr->concurrency);
+  char title[160], name[128], a[64], b[64], c[64];
+  level_name(lr, name, sizeof(name));
+  snprintf(title, sizeof(title), "LLM metrics, %s", name);
   fputc('\n', out);
   table(out, title, head, cells, STAT_COLS, 6);
 
@@ -183,6 +203,31 @@ static void print_level(FILE *out, const tp_report_input *in, const tp_level_res
   fmt_num(a, sizeof(a), lr->duration_s, 2);
   fprintf(out, "Measured window (s): %s, max in flight (requests): %" PRIu32 "\n", a,
           lr->max_in_flight);
+  if (lr->trials)
+    fprintf(out, "Stability: %" PRIu32 " windows, %s\n", lr->trials,
+            lr->stable ? "the last three agreed" : "the last three never agreed within the percentage");
+  if (lr->load_mode != TP_LOAD_CONCURRENCY) {
+    fmt_num(a, sizeof(a), lr->achieved_send_rate, 2);
+    fprintf(out, "Achieved send rate (requests/s): %s", a);
+    if (lr->load_mode == TP_LOAD_RATE && lr->request_rate > 0)
+      fprintf(out, " (%.2f%% of the target)", 100.0 * lr->achieved_send_rate / lr->request_rate);
+    fputc('\n', out);
+  }
+  if (lr->send_lag_ms.n) {
+    fprintf(out, "Send lag (ms): p50 %.3f, p99 %.3f, max %.3f; %" PRIu64 " requests over 1 ms late\n",
+            lr->send_lag_ms.p50, lr->send_lag_ms.p99, lr->send_lag_ms.max, lr->late_sends);
+    if (lr->load_mode != TP_LOAD_CONCURRENCY && lr->ttft_from_planned_ms.n)
+      fprintf(out, "From the planned send time (ms): TTFT avg %.2f p99 %.2f, latency avg %.2f p99 %.2f\n",
+              lr->ttft_from_planned_ms.avg, lr->ttft_from_planned_ms.p99, lr->latency_from_planned_ms.avg,
+              lr->latency_from_planned_ms.p99);
+  }
+  if (lr->goodput_set) {
+    fmt_num(a, sizeof(a), lr->goodput_rps, 2);
+    fprintf(out, "Goodput (requests/s): %s, %.2f%% of requests met every bound\n", a, 100 * lr->goodput_fraction);
+  }
+  if (lr->length_mismatches)
+    fprintf(out, "Output length differed from the requested max_tokens in %" PRIu64 " requests\n",
+            lr->length_mismatches);
 
   if (lr->failed) {
     fprintf(out, "Failed requests by class:");
@@ -215,7 +260,7 @@ enum { SUM_COLS = 12 };
 
 static void print_summary(FILE *out, const tp_report_input *in) {
   static const char *const head_s[SUM_COLS] = {
-      "Concurrency", "Requests",    "Failed",      "Request/s",  "Output tok/s",
+      "Level", "Requests",    "Failed",      "Request/s",  "Output tok/s",
       "Input tok/s", "TTFT avg ms", "TTFT p99 ms", "ITL avg ms", "ITL p99 ms",
       "Latency avg ms", "Latency p99 ms"};
   cell head[SUM_COLS];
@@ -228,7 +273,16 @@ static void print_summary(FILE *out, const tp_report_input *in) {
   for (size_t i = 0; i < in->n_levels; i++) {
     const tp_level_result *lr = &in->levels[i];
     cell *r = cells + i * SUM_COLS;
-    fmt_u64(r[0].s, CELL_LEN, lr->concurrency);
+    if (lr->load_mode == TP_LOAD_RATE)
+      snprintf(r[0].s, CELL_LEN, "%g/s", lr->request_rate);
+    else if (lr->load_mode == TP_LOAD_SCHEDULE)
+      snprintf(r[0].s, CELL_LEN, "schedule");
+    else
+      snprintf(r[0].s, CELL_LEN, "c=%" PRIu32, lr->concurrency);
+    if (lr->input_tokens_mean)
+      snprintf(r[0].s + strlen(r[0].s), CELL_LEN - strlen(r[0].s), " i%" PRIu32, lr->input_tokens_mean);
+    if (lr->output_tokens_mean && in->cfg && in->cfg->n_output_tokens_means)
+      snprintf(r[0].s + strlen(r[0].s), CELL_LEN - strlen(r[0].s), " o%" PRIu32, lr->output_tokens_mean);
     fmt_u64(r[1].s, CELL_LEN, lr->requests);
     fmt_u64(r[2].s, CELL_LEN, lr->failed);
     fmt_num(r[3].s, CELL_LEN, lr->request_throughput, 2);
@@ -381,6 +435,41 @@ static json_t *config_json(const tp_config *cfg) {
   bad |= set(o, "backend", json_string(backend_name(cfg->backend)));
   bad |= set(o, "streaming", json_boolean(cfg->streaming));
   bad |= set(o, "concurrency", conc);
+  json_t *rates = json_array();
+  for (size_t i = 0; i < cfg->n_request_rates && cfg->request_rates; i++)
+    json_array_append_new(rates, json_real(cfg->request_rates[i]));
+  bad |= set(o, "request_rates", rates);
+  static const char *const arrivals[] = {"constant", "poisson", "gamma"};
+  bad |= set(o, "arrival", json_string(arrivals[cfg->arrival <= TP_ARRIVAL_GAMMA ? cfg->arrival : 0]));
+  bad |= set(o, "burstiness", real_or_null(cfg->burstiness));
+  bad |= set(o, "max_concurrency", u64(cfg->max_concurrency));
+  bad |= set(o, "schedule_file", str_or_null(cfg->schedule_file));
+  bad |= set(o, "replay_speedup", real_or_null(cfg->replay_speedup));
+  static const char *const mmodes[] = {"count", "duration", "time_windows", "count_windows"};
+  bad |= set(o, "measure_mode", json_string(mmodes[cfg->measure_mode <= TP_MEASURE_COUNT_WINDOWS ? cfg->measure_mode : 0]));
+  bad |= set(o, "duration_ms", u64(cfg->duration_ms));
+  bad |= set(o, "warmup_duration_ms", u64(cfg->warmup_duration_ms));
+  bad |= set(o, "measurement_request_count", u64(cfg->measurement_request_count));
+  bad |= set(o, "stability_percentage", real_or_null(cfg->stability_percentage));
+  bad |= set(o, "max_trials", u64(cfg->max_trials));
+  json_t *ins = json_array(), *outs = json_array();
+  for (size_t i = 0; i < cfg->n_input_tokens_means && cfg->input_tokens_means; i++)
+    json_array_append_new(ins, u64(cfg->input_tokens_means[i]));
+  for (size_t i = 0; i < cfg->n_output_tokens_means && cfg->output_tokens_means; i++)
+    json_array_append_new(outs, u64(cfg->output_tokens_means[i]));
+  bad |= set(o, "synthetic_input_tokens_mean", ins);
+  bad |= set(o, "synthetic_input_tokens_stddev", u64(cfg->input_tokens_stddev));
+  bad |= set(o, "output_tokens_sweep", outs);
+  bad |= set(o, "output_tokens_stddev", u64(cfg->output_tokens_stddev));
+  json_t *gp = json_object();
+  if (cfg->goodput_ttft_ms > 0) json_object_set_new(gp, "ttft_ms", json_real(cfg->goodput_ttft_ms));
+  if (cfg->goodput_itl_ms > 0) json_object_set_new(gp, "itl_ms", json_real(cfg->goodput_itl_ms));
+  if (cfg->goodput_latency_ms > 0) json_object_set_new(gp, "latency_ms", json_real(cfg->goodput_latency_ms));
+  bad |= set(o, "goodput", gp);
+  json_t *as = json_array();
+  for (size_t i = 0; i < cfg->n_asserts && cfg->asserts; i++) json_array_append_new(as, json_string(cfg->asserts[i]));
+  bad |= set(o, "asserts", as);
+  bad |= set(o, "max_error_rate", cfg->max_error_rate >= 0 ? json_real(cfg->max_error_rate) : json_null());
   bad |= set(o, "request_count", u64(cfg->request_count));
   bad |= set(o, "measurement_interval_ms", u64(cfg->measurement_interval_ms));
   bad |= set(o, "warmup_request_count", u64(cfg->warmup_request_count));
@@ -421,7 +510,12 @@ static json_t *level_json(const tp_level_result *lr) {
    * so the counts always sum to "failed" and the keys never vary. */
   for (int k = 0; k < TP_ERRCLASS_COUNT; k++)
     bad |= set(errs, tp_error_class_name((tp_error_class)k), u64(lr->errors_by_class[k]));
+  static const char *const modes[] = {"concurrency", "request_rate", "schedule"};
+  bad |= set(o, "mode", json_string(modes[lr->load_mode <= TP_LOAD_SCHEDULE ? lr->load_mode : 0]));
   bad |= set(o, "concurrency", u64(lr->concurrency));
+  bad |= set(o, "request_rate_rps", lr->load_mode == TP_LOAD_RATE ? real_or_null(lr->request_rate) : json_null());
+  bad |= set(o, "input_tokens_target", lr->input_tokens_mean ? u64(lr->input_tokens_mean) : json_null());
+  bad |= set(o, "output_tokens_target", lr->output_tokens_mean ? u64(lr->output_tokens_mean) : json_null());
   bad |= set(o, "requests", u64(lr->requests));
   bad |= set(o, "succeeded", u64(lr->succeeded));
   bad |= set(o, "failed", u64(lr->failed));
@@ -442,6 +536,19 @@ static json_t *level_json(const tp_level_result *lr) {
   bad |= set(o, "request_throughput_rps", real_or_null(lr->request_throughput));
   bad |= set(o, "max_in_flight", u64(lr->max_in_flight));
   bad |= set(o, "first_error", lr->first_error[0] ? json_string(lr->first_error) : json_null());
+  bad |= set(o, "error_rate", real_or_null(lr->error_rate));
+  bad |= set(o, "achieved_send_rate_rps", real_or_null(lr->achieved_send_rate));
+  bad |= set(o, "send_lag_ms", stat_json(&lr->send_lag_ms));
+  bad |= set(o, "late_sends", u64(lr->late_sends));
+  bad |= set(o, "time_to_first_token_from_planned_ms", stat_json(&lr->ttft_from_planned_ms));
+  bad |= set(o, "request_latency_from_planned_ms", stat_json(&lr->latency_from_planned_ms));
+  bad |= set(o, "goodput_rps", lr->goodput_set ? real_or_null(lr->goodput_rps) : json_null());
+  bad |= set(o, "goodput_fraction", lr->goodput_set ? real_or_null(lr->goodput_fraction) : json_null());
+  bad |= set(o, "output_length_mismatches", u64(lr->length_mismatches));
+  bad |= set(o, "stability_trials", u64(lr->trials));
+  bad |= set(o, "stable", lr->trials ? json_boolean(lr->stable) : json_null());
+  bad |= set(o, "window_s", lr->window_end_s > 0 ? json_pack("[f,f]", lr->window_start_s, lr->window_end_s)
+                                                    : json_null());
   if (bad) {
     json_decref(o);
     return NULL;

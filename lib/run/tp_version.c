@@ -49,4 +49,14 @@ void tp_config_default(tp_config *cfg) {
   cfg->synthetic_input_words = 64;
   cfg->num_prompts = 100;
   cfg->progress = stderr;
+  cfg->arrival = TP_ARRIVAL_CONSTANT;
+  cfg->burstiness = 1;
+  cfg->replay_speedup = 1;
+  cfg->prefix_block_tokens = 512;
+  cfg->measure_mode = TP_MEASURE_COUNT;
+  cfg->measurement_interval_ms = 10000;
+  cfg->measurement_request_count = 50;
+  cfg->stability_percentage = 10;
+  cfg->max_trials = 10;
+  cfg->max_error_rate = -1;
 }

@@ -310,10 +310,16 @@ TP_API const tp_level_result *tp_run_level(const tp_run *run, size_t i);
 
 /* The mock server's counters when the run used the in-process mock. */
 typedef struct tp_mock_stats {
-  uint64_t requests;            /* inference requests received */
-  uint64_t responses;           /* streamed responses sent */
+  uint64_t requests;            /* inference requests received (gRPC and HTTP) */
+  uint64_t responses;           /* streamed responses sent (gRPC messages, SSE events, JSON bodies) */
   uint32_t max_active_streams;  /* most inference streams open at once */
   uint32_t max_active_sequences; /* most sequences holding a batch slot (prefill or decode) at once */
+  uint64_t faults_injected;     /* requests whose fault fired (drawn or asked for) */
+  uint64_t connections;         /* connections accepted, both ports, refused ones included */
+  uint64_t connections_refused; /* of those, reset for refuse_connections */
+  uint64_t http_requests;       /* HTTP requests answered, of any kind */
+  uint64_t prefix_cache_queries_tokens; /* prompt tokens looked up in the prefix cache */
+  uint64_t prefix_cache_hits_tokens;    /* of those, tokens found cached */
 } tp_mock_stats;
 TP_API int tp_run_mock_stats(const tp_run *run, tp_mock_stats *out);
 
@@ -362,7 +368,41 @@ struct tp_mock_config {
    * measurements against. NULL = no log. */
   const char *log_path;
   bool quiet;
+
+  /* HTTP/1.1 port (OpenAI /v1 and Triton /v2 endpoints, /metrics):
+   * TP_MOCK_HTTP_PORT_AUTO (the default) = 8000, or any free port when
+   * grpc_port is 0 (so a mock asked for a free gRPC port never collides on
+   * 8000); 0 = any free port; -1 = no HTTP. */
+  int http_port;
+  /* SSE dialect of OpenAI streams (protocols.md 8.7): "vllm" (default),
+   * "llamacpp", "tgi" or "trtllm-serve". */
+  const char *http_dialect;
+  /* SSE keep-alive comment every this many ms on OpenAI streams; -1 (the
+   * default) = the dialect's own (TGI 15000, others none); 0 = none. */
+  int64_t sse_keepalive_ms;
+
+  /* Fault injection.  A fault spec (`kind[:arg[:text]]`, e.g.
+   * "grpc_status:14:overloaded", "rst_stream", "stall"; the list is in
+   * lib/mock/tp_mock_faults.h) given to the fraction fault_rate of
+   * requests, drawn with `seed`; a request may ask for its own with the
+   * string parameter "tokperf_fault" (gRPC), the JSON field or header
+   * "tokperf_fault" / "X-Tokperf-Fault" (HTTP). NULL = none. */
+  const char *fault_kind;
+  double fault_rate;           /* 0..1, default 1 (every request, when fault_kind is set) */
+  uint32_t fault_after_tokens; /* the fault takes the place of this token (0 = at arrival) */
+  uint32_t refuse_connections; /* reset the first N connections accepted */
+  uint64_t refuse_connections_ms; /* do not listen for this long after start (connect: ECONNREFUSED) */
+  uint32_t goaway_after_streams;  /* per connection: GOAWAY after N requests (HTTP: Connection: close) */
+
+  /* Prefix cache (vLLM automatic prefix caching / TensorRT-LLM KV reuse):
+   * prompt words already seen, by whole blocks from the start, skip the
+   * prefill term of the time to first token. */
+  bool prefix_cache;                 /* default false */
+  uint32_t prefix_cache_block_words; /* block size, default 16 */
+  uint32_t prefix_cache_blocks;      /* capacity (also the KV pool size of the metrics), default 8192 */
 };
+
+#define TP_MOCK_HTTP_PORT_AUTO (-2)
 
 typedef struct tp_mock tp_mock;
 
@@ -371,6 +411,8 @@ TP_API void tp_mock_config_default(tp_mock_config *cfg);
  * once the socket listens; TP_ECONNECT with a message when it cannot bind. */
 TP_API int tp_mock_start(tp_mock **out, const tp_mock_config *cfg, char *err, size_t errlen);
 TP_API int tp_mock_port(const tp_mock *m);
+/* The HTTP port the mock listens on, or -1 when HTTP is off. */
+TP_API int tp_mock_http_port(const tp_mock *m);
 TP_API void tp_mock_get_stats(tp_mock *m, tp_mock_stats *out);
 /* Stops the thread, closes every connection, flushes the log, frees m. */
 TP_API void tp_mock_stop(tp_mock *m);

@@ -24,7 +24,7 @@ static inline double tp_test_time_scale(void) {
 
 #define TP_OK_(cond, ...)                                              \
   do {                                                                 \
-    int c_ = (cond);                                                   \
+    int c_ = !!(cond);                                                   \
     tp_test_n_++;                                                      \
     if (!c_) tp_test_failed_++;                                        \
     printf("%s %d - ", c_ ? "ok" : "not ok", tp_test_n_);             \

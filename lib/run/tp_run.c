@@ -174,6 +174,20 @@ static void progress(tp_run *r, const char *fmt, ...) {
   va_end(ap);
 }
 
+/* Warnings are not progress: --quiet silences progress, never a warning. */
+static void warn(tp_run *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void warn(tp_run *r, const char *fmt, ...) {
+  FILE *out = r->cfg.progress ? r->cfg.progress : stderr;
+  va_list ap;
+  va_start(ap, fmt);
+  if (r->progress_tty) fputs("\r\033[K", out);
+  fputs("tokperf: warning: ", out);
+  vfprintf(out, fmt, ap);
+  fputc('\n', out);
+  fflush(out);
+  va_end(ap);
+}
+
 /* ---- construction -------------------------------------------------------- */
 
 static int validate(const tp_config *c, char *err, size_t errlen) {
@@ -843,8 +857,8 @@ static void close_window(tp_run *r, uint64_t now) {
       L->window_timer_on = false;
     }
     if (!L->stable)
-      progress(r, "  the last three windows never agreed within %g%% in %u trials: reporting the last three "
-               "anyway", r->cfg.stability_percentage, L->trials);
+      warn(r, "the last three windows never agreed within %g%% in %u trials: reporting the last three anyway",
+           r->cfg.stability_percentage, L->trials);
   }
   level_check_done(r);
 }
@@ -1092,7 +1106,7 @@ static int run_level(tp_run *r, size_t li, char *err, size_t errlen) {
   progress(r, "%s: %" PRIu64 " succeeded, %" PRIu64 " failed, %.2f requests/s", desc, lv->succeeded, lv->failed,
            lv->request_throughput);
   if (lv->requests && lv->late_sends * 100 > lv->requests)
-    progress(r, "warning: %" PRIu64 " of %" PRIu64 " requests (%.1f%%) left over 1 ms after their planned time; "
+    warn(r, "%" PRIu64 " of %" PRIu64 " requests (%.1f%%) left over 1 ms after their planned time; "
              "the client or the in-flight cap held them back (see send lag)",
              lv->late_sends, lv->requests, 100.0 * (double)lv->late_sends / (double)lv->requests);
   for (size_t i = 0; i < L->n_planned; i++) tp_record_fini(&L->recs[i]);

@@ -1,0 +1,201 @@
+#!/usr/bin/env python3
+"""Load control through the CLI against the built-in mock: rates, caps,
+arrival schedules, durations, stability windows, sweeps, trace replay,
+goodput, output-length control and CI gates.  Timing targets (send lag in
+microseconds) are the benchmarks' business; these checks hold on a busy
+machine.  Prints TAP."""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+TOKPERF = sys.argv[1]
+SCALE = float(os.environ.get("TP_TEST_TIMEOUT_MULTIPLIER", "1"))
+WORDS = os.environ.get("TP_WORDS_MODEL")
+n = 0
+failed = 0
+
+
+def check(cond, what, detail=""):
+    global n, failed
+    n += 1
+    if not cond:
+        failed += 1
+    print(("ok %d - %s" if cond else "not ok %d - %s") % (n, what))
+    if not cond and detail:
+        for line in str(detail).splitlines()[:25]:
+            print("#   " + line)
+
+
+tmp = tempfile.mkdtemp(prefix="tp_load_")
+FAST = ["--mock-ttft-ms", "5", "--mock-itl-ms", "2", "--mock-prefill-us-per-token", "0",
+        "--mock-prefill-queue-ms", "0", "--mock-itl-us-per-seq", "0", "--mock-max-batch", "4096"]
+
+
+def run(args, timeout=120):
+    js = os.path.join(tmp, "r.json")
+    rec = os.path.join(tmp, "r.jsonl")
+    for p in (js, rec):
+        if os.path.exists(p):
+            os.unlink(p)
+    cmd = [TOKPERF, "profile", "--mock", "-q", "--json", js, "--records", rec] + args
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout * SCALE)
+    doc = json.load(open(js)) if os.path.exists(js) else None
+    recs = [json.loads(l) for l in open(rec)] if os.path.exists(rec) else []
+    return p.returncode, p.stdout, p.stderr, doc, recs
+
+
+# 1. Constant rate: the plan is exact and the achieved rate holds.
+rc, out, err, doc, recs = run(FAST + ["--request-rate", "400", "--request-count", "800", "--output-tokens-mean", "4"])
+check(rc == 0 and doc, "rate 400/s: exit 0", err)
+if doc:
+    lv = doc["levels"][0]
+    check(lv["mode"] == "request_rate" and lv["request_rate_rps"] == 400, "level is a rate level")
+    check(abs(lv["achieved_send_rate_rps"] / 400 - 1) < 0.005, "achieved send rate within 0.5% of 400/s",
+          "achieved %r" % lv["achieved_send_rate_rps"])
+    planned = sorted(r["planned_ns"] for r in recs)
+    gaps = [b - a for a, b in zip(planned, planned[1:])]
+    check(len(planned) == 800 and all(abs(g - 2500000) <= 1 for g in gaps),
+          "constant arrivals planned exactly 2.5 ms apart", "gaps %r" % sorted(set(gaps))[:5])
+    check(all(r["sent_ns"] >= r["planned_ns"] for r in recs), "no request left before its planned time")
+    check(lv["send_lag_ms"]["n"] == 800 and lv["time_to_first_token_from_planned_ms"]["avg"] >=
+          lv["time_to_first_token_ms"]["avg"], "send lag and planned-time TTFT reported")
+
+# 2. Same seed, same schedule; another seed, another.
+def offsets(args):
+    _, _, _, _, rr = run(FAST + args + ["--request-count", "50", "--output-tokens-mean", "2"])
+    p = sorted(r["planned_ns"] for r in rr)
+    return [x - p[0] for x in p]
+
+
+for kind in (["--arrival", "poisson"], ["--arrival", "gamma", "--burstiness", "0.5"]):
+    a = offsets(["--request-rate", "500", "--random-seed", "11"] + kind)
+    b = offsets(["--request-rate", "500", "--random-seed", "11"] + kind)
+    c = offsets(["--request-rate", "500", "--random-seed", "12"] + kind)
+    check(len(a) == 50 and a == b, "%s: the same seed gives the same schedule" % kind[1])
+    check(a != c, "%s: another seed gives another schedule" % kind[1])
+    gaps = [y - x for x, y in zip(a, a[1:])]
+    check(len(set(gaps)) > 40, "%s: gaps vary" % kind[1])
+
+# 3. The in-flight cap holds in rate mode, by the mock's own count, and
+#    waiting shows as send lag.
+rc, out, err, doc, recs = run(["--mock-ttft-ms", "50", "--mock-itl-ms", "10", "--request-rate", "200",
+                               "--request-count", "120", "--max-concurrency", "8", "--output-tokens-mean", "10"])
+check(rc == 0 and doc, "capped rate run: exit 0", err)
+if doc:
+    lv = doc["levels"][0]
+    check(doc["mock"]["max_active_streams"] <= 8, "the mock never saw more than 8 streams",
+          "mock %r" % doc["mock"])
+    check(doc["mock"]["max_active_streams"] == 8 and lv["max_in_flight"] == 8, "the cap was reached")
+    check(lv["send_lag_ms"]["p99"] > 100 and lv["late_sends"] > 50,
+          "requests held by the cap show as send lag", "lag %r" % lv["send_lag_ms"])
+    check(lv["time_to_first_token_from_planned_ms"]["avg"] > lv["time_to_first_token_ms"]["avg"] + 50,
+          "latency from the planned time shows the client-side queueing (coordinated omission)")
+    check("left over 1 ms after their planned time" in err, "a warning names the late sends", err)
+
+# 4. Duration: the requests planned within the window are measured.
+rc, out, err, doc, recs = run(FAST + ["--request-rate", "200", "--duration", "1s", "--output-tokens-mean", "2"])
+check(rc == 0 and doc and doc["levels"][0]["requests"] == 200,
+      "--duration 1s at 200/s measures exactly the 200 planned requests",
+      doc and doc["levels"][0]["requests"])
+
+# 5. Stability windows: steady converges, overload never does.
+rc, out, err, doc, recs = run(["--mock-ttft-ms", "10", "--mock-itl-ms", "2", "--concurrency", "4",
+                               "--measurement-mode", "count_windows", "--measurement-request-count", "40",
+                               "--stability-percentage", "20", "--output-tokens-mean", "8"])
+check(rc == 0 and doc, "count windows: exit 0", err)
+if doc:
+    lv = doc["levels"][0]
+    check(lv["stable"] is True and 3 <= lv["stability_trials"] < 10, "a steady mock converges",
+          "trials %r stable %r" % (lv["stability_trials"], lv["stable"]))
+    check(lv["window_s"] and lv["requests"] >= 100, "the last three windows are measured",
+          "requests %r window %r" % (lv["requests"], lv["window_s"]))
+    check("Stability: " in out and "the last three agreed" in out, "the report says so")
+rc, out, err, doc, recs = run(["--mock-ttft-ms", "10", "--mock-itl-ms", "5", "--mock-max-batch", "2",
+                               "--request-rate", "200", "--measurement-interval", "300ms", "--max-trials", "4",
+                               "--output-tokens-mean", "8"])
+check(rc == 0 and doc, "overloaded time windows: exit 0", err)
+if doc:
+    lv = doc["levels"][0]
+    check(lv["stable"] is False and lv["stability_trials"] == 4, "an overloaded (drifting) mock never converges",
+          "trials %r stable %r" % (lv["stability_trials"], lv["stable"]))
+    check("never agreed" in err and "never agreed" in out, "and the run says so", err[-600:])
+
+# 6. Sweeps over input and output length (exact-length synthetic prompts).
+if WORDS:
+    rc, out, err, doc, recs = run(FAST + ["--tokenizer", WORDS, "--concurrency", "2", "--request-count", "6",
+                                          "--synthetic-input-tokens-mean", "16,48", "--output-tokens-mean", "4,9",
+                                          "--num-prompts", "10"])
+    check(rc == 0 and doc and len(doc["levels"]) == 4, "2 x 2 sweep gives 4 levels", err)
+    if doc:
+        pts = [(l["input_tokens_target"], l["output_tokens_target"]) for l in doc["levels"]]
+        check(pts == [(16, 4), (16, 9), (48, 4), (48, 9)], "points in order: input outer, output inner", pts)
+        check(all(l["input_tokens"]["min"] == l["input_tokens"]["max"] == l["input_tokens_target"]
+                  for l in doc["levels"]), "every prompt has exactly the target input tokens")
+        check(all(l["output_tokens"]["avg"] == l["output_tokens_target"] for l in doc["levels"]),
+              "every answer has the target output tokens")
+        check(out.count("LLM metrics, concurrency 2, input") == 4, "one table per point")
+
+# 7. Trace replay with a speed-up.
+trace = os.path.join(tmp, "trace.jsonl")
+with open(trace, "w") as f:
+    for i in range(10):
+        f.write(json.dumps({"timestamp": 100 * i, "text_input": "the water of the world", "output_length": 3}) + "\n")
+rc, out, err, doc, recs = run(FAST + ["--schedule", trace, "--replay-speedup", "2"])
+check(rc == 0 and doc and doc["levels"][0]["mode"] == "schedule" and doc["levels"][0]["requests"] == 10,
+      "trace replay: 10 requests", err)
+planned = sorted(r["planned_ns"] for r in recs)
+check(len(planned) == 10 and all(abs((b - a) - 50000000) <= 1 for a, b in zip(planned, planned[1:])),
+      "planned 50 ms apart (100 ms at speed-up 2)")
+check(all(r["max_tokens"] == 3 for r in recs), "output_length honoured")
+if WORDS:
+    with open(trace, "w") as f:
+        f.write(json.dumps({"timestamp": 0, "input_length": 40, "output_length": 2, "hash_ids": [1, 2]}) + "\n")
+        f.write(json.dumps({"timestamp": 10, "input_length": 40, "output_length": 2, "hash_ids": [1, 3]}) + "\n")
+    rc, out, err, doc, recs = run(FAST + ["--schedule", trace, "--tokenizer", WORDS, "--prefix-block-tokens", "16"])
+    check(rc == 0 and doc and doc["levels"][0]["requests"] == 2, "trace with input_length and hash_ids", err)
+    if recs:
+        check(all(abs(r["input_tokens"] - 40) <= 2 for r in recs), "prompts of about 40 tokens",
+              [r["input_tokens"] for r in recs])
+
+# 8. Goodput.
+rc, out, err, doc, recs = run(FAST + ["--concurrency", "2", "--request-count", "10", "--output-tokens-mean", "4",
+                                      "--goodput", "ttft:1000 latency:5000"])
+check(doc and doc["levels"][0]["goodput_fraction"] == 1.0, "generous bounds: every request is good")
+rc, out, err, doc, recs = run(FAST + ["--concurrency", "2", "--request-count", "10", "--output-tokens-mean", "4",
+                                      "--goodput", "ttft:1"])
+check(doc and doc["levels"][0]["goodput_fraction"] == 0.0 and doc["levels"][0]["goodput_rps"] == 0,
+      "a 1 ms TTFT bound against a 5 ms mock: no request is good")
+check("Goodput (requests/s)" in out, "the report shows goodput")
+
+# 9. Output length: the report counts answers that stopped early.
+if WORDS:
+    rc, out, err, doc, recs = run(FAST + ["--tokenizer", WORDS, "--concurrency", "4", "--request-count", "40",
+                                          "--output-tokens-mean", "20", "--mock-eos-prob", "0.2"])
+    check(doc and doc["levels"][0]["output_length_mismatches"] > 0, "early stops counted as length mismatches")
+    rc, out, err, doc, recs = run(FAST + ["--tokenizer", WORDS, "--concurrency", "4", "--request-count", "40",
+                                          "--output-tokens-mean", "20", "--mock-eos-prob", "0.2",
+                                          "--output-tokens-mean-deterministic"])
+    check(doc and doc["levels"][0]["output_length_mismatches"] == 0 and doc["levels"][0]["output_tokens"]["min"] == 20,
+          "--output-tokens-mean-deterministic forces the length through min_length")
+
+# 10. CI gates through the CLI.
+base = FAST + ["--concurrency", "2", "--request-count", "8", "--output-tokens-mean", "4"]
+rc, out, err, doc, recs = run(base + ["--assert", "ttft.p99 <= 2s", "--assert", "error_rate <= 1%"])
+check(rc == 0, "passing gates: exit 0", err)
+rc, out, err, doc, recs = run(base + ["--assert", "ttft.p99 <= 1us"])
+check(rc == 1 and "assertion failed: ttft.p99 <= 1us: measured" in err, "a failing gate: exit 1 and the bound", err)
+check("Time to first token" in out, "the report is still printed")
+rc, out, err, doc, recs = run(base + ["--assert", "request_throughput >= 1000000"])
+check(rc == 1 and "requests/s" in err, "a throughput gate fails with its unit", err)
+rc, out, err, doc, recs = run(base + ["--assert", "ttft.p42 <= 1"])
+check(rc == 2 and "p42" in err, "a bad gate is a usage error", err)
+rc, out, err, doc, recs = run(["--skip-preflight", "-m", "no_such_model", "--concurrency", "2",
+                               "--request-count", "4"])
+check(rc == 1 and "every one of the 4 measured requests failed" in err, "all requests failed: exit 1", err)
+check(doc and doc["levels"][0]["errors_by_class"]["server_error"] == 4, "classed as server errors")
+
+subprocess.run(["rm", "-rf", tmp])
+print("1..%d" % n)
+sys.exit(1 if failed else 0)

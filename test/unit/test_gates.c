@@ -1,0 +1,76 @@
+/* CI gates: each expression form passes on one level and fails on another,
+ * failures name the bound, the measured value and the level, and bad
+ * expressions are refused with a message. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "run/tp_gates.h"
+#include "tp_test.h"
+
+static tp_level_result level(double ttft_p99, double tput, uint64_t failed, uint64_t requests) {
+  tp_level_result lv;
+  memset(&lv, 0, sizeof(lv));
+  lv.load_mode = TP_LOAD_CONCURRENCY;
+  lv.concurrency = 8;
+  lv.ttft_ms.n = 10;
+  lv.ttft_ms.p99 = ttft_p99;
+  lv.ttft_ms.avg = ttft_p99 / 2;
+  lv.output_token_throughput = tput;
+  lv.requests = requests;
+  lv.failed = failed;
+  lv.succeeded = requests - failed;
+  lv.error_rate = requests ? (double)failed / (double)requests : 0;
+  return lv;
+}
+
+static int run(const char *expr, const tp_level_result *lv, double max_err, char *out, size_t outlen) {
+  tp_gates *g = NULL;
+  char err[512];
+  const char *e[1] = {expr};
+  if (tp_gates_new(&g, e, expr ? 1 : 0, err, sizeof(err))) {
+    snprintf(out, outlen, "PARSE: %s", err);
+    return -1;
+  }
+  FILE *f = fmemopen(out, outlen, "w");
+  int n = tp_gates_check(g, lv, 1, max_err, f);
+  fclose(f);
+  tp_gates_free(g);
+  return n;
+}
+
+int main(void) {
+  char out[1024];
+  tp_level_result good = level(200, 1500, 0, 100), bad = level(300, 900, 5, 100);
+
+  CHECK_INT(run("ttft.p99 <= 250ms", &good, -1, out, sizeof(out)), 0, "ttft.p99 <= 250ms holds at 200 ms");
+  CHECK_INT(run("ttft.p99 <= 250ms", &bad, -1, out, sizeof(out)), 1, "and fails at 300 ms");
+  CHECK(strstr(out, "ttft.p99 <= 250ms") && strstr(out, "measured 300 ms") && strstr(out, "concurrency 8"),
+        "the failure names the bound, the value and the level: %s", out);
+  CHECK_INT(run("ttft.p99 <= 0.25s", &bad, -1, out, sizeof(out)), 1, "seconds are converted");
+  CHECK_INT(run("ttft <= 150", &good, -1, out, sizeof(out)), 0, "no statistic means avg (100 ms <= 150: holds)");
+  CHECK_INT(run("ttft < 100", &good, -1, out, sizeof(out)), 1, "strict bounds are strict");
+  CHECK_INT(run("output_token_throughput >= 1000", &good, -1, out, sizeof(out)), 0, "throughput >= 1000 holds");
+  CHECK_INT(run("output_token_throughput >= 1000", &bad, -1, out, sizeof(out)), 1, "and fails at 900");
+  CHECK(strstr(out, "tokens/s"), "with its unit: %s", out);
+  CHECK_INT(run("error_rate <= 0.01", &good, -1, out, sizeof(out)), 0, "error_rate <= 0.01 holds at 0");
+  CHECK_INT(run("error_rate <= 1%", &bad, -1, out, sizeof(out)), 1, "error_rate <= 1% fails at 5%");
+  CHECK(strstr(out, "5.00%"), "shown as a percentage: %s", out);
+  CHECK_INT(run(NULL, &bad, 0.10, out, sizeof(out)), 0, "--max-error-rate 0.10 holds at 5%");
+  CHECK_INT(run(NULL, &bad, 0.01, out, sizeof(out)), 1, "--max-error-rate 0.01 fails at 5%");
+  CHECK(strstr(out, "--max-error-rate"), "and says so: %s", out);
+  tp_level_result dead = level(0, 0, 10, 10);
+  dead.ttft_ms.n = 0;
+  CHECK_INT(run(NULL, &dead, -1, out, sizeof(out)), 1, "a run where every request failed never passes");
+  CHECK(strstr(out, "every one of the 10"), "and says why: %s", out);
+  CHECK_INT(run("ttft.p99 <= 250ms", &dead, -1, out, sizeof(out)), 2, "an unavailable figure fails its bound too");
+  CHECK(strstr(out, "unavailable"), "as unavailable: %s", out);
+
+  CHECK_INT(run("ttft.p42 <= 1", &good, -1, out, sizeof(out)), -1, "unknown statistic refused");
+  CHECK(strstr(out, "p42") && strstr(out, "p99"), "naming it and the accepted ones: %s", out);
+  CHECK_INT(run("speed >= 1", &good, -1, out, sizeof(out)), -1, "unknown metric refused");
+  CHECK_INT(run("ttft.p99 ~ 1", &good, -1, out, sizeof(out)), -1, "unknown operator refused");
+  CHECK(strstr(out, "METRIC[.STAT] OP VALUE"), "with the expected form: %s", out);
+  CHECK_INT(run("ttft.p99 <= 5 parsecs", &good, -1, out, sizeof(out)), -1, "unknown unit refused");
+  CHECK_INT(run("error_rate.p99 <= 1", &good, -1, out, sizeof(out)), -1, "a scalar takes no statistic");
+  return tp_test_done();
+}

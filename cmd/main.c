@@ -128,6 +128,8 @@ int main(int argc, char **argv) {
   }
   if (strcmp(sub, "profile") == 0) return cmd_profile(argc - 2, argv + 2);
   if (strcmp(sub, "mock") == 0) return cmd_mock(argc - 2, argv + 2);
-  fprintf(stderr, "tokperf: unknown command '%s' (expected profile or mock)\ntry 'tokperf --help'\n", sub);
+  if (strcmp(sub, "tokenize") == 0) return tp_cmd_tokenize(argc - 2, argv + 2);
+  fprintf(stderr, "tokperf: unknown command '%s' (expected profile, mock or tokenize)\ntry 'tokperf --help'\n",
+          sub);
   return TP_EXIT_USAGE;
 }

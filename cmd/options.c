@@ -549,6 +549,7 @@ void tp_cli_help_main(FILE *out) {
           "Usage:\n"
           "  tokperf profile [OPTIONS]   benchmark a Triton (KServe v2 gRPC) LLM model\n"
           "  tokperf mock [OPTIONS]      run the built-in mock Triton server\n"
+          "  tokperf tokenize [OPTIONS]  count or list the tokens of each input line\n"
           "  tokperf --version           print versions of tokperf and its libraries\n"
           "  tokperf --help              this help; 'tokperf profile --help' lists every option\n",
           tp_version());

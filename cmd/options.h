@@ -43,6 +43,9 @@ void tp_cli_fini(tp_cli *cli);
 int tp_cli_parse_profile(tp_cli *cli, int argc, char **argv);
 int tp_cli_parse_mock(tp_cli *cli, int argc, char **argv);
 
+/* `tokperf tokenize` (cmd/tokenize.c); returns the exit code. */
+int tp_cmd_tokenize(int argc, char **argv);
+
 void tp_cli_help_main(FILE *out);
 void tp_cli_help_profile(FILE *out);
 void tp_cli_help_mock(FILE *out);

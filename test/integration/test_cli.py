@@ -146,6 +146,29 @@ finally:
         mock.kill()
 check(mock.returncode == 0, "mock stops cleanly on SIGINT", mock.stderr.read() if mock.stderr else "")
 
+# tokperf tokenize: counts and ids per line, JSONL texts, clear errors.
+if WORDS:
+    p = subprocess.run([TOKPERF, "tokenize", "--tokenizer", WORDS], input="the water of the world\n\nsee people\n",
+                       capture_output=True, text=True, timeout=30 * SCALE)
+    check(p.returncode == 0 and p.stdout.split() == ["5", "0", "2"], "tokenize: one count per line", p.stdout + p.stderr)
+    p = subprocess.run([TOKPERF, "tokenize", "--tokenizer", WORDS, "--ids"], input="the water\n",
+                       capture_output=True, text=True, timeout=30 * SCALE)
+    ids = json.loads(p.stdout.strip() or "null")
+    check(p.returncode == 0 and isinstance(ids, list) and len(ids) == 2 and ids[0] != ids[1], "tokenize --ids: a JSON array")
+    p = subprocess.run([TOKPERF, "tokenize", "--tokenizer", WORDS, "--jsonl"],
+                       input='{"text": "the water\\nof the world"}\n', capture_output=True, text=True,
+                       timeout=30 * SCALE)
+    check(p.returncode == 0 and p.stdout.split() == ["5"], "tokenize --jsonl: a text may hold a newline", p.stdout + p.stderr)
+    bad = os.path.join(tmp, "bad_tok.jsonl")
+    with open(bad, "w") as f:
+        f.write('{"text": "x"}\n{"txt": 1}\n')
+    p = subprocess.run([TOKPERF, "tokenize", "--tokenizer", WORDS, "--jsonl", bad], capture_output=True, text=True,
+                       timeout=30 * SCALE)
+    check(p.returncode == 2 and bad + ":2" in p.stderr, "tokenize: a bad JSONL line names file:line", p.stderr)
+p = subprocess.run([TOKPERF, "tokenize", "--tokenizer", os.path.join(tmp, "none")], input="x\n",
+                   capture_output=True, text=True, timeout=30 * SCALE)
+check(p.returncode == 3 and "none" in p.stderr, "tokenize: a missing tokenizer exits 3 naming it", p.stderr)
+
 # Ctrl-C during a run: exit 130 and the partial level is still reported.
 p = subprocess.Popen([TOKPERF, "profile", "--mock", "--mock-itl-ms", "20", "--concurrency", "4",
                       "--request-count", "1000", "--output-tokens-mean", "20"],

@@ -420,6 +420,25 @@ TP_API void tp_mock_stop(tp_mock *m);
 TP_API int tp_mock_run(const tp_mock_config *cfg, char *err, size_t errlen);
 
 /* ------------------------------------------------------------------------ */
+/* Tokenizers                                                               */
+
+typedef struct tp_tokenizer tp_tokenizer;
+
+/* Loads a tokenizer.json, a sentencepiece tokenizer.model, or a model
+ * directory holding one (tokenizer.json preferred).  On failure returns
+ * TP_ENOTFOUND, TP_EINVAL, TP_EUNSUPPORTED or TP_EIO with a message naming
+ * the path, what was looked for and what was found.  The tokenizer is
+ * read-only after loading and may be used from several threads. */
+TP_API int tp_tokenizer_load(tp_tokenizer **out, const char *path, char *err, size_t errlen);
+/* Encodes without special tokens; *ids is returned owned (free()). */
+TP_API int tp_tokenizer_encode(const tp_tokenizer *t, const char *text, size_t len, int32_t **ids,
+                               size_t *n);
+TP_API int tp_tokenizer_count(const tp_tokenizer *t, const char *text, size_t len, size_t *n);
+/* "sentencepiece", "tokenizer.json (BPE)", ... */
+TP_API const char *tp_tokenizer_name(const tp_tokenizer *t);
+TP_API void tp_tokenizer_free(tp_tokenizer *t);
+
+/* ------------------------------------------------------------------------ */
 /* Value parsers for command lines.  Each returns 0 or TP_EINVAL and writes
  * into err a phrase saying what was expected (the caller adds the option
  * name and the quoted value). */

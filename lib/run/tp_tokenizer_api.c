@@ -1,0 +1,21 @@
+/* The public face of the pluggable tokenizer: thin wrappers, so programs
+ * using only tokperf.h (the CLI's `tokenize`, examples) reach the same code
+ * the run counts with. */
+#include "tokenizer/tp_tok.h"
+#include "util/tp_common.h"
+
+int tp_tokenizer_load(tp_tokenizer **out, const char *path, char *err, size_t errlen) {
+  return tp_tok_load((tp_tok **)out, path, err, errlen);
+}
+
+int tp_tokenizer_encode(const tp_tokenizer *t, const char *text, size_t len, int32_t **ids, size_t *n) {
+  return tp_tok_encode((const tp_tok *)t, text, len, ids, n);
+}
+
+int tp_tokenizer_count(const tp_tokenizer *t, const char *text, size_t len, size_t *n) {
+  return tp_tok_count((const tp_tok *)t, text, len, n);
+}
+
+const char *tp_tokenizer_name(const tp_tokenizer *t) { return tp_tok_name((const tp_tok *)t); }
+
+void tp_tokenizer_free(tp_tokenizer *t) { tp_tok_free((tp_tok *)t); }

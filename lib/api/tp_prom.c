@@ -76,6 +76,10 @@ int tp_prom_parse(const char *body, size_t len, tp_prom_sample_cb cb, void *user
     while (i < n && name_char(line[i])) w[wo++] = line[i++];
     w[wo++] = 0;
     s.name = w + ns;
+    /* Whitespace may separate the name from its labels. */
+    size_t after_name = i;
+    while (i < n && (line[i] == ' ' || line[i] == '\t')) i++;
+    if (i >= n || line[i] != '{') i = after_name;
     if (i < n && line[i] == '{') {
       i++;
       for (;;) {
@@ -98,12 +102,15 @@ int tp_prom_parse(const char *body, size_t len, tp_prom_sample_cb cb, void *user
         while (i < n && name_char(line[i])) w[wo++] = line[i++];
         w[wo++] = 0;
         while (i < n && (line[i] == ' ' || line[i] == '\t')) i++;
-        if (i + 1 >= n || line[i] != '=' || line[i + 1] != '"') {
+        bool eq = i < n && line[i] == '=';
+        if (eq) i++;
+        while (eq && i < n && (line[i] == ' ' || line[i] == '\t')) i++;
+        if (!eq || i >= n || line[i] != '"') {
           tp_seterr(err, errlen, "line %zu: expected =\"value\" after label '%s'", lineno, w + ln);
           rv = TP_EPROTO;
           break;
         }
-        i += 2;
+        i += 1;
         size_t lv = wo;
         bool closed = false;
         while (i < n) {

@@ -16,7 +16,7 @@ typedef enum opt_id {
   O_TIMEOUT, O_SKIP_PREFLIGHT, O_JSON, O_RECORDS, O_MOCK, O_MOCK_LOG, O_QUIET, O_HELP,
   O_RATE, O_ARRIVAL, O_BURSTINESS, O_MAX_CONC, O_DURATION, O_WARMUP_DURATION, O_MEASURE_MODE,
   O_MEASURE_COUNT, O_STABILITY, O_MAX_TRIALS, O_IN_MEAN, O_IN_STDDEV, O_OUT_STDDEV, O_SCHEDULE,
-  O_SPEEDUP, O_PREFIX_BLOCK, O_GOODPUT, O_ASSERT, O_MAX_ERROR_RATE,
+  O_SPEEDUP, O_PREFIX_BLOCK, O_GOODPUT, O_ASSERT, O_MAX_ERROR_RATE, O_NO_SERVER_STATS,
   /* mock settings (prefixed --mock- under profile) */
   O_M_HOST, O_M_PORT, O_M_TTFT, O_M_PREFILL_TOK, O_M_PREFILL_Q, O_M_ITL, O_M_ITL_SEQ,
   O_M_BATCH, O_M_OUT, O_M_EOS, O_M_SEED, O_M_LOG
@@ -88,6 +88,8 @@ static const optdef profile_opts[] = {
   {O_TIMEOUT, "--request-timeout", "DURATION", "fail a request after this long; sent as grpc-timeout", NULL},
   {O_SKIP_PREFLIGHT, "--skip-preflight", NULL,
    "skip the ServerLive/ModelReady/ModelMetadata checks (for replay servers)", NULL},
+  {O_NO_SERVER_STATS, "--no-server-stats", NULL,
+   "do not read Triton's ModelStatistics before and after each level", NULL},
   {O_JSON, "--json", "FILE", "write every figure, with units, and the configuration as JSON", NULL},
   {O_RECORDS, "--records", "FILE.jsonl", "write one JSON line per request (times, tokens, text, error)", NULL},
   {O_MOCK, "--mock", NULL, "start the built-in mock server in-process and benchmark it", NULL},
@@ -420,6 +422,7 @@ static int apply(tp_cli *cli, const optdef *o, const char *name, const char *v) 
       break;
     case O_TIMEOUT: return get_ms(name, v, &c->request_timeout_ms);
     case O_SKIP_PREFLIGHT: c->skip_preflight = true; break;
+    case O_NO_SERVER_STATS: c->no_server_stats = true; break;
     case O_JSON: c->json_path = v; break;
     case O_RECORDS: c->records_path = v; break;
     case O_MOCK: c->mock = true; break;

@@ -350,3 +350,45 @@ int tp_triton_check_metadata(const tp_triton_model_meta *m, tp_triton_opts *o,
   }
   return 0;
 }
+
+/* Statistics. */
+
+static uint64_t dur_count(const Inference__StatisticDuration *d) { return d ? d->count : 0; }
+static uint64_t dur_ns(const Inference__StatisticDuration *d) { return d ? d->ns : 0; }
+
+int tp_triton_parse_model_statistics(const uint8_t *data, size_t len, tp_triton_model_counters **out,
+                                     size_t *n) {
+  *out = NULL;
+  *n = 0;
+  Inference__ModelStatisticsResponse *r = inference__model_statistics_response__unpack(NULL, len, data);
+  if (!r) return TP_EPROTO;
+  tp_triton_model_counters *v = calloc(r->n_model_stats ? r->n_model_stats : 1, sizeof(*v));
+  if (!v) {
+    inference__model_statistics_response__free_unpacked(r, NULL);
+    return TP_ENOMEM;
+  }
+  for (size_t i = 0; i < r->n_model_stats; i++) {
+    const Inference__ModelStatistics *m = r->model_stats[i];
+    tp_triton_model_counters *c = &v[i];
+    snprintf(c->name, sizeof(c->name), "%s", m->name ? m->name : "");
+    snprintf(c->version, sizeof(c->version), "%s", m->version ? m->version : "");
+    c->inference_count = m->inference_count;
+    c->execution_count = m->execution_count;
+    const Inference__InferStatistics *s = m->inference_stats;
+    if (s) {
+      c->success_count = dur_count(s->success);
+      c->success_ns = dur_ns(s->success);
+      c->fail_count = dur_count(s->fail);
+      c->fail_ns = dur_ns(s->fail);
+      c->queue_ns = dur_ns(s->queue);
+      c->compute_input_ns = dur_ns(s->compute_input);
+      c->compute_infer_ns = dur_ns(s->compute_infer);
+      c->compute_output_ns = dur_ns(s->compute_output);
+      c->cache_hit_count = dur_count(s->cache_hit);
+    }
+  }
+  *n = r->n_model_stats;
+  *out = v;
+  inference__model_statistics_response__free_unpacked(r, NULL);
+  return 0;
+}

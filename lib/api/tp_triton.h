@@ -84,4 +84,19 @@ int tp_triton_parse_model_metadata(const uint8_t *data, size_t len, tp_triton_mo
 int tp_triton_check_metadata(const tp_triton_model_meta *m, tp_triton_opts *o,
                              char *err, size_t errlen);
 
+/* One model's cumulative counters from a ModelStatisticsResponse. */
+typedef struct tp_triton_model_counters {
+  char name[128];
+  char version[32];
+  uint64_t inference_count, execution_count;
+  uint64_t success_count, success_ns, fail_count, fail_ns;
+  uint64_t queue_ns, compute_input_ns, compute_infer_ns, compute_output_ns;
+  uint64_t cache_hit_count;
+} tp_triton_model_counters;
+
+/* Decodes a ModelStatisticsResponse into *out (returned owned, free()).
+ * Returns 0, TP_EPROTO or TP_ENOMEM. */
+int tp_triton_parse_model_statistics(const uint8_t *data, size_t len, tp_triton_model_counters **out,
+                                     size_t *n);
+
 #endif

@@ -89,6 +89,14 @@ typedef struct tp_client_opts {
 int tp_client_triton_new(tp_client **out, uv_loop_t *loop, const tp_client_opts *o,
                          const tp_client_cbs *cbs, char *err, size_t errlen);
 
+/* Reads Triton's ModelStatistics for every model (running the loop until
+ * done; call it only with nothing in flight).  *out is returned owned.
+ * Returns 0, TP_EUNSUPPORTED when the server does not offer statistics
+ * (UNIMPLEMENTED), or another code with a message in err. */
+struct tp_triton_model_counters;
+int tp_client_triton_model_stats(tp_client *c, struct tp_triton_model_counters **out, size_t *n, char *err,
+                                 size_t errlen);
+
 /* Statistics of the transport for the report. */
 uint32_t tp_client_triton_connections_opened(const tp_client *c);
 

@@ -252,6 +252,34 @@ int tp_client_triton_new(tp_client **out, uv_loop_t *loop, const tp_client_opts 
   return 0;
 }
 
+int tp_client_triton_model_stats(tp_client *c, tp_triton_model_counters **out, size_t *n, char *err,
+                                 size_t errlen) {
+  triton_client *tc = (triton_client *)c;
+  tp_buf body;
+  tp_buf_init(&body);
+  /* Empty name and version: every model, so composing models come too. */
+  int rv = tp_triton_build_model_request(&body, "", "");
+  if (rv) return rv;
+  unary_ctx u;
+  memset(&u, 0, sizeof(u));
+  rv = unary(tc, "ModelStatistics", body.data, body.len, &u);
+  tp_buf_fini(&body);
+  if (rv == 0) {
+    if (u.grpc_status == TP_GRPC_UNIMPLEMENTED) {
+      tp_seterr(err, errlen, "%s does not offer ModelStatistics", tc->target);
+      rv = TP_EUNSUPPORTED;
+    } else if (u.grpc_status != 0) {
+      tp_seterr(err, errlen, "ModelStatistics on %s failed: %s", tc->target, u.message);
+      rv = TP_ESERVER;
+    } else if (tp_triton_parse_model_statistics(u.resp.data, u.resp.len, out, n)) {
+      tp_seterr(err, errlen, "ModelStatistics from %s is not a valid message", tc->target);
+      rv = TP_EPROTO;
+    }
+  }
+  tp_buf_fini(&u.resp);
+  return rv;
+}
+
 uint32_t tp_client_triton_connections_opened(const tp_client *c) {
   return tp_h2c_connections_opened(((const triton_client *)c)->pool);
 }

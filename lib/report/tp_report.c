@@ -229,6 +229,19 @@ static void print_level(FILE *out, const tp_report_input *in, const tp_level_res
     fprintf(out, "Output length differed from the requested max_tokens in %" PRIu64 " requests\n",
             lr->length_mismatches);
 
+  for (size_t m = 0; m < lr->n_server_models; m++) {
+    const tp_server_model_stats *sm = &lr->server_models[m];
+    if (m == 0 && sm->is_target) fprintf(out, "Server (%s, version %s):\n", sm->name, sm->version[0] ? sm->version : "-");
+    else if (m == 0 || lr->server_models[m - 1].is_target) fprintf(out, "Composing models:\n");
+    if (!sm->is_target) fprintf(out, "  %s, version %s:\n", sm->name, sm->version[0] ? sm->version : "-");
+    const char *ind = sm->is_target ? "  " : "    ";
+    fprintf(out, "%sInference count: %" PRIu64 ", execution count: %" PRIu64 ", successful requests: %" PRIu64
+            ", failed: %" PRIu64 "\n", ind, sm->inference_count, sm->execution_count, sm->success_count, sm->fail_count);
+    fprintf(out, "%sAvg request latency: %.0f usec (overhead %.0f usec + queue %.0f usec + compute input %.0f usec"
+            " + compute infer %.0f usec + compute output %.0f usec)\n", ind, sm->avg_request_us, sm->avg_overhead_us,
+            sm->avg_queue_us, sm->avg_compute_input_us, sm->avg_compute_infer_us, sm->avg_compute_output_us);
+  }
+
   if (lr->failed) {
     fprintf(out, "Failed requests by class:");
     const char *sep = " ";
@@ -545,6 +558,19 @@ static json_t *level_json(const tp_level_result *lr) {
   bad |= set(o, "goodput_rps", lr->goodput_set ? real_or_null(lr->goodput_rps) : json_null());
   bad |= set(o, "goodput_fraction", lr->goodput_set ? real_or_null(lr->goodput_fraction) : json_null());
   bad |= set(o, "output_length_mismatches", u64(lr->length_mismatches));
+  json_t *srv = json_array();
+  for (size_t m = 0; m < lr->n_server_models; m++) {
+    const tp_server_model_stats *sm = &lr->server_models[m];
+    json_array_append_new(srv, json_pack("{s:s,s:s,s:b,s:I,s:I,s:I,s:I,s:I,s:f,s:f,s:f,s:f,s:f,s:f}",
+        "name", sm->name, "version", sm->version, "composing", !sm->is_target,
+        "inference_count", (json_int_t)sm->inference_count, "execution_count", (json_int_t)sm->execution_count,
+        "success_count", (json_int_t)sm->success_count, "fail_count", (json_int_t)sm->fail_count,
+        "cache_hit_count", (json_int_t)sm->cache_hit_count,
+        "avg_request_latency_us", sm->avg_request_us, "avg_queue_us", sm->avg_queue_us,
+        "avg_compute_input_us", sm->avg_compute_input_us, "avg_compute_infer_us", sm->avg_compute_infer_us,
+        "avg_compute_output_us", sm->avg_compute_output_us, "avg_overhead_us", sm->avg_overhead_us));
+  }
+  bad |= set(o, "server", srv);
   bad |= set(o, "stability_trials", u64(lr->trials));
   bad |= set(o, "stable", lr->trials ? json_boolean(lr->stable) : json_null());
   bad |= set(o, "window_s", lr->window_end_s > 0 ? json_pack("[f,f]", lr->window_start_s, lr->window_end_s)

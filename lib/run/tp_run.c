@@ -24,6 +24,7 @@
 #include <jansson.h>
 #include <uv.h>
 
+#include "api/tp_triton.h"
 #include "client/tp_client.h"
 #include "dataset/tp_dataset.h"
 #include "dataset/tp_synth.h"
@@ -152,6 +153,13 @@ struct tp_run {
   FILE *records_fp;
   uv_mutex_t records_lock; /* pool threads write record lines */
   tp_gates *gates;
+
+  /* Server statistics: the counters before the level, and per level the
+   * differences (owned arrays, one per level). */
+  tp_triton_model_counters *stats_before;
+  size_t n_stats_before;
+  bool stats_off;
+  tp_server_model_stats **server_stats;
 
   point *points;
   size_t n_points;
@@ -351,7 +359,8 @@ int tp_run_new(tp_run **out, const tp_config *cfg, char *err, size_t errlen) {
              cfg->num_prompts, cfg->random_seed);
   }
   r->levels = calloc(r->n_points, sizeof(*r->levels));
-  if (!r->levels) goto nomem;
+  r->server_stats = calloc(r->n_points, sizeof(*r->server_stats));
+  if (!r->levels || !r->server_stats) goto nomem;
   *out = r;
   return 0;
 nomem:
@@ -965,6 +974,71 @@ static void describe_point(const point *pt, char *buf, size_t len) {
   if (pt->output_tokens && n > 0 && (size_t)n < len) snprintf(buf + n, len - (size_t)n, ", output %u", pt->output_tokens);
 }
 
+/* Server statistics around a level (Triton's ModelStatistics).  A server
+ * without them is told once and not asked again. */
+static void stats_read_before(tp_run *r) {
+  if (r->stats_off || r->cfg.no_server_stats || r->cfg.skip_preflight) return;
+  free(r->stats_before);
+  r->stats_before = NULL;
+  r->n_stats_before = 0;
+  char err[300];
+  if (tp_client_triton_model_stats(r->client, &r->stats_before, &r->n_stats_before, err, sizeof(err))) {
+    r->stats_off = true;
+    warn(r, "server statistics unavailable: %s (--no-server-stats skips asking)", err);
+  }
+}
+
+static double per(uint64_t ns, uint64_t count) { return count ? (double)ns / (double)count / 1e3 : 0; }
+
+static void stats_read_after(tp_run *r, size_t li, tp_level_result *lv) {
+  if (r->stats_off || r->cfg.no_server_stats || r->cfg.skip_preflight || !r->stats_before) return;
+  tp_triton_model_counters *after = NULL;
+  size_t n_after = 0;
+  char err[300];
+  if (tp_client_triton_model_stats(r->client, &after, &n_after, err, sizeof(err))) {
+    warn(r, "server statistics unavailable after the level: %s", err);
+    return;
+  }
+  tp_server_model_stats *out = calloc(n_after ? n_after : 1, sizeof(*out));
+  size_t n = 0;
+  for (int pass = 0; pass < 2 && out; pass++) {
+    /* The target model first, then the composing models in server order. */
+    for (size_t i = 0; i < n_after; i++) {
+      const tp_triton_model_counters *a = &after[i];
+      bool target = strcmp(a->name, r->cfg.model) == 0;
+      if ((pass == 0) != target) continue;
+      tp_triton_model_counters b;
+      memset(&b, 0, sizeof(b));
+      for (size_t k = 0; k < r->n_stats_before; k++)
+        if (strcmp(r->stats_before[k].name, a->name) == 0 && strcmp(r->stats_before[k].version, a->version) == 0)
+          b = r->stats_before[k];
+      uint64_t succ = a->success_count - b.success_count, fail = a->fail_count - b.fail_count;
+      if (!target && succ + fail == 0) continue; /* not used by this level */
+      tp_server_model_stats *o = &out[n++];
+      snprintf(o->name, sizeof(o->name), "%s", a->name);
+      snprintf(o->version, sizeof(o->version), "%s", a->version);
+      o->is_target = target;
+      o->inference_count = a->inference_count - b.inference_count;
+      o->execution_count = a->execution_count - b.execution_count;
+      o->success_count = succ;
+      o->fail_count = fail;
+      o->cache_hit_count = a->cache_hit_count - b.cache_hit_count;
+      /* perf_analyzer's reading: every duration per successful request. */
+      o->avg_request_us = per(a->success_ns - b.success_ns, succ);
+      o->avg_queue_us = per(a->queue_ns - b.queue_ns, succ);
+      o->avg_compute_input_us = per(a->compute_input_ns - b.compute_input_ns, succ);
+      o->avg_compute_infer_us = per(a->compute_infer_ns - b.compute_infer_ns, succ);
+      o->avg_compute_output_us = per(a->compute_output_ns - b.compute_output_ns, succ);
+      double parts = o->avg_queue_us + o->avg_compute_input_us + o->avg_compute_infer_us + o->avg_compute_output_us;
+      o->avg_overhead_us = o->avg_request_us > parts ? o->avg_request_us - parts : 0;
+    }
+  }
+  free(after);
+  r->server_stats[li] = out;
+  lv->server_models = out;
+  lv->n_server_models = n;
+}
+
 static int run_level(tp_run *r, size_t li, char *err, size_t errlen) {
   const point *pt = &r->points[li];
   level_state *L = &r->lv;
@@ -1047,6 +1121,7 @@ static int run_level(tp_run *r, size_t li, char *err, size_t errlen) {
   else
     progress(r, "%s: %zu requests (+%zu warm-up)", desc, L->total - L->n_warmup, L->n_warmup);
 
+  stats_read_before(r);
   L->t0 = tp_now_ns();
   if (r->cfg.warmup_duration_ms) L->warmup_end_ns = L->t0 + r->cfg.warmup_duration_ms * TP_NS_PER_MS;
   if (r->cfg.progress) {
@@ -1097,6 +1172,7 @@ static int run_level(tp_run *r, size_t li, char *err, size_t errlen) {
   lv->max_in_flight = L->max_in_flight;
   lv->trials = L->trials;
   lv->stable = L->stable;
+  stats_read_after(r, li, lv);
   if (lo.window_end_ns) {
     lv->window_start_s = (double)(lo.window_start_ns - L->t0) / 1e9;
     lv->window_end_s = (double)(lo.window_end_ns - L->t0) / 1e9;
@@ -1309,6 +1385,9 @@ void tp_run_free(tp_run *r) {
   free(r->lv.offsets);
   free(r->lv.waiting);
   tp_gates_free(r->gates);
+  free(r->stats_before);
+  for (size_t i = 0; r->server_stats && i < r->n_points; i++) free(r->server_stats[i]);
+  free(r->server_stats);
   free(r->points);
   free(r->levels);
   free(r->concurrency);

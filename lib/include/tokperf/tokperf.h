@@ -200,6 +200,7 @@ typedef struct tp_config {
   uint32_t connections;       /* HTTP/2 connections (0 = automatic) */
   uint64_t request_timeout_ms; /* 0 = none; sent as grpc-timeout */
   bool skip_preflight;         /* skip ServerLive/ModelReady/ModelMetadata */
+  bool no_server_stats;        /* do not read Triton's ModelStatistics around each level */
 
   const char *json_path;    /* --json: every figure with units, config */
   const char *records_path; /* --records: one JSON line per request */
@@ -224,6 +225,20 @@ typedef struct tp_stat {
   size_t n; /* values the figures are computed over; 0 = unavailable */
   double avg, min, max, std, p25, p50, p75, p90, p95, p99;
 } tp_stat;
+
+/* What the server says it did during one level, for one model (Triton's
+ * ModelStatistics, the difference between before and after the level).
+ * Averages are per successful request, in microseconds. */
+typedef struct tp_server_model_stats {
+  char name[128];
+  char version[32];
+  bool is_target; /* the model the run sent to; the others are composing models */
+  uint64_t inference_count, execution_count, success_count, fail_count;
+  uint64_t cache_hit_count;
+  double avg_request_us; /* success duration / successes */
+  double avg_queue_us, avg_compute_input_us, avg_compute_infer_us, avg_compute_output_us;
+  double avg_overhead_us; /* request - (queue + compute input + infer + output), at least 0 */
+} tp_server_model_stats;
 
 /* Every figure of one level.  Times are in milliseconds, token throughputs
  * in tokens per second, request throughput in requests per second.  The
@@ -271,6 +286,11 @@ typedef struct tp_level_result {
 
   /* Output length against the requested one (counted with a tokenizer). */
   uint64_t length_mismatches;
+
+  /* Server statistics for the level (Triton), target model first; owned by
+   * the run.  n_server_models == 0 when not read. */
+  const tp_server_model_stats *server_models;
+  size_t n_server_models;
 
   /* Stability windows (perf_analyzer's rule). */
   uint32_t trials;

@@ -1,0 +1,85 @@
+/* The HTTP clients: OpenAI-compatible completions and chat over SSE (or
+ * plain JSON), and Triton's generate / generate_stream, on tp_http (libcurl
+ * on the run's loop) with the tp_openai adapters and the tp_sse parser.
+ *
+ * Events: one tp_client_event per JSON document the server sends (an SSE
+ * event's data, or the whole non-streaming reply).  Each is handed over
+ * when the next one arrives or the stream ends, so the last one can carry
+ * `final`; its arrival_ns is always its own read time.  The OpenAI "[DONE]"
+ * sentinel ends the stream without an event of its own.  A chat chunk with
+ * only the role has no text (it is a response, not a first token); text
+ * from `reasoning_content` comes in events with `reasoning` set. */
+#ifndef TP_CLIENT_HTTP_H
+#define TP_CLIENT_HTTP_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "api/tp_openai.h"
+#include "client/tp_client.h"
+
+typedef struct tp_client_http_opts {
+  tp_http_api api;
+  /* Base URL "http://host:port[/prefix]" or "https://..."; NULL = "http://"
+   * + tp_client_opts.target. */
+  const char *url;
+  /* Request path (or a full http(s) URL) instead of the API's own
+   * ("/v1/completions", ".../generate_stream"); NULL = the API's. */
+  const char *endpoint;
+  /* Sent as "Authorization: Bearer KEY" only; never printed or logged.
+   * NULL = none. */
+  const char *api_key;
+  const char *const *headers; /* "Name: value" lines (borrowed for the call) */
+  size_t n_headers;
+  /* Extra body fields: "name:value" items or JSON objects (see
+   * tp_openai_parse_extra), merged into every request body. */
+  const char *const *extra_inputs;
+  size_t n_extra_inputs;
+  const char *ca_file;   /* PEM CA bundle, NULL = the system's */
+  const char *cert_file; /* client certificate, NULL = none */
+  const char *key_file;  /* its key, NULL = inside cert_file */
+  bool insecure;         /* no certificate or host name verification */
+  bool http1_only;       /* do not offer HTTP/2 */
+  bool include_usage;    /* streaming OpenAI: stream_options.include_usage (default true) */
+} tp_client_http_opts;
+
+void tp_client_http_opts_default(tp_client_http_opts *o);
+
+/* What an HTTP client's events carry beyond tp_client_event.  The run gets
+ * &ev->base; tp_client_http_event_of gives the rest back.  These fields are
+ * proposed for tp_client_event itself; until then this is how to read them. */
+typedef struct tp_client_http_event {
+  tp_client_event base;
+  bool reasoning;            /* base.text is reasoning_content, to be counted apart */
+  int64_t prompt_tokens;     /* usage.prompt_tokens, -1 = not in this event */
+  int64_t completion_tokens; /* usage.completion_tokens (cumulative), -1 = not in this event */
+  int64_t cached_tokens;     /* usage.prompt_tokens_details.cached_tokens, -1 = not reported */
+  const char *finish_reason; /* "stop", "length", ... or NULL */
+} tp_client_http_event;
+
+/* Only for events delivered by a client made with tp_client_http_new. */
+static inline const tp_client_http_event *tp_client_http_event_of(const tp_client_event *ev) {
+  return (const tp_client_http_event *)(const void *)ev;
+}
+
+/* Creates an HTTP client.  From tp_client_opts it uses target (when ho->url
+ * is NULL), model (for OpenAI, "" or NULL = the first model /v1/models
+ * lists, found by preflight), model_version and backend (Triton generate),
+ * streaming, and max_response_bytes (largest SSE event or JSON reply, 0 =
+ * 64 MiB); `connections` is not a cap here: HTTP/1.1 needs a connection per
+ * request in flight.  Returns 0, or TP_EINVAL with a message (bad URL,
+ * header, extra input, API key, unreadable CA/cert/key file), or TP_ENOMEM.
+ *
+ * Preflight: OpenAI GET /v1/models (404 is accepted: some servers lack it;
+ * a model not in a list it returns is TP_ENOTFOUND); Triton GET
+ * /v2/health/ready, /v2/models/M/ready, then the metadata to choose input
+ * names.  TP_ECONNECT: cannot connect, TLS failure, 401/403 or 5xx. */
+int tp_client_http_new(tp_client **out, uv_loop_t *loop, const tp_client_opts *o,
+                       const tp_client_http_opts *ho, const tp_client_cbs *cbs, char *err, size_t errlen);
+
+/* The model name requests carry (after preflight: the discovered one). */
+const char *tp_client_http_model(const tp_client *c);
+/* Connections opened so far. */
+uint32_t tp_client_http_connections_opened(const tp_client *c);
+
+#endif

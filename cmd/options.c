@@ -16,7 +16,7 @@ typedef enum opt_id {
   O_TIMEOUT, O_SKIP_PREFLIGHT, O_JSON, O_RECORDS, O_MOCK, O_MOCK_LOG, O_QUIET, O_HELP,
   O_RATE, O_ARRIVAL, O_BURSTINESS, O_MAX_CONC, O_DURATION, O_WARMUP_DURATION, O_MEASURE_MODE,
   O_MEASURE_COUNT, O_STABILITY, O_MAX_TRIALS, O_IN_MEAN, O_IN_STDDEV, O_OUT_STDDEV, O_SCHEDULE,
-  O_SPEEDUP, O_PREFIX_BLOCK, O_GOODPUT, O_ASSERT, O_MAX_ERROR_RATE, O_NO_SERVER_STATS,
+  O_SPEEDUP, O_PREFIX_BLOCK, O_GOODPUT, O_ASSERT, O_MAX_ERROR_RATE, O_NO_SERVER_STATS, O_CACHE_BUST, O_PREFIX_TOKENS, O_NUM_PREFIXES,
   /* mock settings (prefixed --mock- under profile) */
   O_M_HOST, O_M_PORT, O_M_TTFT, O_M_PREFILL_TOK, O_M_PREFILL_Q, O_M_ITL, O_M_ITL_SEQ,
   O_M_BATCH, O_M_OUT, O_M_EOS, O_M_SEED, O_M_LOG
@@ -88,6 +88,11 @@ static const optdef profile_opts[] = {
   {O_TIMEOUT, "--request-timeout", "DURATION", "fail a request after this long; sent as grpc-timeout", NULL},
   {O_SKIP_PREFLIGHT, "--skip-preflight", NULL,
    "skip the ServerLive/ModelReady/ModelMetadata checks (for replay servers)", NULL},
+  {O_CACHE_BUST, "--cache-bust", NULL,
+   "start every prompt with a unique marker so no KV-cache prefix can be reused (docs/kv-cache.md)", NULL},
+  {O_PREFIX_TOKENS, "--prefix-tokens", "N", "put a shared prefix of exactly N tokens before every prompt "
+   "(needs --tokenizer)", NULL},
+  {O_NUM_PREFIXES, "--num-prefixes", "K", "how many different shared prefixes, used in turn", "1"},
   {O_NO_SERVER_STATS, "--no-server-stats", NULL,
    "do not read Triton's ModelStatistics before and after each level", NULL},
   {O_JSON, "--json", "FILE", "write every figure, with units, and the configuration as JSON", NULL},
@@ -423,6 +428,15 @@ static int apply(tp_cli *cli, const optdef *o, const char *name, const char *v) 
     case O_TIMEOUT: return get_ms(name, v, &c->request_timeout_ms);
     case O_SKIP_PREFLIGHT: c->skip_preflight = true; break;
     case O_NO_SERVER_STATS: c->no_server_stats = true; break;
+    case O_CACHE_BUST: c->cache_bust = true; break;
+    case O_PREFIX_TOKENS:
+      if (get_u32(name, v, &c->prefix_tokens, 1000000)) return TP_EXIT_USAGE;
+      if (!c->prefix_tokens) return usage_error(name, v, "must be above zero");
+      break;
+    case O_NUM_PREFIXES:
+      if (get_u32(name, v, &c->num_prefixes, 100000)) return TP_EXIT_USAGE;
+      if (!c->num_prefixes) return usage_error(name, v, "must be above zero");
+      break;
     case O_JSON: c->json_path = v; break;
     case O_RECORDS: c->records_path = v; break;
     case O_MOCK: c->mock = true; break;

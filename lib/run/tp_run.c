@@ -84,6 +84,8 @@ typedef struct count_job {
   tp_load_mode mode;
   uint32_t concurrency;
   double rate;
+  char *sent_text; /* owned: the full prompt when a marker or prefix was added */
+  size_t sent_len;
 } count_job;
 
 typedef struct level_state {
@@ -136,6 +138,10 @@ struct tp_run {
   bool progress_tty;
   uint64_t last_progress_ns;
 
+  char **prefixes;    /* shared prefixes (num_prefixes of prefix_tokens) */
+  size_t *prefix_len;
+  size_t n_prefixes;
+  tp_buf sendbuf;     /* the text actually sent: marker + prefix + prompt */
   tp_dataset ds;      /* prompts from the file or synthetic words */
   tp_dataset syn_ds;  /* exact-token prompts of the current point */
   bool have_syn_ds;
@@ -250,6 +256,11 @@ static int validate(const tp_config *c, char *err, size_t errlen) {
   if ((c->measure_mode == TP_MEASURE_TIME_WINDOWS && c->measurement_interval_ms == 0) ||
       (c->measure_mode == TP_MEASURE_DURATION && c->duration_ms == 0)) {
     tp_seterr(err, errlen, "the measurement window must be longer than 0");
+    return TP_EINVAL;
+  }
+  if (c->prefix_tokens && !c->tokenizer) {
+    tp_seterr(err, errlen, "--prefix-tokens needs --tokenizer: the shared prefixes are cut to an exact number "
+              "of the model's tokens");
     return TP_EINVAL;
   }
   if (c->schedule_file && (c->n_request_rates || c->n_input_tokens_means)) {
@@ -659,6 +670,12 @@ static void format_record(json_t *o, const count_job *j);
 static void count_work(uv_work_t *w) {
   count_job *j = w->data;
   tp_record *rec = &j->snap;
+  if (j->tok && j->sent_text) {
+    /* Counted whole: a marker or prefix can merge with the prompt's first
+     * piece, so the sum of separate counts could be off by one. */
+    size_t n = 0;
+    if (tp_tok_count(j->tok, j->sent_text, j->sent_len, &n) == 0) rec->input_tokens = (int64_t)n;
+  }
   if (j->tok) {
     size_t n = 0;
     rec->output_tokens =
@@ -685,11 +702,34 @@ static void count_work(uv_work_t *w) {
 static void count_after(uv_work_t *w, int status) {
   count_job *j = w->data;
   tp_run *r = j->run;
-  if (status == 0 && j->tok) r->lv.recs[j->seq].output_tokens = j->snap.output_tokens;
+  if (status == 0 && j->tok) {
+    r->lv.recs[j->seq].output_tokens = j->snap.output_tokens;
+    r->lv.recs[j->seq].input_tokens = j->snap.input_tokens;
+  }
+  free(j->sent_text);
   r->lv.pending_counts--;
   size_t seq = j->seq;
   free(j);
   finalize(r, seq);
+}
+
+/* The text a request sends: a unique marker first (--cache-bust, so even the
+ * first block differs), then a shared prefix (--prefix-tokens), then the
+ * prompt.  Rebuilt from the seed when needed, so nothing is stored per
+ * request. */
+static void build_sent_text(tp_run *r, size_t seq, tp_buf *out) {
+  level_state *L = &r->lv;
+  const tp_prompt *p = &L->ds->items[L->recs[seq].prompt_index];
+  tp_buf_reset(out);
+  if (r->cfg.cache_bust)
+    tp_buf_printf(out, "[%016llx] ", (unsigned long long)tp_rng_mix(r->cfg.random_seed ^ 0xcb,
+                                                                     ((uint64_t)r->n_levels << 40) | seq));
+  if (r->n_prefixes) {
+    size_t k = seq % r->n_prefixes;
+    tp_buf_append(out, r->prefixes[k], r->prefix_len[k]);
+    tp_buf_append(out, " ", 1);
+  }
+  tp_buf_append(out, p->text, p->text_len);
 }
 
 static void req_on_done(void *req, const tp_client_done *d) {
@@ -732,11 +772,17 @@ static void req_on_done(void *req, const tp_client_done *d) {
       j->mode = L->pt.mode;
       j->concurrency = L->pt.concurrency;
       j->rate = L->pt.rate;
+      if (r->cfg.cache_bust || r->n_prefixes) {
+        build_sent_text(r, seq, &r->sendbuf);
+        j->sent_text = tp_strndup((const char *)r->sendbuf.data, r->sendbuf.len);
+        j->sent_len = r->sendbuf.len;
+      }
       j->work.data = j;
       if (uv_queue_work(&r->loop, &j->work, count_work, count_after) == 0) {
         L->pending_counts++;
         return;
       }
+      free(j->sent_text);
       free(j);
     }
   }
@@ -763,6 +809,11 @@ static void send_request(tp_run *r, size_t seq) {
   uint32_t min_tokens = r->cfg.output_tokens_deterministic ? rec->max_tokens : 0;
   tp_client_send snd = {id, p->text, p->text_len, rec->max_tokens, min_tokens,
                         r->cfg.request_timeout_ms * TP_NS_PER_MS};
+  if (r->cfg.cache_bust || r->n_prefixes) {
+    build_sent_text(r, seq, &r->sendbuf);
+    snd.prompt = (const char *)r->sendbuf.data;
+    snd.prompt_len = r->sendbuf.len;
+  }
   rec->sent_ns = now;
   L->in_flight++;
   if (L->in_flight > L->max_in_flight) L->max_in_flight = L->in_flight;
@@ -1247,6 +1298,22 @@ int tp_run_exec(tp_run *r, char *err, size_t errlen) {
       rv = make_trace_prompts(r, err, errlen);
       if (rv) return rv;
     }
+    if (r->cfg.prefix_tokens) {
+      size_t k = r->cfg.num_prefixes ? r->cfg.num_prefixes : 1;
+      r->prefixes = calloc(k, sizeof(char *));
+      r->prefix_len = calloc(k, sizeof(size_t));
+      if (!r->prefixes || !r->prefix_len) return TP_ENOMEM;
+      for (size_t i = 0; i < k; i++) {
+        rv = tp_synth_text(r->tok, r->cfg.prefix_tokens, tp_rng_mix(r->cfg.random_seed ^ 0x9f, i), &r->prefixes[i],
+                           &r->prefix_len[i]);
+        if (rv) {
+          tp_seterr(err, errlen, "cannot make a shared prefix of %u tokens: %s", r->cfg.prefix_tokens,
+                    tp_strerror(rv));
+          return rv;
+        }
+        r->n_prefixes = i + 1;
+      }
+    }
   }
 
   const char *url = r->cfg.url;
@@ -1378,6 +1445,10 @@ void tp_run_free(tp_run *r) {
   if (r->records_fp) fclose(r->records_fp);
   uv_mutex_destroy(&r->records_lock);
   if (r->tok) tp_tok_free(r->tok);
+  for (size_t i = 0; i < r->n_prefixes; i++) free(r->prefixes[i]);
+  free(r->prefixes);
+  free(r->prefix_len);
+  tp_buf_fini(&r->sendbuf);
   tp_dataset_free(&r->ds);
   if (r->have_syn_ds) tp_dataset_free(&r->syn_ds);
   free(r->trace);

@@ -59,4 +59,5 @@ void tp_config_default(tp_config *cfg) {
   cfg->stability_percentage = 10;
   cfg->max_trials = 10;
   cfg->max_error_rate = -1;
+  cfg->num_prefixes = 1;
 }

@@ -202,6 +202,15 @@ typedef struct tp_config {
   bool skip_preflight;         /* skip ServerLive/ModelReady/ModelMetadata */
   bool no_server_stats;        /* do not read Triton's ModelStatistics around each level */
 
+  /* KV-cache controls (docs/kv-cache.md).  cache_bust puts a unique,
+   * seed-reproducible marker at the very start of every prompt so that no
+   * prefix can be reused; prefix_tokens > 0 puts one of num_prefixes shared
+   * synthetic prefixes of exactly that many tokens before every prompt (needs
+   * a tokenizer), to measure what reuse buys. */
+  bool cache_bust;
+  uint32_t prefix_tokens;
+  uint32_t num_prefixes; /* default 1 */
+
   const char *json_path;    /* --json: every figure with units, config */
   const char *records_path; /* --records: one JSON line per request */
 

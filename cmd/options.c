@@ -16,7 +16,7 @@ typedef enum opt_id {
   O_TIMEOUT, O_SKIP_PREFLIGHT, O_JSON, O_RECORDS, O_MOCK, O_MOCK_LOG, O_QUIET, O_HELP,
   O_RATE, O_ARRIVAL, O_BURSTINESS, O_MAX_CONC, O_DURATION, O_WARMUP_DURATION, O_MEASURE_MODE,
   O_MEASURE_COUNT, O_STABILITY, O_MAX_TRIALS, O_IN_MEAN, O_IN_STDDEV, O_OUT_STDDEV, O_SCHEDULE,
-  O_SPEEDUP, O_PREFIX_BLOCK, O_GOODPUT, O_ASSERT, O_MAX_ERROR_RATE, O_NO_SERVER_STATS, O_CACHE_BUST, O_PREFIX_TOKENS, O_NUM_PREFIXES,
+  O_SPEEDUP, O_PREFIX_BLOCK, O_GOODPUT, O_ASSERT, O_MAX_ERROR_RATE, O_NO_SERVER_STATS, O_CACHE_BUST, O_PREFIX_TOKENS, O_NUM_PREFIXES, O_MAX_RESP_BYTES, O_MAX_OUT_TOKENS, O_GRACE,
   /* mock settings (prefixed --mock- under profile) */
   O_M_HOST, O_M_PORT, O_M_TTFT, O_M_PREFILL_TOK, O_M_PREFILL_Q, O_M_ITL, O_M_ITL_SEQ,
   O_M_BATCH, O_M_OUT, O_M_EOS, O_M_SEED, O_M_LOG
@@ -86,6 +86,11 @@ static const optdef profile_opts[] = {
   {O_NUM_PROMPTS, "--num-prompts", "N", "number of synthetic prompts", "100"},
   {O_CONNECTIONS, "--connections", "N", "HTTP/2 connections (default: one per 128 concurrent streams)", NULL},
   {O_TIMEOUT, "--request-timeout", "DURATION", "fail a request after this long; sent as grpc-timeout", NULL},
+  {O_MAX_RESP_BYTES, "--max-response-bytes", "SIZE",
+   "cancel (and count as failed) an answer whose text passes this size", "64M"},
+  {O_MAX_OUT_TOKENS, "--max-output-tokens", "N",
+   "cancel (and count as failed) an answer streamed in more than N text responses", NULL},
+  {O_GRACE, "--grace-period", "DURATION", "after Ctrl-C, how long in-flight requests may finish", "5s"},
   {O_SKIP_PREFLIGHT, "--skip-preflight", NULL,
    "skip the ServerLive/ModelReady/ModelMetadata checks (for replay servers)", NULL},
   {O_CACHE_BUST, "--cache-bust", NULL,
@@ -225,6 +230,21 @@ bad:
   free(*out);
   *out = NULL;
   return -1;
+}
+
+/* Sizes: a count with k/K (1024), M (1024^2) or G (1024^3). */
+static int parse_size(const char *v, uint64_t *out) {
+  char *end;
+  unsigned long long x = strtoull(v, &end, 10);
+  if (end == v || v[0] == '-') return -1;
+  uint64_t mul = 1;
+  if (*end == 'k' || *end == 'K') mul = 1024, end++;
+  else if (*end == 'M') mul = 1024 * 1024, end++;
+  else if (*end == 'G') mul = 1024ULL * 1024 * 1024, end++;
+  if (*end == 'B' || *end == 'b') end++;
+  if (*end || x > UINT64_MAX / mul) return -1;
+  *out = x * mul;
+  return 0;
 }
 
 /* "ttft:200 itl:25 latency:5000" (spaces or commas between bounds, ms). */
@@ -429,6 +449,18 @@ static int apply(tp_cli *cli, const optdef *o, const char *name, const char *v) 
     case O_SKIP_PREFLIGHT: c->skip_preflight = true; break;
     case O_NO_SERVER_STATS: c->no_server_stats = true; break;
     case O_CACHE_BUST: c->cache_bust = true; break;
+    case O_MAX_RESP_BYTES:
+      if (parse_size(v, &c->max_response_bytes)) return usage_error(name, v, "expected a size like 1M, 64M or 4096");
+      break;
+    case O_MAX_OUT_TOKENS:
+      if (get_u64(name, v, &c->max_output_tokens)) return TP_EXIT_USAGE;
+      break;
+    case O_GRACE: {
+      uint64_t ns;
+      if (tp_parse_duration_ns(v, 1000000ULL, &ns, e, sizeof(e))) return usage_error(name, v, e);
+      c->grace_period_ms = ns / 1000000ULL;
+      break;
+    }
     case O_PREFIX_TOKENS:
       if (get_u32(name, v, &c->prefix_tokens, 1000000)) return TP_EXIT_USAGE;
       if (!c->prefix_tokens) return usage_error(name, v, "must be above zero");

@@ -50,6 +50,9 @@ typedef struct tp_client_send {
   uint32_t max_tokens;
   uint32_t min_tokens; /* > 0: ask the server not to stop earlier */
   uint64_t timeout_ns; /* 0 = none */
+  /* Where the client stores a handle for cancel (may be NULL); valid until
+   * on_done. */
+  void **handle;
 } tp_client_send;
 
 typedef struct tp_client tp_client;
@@ -66,6 +69,12 @@ typedef struct tp_client_ops {
   /* Cancels every request, closes connections and frees the client (after
    * the loop has run its close callbacks). */
   void (*close)(tp_client *c);
+  /* Cancels one request by the handle send stored (may be NULL: not
+   * offered).  on_done follows, possibly later; safe to call from
+   * on_event. */
+  void (*cancel)(tp_client *c, void *handle);
+  /* Cancels every request in flight (may be NULL: not offered). */
+  void (*cancel_all)(tp_client *c);
 } tp_client_ops;
 
 struct tp_client {

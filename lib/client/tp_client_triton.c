@@ -26,6 +26,7 @@ typedef struct triton_client {
 typedef struct call_ctx {
   triton_client *tc;
   void *req;
+  tp_call *call;
   bool final_seen;
 } call_ctx;
 
@@ -195,13 +196,27 @@ static int triton_send(tp_client *c, const tp_client_send *s, void *req) {
   tp_buf_reset(&tc->reqbuf);
   int rv = tp_triton_build_infer(&tc->reqbuf, &tc->topts, s->id, s->prompt, s->prompt_len, s->max_tokens,
                                  s->min_tokens);
+  /* The handle is stored first: the call may end (and free x) before
+   * tp_h2c_call returns, when the connection fails at once. */
+  if (s->handle) *s->handle = x;
   if (rv == 0)
     rv = tp_h2c_call(tc->pool,
                      tc->opts.streaming ? TP_TRITON_SERVICE "ModelStreamInfer" : TP_TRITON_SERVICE "ModelInfer",
-                     tc->reqbuf.data, tc->reqbuf.len, s->timeout_ns, &cbs, x, NULL);
-  if (rv) free(x);
-  return rv;
+                     tc->reqbuf.data, tc->reqbuf.len, s->timeout_ns, &cbs, x, &x->call);
+  if (rv) {
+    if (s->handle) *s->handle = NULL;
+    free(x);
+    return rv;
+  }
+  return 0;
 }
+
+static void triton_cancel(tp_client *c, void *handle) {
+  call_ctx *x = handle;
+  if (x && x->call) tp_h2c_cancel(x->call);
+}
+
+static void triton_cancel_all(tp_client *c) { tp_h2c_cancel_all(((triton_client *)c)->pool); }
 
 static void triton_close(tp_client *c) {
   triton_client *tc = (triton_client *)c;
@@ -210,7 +225,8 @@ static void triton_close(tp_client *c) {
   free(tc);
 }
 
-static const tp_client_ops triton_ops = {"triton-grpc", triton_preflight, triton_send, triton_close};
+static const tp_client_ops triton_ops = {"triton-grpc", triton_preflight, triton_send, triton_close,
+                                         triton_cancel, triton_cancel_all};
 
 int tp_client_triton_new(tp_client **out, uv_loop_t *loop, const tp_client_opts *o,
                          const tp_client_cbs *cbs, char *err, size_t errlen) {

@@ -66,6 +66,8 @@ typedef struct req_ctx {
   size_t seq;
   bool final_seen;
   bool cumulative;
+  bool cancelled;
+  void *handle; /* the client's, for cancelling */
 } req_ctx;
 
 /* Work on a finished request off the loop: counting its tokens and writing
@@ -135,6 +137,7 @@ struct tp_run {
   tp_timers *timers;
   uv_timer_t progress_timer;
   uv_timer_t window_timer; /* the run's, so it outlives every level */
+  uv_timer_t grace_timer;
   bool progress_tty;
   uint64_t last_progress_ns;
 
@@ -653,6 +656,20 @@ static void req_on_event(void *req, const tp_client_event *ev, uint64_t arrival_
   if (ev->final) {
     x->final_seen = true;
     rec->done_ns = arrival_ns;
+    return;
+  }
+  /* Memory stays bounded under an answer that never ends. */
+  const tp_config *c = &x->run->cfg;
+  bool too_big = c->max_response_bytes && rec->text.len > c->max_response_bytes;
+  bool too_long = c->max_output_tokens && rec->n_text_resp > c->max_output_tokens;
+  if ((too_big || too_long) && !x->cancelled && x->run->client->ops->cancel) {
+    char msg[160];
+    snprintf(msg, sizeof(msg), "answer cancelled: it passed %s (%" PRIu64 ")",
+             too_big ? "--max-response-bytes" : "--max-output-tokens",
+             too_big ? c->max_response_bytes : c->max_output_tokens);
+    tp_record_fail(rec, TP_ERRCLASS_PROTOCOL, -1, msg, strlen(msg));
+    x->cancelled = true;
+    x->run->client->ops->cancel(x->run->client, x->handle);
   }
 }
 
@@ -808,7 +825,7 @@ static void send_request(tp_run *r, size_t seq) {
   snprintf(id, sizeof(id), "%s%zu", r->id_prefix, seq);
   uint32_t min_tokens = r->cfg.output_tokens_deterministic ? rec->max_tokens : 0;
   tp_client_send snd = {id, p->text, p->text_len, rec->max_tokens, min_tokens,
-                        r->cfg.request_timeout_ms * TP_NS_PER_MS};
+                        r->cfg.request_timeout_ms * TP_NS_PER_MS, &x->handle};
   if (r->cfg.cache_bust || r->n_prefixes) {
     build_sent_text(r, seq, &r->sendbuf);
     snd.prompt = (const char *)r->sendbuf.data;
@@ -914,6 +931,7 @@ static void close_window(tp_run *r, uint64_t now) {
     L->stop_planning = true;
     if (L->window_timer_on) {
       uv_timer_stop(&r->window_timer);
+  uv_timer_stop(&r->grace_timer);
       L->window_timer_on = false;
     }
     if (!L->stable)
@@ -936,6 +954,14 @@ static void level_check_done(tp_run *r) {
   }
 }
 
+static void on_grace(uv_timer_t *t) {
+  tp_run *r = t->data;
+  if (r->lv.in_flight) {
+    warn(r, "grace period over: cancelling %u requests still in flight", r->lv.in_flight);
+    r->client->ops->cancel_all(r->client);
+  }
+}
+
 static void on_interrupt(uv_async_t *a) {
   tp_run *r = a->data;
   if (!atomic_load(&r->interrupt_flag)) return;
@@ -951,6 +977,13 @@ static void on_interrupt(uv_async_t *a) {
     L->n_done++;
   }
   tp_timer_stop(r->timers, &L->plan_timer);
+  /* In-flight requests get the grace period to finish; then they are
+   * cancelled, so a stalled server cannot hold the results hostage. */
+  if (L->in_flight && r->client->ops->cancel_all) {
+    warn(r, "interrupted: waiting up to %" PRIu64 " ms for %u requests in flight (Ctrl-C again to quit at once)",
+         r->cfg.grace_period_ms, L->in_flight);
+    uv_timer_start(&r->grace_timer, on_grace, r->cfg.grace_period_ms ? r->cfg.grace_period_ms : 1, 0);
+  }
   level_check_done(r);
 }
 
@@ -1192,6 +1225,7 @@ static int run_level(tp_run *r, size_t li, char *err, size_t errlen) {
   if (r->progress_tty && r->cfg.progress) fputs("\r\033[K", r->cfg.progress);
   tp_timer_stop(r->timers, &L->plan_timer);
   uv_timer_stop(&r->window_timer);
+  uv_timer_stop(&r->grace_timer);
 
   /* Which requests are measured. */
   tp_level_opts lo;
@@ -1283,6 +1317,8 @@ int tp_run_exec(tp_run *r, char *err, size_t errlen) {
   r->progress_timer.data = r;
   uv_timer_init(&r->loop, &r->window_timer);
   r->window_timer.data = r;
+  uv_timer_init(&r->loop, &r->grace_timer);
+  r->grace_timer.data = r;
   r->progress_tty = r->cfg.progress && isatty(fileno(r->cfg.progress));
   rv = tp_timers_new(&r->timers, &r->loop);
   if (rv) {

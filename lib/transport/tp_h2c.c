@@ -709,6 +709,26 @@ void tp_h2c_cancel(tp_call *c) {
   conn_maybe_flush_later(c->conn);
 }
 
+void tp_h2c_cancel_all(tp_h2c_pool *p) {
+  while (p->pending_head) {
+    tp_call *c = p->pending_head;
+    pending_remove(p, c);
+    call_set_local(c, TP_GRPC_CANCELLED, TP_ERRCLASS_CANCELLED, "cancelled: the grace period ran out%s", "");
+    call_finish(c, 0, false);
+  }
+  for (tp_call *c = p->active; c; c = c->next) {
+    if (c->local_failed) continue;
+    call_set_local(c, TP_GRPC_CANCELLED, TP_ERRCLASS_CANCELLED, "cancelled: the grace period ran out%s", "");
+    nghttp2_submit_rst_stream(c->conn->session, NGHTTP2_FLAG_NONE, c->stream_id, NGHTTP2_CANCEL);
+    c->conn->want_flush = true;
+  }
+  conn *next;
+  for (conn *c = p->conns; c; c = next) {
+    next = c->next;
+    if (c->want_flush) conn_flush(c);
+  }
+}
+
 size_t tp_h2c_active_calls(const tp_h2c_pool *p) { return p->n_calls; }
 uint32_t tp_h2c_max_streams_seen(const tp_h2c_pool *p) { return p->max_streams_seen; }
 uint32_t tp_h2c_connections_opened(const tp_h2c_pool *p) { return p->conns_opened; }

@@ -68,6 +68,10 @@ int tp_h2c_call(tp_h2c_pool *p, const char *path, const uint8_t *body, size_t le
 /* Cancels a call (RST_STREAM CANCEL); on_close follows with CANCELLED. */
 void tp_h2c_cancel(tp_call *c);
 
+/* Cancels every call, queued or open (grace period over, shutting down):
+ * each on_close follows with CANCELLED.  Queued calls end at once. */
+void tp_h2c_cancel_all(tp_h2c_pool *p);
+
 /* Calls queued or open. */
 size_t tp_h2c_active_calls(const tp_h2c_pool *p);
 /* The most streams open at once on one connection, and connections opened. */

@@ -280,11 +280,11 @@ static void test_text_full(void) {
   CHECK(strstr(t, "token metrics unavailable") == NULL, "full: no token note with tokens");
   CHECK(strstr(t, "n/a") == NULL, "full: nothing unavailable");
 
-  const char *sum[] = {"4",      "20",       "2",    "9.00", "1,500.25", "1,800.00",
+  const char *sum[] = {"c=4",    "20",       "2",    "9.00", "1,500.25", "1,800.00",
                        "1,234.57", "1,999.60", "8.13", "9.60", "5,000.00", "6,000.00"};
   /* The summary's data row is the first light row after its header. */
   CHECK(strstr(t, "Sweep summary") != NULL, "full: summary title");
-  const char *sp = strstr(t, "Concurrency ");
+  const char *sp = strstr(t, "Level ");
   CHECK(sp != NULL, "full: summary header");
   if (sp) {
     const char *row = strstr(sp, "\n│");
@@ -340,10 +340,10 @@ static void test_text_no_tokens(void) {
   CHECK(strstr(t, "Mock server") == NULL, "no tokens: no mock line without mock stats");
   CHECK(strstr(t, "interrupted") == NULL, "no tokens: not interrupted");
 
-  const char *sp = strstr(t, "Concurrency ");
+  const char *sp = strstr(t, "Level ");
   const char *row2 = sp ? strstr(sp, "\n│") : NULL;
   row2 = row2 ? strstr(row2 + 1, "\n│") : NULL;
-  const char *sum[] = {"2", "10", "0", "6.67", "n/a", "n/a", "20.50", "21.00",
+  const char *sum[] = {"c=2", "10", "0", "6.67", "n/a", "n/a", "20.50", "21.00",
                        "n/a", "n/a", "300.00", "349.00"};
   CHECK(row2 != NULL, "no tokens: second summary row");
   if (row2) check_row(row2 + 1, "│", 0, sum, 12, "no tokens: summary row for level 2");

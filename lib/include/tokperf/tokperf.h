@@ -199,6 +199,14 @@ typedef struct tp_config {
 
   uint32_t connections;       /* HTTP/2 connections (0 = automatic) */
   uint64_t request_timeout_ms; /* 0 = none; sent as grpc-timeout */
+  /* Memory bounds under an endless or huge answer: a request whose text
+   * passes max_response_bytes (default 64 MiB) or whose text responses pass
+   * max_output_tokens (0 = no bound) is cancelled and counted as failed. */
+  uint64_t max_response_bytes;
+  uint64_t max_output_tokens;
+  /* After an interruption, how long in-flight requests may take to finish
+   * before they are cancelled (default 5 s). */
+  uint64_t grace_period_ms;
   bool skip_preflight;         /* skip ServerLive/ModelReady/ModelMetadata */
   bool no_server_stats;        /* do not read Triton's ModelStatistics around each level */
 

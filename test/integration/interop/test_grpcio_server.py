@@ -612,7 +612,9 @@ def case_timeout(h):
     name = "deadline"
     r = h.run(["-m", "slow", "--concurrency", "2", "--request-count", "2",
                "--output-tokens-mean", "5", "--request-timeout", "500ms"])
-    h.check_exit(r, 0, name)
+    # Every request failed: the run completes but never exits 0 (issue #5).
+    h.check_exit(r, 1, name)
+    t.check("every one of the" in r["stderr"], "%s: stderr says every request failed" % name, r["stderr"][-400:])
     for lv in h.check_report(r, name, [2], (2, 0, 2)) or []:
         ebc = {k: v for k, v in (lv.get("errors_by_class") or {}).items() if v}
         t.check(sum(ebc.values()) == 2 and set(ebc) <= {"timeout", "grpc_status"},
@@ -669,7 +671,9 @@ def case_strict(h):
         if mode == "unary":
             args.append("--no-streaming")
         r = h.run(args)
-        h.check_exit(r, 0, name)
+        # Every request failed: the run completes but never exits 0 (issue #5).
+        h.check_exit(r, 1, name)
+        t.check("every one of the" in r["stderr"], "%s: stderr says every request failed" % name, r["stderr"][-400:])
         for lv in h.check_report(r, name, [2], (4, 0, 4)) or []:
             h.check_errors(lv, name, {"grpc_status": 4})
             fe = lv.get("first_error") or ""
@@ -722,7 +726,9 @@ def case_inband_error(h):
     t = h.tap
     r = h.run(["-m", "missing_model", "--skip-preflight", "--concurrency", "1", "--request-count", "2",
                "--output-tokens-mean", "5"])
-    h.check_exit(r, 0, name)
+    # Every request failed: the run completes but never exits 0 (issue #5).
+    h.check_exit(r, 1, name)
+    t.check("every one of the" in r["stderr"], "%s: stderr says every request failed" % name, r["stderr"][-400:])
     for lv in h.check_report(r, name, [1], (2, 0, 2)) or []:
         h.check_errors(lv, name, {"server_error": 2})
         fe = lv.get("first_error") or ""

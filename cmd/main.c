@@ -32,6 +32,25 @@ static int exit_code_for(int rv) {
   }
 }
 
+/* --format json: the whole document on stdout, for pipelines. */
+static void print_json(tp_run *run) {
+  char path[] = "/tmp/tokperf-json-XXXXXX";
+  int fd = mkstemp(path);
+  if (fd < 0) return;
+  close(fd);
+  char err[512];
+  if (tp_run_write_json(run, path, err, sizeof(err)) == 0) {
+    FILE *f = fopen(path, "r");
+    char buf[65536];
+    size_t n;
+    while (f && (n = fread(buf, 1, sizeof(buf), f)) > 0) fwrite(buf, 1, n, stdout);
+    if (f) fclose(f);
+  } else {
+    fprintf(stderr, "tokperf: %s\n", err);
+  }
+  unlink(path);
+}
+
 static int cmd_profile(int argc, char **argv) {
   tp_cli cli;
   tp_cli_init(&cli);
@@ -72,7 +91,12 @@ static int cmd_profile(int argc, char **argv) {
   }
   /* Whatever was measured is reported, also after an interruption. */
   if (tp_run_level_count(run) > 0) {
-    tp_run_report_text(run, stdout);
+    if (cli.format_json) {
+      print_json(run);
+    } else {
+      tp_run_report_text(run, stdout);
+      if (tp_run_artifact_dir(run)[0]) printf("Artifacts: %s\n", tp_run_artifact_dir(run));
+    }
     fflush(stdout);
     if (cli.cfg.json_path) {
       char jerr[512];
@@ -129,7 +153,8 @@ int main(int argc, char **argv) {
   if (strcmp(sub, "profile") == 0) return cmd_profile(argc - 2, argv + 2);
   if (strcmp(sub, "mock") == 0) return cmd_mock(argc - 2, argv + 2);
   if (strcmp(sub, "tokenize") == 0) return tp_cmd_tokenize(argc - 2, argv + 2);
-  fprintf(stderr, "tokperf: unknown command '%s' (expected profile, mock or tokenize)\ntry 'tokperf --help'\n",
+  if (strcmp(sub, "compare") == 0) return tp_cmd_compare(argc - 2, argv + 2);
+  fprintf(stderr, "tokperf: unknown command '%s' (expected profile, mock, tokenize or compare)\ntry 'tokperf --help'\n",
           sub);
   return TP_EXIT_USAGE;
 }

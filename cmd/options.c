@@ -16,7 +16,8 @@ typedef enum opt_id {
   O_TIMEOUT, O_SKIP_PREFLIGHT, O_JSON, O_RECORDS, O_MOCK, O_MOCK_LOG, O_QUIET, O_HELP,
   O_RATE, O_ARRIVAL, O_BURSTINESS, O_MAX_CONC, O_DURATION, O_WARMUP_DURATION, O_MEASURE_MODE,
   O_MEASURE_COUNT, O_STABILITY, O_MAX_TRIALS, O_IN_MEAN, O_IN_STDDEV, O_OUT_STDDEV, O_SCHEDULE,
-  O_SPEEDUP, O_PREFIX_BLOCK, O_GOODPUT, O_ASSERT, O_MAX_ERROR_RATE, O_NO_SERVER_STATS, O_CACHE_BUST, O_PREFIX_TOKENS, O_NUM_PREFIXES, O_MAX_RESP_BYTES, O_MAX_OUT_TOKENS, O_GRACE,
+  O_SPEEDUP, O_PREFIX_BLOCK, O_GOODPUT, O_ASSERT, O_MAX_ERROR_RATE, O_NO_SERVER_STATS, O_CACHE_BUST, O_PREFIX_TOKENS, O_NUM_PREFIXES, O_MAX_RESP_BYTES, O_MAX_OUT_TOKENS, O_GRACE, O_ARTIFACT_DIR, O_PROFILE_EXPORT, O_NO_ARTIFACTS,
+  O_NO_HTML, O_FORMAT,
   /* mock settings (prefixed --mock- under profile) */
   O_M_HOST, O_M_PORT, O_M_TTFT, O_M_PREFILL_TOK, O_M_PREFILL_Q, O_M_ITL, O_M_ITL_SEQ,
   O_M_BATCH, O_M_OUT, O_M_EOS, O_M_SEED, O_M_LOG
@@ -101,7 +102,16 @@ static const optdef profile_opts[] = {
   {O_NO_SERVER_STATS, "--no-server-stats", NULL,
    "do not read Triton's ModelStatistics before and after each level", NULL},
   {O_JSON, "--json", "FILE", "write every figure, with units, and the configuration as JSON", NULL},
-  {O_RECORDS, "--records", "FILE.jsonl", "write one JSON line per request (times, tokens, text, error)", NULL},
+  {O_RECORDS, "--records", "FILE.jsonl",
+   "one JSON line per request, flushed as each ends (default: records.jsonl in the artifact dir)", NULL},
+  {O_ARTIFACT_DIR, "--artifact-dir", "DIR",
+   "profile export, GenAI-Perf summaries, records, responses, report.html "
+   "(default: artifacts/MODEL-triton-BACKEND-MODE)", NULL},
+  {O_PROFILE_EXPORT, "--profile-export-file", "FILE",
+   "perf_analyzer profile export name; a bare name goes in the artifact dir", "profile_export.json"},
+  {O_NO_ARTIFACTS, "--no-artifacts", NULL, "write no artifact directory", NULL},
+  {O_NO_HTML, "--no-html", NULL, "leave report.html out of the artifacts", NULL},
+  {O_FORMAT, "--format", "text|json", "what stdout carries: the tables, or the whole JSON document", "text"},
   {O_MOCK, "--mock", NULL, "start the built-in mock server in-process and benchmark it", NULL},
   {O_MOCK_LOG, "--mock-log", "FILE.jsonl", "with --mock: the mock's log of true send times", NULL},
   {O_M_TTFT, "--mock-ttft-ms", "MS", "with --mock: base time to first token", "20"},
@@ -471,6 +481,15 @@ static int apply(tp_cli *cli, const optdef *o, const char *name, const char *v) 
       break;
     case O_JSON: c->json_path = v; break;
     case O_RECORDS: c->records_path = v; break;
+    case O_ARTIFACT_DIR: c->artifact_dir = v; break;
+    case O_PROFILE_EXPORT: c->profile_export_file = v; break;
+    case O_NO_ARTIFACTS: c->no_artifacts = true; break;
+    case O_NO_HTML: c->no_html = true; break;
+    case O_FORMAT:
+      if (strcmp(v, "text") == 0) cli->format_json = 0;
+      else if (strcmp(v, "json") == 0) cli->format_json = 1;
+      else return usage_error(name, v, "expected text or json");
+      break;
     case O_MOCK: c->mock = true; break;
     case O_MOCK_LOG: c->mock_log_path = v; break;
     case O_QUIET: cli->quiet = 1; break;
@@ -599,6 +618,8 @@ void tp_cli_help_main(FILE *out) {
           "  tokperf profile [OPTIONS]   benchmark a Triton (KServe v2 gRPC) LLM model\n"
           "  tokperf mock [OPTIONS]      run the built-in mock Triton server\n"
           "  tokperf tokenize [OPTIONS]  count or list the tokens of each input line\n"
+          "  tokperf compare A.json B.json [--fail-on RULE]... [--junit FILE]\n"
+          "                              compare two runs' --json documents\n"
           "  tokperf --version           print versions of tokperf and its libraries\n"
           "  tokperf --help              this help; 'tokperf profile --help' lists every option\n",
           tp_version());

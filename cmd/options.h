@@ -32,6 +32,7 @@ typedef struct tp_cli {
   int measure_flags; /* which measurement options were given */
   int help;
   int quiet;
+  int format_json;
 } tp_cli;
 
 void tp_cli_init(tp_cli *cli);
@@ -45,6 +46,8 @@ int tp_cli_parse_mock(tp_cli *cli, int argc, char **argv);
 
 /* `tokperf tokenize` (cmd/tokenize.c); returns the exit code. */
 int tp_cmd_tokenize(int argc, char **argv);
+/* `tokperf compare` (cmd/compare.c); returns the exit code. */
+int tp_cmd_compare(int argc, char **argv);
 
 void tp_cli_help_main(FILE *out);
 void tp_cli_help_profile(FILE *out);

@@ -225,6 +225,9 @@ static void print_level(FILE *out, const tp_report_input *in, const tp_level_res
     fmt_num(a, sizeof(a), lr->goodput_rps, 2);
     fprintf(out, "Goodput (requests/s): %s, %.2f%% of requests met every bound\n", a, 100 * lr->goodput_fraction);
   }
+  if (lr->accuracy_scored)
+    fprintf(out, "Accuracy against %" PRIu64 " references: exact match %.2f%%, ROUGE-L F1 %.4f\n",
+            lr->accuracy_scored, 100 * lr->exact_match_rate, lr->rouge_l_f1);
   if (lr->length_mismatches)
     fprintf(out, "Output length differed from the requested max_tokens in %" PRIu64 " requests\n",
             lr->length_mismatches);
@@ -571,6 +574,10 @@ static json_t *level_json(const tp_level_result *lr) {
         "avg_compute_output_us", sm->avg_compute_output_us, "avg_overhead_us", sm->avg_overhead_us));
   }
   bad |= set(o, "server", srv);
+  bad |= set(o, "accuracy", lr->accuracy_scored ? json_pack("{s:I,s:f,s:f}", "scored", (json_int_t)lr->accuracy_scored,
+                                                            "exact_match_rate", lr->exact_match_rate,
+                                                            "rouge_l_f1", lr->rouge_l_f1)
+                                                : json_null());
   bad |= set(o, "stability_trials", u64(lr->trials));
   bad |= set(o, "stable", lr->trials ? json_boolean(lr->stable) : json_null());
   bad |= set(o, "window_s", lr->window_end_s > 0 ? json_pack("[f,f]", lr->window_start_s, lr->window_end_s)

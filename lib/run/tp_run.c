@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <jansson.h>
@@ -30,6 +31,7 @@
 #include "dataset/tp_synth.h"
 #include "metrics/tp_stats.h"
 #include "record/tp_record.h"
+#include "report/tp_export.h"
 #include "report/tp_report.h"
 #include "run/tp_gates.h"
 #include "sched/tp_sched.h"
@@ -138,6 +140,12 @@ struct tp_run {
   uv_timer_t progress_timer;
   uv_timer_t window_timer; /* the run's, so it outlives every level */
   uv_timer_t grace_timer;
+  /* Requests done but not yet handed to the pool: processed by the check
+   * handle, after the loop has flushed the requests that refilled their
+   * slots. */
+  uv_check_t done_check;
+  size_t *done_q;
+  size_t done_n, done_cap;
   bool progress_tty;
   uint64_t last_progress_ns;
 
@@ -159,6 +167,9 @@ struct tp_run {
   tp_mock_stats mock_stats;
   char target[300];
   tp_client *client;
+  tp_artifacts *artifacts;
+  char artifact_dir[1024];
+  char records_default[1100];
   FILE *records_fp;
   uv_mutex_t records_lock; /* pool threads write record lines */
   tp_gates *gates;
@@ -639,6 +650,10 @@ static void plan_request(tp_run *r, uint64_t planned_ns) {
   L->waiting[(L->wait_head + L->wait_len++) % L->wait_cap] = seq;
 }
 
+static void build_sent_text(tp_run *r, size_t seq, tp_buf *out);
+static void finish_done(tp_run *r, size_t seq);
+static void on_done_check(uv_check_t *h);
+
 static void req_on_event(void *req, const tp_client_event *ev, uint64_t arrival_ns) {
   req_ctx *x = req;
   tp_record *rec = &x->run->lv.recs[x->seq];
@@ -730,6 +745,48 @@ static void count_after(uv_work_t *w, int status) {
   finalize(r, seq);
 }
 
+static void finish_done(tp_run *r, size_t seq) {
+  level_state *L = &r->lv;
+  tp_record *rec = &L->recs[seq];
+  if (r->tok || r->records_fp) {
+    count_job *j = calloc(1, sizeof(*j));
+    if (j) {
+      j->run = r;
+      j->seq = seq;
+      j->tok = r->tok;
+      j->snap = *rec;
+      snprintf(j->id, sizeof(j->id), "%s%zu", r->id_prefix, seq);
+      j->level = r->n_levels;
+      j->mode = L->pt.mode;
+      j->concurrency = L->pt.concurrency;
+      j->rate = L->pt.rate;
+      if (r->cfg.cache_bust || r->n_prefixes) {
+        build_sent_text(r, seq, &r->sendbuf);
+        j->sent_text = tp_strndup((const char *)r->sendbuf.data, r->sendbuf.len);
+        j->sent_len = r->sendbuf.len;
+      }
+      j->work.data = j;
+      if (uv_queue_work(&r->loop, &j->work, count_work, count_after) == 0) {
+        L->pending_counts++;
+        return;
+      }
+      free(j->sent_text);
+      free(j);
+    }
+  }
+  finalize(r, seq);
+}
+
+static void on_done_check(uv_check_t *h) {
+  tp_run *r = h->data;
+  /* The queue counts as pending until every entry is handed on, so the
+   * level cannot end half-way through it. */
+  for (size_t i = 0; i < r->done_n; i++) finish_done(r, r->done_q[i]);
+  r->done_n = 0;
+  uv_check_stop(&r->done_check);
+  level_check_done(r);
+}
+
 /* The text a request sends: a unique marker first (--cache-bust, so even the
  * first block differs), then a shared prefix (--prefix-tokens), then the
  * prompt.  Rebuilt from the seed when needed, so nothing is stored per
@@ -777,33 +834,19 @@ static void req_on_done(void *req, const tp_client_done *d) {
     }
   }
 
-  if (r->tok || r->records_fp) {
-    count_job *j = calloc(1, sizeof(*j));
-    if (j) {
-      j->run = r;
-      j->seq = seq;
-      j->tok = r->tok;
-      j->snap = *rec;
-      snprintf(j->id, sizeof(j->id), "%s%zu", r->id_prefix, seq);
-      j->level = r->n_levels;
-      j->mode = L->pt.mode;
-      j->concurrency = L->pt.concurrency;
-      j->rate = L->pt.rate;
-      if (r->cfg.cache_bust || r->n_prefixes) {
-        build_sent_text(r, seq, &r->sendbuf);
-        j->sent_text = tp_strndup((const char *)r->sendbuf.data, r->sendbuf.len);
-        j->sent_len = r->sendbuf.len;
-      }
-      j->work.data = j;
-      if (uv_queue_work(&r->loop, &j->work, count_work, count_after) == 0) {
-        L->pending_counts++;
-        return;
-      }
-      free(j->sent_text);
-      free(j);
+  /* The rest waits for the check phase: the loop flushes the refill first. */
+  if (r->done_n == r->done_cap) {
+    size_t cap = r->done_cap ? r->done_cap * 2 : 256;
+    size_t *q = realloc(r->done_q, cap * sizeof(*q));
+    if (!q) {
+      finish_done(r, seq);
+      return;
     }
+    r->done_q = q;
+    r->done_cap = cap;
   }
-  finalize(r, seq);
+  r->done_q[r->done_n++] = seq;
+  if (r->done_n == 1) uv_check_start(&r->done_check, on_done_check);
 }
 
 static void send_request(tp_run *r, size_t seq) {
@@ -947,7 +990,7 @@ static void level_check_done(tp_run *r) {
   level_state *L = &r->lv;
   if (L->done) return;
   bool planning_over = L->stop_planning || r->interrupted;
-  if (planning_over && L->in_flight == 0 && L->pending_counts == 0 &&
+  if (planning_over && L->in_flight == 0 && L->pending_counts == 0 && r->done_n == 0 &&
       (L->wait_len == 0 || r->interrupted)) {
     L->done = true;
     uv_stop(&r->loop);
@@ -1253,11 +1296,36 @@ static int run_level(tp_run *r, size_t li, char *err, size_t errlen) {
   lv->concurrency = pt->concurrency;
   lv->request_rate = pt->rate;
   lv->input_tokens_mean = pt->input_tokens;
-  lv->output_tokens_mean = pt->output_tokens;
+  lv->output_tokens_mean = r->cfg.n_output_tokens_means ? pt->output_tokens : 0;
   lv->max_in_flight = L->max_in_flight;
   lv->trials = L->trials;
   lv->stable = L->stable;
   stats_read_after(r, li, lv);
+  if (r->artifacts) {
+    /* Between levels nothing is in flight, so files written here delay no
+     * timestamp. */
+    tp_export_request *reqs = calloc(L->n_planned ? L->n_planned : 1, sizeof(*reqs));
+    if (reqs) {
+      for (size_t i = 0; i < L->n_planned; i++) {
+        const tp_prompt *p = &L->ds->items[L->recs[i].prompt_index];
+        reqs[i].rec = &L->recs[i];
+        reqs[i].prompt = p->text;
+        reqs[i].prompt_len = p->text_len;
+        reqs[i].reference = p->reference;
+        reqs[i].max_tokens = L->recs[i].max_tokens;
+      }
+      tp_export_level el = {lv, reqs, L->n_planned, lo.window_start_ns, lo.window_end_ns};
+      tp_accuracy acc;
+      memset(&acc, 0, sizeof(acc));
+      char aerr[512];
+      if (tp_artifacts_add_level(r->artifacts, &el, &acc, aerr, sizeof(aerr)))
+        warn(r, "cannot write the level's artifacts: %s", aerr);
+      lv->accuracy_scored = acc.scored;
+      lv->exact_match_rate = acc.exact_match_rate;
+      lv->rouge_l_f1 = acc.rouge_l_f1;
+      free(reqs);
+    }
+  }
   if (lo.window_end_ns) {
     lv->window_start_s = (double)(lo.window_start_ns - L->t0) / 1e9;
     lv->window_end_s = (double)(lo.window_end_ns - L->t0) / 1e9;
@@ -1309,6 +1377,8 @@ static void format_record(json_t *o, const count_job *j) {
 
 /* ---- the run ---------------------------------------------------------------- */
 
+static void warm_work(uv_work_t *w) { (void)w; }
+
 int tp_run_exec(tp_run *r, char *err, size_t errlen) {
   int rv;
   r->interrupt_async.data = r;
@@ -1319,6 +1389,12 @@ int tp_run_exec(tp_run *r, char *err, size_t errlen) {
   r->window_timer.data = r;
   uv_timer_init(&r->loop, &r->grace_timer);
   r->grace_timer.data = r;
+  uv_check_init(&r->loop, &r->done_check);
+  r->done_check.data = r;
+  /* libuv starts its thread pool on first use, which takes milliseconds:
+   * start it now rather than inside the first request's completion. */
+  static uv_work_t warm;
+  uv_queue_work(&r->loop, &warm, warm_work, NULL);
   r->progress_tty = r->cfg.progress && isatty(fileno(r->cfg.progress));
   rv = tp_timers_new(&r->timers, &r->loop);
   if (rv) {
@@ -1398,6 +1474,36 @@ int tp_run_exec(tp_run *r, char *err, size_t errlen) {
     if (rv) return rv;
   }
 
+  if (!r->cfg.no_artifacts) {
+    if (r->cfg.artifact_dir) {
+      snprintf(r->artifact_dir, sizeof(r->artifact_dir), "%s", r->cfg.artifact_dir);
+    } else {
+      /* GenAI-Perf's naming: model, service, backend, mode. */
+      const char *mode = r->cfg.schedule_file ? "schedule" : r->cfg.n_request_rates ? "request_rate" : "concurrency";
+      snprintf(r->artifact_dir, sizeof(r->artifact_dir), "artifacts/%s-triton-%s-%s", r->cfg.model,
+               r->cfg.backend == TP_BACKEND_VLLM ? "vllm" : "tensorrtllm", mode);
+      for (char *c = r->artifact_dir + 10; *c; c++)
+        if (*c == '/' || *c == ' ') *c = '_';
+    }
+    struct timespec wall;
+    clock_gettime(CLOCK_REALTIME, &wall);
+    tp_artifacts_opts ao;
+    memset(&ao, 0, sizeof(ao));
+    ao.dir = r->artifact_dir;
+    ao.profile_export_file = r->cfg.profile_export_file;
+    ao.cfg = &r->cfg;
+    /* One anchor pair: wall time = anchor + (monotonic - its anchor). */
+    ao.anchor_mono_ns = tp_now_ns();
+    ao.anchor_wall_ns = (uint64_t)wall.tv_sec * TP_NS_PER_S + (uint64_t)wall.tv_nsec;
+    ao.html = !r->cfg.no_html;
+    rv = tp_artifacts_open(&r->artifacts, &ao, err, errlen);
+    if (rv) return rv == TP_ENOMEM ? rv : TP_EIO;
+    if (!r->cfg.records_path) {
+      snprintf(r->records_default, sizeof(r->records_default), "%s/records.jsonl", r->artifact_dir);
+      r->cfg.records_path = r->records_default;
+    }
+  }
+
   if (r->cfg.records_path) {
     r->records_fp = fopen(r->cfg.records_path, "w");
     if (!r->records_fp) {
@@ -1413,6 +1519,11 @@ int tp_run_exec(tp_run *r, char *err, size_t errlen) {
   if (r->mock) {
     tp_mock_get_stats(r->mock, &r->mock_stats);
     r->have_mock_stats = true;
+  }
+  if (r->artifacts) {
+    /* Also after an interruption: what was measured is written. */
+    char aerr[512];
+    if (tp_artifacts_finish(r->artifacts, aerr, sizeof(aerr))) warn(r, "cannot finish the artifacts: %s", aerr);
   }
   if (r->interrupted) {
     tp_seterr(err, errlen, "interrupted after %zu of %zu levels", r->n_levels, r->n_points);
@@ -1432,6 +1543,8 @@ int tp_run_mock_stats(const tp_run *r, tp_mock_stats *out) {
   *out = r->mock_stats;
   return 0;
 }
+
+const char *tp_run_artifact_dir(const tp_run *r) { return r->artifacts ? r->artifact_dir : ""; }
 
 int tp_run_check_gates(const tp_run *r, FILE *out) {
   return tp_gates_check(r->gates, r->levels, r->n_levels, r->cfg.max_error_rate, out);
@@ -1479,6 +1592,7 @@ void tp_run_free(tp_run *r) {
   uv_loop_close(&r->loop);
   if (r->mock) tp_mock_stop(r->mock);
   if (r->records_fp) fclose(r->records_fp);
+  tp_artifacts_free(r->artifacts);
   uv_mutex_destroy(&r->records_lock);
   if (r->tok) tp_tok_free(r->tok);
   for (size_t i = 0; i < r->n_prefixes; i++) free(r->prefixes[i]);
@@ -1491,6 +1605,7 @@ void tp_run_free(tp_run *r) {
   free(r->lv.recs);
   free(r->lv.offsets);
   free(r->lv.waiting);
+  free(r->done_q);
   tp_gates_free(r->gates);
   free(r->stats_before);
   for (size_t i = 0; r->server_stats && i < r->n_points; i++) free(r->server_stats[i]);

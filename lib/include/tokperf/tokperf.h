@@ -220,7 +220,15 @@ typedef struct tp_config {
   uint32_t num_prefixes; /* default 1 */
 
   const char *json_path;    /* --json: every figure with units, config */
-  const char *records_path; /* --records: one JSON line per request */
+  const char *records_path; /* --records: one JSON line per request (default: in the artifact dir) */
+  /* The artifact directory: perf_analyzer's profile export, GenAI-Perf's
+   * summaries per level, records.jsonl, responses.jsonl, report.html.
+   * NULL = artifacts/<model>-<service>-<backend>-<mode>; no_artifacts turns
+   * the whole directory off. */
+  const char *artifact_dir;
+  const char *profile_export_file; /* NULL = profile_export.json in the directory */
+  bool no_artifacts;
+  bool no_html;
 
   /* Run the built-in mock server in-process and point the run at it, with
    * these settings (NULL = tp_mock_config_default). */
@@ -308,6 +316,11 @@ typedef struct tp_level_result {
    * the run.  n_server_models == 0 when not read. */
   const tp_server_model_stats *server_models;
   size_t n_server_models;
+
+  /* Accuracy against the prompts' references (their "output" field). */
+  uint64_t accuracy_scored;
+  double exact_match_rate;
+  double rouge_l_f1;
 
   /* Stability windows (perf_analyzer's rule). */
   uint32_t trials;
@@ -455,6 +468,20 @@ TP_API void tp_mock_get_stats(tp_mock *m, tp_mock_stats *out);
 TP_API void tp_mock_stop(tp_mock *m);
 /* Runs the mock in the calling thread until SIGINT or SIGTERM. */
 TP_API int tp_mock_run(const tp_mock_config *cfg, char *err, size_t errlen);
+
+/* Where the run wrote its artifacts ("" = none); borrowed. */
+TP_API const char *tp_run_artifact_dir(const tp_run *run);
+
+/* ------------------------------------------------------------------------ */
+/* Comparing two runs                                                       */
+
+/* Compares two --json documents level by level and prints a side-by-side
+ * table to out.  fail_on rules are "METRIC[.STAT]:[+|-]N%" (a regression
+ * beyond N% fails).  junit_path (may be NULL) receives JUnit XML.  Returns 0
+ * when every rule held, 1 when one failed, or a negative TP_E* code with a
+ * message in err (unreadable or mismatched files, a bad rule). */
+TP_API int tp_compare(const char *json_a, const char *json_b, const char *const *fail_on, size_t n,
+                      FILE *out, const char *junit_path, char *err, size_t errlen);
 
 /* ------------------------------------------------------------------------ */
 /* Tokenizers                                                               */

@@ -1,6 +1,6 @@
-/* The public face of the pluggable tokenizer: thin wrappers, so programs
- * using only tokperf.h (the CLI's `tokenize`, examples) reach the same code
- * the run counts with. */
+/* Public wrappers over internal modules (the tokenizer, run comparison), so
+ * programs using only tokperf.h (the CLI's `tokenize` and `compare`,
+ * examples) reach the same code the run uses. */
 #include "tokenizer/tp_tok.h"
 #include "util/tp_common.h"
 
@@ -19,3 +19,11 @@ int tp_tokenizer_count(const tp_tokenizer *t, const char *text, size_t len, size
 const char *tp_tokenizer_name(const tp_tokenizer *t) { return tp_tok_name((const tp_tok *)t); }
 
 void tp_tokenizer_free(tp_tokenizer *t) { tp_tok_free((tp_tok *)t); }
+
+/* The public face of run comparison (lib/report/tp_compare). */
+#include "report/tp_compare.h"
+
+int tp_compare(const char *json_a, const char *json_b, const char *const *fail_on, size_t n, FILE *out,
+               const char *junit_path, char *err, size_t errlen) {
+  return tp_compare_run(json_a, json_b, fail_on, n, out, junit_path, err, errlen);
+}

@@ -1,0 +1,71 @@
+/* `tokperf compare A.json B.json`: every headline metric side by side with
+ * its change, and CI rules that fail on a regression. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "options.h"
+#include "tokperf/tokperf.h"
+
+static void help(FILE *out) {
+  fprintf(out,
+          "Usage: tokperf compare A.json B.json [--fail-on RULE]... [--junit FILE]\n\n"
+          "Compares two runs' --json documents level by level (matched by sweep point): every headline\n"
+          "metric side by side with its change in percent, worsened ones marked.\n\n"
+          "Options:\n"
+          "  --fail-on RULE   METRIC[.STAT]:[+|-]N%%: fail when B is worse than A by more than N%%.\n"
+          "                   Metrics: ttft, itl, latency (stats avg p50 p90 p95 p99 min max),\n"
+          "                   output_token_throughput, input_token_throughput, request_throughput,\n"
+          "                   error_rate. Repeatable.\n"
+          "  --junit FILE     write the comparisons and rules as JUnit XML\n"
+          "  -h,--help        this help\n\n"
+          "Exit codes: 0 every rule held, 1 a rule failed, 2 bad arguments or unreadable files.\n\n"
+          "Example:\n  tokperf compare baseline.json run.json --fail-on 'ttft.p99:+10%%' --junit compare.xml\n");
+}
+
+int tp_cmd_compare(int argc, char **argv) {
+  const char *files[2] = {NULL, NULL};
+  const char **rules = calloc((size_t)argc + 1, sizeof(*rules));
+  size_t n_rules = 0, n_files = 0;
+  const char *junit = NULL;
+  int code = TP_EXIT_OK;
+  for (int i = 0; i < argc; i++) {
+    const char *a = argv[i];
+    if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+      help(stdout);
+      free(rules);
+      return TP_EXIT_OK;
+    } else if ((strcmp(a, "--fail-on") == 0 || strcmp(a, "--junit") == 0) && i + 1 < argc) {
+      if (a[2] == 'f')
+        rules[n_rules++] = argv[++i];
+      else
+        junit = argv[++i];
+    } else if (strncmp(a, "--fail-on=", 10) == 0) {
+      rules[n_rules++] = a + 10;
+    } else if (strncmp(a, "--junit=", 8) == 0) {
+      junit = a + 8;
+    } else if (a[0] != '-' && n_files < 2) {
+      files[n_files++] = a;
+    } else {
+      fprintf(stderr, "tokperf compare: unexpected argument '%s'\ntry 'tokperf compare --help'\n", a);
+      free(rules);
+      return TP_EXIT_USAGE;
+    }
+  }
+  if (n_files != 2) {
+    fprintf(stderr, "tokperf compare: two --json documents are needed (A.json B.json)\n"
+                    "try 'tokperf compare --help'\n");
+    free(rules);
+    return TP_EXIT_USAGE;
+  }
+  char err[1024] = "";
+  int rv = tp_compare(files[0], files[1], rules, n_rules, stdout, junit, err, sizeof(err));
+  if (rv < 0) {
+    fprintf(stderr, "tokperf compare: %s\n", err[0] ? err : tp_strerror(rv));
+    code = TP_EXIT_USAGE;
+  } else if (rv > 0) {
+    code = TP_EXIT_THRESHOLD;
+  }
+  free(rules);
+  return code;
+}

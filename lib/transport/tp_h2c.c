@@ -20,6 +20,10 @@
 /* Connections opened beyond the asked number when every connection is at its
  * peer's stream limit. */
 #define MAX_EXTRA_CONNS 64
+/* Reconnect backoff after a failed connect: doubling from the first to the
+ * last value.  Calls wait meanwhile (bounded by their own timeouts). */
+#define BACKOFF_FIRST_MS 50
+#define BACKOFF_MAX_MS 2000
 
 typedef enum conn_state { C_CONNECTING, C_READY, C_DRAINING, C_CLOSED } conn_state;
 
@@ -80,6 +84,10 @@ struct tp_h2c_pool {
   size_t n_calls;
   uv_timer_t sweep;
   bool sweep_running;
+  uv_timer_t retry;
+  bool retry_armed;
+  uint64_t backoff_ms;      /* 0 = connect at once */
+  uint64_t next_connect_ns; /* no new connection before this */
   bool closing;
   int open_handles;
   uint32_t max_streams_seen;
@@ -285,6 +293,8 @@ static int on_frame_recv(nghttp2_session *s, const nghttp2_frame *f, void *user_
   if (f->hd.type == NGHTTP2_SETTINGS && !(f->hd.flags & NGHTTP2_FLAG_ACK)) {
     cn->max_streams = nghttp2_session_get_remote_settings(s, NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS);
     if (cn->state == C_CONNECTING) cn->state = C_READY;
+    cn->pool->backoff_ms = 0;
+    cn->pool->next_connect_ns = 0;
     pool_dispatch(cn->pool);
   } else if (f->hd.type == NGHTTP2_GOAWAY) {
     /* No new streams here; nghttp2 closes the streams above last-stream-id
@@ -356,8 +366,10 @@ static void conn_fail(conn *c, const char *why) {
     c->session = NULL;
   }
   /* A server that cannot be reached fails the queued calls too, instead of
-   * each being retried against it forever. */
+   * each being retried against it forever, and the next attempt waits. */
   if (never_ready && !p->closing) {
+    p->backoff_ms = p->backoff_ms ? TP_MIN(p->backoff_ms * 2, (uint64_t)BACKOFF_MAX_MS) : BACKOFF_FIRST_MS;
+    p->next_connect_ns = tp_now_ns() + p->backoff_ms * TP_NS_PER_MS;
     bool other = false;
     for (conn *o = p->conns; o; o = o->next) other |= o->state == C_READY;
     if (!other) {
@@ -574,6 +586,18 @@ static int call_submit(conn *cn, tp_call *c) {
   return 0;
 }
 
+static void on_retry(uv_timer_t *t) {
+  tp_h2c_pool *p = t->data;
+  p->retry_armed = false;
+  pool_dispatch(p);
+  /* Flush connections opened for queued calls. */
+  conn *next;
+  for (conn *c = p->conns; c; c = next) {
+    next = c->next;
+    if (c->want_flush) conn_flush(c);
+  }
+}
+
 static void pool_dispatch(tp_h2c_pool *p) {
   if (p->closing) return;
   while (p->pending_head) {
@@ -585,6 +609,15 @@ static void pool_dispatch(tp_h2c_pool *p) {
       if (!best || c->n_streams < best->n_streams) best = c;
     }
     if (!best) {
+      /* In backoff after a failed connect: try again when it is over. */
+      uint64_t now = tp_now_ns();
+      if (p->next_connect_ns > now) {
+        if (!connecting && !p->retry_armed) {
+          uv_timer_start(&p->retry, on_retry, (p->next_connect_ns - now + TP_NS_PER_MS - 1) / TP_NS_PER_MS, 0);
+          p->retry_armed = true;
+        }
+        return;
+      }
       /* Open the asked-for connections; beyond them, open another only when
        * every open one is at its peer's limit. */
       if (p->n_live < p->opts.connections) {
@@ -655,7 +688,9 @@ int tp_h2c_pool_new(tp_h2c_pool **out, uv_loop_t *loop, const tp_h2c_opts *o) {
   snprintf(p->user_agent, sizeof(p->user_agent), "tokperf/%s", TP_VERSION);
   uv_timer_init(loop, &p->sweep);
   p->sweep.data = p;
-  p->open_handles = 1;
+  uv_timer_init(loop, &p->retry);
+  p->retry.data = p;
+  p->open_handles = 2;
   *out = p;
   return 0;
 }
@@ -759,6 +794,8 @@ void tp_h2c_pool_close(tp_h2c_pool *p) {
   while (p->conns) conn_fail(p->conns, "closing");
   uv_timer_stop(&p->sweep);
   uv_close((uv_handle_t *)&p->sweep, on_sweep_closed);
+  uv_timer_stop(&p->retry);
+  uv_close((uv_handle_t *)&p->retry, on_sweep_closed);
 }
 
 int tp_h2c_resolve(const char *host_port, struct sockaddr_storage *addr, char *err, size_t errlen) {

@@ -1,5 +1,6 @@
 #include "options.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,7 +18,8 @@ typedef enum opt_id {
   O_RATE, O_ARRIVAL, O_BURSTINESS, O_MAX_CONC, O_DURATION, O_WARMUP_DURATION, O_MEASURE_MODE,
   O_MEASURE_COUNT, O_STABILITY, O_MAX_TRIALS, O_IN_MEAN, O_IN_STDDEV, O_OUT_STDDEV, O_SCHEDULE,
   O_SPEEDUP, O_PREFIX_BLOCK, O_GOODPUT, O_ASSERT, O_MAX_ERROR_RATE, O_NO_SERVER_STATS, O_CACHE_BUST, O_PREFIX_TOKENS, O_NUM_PREFIXES, O_MAX_RESP_BYTES, O_MAX_OUT_TOKENS, O_GRACE, O_ARTIFACT_DIR, O_PROFILE_EXPORT, O_NO_ARTIFACTS,
-  O_NO_HTML, O_FORMAT,
+  O_NO_HTML, O_FORMAT, O_ENDPOINT_TYPE, O_ENDPOINT, O_API_KEY_FILE, O_HEADER, O_EXTRA_INPUTS, O_CA_FILE,
+  O_CERT, O_KEY, O_INSECURE, O_HTTP1, O_NO_USAGE,
   /* mock settings (prefixed --mock- under profile) */
   O_M_HOST, O_M_PORT, O_M_TTFT, O_M_PREFILL_TOK, O_M_PREFILL_Q, O_M_ITL, O_M_ITL_SEQ,
   O_M_BATCH, O_M_OUT, O_M_EOS, O_M_SEED, O_M_LOG
@@ -35,8 +37,22 @@ static const optdef profile_opts[] = {
   {O_MODEL, "-m|--model", "NAME", "model to benchmark", "ensemble"},
   {O_MODEL_VERSION, "--model-version", "VERSION", "model version (empty: the server's policy)", ""},
   {O_URL, "-u|--url", "HOST:PORT", "Triton gRPC endpoint (grpc:// prefix accepted)", "localhost:8001"},
-  {O_PROTOCOL, "-i|--protocol", "grpc", "protocol to the server; only grpc in this build", "grpc"},
-  {O_SERVICE_KIND, "--service-kind", "triton", "kind of server; only triton in this build", "triton"},
+  {O_PROTOCOL, "-i|--protocol", "grpc|http", "Triton protocol: gRPC streaming, or HTTP generate", "grpc"},
+  {O_SERVICE_KIND, "--service-kind", "triton|openai", "kind of server (openai: any OpenAI-compatible API)", "triton"},
+  {O_ENDPOINT_TYPE, "--endpoint-type", "chat|completions|generate",
+   "openai: /v1/chat/completions or /v1/completions; triton -i http: generate", "chat"},
+  {O_ENDPOINT, "--endpoint", "PATH", "request path (or full URL) instead of the API's own", NULL},
+  {O_API_KEY_FILE, "--api-key-file", "FILE",
+   "file whose first line is the API key (else OPENAI_API_KEY); sent as a bearer token, never shown", NULL},
+  {O_HEADER, "-H|--header", "'NAME: VALUE'", "extra request header, repeatable (gRPC metadata too)", NULL},
+  {O_EXTRA_INPUTS, "--extra-inputs", "NAME:VALUE|JSON", "extra request body field(s) for HTTP APIs, repeatable",
+   NULL},
+  {O_CA_FILE, "--ca-file", "FILE", "PEM CA certificates to verify the server with (https, grpcs)", NULL},
+  {O_CERT, "--cert", "FILE", "client certificate (PEM)", NULL},
+  {O_KEY, "--key", "FILE", "client certificate key (PEM)", NULL},
+  {O_INSECURE, "--insecure", NULL, "do not verify the server's certificate or host name", NULL},
+  {O_HTTP1, "--http1.1", NULL, "HTTP APIs: do not offer HTTP/2", NULL},
+  {O_NO_USAGE, "--no-usage", NULL, "openai: do not ask for usage in the stream (stream_options)", NULL},
   {O_BACKEND, "--backend", "tensorrtllm|vllm", "tensor layout of the model's inputs", "tensorrtllm"},
   {O_STREAMING, "--streaming", NULL, "stream tokens with ModelStreamInfer (the default)", NULL},
   {O_NO_STREAMING, "--no-streaming", NULL, "one unary ModelInfer answer per request", NULL},
@@ -151,6 +167,12 @@ void tp_cli_init(tp_cli *cli) {
 }
 
 void tp_cli_fini(tp_cli *cli) {
+  free(cli->headers);
+  free(cli->extra_inputs);
+  if (cli->api_key) {
+    explicit_bzero(cli->api_key, strlen(cli->api_key));
+    free(cli->api_key);
+  }
   free(cli->concurrency);
   free(cli->rates);
   free(cli->in_means);
@@ -303,18 +325,61 @@ static int apply(tp_cli *cli, const optdef *o, const char *name, const char *v) 
   char e[256];
   uint64_t u64;
   switch (o->id) {
-    case O_MODEL: c->model = v; break;
+    case O_MODEL:
+      c->model = v;
+      cli->model_given = 1;
+      break;
     case O_MODEL_VERSION: c->model_version = v; break;
     case O_URL: c->url = v; break;
     case O_PROTOCOL:
-      if (strcmp(v, "grpc") != 0)
-        return usage_error(name, v, "only grpc is supported in this build (HTTP and OpenAI-compatible "
-                                    "servers are planned)");
+      if (strcmp(v, "grpc") == 0) cli->http_protocol = 0;
+      else if (strcmp(v, "http") == 0) cli->http_protocol = 1;
+      else return usage_error(name, v, "expected grpc or http");
       break;
     case O_SERVICE_KIND:
-      if (strcmp(v, "triton") != 0)
-        return usage_error(name, v, "only triton is supported in this build (openai is planned)");
+      if (strcmp(v, "triton") == 0) c->service_kind = TP_SERVICE_TRITON;
+      else if (strcmp(v, "openai") == 0 || strcmp(v, "openai-chat") == 0) c->service_kind = TP_SERVICE_OPENAI_CHAT;
+      else if (strcmp(v, "openai-completions") == 0) c->service_kind = TP_SERVICE_OPENAI_COMPLETIONS;
+      else if (strcmp(v, "triton-generate") == 0) c->service_kind = TP_SERVICE_TRITON_GENERATE;
+      else return usage_error(name, v, "expected triton or openai");
       break;
+    case O_ENDPOINT_TYPE:
+      if (strcmp(v, "chat") == 0) cli->endpoint_type = 1;
+      else if (strcmp(v, "completions") == 0) cli->endpoint_type = 2;
+      else if (strcmp(v, "generate") == 0) cli->endpoint_type = 3;
+      else return usage_error(name, v, "expected chat, completions or generate");
+      break;
+    case O_ENDPOINT: c->endpoint = v; break;
+    case O_API_KEY_FILE: {
+      FILE *f = fopen(v, "r");
+      if (!f) return usage_error(name, v, strerror(errno));
+      char line[4096];
+      if (!fgets(line, sizeof(line), f)) line[0] = 0;
+      fclose(f);
+      line[strcspn(line, "\r\n")] = 0;
+      if (!line[0]) return usage_error(name, v, "the file's first line is empty; it should hold the API key");
+      free(cli->api_key);
+      cli->api_key = strdup(line);
+      explicit_bzero(line, sizeof(line));
+      break;
+    }
+    case O_HEADER:
+    case O_EXTRA_INPUTS: {
+      if (o->id == O_HEADER && !strchr(v, ':')) return usage_error(name, v, "expected 'Name: value'");
+      const char ***list = o->id == O_HEADER ? &cli->headers : &cli->extra_inputs;
+      size_t *n = o->id == O_HEADER ? &cli->n_headers : &cli->n_extra_inputs;
+      const char **a = realloc(*list, (*n + 1) * sizeof(*a));
+      if (!a) return usage_error(name, v, "out of memory");
+      a[(*n)++] = v;
+      *list = a;
+      break;
+    }
+    case O_CA_FILE: c->ca_file = v; break;
+    case O_CERT: c->cert_file = v; break;
+    case O_KEY: c->key_file = v; break;
+    case O_INSECURE: c->insecure = true; break;
+    case O_HTTP1: c->http1_only = true; break;
+    case O_NO_USAGE: c->no_usage = true; break;
     case O_BACKEND:
       if (strcmp(v, "tensorrtllm") == 0 || strcmp(v, "trtllm") == 0)
         c->backend = TP_BACKEND_TENSORRTLLM;
@@ -565,6 +630,35 @@ int tp_cli_parse_profile(tp_cli *cli, int argc, char **argv) {
   if (rv) return rv;
   if (cli->quiet) cli->cfg.progress = NULL;
   if (cli->cfg.mock) cli->cfg.mock_config = &cli->mock;
+  tp_config *c = &cli->cfg;
+  /* GenAI-Perf's spellings: --service-kind openai --endpoint-type chat|completions,
+   * and --service-kind triton -i http (--endpoint-type generate). */
+  if (c->service_kind == TP_SERVICE_OPENAI_CHAT || c->service_kind == TP_SERVICE_OPENAI_COMPLETIONS) {
+    if (cli->endpoint_type == 3) {
+      fprintf(stderr, "tokperf profile: --endpoint-type generate goes with --service-kind triton -i http\n"
+                      "try 'tokperf profile --help'\n");
+      return TP_EXIT_USAGE;
+    }
+    if (cli->endpoint_type == 2) c->service_kind = TP_SERVICE_OPENAI_COMPLETIONS;
+    if (cli->endpoint_type == 1) c->service_kind = TP_SERVICE_OPENAI_CHAT;
+    /* No -m: the server's first model (from /v1/models). */
+    if (!cli->model_given) c->model = "";
+  } else if (c->service_kind == TP_SERVICE_TRITON && (cli->http_protocol || cli->endpoint_type == 3)) {
+    c->service_kind = TP_SERVICE_TRITON_GENERATE;
+  } else if (cli->endpoint_type == 1 || cli->endpoint_type == 2) {
+    fprintf(stderr, "tokperf profile: --endpoint-type chat and completions go with --service-kind openai\n"
+                    "try 'tokperf profile --help'\n");
+    return TP_EXIT_USAGE;
+  }
+  if (!cli->api_key) {
+    const char *k = getenv("OPENAI_API_KEY");
+    if (k && *k) cli->api_key = strdup(k);
+  }
+  c->api_key = cli->api_key;
+  c->headers = cli->headers;
+  c->n_headers = cli->n_headers;
+  c->extra_inputs = cli->extra_inputs;
+  c->n_extra_inputs = cli->n_extra_inputs;
   /* The measurement mode follows from what was given: a duration, or any
    * stability-window option, or else a request count. */
   if (cli->measure_flags & 4) {

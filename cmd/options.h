@@ -29,6 +29,12 @@ typedef struct tp_cli {
   size_t n_in_means, n_out_means;
   const char **asserts;
   size_t n_asserts;
+  const char **headers, **extra_inputs;
+  size_t n_headers, n_extra_inputs;
+  char *api_key; /* owned: read from OPENAI_API_KEY or --api-key-file */
+  int model_given;
+  int endpoint_type; /* 0 none, 1 chat, 2 completions, 3 generate */
+  int http_protocol; /* -i http */
   int measure_flags; /* which measurement options were given */
   int help;
   int quiet;

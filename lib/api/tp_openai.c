@@ -4,7 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define TP_HTTP_API_NAME(e, name, path) case e: return name;
+#define TP_HTTP_API_NAME(e, name, path) \
+  case e: return name;
 const char *tp_http_api_name(tp_http_api api) {
   switch (api) {
     TP_HTTP_APIS(TP_HTTP_API_NAME)
@@ -154,8 +155,7 @@ int tp_openai_build_request(tp_buf *out, const tp_openai_opts *o, const char *pr
   int rv = o->api == TP_HTTP_API_TRITON_GENERATE ? build_generate(body, o, p, max_tokens, min_tokens)
                                                  : build_openai(body, o, p, max_tokens, min_tokens);
   json_decref(p);
-  if (!rv && o->extra && json_is_object(o->extra) &&
-      json_object_update_recursive(body, (json_t *)o->extra))
+  if (!rv && o->extra && json_is_object(o->extra) && json_object_update_recursive(body, (json_t *)o->extra))
     rv = TP_ENOMEM;
   if (!rv) {
     size_t n = json_dumpb(body, NULL, 0, JSON_COMPACT);
@@ -200,7 +200,8 @@ int tp_openai_parse_extra(json_t **out, const char *const *items, size_t n, char
     }
     const char *colon = strchr(s, ':');
     if (!colon || colon == s) {
-      tp_seterr(err, errlen, "extra input '%s': expected NAME:VALUE or a JSON object like '{\"top_k\":1}'", s);
+      tp_seterr(err, errlen, "extra input '%s': expected NAME:VALUE or a JSON object like '{\"top_k\":1}'",
+                s);
       json_decref(all);
       return TP_EINVAL;
     }
@@ -418,8 +419,8 @@ char *tp_openai_error_text(const uint8_t *body, size_t len, size_t max_chars, ch
   size_t outlen = max_chars + 4;
   /* Trim surrounding white space first: servers end bodies with newlines. */
   while (len && (body[0] == ' ' || body[0] == '\n' || body[0] == '\r' || body[0] == '\t')) body++, len--;
-  while (len && (body[len - 1] == ' ' || body[len - 1] == '\n' || body[len - 1] == '\r' ||
-                 body[len - 1] == '\t'))
+  while (len &&
+         (body[len - 1] == ' ' || body[len - 1] == '\n' || body[len - 1] == '\r' || body[len - 1] == '\t'))
     len--;
   if (len == 0) {
     snprintf(out, outlen, "%s", max_chars >= 12 ? "(empty body)" : "");

@@ -15,9 +15,9 @@
 
 /* The HTTP APIs.  X-macro: enum value, name (CLI and exports), default
  * path (NULL: built from the model name). */
-#define TP_HTTP_APIS(X)                                                        \
-  X(TP_HTTP_API_OPENAI_COMPLETIONS, "openai-completions", "/v1/completions")   \
-  X(TP_HTTP_API_OPENAI_CHAT, "openai-chat", "/v1/chat/completions")            \
+#define TP_HTTP_APIS(X)                                                      \
+  X(TP_HTTP_API_OPENAI_COMPLETIONS, "openai-completions", "/v1/completions") \
+  X(TP_HTTP_API_OPENAI_CHAT, "openai-chat", "/v1/chat/completions")          \
   X(TP_HTTP_API_TRITON_GENERATE, "triton-generate", NULL)
 
 #define TP_HTTP_API_ENUM(e, name, path) e,
@@ -48,8 +48,8 @@ typedef struct tp_openai_opts {
    * are tensors); vLLM takes `stream` as a tensor and the sampling values
    * in "parameters". */
   tp_backend backend;
-  bool trtllm_min_tokens;   /* the TRT-LLM model calls it min_tokens, not min_length */
-  bool exclude_input;       /* send exclude_input_in_output: true (the model has that input) */
+  bool trtllm_min_tokens; /* the TRT-LLM model calls it min_tokens, not min_length */
+  bool exclude_input;     /* send exclude_input_in_output: true (the model has that input) */
   /* Extra fields merged into the body last, recursively (an object value
    * merges into an object of the same name, anything else replaces).
    * Borrowed; NULL = none. */

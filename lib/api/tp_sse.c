@@ -135,7 +135,7 @@ static int process(tp_sse_parser *p, const uint8_t *data, size_t len, tp_sse_eve
     if (!e) {
       /* The line goes on in the next feed: keep it (comments are dropped). */
       if (!p->skip_line) {
-        if (p->line.len + n + p->data.len > p->max_event_bytes) return TP_ETOOBIG;
+        if (p->line.len + n > p->max_event_bytes) return TP_ETOOBIG;
         int rv = tp_buf_append(&p->line, s, n);
         if (rv) return rv;
       }
@@ -145,13 +145,15 @@ static int process(tp_sse_parser *p, const uint8_t *data, size_t len, tp_sse_eve
     if (p->skip_line) {
       p->skip_line = false;
     } else if (p->line.len) {
-      if (p->line.len + n + p->data.len > p->max_event_bytes) return TP_ETOOBIG;
+      if (p->line.len + n > p->max_event_bytes) return TP_ETOOBIG;
       rv = tp_buf_append(&p->line, s, n);
       if (rv == 0) rv = process_line(p, p->line.data, p->line.len, cb, user_data);
       tp_buf_reset(&p->line);
     } else {
-      /* The whole line lies in this feed: no copy. */
-      rv = process_line(p, s, n, cb, user_data);
+      /* The whole line lies in this feed: no copy, and the same limit as a
+       * line gathered from several feeds, so results never depend on how
+       * the stream was cut. */
+      rv = n > p->max_event_bytes ? TP_ETOOBIG : process_line(p, s, n, cb, user_data);
     }
     off += n + 1;
     if (*e == '\r') p->after_cr = true;

@@ -58,7 +58,7 @@ struct tp_sse_parser {
   tp_buf type; /* event type buffer */
   tp_buf id;   /* last event id buffer (kept across events) */
   int64_t retry_ms;
-  size_t max_event_bytes; /* bound on a buffered line plus the data buffer */
+  size_t max_event_bytes; /* bound on a line and on the data buffer */
   uint8_t bom_have;       /* bytes of a leading BOM matched so far */
   bool bom_done;          /* the start of the stream is behind us */
   bool after_cr;          /* the last byte fed was a CR */
@@ -67,9 +67,11 @@ struct tp_sse_parser {
   bool failed;
 };
 
-/* Prepares a parser.  max_event_bytes bounds the memory one event may take
- * (a line longer than that, or an event's data growing past it, fails the
- * stream with TP_ETOOBIG); 0 means 1 MiB. */
+/* Prepares a parser.  max_event_bytes bounds the memory one event may take:
+ * a line (comments excepted) longer than that, without its line end, or an
+ * event's data buffer growing past it (counting the LF after each data
+ * line) fails the stream with TP_ETOOBIG, wherever the feeds were cut.
+ * 0 means 1 MiB. */
 void tp_sse_init(tp_sse_parser *p, size_t max_event_bytes);
 /* Frees the buffers; p may be initialised again. */
 void tp_sse_fini(tp_sse_parser *p);

@@ -93,7 +93,12 @@ static void held_clear(held_ev *h) {
 
 static void emit_held(http_call *x, bool final) {
   held_ev *h = &x->held;
-  if (x->final_sent) return;
+  /* After a cancel nothing more is delivered (as the gRPC client does),
+   * not even an event that came before it and was held back. */
+  if (x->final_sent || tp_http_local_class(x->hreq) == TP_ERRCLASS_CANCELLED) {
+    held_clear(h);
+    return;
+  }
   tp_client_http_event ev;
   memset(&ev, 0, sizeof(ev));
   ev.base.text = h->text.len ? h->text.data : NULL;
@@ -198,6 +203,8 @@ static int on_sse_event(tp_sse_parser *p, const tp_sse_event *ev, void *ud) {
   http_call *x = s->x;
   http_client *hc = x->hc;
   if (x->done_seen) return 0; /* nothing after [DONE] counts */
+  /* Failed or cancelled from a callback: the rest of this read is dropped. */
+  if (tp_http_local_class(x->hreq) != TP_ERRCLASS_NONE) return TP_ECANCELED;
   if (ev->type_len == 5 && memcmp(ev->type, "error", 5) == 0) {
     char msg[ERROR_TEXT_CHARS + 4];
     tp_openai_error_text(ev->data, ev->data_len, ERROR_TEXT_CHARS, msg);
@@ -212,8 +219,8 @@ static int on_sse_event(tp_sse_parser *p, const tp_sse_event *ev, void *ud) {
   if (tp_openai_decode(&hc->dec, hc->api, ev->data, ev->data_len, &ch)) {
     char msg[ERROR_TEXT_CHARS + 4];
     tp_openai_error_text(ev->data, TP_MIN(ev->data_len, 80), 80, msg);
-    hold_error(x, s->arrival_ns, TP_ERRCLASS_PROTOCOL, "bad event data from the server (not a JSON object): ",
-               msg);
+    hold_error(x, s->arrival_ns, TP_ERRCLASS_PROTOCOL,
+               "bad event data from the server (not a JSON object): ", msg);
     x->held.bad = true;
     tp_http_fail(x->hreq, TP_ERRCLASS_PROTOCOL, x->held.error);
     return TP_EPROTO;
@@ -304,8 +311,8 @@ static void call_on_done(tp_http_req *r, const tp_http_result *res, void *ud) {
     if (tp_openai_decode(&hc->dec, hc->api, x->body.data, x->body.len, &ch)) {
       char text[84];
       tp_openai_error_text(x->body.data, TP_MIN(x->body.len, 80), 80, text);
-      hold_error(x, res->end_ns, TP_ERRCLASS_PROTOCOL, "bad reply from the server (not a JSON object): ",
-                 text);
+      hold_error(x, res->end_ns, TP_ERRCLASS_PROTOCOL,
+                 "bad reply from the server (not a JSON object): ", text);
       x->held.bad = true;
       d.err_class = TP_ERRCLASS_PROTOCOL;
       snprintf(msg, sizeof(msg), "%s", x->held.error);
@@ -349,8 +356,22 @@ static int http_send(tp_client *c, const tp_client_send *s, void *req) {
   held_clear(&x->held);
   tp_http_req_opts ro = {true, hc->path, hc->reqbuf.data, hc->reqbuf.len, hc->opts.streaming, s->timeout_ns};
   rv = tp_http_request(hc->http, &ro, &cbs, x, &x->hreq);
-  if (rv) call_free(x);
-  return rv;
+  if (rv) {
+    call_free(x);
+    return rv;
+  }
+  /* tp_http_request never calls back before returning: x is live here. */
+  if (s->handle) *s->handle = x;
+  return 0;
+}
+
+static void http_cancel(tp_client *c, void *handle) {
+  http_call *x = handle;
+  if (x) tp_http_cancel(x->hreq);
+}
+
+static void http_cancel_all(tp_client *c) {
+  tp_http_cancel_all(((http_client *)c)->http);
 }
 
 /* ---- checks before the run: blocking GETs -------------------------------- */
@@ -428,7 +449,8 @@ static int preflight_openai(http_client *hc, char *err, size_t errlen) {
   if (u.status == 401 || u.status == 403) {
     error_body_text(&u, text);
     scrub(hc, text);
-    tp_seterr(err, errlen, "%s refused GET %s with HTTP %d: %s (check --api-key)", auth, path, u.status, text);
+    tp_seterr(err, errlen, "%s refused GET %s with HTTP %d: %s (check --api-key)", auth, path, u.status,
+              text);
     rv = TP_ECONNECT;
     goto out;
   }
@@ -496,8 +518,10 @@ static int read_triton_inputs(http_client *hc, const unary_ctx *u, char *err, si
   }
   json_decref(root);
   if (!text) {
-    tp_seterr(err, errlen, "model '%s' has no text_input input: the generate endpoint needs a text model "
-              "(a TensorRT-LLM ensemble or BLS, or a vLLM model; check --model)", hc->opts.model);
+    tp_seterr(err, errlen,
+              "model '%s' has no text_input input: the generate endpoint needs a text model "
+              "(a TensorRT-LLM ensemble or BLS, or a vLLM model; check --model)",
+              hc->opts.model);
     return TP_EUNSUPPORTED;
   }
   hc->ropts.trtllm_min_tokens = min_tokens;
@@ -519,7 +543,8 @@ static int preflight_triton(http_client *hc, char *err, size_t errlen) {
   if (u.status != 200) {
     error_body_text(&u, text);
     scrub(hc, text);
-    tp_seterr(err, errlen, "server %s is not ready: GET /v2/health/ready gave HTTP %d: %s", auth, u.status, text);
+    tp_seterr(err, errlen, "server %s is not ready: GET /v2/health/ready gave HTTP %d: %s", auth, u.status,
+              text);
     rv = TP_ECONNECT;
     goto out;
   }
@@ -540,8 +565,10 @@ static int preflight_triton(http_client *hc, char *err, size_t errlen) {
   if (u.status != 200) {
     error_body_text(&u, text);
     scrub(hc, text);
-    tp_seterr(err, errlen, "model '%s' is not ready on %s: GET %s gave HTTP %d: %s (check --model and the "
-              "server's model repository)", hc->opts.model, auth, path, u.status, text);
+    tp_seterr(err, errlen,
+              "model '%s' is not ready on %s: GET %s gave HTTP %d: %s (check --model and the "
+              "server's model repository)",
+              hc->opts.model, auth, path, u.status, text);
     rv = TP_ENOTFOUND;
     goto out;
   }
@@ -573,7 +600,8 @@ static void http_close(tp_client *c) {
   free(hc);
 }
 
-static const tp_client_ops http_ops = {"http", http_preflight, http_send, http_close};
+static const tp_client_ops http_ops = {"http",     http_preflight, http_send,
+                                       http_close, http_cancel,    http_cancel_all};
 
 void tp_client_http_opts_default(tp_client_http_opts *o) {
   memset(o, 0, sizeof(*o));
@@ -650,7 +678,9 @@ int tp_client_http_new(tp_client **out, uv_loop_t *loop, const tp_client_opts *o
   return 0;
 }
 
-const char *tp_client_http_model(const tp_client *c) { return ((const http_client *)c)->model; }
+const char *tp_client_http_model(const tp_client *c) {
+  return ((const http_client *)c)->model;
+}
 
 uint32_t tp_client_http_connections_opened(const tp_client *c) {
   return tp_http_connections_opened(((const http_client *)c)->http);

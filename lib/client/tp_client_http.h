@@ -8,7 +8,9 @@
  * `final`; its arrival_ns is always its own read time.  The OpenAI "[DONE]"
  * sentinel ends the stream without an event of its own.  A chat chunk with
  * only the role has no text (it is a response, not a first token); text
- * from `reasoning_content` comes in events with `reasoning` set. */
+ * from `reasoning_content` comes in events with `reasoning` set. After
+ * cancel / cancel_all no event is delivered; on_done follows (CANCELLED),
+ * never from inside the cancel call. */
 #ifndef TP_CLIENT_HTTP_H
 #define TP_CLIENT_HTTP_H
 
@@ -43,6 +45,8 @@ typedef struct tp_client_http_opts {
   bool include_usage;    /* streaming OpenAI: stream_options.include_usage (default true) */
 } tp_client_http_opts;
 
+/* Fills o with the defaults: openai-completions, everything else unset,
+ * include_usage on. */
 void tp_client_http_opts_default(tp_client_http_opts *o);
 
 /* What an HTTP client's events carry beyond tp_client_event.  The run gets

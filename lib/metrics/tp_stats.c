@@ -83,7 +83,7 @@ static bool span_ms(uint64_t from_ns, uint64_t to_ns, double *out) {
   return true;
 }
 
-enum { V_TTFT, V_ITL, V_LAT, V_OUT, V_IN, V_TPS, V_RESP, V_LAG, V_PTTFT, V_PLAT, V_COUNT };
+enum { V_TTFT, V_ITL, V_LAT, V_OUT, V_IN, V_TPS, V_RESP, V_LAG, V_PTTFT, V_PLAT, V_REASON, V_COUNT };
 
 int tp_level_compute(tp_level_result *out, const tp_record *recs, size_t n) {
   return tp_level_compute_ex(out, recs, n, NULL);
@@ -179,6 +179,16 @@ int tp_level_compute_ex(tp_level_result *out, const tp_record *recs, size_t n, c
       in_tokens_sum += (uint64_t)r->input_tokens;
       v[V_IN][nv[V_IN]++] = (double)r->input_tokens;
     }
+    /* The server's own counts beside the client's. */
+    if (r->server_output_tokens >= 0 || r->server_input_tokens >= 0) {
+      out->usage_reported++;
+      if (r->server_output_tokens >= 0 && r->output_tokens >= 0 && r->server_output_tokens != r->output_tokens)
+        out->usage_output_mismatches++;
+      if (r->server_input_tokens >= 0 && r->input_tokens >= 0 && r->server_input_tokens != r->input_tokens)
+        out->usage_input_mismatches++;
+    }
+    if (r->server_cached_tokens > 0) out->cached_tokens += (uint64_t)r->server_cached_tokens;
+    if (r->reasoning_tokens >= 0 && r->reasoning.len > 0) v[V_REASON][nv[V_REASON]++] = (double)r->reasoning_tokens;
   }
 
   tp_stat_compute(&out->ttft_ms, v[V_TTFT], nv[V_TTFT]);
@@ -191,6 +201,7 @@ int tp_level_compute_ex(tp_level_result *out, const tp_record *recs, size_t n, c
   tp_stat_compute(&out->send_lag_ms, v[V_LAG], nv[V_LAG]);
   tp_stat_compute(&out->ttft_from_planned_ms, v[V_PTTFT], nv[V_PTTFT]);
   tp_stat_compute(&out->latency_from_planned_ms, v[V_PLAT], nv[V_PLAT]);
+  tp_stat_compute(&out->reasoning_tokens, v[V_REASON], nv[V_REASON]);
   free(block);
 
   if (o && o->window_end_ns > o->window_start_ns)

@@ -9,6 +9,10 @@ void tp_record_init(tp_record *r) {
   r->input_tokens = -1;
   r->output_tokens = -1;
   r->server_output_tokens = -1;
+  r->server_input_tokens = -1;
+  r->server_cached_tokens = -1;
+  r->reasoning_tokens = -1;
+  tp_buf_init(&r->reasoning);
   r->grpc_status = -1;
 }
 
@@ -16,6 +20,7 @@ void tp_record_fini(tp_record *r) {
   free(r->resp_ns);
   free(r->err_msg);
   tp_buf_fini(&r->text);
+  tp_buf_fini(&r->reasoning);
   memset(r, 0, sizeof(*r));
 }
 

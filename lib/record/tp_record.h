@@ -39,6 +39,10 @@ typedef struct tp_record {
   int64_t output_tokens;
   /* Output tokens the server reported itself, -1 = not reported. */
   int64_t server_output_tokens;
+  int64_t server_input_tokens;  /* OpenAI usage.prompt_tokens, -1 = none */
+  int64_t server_cached_tokens; /* usage.prompt_tokens_details.cached_tokens, -1 = none */
+  tp_buf reasoning;             /* reasoning_content, kept apart from the answer */
+  int64_t reasoning_tokens;     /* counted like output_tokens, -1 = not counted */
 
   tp_error_class err_class; /* TP_ERRCLASS_NONE = succeeded */
   int grpc_status;          /* gRPC status of the call, -1 = none */

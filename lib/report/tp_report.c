@@ -32,6 +32,9 @@ static const char *backend_name(tp_backend b) {
 static const char *service_kind_name(tp_service_kind k) {
   switch (k) {
     case TP_SERVICE_TRITON: return "triton";
+    case TP_SERVICE_OPENAI_COMPLETIONS: return "openai-completions";
+    case TP_SERVICE_OPENAI_CHAT: return "openai-chat";
+    case TP_SERVICE_TRITON_GENERATE: return "triton-generate";
   }
   return "unknown";
 }
@@ -225,6 +228,13 @@ static void print_level(FILE *out, const tp_report_input *in, const tp_level_res
     fmt_num(a, sizeof(a), lr->goodput_rps, 2);
     fprintf(out, "Goodput (requests/s): %s, %.2f%% of requests met every bound\n", a, 100 * lr->goodput_fraction);
   }
+  if (lr->usage_reported)
+    fprintf(out, "Server usage: %" PRIu64 " requests reported token counts; they differ from the client's in %"
+            PRIu64 " (output) and %" PRIu64 " (input); %" PRIu64 " prompt tokens served from its cache\n",
+            lr->usage_reported, lr->usage_output_mismatches, lr->usage_input_mismatches, lr->cached_tokens);
+  if (lr->reasoning_tokens.n)
+    fprintf(out, "Reasoning tokens (counted apart): avg %.1f, max %.0f\n", lr->reasoning_tokens.avg,
+            lr->reasoning_tokens.max);
   if (lr->accuracy_scored)
     fprintf(out, "Accuracy against %" PRIu64 " references: exact match %.2f%%, ROUGE-L F1 %.4f\n",
             lr->accuracy_scored, 100 * lr->exact_match_rate, lr->rouge_l_f1);
@@ -486,6 +496,34 @@ static json_t *config_json(const tp_config *cfg) {
   for (size_t i = 0; i < cfg->n_asserts && cfg->asserts; i++) json_array_append_new(as, json_string(cfg->asserts[i]));
   bad |= set(o, "asserts", as);
   bad |= set(o, "max_error_rate", cfg->max_error_rate >= 0 ? json_real(cfg->max_error_rate) : json_null());
+  bad |= set(o, "endpoint", str_or_null(cfg->endpoint));
+  /* Secrets never leave the process: the key is only said to be set, and
+   * header values that look like credentials are masked. */
+  bad |= set(o, "api_key", cfg->api_key ? json_string("***") : json_null());
+  json_t *hdrs = json_array();
+  for (size_t i = 0; i < cfg->n_headers && cfg->headers; i++) {
+    const char *h = cfg->headers[i];
+    const char *colon = strchr(h, ':');
+    size_t nl = colon ? (size_t)(colon - h) : strlen(h);
+    char lower[64];
+    size_t k;
+    for (k = 0; k < nl && k + 1 < sizeof(lower); k++) lower[k] = (char)(h[k] >= 'A' && h[k] <= 'Z' ? h[k] + 32 : h[k]);
+    lower[k] = 0;
+    bool secret = strstr(lower, "auth") || strstr(lower, "key") || strstr(lower, "token") || strstr(lower, "cookie") ||
+                  strstr(lower, "secret") || strstr(lower, "password");
+    char buf[512];
+    snprintf(buf, sizeof(buf), "%.*s: %s", (int)nl, h, secret ? "***" : (colon ? colon + 1 + strspn(colon + 1, " ") : ""));
+    json_array_append_new(hdrs, json_string(buf));
+  }
+  bad |= set(o, "headers", hdrs);
+  json_t *extra = json_array();
+  for (size_t i = 0; i < cfg->n_extra_inputs && cfg->extra_inputs; i++)
+    json_array_append_new(extra, json_string(cfg->extra_inputs[i]));
+  bad |= set(o, "extra_inputs", extra);
+  bad |= set(o, "ca_file", str_or_null(cfg->ca_file));
+  bad |= set(o, "cert_file", str_or_null(cfg->cert_file));
+  bad |= set(o, "key_file", str_or_null(cfg->key_file));
+  bad |= set(o, "insecure", json_boolean(cfg->insecure));
   bad |= set(o, "request_count", u64(cfg->request_count));
   bad |= set(o, "measurement_interval_ms", u64(cfg->measurement_interval_ms));
   bad |= set(o, "warmup_request_count", u64(cfg->warmup_request_count));
@@ -574,6 +612,11 @@ static json_t *level_json(const tp_level_result *lr) {
         "avg_compute_output_us", sm->avg_compute_output_us, "avg_overhead_us", sm->avg_overhead_us));
   }
   bad |= set(o, "server", srv);
+  bad |= set(o, "server_usage_reported", u64(lr->usage_reported));
+  bad |= set(o, "server_usage_output_mismatches", u64(lr->usage_output_mismatches));
+  bad |= set(o, "server_usage_input_mismatches", u64(lr->usage_input_mismatches));
+  bad |= set(o, "server_cached_tokens", u64(lr->cached_tokens));
+  bad |= set(o, "reasoning_tokens", stat_json(&lr->reasoning_tokens));
   bad |= set(o, "accuracy", lr->accuracy_scored ? json_pack("{s:I,s:f,s:f}", "scored", (json_int_t)lr->accuracy_scored,
                                                             "exact_match_rate", lr->exact_match_rate,
                                                             "rouge_l_f1", lr->rouge_l_f1)

@@ -27,6 +27,7 @@
 
 #include "api/tp_triton.h"
 #include "client/tp_client.h"
+#include "client/tp_client_http.h"
 #include "dataset/tp_dataset.h"
 #include "dataset/tp_synth.h"
 #include "metrics/tp_stats.h"
@@ -167,6 +168,8 @@ struct tp_run {
   tp_mock_stats mock_stats;
   char target[300];
   tp_client *client;
+  bool http; /* the client is an HTTP one: its events carry usage and reasoning */
+  char http_url[1100];
   tp_artifacts *artifacts;
   char artifact_dir[1024];
   char records_default[1100];
@@ -242,7 +245,8 @@ static int validate(const tp_config *c, char *err, size_t errlen) {
     tp_seterr(err, errlen, "--burstiness: must be above 0 (1 is Poisson)");
     return TP_EINVAL;
   }
-  if (!c->model || !*c->model) {
+  bool openai = c->service_kind == TP_SERVICE_OPENAI_CHAT || c->service_kind == TP_SERVICE_OPENAI_COMPLETIONS;
+  if (!c->model || (!*c->model && !openai)) {
     tp_seterr(err, errlen, "-m/--model: a model name is needed (e.g. -m ensemble)");
     return TP_EINVAL;
   }
@@ -660,9 +664,16 @@ static void req_on_event(void *req, const tp_client_event *ev, uint64_t arrival_
   if (x->final_seen) return; /* nothing after the final response counts */
   bool has_text = ev->text && ev->text_len > 0;
   tp_record_add_response(rec, arrival_ns, has_text);
+  const tp_client_http_event *hev = x->run->http ? tp_client_http_event_of(ev) : NULL;
+  /* Reasoning text is a generated token for timing, but kept apart. */
+  tp_buf *into = hev && hev->reasoning ? &rec->reasoning : &rec->text;
   if (has_text) {
-    if (x->cumulative) tp_buf_reset(&rec->text);
-    tp_buf_append(&rec->text, ev->text, ev->text_len);
+    if (x->cumulative) tp_buf_reset(into);
+    tp_buf_append(into, ev->text, ev->text_len);
+  }
+  if (hev) {
+    if (hev->prompt_tokens >= 0) rec->server_input_tokens = hev->prompt_tokens;
+    if (hev->cached_tokens >= 0) rec->server_cached_tokens = hev->cached_tokens;
   }
   if (ev->server_output_tokens >= 0)
     rec->server_output_tokens =
@@ -708,6 +719,11 @@ static void count_work(uv_work_t *w) {
     size_t n = 0;
     if (tp_tok_count(j->tok, j->sent_text, j->sent_len, &n) == 0) rec->input_tokens = (int64_t)n;
   }
+  if (j->tok && rec->reasoning.len) {
+    size_t n = 0;
+    rec->reasoning_tokens =
+        tp_tok_count(j->tok, (const char *)rec->reasoning.data, rec->reasoning.len, &n) == 0 ? (int64_t)n : -1;
+  }
   if (j->tok) {
     size_t n = 0;
     rec->output_tokens =
@@ -737,6 +753,7 @@ static void count_after(uv_work_t *w, int status) {
   if (status == 0 && j->tok) {
     r->lv.recs[j->seq].output_tokens = j->snap.output_tokens;
     r->lv.recs[j->seq].input_tokens = j->snap.input_tokens;
+    r->lv.recs[j->seq].reasoning_tokens = j->snap.reasoning_tokens;
   }
   free(j->sent_text);
   r->lv.pending_counts--;
@@ -1466,7 +1483,35 @@ int tp_run_exec(tp_run *r, char *err, size_t errlen) {
   co.connections = r->cfg.connections ? r->cfg.connections : (max_conc + 127) / 128;
   co.max_response_bytes = MAX_RESPONSE_BYTES;
   static const tp_client_cbs cbs = {req_on_event, req_on_done};
-  rv = tp_client_triton_new(&r->client, &r->loop, &co, &cbs, err, errlen);
+  if (r->cfg.service_kind == TP_SERVICE_TRITON) {
+    rv = tp_client_triton_new(&r->client, &r->loop, &co, &cbs, err, errlen);
+  } else {
+    tp_client_http_opts ho;
+    tp_client_http_opts_default(&ho);
+    ho.api = r->cfg.service_kind == TP_SERVICE_OPENAI_CHAT          ? TP_HTTP_API_OPENAI_CHAT
+             : r->cfg.service_kind == TP_SERVICE_OPENAI_COMPLETIONS ? TP_HTTP_API_OPENAI_COMPLETIONS
+                                                                    : TP_HTTP_API_TRITON_GENERATE;
+    /* HTTP keeps the scheme (https) and any path prefix of --url. */
+    if (r->cfg.mock || !strstr(url, "://"))
+      snprintf(r->http_url, sizeof(r->http_url), "http://%s", r->target);
+    else
+      snprintf(r->http_url, sizeof(r->http_url), "%s", url);
+    ho.url = r->http_url;
+    ho.endpoint = r->cfg.endpoint;
+    ho.api_key = r->cfg.api_key;
+    ho.headers = r->cfg.headers;
+    ho.n_headers = r->cfg.n_headers;
+    ho.extra_inputs = r->cfg.extra_inputs;
+    ho.n_extra_inputs = r->cfg.n_extra_inputs;
+    ho.ca_file = r->cfg.ca_file;
+    ho.cert_file = r->cfg.cert_file;
+    ho.key_file = r->cfg.key_file;
+    ho.insecure = r->cfg.insecure;
+    ho.http1_only = r->cfg.http1_only;
+    ho.include_usage = !r->cfg.no_usage;
+    rv = tp_client_http_new(&r->client, &r->loop, &co, &ho, &cbs, err, errlen);
+    r->http = rv == 0;
+  }
   if (rv) return rv;
 
   if (!r->cfg.skip_preflight) {

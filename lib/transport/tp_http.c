@@ -31,7 +31,7 @@ struct tp_http_req {
   bool added;     /* in the multi handle */
   bool responded; /* on_response was called */
   bool finished;
-  bool abort;     /* stop it at the next chance (tp_http_fail) */
+  bool abort; /* stop it at the next chance (tp_http_fail) */
   bool local_failed;
   tp_error_class local_class;
   char local_msg[256];
@@ -41,9 +41,9 @@ struct tp_http_req {
 struct tp_http {
   uv_loop_t *loop;
   CURLM *multi;
-  uv_timer_t timer; /* libcurl's timeout */
-  uv_timer_t defer; /* work asked for outside libcurl's calls */
-  int in_curl;      /* inside curl_multi_socket_action */
+  uv_timer_t timer;   /* libcurl's timeout */
+  uv_timer_t defer;   /* work asked for outside libcurl's calls */
+  int in_curl;        /* inside curl_multi_socket_action */
   uint64_t action_ns; /* when the current socket event was seen */
   tp_http_req *reqs;
   size_t n_reqs;
@@ -65,7 +65,9 @@ struct tp_http {
 
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
 static CURLcode curl_init_rv;
-static void curl_init(void) { curl_init_rv = curl_global_init(CURL_GLOBAL_DEFAULT); }
+static void curl_init(void) {
+  curl_init_rv = curl_global_init(CURL_GLOBAL_DEFAULT);
+}
 
 static void socket_action(tp_http *h, curl_socket_t fd, int flags);
 
@@ -99,7 +101,10 @@ static void on_sock_closed(uv_handle_t *hd) {
 
 static void sock_close(sock_ctx *sc) {
   tp_http *h = sc->h;
-  if (sc->prev) sc->prev->next = sc->next; else h->socks = sc->next;
+  if (sc->prev)
+    sc->prev->next = sc->next;
+  else
+    h->socks = sc->next;
   if (sc->next) sc->next->prev = sc->prev;
   /* uv_close stops the watcher at once, so the descriptor number is free for
    * a new socket even before the close callback runs. */
@@ -151,7 +156,9 @@ static int sock_cb(CURL *e, curl_socket_t s, int what, void *userp, void *socket
   return 0;
 }
 
-static void on_timeout(uv_timer_t *t) { socket_action(t->data, CURL_SOCKET_TIMEOUT, 0); }
+static void on_timeout(uv_timer_t *t) {
+  socket_action(t->data, CURL_SOCKET_TIMEOUT, 0);
+}
 
 static int timer_cb(CURLM *m, long timeout_ms, void *userp) {
   tp_http *h = userp;
@@ -169,7 +176,10 @@ static int timer_cb(CURLM *m, long timeout_ms, void *userp) {
 
 static void req_unlink(tp_http_req *r) {
   tp_http *h = r->h;
-  if (r->prev) r->prev->next = r->next; else h->reqs = r->next;
+  if (r->prev)
+    r->prev->next = r->next;
+  else
+    h->reqs = r->next;
   if (r->next) r->next->prev = r->prev;
   r->prev = r->next = NULL;
   h->n_reqs--;
@@ -231,12 +241,8 @@ static tp_error_class classify(const tp_http *h, const tp_http_req *r, CURLcode 
       snprintf(msg, msglen, "HTTP/2 stream to %s reset: %s", auth, why);
       return TP_ERRCLASS_STREAM_RESET;
     case CURLE_ABORTED_BY_CALLBACK:
-    case CURLE_WRITE_ERROR:
-      snprintf(msg, msglen, "cancelled");
-      return TP_ERRCLASS_CANCELLED;
-    default:
-      snprintf(msg, msglen, "bad HTTP exchange with %s: %s", auth, why);
-      return TP_ERRCLASS_PROTOCOL;
+    case CURLE_WRITE_ERROR: snprintf(msg, msglen, "cancelled"); return TP_ERRCLASS_CANCELLED;
+    default: snprintf(msg, msglen, "bad HTTP exchange with %s: %s", auth, why); return TP_ERRCLASS_PROTOCOL;
   }
 }
 
@@ -248,7 +254,7 @@ static void finish(tp_http_req *r, CURLcode code, uint64_t end_ns) {
   if (!r->added) h->n_pending_add--;
   tp_http_result res;
   memset(&res, 0, sizeof(res));
-  char msg[512];
+  char msg[1024];
   msg[0] = 0;
   long status = 0, version = 0, conns = 0;
   curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &status);
@@ -265,7 +271,9 @@ static void finish(tp_http_req *r, CURLcode code, uint64_t end_ns) {
   }
   res.message = msg;
   res.sent_ns = r->sent_ns;
-  res.end_ns = end_ns;
+  /* end_ns is when the last socket event began; the send may have happened
+   * later inside that same libcurl call (a failure right after it). */
+  res.end_ns = end_ns > r->sent_ns ? end_ns : r->sent_ns;
   if (r->added) curl_multi_remove_handle(h->multi, r->easy);
   curl_easy_cleanup(r->easy);
   r->easy = NULL;
@@ -312,7 +320,9 @@ static void run_deferred(tp_http *h) {
   }
 }
 
-static void on_defer(uv_timer_t *t) { run_deferred(t->data); }
+static void on_defer(uv_timer_t *t) {
+  run_deferred(t->data);
+}
 
 static void schedule_deferred(tp_http *h) {
   if (!h->in_curl && !h->closing) uv_timer_start(&h->defer, on_defer, 0, 0);
@@ -464,12 +474,13 @@ int tp_http_new(tp_http **out, uv_loop_t *loop, const tp_http_opts *o, char *err
     return TP_ENOMEM;
   }
   const char *url = o->base_url ? o->base_url : "";
-  bool tls = strncasecmp(url, "https://", 8) == 0;
-  if (!tls && strncasecmp(url, "http://", 7) != 0) {
+  const char *sep = strstr(url, "://");
+  bool tls = sep && sep - url == 5 && strncasecmp(url, "https", 5) == 0;
+  if (!sep || !(tls || (sep - url == 4 && strncasecmp(url, "http", 4) == 0))) {
     tp_seterr(err, errlen, "cannot use URL '%s': expected http://HOST:PORT or https://HOST:PORT", url);
     return TP_EINVAL;
   }
-  const char *hp = url + (tls ? 8 : 7);
+  const char *hp = sep + 3;
   size_t alen = strcspn(hp, "/?#");
   if (alen == 0 || alen >= 256 || has_ctl(url)) {
     tp_seterr(err, errlen, "cannot use URL '%s': no host (expected http://HOST:PORT)", url);
@@ -533,7 +544,8 @@ int tp_http_new(tp_http **out, uv_loop_t *loop, const tp_http_opts *o, char *err
   curl_multi_setopt(h->multi, CURLMOPT_PIPELINING, (long)CURLPIPE_MULTIPLEX);
   /* One connection per request in flight over HTTP/1.1: no cap unless asked. */
   curl_multi_setopt(h->multi, CURLMOPT_MAX_HOST_CONNECTIONS, (long)o->max_host_connections);
-  if (o->max_idle_connections) curl_multi_setopt(h->multi, CURLMOPT_MAXCONNECTS, (long)o->max_idle_connections);
+  if (o->max_idle_connections)
+    curl_multi_setopt(h->multi, CURLMOPT_MAXCONNECTS, (long)o->max_idle_connections);
   uv_timer_init(loop, &h->timer);
   h->timer.data = h;
   uv_timer_init(loop, &h->defer);
@@ -556,8 +568,9 @@ int tp_http_request(tp_http *h, const tp_http_req_opts *ro, const tp_http_req_cb
   tp_buf_init(&url);
   bool full = strncasecmp(ro->path, "http://", 7) == 0 || strncasecmp(ro->path, "https://", 8) == 0;
   int rv = r->easy ? 0 : TP_ENOMEM;
-  if (!rv) rv = full ? tp_buf_append_str(&url, ro->path) : tp_buf_printf(&url, "%s%s%s", h->base_url,
-                                                                         ro->path[0] == '/' ? "" : "/", ro->path);
+  if (!rv)
+    rv = full ? tp_buf_append_str(&url, ro->path)
+              : tp_buf_printf(&url, "%s%s%s", h->base_url, ro->path[0] == '/' ? "" : "/", ro->path);
   if (rv) {
     if (r->easy) curl_easy_cleanup(r->easy);
     tp_buf_fini(&url);
@@ -639,11 +652,27 @@ void tp_http_fail(tp_http_req *r, tp_error_class cls, const char *message) {
   schedule_deferred(r->h);
 }
 
-void tp_http_cancel(tp_http_req *r) { tp_http_fail(r, TP_ERRCLASS_CANCELLED, "cancelled"); }
+void tp_http_cancel(tp_http_req *r) {
+  tp_http_fail(r, TP_ERRCLASS_CANCELLED, "cancelled");
+}
 
-const char *tp_http_authority(const tp_http *h) { return h->authority; }
-uint32_t tp_http_connections_opened(const tp_http *h) { return h->conns_opened; }
-size_t tp_http_active(const tp_http *h) { return h->n_reqs; }
+void tp_http_cancel_all(tp_http *h) {
+  for (tp_http_req *r = h->reqs; r; r = r->next) tp_http_cancel(r);
+}
+
+tp_error_class tp_http_local_class(const tp_http_req *r) {
+  return r->local_failed ? r->local_class : TP_ERRCLASS_NONE;
+}
+
+const char *tp_http_authority(const tp_http *h) {
+  return h->authority;
+}
+uint32_t tp_http_connections_opened(const tp_http *h) {
+  return h->conns_opened;
+}
+size_t tp_http_active(const tp_http *h) {
+  return h->n_reqs;
+}
 
 void tp_http_close(tp_http *h) {
   /* First, so that on_done callbacks cannot start new requests. */

@@ -13,10 +13,13 @@
  *
  * Timestamps: when a socket becomes readable the poll callback takes
  * tp_now_ns() before calling curl_multi_socket_action, and every body byte
- * libcurl delivers during that call carries that time.  Bytes libcurl had
- * already read and kept (TLS records decrypted ahead, a body larger than
- * its buffer) are delivered on a timer call and carry that call's time,
- * which is later than their true arrival by at most one loop iteration.
+ * libcurl delivers during that call carries that time.  Two limits: libcurl
+ * (7.88) goes on reading inside one call while a zero-timeout poll says the
+ * socket is readable, so bytes that land during the call (the first body
+ * chunk right behind the headers) carry its start time, early by at most
+ * the call's duration (under 1 ms on loopback); bytes libcurl had already
+ * read and kept (TLS records decrypted ahead) are delivered on a timer call
+ * and carry that call's time, late by at most one loop iteration.
  *
  * Secrets: the API key is written only into the Authorization request
  * header.  It never appears in messages, and libcurl's error buffer holds
@@ -35,10 +38,10 @@
  * proposed TP_ERRCLASS_TLS and TP_ERRCLASS_HTTP_STATUS exist (then define
  * them as those). */
 #ifndef TP_HTTP_ERRCLASS_TLS
-#define TP_HTTP_ERRCLASS_TLS TP_ERRCLASS_CONNECT
+#define TP_HTTP_ERRCLASS_TLS TP_ERRCLASS_TLS
 #endif
 #ifndef TP_HTTP_ERRCLASS_HTTP_STATUS
-#define TP_HTTP_ERRCLASS_HTTP_STATUS TP_ERRCLASS_SERVER
+#define TP_HTTP_ERRCLASS_HTTP_STATUS TP_ERRCLASS_HTTP_STATUS
 #endif
 
 typedef struct tp_http tp_http;
@@ -56,11 +59,11 @@ typedef struct tp_http_opts {
   /* Sent as "Authorization: Bearer KEY" and nowhere else; NULL or "" =
    * none.  Copied. */
   const char *api_key;
-  const char *ca_file;   /* PEM bundle to verify the server with; NULL = system CAs */
-  const char *cert_file; /* client certificate (PEM), NULL = none */
-  const char *key_file;  /* its private key (PEM), NULL = in cert_file */
-  bool insecure;         /* skip certificate and host name verification */
-  bool http1_only;       /* do not offer HTTP/2 through ALPN */
+  const char *ca_file;           /* PEM bundle to verify the server with; NULL = system CAs */
+  const char *cert_file;         /* client certificate (PEM), NULL = none */
+  const char *key_file;          /* its private key (PEM), NULL = in cert_file */
+  bool insecure;                 /* skip certificate and host name verification */
+  bool http1_only;               /* do not offer HTTP/2 through ALPN */
   uint32_t max_host_connections; /* 0 = no limit */
   uint32_t max_idle_connections; /* connection cache size, 0 = libcurl's (4 x transfers) */
   uint64_t connect_timeout_ns;   /* 0 = libcurl's default (300 s) */
@@ -100,12 +103,12 @@ typedef struct tp_http_req_cbs {
 } tp_http_req_cbs;
 
 typedef struct tp_http_req_opts {
-  bool post;             /* POST body (Content-Type: application/json), else GET */
-  const char *path;      /* appended to base_url; a full http(s):// URL is used as it is */
-  const uint8_t *body;   /* copied */
+  bool post;           /* POST body (Content-Type: application/json), else GET */
+  const char *path;    /* appended to base_url; a full http(s):// URL is used as it is */
+  const uint8_t *body; /* copied */
   size_t body_len;
-  bool accept_sse;       /* Accept: text/event-stream (else application/json) */
-  uint64_t timeout_ns;   /* whole request, 0 = none */
+  bool accept_sse;     /* Accept: text/event-stream (else application/json) */
+  uint64_t timeout_ns; /* whole request, 0 = none */
 } tp_http_req_opts;
 
 /* Creates the HTTP client.  Returns 0, or TP_EINVAL with a message (a bad
@@ -125,6 +128,11 @@ int tp_http_request(tp_http *h, const tp_http_req_opts *ro, const tp_http_req_cb
 void tp_http_fail(tp_http_req *r, tp_error_class cls, const char *message);
 /* tp_http_fail with TP_ERRCLASS_CANCELLED. */
 void tp_http_cancel(tp_http_req *r);
+/* tp_http_cancel on every request started and not yet ended. */
+void tp_http_cancel_all(tp_http *h);
+/* The class given to tp_http_fail / tp_http_cancel, TP_ERRCLASS_NONE when
+ * the request was not failed locally.  Valid until on_done returns. */
+tp_error_class tp_http_local_class(const tp_http_req *r);
 
 /* "host:port" of the base URL, for messages. */
 const char *tp_http_authority(const tp_http *h);

@@ -98,7 +98,10 @@ typedef enum tp_load_mode {
 } tp_load_mode;
 
 typedef enum tp_service_kind {
-  TP_SERVICE_TRITON = 0 /* KServe v2 over gRPC */
+  TP_SERVICE_TRITON = 0,             /* KServe v2 over gRPC */
+  TP_SERVICE_OPENAI_COMPLETIONS = 1, /* OpenAI-compatible /v1/completions over HTTP (SSE) */
+  TP_SERVICE_OPENAI_CHAT = 2,        /* OpenAI-compatible /v1/chat/completions */
+  TP_SERVICE_TRITON_GENERATE = 3     /* Triton's HTTP generate / generate_stream */
 } tp_service_kind;
 
 /* Classes a failed request is counted under (the report shows a count per
@@ -111,7 +114,9 @@ typedef enum tp_service_kind {
   X(TP_ERRCLASS_TIMEOUT, "timeout")  \
   X(TP_ERRCLASS_PROTOCOL, "protocol") \
   X(TP_ERRCLASS_SERVER, "server_error") \
-  X(TP_ERRCLASS_CANCELLED, "cancelled")
+  X(TP_ERRCLASS_CANCELLED, "cancelled") \
+  X(TP_ERRCLASS_TLS, "tls")          \
+  X(TP_ERRCLASS_HTTP_STATUS, "http_status")
 
 #define TP_ERRCLASS_ENUM(name, str) name,
 typedef enum tp_error_class { TP_ERROR_CLASSES(TP_ERRCLASS_ENUM) TP_ERRCLASS_COUNT } tp_error_class;
@@ -198,6 +203,25 @@ typedef struct tp_config {
   uint32_t num_prompts;           /* synthetic prompt count */
 
   uint32_t connections;       /* HTTP/2 connections (0 = automatic) */
+
+  /* HTTP services (OpenAI-compatible, Triton generate).  url may then be a
+   * full http(s)://host:port[/prefix]. */
+  const char *endpoint;  /* request path or URL instead of the API's own */
+  /* The API key, sent as "Authorization: Bearer KEY" and never printed,
+   * logged or exported.  The CLI reads it from OPENAI_API_KEY or
+   * --api-key-file, never from the command line. */
+  const char *api_key;
+  /* Extra request headers "Name: value" on every protocol (gRPC metadata
+   * too), and extra body fields "name:value" or JSON objects (HTTP). */
+  const char *const *headers;
+  size_t n_headers;
+  const char *const *extra_inputs;
+  size_t n_extra_inputs;
+  /* TLS (https://, grpcs://): verification is on unless insecure. */
+  const char *ca_file, *cert_file, *key_file;
+  bool insecure;
+  bool http1_only;     /* do not offer HTTP/2 on HTTP services */
+  bool no_usage;       /* do not ask OpenAI servers for usage in the stream */
   uint64_t request_timeout_ms; /* 0 = none; sent as grpc-timeout */
   /* Memory bounds under an endless or huge answer: a request whose text
    * passes max_response_bytes (default 64 MiB) or whose text responses pass
@@ -316,6 +340,15 @@ typedef struct tp_level_result {
    * the run.  n_server_models == 0 when not read. */
   const tp_server_model_stats *server_models;
   size_t n_server_models;
+
+  /* The server's own token counts (OpenAI usage), where it reports them:
+   * requests where they disagree with the client's count, and the prompt
+   * tokens it says it served from its cache. */
+  uint64_t usage_reported;
+  uint64_t usage_output_mismatches, usage_input_mismatches;
+  uint64_t cached_tokens;
+  /* Reasoning text (OpenAI reasoning_content), counted apart. */
+  tp_stat reasoning_tokens;
 
   /* Accuracy against the prompts' references (their "output" field). */
   uint64_t accuracy_scored;

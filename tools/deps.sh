@@ -5,9 +5,11 @@ set -euo pipefail
 pkgs=(
   gcc g++ meson ninja-build pkg-config
   libuv1-dev libnghttp2-dev libprotobuf-c-dev protobuf-c-compiler
-  libjansson-dev libsentencepiece-dev sentencepiece
-  python3 python3-grpcio python3-grpc-tools
+  libjansson-dev libsentencepiece-dev sentencepiece libssl-dev openssl
+  libcurl4-openssl-dev libpcre2-dev libutf8proc-dev
+  python3 python3-grpcio python3-grpc-tools python3-aiohttp
   nghttp2-client nghttp2-server
+  nodejs npm chromium
 )
 missing=()
 for p in "${pkgs[@]}"; do

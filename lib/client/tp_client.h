@@ -90,6 +90,14 @@ typedef struct tp_client_opts {
   bool streaming;
   uint32_t connections;
   uint32_t max_response_bytes;
+  /* Extra headers "Name: value" (gRPC metadata for Triton). */
+  const char *const *headers;
+  size_t n_headers;
+  /* TLS (grpcs://), with host the name or address to verify. */
+  bool tls;
+  const char *host;
+  const char *ca_file, *cert_file, *key_file;
+  bool insecure;
 } tp_client_opts;
 
 /* Triton over KServe v2 gRPC (streaming ModelStreamInfer or unary

@@ -20,6 +20,8 @@ typedef struct triton_client {
   tp_triton_opts topts;
   tp_h2c_pool *pool;
   tp_buf reqbuf;
+  char **hdr; /* name, value pairs (names lower-cased, as HTTP/2 needs) */
+  size_t n_hdr;
 } triton_client;
 
 /* Per call: the run's request and whether its final response came. */
@@ -218,11 +220,46 @@ static void triton_cancel(tp_client *c, void *handle) {
 
 static void triton_cancel_all(tp_client *c) { tp_h2c_cancel_all(((triton_client *)c)->pool); }
 
+static void free_headers(triton_client *tc) {
+  for (size_t i = 0; i < 2 * tc->n_hdr; i++) free(tc->hdr[i]);
+  free(tc->hdr);
+}
+
 static void triton_close(tp_client *c) {
   triton_client *tc = (triton_client *)c;
   if (tc->pool) tp_h2c_pool_close(tc->pool);
   tp_buf_fini(&tc->reqbuf);
+  free_headers(tc);
   free(tc);
+}
+
+/* "Name: value" lines into the lower-case name / trimmed value pairs that
+ * HTTP/2 (and so gRPC metadata) needs. */
+static int split_headers(triton_client *tc, const char *const *h, size_t n, char *err, size_t errlen) {
+  tc->hdr = calloc(2 * n + 1, sizeof(char *));
+  if (!tc->hdr) return TP_ENOMEM;
+  for (size_t i = 0; i < n; i++) {
+    const char *colon = strchr(h[i], ':');
+    if (!colon || colon == h[i]) {
+      tp_seterr(err, errlen, "-H '%s': expected 'Name: value'", h[i]);
+      return TP_EINVAL;
+    }
+    char *name = tp_strndup(h[i], (size_t)(colon - h[i]));
+    const char *v = colon + 1;
+    while (*v == ' ' || *v == '\t') v++;
+    char *value = tp_strndup(v, strlen(v));
+    if (!name || !value) {
+      free(name);
+      free(value);
+      return TP_ENOMEM;
+    }
+    for (char *q = name; *q; q++)
+      if (*q >= 'A' && *q <= 'Z') *q = (char)(*q + 32);
+    tc->hdr[2 * i] = name;
+    tc->hdr[2 * i + 1] = value;
+    tc->n_hdr = i + 1;
+  }
+  return 0;
 }
 
 static const tp_client_ops triton_ops = {"triton-grpc", triton_preflight, triton_send, triton_close,
@@ -259,8 +296,23 @@ int tp_client_triton_new(tp_client **out, uv_loop_t *loop, const tp_client_opts 
   ho.authority = tc->target;
   ho.connections = o->connections ? o->connections : 1;
   ho.max_msg_bytes = o->max_response_bytes ? o->max_response_bytes : (64u << 20);
-  rv = tp_h2c_pool_new(&tc->pool, loop, &ho);
+  rv = split_headers(tc, o->headers, o->n_headers, err, errlen);
   if (rv) {
+    free_headers(tc);
+    free(tc);
+    return rv;
+  }
+  ho.headers = (const char *const *)tc->hdr;
+  ho.n_headers = tc->n_hdr;
+  ho.tls = o->tls;
+  ho.host = o->host;
+  ho.ca_file = o->ca_file;
+  ho.cert_file = o->cert_file;
+  ho.key_file = o->key_file;
+  ho.insecure = o->insecure;
+  rv = tp_h2c_pool_new(&tc->pool, loop, &ho, err, errlen);
+  if (rv) {
+    free_headers(tc);
     free(tc);
     return rv;
   }

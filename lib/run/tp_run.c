@@ -1482,6 +1482,19 @@ int tp_run_exec(tp_run *r, char *err, size_t errlen) {
    * connection, and extra connections are cheap. */
   co.connections = r->cfg.connections ? r->cfg.connections : (max_conc + 127) / 128;
   co.max_response_bytes = MAX_RESPONSE_BYTES;
+  co.headers = r->cfg.headers;
+  co.n_headers = r->cfg.n_headers;
+  co.tls = !r->cfg.mock && (strncmp(url, "grpcs://", 8) == 0 || strncmp(url, "https://", 8) == 0);
+  /* The host part of the target, for certificate checks and SNI. */
+  char host[sizeof(r->target)];
+  snprintf(host, sizeof(host), "%s", r->target);
+  char *colon = host[0] == '[' ? strchr(host, ']') : strrchr(host, ':');
+  if (colon) *colon = 0;
+  co.host = host[0] == '[' ? host + 1 : host;
+  co.ca_file = r->cfg.ca_file;
+  co.cert_file = r->cfg.cert_file;
+  co.key_file = r->cfg.key_file;
+  co.insecure = r->cfg.insecure;
   static const tp_client_cbs cbs = {req_on_event, req_on_done};
   if (r->cfg.service_kind == TP_SERVICE_TRITON) {
     rv = tp_client_triton_new(&r->client, &r->loop, &co, &cbs, err, errlen);

@@ -1,5 +1,6 @@
 #include "tp_h2c.h"
 
+#include <arpa/inet.h>
 #include <netdb.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -7,6 +8,9 @@
 #include <string.h>
 
 #include <nghttp2/nghttp2.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
 
 #include "config.h"
 #include "transport/tp_grpc.h"
@@ -69,6 +73,13 @@ struct conn {
   bool writing;
   bool handle_open;
   tp_buf wbuf;
+  /* TLS: the session writes and reads through memory BIOs; libuv moves
+   * the ciphertext.  cbuf holds ciphertext while a write is in flight. */
+  SSL *ssl;
+  BIO *rbio, *wbio;
+  bool hs_done;
+  tp_buf cbuf;
+  tp_error_class fail_class; /* class for calls failed with the connection */
   conn *next;
   uint8_t rbuf[READ_BUF_BYTES];
 };
@@ -93,6 +104,7 @@ struct tp_h2c_pool {
   uint32_t max_streams_seen;
   uint32_t conns_opened;
   char user_agent[48];
+  SSL_CTX *ssl_ctx; /* NULL = plain h2c */
 };
 
 static void conn_flush(conn *c);
@@ -186,7 +198,7 @@ static void call_finish(tp_call *c, uint32_t h2_error, bool conn_lost) {
     }
   } else if (conn_lost) {
     res.grpc_status = TP_GRPC_UNAVAILABLE;
-    res.err_class = TP_ERRCLASS_CONNECT;
+    res.err_class = c->local_class != TP_ERRCLASS_NONE ? c->local_class : TP_ERRCLASS_CONNECT;
     res.message = c->local_msg[0] ? c->local_msg : "connection lost";
   } else if (h2_error != NGHTTP2_NO_ERROR) {
     res.grpc_status = tp_grpc_status_from_rst(h2_error);
@@ -330,8 +342,13 @@ static void on_handle_closed(uv_handle_t *h) {
   conn *c = h->data;
   tp_h2c_pool *p = c->pool;
   tp_buf_fini(&c->wbuf);
+  tp_buf_fini(&c->cbuf);
   free(c);
-  if (--p->open_handles == 0 && p->closing) free(p->authority), free(p);
+  if (--p->open_handles == 0 && p->closing) {
+    if (p->ssl_ctx) SSL_CTX_free(p->ssl_ctx);
+    free(p->authority);
+    free(p);
+  }
 }
 
 static void conn_unlink(conn *c) {
@@ -359,11 +376,16 @@ static void conn_fail(conn *c, const char *why) {
     if (call->conn != c) continue;
     active_remove(p, call);
     snprintf(call->local_msg, sizeof(call->local_msg), "connection to %s lost: %s", p->authority, why);
+    call->local_class = c->fail_class;
     call_finish(call, 0, true);
   }
   if (c->session) {
     nghttp2_session_del(c->session);
     c->session = NULL;
+  }
+  if (c->ssl) {
+    SSL_free(c->ssl); /* frees both BIOs */
+    c->ssl = NULL;
   }
   /* A server that cannot be reached fails the queued calls too, instead of
    * each being retried against it forever, and the next attempt waits. */
@@ -376,9 +398,9 @@ static void conn_fail(conn *c, const char *why) {
       while (p->pending_head) {
         tp_call *call = p->pending_head;
         pending_remove(p, call);
-        call_set_local(call, TP_GRPC_UNAVAILABLE, TP_ERRCLASS_CONNECT, "%s", "");
-        snprintf(call->local_msg, sizeof(call->local_msg), "cannot connect to %s: %s", p->authority,
-                 why);
+        call_set_local(call, TP_GRPC_UNAVAILABLE, c->fail_class ? c->fail_class : TP_ERRCLASS_CONNECT, "%s", "");
+        snprintf(call->local_msg, sizeof(call->local_msg), "%s%s: %s",
+                 c->fail_class == TP_ERRCLASS_TLS ? "TLS with " : "cannot connect to ", p->authority, why);
         call_finish(call, 0, false);
       }
     }
@@ -411,34 +433,58 @@ static void on_write(uv_write_t *req, int status) {
   conn_flush(c);
 }
 
+/* Moves what the TLS session has written into cbuf (ciphertext). */
+static int tls_drain(conn *c) {
+  char tmp[16384];
+  int n;
+  while ((n = BIO_read(c->wbio, tmp, sizeof(tmp))) > 0)
+    if (tp_buf_append(&c->cbuf, tmp, (size_t)n)) return TP_ENOMEM;
+  return 0;
+}
+
 static void conn_flush(conn *c) {
   if (c->state == C_CLOSED || c->writing || !c->session) return;
   tp_buf_reset(&c->wbuf);
   c->busy++;
   /* Callbacks run inside mem_send may submit more frames (a closed stream's
-   * owner starting the next request): keep going until nothing is left. */
-  c->want_flush = true;
+   * owner starting the next request): keep going until nothing is left.
+   * Over TLS nothing of HTTP/2 leaves before the handshake is done. */
+  c->want_flush = !c->ssl || c->hs_done;
   while (c->want_flush) {
     c->want_flush = false;
     for (;;) {
-    const uint8_t *data;
-    ssize_t n = nghttp2_session_mem_send(c->session, &data);
-    if (n < 0) {
-      c->busy--;
-      conn_fail(c, nghttp2_strerror((int)n));
-      return;
-    }
-    if (n == 0) break;
-    if (tp_buf_append(&c->wbuf, data, (size_t)n)) {
-      c->busy--;
-      conn_fail(c, "out of memory");
-      return;
-    }
+      const uint8_t *data;
+      ssize_t n = nghttp2_session_mem_send(c->session, &data);
+      if (n < 0) {
+        c->busy--;
+        conn_fail(c, nghttp2_strerror((int)n));
+        return;
+      }
+      if (n == 0) break;
+      if (tp_buf_append(&c->wbuf, data, (size_t)n)) {
+        c->busy--;
+        conn_fail(c, "out of memory");
+        return;
+      }
     }
   }
   c->busy--;
-  if (c->wbuf.len) {
-    uv_buf_t b = uv_buf_init((char *)c->wbuf.data, (unsigned)c->wbuf.len);
+  tp_buf *out = &c->wbuf;
+  if (c->ssl) {
+    /* Memory BIOs never block: SSL_write takes everything at once. */
+    if (c->wbuf.len && SSL_write(c->ssl, c->wbuf.data, (int)c->wbuf.len) <= 0) {
+      conn_fail(c, "TLS write failed");
+      return;
+    }
+    tp_buf_reset(&c->cbuf);
+    if (tls_drain(c)) {
+      conn_fail(c, "out of memory");
+      return;
+    }
+    out = &c->cbuf;
+  }
+  if (out->len) {
+    uv_buf_t b = uv_buf_init((char *)out->data, (unsigned)out->len);
     c->write_req.data = c;
     int rv = uv_write(&c->write_req, (uv_stream_t *)&c->tcp, &b, 1, on_write);
     if (rv < 0) {
@@ -456,25 +502,90 @@ static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
   *buf = uv_buf_init((char *)c->rbuf, sizeof(c->rbuf));
 }
 
+/* Feeds plaintext to the HTTP/2 session; returns false when the connection
+ * was failed. */
+static bool feed_h2(conn *c, const uint8_t *data, size_t len) {
+  c->busy++;
+  ssize_t rv = nghttp2_session_mem_recv(c->session, data, len);
+  c->busy--;
+  if (c->state == C_CLOSED) return false;
+  if (rv < 0) {
+    conn_fail(c, nghttp2_strerror((int)rv));
+    return false;
+  }
+  return true;
+}
+
+/* Says why a handshake failed, in words a user can act on. */
+static void tls_fail(conn *c) {
+  char why[300];
+  long vr = SSL_get_verify_result(c->ssl);
+  if (vr != X509_V_OK)
+    snprintf(why, sizeof(why), "certificate verification failed: %s (use --ca-file FILE, or --insecure)",
+             X509_verify_cert_error_string(vr));
+  else {
+    unsigned long e = ERR_get_error();
+    snprintf(why, sizeof(why), "handshake failed: %s", e ? ERR_reason_error_string(e) : "connection closed");
+  }
+  ERR_clear_error();
+  c->fail_class = TP_ERRCLASS_TLS;
+  conn_fail(c, why);
+}
+
 static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
   conn *c = s->data;
   /* The arrival time of everything in this read, taken before parsing. */
   c->read_ns = tp_now_ns();
   if (nread == 0) return;
   if (nread < 0) {
+    if (c->ssl && !c->hs_done) {
+      tls_fail(c);
+      return;
+    }
     conn_fail(c, nread == UV_EOF ? "closed by the server" : uv_strerror((int)nread));
     return;
   }
-  c->busy++;
-  ssize_t rv = nghttp2_session_mem_recv(c->session, (const uint8_t *)buf->base, (size_t)nread);
-  c->busy--;
-  if (c->state == C_CLOSED) return;
-  if (rv < 0) {
-    conn_fail(c, nghttp2_strerror((int)rv));
-    return;
+  if (!c->ssl) {
+    if (!feed_h2(c, (const uint8_t *)buf->base, (size_t)nread)) return;
+  } else {
+    BIO_write(c->rbio, buf->base, (int)nread);
+    if (!c->hs_done) {
+      int r = SSL_do_handshake(c->ssl);
+      if (r != 1) {
+        int e = SSL_get_error(c->ssl, r);
+        if (e != SSL_ERROR_WANT_READ && e != SSL_ERROR_WANT_WRITE) {
+          tls_fail(c);
+          return;
+        }
+      } else {
+        const unsigned char *alpn = NULL;
+        unsigned alpn_len = 0;
+        SSL_get0_alpn_selected(c->ssl, &alpn, &alpn_len);
+        if (alpn_len != 2 || memcmp(alpn, "h2", 2) != 0) {
+          c->fail_class = TP_ERRCLASS_TLS;
+          conn_fail(c, "the server did not agree to HTTP/2 (ALPN h2), which gRPC needs");
+          return;
+        }
+        c->hs_done = true;
+      }
+    }
+    if (c->hs_done) {
+      uint8_t plain[16384];
+      for (;;) {
+        int n = SSL_read(c->ssl, plain, sizeof(plain));
+        if (n > 0) {
+          if (!feed_h2(c, plain, (size_t)n)) return;
+          continue;
+        }
+        int e = SSL_get_error(c->ssl, n);
+        if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) break;
+        conn_fail(c, e == SSL_ERROR_ZERO_RETURN ? "closed by the server (TLS close)" : "TLS read failed");
+        return;
+      }
+    }
   }
   /* Flush this connection (replies, WINDOW_UPDATEs, new streams started by
-   * callbacks) and any other that callbacks queued work on. */
+   * callbacks, handshake records) and any other that callbacks queued work on. */
   tp_h2c_pool *p = c->pool;
   conn *next;
   for (conn *o = p->conns; o; o = next) {
@@ -496,7 +607,32 @@ static void on_connect(uv_connect_t *req, int status) {
     conn_fail(c, uv_strerror(rv));
     return;
   }
-  conn_flush(c); /* preface + SETTINGS; streams wait for the server's SETTINGS */
+  tp_h2c_pool *p = c->pool;
+  if (p->ssl_ctx) {
+    c->ssl = SSL_new(p->ssl_ctx);
+    c->rbio = BIO_new(BIO_s_mem());
+    c->wbio = BIO_new(BIO_s_mem());
+    if (!c->ssl || !c->rbio || !c->wbio) {
+      conn_fail(c, "out of memory");
+      return;
+    }
+    SSL_set_bio(c->ssl, c->rbio, c->wbio);
+    SSL_set_connect_state(c->ssl);
+    if (p->opts.host && *p->opts.host) {
+      /* An address is checked against the certificate's IP entries and
+       * sent without SNI (which takes names only); a name gets both. */
+      struct in6_addr a6;
+      bool is_ip = inet_pton(AF_INET, p->opts.host, &a6) == 1 || inet_pton(AF_INET6, p->opts.host, &a6) == 1;
+      if (is_ip) {
+        if (!p->opts.insecure) X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(c->ssl), p->opts.host);
+      } else {
+        SSL_set_tlsext_host_name(c->ssl, p->opts.host);
+        if (!p->opts.insecure) SSL_set1_host(c->ssl, p->opts.host);
+      }
+    }
+    SSL_do_handshake(c->ssl); /* the ClientHello, sent by the flush below */
+  }
+  conn_flush(c); /* preface + SETTINGS (after the handshake over TLS) */
 }
 
 static int conn_open(tp_h2c_pool *p) {
@@ -557,7 +693,7 @@ static int call_submit(conn *cn, tp_call *c) {
   nv[n++] = (nghttp2_nv){(uint8_t *)(nm), (uint8_t *)(val), strlen(nm), strlen(val),     \
                          NGHTTP2_NV_FLAG_NO_COPY_NAME | NGHTTP2_NV_FLAG_NO_COPY_VALUE}
   NV(":method", "POST");
-  NV(":scheme", "http");
+  NV(":scheme", p->ssl_ctx ? "https" : "http");
   NV(":path", c->path);
   NV(":authority", p->authority);
   if (c->timeout_ns) {
@@ -673,7 +809,41 @@ static void on_sweep(uv_timer_t *t) {
 
 /* ---- public ------------------------------------------------------------ */
 
-int tp_h2c_pool_new(tp_h2c_pool **out, uv_loop_t *loop, const tp_h2c_opts *o) {
+static int make_ssl_ctx(tp_h2c_pool *p, char *err, size_t errlen) {
+  const tp_h2c_opts *o = &p->opts;
+  SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
+  if (!ctx) return TP_ENOMEM;
+  SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+  /* gRPC runs over HTTP/2 only: offer exactly "h2". */
+  static const unsigned char alpn[] = {2, 'h', '2'};
+  SSL_CTX_set_alpn_protos(ctx, alpn, sizeof(alpn));
+  if (o->insecure) {
+    SSL_CTX_set_verify(ctx, SSL_VERIFY_NONE, NULL);
+  } else {
+    SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
+    int ok = o->ca_file ? SSL_CTX_load_verify_locations(ctx, o->ca_file, NULL) : SSL_CTX_set_default_verify_paths(ctx);
+    if (ok != 1) {
+      tp_seterr(err, errlen, "cannot read the CA certificates %s (check --ca-file)", o->ca_file ? o->ca_file : "of the system");
+      SSL_CTX_free(ctx);
+      return TP_EINVAL;
+    }
+  }
+  if (o->cert_file) {
+    if (SSL_CTX_use_certificate_chain_file(ctx, o->cert_file) != 1 ||
+        SSL_CTX_use_PrivateKey_file(ctx, o->key_file ? o->key_file : o->cert_file, SSL_FILETYPE_PEM) != 1 ||
+        SSL_CTX_check_private_key(ctx) != 1) {
+      tp_seterr(err, errlen, "cannot use the client certificate %s with key %s (check --cert and --key)",
+                o->cert_file, o->key_file ? o->key_file : o->cert_file);
+      SSL_CTX_free(ctx);
+      return TP_EINVAL;
+    }
+  }
+  ERR_clear_error();
+  p->ssl_ctx = ctx;
+  return 0;
+}
+
+int tp_h2c_pool_new(tp_h2c_pool **out, uv_loop_t *loop, const tp_h2c_opts *o, char *err, size_t errlen) {
   tp_h2c_pool *p = calloc(1, sizeof(*p));
   if (!p) return TP_ENOMEM;
   p->loop = loop;
@@ -686,6 +856,14 @@ int tp_h2c_pool_new(tp_h2c_pool **out, uv_loop_t *loop, const tp_h2c_opts *o) {
     return TP_ENOMEM;
   }
   snprintf(p->user_agent, sizeof(p->user_agent), "tokperf/%s", TP_VERSION);
+  if (o->tls) {
+    int rv = make_ssl_ctx(p, err, errlen);
+    if (rv) {
+      free(p->authority);
+      free(p);
+      return rv;
+    }
+  }
   uv_timer_init(loop, &p->sweep);
   p->sweep.data = p;
   uv_timer_init(loop, &p->retry);
@@ -771,6 +949,7 @@ uint32_t tp_h2c_connections_opened(const tp_h2c_pool *p) { return p->conns_opene
 static void on_sweep_closed(uv_handle_t *h) {
   tp_h2c_pool *p = h->data;
   if (--p->open_handles == 0) {
+    if (p->ssl_ctx) SSL_CTX_free(p->ssl_ctx);
     free(p->authority);
     free(p);
   }

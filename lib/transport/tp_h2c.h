@@ -51,11 +51,20 @@ typedef struct tp_h2c_opts {
    * pool); n_headers pairs. */
   const char *const *headers;
   size_t n_headers;
+  /* TLS (grpcs://): ALPN h2, the server's certificate and host name
+   * verified unless insecure.  host is the name to verify and send as SNI. */
+  bool tls;
+  const char *host;
+  const char *ca_file;   /* PEM bundle; NULL = the system's */
+  const char *cert_file; /* client certificate, NULL = none */
+  const char *key_file;  /* its key; NULL = inside cert_file */
+  bool insecure;
 } tp_h2c_opts;
 
-/* Creates a pool; connections are opened as calls need them.  Returns 0 or
- * TP_ENOMEM. */
-int tp_h2c_pool_new(tp_h2c_pool **out, uv_loop_t *loop, const tp_h2c_opts *o);
+/* Creates a pool; connections are opened as calls need them.  Returns 0,
+ * TP_ENOMEM, or TP_EINVAL with a message in err when the TLS settings
+ * cannot be used (an unreadable CA file or certificate). */
+int tp_h2c_pool_new(tp_h2c_pool **out, uv_loop_t *loop, const tp_h2c_opts *o, char *err, size_t errlen);
 
 /* Starts a call on `path` ("/package.Service/Method") sending `body` (one
  * or more framed messages, copied) and half-closing.  timeout_ns > 0 sends

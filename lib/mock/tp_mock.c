@@ -12,7 +12,11 @@
  * message arrives) and ends it with trailers.  Connections whose session
  * has something to send are put on a dirty list that a uv_check handle
  * flushes once per loop iteration, so tokens due in the same wake-up leave
- * in one write per connection. */
+ * in one write per connection.
+ *
+ * The same loop serves HTTP/1.1 on a second port (tp_mock_http.c); both
+ * sides share the timing model, the faults, the statistics and the log
+ * through tp_mock_internal.h. */
 #include "tokperf/tokperf.h"
 
 #include <errno.h>
@@ -29,6 +33,8 @@
 #include "config.h"
 #include "grpc_service.pb-c.h"
 #include "mock/tp_mock_engine.h"
+#include "mock/tp_mock_internal.h"
+#include "mock/tp_mock_sse.h"
 #include "transport/tp_grpc.h"
 #include "util/tp_common.h"
 #include "util/tp_timer.h"
@@ -41,29 +47,13 @@
 #define WRITE_CHUNK_BYTES (256u << 10)    /* one uv_write gathers up to this */
 #define WRITE_HIGH_WATER_BYTES (4u << 20) /* stop pulling from nghttp2 above */
 #define LOG_FLUSH_BYTES (1u << 20)
+#define TRICKLE_NS (1000000ull) /* trickle fault: one byte per ms */
 
 /* ---- the two models ------------------------------------------------------ */
 
-typedef struct tensor_def {
-  const char *name;
-  const char *datatype;
-  size_t n_dims;
-  int64_t dims[2];
-} tensor_def;
-
-typedef struct model_def {
-  const char *name;
-  const char *platform;
-  bool ensemble; /* TensorRT-LLM style, else vLLM style */
-  const tensor_def *inputs;
-  size_t n_inputs;
-  const tensor_def *outputs;
-  size_t n_outputs;
-} model_def;
-
 /* TensorRT-LLM's ensemble batches (max_batch_size > 0), so every shape has
  * a leading -1 batch dimension. */
-static const tensor_def ensemble_inputs[] = {
+static const tp__mock_tensor ensemble_inputs[] = {
     {"text_input", "BYTES", 2, {-1, 1}}, {"max_tokens", "INT32", 2, {-1, 1}},
     {"bad_words", "BYTES", 2, {-1, -1}}, {"stop_words", "BYTES", 2, {-1, -1}},
     {"end_id", "INT32", 2, {-1, 1}},     {"pad_id", "INT32", 2, {-1, 1}},
@@ -71,32 +61,38 @@ static const tensor_def ensemble_inputs[] = {
     {"temperature", "FP32", 2, {-1, 1}}, {"min_length", "INT32", 2, {-1, 1}},
     {"stream", "BOOL", 2, {-1, 1}},      {"exclude_input_in_output", "BOOL", 2, {-1, 1}},
 };
-static const tensor_def ensemble_outputs[] = {{"text_output", "BYTES", 2, {-1, -1}}};
+static const tp__mock_tensor ensemble_outputs[] = {{"text_output", "BYTES", 2, {-1, -1}}};
 
 /* The vLLM backend forces max_batch_size 0: no batch dimension. */
-static const tensor_def vllm_inputs[] = {
+static const tp__mock_tensor vllm_inputs[] = {
     {"text_input", "BYTES", 1, {1}},
     {"stream", "BOOL", 1, {1}},
     {"sampling_parameters", "BYTES", 1, {1}},
     {"exclude_input_in_output", "BOOL", 1, {1}},
     {"return_num_output_tokens", "BOOL", 1, {1}},
 };
-static const tensor_def vllm_outputs[] = {
+static const tp__mock_tensor vllm_outputs[] = {
     {"text_output", "BYTES", 1, {-1}},
     {"num_output_tokens", "UINT32", 1, {-1}},
 };
 
-static const model_def models[] = {
+static const tp__mock_model models[] = {
     {"ensemble", "ensemble", true, ensemble_inputs, TP_ARRAY_LEN(ensemble_inputs), ensemble_outputs,
-     TP_ARRAY_LEN(ensemble_outputs)},
+     TP_ARRAY_LEN(ensemble_outputs), TP_MOCK_SM_ENSEMBLE},
     {"vllm_model", "vllm", false, vllm_inputs, TP_ARRAY_LEN(vllm_inputs), vllm_outputs,
-     TP_ARRAY_LEN(vllm_outputs)},
+     TP_ARRAY_LEN(vllm_outputs), TP_MOCK_SM_VLLM},
 };
 
-static const model_def *find_model(const char *name) {
+const tp__mock_model *tp__mock_find_model(const char *name) {
   for (size_t i = 0; i < TP_ARRAY_LEN(models); i++)
     if (strcmp(models[i].name, name) == 0) return &models[i];
   return NULL;
+}
+
+bool tp__mock_model_has_input(const tp__mock_model *md, const char *name) {
+  for (size_t i = 0; i < md->n_inputs; i++)
+    if (strcmp(md->inputs[i].name, name) == 0) return true;
+  return false;
 }
 
 /* ---- objects --------------------------------------------------------------- */
@@ -110,6 +106,7 @@ typedef enum method {
   M_MODEL_METADATA,
   M_MODEL_INFER,
   M_MODEL_STREAM_INFER,
+  M_MODEL_STATISTICS,
 } method;
 
 static const struct {
@@ -123,21 +120,19 @@ static const struct {
     {"ModelMetadata", M_MODEL_METADATA},
     {"ModelInfer", M_MODEL_INFER},
     {"ModelStreamInfer", M_MODEL_STREAM_INFER},
+    {"ModelStatistics", M_MODEL_STATISTICS},
 };
 
-typedef struct conn conn;
 typedef struct mstream mstream;
 typedef struct mreq mreq;
 
 /* One inference request (one ModelInferRequest message). */
 struct mreq {
-  tp_mock_seq seq; /* seq.data points back here */
-  tp_timer timer;
+  tp__mock_job job; /* first member: the job is the request */
   mstream *st;
   mreq *prev, *next; /* in st->reqs */
-  const model_def *model;
-  char *id;
   char *version;    /* as requested, echoed in an empty final response */
+  bool stalled;     /* a stall or oversize fault fired: silent until the client leaves */
   bool unary;       /* answered as a ModelInferResponse */
   bool streaming;   /* delta text per token, else one response at the end */
   bool empty_final; /* ensemble + triton_enable_empty_final_response */
@@ -161,6 +156,10 @@ struct mstream {
   bool finished;         /* final status decided (trailers queued or sent) */
   bool trailers_pending; /* send trailers once the queue drains */
   bool deferred;         /* the data provider returned DEFERRED */
+  bool trickle;          /* trickle fault: one byte per TRICKLE_NS */
+  bool trickle_ready;    /* the next byte may go */
+  tp_timer trickle_timer;
+  uint64_t zeros_left;   /* oversize fault: body bytes still to make up, after `out` */
   int status;
   char *message;
   tp_grpc_reader reader;
@@ -177,6 +176,8 @@ struct conn {
   conn *dirty_next;  /* in m->dirty */
   bool dirty;
   bool closing;
+  bool goaway_sent;
+  uint32_t n_streams; /* inference streams begun (goaway_after_streams) */
   size_t write_bytes; /* handed to uv_write, not yet completed */
   mstream *streams;
 };
@@ -187,43 +188,6 @@ typedef struct wreq {
   char *data;
   size_t len;
 } wreq;
-
-struct tp_mock {
-  tp_mock_config cfg;
-  char *host;
-  char *log_path;
-  bool threaded;
-  uv_thread_t thread;
-
-  uv_loop_t loop;
-  uv_tcp_t listener;
-  uv_async_t stop_async;
-  uv_check_t check;
-  uv_idle_t idle;
-  uv_signal_t sigint, sigterm;
-  bool have_signals;
-  bool idle_on;
-  bool stopping;
-  int port;
-
-  tp_timers *timers;
-  tp_mock_engine *engine;
-  nghttp2_session_callbacks *cbs;
-  conn *conns;
-  conn *dirty;
-  uint32_t active_streams;
-
-  tp_buf scratch; /* BYTES element being built */
-  tp_buf logbuf;  /* JSON lines not yet written to log */
-  FILE *log;
-
-  uint8_t readbuf[64 * 1024]; /* one read at a time on the loop */
-
-  _Atomic uint64_t n_requests;
-  _Atomic uint64_t n_responses;
-  _Atomic uint32_t max_streams;
-  _Atomic uint32_t max_seqs;
-};
 
 /* ---- small helpers ---------------------------------------------------------- */
 
@@ -238,31 +202,6 @@ static uint32_t get_le32(const uint8_t *p) {
   return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
-/* Single writer (the loop), many readers: a plain store of the new maximum
- * is enough. */
-static void raise_max(_Atomic uint32_t *max, uint32_t v) {
-  if (v > atomic_load_explicit(max, memory_order_relaxed))
-    atomic_store_explicit(max, v, memory_order_relaxed);
-}
-
-static void json_str(tp_buf *b, const char *s, size_t n) {
-  static const char hex[] = "0123456789abcdef";
-  tp_buf_append(b, "\"", 1);
-  for (size_t i = 0; i < n; i++) {
-    unsigned char c = (unsigned char)s[i];
-    if (c == '"' || c == '\\') {
-      char e[2] = {'\\', (char)c};
-      tp_buf_append(b, e, 2);
-    } else if (c < 0x20) {
-      char e[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
-      tp_buf_append(b, e, 6);
-    } else {
-      tp_buf_append(b, &s[i], 1);
-    }
-  }
-  tp_buf_append(b, "\"", 1);
-}
-
 /* The log is gathered in memory and written in 1 MiB pieces, so the loop
  * never waits on the disk once per token; tp_mock_stop writes the rest. */
 static void log_flush(tp_mock *m, bool force) {
@@ -272,40 +211,55 @@ static void log_flush(tp_mock *m, bool force) {
   tp_buf_reset(&m->logbuf);
 }
 
-static void log_request(tp_mock *m, mreq *r, uint64_t t_ns) {
+void tp__mock_log_request(tp_mock *m, tp__mock_job *j, uint64_t t_ns) {
   if (!m->log) return;
   tp_buf *b = &m->logbuf;
   tp_buf_append_str(b, "{\"ev\":\"request\",\"id\":");
-  json_str(b, r->id, strlen(r->id));
+  tp_mock_json_str(b, j->id, strlen(j->id));
   tp_buf_append_str(b, ",\"model\":");
-  json_str(b, r->model->name, strlen(r->model->name));
-  tp_buf_printf(b, ",\"n\":%llu,\"t_ns\":%llu,\"prompt_tokens\":%u,\"max_tokens\":%u}\n",
-                (unsigned long long)r->seq.number, (unsigned long long)t_ns, r->seq.prompt_tokens,
-                r->seq.max_tokens);
+  tp_mock_json_str(b, j->model->name, strlen(j->model->name));
+  tp_buf_printf(b, ",\"n\":%llu,\"t_ns\":%llu,\"prompt_tokens\":%u,\"max_tokens\":%u",
+                (unsigned long long)j->seq.number, (unsigned long long)t_ns, j->seq.prompt_tokens,
+                j->seq.max_tokens);
+  if (j->fault.kind != TP_MOCK_FAULT_NONE)
+    tp_buf_printf(b, ",\"fault\":\"%s\",\"fault_after\":%u", tp_mock_fault_name(j->fault.kind),
+                  j->fault.after_tokens);
+  tp_buf_append_str(b, "}\n");
   log_flush(m, false);
 }
 
-static void log_response(tp_mock *m, mreq *r, uint32_t index, uint64_t t_ns, const char *text, size_t len,
-                         bool final) {
+void tp__mock_log_response(tp_mock *m, tp__mock_job *j, uint32_t index, uint64_t t_ns, const char *text,
+                           size_t len, bool final) {
   if (!m->log) return;
   tp_buf *b = &m->logbuf;
   tp_buf_append_str(b, "{\"ev\":\"response\",\"id\":");
-  json_str(b, r->id, strlen(r->id));
-  tp_buf_printf(b, ",\"n\":%llu,\"index\":%u,\"t_ns\":%llu,\"text\":", (unsigned long long)r->seq.number,
+  tp_mock_json_str(b, j->id, strlen(j->id));
+  tp_buf_printf(b, ",\"n\":%llu,\"index\":%u,\"t_ns\":%llu,\"text\":", (unsigned long long)j->seq.number,
                 index, (unsigned long long)t_ns);
-  json_str(b, text, len);
+  tp_mock_json_str(b, text, len);
   tp_buf_printf(b, ",\"final\":%s}\n", final ? "true" : "false");
   log_flush(m, false);
 }
 
-static void log_error(tp_mock *m, const char *id, const char *msg, uint64_t t_ns) {
+void tp__mock_log_error(tp_mock *m, const char *id, const char *msg, uint64_t t_ns) {
   if (!m->log) return;
   tp_buf *b = &m->logbuf;
   tp_buf_append_str(b, "{\"ev\":\"error\",\"id\":");
-  json_str(b, id, strlen(id));
+  tp_mock_json_str(b, id, strlen(id));
   tp_buf_printf(b, ",\"t_ns\":%llu,\"message\":", (unsigned long long)t_ns);
-  json_str(b, msg, strlen(msg));
+  tp_mock_json_str(b, msg, strlen(msg));
   tp_buf_append_str(b, "}\n");
+  log_flush(m, false);
+}
+
+static void log_fault(tp_mock *m, tp__mock_job *j, uint64_t t_ns) {
+  if (!m->log) return;
+  tp_buf *b = &m->logbuf;
+  tp_buf_append_str(b, "{\"ev\":\"fault\",\"id\":");
+  tp_mock_json_str(b, j->id, strlen(j->id));
+  tp_buf_printf(b, ",\"n\":%llu,\"t_ns\":%llu,\"kind\":\"%s\",\"after\":%u}\n",
+                (unsigned long long)j->seq.number, (unsigned long long)t_ns, tp_mock_fault_name(j->fault.kind),
+                j->fault.after_tokens);
   log_flush(m, false);
 }
 
@@ -321,16 +275,20 @@ static void on_idle(uv_idle_t *h) {
 /* The idle handle only keeps the next poll from blocking while a flush is
  * pending (a write callback run in the pending phase may mark a connection
  * dirty after this iteration's check has passed). */
+void tp__mock_want_flush(tp_mock *m) {
+  if (!m->idle_on && !m->stopping) {
+    uv_idle_start(&m->idle, on_idle);
+    m->idle_on = true;
+  }
+}
+
 static void mark_dirty(conn *c) {
   if (c->dirty || c->closing) return;
   tp_mock *m = c->m;
   c->dirty = true;
   c->dirty_next = m->dirty;
   m->dirty = c;
-  if (!m->idle_on) {
-    uv_idle_start(&m->idle, on_idle);
-    m->idle_on = true;
-  }
+  tp__mock_want_flush(m);
 }
 
 static void on_check(uv_check_t *h) {
@@ -342,6 +300,7 @@ static void on_check(uv_check_t *h) {
     c->dirty_next = NULL;
     conn_flush(c);
   }
+  if (m->http_on) tp__mock_http_flush(m);
   if (m->idle_on) {
     uv_idle_stop(&m->idle);
     m->idle_on = false;
@@ -419,11 +378,35 @@ static void stream_resume(mstream *st) {
   mark_dirty(st->c);
 }
 
+static void on_trickle(tp_timer *t, uint64_t now_ns) {
+  mstream *st = t->data;
+  st->trickle_ready = true;
+  stream_resume(st);
+}
+
 static ssize_t on_data_read(nghttp2_session *h2, int32_t sid, uint8_t *buf, size_t length, uint32_t *flags,
                             nghttp2_data_source *src, void *user_data) {
   mstream *st = src->ptr;
   size_t avail = st->out.len - st->out_off;
+  if (avail == 0 && st->zeros_left) {
+    /* The oversize message's body, made up as flow control lets it go. */
+    size_t z = (size_t)TP_MIN((uint64_t)length, st->zeros_left);
+    memset(buf, 0, z);
+    st->zeros_left -= z;
+    return (ssize_t)z;
+  }
   size_t n = TP_MIN(avail, length);
+  if (st->trickle && avail) {
+    /* One byte per DATA frame, TRICKLE_NS apart. */
+    if (!st->trickle_ready) {
+      tp_mock *m = st->c->m;
+      if (!tp_timer_active(&st->trickle_timer)) tp_timer_start(m->timers, &st->trickle_timer, tp_now_ns() + TRICKLE_NS);
+      st->deferred = true;
+      return NGHTTP2_ERR_DEFERRED;
+    }
+    st->trickle_ready = false;
+    n = 1;
+  }
   if (n) memcpy(buf, st->out.data + st->out_off, n);
   st->out_off += n;
   if (st->out_off < st->out.len) {
@@ -492,7 +475,17 @@ static int stream_queue_msg(mstream *st, const ProtobufCMessage *msg) {
   return 0;
 }
 
-static void req_free(mreq *r, bool cancel);
+/* Queues bytes as they are (fault injection: broken framing). */
+static int stream_queue_raw(mstream *st, const void *p, size_t n) {
+  int rv = tp_buf_append(&st->out, p, n);
+  if (rv) return rv;
+  rv = stream_start_response(st);
+  if (rv) return rv;
+  stream_resume(st);
+  return 0;
+}
+
+static void req_free(mreq *r, tp__mock_outcome how);
 
 /* Decides the stream's final status.  Requests still running on it are
  * cancelled.  Before any response HEADERS this is a Trailers-Only answer;
@@ -500,10 +493,11 @@ static void req_free(mreq *r, bool cancel);
 static void stream_finish(mstream *st, int status, const char *message) {
   if (st->finished) return;
   st->finished = true;
-  while (st->reqs) req_free(st->reqs, true);
-  st->status = status;
+  /* The message may live in a request freed below (a fault's text). */
   free(st->message);
   st->message = message && *message ? strdup(message) : NULL;
+  while (st->reqs) req_free(st->reqs, status == TP_GRPC_OK ? TP__MOCK_CANCELLED : TP__MOCK_FAILED);
+  st->status = status;
   if (st->response_started) {
     st->trailers_pending = true;
     stream_resume(st);
@@ -597,8 +591,8 @@ static int queue_response(mreq *r, const char *text, size_t len, bool with_outpu
   raw[1].len = 4;
 
   Inference__ModelInferResponse resp = INFERENCE__MODEL_INFER_RESPONSE__INIT;
-  resp.model_name = (char *)r->model->name;
-  resp.id = r->id;
+  resp.model_name = (char *)r->job.model->name;
+  resp.id = r->job.id;
   if (with_outputs) {
     if (bytes_element(m, text, len, &raw[0])) return TP_ENOMEM;
     resp.model_version = "1";
@@ -623,8 +617,10 @@ static int queue_response(mreq *r, const char *text, size_t len, bool with_outpu
     rv = stream_queue_msg(st, &w.base);
   }
   if (rv) return rv;
-  atomic_fetch_add_explicit(&m->n_responses, 1, memory_order_relaxed);
-  log_response(m, r, r->index++, tp_now_ns(), text, with_outputs ? len : 0, final);
+  uint64_t now = tp_now_ns();
+  tp__mock_count(&m->n_responses, 1);
+  if (with_outputs) tp__mock_job_response(m, &r->job, now);
+  tp__mock_log_response(m, &r->job, r->index++, now, text, with_outputs ? len : 0, final);
   return 0;
 }
 
@@ -640,51 +636,309 @@ static void queue_stream_error(mstream *st, const char *id, const char *msg) {
     stream_finish(st, TP_GRPC_INTERNAL, "cannot queue the response");
     return;
   }
-  log_error(st->c->m, id, msg, tp_now_ns());
+  tp__mock_log_error(st->c->m, id, msg, tp_now_ns());
+}
+
+/* A backend error (the inband_error fault): error_message, and an
+ * infer_response with id, model name and version and triton_final_response
+ * true, as the vLLM and TensorRT-LLM backends send it. */
+static int queue_backend_error(mreq *r, const char *msg) {
+  Inference__InferParameter fp = INFERENCE__INFER_PARAMETER__INIT;
+  fp.parameter_choice_case = INFERENCE__INFER_PARAMETER__PARAMETER_CHOICE_BOOL_PARAM;
+  fp.bool_param = true;
+  Inference__ModelInferResponse__ParametersEntry pe = INFERENCE__MODEL_INFER_RESPONSE__PARAMETERS_ENTRY__INIT;
+  pe.key = "triton_final_response";
+  pe.value = &fp;
+  Inference__ModelInferResponse__ParametersEntry *pes[1] = {&pe};
+  Inference__ModelInferResponse resp = INFERENCE__MODEL_INFER_RESPONSE__INIT;
+  resp.model_name = (char *)r->job.model->name;
+  resp.model_version = "1";
+  resp.id = r->job.id;
+  resp.n_parameters = 1;
+  resp.parameters = pes;
+  Inference__ModelStreamInferResponse w = INFERENCE__MODEL_STREAM_INFER_RESPONSE__INIT;
+  w.error_message = (char *)msg;
+  w.infer_response = &resp;
+  int rv = stream_queue_msg(r->st, &w.base);
+  if (!rv) tp__mock_log_error(r->st->c->m, r->job.id, msg, tp_now_ns());
+  return rv;
+}
+
+/* ---- jobs: the part shared with the HTTP side ------------------------------------ */
+
+static void on_admit(tp_mock_engine *e, tp_mock_seq *s, void *user_data) {
+  tp_mock *m = user_data;
+  tp__mock_job *j = s->data;
+  tp_timer_start(m->timers, &j->timer, s->next_deadline_ns);
+  tp__mock_raise_max(&m->max_seqs, tp_mock_engine_running(e));
+  atomic_store_explicit(&m->n_prefix_queries_tokens, tp_mock_engine_prefix_queries_tokens(e),
+                        memory_order_relaxed);
+  atomic_store_explicit(&m->n_prefix_hits_tokens, tp_mock_engine_prefix_hits_tokens(e), memory_order_relaxed);
+}
+
+void tp__mock_job_choose_fault(tp_mock *m, tp__mock_job *j, const tp_mock_fault *given, int64_t after) {
+  memset(&j->fault, 0, sizeof(j->fault));
+  if (given) {
+    j->fault = *given;
+    j->fault.after_tokens = after > 0 ? (uint32_t)TP_MIN(after, (int64_t)UINT32_MAX) : 0;
+  } else if (m->fault.kind != TP_MOCK_FAULT_NONE &&
+             tp_mock_fault_draw(m->cfg.seed, tp_mock_engine_next_number(m->engine), m->cfg.fault_rate)) {
+    j->fault = m->fault;
+    j->fault.after_tokens = after >= 0 ? (uint32_t)TP_MIN(after, (int64_t)UINT32_MAX) : m->cfg.fault_after_tokens;
+  }
+}
+
+/* Faults that answer at once are not given to the timing model: the
+ * request never takes a batch slot, as a request refused at the door. */
+static bool fault_at_arrival(const tp__mock_job *j) {
+  return tp_mock_fault_is_discrete(j->fault.kind) && j->fault.after_tokens == 0;
+}
+
+int tp__mock_job_submit(tp_mock *m, tp__mock_job *j, tp_mock_seq_params *p, uint64_t now_ns) {
+  if (j->fault.kind == TP_MOCK_FAULT_ENDLESS) p->endless = true;
+  int rv = 0;
+  if (fault_at_arrival(j)) {
+    j->seq.number = tp_mock_engine_take_number(m->engine);
+    j->seq.arrival_ns = now_ns;
+    j->seq.prompt_tokens = p->prompt_tokens;
+    j->seq.max_tokens = p->max_tokens ? p->max_tokens : TP_MOCK_DEFAULT_MAX_TOKENS;
+    /* Fires on the next loop iteration, outside whatever callback
+     * delivered the request. */
+    tp_timer_start(m->timers, &j->timer, now_ns);
+  } else {
+    rv = tp_mock_engine_submit(m->engine, &j->seq, p, now_ns);
+    if (rv) return rv;
+    j->submitted = true;
+  }
+  tp__mock_count(&m->n_requests, 1);
+  tp__mock_log_request(m, j, now_ns);
+  if (j->fault.kind == TP_MOCK_FAULT_ENDLESS) tp__mock_job_fault_fired(m, j, now_ns);
+  return 0;
+}
+
+void tp__mock_job_fault_fired(tp_mock *m, tp__mock_job *j, uint64_t now_ns) {
+  if (j->fault_fired) return;
+  j->fault_fired = true;
+  tp__mock_count(&m->n_faults, 1);
+  log_fault(m, j, now_ns);
+}
+
+void tp__mock_job_response(tp_mock *m, tp__mock_job *j, uint64_t now_ns) {
+  if (j->responses == 0)
+    j->first_response_ns = now_ns;
+  else if (now_ns > j->last_response_ns)
+    tp_mock_statset_itl(&m->stats, now_ns - j->last_response_ns);
+  j->last_response_ns = now_ns;
+  j->responses++;
+}
+
+static uint64_t wall_ms(void) {
+  uv_timeval64_t tv;
+  if (uv_gettimeofday(&tv) != 0) return 0;
+  return (uint64_t)tv.tv_sec * 1000 + (uint64_t)tv.tv_usec / 1000;
+}
+
+void tp__mock_job_end(tp_mock *m, tp__mock_job *j, tp__mock_outcome how, uint64_t now_ns) {
+  if (j->ended) return;
+  j->ended = true;
+  if (m->timers) tp_timer_stop(m->timers, &j->timer);
+  bool hit_length = j->seq.hit_length;
+  if (j->submitted) tp_mock_engine_cancel(m->engine, &j->seq, now_ns);
+  tp_mock_job_record rec;
+  memset(&rec, 0, sizeof(rec));
+  rec.model = j->model->stats_model;
+  rec.ok = how == TP__MOCK_OK;
+  rec.cancelled = how == TP__MOCK_CANCELLED;
+  rec.hit_length = hit_length;
+  rec.arrival_ns = j->seq.arrival_ns;
+  rec.admit_ns = j->submitted ? j->seq.admit_ns : 0;
+  rec.first_response_ns = j->first_response_ns;
+  rec.end_ns = now_ns;
+  rec.wall_ms = wall_ms();
+  rec.prompt_tokens = j->seq.prompt_tokens;
+  rec.output_tokens = j->tokens_sent;
+  rec.responses = j->responses;
+  tp_mock_statset_record(&m->stats, &rec);
+}
+
+void tp__mock_job_fini(tp__mock_job *j) {
+  free(j->id);
+  j->id = NULL;
 }
 
 /* ---- requests ------------------------------------------------------------------ */
 
-static void req_free(mreq *r, bool cancel) {
+static void req_free(mreq *r, tp__mock_outcome how) {
   mstream *st = r->st;
   tp_mock *m = st->c->m;
-  if (cancel) {
-    tp_timer_stop(m->timers, &r->timer);
-    tp_mock_engine_cancel(m->engine, &r->seq, tp_now_ns());
-  }
+  tp__mock_job_end(m, &r->job, how, tp_now_ns());
   if (r->prev)
     r->prev->next = r->next;
   else
     st->reqs = r->next;
   if (r->next) r->next->prev = r->prev;
   tp_buf_fini(&r->text);
-  free(r->id);
+  tp__mock_job_fini(&r->job);
   free(r->version);
   free(r);
 }
 
-static void on_admit(tp_mock_engine *e, tp_mock_seq *s, void *user_data) {
-  tp_mock *m = user_data;
-  mreq *r = s->data;
-  tp_timer_start(m->timers, &r->timer, s->next_deadline_ns);
-  raise_max(&m->max_seqs, tp_mock_engine_running(e));
+/* The request goes silent (stall, or after an oversize message): no more
+ * tokens, its batch slot is given back, the stream stays open until the
+ * client cancels it or the connection goes. */
+static void req_stall(mreq *r, uint64_t now_ns) {
+  tp_mock *m = r->st->c->m;
+  r->stalled = true;
+  tp_timer_stop(m->timers, &r->job.timer);
+  if (r->job.submitted) tp_mock_engine_cancel(m->engine, &r->job.seq, now_ns);
+}
+
+/* After a request ended with its last response (or a fault that leaves the
+ * stream usable), the call may be complete. */
+static void req_done(mreq *r, tp__mock_outcome how) {
+  mstream *st = r->st;
+  bool unary = st->method != M_MODEL_STREAM_INFER;
+  req_free(r, how);
+  if (unary)
+    stream_finish(st, TP_GRPC_OK, NULL);
+  else
+    stream_maybe_done(st);
+}
+
+/* Carries out r's fault, which is due now (in place of token number
+ * after_tokens).  May free r, its stream and its connection. */
+static void fire_fault(mreq *r, uint64_t now_ns) {
+  mstream *st = r->st;
+  conn *c = st->c;
+  tp_mock *m = c->m;
+  const tp_mock_fault *f = &r->job.fault;
+  const char *msg = tp_mock_fault_message(f);
+  tp__mock_job_fault_fired(m, &r->job, now_ns);
+  switch (f->kind) {
+    case TP_MOCK_FAULT_RST_STREAM:
+      tp__mock_job_end(m, &r->job, TP__MOCK_FAILED, now_ns);
+      /* The stream (and everything on it) goes in on_stream_close. */
+      st->finished = true;
+      nghttp2_submit_rst_stream(c->h2, NGHTTP2_FLAG_NONE, st->id, (uint32_t)f->code);
+      mark_dirty(c);
+      return;
+    case TP_MOCK_FAULT_GRPC_STATUS:
+    case TP_MOCK_FAULT_HTTP_STATUS:
+      /* HEADERS first, then the status in trailers. */
+      tp__mock_job_end(m, &r->job, TP__MOCK_FAILED, now_ns);
+      if (stream_start_response(st) != 0) {
+        stream_finish(st, TP_GRPC_INTERNAL, "cannot start the response");
+        return;
+      }
+      stream_finish(st, tp_mock_fault_grpc_status(f), msg);
+      return;
+    case TP_MOCK_FAULT_TRAILERS_ONLY:
+      /* One HEADERS block when nothing was sent yet, else trailers. */
+      tp__mock_job_end(m, &r->job, TP__MOCK_FAILED, now_ns);
+      stream_finish(st, tp_mock_fault_grpc_status(f), msg);
+      return;
+    case TP_MOCK_FAULT_INBAND_ERROR:
+      tp__mock_job_end(m, &r->job, TP__MOCK_FAILED, now_ns);
+      if (r->unary) {
+        stream_finish(st, TP_GRPC_INTERNAL, msg);
+        return;
+      }
+      if (queue_backend_error(r, msg) != 0) {
+        stream_finish(st, TP_GRPC_INTERNAL, "cannot queue the response");
+        return;
+      }
+      req_done(r, TP__MOCK_FAILED);
+      return;
+    case TP_MOCK_FAULT_STALL: req_stall(r, now_ns); return;
+    case TP_MOCK_FAULT_MALFORMED: {
+      /* A framed message whose protobuf is cut short: infer_response (field
+       * 2) announces 127 bytes and six follow. */
+      static const uint8_t garbage[] = {0x00, 0x00, 0x00, 0x00, 0x08, 0x12, 0x7f, 0x0a, 0x02, 'h', 'i', 0xff, 0xff};
+      tp__mock_job_end(m, &r->job, TP__MOCK_FAILED, now_ns);
+      if (stream_queue_raw(st, garbage, sizeof(garbage)) != 0) {
+        stream_finish(st, TP_GRPC_INTERNAL, "cannot queue the response");
+        return;
+      }
+      tp__mock_count(&m->n_responses, 1);
+      req_done(r, TP__MOCK_FAILED);
+      return;
+    }
+    case TP_MOCK_FAULT_OVERSIZE: {
+      /* A message of size_bytes (zeros, which are not protobuf either):
+       * a client with a smaller limit refuses it, from its prefix or once
+       * it is in.  The request then goes silent; the stream is of no more
+       * use, since its framing now holds the whole body. */
+      uint8_t prefix[TP_GRPC_PREFIX_BYTES];
+      tp_grpc_put_prefix(prefix, f->size_bytes);
+      if (stream_queue_raw(st, prefix, sizeof(prefix)) != 0) {
+        stream_finish(st, TP_GRPC_INTERNAL, "cannot queue the response");
+        return;
+      }
+      st->zeros_left = f->size_bytes;
+      tp__mock_count(&m->n_responses, 1);
+      req_stall(r, now_ns);
+      return;
+    }
+    case TP_MOCK_FAULT_CLOSE_CONN:
+      tp__mock_job_end(m, &r->job, TP__MOCK_FAILED, now_ns);
+      /* What is queued but not written yet is lost, as with a crash. */
+      conn_close(c);
+      return;
+    case TP_MOCK_FAULT_GOAWAY: {
+      /* A request that got nothing yet is declared unprocessed (its stream
+       * id above last-stream-id: the client may retry it elsewhere). */
+      int32_t last = r->job.responses ? st->id : TP_MAX(st->id - 2, 0);
+      tp__mock_job_end(m, &r->job, TP__MOCK_FAILED, now_ns);
+      st->finished = true;
+      c->goaway_sent = true;
+      nghttp2_session_terminate_session2(c->h2, last, (uint32_t)f->code);
+      mark_dirty(c);
+      return;
+    }
+    default: return;
+  }
 }
 
 static void on_token(tp_timer *t, uint64_t now_ns) {
   mreq *r = t->data;
   mstream *st = r->st;
   tp_mock *m = st->c->m;
+  tp__mock_job *j = &r->job;
+  if (j->fault.kind != TP_MOCK_FAULT_NONE && !j->fault_fired && tp_mock_fault_is_discrete(j->fault.kind) &&
+      j->tokens_sent == j->fault.after_tokens) {
+    fire_fault(r, now_ns);
+    return;
+  }
   tp_mock_token tok;
-  if (tp_mock_engine_next(m->engine, &r->seq, now_ns, &tok) != 0) return;
+  if (tp_mock_engine_next(m->engine, &j->seq, now_ns, &tok) != 0) return;
+  const char *text = tok.text;
+  size_t text_len = tok.text_len;
+  char bad[sizeof(tok.text) + 2];
+  if (j->fault.kind != TP_MOCK_FAULT_NONE && !j->fault_fired && j->tokens_sent == j->fault.after_tokens) {
+    if (j->fault.kind == TP_MOCK_FAULT_INVALID_UTF8) {
+      /* 0xff and 0xfe never occur in UTF-8. */
+      bad[0] = (char)0xff;
+      bad[1] = (char)0xfe;
+      memcpy(bad + 2, tok.text, tok.text_len);
+      text = bad;
+      text_len = tok.text_len + 2;
+      tp__mock_job_fault_fired(m, j, now_ns);
+    } else if (j->fault.kind == TP_MOCK_FAULT_TRICKLE) {
+      st->trickle = true;
+      st->trickle_ready = true;
+      tp__mock_job_fault_fired(m, j, now_ns);
+    }
+  }
+  j->tokens_sent++;
   int rv = 0;
   if (r->streaming) {
     /* The ensemble with empty final responses enabled sends the flag
      * separately, the way Triton's ensemble scheduler often does. */
     bool final_here = tok.last && !r->empty_final;
-    rv = queue_response(r, tok.text, tok.text_len, true, final_here, 1);
+    rv = queue_response(r, text, text_len, true, final_here, 1);
     if (!rv && tok.last && r->empty_final) rv = queue_response(r, NULL, 0, false, true, 0);
   } else {
-    rv = tp_buf_append(&r->text, tok.text, tok.text_len);
+    rv = tp_buf_append(&r->text, text, text_len);
     if (!rv && tok.last)
       rv = queue_response(r, (const char *)r->text.data, r->text.len, true, true, tok.index + 1);
   }
@@ -693,20 +947,17 @@ static void on_token(tp_timer *t, uint64_t now_ns) {
     return;
   }
   if (!tok.last) {
-    tp_timer_start(m->timers, t, r->seq.next_deadline_ns);
+    tp_timer_start(m->timers, t, j->seq.next_deadline_ns);
     return;
   }
-  req_free(r, false);
-  if (st->method == M_MODEL_INFER)
-    stream_finish(st, TP_GRPC_OK, NULL);
-  else
-    stream_maybe_done(st);
+  tp__mock_job_end(m, j, TP__MOCK_OK, now_ns);
+  req_done(r, TP__MOCK_OK);
 }
 
 /* ---- request parsing ----------------------------------------------------------- */
 
 typedef struct infer_args {
-  const model_def *model;
+  const tp__mock_model *model;
   const uint8_t *prompt;
   size_t prompt_len;
   bool have_prompt;
@@ -716,6 +967,9 @@ typedef struct infer_args {
   bool num_tokens;
   bool empty_final;
   bool have_max_tokens;
+  bool have_fault;    /* the request asked for a fault (tokperf_fault) */
+  tp_mock_fault fault;
+  int64_t fault_after; /* tokperf_fault_after, -1 = not given */
   tp_mock_seq_params sp;
 } infer_args;
 
@@ -904,18 +1158,13 @@ static bool param_bool(const Inference__InferParameter *p) {
   }
 }
 
-static bool model_has_input(const model_def *md, const char *name) {
-  for (size_t i = 0; i < md->n_inputs; i++)
-    if (strcmp(md->inputs[i].name, name) == 0) return true;
-  return false;
-}
-
 /* Reads what the mock needs out of a ModelInferRequest.  Returns 0, or
  * TP_ENOTFOUND (unknown model or version, grpc NOT_FOUND) / TP_EINVAL (bad
  * inputs, INVALID_ARGUMENT) with Triton-like text in err. */
 static int parse_infer(const Inference__ModelInferRequest *q, infer_args *a, char *err, size_t errlen) {
   memset(a, 0, sizeof(*a));
-  a->model = find_model(q->model_name);
+  a->fault_after = -1;
+  a->model = tp__mock_find_model(q->model_name);
   if (!a->model) {
     tp_seterr(err, errlen, "Request for unknown model: '%s' is not found", q->model_name);
     return TP_ENOTFOUND;
@@ -925,13 +1174,13 @@ static int parse_infer(const Inference__ModelInferRequest *q, infer_args *a, cha
               q->model_version);
     return TP_ENOTFOUND;
   }
-  const model_def *md = a->model;
+  const tp__mock_model *md = a->model;
   size_t raw_next = 0;
   bool have_sampling = false;
   int rv = 0;
   for (size_t i = 0; i < q->n_inputs && rv == 0; i++) {
     const Inference__ModelInferRequest__InferInputTensor *in = q->inputs[i];
-    if (!model_has_input(md, in->name)) {
+    if (!tp__mock_model_has_input(md, in->name)) {
       tp_seterr(err, errlen, "[request id: %s] unexpected inference input '%s' for model '%s'", q->id,
                 in->name, md->name);
       return TP_EINVAL;
@@ -995,6 +1244,25 @@ static int parse_infer(const Inference__ModelInferRequest *q, infer_args *a, cha
     if (!p) continue;
     if (!strcmp(k, "triton_enable_empty_final_response")) {
       a->empty_final = param_bool(p);
+    } else if (!strcmp(k, "tokperf_fault")) {
+      /* Per-request fault injection (tp_mock_faults.h has the syntax). */
+      if (p->parameter_choice_case != INFERENCE__INFER_PARAMETER__PARAMETER_CHOICE_STRING_PARAM) {
+        tp_seterr(err, errlen, "[request id: %s] parameter 'tokperf_fault' must be a string", q->id);
+        return TP_EINVAL;
+      }
+      char ferr[400];
+      if (tp_mock_fault_parse(p->string_param, strlen(p->string_param), &a->fault, ferr, sizeof(ferr))) {
+        tp_seterr(err, errlen, "[request id: %s] parameter 'tokperf_fault': %s", q->id, ferr);
+        return TP_EINVAL;
+      }
+      a->have_fault = true;
+    } else if (!strcmp(k, "tokperf_fault_after")) {
+      int64_t v;
+      if (!param_int(p, &v) || v < 0) {
+        tp_seterr(err, errlen, "[request id: %s] parameter 'tokperf_fault_after' must be a count >= 0", q->id);
+        return TP_EINVAL;
+      }
+      a->fault_after = v;
     } else if (!md->ensemble && !have_sampling) {
       /* Without a sampling_parameters tensor the vLLM backend serializes
        * the request parameters instead (what HTTP generate produces). */
@@ -1037,8 +1305,8 @@ static void start_infer(mstream *st, const uint8_t *data, size_t len, bool unary
     return;
   }
   mreq *r = calloc(1, sizeof(*r));
-  if (!r || !(r->id = strdup(q->id)) || !(r->version = strdup(q->model_version))) {
-    if (r) free(r->id);
+  if (!r || !(r->job.id = strdup(q->id)) || !(r->version = strdup(q->model_version))) {
+    if (r) free(r->job.id);
     free(r);
     inference__model_infer_request__free_unpacked(q, NULL);
     stream_finish(st, TP_GRPC_RESOURCE_EXHAUSTED, "out of memory");
@@ -1046,7 +1314,7 @@ static void start_infer(mstream *st, const uint8_t *data, size_t len, bool unary
   }
   tp_buf_init(&r->text);
   r->st = st;
-  r->model = a.model;
+  r->job.model = a.model;
   r->unary = unary;
   r->streaming = !unary && a.stream;
   r->empty_final = r->streaming && a.model->ensemble && a.empty_final;
@@ -1057,25 +1325,34 @@ static void start_infer(mstream *st, const uint8_t *data, size_t len, bool unary
       tp_buf_append(&r->text, a.prompt, a.prompt_len) != 0) {
     /* Not linked into the stream yet, so freed by hand. */
     tp_buf_fini(&r->text);
-    free(r->id);
+    tp__mock_job_fini(&r->job);
     free(r->version);
     free(r);
     inference__model_infer_request__free_unpacked(q, NULL);
     stream_finish(st, TP_GRPC_RESOURCE_EXHAUSTED, "out of memory");
     return;
   }
-  inference__model_infer_request__free_unpacked(q, NULL);
   r->next = st->reqs;
   if (st->reqs) st->reqs->prev = r;
   st->reqs = r;
-  tp_timer_init(&r->timer, on_token, r);
-  r->seq.data = r;
-  uint64_t now = tp_now_ns();
-  atomic_fetch_add_explicit(&m->n_requests, 1, memory_order_relaxed);
+  tp_timer_init(&r->job.timer, on_token, r);
+  r->job.seq.data = &r->job;
+  tp__mock_job_choose_fault(m, &r->job, a.have_fault ? &a.fault : NULL, a.fault_after);
+  /* The response HEADERS go with the first request on the stream, unless
+   * that request is to be answered Trailers-Only. */
+  bool trailers_only = r->job.fault.kind == TP_MOCK_FAULT_TRAILERS_ONLY && r->job.fault.after_tokens == 0;
+  if (!trailers_only && stream_start_response(st) != 0) {
+    inference__model_infer_request__free_unpacked(q, NULL);
+    stream_finish(st, TP_GRPC_INTERNAL, "cannot start the response");
+    return;
+  }
+  a.sp.prompt = (const char *)a.prompt;
+  a.sp.prompt_len = a.prompt_len;
   /* Submitting assigns the request number the log line carries; no
    * response can be queued before the first timer fires. */
-  tp_mock_engine_submit(m->engine, &r->seq, &a.sp, now);
-  log_request(m, r, now);
+  rv = tp__mock_job_submit(m, &r->job, &a.sp, tp_now_ns());
+  inference__model_infer_request__free_unpacked(q, NULL);
+  if (rv) stream_finish(st, TP_GRPC_RESOURCE_EXHAUSTED, "out of memory");
 }
 
 /* ---- unary methods --------------------------------------------------------------- */
@@ -1103,7 +1380,7 @@ static void reply_model_metadata(mstream *st, const uint8_t *data, size_t len) {
     stream_finish(st, TP_GRPC_INTERNAL, "cannot parse ModelMetadataRequest");
     return;
   }
-  const model_def *md = find_model(q->name);
+  const tp__mock_model *md = tp__mock_find_model(q->name);
   char err[256];
   if (!md || (q->version[0] && strcmp(q->version, "1") != 0)) {
     if (q->version[0] && md)
@@ -1157,7 +1434,7 @@ static void reply_model_ready(mstream *st, const uint8_t *data, size_t len) {
     stream_finish(st, TP_GRPC_INTERNAL, "cannot parse ModelReadyRequest");
     return;
   }
-  bool ready = find_model(q->name) && (!q->version[0] || strcmp(q->version, "1") == 0);
+  bool ready = tp__mock_find_model(q->name) && (!q->version[0] || strcmp(q->version, "1") == 0);
   inference__model_ready_request__free_unpacked(q, NULL);
   reply_bool(st, &inference__model_ready_response__descriptor, ready);
 }
@@ -1169,6 +1446,94 @@ static void reply_server_metadata(mstream *st) {
   r.version = TP_VERSION;
   r.n_extensions = 2;
   r.extensions = ext;
+  stream_reply(st, &r.base);
+}
+
+static void fill_duration(Inference__StatisticDuration *d, const tp_mock_duration *v) {
+  inference__statistic_duration__init(d);
+  d->count = v->count;
+  d->ns = v->ns;
+}
+
+/* ModelStatistics: one entry per model, or the one asked for; the ensemble's
+ * composing models (preprocessing, tensorrt_llm, postprocessing) are
+ * listed too, as Triton lists every model it has loaded. */
+static void reply_model_statistics(mstream *st, const uint8_t *data, size_t len) {
+  tp_mock *m = st->c->m;
+  Inference__ModelStatisticsRequest *q = inference__model_statistics_request__unpack(NULL, len, data);
+  if (!q) {
+    stream_finish(st, TP_GRPC_INTERNAL, "cannot parse ModelStatisticsRequest");
+    return;
+  }
+  int which = TP_MOCK_SM_COUNT;
+  if (q->name[0]) {
+    for (int i = 0; i < TP_MOCK_SM_COUNT; i++)
+      if (strcmp(q->name, tp_mock_stats_model_name((tp_mock_stats_model)i)) == 0) which = i;
+  }
+  if ((q->name[0] && which == TP_MOCK_SM_COUNT) || (q->version[0] && strcmp(q->version, "1") != 0)) {
+    char err[300];
+    if (q->version[0] && which != TP_MOCK_SM_COUNT)
+      snprintf(err, sizeof(err), "requested model version is not available for model '%s'", q->name);
+    else
+      snprintf(err, sizeof(err), "requested model '%s' is not available", q->name);
+    inference__model_statistics_request__free_unpacked(q, NULL);
+    stream_finish(st, TP_GRPC_NOT_FOUND, err);
+    return;
+  }
+  inference__model_statistics_request__free_unpacked(q, NULL);
+
+  Inference__ModelStatistics ms[TP_MOCK_SM_COUNT], *pms[TP_MOCK_SM_COUNT];
+  Inference__InferStatistics is[TP_MOCK_SM_COUNT];
+  Inference__InferBatchStatistics bs[TP_MOCK_SM_COUNT], *pbs[TP_MOCK_SM_COUNT];
+  Inference__StatisticDuration d[TP_MOCK_SM_COUNT][11];
+  size_t n = 0;
+  for (int i = 0; i < TP_MOCK_SM_COUNT; i++) {
+    if (which != TP_MOCK_SM_COUNT && which != i) continue;
+    const tp_mock_model_stats *v = &m->stats.models[i];
+    static const tp_mock_duration zero;
+    Inference__StatisticDuration *dd = d[n];
+    fill_duration(&dd[0], &v->success);
+    fill_duration(&dd[1], &v->fail);
+    fill_duration(&dd[2], &v->queue);
+    fill_duration(&dd[3], &v->compute_input);
+    fill_duration(&dd[4], &v->compute_infer);
+    fill_duration(&dd[5], &v->compute_output);
+    fill_duration(&dd[6], &zero);
+    fill_duration(&dd[7], &zero);
+    fill_duration(&dd[8], &v->compute_input);
+    fill_duration(&dd[9], &v->compute_infer);
+    fill_duration(&dd[10], &v->compute_output);
+    inference__infer_statistics__init(&is[n]);
+    is[n].success = &dd[0];
+    is[n].fail = &dd[1];
+    is[n].queue = &dd[2];
+    is[n].compute_input = &dd[3];
+    is[n].compute_infer = &dd[4];
+    is[n].compute_output = &dd[5];
+    is[n].cache_hit = &dd[6];
+    is[n].cache_miss = &dd[7];
+    inference__infer_batch_statistics__init(&bs[n]);
+    bs[n].batch_size = 1;
+    bs[n].compute_input = &dd[8];
+    bs[n].compute_infer = &dd[9];
+    bs[n].compute_output = &dd[10];
+    pbs[n] = &bs[n];
+    inference__model_statistics__init(&ms[n]);
+    ms[n].name = (char *)tp_mock_stats_model_name((tp_mock_stats_model)i);
+    ms[n].version = "1";
+    ms[n].last_inference = v->last_inference_ms;
+    ms[n].inference_count = v->inference_count;
+    ms[n].execution_count = v->execution_count;
+    ms[n].inference_stats = &is[n];
+    /* Every execution is a batch of one (no Triton-level batching). */
+    ms[n].n_batch_stats = v->execution_count ? 1 : 0;
+    ms[n].batch_stats = &pbs[n];
+    pms[n] = &ms[n];
+    n++;
+  }
+  Inference__ModelStatisticsResponse r = INFERENCE__MODEL_STATISTICS_RESPONSE__INIT;
+  r.n_model_stats = n;
+  r.model_stats = pms;
   stream_reply(st, &r.base);
 }
 
@@ -1195,6 +1560,7 @@ static int on_message(void *user_data, const uint8_t *data, size_t len, bool com
     case M_MODEL_METADATA: reply_model_metadata(st, data, len); break;
     case M_MODEL_INFER: start_infer(st, data, len, true); break;
     case M_MODEL_STREAM_INFER: start_infer(st, data, len, false); break;
+    case M_MODEL_STATISTICS: reply_model_statistics(st, data, len); break;
     default: break;
   }
   return 0;
@@ -1204,7 +1570,9 @@ static int on_message(void *user_data, const uint8_t *data, size_t len, bool com
 
 static void stream_free(mstream *st) {
   conn *c = st->c;
-  while (st->reqs) req_free(st->reqs, true);
+  tp_mock *m = c->m;
+  if (m->timers) tp_timer_stop(m->timers, &st->trickle_timer);
+  while (st->reqs) req_free(st->reqs, TP__MOCK_CANCELLED);
   if (st->counted) c->m->active_streams--;
   if (st->prev)
     st->prev->next = st->next;
@@ -1239,12 +1607,21 @@ static void stream_begin(mstream *st) {
   }
   if (st->method == M_MODEL_INFER || st->method == M_MODEL_STREAM_INFER) {
     st->counted = true;
-    raise_max(&m->max_streams, ++m->active_streams);
+    tp__mock_raise_max(&m->max_streams, ++m->active_streams);
+    /* goaway_after_streams: this stream is the last one the connection
+     * takes; nghttp2 ignores later ones and the connection closes once the
+     * streams it has are done. */
+    conn *c = st->c;
+    if (++c->n_streams == m->cfg.goaway_after_streams && !c->goaway_sent) {
+      c->goaway_sent = true;
+      nghttp2_submit_goaway(c->h2, NGHTTP2_FLAG_NONE, st->id, NGHTTP2_NO_ERROR, NULL, 0);
+      mark_dirty(c);
+    }
   }
-  /* A streaming call gets its response HEADERS at once, as gRPC servers
-   * send initial metadata before the first message. */
-  if (st->method == M_MODEL_STREAM_INFER && stream_start_response(st) != 0)
-    stream_finish(st, TP_GRPC_INTERNAL, "cannot start the response");
+  /* A streaming call's response HEADERS go out with its first request
+   * message (start_infer), before any response: gRPC servers send initial
+   * metadata before the first message, and waiting for the request lets a
+   * trailers_only fault answer with one HEADERS block. */
 }
 
 static void stream_remote_close(mstream *st) {
@@ -1273,6 +1650,7 @@ static int on_begin_headers(nghttp2_session *h2, const nghttp2_frame *f, void *u
   st->id = f->hd.stream_id;
   tp_grpc_reader_init(&st->reader, MAX_MSG_BYTES);
   tp_buf_init(&st->out);
+  tp_timer_init(&st->trickle_timer, on_trickle, st);
   st->next = c->streams;
   if (c->streams) c->streams->prev = st;
   c->streams = st;
@@ -1400,6 +1778,14 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
   mark_dirty(c);
 }
 
+bool tp__mock_refuse_next(tp_mock *m) {
+  tp__mock_count(&m->n_connections, 1);
+  if (m->refused_so_far >= m->cfg.refuse_connections) return false;
+  m->refused_so_far++;
+  tp__mock_count(&m->n_refused, 1);
+  return true;
+}
+
 static void on_connection(uv_stream_t *server, int status) {
   tp_mock *m = server->data;
   if (status < 0 || m->stopping) return;
@@ -1412,12 +1798,20 @@ static void on_connection(uv_stream_t *server, int status) {
     uv_close((uv_handle_t *)&c->tcp, on_conn_closed);
     return;
   }
+  if (tp__mock_refuse_next(m)) {
+    /* refuse_connections: accepted, then reset (RST): the client's connect
+     * succeeded and its first read fails with ECONNRESET. */
+    if (uv_tcp_close_reset(&c->tcp, on_conn_closed) != 0) uv_close((uv_handle_t *)&c->tcp, on_conn_closed);
+    return;
+  }
   /* Tokens are tiny writes that must leave at once. */
   uv_tcp_nodelay(&c->tcp, 1);
-  if (nghttp2_session_server_new(&c->h2, m->cbs, c) != 0) {
+  nghttp2_session *h2;
+  if (nghttp2_session_server_new(&h2, m->cbs, c) != 0) {
     uv_close((uv_handle_t *)&c->tcp, on_conn_closed);
     return;
   }
+  c->h2 = h2;
   nghttp2_settings_entry iv[2] = {
       {NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, MAX_CONCURRENT_STREAMS},
       {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, STREAM_WINDOW_BYTES},
@@ -1442,7 +1836,9 @@ static void shutdown_loop(tp_mock *m) {
   if (m->stopping) return;
   m->stopping = true;
   uv_close((uv_handle_t *)&m->listener, NULL);
+  uv_close((uv_handle_t *)&m->listen_timer, NULL);
   while (m->conns) conn_close(m->conns);
+  tp__mock_http_shutdown(m);
   uv_close((uv_handle_t *)&m->check, NULL);
   uv_close((uv_handle_t *)&m->idle, NULL);
   uv_close((uv_handle_t *)&m->stop_async, NULL);
@@ -1476,6 +1872,7 @@ static void mock_free(tp_mock *m) {
   tp_buf_fini(&m->scratch);
   free(m->host);
   free(m->log_path);
+  free(m->fault_spec);
   free(m);
 }
 
@@ -1494,7 +1891,19 @@ static void host_port(char *out, size_t n, const char *host, int port) {
     snprintf(out, n, "%s:%d", host, port);
 }
 
-static int listen_on(tp_mock *m, char *err, size_t errlen) {
+static int bound_port(uv_tcp_t *t) {
+  struct sockaddr_storage ss;
+  int sl = sizeof(ss);
+  if (uv_tcp_getsockname(t, (struct sockaddr *)&ss, &sl) != 0) return 0;
+  return ss.ss_family == AF_INET6 ? ntohs(((struct sockaddr_in6 *)&ss)->sin6_port)
+                                  : ntohs(((struct sockaddr_in *)&ss)->sin_port);
+}
+
+/* Binds the gRPC listener (and the HTTP one) without listening yet, so the
+ * ports are known and taken even while refuse_connections_ms holds off
+ * listening: a bound socket that does not listen answers connects with a
+ * reset (ECONNREFUSED). */
+static int bind_all(tp_mock *m, char *err, size_t errlen) {
   char hp[300];
   host_port(hp, sizeof(hp), m->host, m->cfg.grpc_port);
   if (m->cfg.grpc_port < 0 || m->cfg.grpc_port > 65535) {
@@ -1502,8 +1911,6 @@ static int listen_on(tp_mock *m, char *err, size_t errlen) {
               m->cfg.grpc_port);
     return TP_EINVAL;
   }
-  char port[8];
-  snprintf(port, sizeof(port), "%d", m->cfg.grpc_port);
   struct addrinfo hints;
   memset(&hints, 0, sizeof(hints));
   hints.ai_family = AF_UNSPEC;
@@ -1511,16 +1918,25 @@ static int listen_on(tp_mock *m, char *err, size_t errlen) {
   hints.ai_flags = AI_PASSIVE;
   uv_getaddrinfo_t gai;
   /* Without a callback uv_getaddrinfo resolves synchronously. */
-  int rv = uv_getaddrinfo(&m->loop, &gai, NULL, m->host, port, &hints);
+  int rv = uv_getaddrinfo(&m->loop, &gai, NULL, m->host, "0", &hints);
   if (rv != 0) {
     tp_seterr(err, errlen, "tokperf mock: cannot listen on %s: %s (check the host name)", hp,
               uv_strerror(rv));
     return TP_ECONNECT;
   }
-  rv = uv_tcp_bind(&m->listener, gai.addrinfo->ai_addr, 0);
+  struct sockaddr_storage addr;
+  memset(&addr, 0, sizeof(addr));
+  memcpy(&addr, gai.addrinfo->ai_addr, TP_MIN((size_t)gai.addrinfo->ai_addrlen, sizeof(addr)));
   uv_freeaddrinfo(gai.addrinfo);
-  /* libuv may report a bind failure only when listen() runs. */
-  if (rv == 0) rv = uv_listen((uv_stream_t *)&m->listener, 1024, on_connection);
+  if (addr.ss_family == AF_INET6)
+    ((struct sockaddr_in6 *)&addr)->sin6_port = htons((uint16_t)m->cfg.grpc_port);
+  else
+    ((struct sockaddr_in *)&addr)->sin_port = htons((uint16_t)m->cfg.grpc_port);
+  rv = uv_tcp_bind(&m->listener, (const struct sockaddr *)&addr, 0);
+  /* libuv keeps EADDRINUSE for listen() to report; an unbound socket shows
+   * port 0, which tells it now. */
+  if (rv == 0) m->port = bound_port(&m->listener);
+  if (rv == 0 && (m->port == 0 || (m->cfg.grpc_port && m->port != m->cfg.grpc_port))) rv = UV_EADDRINUSE;
   if (rv != 0) {
     tp_seterr(err, errlen,
               "tokperf mock: cannot listen on %s: %s (is another server using the port? "
@@ -1528,12 +1944,28 @@ static int listen_on(tp_mock *m, char *err, size_t errlen) {
               hp, uv_strerror(rv));
     return TP_ECONNECT;
   }
-  struct sockaddr_storage ss;
-  int sl = sizeof(ss);
-  uv_tcp_getsockname(&m->listener, (struct sockaddr *)&ss, &sl);
-  m->port = ss.ss_family == AF_INET6 ? ntohs(((struct sockaddr_in6 *)&ss)->sin6_port)
-                                     : ntohs(((struct sockaddr_in *)&ss)->sin_port);
+  if (m->http_port >= 0) return tp__mock_http_bind(m, (const struct sockaddr *)&addr, err, errlen);
   return 0;
+}
+
+static int start_listening(tp_mock *m, char *err, size_t errlen) {
+  if (m->listening || m->stopping) return 0;
+  m->listening = true;
+  int rv = uv_listen((uv_stream_t *)&m->listener, 1024, on_connection);
+  if (rv == 0 && m->http_on) rv = tp__mock_http_start_listening(m);
+  if (rv != 0) {
+    char hp[300];
+    host_port(hp, sizeof(hp), m->host, m->port);
+    tp_seterr(err, errlen, "tokperf mock: cannot listen on %s: %s", hp, uv_strerror(rv));
+    return TP_ECONNECT;
+  }
+  return 0;
+}
+
+static void on_listen_timer(uv_timer_t *t) {
+  tp_mock *m = t->data;
+  char err[400];
+  if (start_listening(m, err, sizeof(err)) != 0 && !m->cfg.quiet) fprintf(stderr, "%s\n", err);
 }
 
 /* Builds everything up to a listening socket.  On failure the loop is
@@ -1545,19 +1977,48 @@ static int mock_setup(tp_mock **out, const tp_mock_config *cfg, char *err, size_
   m->cfg = *cfg;
   m->host = strdup(cfg->host ? cfg->host : "127.0.0.1");
   m->log_path = cfg->log_path ? strdup(cfg->log_path) : NULL;
+  m->fault_spec = cfg->fault_kind ? strdup(cfg->fault_kind) : NULL;
   m->cfg.host = m->host;
   m->cfg.log_path = m->log_path;
+  m->cfg.fault_kind = m->fault_spec;
+  m->http_port = cfg->http_port == TP_MOCK_HTTP_PORT_AUTO ? (cfg->grpc_port == 0 ? 0 : 8000) : cfg->http_port;
+  m->start_ns = tp_now_ns();
+  tp_mock_statset_init(&m->stats);
   tp_buf_init(&m->scratch);
   tp_buf_init(&m->logbuf);
-  if (!m->host || (cfg->log_path && !m->log_path)) {
+  if (!m->host || (cfg->log_path && !m->log_path) || (cfg->fault_kind && !m->fault_spec)) {
     mock_free(m);
     return TP_ENOMEM;
   }
-  int rv = tp_mock_engine_new(&m->engine, &m->cfg, on_admit, m);
+  if (m->fault_spec) {
+    char ferr[400];
+    if (tp_mock_fault_parse(m->fault_spec, strlen(m->fault_spec), &m->fault, ferr, sizeof(ferr)) != 0) {
+      tp_seterr(err, errlen, "tokperf mock: fault_kind '%s': %s", m->fault_spec, ferr);
+      mock_free(m);
+      return TP_EINVAL;
+    }
+  }
+  if (!(cfg->fault_rate >= 0 && cfg->fault_rate <= 1)) {
+    tp_seterr(err, errlen, "tokperf mock: fault_rate %g is outside 0..1", cfg->fault_rate);
+    mock_free(m);
+    return TP_EINVAL;
+  }
+  if (m->http_port < -1 || m->http_port > 65535) {
+    tp_seterr(err, errlen, "tokperf mock: invalid HTTP port %d (use 0..65535, 0 = any free port, -1 = no HTTP)",
+              cfg->http_port);
+    mock_free(m);
+    return TP_EINVAL;
+  }
+  int rv = tp__mock_http_check_config(m, err, errlen);
+  if (rv) {
+    mock_free(m);
+    return rv;
+  }
+  rv = tp_mock_engine_new(&m->engine, &m->cfg, on_admit, m);
   if (rv) {
     tp_seterr(err, errlen,
               "tokperf mock: invalid timing model (times must be finite and >= 0, "
-              "eos_prob within 0..1)");
+              "eos_prob within 0..1, prefix cache block words and blocks > 0)");
     mock_free(m);
     return rv;
   }
@@ -1569,16 +2030,18 @@ static int mock_setup(tp_mock **out, const tp_mock_config *cfg, char *err, size_
       return TP_EIO;
     }
   }
-  if (nghttp2_session_callbacks_new(&m->cbs) != 0) {
+  nghttp2_session_callbacks *cbs;
+  if (nghttp2_session_callbacks_new(&cbs) != 0) {
     mock_free(m);
     return TP_ENOMEM;
   }
-  nghttp2_session_callbacks_set_on_begin_headers_callback(m->cbs, on_begin_headers);
-  nghttp2_session_callbacks_set_on_header_callback(m->cbs, on_header);
-  nghttp2_session_callbacks_set_on_frame_recv_callback(m->cbs, on_frame_recv);
-  nghttp2_session_callbacks_set_on_data_chunk_recv_callback(m->cbs, on_data_chunk);
-  nghttp2_session_callbacks_set_on_frame_send_callback(m->cbs, on_frame_send);
-  nghttp2_session_callbacks_set_on_stream_close_callback(m->cbs, on_stream_close);
+  m->cbs = cbs;
+  nghttp2_session_callbacks_set_on_begin_headers_callback(cbs, on_begin_headers);
+  nghttp2_session_callbacks_set_on_header_callback(cbs, on_header);
+  nghttp2_session_callbacks_set_on_frame_recv_callback(cbs, on_frame_recv);
+  nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cbs, on_data_chunk);
+  nghttp2_session_callbacks_set_on_frame_send_callback(cbs, on_frame_send);
+  nghttp2_session_callbacks_set_on_stream_close_callback(cbs, on_stream_close);
 
   if (uv_loop_init(&m->loop) != 0) {
     mock_free(m);
@@ -1598,9 +2061,17 @@ static int mock_setup(tp_mock **out, const tp_mock_config *cfg, char *err, size_
   m->idle.data = m;
   uv_async_init(&m->loop, &m->stop_async, on_stop_async);
   m->stop_async.data = m;
+  uv_timer_init(&m->loop, &m->listen_timer);
+  m->listen_timer.data = m;
   uv_tcp_init(&m->loop, &m->listener);
   m->listener.data = m;
-  rv = listen_on(m, err, errlen);
+  rv = bind_all(m, err, errlen);
+  if (!rv) {
+    if (m->cfg.refuse_connections_ms > 0)
+      uv_timer_start(&m->listen_timer, on_listen_timer, m->cfg.refuse_connections_ms, 0);
+    else
+      rv = start_listening(m, err, errlen);
+  }
   if (rv) {
     shutdown_loop(m);
     run_loop(m);
@@ -1626,6 +2097,18 @@ void tp_mock_config_default(tp_mock_config *cfg) {
   cfg->seed = 0;
   cfg->log_path = NULL;
   cfg->quiet = false;
+  cfg->http_port = TP_MOCK_HTTP_PORT_AUTO;
+  cfg->http_dialect = "vllm";
+  cfg->sse_keepalive_ms = -1;
+  cfg->fault_kind = NULL;
+  cfg->fault_rate = 1.0;
+  cfg->fault_after_tokens = 0;
+  cfg->refuse_connections = 0;
+  cfg->refuse_connections_ms = 0;
+  cfg->goaway_after_streams = 0;
+  cfg->prefix_cache = false;
+  cfg->prefix_cache_block_words = 16;
+  cfg->prefix_cache_blocks = 8192;
 }
 
 static void thread_main(void *arg) {
@@ -1655,6 +2138,10 @@ int tp_mock_port(const tp_mock *m) {
   return m ? m->port : -1;
 }
 
+int tp_mock_http_port(const tp_mock *m) {
+  return m && m->http_on ? m->http_port : -1;
+}
+
 void tp_mock_get_stats(tp_mock *m, tp_mock_stats *out) {
   memset(out, 0, sizeof(*out));
   if (!m) return;
@@ -1662,6 +2149,12 @@ void tp_mock_get_stats(tp_mock *m, tp_mock_stats *out) {
   out->responses = atomic_load_explicit(&m->n_responses, memory_order_relaxed);
   out->max_active_streams = atomic_load_explicit(&m->max_streams, memory_order_relaxed);
   out->max_active_sequences = atomic_load_explicit(&m->max_seqs, memory_order_relaxed);
+  out->faults_injected = atomic_load_explicit(&m->n_faults, memory_order_relaxed);
+  out->connections = atomic_load_explicit(&m->n_connections, memory_order_relaxed);
+  out->connections_refused = atomic_load_explicit(&m->n_refused, memory_order_relaxed);
+  out->http_requests = atomic_load_explicit(&m->n_http_requests, memory_order_relaxed);
+  out->prefix_cache_queries_tokens = atomic_load_explicit(&m->n_prefix_queries_tokens, memory_order_relaxed);
+  out->prefix_cache_hits_tokens = atomic_load_explicit(&m->n_prefix_hits_tokens, memory_order_relaxed);
 }
 
 void tp_mock_stop(tp_mock *m) {
@@ -1684,9 +2177,15 @@ int tp_mock_run(const tp_mock_config *cfg, char *err, size_t errlen) {
   uv_signal_start(&m->sigint, on_signal, SIGINT);
   uv_signal_start(&m->sigterm, on_signal, SIGTERM);
   if (!m->cfg.quiet) {
-    char hp[300];
+    char hp[300], hh[300];
     host_port(hp, sizeof(hp), m->host, m->port);
-    fprintf(stderr, "tokperf mock: listening on %s (models: ensemble, vllm_model)\n", hp);
+    if (m->http_on) {
+      host_port(hh, sizeof(hh), m->host, m->http_port);
+      fprintf(stderr, "tokperf mock: listening on %s (gRPC) and %s (HTTP, %s dialect) (models: ensemble, vllm_model)\n",
+              hp, hh, m->cfg.http_dialect ? m->cfg.http_dialect : "vllm");
+    } else {
+      fprintf(stderr, "tokperf mock: listening on %s (models: ensemble, vllm_model)\n", hp);
+    }
   }
   run_loop(m);
   mock_free(m);

@@ -18,6 +18,8 @@
  *     max_tokens (128 when absent), ended earlier, once min_tokens tokens
  *     are out, by an end-of-sequence drawn with probability eos_prob per
  *     token unless the request set ignore_eos;
+ *   - with the prefix cache on, prompt tokens found in it at admission are
+ *     left out of the prefill term (see tp_mock_engine_prefix_*);
  *   - every token is one word of tp_words with a leading space (" the"),
  *     drawn from a PRNG seeded from (seed, request number), so a given
  *     request number always produces the same text and length.
@@ -50,6 +52,11 @@ typedef struct tp_mock_seq_params {
   uint32_t max_tokens; /* 0 = absent: TP_MOCK_DEFAULT_MAX_TOKENS */
   uint32_t min_tokens; /* no end-of-sequence before this many tokens */
   bool ignore_eos;
+  bool endless; /* fault injection: tokens until cancelled, whatever else says */
+  /* The prompt, for the prefix cache (borrowed during submit; may be NULL
+   * when the cache is off).  Its words are the tokens the cache keys on. */
+  const char *prompt;
+  size_t prompt_len;
 } tp_mock_seq_params;
 
 /* One sequence.  The storage belongs to the caller (the server embeds it in
@@ -68,11 +75,16 @@ struct tp_mock_seq {
   uint32_t min_tokens;
   bool eos_enabled;    /* may end before max_tokens */
   uint32_t tokens_out; /* tokens produced so far */
+  uint32_t cached_tokens; /* prompt tokens found in the prefix cache at admission */
+  bool hit_length;     /* ended at max_tokens (not by an end-of-sequence draw) */
   void *data;          /* for the caller */
 
   /* Private. */
   uint64_t word_rng, eos_rng;
-  tp_mock_seq *qnext; /* FIFO queue link */
+  tp_mock_seq *qnext;     /* FIFO queue link */
+  uint64_t *block_hashes; /* prefix-cache keys of the prompt's full blocks */
+  uint32_t n_blocks;
+  uint32_t kv_blocks; /* KV blocks held while admitted */
 };
 
 /* One token handed out by tp_mock_engine_next. */
@@ -105,8 +117,10 @@ void tp_mock_engine_free(tp_mock_engine *e);
 
 /* Submits s (caller-owned storage, borrowed until it ends) at now_ns.  The
  * sequence is admitted at once (admit_cb runs before this returns) or
- * queued.  s->data is preserved; everything else is initialised here.
- * Returns 0, or TP_EINVAL when s is already submitted. */
+ * queued.  s->data is preserved; everything else is initialised here.  A
+ * submitted sequence must end (last token or tp_mock_engine_cancel) before
+ * its storage goes: the engine may hold memory for it.  Returns 0,
+ * TP_EINVAL when s is already submitted, or TP_ENOMEM. */
 int tp_mock_engine_submit(tp_mock_engine *e, tp_mock_seq *s, const tp_mock_seq_params *p, uint64_t now_ns);
 
 /* Produces the token that was due at s->next_deadline_ns; call it when
@@ -127,6 +141,37 @@ uint32_t tp_mock_engine_running(const tp_mock_engine *e); /* prefill + decode */
 uint32_t tp_mock_engine_prefilling(const tp_mock_engine *e);
 uint32_t tp_mock_engine_decoding(const tp_mock_engine *e);
 uint32_t tp_mock_engine_queued(const tp_mock_engine *e);
+/* The number the next submitted sequence will get. */
+uint64_t tp_mock_engine_next_number(const tp_mock_engine *e);
+/* Uses up the next number for a request that will not be submitted (one
+ * refused at arrival), so numbers, and with them the seeded text and fault
+ * draws, keep following arrival order. */
+uint64_t tp_mock_engine_take_number(tp_mock_engine *e);
+/* Tokens produced since the engine was created (TensorRT-LLM's iteration
+ * counter, roughly). */
+uint64_t tp_mock_engine_tokens_total(const tp_mock_engine *e);
+/* Time some sequence held a batch slot, up to now_ns (GPU busy time). */
+uint64_t tp_mock_engine_busy_ns(const tp_mock_engine *e, uint64_t now_ns);
+
+/* KV cache, in blocks of prefix_cache_block_words tokens: blocks held by
+ * admitted sequences (prompt + output so far, rounded up per sequence) and
+ * the pool size (prefix_cache_blocks).  Used may exceed the pool: the mock
+ * does not preempt. */
+uint64_t tp_mock_engine_kv_blocks_used(const tp_mock_engine *e);
+uint64_t tp_mock_engine_kv_blocks_max(const tp_mock_engine *e);
+
+/* The prefix cache (cfg prefix_cache).  A prompt is cut into blocks of
+ * prefix_cache_block_words words; block i is keyed by a hash of blocks 0..i,
+ * so only a shared *prefix* hits.  At admission the longest run of cached
+ * leading blocks is looked up (at most prompt tokens - 1 of them, since the
+ * last prompt token is always computed, as vLLM does); those tokens skip the
+ * prefill term.  The prompt's full blocks enter the cache when its prefill
+ * ends (first token), so two identical prompts prefilled together both
+ * miss.  At most prefix_cache_blocks blocks are kept, least recently used
+ * out first.  Counters are in tokens (words), as vLLM's are. */
+uint64_t tp_mock_engine_prefix_queries_tokens(const tp_mock_engine *e);
+uint64_t tp_mock_engine_prefix_hits_tokens(const tp_mock_engine *e);
+uint32_t tp_mock_engine_prefix_cached_blocks(const tp_mock_engine *e);
 
 /* The mock has no tokenizer, so it estimates a prompt's token count as its
  * number of whitespace-separated words (space, tab, CR, LF, VT, FF).  Real

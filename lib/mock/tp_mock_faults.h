@@ -24,9 +24,9 @@
  *   trickle                     send the response one byte per millisecond
  *   malformed  (sse_garbage)    gRPC: a message that is not protobuf; HTTP:
  *                               an SSE event that is not JSON
- *   oversize[:BYTES]            a message (gRPC) or chunk (HTTP) that
- *                               declares BYTES (default 80 MiB), a little of
- *                               it, then a stall
+ *   oversize[:BYTES]            a message (gRPC) or chunk (HTTP) of BYTES
+ *                               (default 80 MiB), declared and sent, then
+ *                               a stall
  *   invalid_utf8                text_output holds bytes that are not UTF-8
  *   endless                     tokens without end, past max_tokens
  *   close_conn                  close the connection (FIN) mid-response

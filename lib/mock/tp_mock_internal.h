@@ -101,6 +101,7 @@ struct tp_mock {
   int port;
   int http_port;
   uint64_t start_ns;
+  uint64_t last_scrape_ns, last_scrape_busy_ns; /* /metrics GPU utilization interval */
   uint64_t refused_so_far; /* connections reset for refuse_connections */
 
   tp_timers *timers;
@@ -155,13 +156,18 @@ void tp__mock_want_flush(tp_mock *m);
 void tp__mock_job_choose_fault(tp_mock *m, tp__mock_job *j, const tp_mock_fault *given, int64_t after);
 
 /* Submits j to the timing model at now_ns (p borrowed), counts and logs
- * it.  j->seq.data and j->timer must be set up. */
-void tp__mock_job_submit(tp_mock *m, tp__mock_job *j, tp_mock_seq_params *p, uint64_t now_ns);
+ * it.  j->seq.data and j->timer must be set up, the fault chosen.  A job
+ * whose fault fires at arrival is not given to the timing model: its timer
+ * is armed for now_ns instead, and its callback must fire the fault.
+ * Returns 0 or TP_ENOMEM. */
+int tp__mock_job_submit(tp_mock *m, tp__mock_job *j, tp_mock_seq_params *p, uint64_t now_ns);
 
 /* Counts j's fault as injected, once, and logs it. */
 void tp__mock_job_fault_fired(tp_mock *m, tp__mock_job *j, uint64_t now_ns);
 
-/* Notes one response of j sent at now_ns (statistics, counter). */
+/* Notes one response carrying tokens of j, queued at now_ns (first
+ * response time, inter-token gaps, response count).  The responses counter
+ * of tp_mock_stats is the transport's to count. */
 void tp__mock_job_response(tp_mock *m, tp__mock_job *j, uint64_t now_ns);
 
 /* Ends j: stops its timer, takes it out of the engine, and records its
@@ -173,7 +179,6 @@ void tp__mock_job_fini(tp__mock_job *j);
 
 /* ---- log ------------------------------------------------------------------------- */
 
-void tp__mock_json_str(tp_buf *b, const char *s, size_t n);
 void tp__mock_log_request(tp_mock *m, tp__mock_job *j, uint64_t t_ns);
 void tp__mock_log_response(tp_mock *m, tp__mock_job *j, uint32_t index, uint64_t t_ns, const char *text,
                            size_t len, bool final);
@@ -181,10 +186,14 @@ void tp__mock_log_error(tp_mock *m, const char *id, const char *msg, uint64_t t_
 
 /* ---- the HTTP side (tp_mock_http.c) --------------------------------------------- */
 
-/* Binds the HTTP listener (cfg.http_port); listening starts with
- * tp__mock_http_start_listening.  Returns 0 or TP_ECONNECT / TP_EINVAL with
- * a message. */
+/* Checks the HTTP settings (dialect, keep-alive).  Returns 0 or TP_EINVAL
+ * with a message. */
+int tp__mock_http_check_config(tp_mock *m, char *err, size_t errlen);
+/* Binds the HTTP listener to addr with port m->http_port; listening starts
+ * with tp__mock_http_start_listening.  Returns 0 or TP_ECONNECT with a
+ * message. */
 int tp__mock_http_bind(tp_mock *m, const struct sockaddr *addr, char *err, size_t errlen);
+/* Returns 0 or a libuv error code. */
 int tp__mock_http_start_listening(tp_mock *m);
 /* Writes what HTTP connections have queued (from the check handle). */
 void tp__mock_http_flush(tp_mock *m);

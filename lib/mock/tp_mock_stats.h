@@ -69,6 +69,7 @@ typedef struct tp_mock_model_stats {
   uint64_t last_inference_ms; /* wall clock, ms since the Unix epoch; 0 = never */
   uint64_t inference_count;
   uint64_t execution_count;
+  uint64_t cancelled; /* of the fails, those the client cancelled */
   tp_mock_duration success, fail, queue, compute_input, compute_infer, compute_output;
 } tp_mock_model_stats;
 

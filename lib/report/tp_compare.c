@@ -2,6 +2,7 @@
  * JUnit XML.  See tp_compare.h for the rule syntax and semantics. */
 #include "tp_compare.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
@@ -161,7 +162,13 @@ static bool num(json_t *v, double *out) {
  * (null, missing, or a level with no requests for error_rate). */
 static bool level_value(json_t *lv, tp_cmp_metric m, tp_cmp_stat st, double *out) {
   if (m == TP_CMP_ERROR_RATE) {
-    double req, failed;
+    /* The document's own figure (failed / measured) when it has one;
+     * older documents only have the counts. */
+    double rate, req, failed;
+    if (num(json_object_get(lv, "error_rate"), &rate)) {
+      *out = rate * 100;
+      return true;
+    }
     if (!num(json_object_get(lv, "requests"), &req) || !num(json_object_get(lv, "failed"), &failed) ||
         req <= 0)
       return false;
@@ -173,16 +180,40 @@ static bool level_value(json_t *lv, tp_cmp_metric m, tp_cmp_stat st, double *out
   return num(v, out);
 }
 
-static uint64_t level_conc(json_t *lv) {
+/* A level's sweep point, read back into the fields tp__level_name uses.
+ * Two levels match when every field is equal: for a concurrency sweep that
+ * is the concurrency alone. */
+static void level_point(json_t *lv, tp_level_result *p) {
+  memset(p, 0, sizeof(*p));
+  const char *mode = json_string_value(json_object_get(lv, "mode"));
+  p->load_mode = mode && !strcmp(mode, "request_rate") ? TP_LOAD_RATE
+                 : mode && !strcmp(mode, "schedule")   ? TP_LOAD_SCHEDULE
+                                                       : TP_LOAD_CONCURRENCY;
   json_t *c = json_object_get(lv, "concurrency");
-  return json_is_integer(c) ? (uint64_t)json_integer_value(c) : 0;
+  p->concurrency = json_is_integer(c) ? (uint32_t)json_integer_value(c) : 0;
+  double v;
+  if (num(json_object_get(lv, "request_rate_rps"), &v)) p->request_rate = v;
+  if (num(json_object_get(lv, "input_tokens_target"), &v)) p->input_tokens_mean = (uint32_t)v;
+  if (num(json_object_get(lv, "output_tokens_target"), &v)) p->output_tokens_mean = (uint32_t)v;
+}
+
+static bool same_point(const tp_level_result *a, const tp_level_result *b) {
+  return a->load_mode == b->load_mode && a->concurrency == b->concurrency &&
+         a->request_rate == b->request_rate && a->input_tokens_mean == b->input_tokens_mean &&
+         a->output_tokens_mean == b->output_tokens_mean;
+}
+
+static void level_name(json_t *lv, char *buf, size_t len) {
+  tp_level_result p;
+  level_point(lv, &p);
+  tp__level_name(&p, buf, len);
 }
 
 /* ------------------------------------------------------------------------ */
 /* Comparison                                                               */
 
 typedef struct result {
-  uint64_t conc;
+  char level[128]; /* "concurrency 8" */
   tp_cmp_metric metric;
   tp_cmp_stat stat;
   bool have_a, have_b;
@@ -289,16 +320,14 @@ static void rule_message(char *buf, size_t len, const tp_compare_rule *rule, con
   fmt_change(c, sizeof(c), r);
   const char *unit = metrics[r->metric].unit;
   if (r->skipped)
-    snprintf(buf, len, "%s at concurrency %" PRIu64 ": unavailable in both runs", label, r->conc);
+    snprintf(buf, len, "%s at %s: unavailable in both runs", label, r->level);
   else if (!r->have_b)
-    snprintf(buf, len, "%s at concurrency %" PRIu64 ": %s %s in A but unavailable in B", label, r->conc, a,
-             unit);
+    snprintf(buf, len, "%s at %s: %s %s in A but unavailable in B", label, r->level, a, unit);
   else if (!r->have_a)
-    snprintf(buf, len, "%s at concurrency %" PRIu64 ": unavailable in A, %s %s in B", label, r->conc, b,
-             unit);
+    snprintf(buf, len, "%s at %s: unavailable in A, %s %s in B", label, r->level, b, unit);
   else
-    snprintf(buf, len, "%s at concurrency %" PRIu64 ": %s %s -> %s %s (%s, bound %c%g%%)", label, r->conc, a,
-             unit, b, unit, c, rule->direction > 0 ? '+' : '-', rule->bound_pct);
+    snprintf(buf, len, "%s at %s: %s %s -> %s %s (%s, bound %c%g%%)", label, r->level, a, unit, b, unit, c,
+             rule->direction > 0 ? '+' : '-', rule->bound_pct);
 }
 
 static int write_junit(const char *path, const char *pa, const char *pb, const tp_compare_rule *rules,
@@ -330,8 +359,8 @@ static int write_junit(const char *path, const char *pa, const char *pb, const t
   for (size_t i = 0; i < rs->n && !rv; i++) {
     const result *r = &rs->v[i];
     if (r->rule < 0) continue;
-    char name[160], msg[320];
-    snprintf(name, sizeof(name), "%s at concurrency %" PRIu64, rules[r->rule].text, r->conc);
+    char name[256], msg[640];
+    snprintf(name, sizeof(name), "%s at %s", rules[r->rule].text, r->level);
     rule_message(msg, sizeof(msg), &rules[r->rule], r);
     rv = tp_buf_append_str(&o, "    <testcase classname=\"tokperf.compare.rules\" name=\"");
     if (!rv) rv = xml_attr(&o, name);
@@ -361,12 +390,17 @@ static int write_junit(const char *path, const char *pa, const char *pb, const t
     fmt_val(a, sizeof(a), r->have_a, r->a);
     fmt_val(b, sizeof(b), r->have_b, r->b);
     fmt_change(c, sizeof(c), r);
-    rv = tp_buf_printf(&o,
-                       "    <testcase classname=\"tokperf.compare.concurrency_%" PRIu64
-                       "\" name=\"%s\" time=\"0\"><system-out>A %s, B %s %s, change %s%s</system-out>"
-                       "</testcase>\n",
-                       r->conc, label, a, b, metrics[r->metric].unit, c,
-                       r->have_a && r->have_b && r->worse ? " (worse)" : "");
+    /* classname: the level as an identifier, "concurrency_8". */
+    char cls[128];
+    size_t k = 0;
+    for (const char *q = r->level; *q && k + 1 < sizeof(cls); q++)
+      cls[k++] = (*q >= 'a' && *q <= 'z') || (*q >= 'A' && *q <= 'Z') || (*q >= '0' && *q <= '9') ? *q : '_';
+    cls[k] = '\0';
+    rv = tp_buf_printf(
+        &o,
+        "    <testcase classname=\"tokperf.compare.%s\" name=\"%s\" time=\"0\"><system-out>A %s, "
+        "B %s %s, change %s%s</system-out></testcase>\n",
+        cls, label, a, b, metrics[r->metric].unit, c, r->have_a && r->have_b && r->worse ? " (worse)" : "");
   }
   if (!rv) rv = tp_buf_append_str(&o, "  </testsuite>\n</testsuites>\n");
   if (!rv && tp__write_atomic(path, o.data, o.len)) {
@@ -381,13 +415,22 @@ static int write_junit(const char *path, const char *pa, const char *pb, const t
 
 /* ------------------------------------------------------------------------ */
 
-static void conc_list(char *buf, size_t len, json_t *levels) {
+static void level_list(char *buf, size_t len, json_t *levels) {
   size_t o = 0;
   buf[0] = '\0';
-  for (size_t i = 0; i < json_array_size(levels) && o + 24 < len; i++)
-    o += (size_t)snprintf(buf + o, len - o, "%s%" PRIu64, i ? ", " : "",
-                          level_conc(json_array_get(levels, i)));
+  for (size_t i = 0; i < json_array_size(levels) && o + 1 < len; i++) {
+    char name[128];
+    level_name(json_array_get(levels, i), name, sizeof(name));
+    int w = snprintf(buf + o, len - o, "%s%s", i ? "; " : "", name);
+    if (w < 0) break;
+    o += (size_t)w;
+  }
   if (!json_array_size(levels)) snprintf(buf, len, "none");
+}
+
+/* Prints "\nConcurrency 8<suffix>" with the level's name capitalised. */
+static void print_level_head(FILE *out, const char *name, const char *suffix) {
+  fprintf(out, "\n%c%s%s", toupper((unsigned char)name[0]), name + 1, suffix);
 }
 
 int tp_compare_run(const char *json_a, const char *json_b, const char *const *fail_on, size_t n, FILE *out,
@@ -411,23 +454,29 @@ int tp_compare_run(const char *json_a, const char *json_b, const char *const *fa
   if (!rv && !used_b) rv = TP_ENOMEM;
 
   size_t matched = 0, nfail = 0;
-  char first_fail[320] = "";
+  char first_fail[640] = "";
   if (!rv && out) fprintf(out, "A: %s (%s)\nB: %s (%s)\n", json_a, a.desc, json_b, b.desc);
   for (size_t i = 0; i < na && !rv; i++) {
     json_t *la = json_array_get(a.levels, i), *lb = NULL;
-    uint64_t conc = level_conc(la);
-    for (size_t j = 0; j < nb && !lb; j++)
-      if (!used_b[j] && level_conc(json_array_get(b.levels, j)) == conc) {
+    tp_level_result pa, pb;
+    level_point(la, &pa);
+    char name[128];
+    tp__level_name(&pa, name, sizeof(name));
+    for (size_t j = 0; j < nb && !lb; j++) {
+      level_point(json_array_get(b.levels, j), &pb);
+      if (!used_b[j] && same_point(&pa, &pb)) {
         used_b[j] = true;
         lb = json_array_get(b.levels, j);
       }
+    }
     if (!lb) {
-      if (out) fprintf(out, "\nConcurrency %" PRIu64 ": only in A\n", conc);
+      if (out) print_level_head(out, name, ": only in A\n");
       continue;
     }
     matched++;
     if (out) {
-      fprintf(out, "\nConcurrency %" PRIu64 "\n  %-34s %14s %14s %9s\n", conc, "Metric", "A", "B", "Change");
+      print_level_head(out, name, "\n");
+      fprintf(out, "  %-34s %14s %14s %9s\n", "Metric", "A", "B", "Change");
     }
     for (size_t k = 0; k < NROWS && !rv; k++) {
       result *r = push(&rs);
@@ -435,7 +484,7 @@ int tp_compare_run(const char *json_a, const char *json_b, const char *const *fa
         rv = TP_ENOMEM;
         break;
       }
-      r->conc = conc;
+      snprintf(r->level, sizeof(r->level), "%s", name);
       r->metric = rows[k].m;
       r->stat = rows[k].st;
       eval(r, la, lb);
@@ -447,7 +496,7 @@ int tp_compare_run(const char *json_a, const char *json_b, const char *const *fa
         rv = TP_ENOMEM;
         break;
       }
-      r->conc = conc;
+      snprintf(r->level, sizeof(r->level), "%s", name);
       r->metric = rules[k].metric;
       r->stat = rules[k].stat;
       r->rule = (int)k;
@@ -462,15 +511,17 @@ int tp_compare_run(const char *json_a, const char *json_b, const char *const *fa
     }
   }
   for (size_t j = 0; j < nb && !rv && out; j++)
-    if (!used_b[j])
-      fprintf(out, "\nConcurrency %" PRIu64 ": only in B\n", level_conc(json_array_get(b.levels, j)));
+    if (!used_b[j]) {
+      char name[128];
+      level_name(json_array_get(b.levels, j), name, sizeof(name));
+      print_level_head(out, name, ": only in B\n");
+    }
 
   if (!rv && !matched) {
-    char la[128], lb[128];
-    conc_list(la, sizeof(la), a.levels);
-    conc_list(lb, sizeof(lb), b.levels);
-    tp_seterr(err, errlen, "%s and %s have no concurrency level in common (A: %s; B: %s)", json_a, json_b, la,
-              lb);
+    char la[256], lb[256];
+    level_list(la, sizeof(la), a.levels);
+    level_list(lb, sizeof(lb), b.levels);
+    tp_seterr(err, errlen, "%s and %s have no level in common (A: %s. B: %s)", json_a, json_b, la, lb);
     rv = TP_EINVAL;
   }
 
@@ -479,7 +530,7 @@ int tp_compare_run(const char *json_a, const char *json_b, const char *const *fa
     for (size_t i = 0; i < rs.n; i++) {
       const result *r = &rs.v[i];
       if (r->rule < 0) continue;
-      char msg[320];
+      char msg[640];
       rule_message(msg, sizeof(msg), &rules[r->rule], r);
       fprintf(out, "  %-4s %s: %s\n",
               r->failed    ? "FAIL"

@@ -2,12 +2,14 @@
  * and JUnit XML.
  *
  * Reads documents written by --json (schema "tokperf.report/1"), matches
- * their levels by concurrency, and prints for every matched level each
+ * their levels by sweep point (mode, concurrency, request rate, swept input
+ * and output lengths: for a concurrency sweep, the concurrency), and prints
+ * for every matched level each
  * headline metric of run A and run B with the change in percent, marking
  * the ones that got worse (lower is better for latencies and the error
  * rate, higher for throughputs).  No figure is recomputed: every value is
- * read from the documents, except error_rate, which is failed / requests of
- * the level as a percentage.
+ * read from the documents; error_rate is the document's failed / measured
+ * shown in percent (computed from the counts for documents without it).
  *
  * Rules (--fail-on), "METRIC[.STAT]:[+|-]N%":
  *   METRIC  ttft, itl, latency             (need STAT: avg, p50, p90, p95,
@@ -79,8 +81,8 @@ int tp_compare_parse_rule(const char *s, tp_compare_rule *out, char *err, size_t
  * metric).  fail_on: n rule strings (borrowed).
  * Returns 0 when every rule held, TP_COMPARE_FAILED when one failed (the
  * names and values are in the output and in err), TP_EINVAL for a bad rule
- * or a document that is not a tokperf report or shares no concurrency with
- * the other, TP_ENOTFOUND / TP_EIO when a document cannot be read or the
+ * or a document that is not a tokperf report or shares no level with the
+ * other, TP_ENOTFOUND / TP_EIO when a document cannot be read or the
  * JUnit file cannot be written, TP_ENOMEM; the message is in err. */
 int tp_compare_run(const char *json_a, const char *json_b, const char *const *fail_on, size_t n, FILE *out,
                    const char *junit_path, char *err, size_t errlen);

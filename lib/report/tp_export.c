@@ -106,6 +106,32 @@ static int json_str(tp_buf *out, const char *s, size_t len) {
   return rv;
 }
 
+void tp__level_name(const tp_level_result *lr, char *buf, size_t len) {
+  int o;
+  switch (lr->load_mode) {
+    case TP_LOAD_RATE: o = snprintf(buf, len, "request rate %g/s", lr->request_rate); break;
+    case TP_LOAD_SCHEDULE: o = snprintf(buf, len, "trace schedule"); break;
+    default: o = snprintf(buf, len, "concurrency %" PRIu32, lr->concurrency); break;
+  }
+  if (o > 0 && (size_t)o < len && lr->input_tokens_mean)
+    o += snprintf(buf + o, len - (size_t)o, ", input %" PRIu32 " tokens", lr->input_tokens_mean);
+  if (o > 0 && (size_t)o < len && lr->output_tokens_mean)
+    snprintf(buf + o, len - (size_t)o, ", output %" PRIu32 " tokens", lr->output_tokens_mean);
+}
+
+void tp__level_tag(const tp_level_result *lr, char *buf, size_t len) {
+  int o;
+  switch (lr->load_mode) {
+    case TP_LOAD_RATE: o = snprintf(buf, len, "%g/s", lr->request_rate); break;
+    case TP_LOAD_SCHEDULE: o = snprintf(buf, len, "trace"); break;
+    default: o = snprintf(buf, len, "%" PRIu32, lr->concurrency); break;
+  }
+  if (o > 0 && (size_t)o < len && lr->input_tokens_mean)
+    o += snprintf(buf + o, len - (size_t)o, " in%" PRIu32, lr->input_tokens_mean);
+  if (o > 0 && (size_t)o < len && lr->output_tokens_mean)
+    snprintf(buf + o, len - (size_t)o, " out%" PRIu32, lr->output_tokens_mean);
+}
+
 static int write_all(int fd, const void *data, size_t n) {
   const char *p = data;
   while (n) {
@@ -422,15 +448,25 @@ static bool measured_ok(const tp_export_request *q) {
   return measured(q) && tp_record_ok(q->rec);
 }
 
-int tp_export_pa_experiment(tp_buf *out, const tp_level_result *lr, const tp_export_request *reqs, size_t n,
-                            uint32_t default_max_tokens, uint64_t anchor_mono_ns, uint64_t anchor_wall_ns) {
+int tp_export_pa_experiment(tp_buf *out, const tp_export_level *lv, uint32_t default_max_tokens,
+                            uint64_t anchor_mono_ns, uint64_t anchor_wall_ns) {
+  const tp_level_result *lr = lv->lr;
+  const tp_export_request *reqs = lv->reqs;
+  size_t n = lv->n;
   size_t *idx;
   size_t k = tp__order_by_send(reqs, n, measured_ok, &idx);
   if (k == SIZE_MAX) return TP_ENOMEM;
 #define W(ts) tp_export_wall_ns(anchor_mono_ns, anchor_wall_ns, (ts))
-  int rv =
-      tp_buf_printf(out, "{\"experiment\":{\"mode\":\"concurrency\",\"value\":%" PRIu32 "},\"requests\":[",
-                    lr->concurrency);
+  /* perf_analyzer writes {"mode": "concurrency", "value": N} or, with no
+   * concurrency, {"mode": "request_rate", "value": rate}; a trace has no
+   * rate of its own and is written as request_rate 0. */
+  int rv = lr->load_mode == TP_LOAD_CONCURRENCY
+               ? tp_buf_printf(
+                     out, "{\"experiment\":{\"mode\":\"concurrency\",\"value\":%" PRIu32 "},\"requests\":[",
+                     lr->concurrency)
+               : tp_buf_printf(
+                     out, "{\"experiment\":{\"mode\":\"request_rate\",\"value\":%.17g},\"requests\":[",
+                     lr->load_mode == TP_LOAD_RATE && isfinite(lr->request_rate) ? lr->request_rate : 0.0);
   for (size_t j = 0; j < k && rv == 0; j++) {
     const tp_export_request *q = &reqs[idx[j]];
     const tp_record *r = q->rec;
@@ -464,7 +500,9 @@ int tp_export_pa_experiment(tp_buf *out, const tp_level_result *lr, const tp_exp
     if (measured(&reqs[i]) && reqs[i].rec->sent_ns && (!start_ns || reqs[i].rec->sent_ns < start_ns))
       start_ns = reqs[i].rec->sent_ns;
   rv = tp_buf_append_str(out, "],\"window_boundaries\":[");
-  if (!rv && start_ns) {
+  if (!rv && lv->window_end_ns > lv->window_start_ns) {
+    rv = tp_buf_printf(out, "%" PRIu64 ",%" PRIu64, W(lv->window_start_ns), W(lv->window_end_ns));
+  } else if (!rv && start_ns) {
     uint64_t dur_ns = lr->duration_s > 0 ? (uint64_t)llround(lr->duration_s * 1e9) : 0;
     rv = tp_buf_printf(out, "%" PRIu64 ",%" PRIu64, W(start_ns), W(start_ns) + dur_ns);
   }
@@ -563,7 +601,9 @@ static json_t *genai_input_config(const tp_level_result *lr, const tp_config *cf
   bad |= jset(
       o, "random_seed",
       cfg->random_seed <= (uint64_t)INT64_MAX ? json_integer((json_int_t)cfg->random_seed) : json_null());
-  bad |= jset(o, "concurrency", json_integer(lr->concurrency));
+  bad |= jset(o, "concurrency",
+              lr->load_mode == TP_LOAD_CONCURRENCY ? json_integer(lr->concurrency) : json_null());
+  bad |= jset(o, "request_rate", lr->load_mode == TP_LOAD_RATE ? jreal(lr->request_rate) : json_null());
   bad |= jset(
       o, "measurement_interval",
       cfg->measurement_interval_ms ? json_integer((json_int_t)cfg->measurement_interval_ms) : json_null());
@@ -674,7 +714,10 @@ static int json_tokens(tp_buf *out, int64_t v) {
   return v >= 0 ? tp_buf_printf(out, "%" PRId64, v) : tp_buf_append_str(out, "null");
 }
 
-int tp_export_responses_jsonl(tp_buf *out, uint32_t concurrency, const tp_export_request *reqs, size_t n) {
+int tp_export_responses_jsonl(tp_buf *out, const tp_level_result *lr, const tp_export_request *reqs,
+                              size_t n) {
+  char name[128];
+  tp__level_name(lr, name, sizeof(name));
   int rv = 0;
   for (size_t i = 0; i < n && rv == 0; i++) {
     const tp_export_request *q = &reqs[i];
@@ -682,9 +725,12 @@ int tp_export_responses_jsonl(tp_buf *out, uint32_t concurrency, const tp_export
     const tp_record *r = q->rec;
     size_t tl;
     const char *t = rec_text(r, &tl);
-    rv = tp_buf_printf(
-        out, "{\"concurrency\":%" PRIu32 ",\"id\":%" PRIu64 ",\"prompt_index\":%" PRIu32 ",\"prompt\":",
-        concurrency, r->seq, r->prompt_index);
+    rv = tp_buf_append_str(out, "{\"level\":");
+    if (!rv) rv = json_str(out, name, strlen(name));
+    if (!rv)
+      rv = tp_buf_printf(
+          out, ",\"concurrency\":%" PRIu32 ",\"id\":%" PRIu64 ",\"prompt_index\":%" PRIu32 ",\"prompt\":",
+          lr->concurrency, r->seq, r->prompt_index);
     if (!rv) rv = q->prompt ? json_str(out, q->prompt, q->prompt_len) : tp_buf_append_str(out, "null");
     if (!rv && q->reference) {
       rv = tp_buf_append_str(out, ",\"reference\":");
@@ -818,21 +864,41 @@ static int write_file(const char *path, const void *data, size_t len, char *err,
   return 0;
 }
 
-/* concurrency<N>, with _2, _3 ... when a sweep repeats a level, so a
- * repeated level never overwrites the first one's files. */
-static char *level_dir(tp_artifacts *a, uint32_t conc) {
+/* The level's directory, named as GenAI-Perf names its artifact
+ * directories' last part: concurrency<N> or request_rate<R> (schedule for
+ * a trace), then _input<I> / _output<O> for a swept length; _2, _3 ...
+ * when a sweep repeats a point, so a repeat never overwrites the first. */
+static char *level_dir(tp_artifacts *a, const tp_level_result *lr) {
+  char name[128], base[112];
+  int o;
+  switch (lr->load_mode) {
+    case TP_LOAD_RATE: o = snprintf(base, sizeof(base), "request_rate%g", lr->request_rate); break;
+    case TP_LOAD_SCHEDULE: o = snprintf(base, sizeof(base), "schedule"); break;
+    default: o = snprintf(base, sizeof(base), "concurrency%" PRIu32, lr->concurrency); break;
+  }
+  if (lr->input_tokens_mean && o > 0 && (size_t)o < sizeof(base))
+    o += snprintf(base + o, sizeof(base) - (size_t)o, "_input%" PRIu32, lr->input_tokens_mean);
+  if (lr->output_tokens_mean && o > 0 && (size_t)o < sizeof(base))
+    snprintf(base + o, sizeof(base) - (size_t)o, "_output%" PRIu32, lr->output_tokens_mean);
   unsigned seen = 0;
-  for (size_t i = 0; i < a->n_levels; i++) seen += a->levels[i].lr.concurrency == conc;
-  char name[48];
+  for (size_t i = 0; i < a->n_levels; i++) {
+    const tp_level_result *p = &a->levels[i].lr;
+    seen += p->load_mode == lr->load_mode && p->concurrency == lr->concurrency &&
+            p->request_rate == lr->request_rate && p->input_tokens_mean == lr->input_tokens_mean &&
+            p->output_tokens_mean == lr->output_tokens_mean;
+  }
   if (seen)
-    snprintf(name, sizeof(name), "concurrency%" PRIu32 "_%u", conc, seen + 1);
+    snprintf(name, sizeof(name), "%s_%u", base, seen + 1);
   else
-    snprintf(name, sizeof(name), "concurrency%" PRIu32, conc);
+    snprintf(name, sizeof(name), "%s", base);
   return join_path(a->dir, name);
 }
 
-int tp_artifacts_add_level(tp_artifacts *a, const tp_level_result *lr, const tp_export_request *reqs,
-                           size_t n, tp_accuracy *acc_out, char *err, size_t errlen) {
+int tp_artifacts_add_level(tp_artifacts *a, const tp_export_level *lv_in, tp_accuracy *acc_out, char *err,
+                           size_t errlen) {
+  const tp_level_result *lr = lv_in->lr;
+  const tp_export_request *reqs = lv_in->reqs;
+  size_t n = lv_in->n;
   if (a->finished) {
     tp_seterr(err, errlen, "artifacts already finished");
     return TP_EINVAL;
@@ -843,8 +909,7 @@ int tp_artifacts_add_level(tp_artifacts *a, const tp_level_result *lr, const tp_
     if (nl) a->levels = nl;
     tp_accuracy *na = nl ? realloc(a->acc, nc * sizeof(*na)) : NULL;
     if (!na) {
-      tp_seterr(err, errlen, "cannot write the artifacts of concurrency %" PRIu32 ": out of memory",
-                lr->concurrency);
+      tp_seterr(err, errlen, "cannot write the artifacts of a level: out of memory");
       return TP_ENOMEM;
     }
     a->acc = na;
@@ -858,7 +923,7 @@ int tp_artifacts_add_level(tp_artifacts *a, const tp_level_result *lr, const tp_
    * file so a long sweep never holds every level's records. */
   uint32_t def_max = a->cfg && a->cfg->output_tokens_mean ? a->cfg->output_tokens_mean : 128;
   if (a->pe_levels) rv = tp_buf_append(&b, ",", 1);
-  if (!rv) rv = tp_export_pa_experiment(&b, lr, reqs, n, def_max, a->anchor_mono_ns, a->anchor_wall_ns);
+  if (!rv) rv = tp_export_pa_experiment(&b, lv_in, def_max, a->anchor_mono_ns, a->anchor_wall_ns);
   if (rv) goto done;
   if (write_all(a->pe_fd, b.data, b.len)) {
     rv = io_err(err, errlen, "write", a->pe_tmp, errno);
@@ -867,7 +932,7 @@ int tp_artifacts_add_level(tp_artifacts *a, const tp_level_result *lr, const tp_
   a->pe_levels++;
 
   /* 2. GenAI-Perf's files, in a directory per level. */
-  char *ldir = level_dir(a, lr->concurrency);
+  char *ldir = level_dir(a, lr);
   if (!ldir) {
     rv = TP_ENOMEM;
     goto done;
@@ -913,7 +978,7 @@ int tp_artifacts_add_level(tp_artifacts *a, const tp_level_result *lr, const tp_
   /* 3. responses.jsonl, appended and flushed so an interrupted run keeps
    * every finished level. */
   tp_buf_reset(&b);
-  rv = tp_export_responses_jsonl(&b, lr->concurrency, reqs, n);
+  rv = tp_export_responses_jsonl(&b, lr, reqs, n);
   if (rv) goto done;
   if ((b.len && fwrite(b.data, 1, b.len, a->resp) != b.len) || fflush(a->resp)) {
     rv = io_err(err, errlen, "write", a->resp_path, errno);
@@ -940,9 +1005,7 @@ int tp_artifacts_add_level(tp_artifacts *a, const tp_level_result *lr, const tp_
   if (acc_out) *acc_out = acc;
 
 done:
-  if (rv == TP_ENOMEM)
-    tp_seterr(err, errlen, "cannot write the artifacts of concurrency %" PRIu32 ": out of memory",
-              lr->concurrency);
+  if (rv == TP_ENOMEM) tp_seterr(err, errlen, "cannot write the artifacts of a level: out of memory");
   tp_buf_fini(&b);
   return rv;
 }
@@ -961,16 +1024,21 @@ static int accuracy_json(tp_artifacts *a, char *err, size_t errlen) {
                              "  \"levels\": [");
   for (size_t i = 0; i < a->n_levels && !rv; i++) {
     const tp_accuracy *c = &a->acc[i];
-    rv = tp_buf_printf(&b,
-                       "%s\n    {\"concurrency\": %" PRIu32 ", \"scored\": %" PRIu64 ", \"exact\": %" PRIu64
-                       ", \"exact_match_rate\": %.6g, \"rouge_l_f1\": %.6g}",
-                       i ? "," : "", a->levels[i].lr.concurrency, c->scored, c->exact, c->exact_match_rate,
-                       c->rouge_l_f1);
+    char name[128];
+    tp__level_name(&a->levels[i].lr, name, sizeof(name));
+    rv = tp_buf_printf(&b, "%s\n    {\"level\": ", i ? "," : "");
+    if (!rv) rv = json_str(&b, name, strlen(name));
+    if (!rv)
+      rv =
+          tp_buf_printf(&b,
+                        ", \"concurrency\": %" PRIu32 ", \"scored\": %" PRIu64 ", \"exact\": %" PRIu64
+                        ", \"exact_match_rate\": %.9g, \"rouge_l_f1\": %.9g}",
+                        a->levels[i].lr.concurrency, c->scored, c->exact, c->exact_match_rate, c->rouge_l_f1);
   }
   if (!rv)
     rv = tp_buf_printf(&b,
                        "\n  ],\n  \"run\": {\"scored\": %" PRIu64 ", \"exact\": %" PRIu64
-                       ", \"exact_match_rate\": %.6g, \"rouge_l_f1\": %.6g}\n}\n",
+                       ", \"exact_match_rate\": %.9g, \"rouge_l_f1\": %.9g}\n}\n",
                        a->total.scored, a->total.exact, a->total.exact_match_rate, a->total.rouge_l_f1);
   char *path = rv ? NULL : join_path(a->dir, "accuracy.json");
   if (!rv && !path) rv = TP_ENOMEM;

@@ -11,9 +11,12 @@
  *   <dir>/<profile-export-file>         perf_analyzer's profile export: one
  *                                        experiment per level (default name
  *                                        profile_export.json)
- *   <dir>/concurrency<N>/<stem>_genai_perf.json   GenAI-Perf's summary, per
- *   <dir>/concurrency<N>/<stem>_genai_perf.csv    level, as GenAI-Perf writes
- *                                        one artifact directory per level
+ *   <dir>/<level>/<stem>_genai_perf.json  GenAI-Perf's summary, per level, as
+ *   <dir>/<level>/<stem>_genai_perf.csv   GenAI-Perf writes one artifact
+ *                                        directory per level; <level> is
+ *                                        concurrency<N>, request_rate<R> or
+ *                                        schedule, then _input<I>/_output<O>
+ *                                        for swept lengths
  *   <dir>/responses.jsonl                every measured request's prompt,
  *                                        reference and generated text
  *   <dir>/accuracy.json                  exact match and ROUGE-L per level
@@ -45,6 +48,17 @@ typedef struct tp_export_request {
   const char *reference; /* borrowed, NUL-terminated expected answer; NULL = none */
   uint32_t max_tokens;   /* max_tokens sent; 0 = the configured default */
 } tp_export_request;
+
+/* One finished level as the exports see it. */
+typedef struct tp_export_level {
+  const tp_level_result *lr;     /* borrowed: the level's figures */
+  const tp_export_request *reqs; /* borrowed: every request of the level, warm-up included */
+  size_t n;
+  /* The measurement window (monotonic ns) when the level measured over
+   * windows (tp_level_opts.window_start_ns/_end_ns); 0, 0 = the level's
+   * span, first measured send to last completion. */
+  uint64_t window_start_ns, window_end_ns;
+} tp_export_level;
 
 /* Converts a monotonic time (tp_now_ns) to wall-clock nanoseconds since the
  * Unix epoch: wall = anchor_wall_ns + (mono_ns - anchor_mono_ns).  Both
@@ -94,6 +108,7 @@ void tp_accuracy_merge(tp_accuracy *a, const tp_accuracy *b);
 /* One experiment of perf_analyzer's profile export, as a JSON object text
  * (no trailing newline), appended to out:
  *   {"experiment": {"mode": "concurrency", "value": N},
+ *      (rate mode {"mode": "request_rate", "value": R}; a trace R = 0)
  *    "requests": [{"timestamp": ns, "request_inputs": {"text_input": "...",
  *      "max_tokens": M}, "response_timestamps": [ns, ...],
  *      "response_outputs": [{"text_output": "..."}, ...]}, ...],
@@ -105,11 +120,12 @@ void tp_accuracy_merge(tp_accuracy *a, const tp_accuracy *b);
  * the joined text, not each response's piece, so the whole text is put on
  * the first response that carried text and the others carry "" (token
  * totals per request stay right; per-response token counts do not).
- * window_boundaries: first measured send to last measured completion, the
- * window of the level's duration.  default_max_tokens fills max_tokens
- * when a request says 0.  Returns 0 or TP_ENOMEM. */
-int tp_export_pa_experiment(tp_buf *out, const tp_level_result *lr, const tp_export_request *reqs, size_t n,
-                            uint32_t default_max_tokens, uint64_t anchor_mono_ns, uint64_t anchor_wall_ns);
+ * window_boundaries: the level's measurement window when it had one (see
+ * tp_export_level), else from the first measured send for duration_s, the
+ * span the throughputs were divided by.  default_max_tokens fills
+ * max_tokens when a request says 0.  Returns 0 or TP_ENOMEM. */
+int tp_export_pa_experiment(tp_buf *out, const tp_export_level *lv, uint32_t default_max_tokens,
+                            uint64_t anchor_mono_ns, uint64_t anchor_wall_ns);
 
 /* GenAI-Perf's <stem>_genai_perf.json for one level, as text: one object
  * per metric with GenAI-Perf's key, "unit" and statistics
@@ -142,14 +158,16 @@ int tp_export_genai_csv(tp_buf *out, const tp_level_result *lr, bool streaming);
 
 /* Appends one JSON line per measured request (warm-up excluded, failed
  * included) to out:
- *   {"concurrency": N, "id": seq, "prompt_index": i, "prompt": "...",
+ *   {"level": "concurrency 8", "concurrency": N, "id": seq,
+ *    "prompt_index": i, "prompt": "...",
  *    "reference": "..." (only when there is one), "output": "...",
  *    "input_tokens": n|null, "output_tokens": n|null, "ok": true|false,
  *    "error": null|"class: message",
  *    "exact_match": bool, "rouge_l_f1": x (only when scored)}
  * Bytes that are not valid UTF-8 are replaced by U+FFFD so every line is
  * valid JSON.  Returns 0 or TP_ENOMEM. */
-int tp_export_responses_jsonl(tp_buf *out, uint32_t concurrency, const tp_export_request *reqs, size_t n);
+int tp_export_responses_jsonl(tp_buf *out, const tp_level_result *lr, const tp_export_request *reqs,
+                              size_t n);
 
 /* ------------------------------------------------------------------------ */
 /* The artifact directory of one run                                        */
@@ -173,14 +191,14 @@ typedef struct tp_artifacts tp_artifacts;
 int tp_artifacts_open(tp_artifacts **out, const tp_artifacts_opts *opts, char *err, size_t errlen);
 
 /* Writes everything of one finished level: appends its experiment to the
- * profile export, writes concurrency<N>/<stem>_genai_perf.json and .csv,
+ * profile export, writes <level>/<stem>_genai_perf.json and .csv,
  * appends its lines to responses.jsonl, scores accuracy into *acc (may be
  * NULL) and keeps what report.html needs (a compact digest, not the
- * records).  reqs borrow the level's records for the call only.  Returns 0,
+ * records).  lv and what it points to are borrowed for the call only.  Returns 0,
  * or TP_EIO / TP_ENOMEM with a message; a failed level leaves the handle
  * usable. */
-int tp_artifacts_add_level(tp_artifacts *a, const tp_level_result *lr, const tp_export_request *reqs,
-                           size_t n, tp_accuracy *acc, char *err, size_t errlen);
+int tp_artifacts_add_level(tp_artifacts *a, const tp_export_level *lv, tp_accuracy *acc, char *err,
+                           size_t errlen);
 
 /* Accuracy over every level added so far. */
 void tp_artifacts_accuracy(const tp_artifacts *a, tp_accuracy *out);
@@ -212,6 +230,14 @@ int tp__json_escape(tp_buf *out, const char *s, size_t len);
  * *out is owned (free()). */
 size_t tp__order_by_send(const tp_export_request *reqs, size_t n, bool (*keep)(const tp_export_request *),
                          size_t **out);
+
+/* A level's sweep point for people: "concurrency 8", "request rate 10/s",
+ * "trace schedule", then ", input 512 tokens, output 128 tokens" when the
+ * lengths are swept. */
+void tp__level_name(const tp_level_result *lr, char *buf, size_t len);
+/* The short form for chart labels: "8", "10/s", "trace", then " in512",
+ * " out128". */
+void tp__level_tag(const tp_level_result *lr, char *buf, size_t len);
 
 /* Length of the valid UTF-8 sequence at s (1-4), or 0 when invalid. */
 size_t tp__utf8_len(const unsigned char *s, size_t avail);

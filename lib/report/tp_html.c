@@ -12,6 +12,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <ctype.h>
 #include <time.h>
 
 #include "metrics/tp_stats.h"
@@ -345,12 +346,15 @@ static int chart_tput(tp_buf *o, const tp_html_input *in, bool itl) {
       if (!st->n) continue;
       double y = s == SER_P50 ? st->p50 : st->p99;
       double px = fx(&f, tput_of(lr, tokens)), py = fy(&f, y);
-      rv = tp_buf_printf(o,
-                         "<circle class=\"pt %s\" cx=\"%.1f\" cy=\"%.1f\" r=\"4\"><title>concurrency %" PRIu32
-                         ": %s %s %.3f ms at %.2f %s</title></circle>"
-                         "<text class=\"pt-label\" x=\"%.1f\" y=\"%.1f\">%" PRIu32 "</text>",
-                         ser_class[s], px, py, lr->concurrency, name, ser_name[s], y, tput_of(lr, tokens),
-                         tokens ? "tokens/s" : "requests/s", px + 6, py - 6, lr->concurrency);
+      char lname[128], tag[64];
+      tp__level_name(lr, lname, sizeof(lname));
+      tp__level_tag(lr, tag, sizeof(tag));
+      rv =
+          tp_buf_printf(o,
+                        "<circle class=\"pt %s\" cx=\"%.1f\" cy=\"%.1f\" r=\"4\"><title>%s: %s %s %.3f ms at "
+                        "%.2f %s</title></circle><text class=\"pt-label\" x=\"%.1f\" y=\"%.1f\">%s</text>",
+                        ser_class[s], px, py, lname, name, ser_name[s], y, tput_of(lr, tokens),
+                        tokens ? "tokens/s" : "requests/s", px + 6, py - 6, tag);
     }
   }
   /* Legend: line swatches, so that rect counts stay the data's. */
@@ -385,27 +389,33 @@ static int chart_box(tp_buf *o, const tp_html_input *in, bool itl) {
            "%s per level: box p25 to p75, line at p50, whiskers min to max, tick at p99", name);
   snprintf(ylabel, sizeof(ylabel), "%s (ms)", name);
   int rv = svg_open(o, itl ? "box-itl" : "box-ttft", CW, CH, title);
-  if (!rv) rv = axes(o, &f, 1, ys, false, true, "concurrency", ylabel);
+  bool all_conc = true;
+  for (size_t i = 0; i < in->n_levels; i++)
+    all_conc &= in->levels[i].lr.load_mode == TP_LOAD_CONCURRENCY && !in->levels[i].lr.input_tokens_mean &&
+                !in->levels[i].lr.output_tokens_mean;
+  if (!rv) rv = axes(o, &f, 1, ys, false, true, all_conc ? "concurrency" : "level", ylabel);
   if (!rv && !nbox) rv = no_data(o, &f, "no values");
   double slot = (f.px1 - f.px0) / (double)nl, bw = fmin(slot * 0.5, 60);
   for (size_t i = 0; i < in->n_levels && !rv; i++) {
     const tp_level_result *lr = &in->levels[i].lr;
     const tp_stat *st = pick_stat(lr, itl);
     double cx = f.px0 + slot * ((double)i + 0.5);
-    rv = tp_buf_printf(o,
-                       "<text class=\"tick\" x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%" PRIu32 "</text>",
-                       cx, f.py0 + 16, lr->concurrency);
+    char lname[128], tag[64];
+    tp__level_name(lr, lname, sizeof(lname));
+    tp__level_tag(lr, tag, sizeof(tag));
+    rv = tp_buf_printf(o, "<text class=\"tick\" x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%s</text>", cx,
+                       f.py0 + 16, tag);
     if (rv || !st->n) continue;
     double y25 = fy(&f, st->p25), y75 = fy(&f, st->p75);
     rv = tp_buf_printf(o,
-                       "<g class=\"boxplot\"><title>concurrency %" PRIu32
-                       ": min %.3f, p25 %.3f, p50 %.3f, p75 %.3f, p99 %.3f, max %.3f ms (n=%zu)</title>"
+                       "<g class=\"boxplot\"><title>%s: min %.3f, p25 %.3f, p50 %.3f, p75 %.3f, p99 %.3f, "
+                       "max %.3f ms (n=%zu)</title>"
                        "<line class=\"whisker\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>"
                        "<line class=\"whisker\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>"
                        "<rect class=\"box\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\"/>"
                        "<line class=\"median\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>"
                        "<line class=\"p99\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/></g>",
-                       lr->concurrency, st->min, st->p25, st->p50, st->p75, st->p99, st->max, st->n, cx,
+                       lname, st->min, st->p25, st->p50, st->p75, st->p99, st->max, st->n, cx,
                        fy(&f, st->min), cx, y25, cx, y75, cx, fy(&f, st->max), cx - bw / 2, y75, bw,
                        fmax(y25 - y75, 1.0), cx - bw / 2, fy(&f, st->p50), cx + bw / 2, fy(&f, st->p50),
                        cx - bw / 4, fy(&f, st->p99), cx + bw / 4, fy(&f, st->p99));
@@ -419,7 +429,7 @@ static int chart_box(tp_buf *o, const tp_html_input *in, bool itl) {
 
 enum { HW = 360, HH = 220, NBINS = 20 };
 
-static int chart_hist(tp_buf *o, const tp_html_level *lv, bool itl) {
+static int chart_hist(tp_buf *o, const tp_html_level *lv, size_t index, bool itl) {
   const double *v = itl ? lv->itl_ms : lv->ttft_ms;
   size_t n = itl ? lv->n_itl : lv->n_ttft;
   const char *name = itl ? "ITL" : "TTFT";
@@ -445,10 +455,11 @@ static int chart_hist(tp_buf *o, const tp_html_level *lv, bool itl) {
   frame f;
   init_frame(&f, HW, HH, lo, hi, 0, nice_top((double)top, &ys));
   if (ys < 1) ys = 1;
-  char chart[48], title[128], xlabel[32];
-  snprintf(chart, sizeof(chart), "hist-%s-%" PRIu32, itl ? "itl" : "ttft", lv->lr.concurrency);
-  snprintf(title, sizeof(title), "%s histogram, concurrency %" PRIu32 " (%zu requests)", name,
-           lv->lr.concurrency, n);
+  char chart[48], title[256], xlabel[32];
+  char lname[128];
+  tp__level_name(&lv->lr, lname, sizeof(lname));
+  snprintf(chart, sizeof(chart), "hist-%s-%zu", itl ? "itl" : "ttft", index);
+  snprintf(title, sizeof(title), "%s histogram, %s (%zu requests)", name, lname, n);
   snprintf(xlabel, sizeof(xlabel), "%s (ms)", name);
   int rv = svg_open(o, chart, HW, HH, title);
   if (!rv) rv = axes(o, &f, nice_step(hi - lo), ys, false, true, xlabel, "requests");
@@ -488,10 +499,10 @@ static int chart_timeline(tp_buf *o, const tp_html_level *lv) {
   double xs;
   frame f;
   init_frame(&f, CW, h, 0, nice_top(xmax, &xs), 0, (double)(n ? n : 1));
-  char title[160];
-  snprintf(title, sizeof(title),
-           "Requests of concurrency %" PRIu32 " from send to done, first token marked (%zu of %zu)",
-           lv->lr.concurrency, n, lv->n_measured);
+  char title[256], lname[128];
+  tp__level_name(&lv->lr, lname, sizeof(lname));
+  snprintf(title, sizeof(title), "Requests of %s from send to done, first token marked (%zu of %zu)", lname,
+           n, lv->n_measured);
   int rv = svg_open(o, "timeline", CW, h, title);
   if (!rv)
     rv = axes(o, &f, xs, 1, true, false, "time since the level's first send (ms)", "request, in send order");
@@ -542,17 +553,19 @@ static int cell_num(tp_buf *o, bool avail, double v, int decimals) {
 }
 
 static int summary_table(tp_buf *o, const tp_html_input *in) {
-  int rv = tp_buf_append_str(
-      o,
-      "<table class=\"summary\"><thead><tr><th>Concurrency</th><th>Requests</th><th>Failed</th>"
-      "<th>Request/s</th><th>Output tok/s</th><th>Input tok/s</th><th>TTFT avg ms</th>"
-      "<th>TTFT p50 ms</th><th>TTFT p99 ms</th><th>ITL avg ms</th><th>ITL p50 ms</th>"
-      "<th>ITL p99 ms</th><th>Latency avg ms</th><th>Latency p99 ms</th>");
+  int rv =
+      tp_buf_append_str(o,
+                        "<table class=\"summary\"><thead><tr><th>Level</th><th>Requests</th><th>Failed</th>"
+                        "<th>Request/s</th><th>Output tok/s</th><th>Input tok/s</th><th>TTFT avg ms</th>"
+                        "<th>TTFT p50 ms</th><th>TTFT p99 ms</th><th>ITL avg ms</th><th>ITL p50 ms</th>"
+                        "<th>ITL p99 ms</th><th>Latency avg ms</th><th>Latency p99 ms</th>");
   if (!rv && in->accuracy) rv = tp_buf_append_str(o, "<th>Exact match %</th><th>ROUGE-L F1</th>");
   if (!rv) rv = tp_buf_append_str(o, "</tr></thead><tbody>\n");
   for (size_t i = 0; i < in->n_levels && !rv; i++) {
     const tp_level_result *lr = &in->levels[i].lr;
-    rv = tp_buf_printf(o, "<tr><td>%" PRIu32 "</td><td>%" PRIu64 "</td><td>%" PRIu64 "</td>", lr->concurrency,
+    char lname[128];
+    tp__level_name(lr, lname, sizeof(lname));
+    rv = tp_buf_printf(o, "<tr><td class=\"lvl\">%s</td><td>%" PRIu64 "</td><td>%" PRIu64 "</td>", lname,
                        lr->requests, lr->failed);
     if (!rv) rv = cell_num(o, true, lr->request_throughput, 2);
     if (!rv) rv = cell_num(o, lr->tokens_available, lr->output_token_throughput, 2);
@@ -576,7 +589,10 @@ static int summary_table(tp_buf *o, const tp_html_input *in) {
   for (size_t i = 0; i < in->n_levels && !rv; i++) {
     const tp_level_result *lr = &in->levels[i].lr;
     if (!lr->first_error[0]) continue;
-    rv = tp_buf_printf(o, "<p class=\"err\">Concurrency %" PRIu32 ", sample error: ", lr->concurrency);
+    char lname[128];
+    tp__level_name(lr, lname, sizeof(lname));
+    rv = tp_buf_printf(o, "<p class=\"err\">%c%s, sample error: ", toupper((unsigned char)lname[0]),
+                       lname + 1);
     if (!rv) rv = esc(o, lr->first_error);
     if (!rv) rv = tp_buf_append_str(o, "</p>\n");
   }
@@ -603,7 +619,8 @@ static const char css[] =
     ".hists{display:flex;flex-wrap:wrap;gap:12px}.hists figure{margin:4px 0}"
     "table.summary{border-collapse:collapse;font-size:.85em;margin-top:8px}"
     "table.summary th,table.summary td{border:1px solid #ccc;padding:3px 6px;text-align:right}"
-    "table.summary th{background:#f2f2f2}td.na{color:#999}.err{color:#a33;font-size:.9em}"
+    "table.summary th{background:#f2f2f2}table.summary "
+    "td.lvl{text-align:left}td.na{color:#999}.err{color:#a33;font-size:.9em}"
     "@media print{body{margin:0;max-width:none;font-size:10pt}figure,table{break-inside:avoid}"
     "h2{break-after:avoid}}";
 
@@ -655,10 +672,11 @@ static int header(tp_buf *o, const tp_html_input *in) {
 int tp_html_render(tp_buf *o, const tp_html_input *in) {
   int rv = header(o, in);
   if (!rv)
-    rv = tp_buf_append_str(o,
-                           "<section><h2>Throughput and latency across the sweep</h2>\n"
-                           "<p class=\"meta\">Each point is one level, labelled with its concurrency. "
-                           "Up and to the right: more throughput at a higher latency.</p>\n<figure>");
+    rv = tp_buf_append_str(
+        o,
+        "<section><h2>Throughput and latency across the sweep</h2>\n"
+        "<p class=\"meta\">Each point is one level, labelled with its concurrency (or rate). "
+        "Up and to the right: more throughput at a higher latency.</p>\n<figure>");
   if (!rv) rv = chart_tput(o, in, false);
   if (!rv) rv = tp_buf_append_str(o, "</figure>\n<figure>");
   if (!rv) rv = chart_tput(o, in, true);
@@ -673,7 +691,10 @@ int tp_html_render(tp_buf *o, const tp_html_input *in) {
   if (!rv) rv = tp_buf_append_str(o, "<figcaption>Inter-token latency per level.</figcaption></figure>\n");
   for (size_t i = 0; i < in->n_levels && !rv; i++) {
     const tp_html_level *lv = &in->levels[i];
-    rv = tp_buf_printf(o, "<h3>Concurrency %" PRIu32 "</h3>\n<div class=\"hists\">", lv->lr.concurrency);
+    char lname[128];
+    tp__level_name(&lv->lr, lname, sizeof(lname));
+    rv =
+        tp_buf_printf(o, "<h3>%c%s</h3>\n<div class=\"hists\">", toupper((unsigned char)lname[0]), lname + 1);
     for (int itl = 0; itl < 2 && !rv; itl++) {
       size_t n = itl ? lv->n_itl : lv->n_ttft;
       if (!n || !pick_stat(&lv->lr, itl)->n) {
@@ -681,7 +702,7 @@ int tp_html_render(tp_buf *o, const tp_html_input *in) {
         continue;
       }
       rv = tp_buf_append_str(o, "<figure>");
-      if (!rv) rv = chart_hist(o, lv, itl);
+      if (!rv) rv = chart_hist(o, lv, i, itl);
       if (!rv) rv = tp_buf_append_str(o, "</figure>");
     }
     if (!rv) rv = tp_buf_append_str(o, "</div>\n");
@@ -690,8 +711,9 @@ int tp_html_render(tp_buf *o, const tp_html_input *in) {
   if (!rv && in->n_levels) {
     size_t tl = in->timeline_level < in->n_levels ? in->timeline_level : in->n_levels - 1;
     const tp_html_level *lv = &in->levels[tl];
-    rv =
-        tp_buf_printf(o, "<section><h2>Request timeline, concurrency %" PRIu32 "</h2>\n", lv->lr.concurrency);
+    char lname[128];
+    tp__level_name(&lv->lr, lname, sizeof(lname));
+    rv = tp_buf_printf(o, "<section><h2>Request timeline, %s</h2>\n", lname);
     if (!rv && lv->n_timeline < lv->n_measured)
       rv = tp_buf_printf(o, "<p class=\"meta\">The first %zu of %zu requests, in send order.</p>\n",
                          lv->n_timeline, lv->n_measured);

@@ -3,9 +3,11 @@
  *
  * Choosing the backend is mostly about good messages.  Users point
  * --tokenizer at whatever a model hub gave them: a tokenizer.model, a
- * tokenizer.json, or the model's directory.  The only backend today is
- * sentencepiece, so the work here is recognising the other cases early and
- * saying what was expected, what was found, and what to pass instead. */
+ * tokenizer.json, or the model's directory.  A JSON file goes to the
+ * tokenizer.json backend, anything else to sentencepiece.  In a directory
+ * tokenizer.json wins over tokenizer.model: when a model ships both, the
+ * JSON is what its server's tokenizer (transformers' fast tokenizer) loads,
+ * with the added tokens the .model file lacks. */
 #include "tokenizer/tp_tok.h"
 
 #include <dirent.h>
@@ -46,18 +48,9 @@ static bool looks_like_json(const char *path) {
   return json;
 }
 
-static int unsupported_json(const char *path, char *err, size_t errlen) {
-  tp_seterr(err, errlen,
-            "cannot load tokenizer '%s': it is a Hugging Face tokenizer.json; this build "
-            "reads sentencepiece tokenizer.model files only (tokenizer.json support is planned); "
-            "pass the model's tokenizer.model instead",
-            path);
-  return TP_EUNSUPPORTED;
-}
-
 static int load_file(tp_tok **out, const char *path, const struct stat *st, char *err,
                      size_t errlen) {
-  if (looks_like_json(path)) return unsupported_json(path, err, errlen);
+  if (looks_like_json(path)) return tp_tok_hf_load(out, path, err, errlen);
   /* Caught here because sentencepiece parses zero bytes as a valid, empty
    * model proto and then reports a confusing reason. */
   if (S_ISREG(st->st_mode) && st->st_size == 0) {
@@ -115,20 +108,20 @@ static int load_dir(tp_tok **out, const char *dir, char *err, size_t errlen) {
 
   tp_buf_init(&p);
   tp_buf_init(&found);
+  if ((rv = join_path(&p, dir, "tokenizer.json")) != 0) goto oom;
+  if (stat((char *)p.data, &st) == 0 && !S_ISDIR(st.st_mode)) {
+    rv = tp_tok_hf_load(out, (char *)p.data, err, errlen);
+    goto done;
+  }
   if ((rv = join_path(&p, dir, "tokenizer.model")) != 0) goto oom;
   if (stat((char *)p.data, &st) == 0 && !S_ISDIR(st.st_mode)) {
     rv = load_file(out, (char *)p.data, &st, err, errlen);
     goto done;
   }
-  if ((rv = join_path(&p, dir, "tokenizer.json")) != 0) goto oom;
-  if (stat((char *)p.data, &st) == 0 && !S_ISDIR(st.st_mode)) {
-    rv = unsupported_json((char *)p.data, err, errlen);
-    goto done;
-  }
   if ((rv = describe_dir(&found, dir)) != 0) goto oom;
   tp_seterr(err, errlen,
-            "cannot load tokenizer from directory '%s': looked for tokenizer.model "
-            "(sentencepiece) and tokenizer.json, found %s",
+            "cannot load tokenizer from directory '%s': looked for tokenizer.json "
+            "(Hugging Face) and tokenizer.model (sentencepiece), found %s",
             dir, (char *)found.data);
   rv = TP_ENOTFOUND;
   goto done;
@@ -147,16 +140,16 @@ int tp_tok_load(tp_tok **out, const char *path, char *err, size_t errlen) {
   *out = NULL;
   if (path == NULL || path[0] == '\0') {
     tp_seterr(err, errlen,
-              "no tokenizer given: pass a sentencepiece tokenizer.model file or a directory "
-              "holding one");
+              "no tokenizer given: pass a tokenizer.json or tokenizer.model file, or a model "
+              "directory holding one");
     return TP_EINVAL;
   }
   if (stat(path, &st) != 0) {
     int e = errno;
     if (e == ENOENT || e == ENOTDIR) {
       tp_seterr(err, errlen,
-                "cannot load tokenizer '%s': no such file or directory (pass a sentencepiece "
-                "tokenizer.model file or a directory holding one)",
+                "cannot load tokenizer '%s': no such file or directory (pass a tokenizer.json "
+                "or tokenizer.model file, or a model directory holding one)",
                 path);
       return TP_ENOTFOUND;
     }

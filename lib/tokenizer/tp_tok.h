@@ -46,5 +46,10 @@ void tp_tok_free(tp_tok *t);
 
 /* Backends. */
 int tp_tok_spm_load(tp_tok **out, const char *file, char *err, size_t errlen);
+/* A Hugging Face tokenizer.json with a BPE model (tp_tok_hf.c).  Codes as
+ * tp_tok_load: TP_ENOTFOUND, TP_EIO, TP_EINVAL (not a valid tokenizer.json:
+ * the message names the field), TP_EUNSUPPORTED (a model type or pipeline
+ * component this backend does not implement, named), TP_ENOMEM. */
+int tp_tok_hf_load(tp_tok **out, const char *file, char *err, size_t errlen);
 
 #endif

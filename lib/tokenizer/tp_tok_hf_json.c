@@ -385,6 +385,29 @@ bool tp__json_str_is(const tp__json *d, uint32_t i, const char *s) {
          memcmp(d->text + d->nodes[i].u.s.off, s, n) == 0;
 }
 
+const char *tp__json_quote(char *out, size_t outlen, const char *s, size_t n, size_t max) {
+  size_t w = 0, i = 0;
+  if (outlen == 0) return out;
+  bool cut = n > max;
+  if (cut) {
+    n = max;
+    while (n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80) n--; /* whole characters */
+  }
+  for (; i < n && w + 8 < outlen; i++) {
+    unsigned char c = (unsigned char)s[i];
+    if (c >= 0x20 && c != 0x7F) {
+      out[w++] = (char)c;
+      continue;
+    }
+    const char *e = c == '\n' ? "\\n" : c == '\t' ? "\\t" : c == '\r' ? "\\r" : NULL;
+    if (e) w += (size_t)snprintf(out + w, outlen - w, "%s", e);
+    else w += (size_t)snprintf(out + w, outlen - w, "\\x%02X", c);
+  }
+  if ((cut || i < n) && w + 4 < outlen) memcpy(out + w, "...", 3), w += 3;
+  out[w] = 0;
+  return out;
+}
+
 const char *tp__json_type_name(const tp__json *d, uint32_t i) {
   switch (d->nodes[i].type) {
     case TP_JSON_NULL: return "null";

@@ -68,6 +68,10 @@ static inline size_t tp__json_strlen(const tp__json *d, uint32_t i) {
 uint32_t tp__json_get(const tp__json *d, uint32_t obj, const char *key);
 /* True when node i is a string equal to s. */
 bool tp__json_str_is(const tp__json *d, uint32_t i, const char *s);
+/* Renders s[0..n) (file content) for a message: control characters as
+ * \n, \t, \xNN..., at most max bytes of s, cut at a character boundary and
+ * marked "..." when cut.  Returns out, always NUL-terminated. */
+const char *tp__json_quote(char *out, size_t outlen, const char *s, size_t n, size_t max);
 /* A short name for a node's type ("string", "object", ...). */
 const char *tp__json_type_name(const tp__json *d, uint32_t i);
 

@@ -87,6 +87,39 @@ check(rc == 2 and noprompt + ":1" in err and "text_input" in err, "line without 
 rc, out, err = run(["profile", "--mock", "--input-file", os.path.join(tmp, "missing.jsonl")])
 check(rc == 2 and "missing.jsonl" in err, "missing input file: exit 2, named", err)
 
+# More bad input (issue #7): each names the file and line, the option, or the
+# path, and exits 2; a tokenizer of the wrong kind cannot start (exit 3).
+empty = os.path.join(tmp, "empty.jsonl")
+open(empty, "w").close()
+rc, out, err = run(["profile", "--mock", "--input-file", empty])
+check(rc == 2 and empty in err and "empty" in err, "empty input file: exit 2, named as empty", err)
+huge = os.path.join(tmp, "huge.jsonl")
+with open(huge, "w") as f:
+    f.write('{"text_input": "%s"}\n' % ("word " * 400000))
+    f.write('{"text_input": broken}\n')
+rc, out, err = run(["profile", "--mock", "--input-file", huge])
+check(rc == 2 and huge + ":2" in err, "a 2 MB line is read; the bad line after it is named", err[-300:])
+badutf = os.path.join(tmp, "badutf.jsonl")
+with open(badutf, "wb") as f:
+    f.write(b'{"text_input": "ok"}\n{"text_input": "caf\xe9"}\n')
+rc, out, err = run(["profile", "--mock", "--input-file", badutf])
+check(rc == 2 and badutf + ":2" in err, "invalid UTF-8: exit 2, line named", err)
+rc, out, err = run(["profile", "--request-rate", "-1"])
+check(rc == 2 and "--request-rate '-1'" in err, "--request-rate -1: exit 2, option and value named", err)
+rc, out, err = run(["profile", "--duration", "5x"])
+check(rc == 2 and "--duration '5x'" in err, "--duration 5x: exit 2, option and value named", err)
+if os.geteuid() != 0:
+    locked = os.path.join(tmp, "locked.jsonl")
+    with open(locked, "w") as f:
+        f.write('{"text_input": "x"}\n')
+    os.chmod(locked, 0)
+    rc, out, err = run(["profile", "--mock", "--input-file", locked])
+    check(rc == 2 and locked in err, "unreadable input file: exit 2, named", err)
+rc, out, err = run(["profile", "--mock", "--input-file", tmp])
+check(rc == 2 and tmp in err, "a directory given as the input file: exit 2, named", err)
+rc, out, err = run(["profile", "--mock", "--tokenizer", bad])
+check(rc == 3 and bad in err, "a JSONL file given as the tokenizer: exit 3, the file named", err)
+
 # Start-up failures: exit 3 with the cause.
 port = free_port()
 rc, out, err = run(["profile", "-u", "127.0.0.1:%d" % port, "--request-count", "2"])

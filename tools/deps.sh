@@ -9,7 +9,7 @@ pkgs=(
   libcurl4-openssl-dev libpcre2-dev libutf8proc-dev
   python3 python3-grpcio python3-grpc-tools python3-aiohttp
   nghttp2-client nghttp2-server
-  chromium
+  chromium clang libclang-rt-14-dev valgrind
 )
 missing=()
 for p in "${pkgs[@]}"; do

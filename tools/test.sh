@@ -36,5 +36,27 @@ export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 export LSAN_OPTIONS=suppressions=$PWD/test/lsan.supp
 run_suite build-asan -Db_sanitize=address,undefined -Db_lundef=false -Denable_bench=false
 
+# One integration run under valgrind memcheck: no errors, no leaks.
+if command -v valgrind >/dev/null; then
+  if valgrind --error-exitcode=9 --leak-check=full --errors-for-leak-kinds=definite \
+      build/cmd/tokperf profile --mock -q --no-artifacts --concurrency 1,4 --request-count 8 \
+      --output-tokens-mean 4 --tokenizer build/test/data/words.model >/dev/null 2>build/valgrind.log; then
+    echo "ok - valgrind memcheck: a run against the mock is clean"
+    passed=$((passed + 1))
+  else
+    echo "not ok - valgrind memcheck (see build/valgrind.log)"
+    grep -E "ERROR SUMMARY|definitely lost" build/valgrind.log
+    failed=$((failed + 1))
+  fi
+fi
+
+# Every fuzz target under libFuzzer for a bounded time (FUZZ_SECONDS each).
+if [ "${SKIP_FUZZ:-0}" != 1 ]; then
+  fuzz_out=$(tools/fuzz.sh)
+  echo "$fuzz_out"
+  passed=$((passed + $(grep -c '^ok ' <<<"$fuzz_out" || true)))
+  failed=$((failed + $(grep -c '^not ok ' <<<"$fuzz_out" || true)))
+fi
+
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -1,0 +1,680 @@
+/* Unit tests for lib/report/tp_export.c: perf_analyzer's profile export,
+ * GenAI-Perf's summary JSON and CSV, responses.jsonl, accuracy, and the
+ * artifact directory.
+ *
+ * The layouts are checked against facts written down from the other tools'
+ * own sources and documents, not against our own output:
+ *   - perf_analyzer profile export (client repo, profile_data_exporter.cc,
+ *     docs/examples/decoupled_output_file.json, and the LLM guide's
+ *     calculate_avg_first_token_latency.py in the seed document 003):
+ *     {"experiments": [{"experiment": {"mode": "concurrency", "value": N},
+ *     "requests": [{"timestamp", "request_inputs", "response_timestamps",
+ *     "response_outputs"}], "window_boundaries": [...]}], "version": ...};
+ *     timestamps are uint64 nanoseconds since the epoch (system_clock);
+ *     BYTES inputs are strings, INT32 inputs integers; each response output
+ *     is an object of output name to string.  The guide computes
+ *     first-token latency as response_timestamps[0] - timestamp, in ns.
+ *   - GenAI-Perf's profile data parser reads data["service_kind"] (and
+ *     data["endpoint"] for openai) and, for triton, request_inputs
+ *     ["text_input"] and response_outputs[i]["text_output"].
+ *   - GenAI-Perf JSON (json_exporter.py, statistics.py, llm_metrics.py):
+ *     the stats dict plus "input_config"; each metric is {"unit", "avg",
+ *     "p99", "p95", "p90", "p75", "p50", "p25", "max", "min", "std"}, system
+ *     metrics only {"unit", "avg"}; units "ms" for time_to_first_token,
+ *     inter_token_latency, request_latency; "tokens/sec" for
+ *     output_token_throughput(_per_request); "requests/sec" for
+ *     request_throughput; "tokens" for the sequence lengths.  The file name
+ *     is f"{stem}_genai_perf.json" with stem the profile export's name
+ *     without its extension.
+ *   - GenAI-Perf CSV (csv_exporter.py and its test, test_csv_exporter.py):
+ *     the exact lines for the metric lists TTFT [7,8,9], ITL [10,11,12],
+ *     latency [4,5,6], OSL [1,2,3], ISL [5,6,7], throughputs 456 and 123,
+ *     streaming and not, are copied into expect_stream/expect_nostream
+ *     below. */
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "metrics/tp_stats.h"
+#include "report/tp_export.h"
+#include "tp_test.h"
+
+#define WALL0 1700000000000000000ULL /* 2023-11-14T22:13:20Z in ns */
+#define MONO0 5000000000ULL
+
+/* A record sent at sent_ns whose responses arrive at resp[i] (text on the
+ * ones with has_text[i]); done at the last response. */
+static void mk_rec(tp_record *r, uint64_t seq, uint64_t sent_ns, const uint64_t *resp, const bool *has_text,
+                   int nresp, const char *text, int64_t in_tok, int64_t out_tok) {
+  tp_record_init(r);
+  r->seq = seq;
+  r->prompt_index = (uint32_t)seq * 10;
+  r->planned_ns = sent_ns;
+  r->sent_ns = sent_ns;
+  for (int i = 0; i < nresp; i++) tp_record_add_response(r, resp[i], has_text[i]);
+  r->done_ns = nresp ? resp[nresp - 1] : 0;
+  if (text) tp_buf_append_str(&r->text, text);
+  r->input_tokens = in_tok;
+  r->output_tokens = out_tok;
+}
+
+static char *read_file(const char *path, size_t *len) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  tp_buf b;
+  tp_buf_init(&b);
+  char chunk[4096];
+  size_t n;
+  while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0) tp_buf_append(&b, chunk, n);
+  fclose(f);
+  if (!b.data) tp_buf_append(&b, "", 0);
+  return tp_buf_steal(&b, len);
+}
+
+static bool exists(const char *path) {
+  struct stat st;
+  return stat(path, &st) == 0;
+}
+
+static int count_tmp(const char *dir) {
+  DIR *d = opendir(dir);
+  int n = 0;
+  if (!d) return -1;
+  struct dirent *e;
+  while ((e = readdir(d)))
+    if (strstr(e->d_name, ".tmp.")) n++;
+  closedir(d);
+  return n;
+}
+
+static void rm_rf(const char *path) {
+  char cmd[512];
+  snprintf(cmd, sizeof(cmd), "rm -rf '%s'", path);
+  if (system(cmd)) fprintf(stderr, "cleanup of %s failed\n", path);
+}
+
+/* ------------------------------------------------------------------------ */
+
+static void test_wall_clock(void) {
+  CHECK(tp_export_wall_ns(MONO0, WALL0, MONO0 + 1500) == WALL0 + 1500,
+        "wall = wall anchor + (mono - mono anchor)");
+  CHECK(tp_export_wall_ns(MONO0, WALL0, MONO0 - 700) == WALL0 - 700,
+        "a time before the anchor maps before the wall anchor (no wrap)");
+  CHECK(tp_export_wall_ns(MONO0, WALL0, 0) == 0, "0 (did not happen) stays 0");
+}
+
+static void test_accuracy_functions(void) {
+  CHECK(tp_exact_match(" Paris\n", 7, "Paris", 5), "exact match ignores surrounding whitespace");
+  CHECK(!tp_exact_match("paris", 5, "Paris", 5), "exact match is case-sensitive");
+  CHECK(!tp_exact_match("Par is", 6, "Paris", 5), "inner whitespace matters");
+  CHECK(tp_exact_match("  ", 2, "", 0), "blank equals empty");
+
+  const char *c1 = "the cat sat on the mat", *r1 = "the cat is on the mat";
+  /* LCS "the cat on the mat" = 5 of 6 and 6: P = R = F1 = 5/6. */
+  CHECK_NEAR(tp_rouge_l_f1(c1, strlen(c1), r1, strlen(r1)), 5.0 / 6.0, 1e-12,
+             "ROUGE-L F1, 5 of 6 tokens in order");
+  /* "a b c d" vs "b d e": LCS "b d" = 2; P = 2/4, R = 2/3, F1 = 4/7. */
+  CHECK_NEAR(tp_rouge_l_f1("a b c d", 7, "b d e", 5), 4.0 / 7.0, 1e-12, "ROUGE-L F1 with unequal lengths");
+  /* Order matters: "d c b a" vs "a b c d" share only one token in order. */
+  CHECK_NEAR(tp_rouge_l_f1("d c b a", 7, "a b c d", 7), 0.25, 1e-12,
+             "ROUGE-L counts a subsequence, not a bag");
+  CHECK_NEAR(tp_rouge_l_f1("x  y\n\tz", 7, "x y z", 5), 1.0, 1e-12, "any whitespace separates tokens");
+  CHECK_NEAR(tp_rouge_l_f1("", 0, "a", 1), 0.0, 0, "empty candidate scores 0");
+  CHECK_NEAR(tp_rouge_l_f1("a", 1, "   ", 3), 0.0, 0, "empty reference scores 0");
+  CHECK_NEAR(tp_rouge_l_f1("p q", 3, "r s", 3), 0.0, 0, "nothing in common scores 0");
+  CHECK_NEAR(tp_rouge_l_f1("Cat", 3, "cat", 3), 0.0, 0, "tokens compare case-sensitively");
+}
+
+static void test_accuracy_compute(void) {
+  tp_record r[7];
+  uint64_t t[2] = {MONO0 + 2000, MONO0 + 3000};
+  bool ht[2] = {true, true};
+  const char *texts[7] = {" Paris", "Berlin is big", "4", "the cat sat", "Rome", "Oslo", "x"};
+  for (int i = 0; i < 7; i++) mk_rec(&r[i], (uint64_t)i, MONO0 + 1000, t, ht, 2, texts[i], 5, 3);
+  r[4].warmup = true;
+  tp_record_fail(&r[5], TP_ERRCLASS_TIMEOUT, -1, "deadline", 8);
+  tp_export_request q[7] = {{&r[0], "Capital of France?", 18, "Paris", 0},
+                            {&r[1], "Capital of Germany?", 19, "Berlin", 0},
+                            {&r[2], "2+2?", 4, "4", 0},
+                            {&r[3], "cat?", 4, "the cat sat on the mat", 0},
+                            {&r[4], "warm", 4, "Rome", 0},
+                            {&r[5], "failed", 6, "Oslo", 0},
+                            {&r[6], "no reference", 12, NULL, 0}};
+  tp_accuracy acc;
+  CHECK_INT(tp_accuracy_compute(&acc, q, 7), 0, "accuracy computes");
+  CHECK_INT(acc.scored, 4,
+            "scored: measured, succeeded, with a reference (warm-up, failed, unreferenced left out)");
+  CHECK_INT(acc.exact, 2, "two exact matches");
+  CHECK_NEAR(acc.exact_match_rate, 0.5, 1e-12, "exact-match rate 2/4");
+  /* Paris 1, "Berlin is big" vs "Berlin": P 1/3 R 1 -> 0.5, "4" 1,
+   * "the cat sat" vs 6 tokens: P 1 R 1/2 -> 2/3. */
+  double want = (1 + 0.5 + 1 + 2.0 / 3.0) / 4;
+  CHECK_NEAR(acc.rouge_l_f1, want, 1e-12, "ROUGE-L F1 is the mean over scored requests");
+
+  tp_accuracy total = {0}, one = acc;
+  tp_accuracy_merge(&total, &one);
+  tp_accuracy_merge(&total, &one);
+  CHECK_INT(total.scored, 8, "merge adds counts");
+  CHECK_NEAR(total.rouge_l_f1, want, 1e-12, "merged mean of two equal levels is the same mean");
+  for (int i = 0; i < 7; i++) tp_record_fini(&r[i]);
+}
+
+/* A level of 4 measured requests (one failed, one warm-up before them),
+ * sent out of seq order to check the send-order rule. */
+typedef struct fixture {
+  tp_record r[5];
+  tp_export_request q[5];
+  tp_level_result lr;
+} fixture;
+
+static void fixture_init(fixture *f, uint32_t conc) {
+  uint64_t b = MONO0 + 1000000;
+  /* seq 0: sent second; first response empty (role-only), then two text. */
+  uint64_t t0[4] = {b + 15000000, b + 20000000, b + 28000000, b + 30000000};
+  bool h0[4] = {false, true, true, false};
+  mk_rec(&f->r[0], 0, b + 5000000, t0, h0, 4, "Hello \"world\"\n", 7, 3);
+  /* seq 1: sent first. */
+  uint64_t t1[3] = {b + 12000000, b + 19000000, b + 26000000};
+  bool h1[3] = {true, true, true};
+  mk_rec(&f->r[1], 1, b, t1, h1, 3, "abc", 4, 3);
+  /* seq 2: failed. */
+  uint64_t t2[1] = {b + 40000000};
+  bool h2[1] = {true};
+  mk_rec(&f->r[2], 2, b + 6000000, t2, h2, 1, "partial", 4, 1);
+  tp_record_fail(&f->r[2], TP_ERRCLASS_GRPC_STATUS, 13, "INTERNAL: boom", 14);
+  /* seq 3: a warm-up, long before. */
+  uint64_t t3[2] = {b - 900000, b - 500000};
+  bool h3[2] = {true, true};
+  mk_rec(&f->r[3], 3, b - 1000000, t3, h3, 2, "warm", 2, 2);
+  f->r[3].warmup = true;
+  /* seq 4: one response only. */
+  uint64_t t4[1] = {b + 50000000};
+  bool h4[1] = {true};
+  mk_rec(&f->r[4], 4, b + 7000000, t4, h4, 1, "caf\xc3\xa9 \xff", 5, 2);
+  static const char *prompts[5] = {"Say \"hi\"\n", "p1", "p2", "p3", "p4 \x01"};
+  static const char *refs[5] = {"Hello \"world\"", NULL, "partial", "warm", "caf\xc3\xa9"};
+  for (int i = 0; i < 5; i++)
+    f->q[i] = (tp_export_request){&f->r[i], prompts[i], strlen(prompts[i]), refs[i], i == 1 ? 64 : 0};
+  tp_level_compute(&f->lr, f->r, 5);
+  f->lr.concurrency = conc;
+}
+
+static void fixture_fini(fixture *f) {
+  for (int i = 0; i < 5; i++) tp_record_fini(&f->r[i]);
+}
+
+static void test_pa_experiment(void) {
+  fixture f;
+  fixture_init(&f, 4);
+  tp_buf b;
+  tp_buf_init(&b);
+  tp_export_level el = {&f.lr, f.q, 5, 0, 0};
+  CHECK_INT(tp_export_pa_experiment(&b, &el, 128, MONO0, WALL0), 0, "experiment renders");
+  json_error_t je;
+  json_t *e = json_loadb((const char *)b.data, b.len, 0, &je);
+  CHECK(e != NULL, "experiment is valid JSON (%s)", e ? "ok" : je.text);
+  json_t *x = json_object_get(e, "experiment");
+  CHECK_STR(json_string_value(json_object_get(x, "mode")), "concurrency",
+            "experiment.mode is \"concurrency\"");
+  CHECK_INT(json_integer_value(json_object_get(x, "value")), 4, "experiment.value is the concurrency");
+  json_t *reqs = json_object_get(e, "requests");
+  CHECK_INT(json_array_size(reqs), 3, "requests: measured and succeeded only (failed and warm-up out)");
+
+  json_t *q0 = json_array_get(reqs, 0), *q1 = json_array_get(reqs, 1);
+  uint64_t b0 = MONO0 + 1000000;
+  CHECK(json_is_integer(json_object_get(q0, "timestamp")) &&
+            (uint64_t)json_integer_value(json_object_get(q0, "timestamp")) == WALL0 + (b0 - MONO0),
+        "timestamp: wall-clock ns of the actual send; requests in send order");
+  json_t *in0 = json_object_get(q0, "request_inputs");
+  CHECK_STR(json_string_value(json_object_get(in0, "text_input")), "p1",
+            "request_inputs.text_input is the prompt (BYTES as a string)");
+  CHECK(json_is_integer(json_object_get(in0, "max_tokens")) &&
+            json_integer_value(json_object_get(in0, "max_tokens")) == 64,
+        "request_inputs.max_tokens is an integer (INT32), the request's own");
+  json_t *in1 = json_object_get(q1, "request_inputs");
+  CHECK_STR(json_string_value(json_object_get(in1, "text_input")), "Say \"hi\"\n",
+            "quotes and newlines survive");
+  CHECK_INT(json_integer_value(json_object_get(in1, "max_tokens")), 128, "max_tokens 0 takes the default");
+
+  json_t *ts1 = json_object_get(q1, "response_timestamps"), *out1 = json_object_get(q1, "response_outputs");
+  CHECK_INT(json_array_size(ts1), 4, "every response message is timestamped, empty ones included");
+  CHECK_INT(json_array_size(out1), 4, "one response output per timestamp");
+  CHECK((uint64_t)json_integer_value(json_array_get(ts1, 3)) == WALL0 + (b0 + 30000000 - MONO0),
+        "response timestamps in wall-clock ns");
+  CHECK_STR(json_string_value(json_object_get(json_array_get(out1, 0), "text_output")), "",
+            "an empty response has empty text_output");
+  CHECK_STR(json_string_value(json_object_get(json_array_get(out1, 1), "text_output")), "Hello \"world\"\n",
+            "the text sits on the first response that carried text");
+  tp_buf all;
+  tp_buf_init(&all);
+  for (size_t i = 0; i < json_array_size(out1); i++)
+    tp_buf_append_str(&all, json_string_value(json_object_get(json_array_get(out1, i), "text_output")));
+  CHECK_STR((const char *)all.data, "Hello \"world\"\n",
+            "joining text_output gives the generated text (token totals hold)");
+  tp_buf_fini(&all);
+  json_t *q2 = json_array_get(reqs, 2);
+  CHECK_STR(json_string_value(
+                json_object_get(json_array_get(json_object_get(q2, "response_outputs"), 0), "text_output")),
+            "caf\xc3\xa9 \xef\xbf\xbd", "invalid UTF-8 in the text becomes U+FFFD");
+
+  json_t *wb = json_object_get(e, "window_boundaries");
+  CHECK_INT(json_array_size(wb), 2, "window_boundaries: [start, end]");
+  uint64_t w0 = (uint64_t)json_integer_value(json_array_get(wb, 0)),
+           w1 = (uint64_t)json_integer_value(json_array_get(wb, 1));
+  CHECK(w0 == WALL0 + (b0 - MONO0), "window starts at the first measured send");
+  CHECK_NEAR((double)(w1 - w0), f.lr.duration_s * 1e9, 0.5, "window length is the level's duration");
+
+  /* The seed guide's script, on requests whose first response carries
+   * text, gives tokperf's TTFT: drop the one that leads with an empty
+   * response and compare with the level computed over the same set. */
+  double sum_ns = 0;
+  int cnt = 0;
+  for (size_t i = 0; i < json_array_size(reqs); i++) {
+    json_t *q = json_array_get(reqs, i);
+    const char *t0 = json_string_value(
+        json_object_get(json_array_get(json_object_get(q, "response_outputs"), 0), "text_output"));
+    if (!t0 || !*t0) continue;
+    sum_ns += (double)(json_integer_value(json_array_get(json_object_get(q, "response_timestamps"), 0)) -
+                       json_integer_value(json_object_get(q, "timestamp")));
+    cnt++;
+  }
+  tp_record sub[2];
+  memcpy(&sub[0], &f.r[1], sizeof(tp_record));
+  memcpy(&sub[1], &f.r[4], sizeof(tp_record));
+  tp_level_result lsub;
+  tp_level_compute(&lsub, sub, 2);
+  CHECK_INT(cnt, 2, "two requests lead with text");
+  CHECK_NEAR(sum_ns / cnt / 1e9, lsub.ttft_ms.avg / 1e3, 1e-9,
+             "calculate_avg_first_token_latency.py's figure equals tokperf's TTFT avg");
+  json_decref(e);
+
+  /* Rate mode, and a level measured over windows: perf_analyzer's
+   * request_rate mode, and the window as given. */
+  tp_level_result rl = f.lr;
+  rl.load_mode = TP_LOAD_RATE;
+  rl.request_rate = 2.5;
+  tp_export_level el2 = {&rl, f.q, 5, MONO0 + 2000000, MONO0 + 9000000};
+  tp_buf_reset(&b);
+  CHECK_INT(tp_export_pa_experiment(&b, &el2, 128, MONO0, WALL0), 0, "rate-mode experiment renders");
+  e = json_loadb((const char *)b.data, b.len, 0, &je);
+  x = json_object_get(e, "experiment");
+  CHECK_STR(json_string_value(json_object_get(x, "mode")), "request_rate",
+            "rate mode: experiment.mode is \"request_rate\"");
+  CHECK(json_is_real(json_object_get(x, "value")) && json_real_value(json_object_get(x, "value")) == 2.5,
+        "rate mode: experiment.value is the rate, a number");
+  wb = json_object_get(e, "window_boundaries");
+  CHECK((uint64_t)json_integer_value(json_array_get(wb, 0)) == WALL0 + 2000000 &&
+            (uint64_t)json_integer_value(json_array_get(wb, 1)) == WALL0 + 9000000,
+        "a given measurement window is written as it is");
+  json_decref(e);
+  tp_buf_fini(&b);
+  fixture_fini(&f);
+}
+
+static void set_stat_values(tp_stat *st, const double *v, size_t n) {
+  double tmp[16];
+  memcpy(tmp, v, n * sizeof(double));
+  tp_stat_compute(st, tmp, n);
+}
+
+/* The level of GenAI-Perf's test_csv_exporter.py. */
+static void genai_test_level(tp_level_result *lr) {
+  memset(lr, 0, sizeof(*lr));
+  lr->concurrency = 1;
+  lr->requests = 3;
+  lr->succeeded = 3;
+  lr->tokens_available = true;
+  set_stat_values(&lr->ttft_ms, (double[]){7, 8, 9}, 3);
+  set_stat_values(&lr->itl_ms, (double[]){10, 11, 12}, 3);
+  set_stat_values(&lr->latency_ms, (double[]){4, 5, 6}, 3);
+  set_stat_values(&lr->output_tokens, (double[]){1, 2, 3}, 3);
+  set_stat_values(&lr->input_tokens, (double[]){5, 6, 7}, 3);
+  set_stat_values(&lr->output_tps_per_user, (double[]){250, 400, 500}, 3);
+  lr->output_token_throughput = 456;
+  lr->request_throughput = 123;
+}
+
+static void test_genai_csv(void) {
+  static const char expect_stream[] =
+      "Metric,avg,min,max,p99,p95,p90,p75,p50,p25\r\n"
+      "Time To First Token (ms),8.00,7.00,9.00,8.98,8.90,8.80,8.50,8.00,7.50\r\n"
+      "Inter Token Latency (ms),11.00,10.00,12.00,11.98,11.90,11.80,11.50,11.00,10.50\r\n"
+      "Request Latency (ms),5.00,4.00,6.00,5.98,5.90,5.80,5.50,5.00,4.50\r\n"
+      "Output Sequence Length,2.00,1.00,3.00,2.98,2.90,2.80,2.50,2.00,1.50\r\n"
+      "Input Sequence Length,6.00,5.00,7.00,6.98,6.90,6.80,6.50,6.00,5.50\r\n"
+      "\r\n"
+      "Metric,Value\r\n"
+      "Output Token Throughput (per sec),456.00\r\n"
+      "Request Throughput (per sec),123.00\r\n";
+  static const char expect_nostream[] =
+      "Metric,avg,min,max,p99,p95,p90,p75,p50,p25\r\n"
+      "Request Latency (ms),5.00,4.00,6.00,5.98,5.90,5.80,5.50,5.00,4.50\r\n"
+      "Output Sequence Length,2.00,1.00,3.00,2.98,2.90,2.80,2.50,2.00,1.50\r\n"
+      "Input Sequence Length,6.00,5.00,7.00,6.98,6.90,6.80,6.50,6.00,5.50\r\n"
+      "\r\n"
+      "Metric,Value\r\n"
+      "Output Token Throughput (per sec),456.00\r\n"
+      "Request Throughput (per sec),123.00\r\n";
+  tp_level_result lr;
+  genai_test_level(&lr);
+  tp_buf b;
+  tp_buf_init(&b);
+  CHECK_INT(tp_export_genai_csv(&b, &lr, true), 0, "CSV renders");
+  CHECK_STR((const char *)b.data, expect_stream, "CSV equals GenAI-Perf's own test output (streaming)");
+  tp_buf_reset(&b);
+  tp_export_genai_csv(&b, &lr, false);
+  CHECK_STR((const char *)b.data, expect_nostream,
+            "without streaming the TTFT and ITL rows are left out, as GenAI-Perf does");
+
+  /* Values of 1000 and more carry a thousands comma ("{:,.2f}") and are
+   * quoted by Python's csv writer. */
+  set_stat_values(&lr.latency_ms, (double[]){1234.5, 1234.5}, 2);
+  lr.itl_ms.n = 0;
+  lr.output_token_throughput = 12345.678;
+  tp_buf_reset(&b);
+  tp_export_genai_csv(&b, &lr, true);
+  CHECK(strstr((const char *)b.data, "Request Latency (ms),\"1,234.50\",\"1,234.50\",") != NULL,
+        "thousands are comma-grouped and quoted");
+  CHECK(strstr((const char *)b.data, "Inter Token Latency") == NULL, "a metric with no values has no row");
+  CHECK(strstr((const char *)b.data, "Output Token Throughput (per sec),12345.68\r\n") != NULL,
+        "the Value column has no thousands comma ({:.2f})");
+  lr.tokens_available = false;
+  tp_buf_reset(&b);
+  tp_export_genai_csv(&b, &lr, true);
+  CHECK(strstr((const char *)b.data, "Output Token Throughput") == NULL,
+        "no output throughput row without tokens");
+  tp_buf_fini(&b);
+}
+
+static void test_genai_json(void) {
+  tp_level_result lr;
+  genai_test_level(&lr);
+  lr.concurrency = 8;
+  tp_config cfg;
+  tp_config_default(&cfg);
+  cfg.model = "gpt2_vllm";
+  cfg.backend = TP_BACKEND_VLLM;
+  cfg.streaming = true;
+  char *text = tp_export_genai_json(&lr, &cfg, "art/profile_export.json", "art/concurrency8");
+  CHECK(text != NULL, "GenAI-Perf JSON renders");
+  json_error_t je;
+  json_t *d = text ? json_loads(text, 0, &je) : NULL;
+  CHECK(d != NULL, "GenAI-Perf JSON parses");
+  static const char *const order[] = {
+      "request_throughput",     "request_latency",         "time_to_first_token",
+      "inter_token_latency",    "output_token_throughput", "output_token_throughput_per_request",
+      "output_sequence_length", "input_sequence_length",   "input_config"};
+  size_t i = 0;
+  bool in_order = true;
+  for (void *it = json_object_iter(d); it; it = json_object_iter_next(d, it), i++)
+    if (i >= 9 || strcmp(json_object_iter_key(it), order[i])) in_order = false;
+  CHECK(in_order && i == 9, "top-level keys are GenAI-Perf's metric names, then input_config");
+  static const char *const stat_order[] = {"unit", "avg", "p99", "p95", "p90", "p75",
+                                           "p50",  "p25", "max", "min", "std"};
+  json_t *ttft = json_object_get(d, "time_to_first_token");
+  i = 0;
+  in_order = true;
+  for (void *it = json_object_iter(ttft); it; it = json_object_iter_next(ttft, it), i++)
+    if (i >= 11 || strcmp(json_object_iter_key(it), stat_order[i])) in_order = false;
+  CHECK(in_order && i == 11, "a request metric holds unit, avg, p99 ... p25, max, min, std in that order");
+  CHECK_STR(json_string_value(json_object_get(ttft, "unit")), "ms", "time_to_first_token in ms");
+  CHECK_STR(json_string_value(json_object_get(json_object_get(d, "inter_token_latency"), "unit")), "ms",
+            "inter_token_latency in ms");
+  CHECK_STR(json_string_value(json_object_get(json_object_get(d, "request_latency"), "unit")), "ms",
+            "request_latency in ms");
+  CHECK_STR(json_string_value(json_object_get(json_object_get(d, "output_sequence_length"), "unit")),
+            "tokens", "output_sequence_length in tokens");
+  CHECK_STR(json_string_value(json_object_get(json_object_get(d, "input_sequence_length"), "unit")), "tokens",
+            "input_sequence_length in tokens");
+  CHECK_STR(json_string_value(json_object_get(json_object_get(d, "output_token_throughput"), "unit")),
+            "tokens/sec", "output_token_throughput in tokens/sec");
+  CHECK_STR(
+      json_string_value(json_object_get(json_object_get(d, "output_token_throughput_per_request"), "unit")),
+      "tokens/sec", "per-request throughput in tokens/sec");
+  json_t *rt = json_object_get(d, "request_throughput");
+  CHECK_STR(json_string_value(json_object_get(rt, "unit")), "requests/sec",
+            "request_throughput in requests/sec");
+  CHECK(json_object_size(rt) == 2, "a system metric holds unit and avg only");
+  CHECK_NEAR(json_number_value(json_object_get(rt, "avg")), 123, 1e-12,
+             "request_throughput avg is the level's figure");
+  CHECK_NEAR(json_number_value(json_object_get(ttft, "p99")), 8.98, 1e-12,
+             "TTFT p99 is the level's figure (numpy's linear percentile)");
+  CHECK_NEAR(json_number_value(json_object_get(ttft, "std")), lr.ttft_ms.std, 1e-12,
+             "TTFT std is the level's");
+  json_t *ic = json_object_get(d, "input_config");
+  CHECK(json_is_array(json_object_get(ic, "model")) &&
+            !strcmp(json_string_value(json_array_get(json_object_get(ic, "model"), 0)), "gpt2_vllm"),
+        "input_config.model is a list, as GenAI-Perf's argument is");
+  CHECK_STR(json_string_value(json_object_get(ic, "service_kind")), "triton", "input_config.service_kind");
+  CHECK_STR(json_string_value(json_object_get(ic, "backend")), "vllm", "input_config.backend");
+  CHECK(json_integer_value(json_object_get(ic, "concurrency")) == 8, "input_config.concurrency is the level");
+  CHECK(json_is_true(json_object_get(ic, "streaming")), "input_config.streaming");
+  CHECK_STR(json_string_value(json_object_get(ic, "profile_export_file")), "art/profile_export.json",
+            "input_config.profile_export_file");
+  json_decref(d);
+  free(text);
+
+  lr.itl_ms.n = 0;
+  lr.input_tokens.n = 0;
+  text = tp_export_genai_json(&lr, NULL, NULL, NULL);
+  d = text ? json_loads(text, 0, &je) : NULL;
+  CHECK(d && !json_object_get(d, "inter_token_latency") && !json_object_get(d, "input_sequence_length"),
+        "metrics without values are left out, as GenAI-Perf leaves them out");
+  json_decref(d);
+  free(text);
+}
+
+static void test_responses_jsonl(void) {
+  fixture f;
+  fixture_init(&f, 2);
+  tp_buf b;
+  tp_buf_init(&b);
+  CHECK_INT(tp_export_responses_jsonl(&b, &f.lr, f.q, 5), 0, "responses render");
+  int lines = 0;
+  json_t *obj[8] = {0};
+  const char *p = (const char *)b.data, *end = p + b.len;
+  bool all_valid = true;
+  while (p < end) {
+    const char *nl = memchr(p, '\n', (size_t)(end - p));
+    if (!nl) break;
+    json_error_t je;
+    json_t *o = json_loadb(p, (size_t)(nl - p), 0, &je);
+    if (!o) all_valid = false;
+    if (lines < 8)
+      obj[lines] = o;
+    else
+      json_decref(o);
+    lines++;
+    p = nl + 1;
+  }
+  CHECK_INT(lines, 4, "one line per measured request (warm-up out, failed in)");
+  CHECK(all_valid, "every line is valid JSON (control characters escaped, bad UTF-8 replaced)");
+  CHECK_STR(json_string_value(json_object_get(obj[0], "prompt")), "Say \"hi\"\n", "prompt kept");
+  CHECK_STR(json_string_value(json_object_get(obj[0], "output")), "Hello \"world\"\n", "generated text kept");
+  CHECK_STR(json_string_value(json_object_get(obj[0], "reference")), "Hello \"world\"", "reference kept");
+  CHECK(json_integer_value(json_object_get(obj[0], "id")) == 0 &&
+            json_integer_value(json_object_get(obj[0], "concurrency")) == 2,
+        "id and concurrency");
+  CHECK_STR(json_string_value(json_object_get(obj[0], "level")), "concurrency 2", "the level's name");
+  CHECK(json_integer_value(json_object_get(obj[0], "input_tokens")) == 7 &&
+            json_integer_value(json_object_get(obj[0], "output_tokens")) == 3,
+        "input and output token counts");
+  CHECK(json_is_true(json_object_get(obj[0], "exact_match")), "exact match after trimming");
+  CHECK_NEAR(json_number_value(json_object_get(obj[0], "rouge_l_f1")), 1.0, 1e-9,
+             "ROUGE-L of the same tokens is 1");
+  CHECK(!json_object_get(obj[1], "reference") && !json_object_get(obj[1], "exact_match"),
+        "no reference: no reference and no scores");
+  CHECK(json_is_false(json_object_get(obj[2], "ok")), "the failed request says ok: false");
+  CHECK_STR(json_string_value(json_object_get(obj[2], "error")), "grpc_status: INTERNAL: boom",
+            "and its error");
+  CHECK(!json_object_get(obj[2], "rouge_l_f1"), "a failed request is not scored");
+  CHECK_STR(json_string_value(json_object_get(obj[3], "prompt")), "p4 \x01",
+            "a control character round-trips through \\u0001");
+  CHECK(strstr((const char *)b.data, "\\u0001") != NULL, "control characters are \\u-escaped");
+  for (int i = 0; i < 8; i++) json_decref(obj[i]);
+  tp_buf_fini(&b);
+  fixture_fini(&f);
+}
+
+static void test_artifacts(void) {
+  char dir[] = "/tmp/tp_export_XXXXXX";
+  CHECK(mkdtemp(dir) != NULL, "temporary directory");
+  char art[256], path[512];
+  snprintf(art, sizeof(art), "%s/run/a", dir);
+  tp_config cfg;
+  tp_config_default(&cfg);
+  cfg.model = "m";
+  cfg.streaming = true;
+  tp_artifacts_opts o = {
+      .dir = art, .cfg = &cfg, .anchor_mono_ns = MONO0, .anchor_wall_ns = WALL0, .html = true};
+  tp_artifacts *a = NULL;
+  char err[256] = "";
+  CHECK_INT(tp_artifacts_open(&a, &o, err, sizeof(err)), 0, "artifacts open, parents created");
+  snprintf(path, sizeof(path), "%s/profile_export.json", art);
+  CHECK(!exists(path), "the profile export appears only when finished");
+
+  fixture f1, f2;
+  fixture_init(&f1, 1);
+  fixture_init(&f2, 4);
+  tp_accuracy acc1;
+  tp_export_level el1 = {&f1.lr, f1.q, 5, 0, 0}, el2 = {&f2.lr, f2.q, 5, 0, 0};
+  CHECK_INT(tp_artifacts_add_level(a, &el1, &acc1, err, sizeof(err)), 0, "level 1 added");
+  CHECK_INT(acc1.scored, 1 + 1, "level accuracy returned (warm-up and failed not scored)");
+  CHECK_INT(tp_artifacts_add_level(a, &el2, NULL, err, sizeof(err)), 0, "level 4 added");
+  snprintf(path, sizeof(path), "%s/responses.jsonl", art);
+  size_t len;
+  char *txt = read_file(path, &len);
+  int nl = 0;
+  for (size_t i = 0; txt && i < len; i++) nl += txt[i] == '\n';
+  CHECK_INT(nl, 8, "responses.jsonl is appended as levels end (before finish)");
+  free(txt);
+  tp_accuracy total;
+  tp_artifacts_accuracy(a, &total);
+  CHECK_INT(total.scored, 4, "run accuracy merges the levels");
+  CHECK_INT(tp_artifacts_finish(a, err, sizeof(err)), 0, "artifacts finish");
+
+  snprintf(path, sizeof(path), "%s/profile_export.json", art);
+  txt = read_file(path, &len);
+  json_error_t je;
+  json_t *d = txt ? json_loadb(txt, len, 0, &je) : NULL;
+  CHECK(d != NULL, "profile_export.json is valid JSON");
+  CHECK_INT(json_array_size(json_object_get(d, "experiments")), 2, "one experiment per level");
+  CHECK_INT(
+      json_integer_value(json_object_get(
+          json_object_get(json_array_get(json_object_get(d, "experiments"), 1), "experiment"), "value")),
+      4, "experiments in sweep order");
+  CHECK_STR(json_string_value(json_object_get(d, "service_kind")), "triton",
+            "service_kind \"triton\" (GenAI-Perf reads it)");
+  CHECK_STR(json_string_value(json_object_get(d, "endpoint")), "", "endpoint \"\"");
+  CHECK(json_is_string(json_object_get(d, "version")), "version is a string");
+  json_decref(d);
+  free(txt);
+
+  snprintf(path, sizeof(path), "%s/concurrency4/profile_export_genai_perf.json", art);
+  CHECK(exists(path), "concurrency4/<stem>_genai_perf.json");
+  snprintf(path, sizeof(path), "%s/concurrency4/profile_export_genai_perf.csv", art);
+  txt = read_file(path, &len);
+  CHECK(txt && !strncmp(txt, "Metric,avg,min,max,p99,p95,p90,p75,p50,p25\r\n", 44),
+        "concurrency4/<stem>_genai_perf.csv");
+  free(txt);
+  snprintf(path, sizeof(path), "%s/accuracy.json", art);
+  txt = read_file(path, &len);
+  d = txt ? json_loadb(txt, len, 0, &je) : NULL;
+  CHECK(d && json_integer_value(json_object_get(json_object_get(d, "run"), "scored")) == 4,
+        "accuracy.json with per-run totals");
+  CHECK(d && json_array_size(json_object_get(d, "levels")) == 2, "accuracy.json per level");
+  json_decref(d);
+  free(txt);
+  snprintf(path, sizeof(path), "%s/report.html", art);
+  txt = read_file(path, &len);
+  CHECK(txt && !strncmp(txt, "<!DOCTYPE html>", 15), "report.html written at finish");
+  free(txt);
+  CHECK_INT(count_tmp(art), 0, "no temporary files left behind");
+  tp_artifacts_free(a);
+
+  /* A named profile export: GenAI-Perf's stem rule. */
+  snprintf(art, sizeof(art), "%s/b", dir);
+  o.dir = art;
+  o.profile_export_file = "my_run.v2.json";
+  o.html = false;
+  CHECK_INT(tp_artifacts_open(&a, &o, err, sizeof(err)), 0, "artifacts with a named profile export");
+  tp_artifacts_add_level(a, &el1, NULL, err, sizeof(err));
+  tp_artifacts_add_level(a, &el1, NULL, err, sizeof(err));
+  tp_artifacts_finish(a, err, sizeof(err));
+  tp_artifacts_free(a);
+  snprintf(path, sizeof(path), "%s/my_run.v2.json", art);
+  CHECK(exists(path), "the profile export takes the given name");
+  snprintf(path, sizeof(path), "%s/concurrency1/my_run.v2_genai_perf.json", art);
+  CHECK(exists(path), "stem = name without its last extension");
+  snprintf(path, sizeof(path), "%s/concurrency1_2/my_run.v2_genai_perf.csv", art);
+  CHECK(exists(path), "a repeated level gets its own directory instead of overwriting");
+  snprintf(path, sizeof(path), "%s/report.html", art);
+  CHECK(!exists(path), "no report.html when html is off");
+
+  /* Level directories for rate mode and swept lengths. */
+  snprintf(art, sizeof(art), "%s/r", dir);
+  o.dir = art;
+  o.profile_export_file = NULL;
+  tp_level_result rl = f1.lr;
+  rl.load_mode = TP_LOAD_RATE;
+  rl.request_rate = 2.5;
+  rl.input_tokens_mean = 512;
+  tp_export_level elr = {&rl, f1.q, 5, 0, 0};
+  tp_artifacts_open(&a, &o, err, sizeof(err));
+  CHECK_INT(tp_artifacts_add_level(a, &elr, NULL, err, sizeof(err)), 0, "a rate level added");
+  tp_artifacts_finish(a, err, sizeof(err));
+  tp_artifacts_free(a);
+  snprintf(path, sizeof(path), "%s/request_rate2.5_input512/profile_export_genai_perf.json", art);
+  txt = read_file(path, &len);
+  d = txt ? json_loadb(txt, len, 0, &je) : NULL;
+  CHECK(d != NULL, "rate level: request_rate<R>_input<I>/<stem>_genai_perf.json");
+  json_t *ic = json_object_get(d, "input_config");
+  CHECK(json_is_null(json_object_get(ic, "concurrency")) &&
+            json_real_value(json_object_get(ic, "request_rate")) == 2.5,
+        "rate level: input_config has request_rate, no concurrency");
+  json_decref(d);
+  free(txt);
+
+  /* An unfinished handle leaves no half document. */
+  snprintf(art, sizeof(art), "%s/c", dir);
+  o.dir = art;
+  o.profile_export_file = NULL;
+  CHECK_INT(tp_artifacts_open(&a, &o, err, sizeof(err)), 0, "artifacts opened");
+  tp_artifacts_add_level(a, &el1, NULL, err, sizeof(err));
+  tp_artifacts_free(a);
+  snprintf(path, sizeof(path), "%s/profile_export.json", art);
+  CHECK(!exists(path) && count_tmp(art) == 0, "freed unfinished: no profile export, no temporary file");
+
+  /* A directory that cannot be made. */
+  snprintf(path, sizeof(path), "%s/file", dir);
+  FILE *fp = fopen(path, "w");
+  if (fp) fclose(fp);
+  snprintf(art, sizeof(art), "%s/file/sub", dir);
+  o.dir = art;
+  err[0] = '\0';
+  CHECK_INT(tp_artifacts_open(&a, &o, err, sizeof(err)), TP_EIO, "a path through a file fails with TP_EIO");
+  CHECK(a == NULL && strstr(err, "cannot create") && strstr(err, "--artifact-dir"),
+        "and says what and where (%s)", err);
+
+  fixture_fini(&f1);
+  fixture_fini(&f2);
+  rm_rf(dir);
+}
+
+int main(void) {
+  test_wall_clock();
+  test_accuracy_functions();
+  test_accuracy_compute();
+  test_pa_experiment();
+  test_genai_csv();
+  test_genai_json();
+  test_responses_jsonl();
+  test_artifacts();
+  return tp_test_done();
+}

@@ -22,7 +22,8 @@ typedef enum opt_id {
   O_CERT, O_KEY, O_INSECURE, O_HTTP1, O_NO_USAGE,
   /* mock settings (prefixed --mock- under profile) */
   O_M_HOST, O_M_PORT, O_M_TTFT, O_M_PREFILL_TOK, O_M_PREFILL_Q, O_M_ITL, O_M_ITL_SEQ,
-  O_M_BATCH, O_M_OUT, O_M_EOS, O_M_SEED, O_M_LOG
+  O_M_BATCH, O_M_OUT, O_M_EOS, O_M_SEED, O_M_LOG, O_M_HTTP_PORT, O_M_DIALECT, O_M_FAULT, O_M_FAULT_RATE,
+  O_M_FAULT_AFTER, O_M_REFUSE, O_M_REFUSE_MS, O_M_GOAWAY, O_M_PREFIX, O_M_PREFIX_BLOCK, O_M_PREFIX_BLOCKS
 } opt_id;
 
 typedef struct optdef {
@@ -139,6 +140,13 @@ static const optdef profile_opts[] = {
   {O_M_OUT, "--mock-output-tokens", "N", "with --mock: fixed output length (0: the request's max_tokens)", "0"},
   {O_M_EOS, "--mock-eos-prob", "P", "with --mock: per-token end-of-sequence probability", "0"},
   {O_M_SEED, "--mock-seed", "N", "with --mock: seed of the mock's text and end-of-sequence draws", "0"},
+  {O_M_FAULT, "--mock-fault", "KIND[:ARGS]", "with --mock: inject a fault (see tokperf mock --help)", NULL},
+  {O_M_FAULT_RATE, "--mock-fault-rate", "P", "with --mock: fraction of requests faulted (seeded draw)", "1"},
+  {O_M_FAULT_AFTER, "--mock-fault-after-tokens", "N", "with --mock: the fault replaces token N (0: at arrival)", "0"},
+  {O_M_REFUSE, "--mock-refuse-connections", "N", "with --mock: reset the first N connections", "0"},
+  {O_M_GOAWAY, "--mock-goaway-after-streams", "N", "with --mock: GOAWAY after N requests per connection", "0"},
+  {O_M_PREFIX, "--mock-prefix-cache", NULL, "with --mock: reuse cached prompt prefixes (shorter TTFT on hits)", NULL},
+  {O_M_DIALECT, "--mock-http-dialect", "vllm|llamacpp|tgi|trtllm-serve", "with --mock: SSE stream dialect", "vllm"},
   {O_QUIET, "-q|--quiet", NULL, "no progress lines on stderr", NULL},
   {O_HELP, "-h|--help", NULL, "show this help", NULL},
 };
@@ -156,6 +164,21 @@ static const optdef mock_opts[] = {
   {O_M_EOS, "--eos-prob", "P", "per-token end-of-sequence probability", "0"},
   {O_M_SEED, "--seed", "N", "seed of the generated text and end-of-sequence draws", "0"},
   {O_M_LOG, "--log", "FILE.jsonl", "log every request and response with its true send time", NULL},
+  {O_M_HTTP_PORT, "--http-port", "PORT", "HTTP port: OpenAI-compatible and Triton generate endpoints, /metrics "
+   "(0: any free port, -1: off)", "8000"},
+  {O_M_DIALECT, "--http-dialect", "vllm|llamacpp|tgi|trtllm-serve", "SSE stream dialect of the OpenAI endpoints", "vllm"},
+  {O_M_FAULT, "--fault", "KIND[:ARGS]",
+   "inject a fault: rst_stream, grpc_status:CODE[:MSG], trailers_only:CODE[:MSG], http_status:CODE, "
+   "inband_error[:MSG], stall, trickle, malformed, oversize, invalid_utf8, endless, close_conn, goaway "
+   "(per request too: request parameter or JSON field tokperf_fault)", NULL},
+  {O_M_FAULT_RATE, "--fault-rate", "P", "fraction of requests faulted (seeded draw)", "1"},
+  {O_M_FAULT_AFTER, "--fault-after-tokens", "N", "the fault takes the place of token N (0: at arrival)", "0"},
+  {O_M_REFUSE, "--refuse-connections", "N", "reset the first N connections accepted", "0"},
+  {O_M_REFUSE_MS, "--refuse-connections-ms", "MS", "do not listen for this long after start", "0"},
+  {O_M_GOAWAY, "--goaway-after-streams", "N", "per connection: GOAWAY after N requests", "0"},
+  {O_M_PREFIX, "--prefix-cache", NULL, "cache prompt prefixes: the cached part skips prefill time", NULL},
+  {O_M_PREFIX_BLOCK, "--prefix-cache-block-words", "N", "prefix cache block size in words", "16"},
+  {O_M_PREFIX_BLOCKS, "--prefix-cache-blocks", "N", "prefix cache capacity in blocks", "8192"},
   {O_QUIET, "-q|--quiet", NULL, "no start-up line on stderr", NULL},
   {O_HELP, "-h|--help", NULL, "show this help", NULL},
 };
@@ -585,6 +608,33 @@ static int apply(tp_cli *cli, const optdef *o, const char *name, const char *v) 
       m->seed = u64;
       break;
     case O_M_LOG: m->log_path = v; break;
+    case O_M_HTTP_PORT: {
+      if (strcmp(v, "-1") == 0) {
+        m->http_port = -1;
+        break;
+      }
+      uint32_t port;
+      if (get_u32(name, v, &port, 65535)) return TP_EXIT_USAGE;
+      m->http_port = (int)port;
+      break;
+    }
+    case O_M_DIALECT:
+      if (strcmp(v, "vllm") && strcmp(v, "llamacpp") && strcmp(v, "tgi") && strcmp(v, "trtllm-serve"))
+        return usage_error(name, v, "expected vllm, llamacpp, tgi or trtllm-serve");
+      m->http_dialect = v;
+      break;
+    case O_M_FAULT: m->fault_kind = v; break;
+    case O_M_FAULT_RATE:
+      if (get_double(name, v, &m->fault_rate)) return TP_EXIT_USAGE;
+      if (m->fault_rate > 1) return usage_error(name, v, "expected a fraction from 0 to 1");
+      break;
+    case O_M_FAULT_AFTER: return get_u32(name, v, &m->fault_after_tokens, 1000000);
+    case O_M_REFUSE: return get_u32(name, v, &m->refuse_connections, 1000000);
+    case O_M_REFUSE_MS: return get_u64(name, v, &m->refuse_connections_ms);
+    case O_M_GOAWAY: return get_u32(name, v, &m->goaway_after_streams, 1000000);
+    case O_M_PREFIX: m->prefix_cache = true; break;
+    case O_M_PREFIX_BLOCK: return get_u32(name, v, &m->prefix_cache_block_words, 1000000);
+    case O_M_PREFIX_BLOCKS: return get_u32(name, v, &m->prefix_cache_blocks, 100000000);
   }
   return 0;
 }

@@ -39,6 +39,7 @@
 #include "tokenizer/tp_tok.h"
 #include "util/tp_common.h"
 #include "util/tp_rng.h"
+#include "util/tp_stamp.h"
 #include "util/tp_timer.h"
 
 #define MAX_RESPONSE_BYTES (64u << 20)
@@ -1120,8 +1121,14 @@ static void describe_point(const point *pt, char *buf, size_t len) {
 
 /* Server statistics around a level (Triton's ModelStatistics).  A server
  * without them is told once and not asked again. */
+static bool stats_wanted(const tp_run *r) {
+  /* ModelStatistics is a Triton gRPC call: not for HTTP services. */
+  return !r->stats_off && !r->cfg.no_server_stats && !r->cfg.skip_preflight &&
+         r->cfg.service_kind == TP_SERVICE_TRITON;
+}
+
 static void stats_read_before(tp_run *r) {
-  if (r->stats_off || r->cfg.no_server_stats || r->cfg.skip_preflight) return;
+  if (!stats_wanted(r)) return;
   free(r->stats_before);
   r->stats_before = NULL;
   r->n_stats_before = 0;
@@ -1135,7 +1142,7 @@ static void stats_read_before(tp_run *r) {
 static double per(uint64_t ns, uint64_t count) { return count ? (double)ns / (double)count / 1e3 : 0; }
 
 static void stats_read_after(tp_run *r, size_t li, tp_level_result *lv) {
-  if (r->stats_off || r->cfg.no_server_stats || r->cfg.skip_preflight || !r->stats_before) return;
+  if (!stats_wanted(r) || !r->stats_before) return;
   tp_triton_model_counters *after = NULL;
   size_t n_after = 0;
   char err[300];
@@ -1413,6 +1420,8 @@ int tp_run_exec(tp_run *r, char *err, size_t errlen) {
   static uv_work_t warm;
   uv_queue_work(&r->loop, &warm, warm_work, NULL);
   r->progress_tty = r->cfg.progress && isatty(fileno(r->cfg.progress));
+  rv = tp_stamp_install(&r->loop);
+  if (rv) return rv;
   rv = tp_timers_new(&r->timers, &r->loop);
   if (rv) {
     tp_seterr(err, errlen, "cannot create the precise timers: %s", tp_strerror(rv));
@@ -1454,11 +1463,14 @@ int tp_run_exec(tp_run *r, char *err, size_t errlen) {
       tp_mock_config_default(&mc);
     mc.host = "127.0.0.1";
     mc.grpc_port = 0;
+    /* The HTTP side only when an HTTP service is measured. */
+    mc.http_port = r->cfg.service_kind == TP_SERVICE_TRITON ? -1 : 0;
     mc.quiet = true;
     if (r->cfg.mock_log_path) mc.log_path = r->cfg.mock_log_path;
     rv = tp_mock_start(&r->mock, &mc, err, errlen);
     if (rv) return rv;
-    snprintf(r->target, sizeof(r->target), "127.0.0.1:%d", tp_mock_port(r->mock));
+    snprintf(r->target, sizeof(r->target), "127.0.0.1:%d",
+             r->cfg.service_kind == TP_SERVICE_TRITON ? tp_mock_port(r->mock) : tp_mock_http_port(r->mock));
     progress(r, "built-in mock server on %s", r->target);
   } else {
     /* Accept grpc://host:port and http://host:port as well. */
@@ -1644,6 +1656,7 @@ void tp_run_free(tp_run *r) {
     r->client = NULL;
   }
   if (r->timers) tp_timers_close(r->timers);
+  tp_stamp_uninstall(&r->loop);
   /* Close every handle and let libuv finish, so the loop closes cleanly. */
   uv_walk(&r->loop, walk_close, NULL);
   uv_run(&r->loop, UV_RUN_DEFAULT);

@@ -14,6 +14,7 @@
 
 #include "config.h"
 #include "transport/tp_grpc.h"
+#include "util/tp_stamp.h"
 
 /* Flow-control windows.  Token streams are small, but hundreds of streams
  * share one connection window, which starts at 64 KiB (protocols.md §1.10). */
@@ -534,8 +535,9 @@ static void tls_fail(conn *c) {
 
 static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
   conn *c = s->data;
-  /* The arrival time of everything in this read, taken before parsing. */
-  c->read_ns = tp_now_ns();
+  /* The arrival time of everything in this read, taken before parsing (the
+   * poll batch's time when several sockets were ready together). */
+  c->read_ns = tp_stamp_now(c->pool->loop);
   if (nread == 0) return;
   if (nread < 0) {
     if (c->ssl && !c->hs_done) {

@@ -1,4 +1,5 @@
 #include "tp_http.h"
+#include "util/tp_stamp.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -331,8 +332,10 @@ static void schedule_deferred(tp_http *h) {
 static void socket_action(tp_http *h, curl_socket_t fd, int flags) {
   if (h->closing) return;
   /* The arrival time of everything this call delivers, taken before libcurl
-   * reads or parses anything. */
-  h->action_ns = tp_now_ns();
+   * reads or parses anything: for a readable socket, the poll batch's time
+   * (several sockets ready together all arrived then); timer-driven calls
+   * run outside the poll phase and read the clock. */
+  h->action_ns = (flags & CURL_CSELECT_IN) ? tp_stamp_now(h->loop) : tp_now_ns();
   int running = 0;
   h->in_curl++;
   curl_multi_socket_action(h->multi, fd, flags, &running);

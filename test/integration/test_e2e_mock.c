@@ -60,6 +60,8 @@ static size_t read_mock_log(const char *path, mock_req *v, size_t cap) {
   return n;
 }
 
+static double slack(void);
+
 /* The fidelity bounds hold for the normal build; sanitizer builds (which
  * set TP_TEST_TIMEOUT_MULTIPLIER above 1) run every instruction several
  * times slower, so their bounds are doubled. */
@@ -189,6 +191,69 @@ static void run_level(uint32_t conc, const char *tokenizer, const char *dir) {
   CHECK_NEAR(sum_client_itl / n, sum_true_itl / n, 0.2 * slack(), what);
 }
 
+/* The HTTP endpoints: the mock names HTTP requests itself, so the log is
+ * held against the records by their means, not request by request. */
+static void run_http_level(uint32_t conc, tp_service_kind kind, const char *tokenizer, const char *dir) {
+  char log_path[512];
+  snprintf(log_path, sizeof(log_path), "%s/mock-http-%d-%u.jsonl", dir, (int)kind, conc);
+  tp_mock_config mc;
+  tp_mock_config_default(&mc);
+  mc.ttft_ms = 50;
+  mc.itl_ms = 10;
+  mc.output_tokens = 32;
+  mc.prefill_us_per_token = 0;
+  mc.prefill_queue_ms = 0;
+  mc.itl_us_per_seq = 0;
+  tp_config cfg;
+  tp_config_default(&cfg);
+  cfg.mock = true;
+  cfg.mock_config = &mc;
+  cfg.mock_log_path = log_path;
+  cfg.service_kind = kind;
+  cfg.concurrency = &conc;
+  cfg.n_concurrency = 1;
+  cfg.request_count = conc < 8 ? 16 : 2 * (uint64_t)conc;
+  cfg.tokenizer = tokenizer;
+  cfg.progress = NULL;
+  cfg.no_artifacts = true;
+  const char *name = kind == TP_SERVICE_OPENAI_CHAT ? "chat" : "completions";
+  char err[512] = "";
+  tp_run *run = NULL;
+  if (tp_run_new(&run, &cfg, err, sizeof(err)) || tp_run_exec(run, err, sizeof(err))) {
+    CHECK(0, "%s c=%u: run completed (%s)", name, conc, err);
+    tp_run_free(run);
+    return;
+  }
+  const tp_level_result *lv = tp_run_level(run, 0);
+  CHECK(lv && lv->failed == 0 && lv->succeeded == cfg.request_count, "%s c=%u: every request succeeded", name, conc);
+  if (lv) {
+    CHECK(fabs(lv->ttft_ms.avg - 50.0) <= 1.0 * slack(), "%s c=%u: mean TTFT within 1 ms of 50 ms (%.3f)", name,
+          conc, lv->ttft_ms.avg);
+    CHECK(fabs(lv->itl_ms.avg - 10.0) <= 0.2 * slack(), "%s c=%u: mean ITL within 0.2 ms of 10 ms (%.4f)", name,
+          conc, lv->itl_ms.avg);
+    CHECK(lv->output_tokens.min == 32 && lv->output_tokens.max == 32, "%s c=%u: 32 output tokens each", name, conc);
+  }
+  double client_ttft = lv ? lv->ttft_ms.avg : 0;
+  tp_run_free(run);
+  /* The mock's own log: request arrival to first text, averaged. */
+  size_t cap = 4096;
+  mock_req *mr = calloc(cap, sizeof(*mr));
+  size_t nm = read_mock_log(log_path, mr, cap);
+  double sum = 0;
+  size_t n = 0;
+  for (size_t i = 0; i < nm; i++)
+    if (mr[i].first_ns) {
+      sum += (double)(mr[i].first_ns - mr[i].req_ns) / 1e6;
+      n++;
+    }
+  free(mr);
+  CHECK_INT(n, cfg.request_count, "the mock logged every HTTP request");
+  if (n)
+    CHECK(fabs(client_ttft - sum / (double)n) <= 1.0 * slack(),
+          "%s c=%u: client mean TTFT within 1 ms of the mock's log (%.3f vs %.3f)", name, conc, client_ttft,
+          sum / (double)n);
+}
+
 int main(void) {
   const char *tok = getenv("TP_WORDS_MODEL");
   if (!tok) {
@@ -203,6 +268,11 @@ int main(void) {
   run_level(1, tok, dir);
   run_level(8, tok, dir);
   run_level(64, tok, dir);
+  static const uint32_t concs[] = {1, 8, 64};
+  for (size_t i = 0; i < 3; i++) {
+    run_http_level(concs[i], TP_SERVICE_OPENAI_CHAT, tok, dir);
+    run_http_level(concs[i], TP_SERVICE_OPENAI_COMPLETIONS, tok, dir);
+  }
   char cmd[600];
   snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
   if (system(cmd) != 0) printf("# could not remove %s\n", dir);

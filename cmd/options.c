@@ -23,7 +23,7 @@ typedef enum opt_id {
   /* mock settings (prefixed --mock- under profile) */
   O_M_HOST, O_M_PORT, O_M_TTFT, O_M_PREFILL_TOK, O_M_PREFILL_Q, O_M_ITL, O_M_ITL_SEQ,
   O_M_BATCH, O_M_OUT, O_M_EOS, O_M_SEED, O_M_LOG, O_M_HTTP_PORT, O_M_DIALECT, O_M_FAULT, O_M_FAULT_RATE,
-  O_M_FAULT_AFTER, O_M_REFUSE, O_M_REFUSE_MS, O_M_GOAWAY, O_M_PREFIX, O_M_PREFIX_BLOCK, O_M_PREFIX_BLOCKS
+  O_M_FAULT_AFTER, O_M_REFUSE, O_M_REFUSE_MS, O_M_GOAWAY, O_M_PREFIX, O_M_PREFIX_BLOCK, O_M_PREFIX_BLOCKS, O_M_KEEPALIVE
 } opt_id;
 
 typedef struct optdef {
@@ -167,6 +167,7 @@ static const optdef mock_opts[] = {
   {O_M_HTTP_PORT, "--http-port", "PORT", "HTTP port: OpenAI-compatible and Triton generate endpoints, /metrics "
    "(0: any free port, -1: off)", "8000"},
   {O_M_DIALECT, "--http-dialect", "vllm|llamacpp|tgi|trtllm-serve", "SSE stream dialect of the OpenAI endpoints", "vllm"},
+  {O_M_KEEPALIVE, "--sse-keepalive-ms", "MS", "SSE keep-alive comment interval (-1: the dialect's own)", "-1"},
   {O_M_FAULT, "--fault", "KIND[:ARGS]",
    "inject a fault: rst_stream, grpc_status:CODE[:MSG], trailers_only:CODE[:MSG], http_status:CODE, "
    "inband_error[:MSG], stall, trickle, malformed, oversize, invalid_utf8, endless, close_conn, goaway "
@@ -633,6 +634,15 @@ static int apply(tp_cli *cli, const optdef *o, const char *name, const char *v) 
     case O_M_REFUSE_MS: return get_u64(name, v, &m->refuse_connections_ms);
     case O_M_GOAWAY: return get_u32(name, v, &m->goaway_after_streams, 1000000);
     case O_M_PREFIX: m->prefix_cache = true; break;
+    case O_M_KEEPALIVE:
+      if (strcmp(v, "-1") == 0) {
+        m->sse_keepalive_ms = -1;
+      } else {
+        uint64_t ms;
+        if (get_u64(name, v, &ms)) return TP_EXIT_USAGE;
+        m->sse_keepalive_ms = (int64_t)ms;
+      }
+      break;
     case O_M_PREFIX_BLOCK: return get_u32(name, v, &m->prefix_cache_block_words, 1000000);
     case O_M_PREFIX_BLOCKS: return get_u32(name, v, &m->prefix_cache_blocks, 100000000);
   }

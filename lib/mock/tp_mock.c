@@ -20,7 +20,9 @@
 #include "tokperf/tokperf.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
+#include <time.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,6 +39,7 @@
 #include "mock/tp_mock_sse.h"
 #include "transport/tp_grpc.h"
 #include "util/tp_common.h"
+#include "util/tp_stamp.h"
 #include "util/tp_timer.h"
 
 #define SERVICE_PREFIX "/inference.GRPCInferenceService/"
@@ -1350,7 +1353,7 @@ static void start_infer(mstream *st, const uint8_t *data, size_t len, bool unary
   a.sp.prompt_len = a.prompt_len;
   /* Submitting assigns the request number the log line carries; no
    * response can be queued before the first timer fires. */
-  rv = tp__mock_job_submit(m, &r->job, &a.sp, tp_now_ns());
+  rv = tp__mock_job_submit(m, &r->job, &a.sp, m->arrival_ns ? m->arrival_ns : tp_now_ns());
   inference__model_infer_request__free_unpacked(q, NULL);
   if (rv) stream_finish(st, TP_GRPC_RESOURCE_EXHAUSTED, "out of memory");
 }
@@ -1440,11 +1443,11 @@ static void reply_model_ready(mstream *st, const uint8_t *data, size_t len) {
 }
 
 static void reply_server_metadata(mstream *st) {
-  char *ext[2] = {"parameters", "binary_tensor_data"};
+  char *ext[3] = {"parameters", "binary_tensor_data", "statistics"};
   Inference__ServerMetadataResponse r = INFERENCE__SERVER_METADATA_RESPONSE__INIT;
   r.name = "tokperf-mock";
   r.version = TP_VERSION;
-  r.n_extensions = 2;
+  r.n_extensions = 3;
   r.extensions = ext;
   stream_reply(st, &r.base);
 }
@@ -1767,7 +1770,9 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
     return;
   }
   if (nread == 0) return;
+  c->m->arrival_ns = tp_stamp_now(&c->m->loop);
   ssize_t rv = nghttp2_session_mem_recv(c->h2, (const uint8_t *)buf->base, (size_t)nread);
+  c->m->arrival_ns = 0;
   if (rv < 0) {
     /* A bad preface or a fatal protocol error: nghttp2 may have queued a
      * GOAWAY; try to send it, then the flush closes the connection. */
@@ -1833,6 +1838,7 @@ static void on_connection(uv_stream_t *server, int status) {
 /* ---- lifecycle ----------------------------------------------------------------------- */
 
 static void shutdown_loop(tp_mock *m) {
+  tp_stamp_uninstall(&m->loop);
   if (m->stopping) return;
   m->stopping = true;
   uv_close((uv_handle_t *)&m->listener, NULL);
@@ -2043,7 +2049,7 @@ static int mock_setup(tp_mock **out, const tp_mock_config *cfg, char *err, size_
   nghttp2_session_callbacks_set_on_frame_send_callback(cbs, on_frame_send);
   nghttp2_session_callbacks_set_on_stream_close_callback(cbs, on_stream_close);
 
-  if (uv_loop_init(&m->loop) != 0) {
+  if (uv_loop_init(&m->loop) != 0 || tp_stamp_install(&m->loop) != 0) {
     mock_free(m);
     return TP_ENOMEM;
   }
@@ -2111,7 +2117,32 @@ void tp_mock_config_default(tp_mock_config *cfg) {
   cfg->prefix_cache_blocks = 8192;
 }
 
+/* A client that goes away while the mock writes to it makes write() raise
+ * SIGPIPE, which by default kills the whole process.  The signal is sent to
+ * the thread that wrote, so blocking it in the loop's thread turns it into
+ * a plain EPIPE without changing the process's signal dispositions. */
+static void block_sigpipe(sigset_t *old) {
+  sigset_t s;
+  sigemptyset(&s);
+  sigaddset(&s, SIGPIPE);
+  pthread_sigmask(SIG_BLOCK, &s, old);
+}
+
+/* Drops a SIGPIPE left pending by a blocked write, then restores the mask
+ * (unblocking a pending SIGPIPE would deliver it). */
+static void unblock_sigpipe(const sigset_t *old) {
+  sigset_t s, pending;
+  sigemptyset(&s);
+  sigaddset(&s, SIGPIPE);
+  struct timespec zero = {0, 0};
+  while (sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE) && !sigismember(old, SIGPIPE))
+    if (sigtimedwait(&s, NULL, &zero) < 0) break;
+  pthread_sigmask(SIG_SETMASK, old, NULL);
+}
+
 static void thread_main(void *arg) {
+  sigset_t old;
+  block_sigpipe(&old);
   run_loop(arg);
 }
 
@@ -2187,7 +2218,10 @@ int tp_mock_run(const tp_mock_config *cfg, char *err, size_t errlen) {
       fprintf(stderr, "tokperf mock: listening on %s (models: ensemble, vllm_model)\n", hp);
     }
   }
+  sigset_t old;
+  block_sigpipe(&old);
   run_loop(m);
+  unblock_sigpipe(&old);
   mock_free(m);
   return 0;
 }

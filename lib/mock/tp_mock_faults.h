@@ -14,7 +14,8 @@
  *                               14, UNAVAILABLE) after HEADERS; HTTP: the
  *                               mapped HTTP status (protocols.md 2.7)
  *   trailers_only[:CODE[:TEXT]] gRPC: the same as one Trailers-Only HEADERS
- *                               block when nothing was sent yet
+ *                               block when nothing was sent yet; HTTP: as
+ *                               grpc_status
  *   http_status[:CODE[:TEXT]]   HTTP: that status (default 503) with a JSON
  *                               error body; gRPC: the mapped status
  *   inband_error[:TEXT]         gRPC stream: ModelStreamInferResponse with
@@ -35,8 +36,11 @@
  *
  * A fault fires when the request's token number `after_tokens` would be sent
  * (0-based), replacing that token; with after_tokens 0 the faults that answer
- * with an error fire at once, when the request arrives.  trickle, endless and
- * invalid_utf8 shape the output from that point on instead. */
+ * with an error fire at once, when the request arrives (on the next loop
+ * iteration, without taking a batch slot).  trickle, endless and
+ * invalid_utf8 shape the output from that point on instead.  On HTTP an
+ * error status goes out as the status line while no byte of the answer is
+ * out yet, and as an in-stream error event once a stream has begun. */
 #ifndef TP_MOCK_FAULTS_H
 #define TP_MOCK_FAULTS_H
 

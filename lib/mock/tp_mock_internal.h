@@ -77,6 +77,10 @@ typedef struct conn conn;   /* a gRPC (HTTP/2) connection, tp_mock.c */
 typedef struct hconn hconn; /* an HTTP/1.1 connection, tp_mock_http.c */
 
 struct tp_mock {
+  /* When the bytes being handled now arrived (the read's poll batch), so a
+   * request's clock starts at its arrival, not when the mock got round to
+   * parsing it; 0 outside a read. */
+  uint64_t arrival_ns;
   tp_mock_config cfg;
   char *host;
   char *log_path;
@@ -102,6 +106,7 @@ struct tp_mock {
   int http_port;
   uint64_t start_ns;
   uint64_t last_scrape_ns, last_scrape_busy_ns; /* /metrics GPU utilization interval */
+  int dialect; /* tp_mock_dialect of cfg.http_dialect, parsed at start */
   uint64_t refused_so_far; /* connections reset for refuse_connections */
 
   tp_timers *timers;
@@ -200,8 +205,9 @@ void tp__mock_http_flush(tp_mock *m);
 /* Closes the listener and every HTTP connection. */
 void tp__mock_http_shutdown(tp_mock *m);
 
-/* Accept-time policy shared by both listeners: true when this connection
- * must be refused (reset) for refuse_connections. */
+/* Accept-time policy shared by both listeners: counts the connection, and
+ * returns true when it must be reset instead (the first
+ * refuse_connections ones, both ports together). */
 bool tp__mock_refuse_next(tp_mock *m);
 
 #endif

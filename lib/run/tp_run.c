@@ -1370,6 +1370,27 @@ static int run_level(tp_run *r, size_t li, char *err, size_t errlen) {
   return 0;
 }
 
+/* JSON strings must be valid UTF-8; a server may send anything.  Invalid
+ * bytes become U+FFFD (and a NUL byte U+FFFD too), the rest is kept. */
+static json_t *json_text(const uint8_t *p, size_t n) {
+  json_t *v = json_stringn(p ? (const char *)p : "", p ? n : 0);
+  if (v) return v;
+  tp_buf b;
+  tp_buf_init(&b);
+  for (size_t i = 0; i < n;) {
+    size_t len = tp_utf8_valid_prefix(p + i, n - i);
+    if (len && tp_buf_append(&b, p + i, len)) break;
+    i += len;
+    if (i < n) {
+      tp_buf_append(&b, "\xef\xbf\xbd", 3);
+      i++;
+    }
+  }
+  v = json_stringn(b.data ? (const char *)b.data : "", b.len);
+  tp_buf_fini(&b);
+  return v ? v : json_string("");
+}
+
 static void format_record(json_t *o, const count_job *j) {
   const tp_record *rec = &j->snap;
   if (j->mode == TP_LOAD_CONCURRENCY) json_object_set_new(o, "concurrency", json_integer(j->concurrency));
@@ -1395,8 +1416,9 @@ static void format_record(json_t *o, const count_job *j) {
   json_object_set_new(o, "ok", json_boolean(tp_record_ok(rec)));
   json_object_set_new(o, "error_class", json_string(tp_error_class_name(rec->err_class)));
   json_object_set_new(o, "grpc_status", rec->grpc_status >= 0 ? json_integer(rec->grpc_status) : json_null());
-  json_object_set_new(o, "error", rec->err_msg ? json_string(rec->err_msg) : json_null());
-  json_object_set_new(o, "text", json_stringn(rec->text.data ? (const char *)rec->text.data : "", rec->text.len));
+  json_object_set_new(o, "error", rec->err_msg ? json_text((const uint8_t *)rec->err_msg, strlen(rec->err_msg)) : json_null());
+  json_object_set_new(o, "text", json_text(rec->text.data, rec->text.len));
+  if (rec->reasoning.len) json_object_set_new(o, "reasoning", json_text(rec->reasoning.data, rec->reasoning.len));
 }
 
 /* ---- the run ---------------------------------------------------------------- */

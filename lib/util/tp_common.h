@@ -43,6 +43,10 @@ int tp_buf_printf(tp_buf *b, const char *fmt, ...)
 /* Gives up ownership of the storage; the caller frees it with free(). */
 char *tp_buf_steal(tp_buf *b, size_t *len);
 
+/* Length of the longest valid UTF-8 prefix of p[0..n) without NUL bytes
+ * (shortest forms only, no surrogates, at most U+10FFFF). */
+size_t tp_utf8_valid_prefix(const uint8_t *p, size_t n);
+
 /* strdup/strndup that return NULL only when out of memory. */
 char *tp_strndup(const char *s, size_t n);
 

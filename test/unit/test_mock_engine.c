@@ -2,7 +2,9 @@
  * The clock is injected: every "now" below is a made-up time, so the
  * deadlines are exact. */
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "mock/tp_mock_engine.h"
 #include "tp_test.h"
@@ -302,6 +304,168 @@ static void test_words_and_config(void) {
   tp_mock_engine_free(e);
 }
 
+
+/* n words "w0 w1 ..." starting at word `from` (a shared prefix is the same
+ * `from`). */
+static char *words_text(int from, int n) {
+  static char bufs[8][4096];
+  static int k = 0;
+  char *b = bufs[k++ % 8];
+  b[0] = 0;
+  for (int i = 0; i < n; i++) {
+    char w[16];
+    snprintf(w, sizeof(w), "%sw%d", i ? " " : "", from + i);
+    strcat(b, w);
+  }
+  return b;
+}
+
+/* Runs s to its end (tokens fired at their deadlines). */
+static void run_out(tp_mock_engine *e, tp_mock_seq *s) {
+  tp_mock_token tok;
+  while (s->state == TP_MOCK_SEQ_PREFILL || s->state == TP_MOCK_SEQ_DECODE)
+    if (tp_mock_engine_next(e, s, s->next_deadline_ns, &tok)) break;
+}
+
+static tp_mock_seq_params prompt_params(const char *text) {
+  tp_mock_seq_params p = {0};
+  p.prompt = text;
+  p.prompt_len = strlen(text);
+  p.prompt_tokens = tp_mock_count_words(text, p.prompt_len);
+  p.max_tokens = 4;
+  return p;
+}
+
+static void test_prefix_cache(void) {
+  tp_mock_config c = base_cfg();
+  c.ttft_ms = 10;
+  c.prefill_us_per_token = 1000; /* 1 ms per uncached prompt word */
+  c.prefix_cache = true;
+  c.prefix_cache_block_words = 16;
+  c.prefix_cache_blocks = 4;
+  admits a = {0};
+  tp_mock_engine *e;
+  CHECK_INT(tp_mock_engine_new(&e, &c, on_admit, &a), 0, "prefix: engine created");
+  const char *p40 = words_text(0, 40);
+  tp_mock_seq s1 = {0}, s2 = {0}, s3 = {0}, s4 = {0}, s5 = {0};
+  tp_mock_seq_params p = prompt_params(p40);
+  CHECK_INT(p.prompt_tokens, 40, "prefix: 40 words");
+  tp_mock_engine_submit(e, &s1, &p, T0);
+  CHECK_INT(s1.cached_tokens, 0, "prefix: a cold cache hits nothing");
+  CHECK_INT(s1.next_deadline_ns, T0 + 10 * MS + 40 * MS, "prefix: cold TTFT = 10 ms + 40 words x 1 ms");
+  /* A second identical prompt while the first still prefills: its blocks
+   * are not in the cache yet. */
+  tp_mock_engine_submit(e, &s2, &p, T0);
+  CHECK_INT(s2.cached_tokens, 0, "prefix: a prompt prefilled concurrently also misses");
+  run_out(e, &s1);
+  run_out(e, &s2);
+  CHECK_INT(tp_mock_engine_prefix_cached_blocks(e), 2, "prefix: 40 words leave 2 full blocks of 16");
+  uint64_t t1 = T0 + 500 * MS;
+  tp_mock_engine_submit(e, &s3, &p, t1);
+  CHECK_INT(s3.cached_tokens, 32, "prefix: a repeated prompt finds its 2 full blocks (32 words)");
+  CHECK_INT(s3.next_deadline_ns, t1 + 10 * MS + 8 * MS, "prefix: warm TTFT = 10 ms + the 8 uncached words");
+  run_out(e, &s3);
+  /* A prompt of exactly 32 words: its last word is always computed, so
+   * only the first block counts. */
+  tp_mock_seq_params p32 = prompt_params(words_text(0, 32));
+  tp_mock_engine_submit(e, &s4, &p32, t1);
+  CHECK_INT(s4.cached_tokens, 16, "prefix: an exactly cached prompt still prefills its last block");
+  run_out(e, &s4);
+  /* A prompt sharing only the first block (then diverging). */
+  char div[4096];
+  snprintf(div, sizeof(div), "%s %s", words_text(0, 16), words_text(1000, 24));
+  tp_mock_seq_params pd = prompt_params(div);
+  tp_mock_engine_submit(e, &s5, &pd, t1);
+  CHECK_INT(s5.cached_tokens, 16, "prefix: a prompt diverging after one block hits that block only");
+  run_out(e, &s5);
+  /* Whitespace does not matter, words do. */
+  char spaced[4096];
+  snprintf(spaced, sizeof(spaced), "  %s\n", words_text(0, 40));
+  for (char *q = spaced; *q; q++)
+    if (*q == ' ' && q[1] == 'w' && q > spaced + 5) *q = '\t';
+  tp_mock_seq s6 = {0};
+  tp_mock_seq_params ps = prompt_params(spaced);
+  tp_mock_engine_submit(e, &s6, &ps, t1);
+  CHECK_INT(s6.cached_tokens, 32, "prefix: the same words with other whitespace hit");
+  run_out(e, &s6);
+  /* Counters: tokens queried and hit, as vLLM counts them. */
+  CHECK_INT(tp_mock_engine_prefix_queries_tokens(e), 40 + 40 + 40 + 32 + 40 + 40, "prefix: queries in tokens");
+  CHECK_INT(tp_mock_engine_prefix_hits_tokens(e), 32 + 16 + 16 + 32, "prefix: hits in tokens");
+  /* Capacity 4 blocks, LRU: blocks of p40 (2), the diverged block (1),
+   * then a new 48-word prompt (3 blocks) evicts the least recently used. */
+  tp_mock_seq s7 = {0}, s8 = {0};
+  tp_mock_seq_params pn = prompt_params(words_text(5000, 48));
+  tp_mock_engine_submit(e, &s7, &pn, t1);
+  run_out(e, &s7);
+  CHECK_INT(tp_mock_engine_prefix_cached_blocks(e), 4, "prefix: the cache holds at most 4 blocks");
+  tp_mock_engine_submit(e, &s8, &pn, t1);
+  CHECK_INT(s8.cached_tokens, 32, "prefix: the newest prompt is cached (limit: last block recomputed)");
+  run_out(e, &s8);
+  tp_mock_seq s9 = {0};
+  tp_mock_engine_submit(e, &s9, &p, t1);
+  CHECK(s9.cached_tokens < 32, "prefix: an old prompt lost blocks to eviction");
+  run_out(e, &s9);
+  CHECK_INT(tp_mock_engine_kv_blocks_used(e), 0, "prefix: no KV blocks held once every sequence ended");
+  tp_mock_engine_free(e);
+
+  /* Off: nothing is cached, counters stay 0. */
+  c.prefix_cache = false;
+  CHECK_INT(tp_mock_engine_new(&e, &c, NULL, NULL), 0, "prefix off: engine created");
+  tp_mock_seq t = {0}, u = {0};
+  tp_mock_engine_submit(e, &t, &p, T0);
+  run_out(e, &t);
+  tp_mock_engine_submit(e, &u, &p, T0 + 500 * MS);
+  CHECK(u.cached_tokens == 0 && tp_mock_engine_prefix_queries_tokens(e) == 0, "prefix off: no hits, no queries");
+  tp_mock_engine_cancel(e, &u, T0 + 500 * MS);
+  tp_mock_engine_free(e);
+  /* Invalid cache settings are refused. */
+  c.prefix_cache = true;
+  c.prefix_cache_block_words = 0;
+  CHECK_INT(tp_mock_engine_new(&e, &c, NULL, NULL), TP_EINVAL, "prefix: block size 0 refused");
+}
+
+static void test_kv_busy_endless(void) {
+  tp_mock_config c = base_cfg();
+  c.ttft_ms = 10;
+  c.itl_ms = 10;
+  c.prefix_cache_block_words = 4;
+  c.prefix_cache_blocks = 100;
+  tp_mock_engine *e;
+  tp_mock_engine_new(&e, &c, NULL, NULL);
+  tp_mock_seq s = {0};
+  tp_mock_seq_params p = {.prompt_tokens = 6, .max_tokens = 3};
+  CHECK_INT(tp_mock_engine_kv_blocks_max(e), 100, "kv: pool size is prefix_cache_blocks");
+  tp_mock_engine_submit(e, &s, &p, T0);
+  CHECK_INT(tp_mock_engine_kv_blocks_used(e), 2, "kv: a 6-word prompt holds 2 blocks of 4");
+  tp_mock_token tok;
+  tp_mock_engine_next(e, &s, s.next_deadline_ns, &tok);
+  tp_mock_engine_next(e, &s, s.next_deadline_ns, &tok);
+  CHECK_INT(tp_mock_engine_kv_blocks_used(e), 2, "kv: 8 tokens still fit 2 blocks");
+  tp_mock_engine_next(e, &s, s.next_deadline_ns, &tok);
+  CHECK(tok.last && s.hit_length, "kv: ended at max_tokens (hit_length)");
+  CHECK_INT(tp_mock_engine_kv_blocks_used(e), 0, "kv: released at the end");
+  CHECK_INT(tp_mock_engine_busy_ns(e, T0 + 1000 * MS), 30 * MS, "busy: from admission to the last token (30 ms)");
+  CHECK_INT(tp_mock_engine_tokens_total(e), 3, "tokens produced in total");
+  /* endless overrides max_tokens and output_tokens. */
+  tp_mock_seq x = {0};
+  tp_mock_seq_params pe = {.prompt_tokens = 1, .max_tokens = 2, .endless = true};
+  tp_mock_engine_submit(e, &x, &pe, T0 + 1000 * MS);
+  int n = 0;
+  while (n < 1000 && tp_mock_engine_next(e, &x, x.next_deadline_ns, &tok) == 0 && !tok.last) n++;
+  CHECK_INT(n, 1000, "endless: 1000 tokens and no end");
+  CHECK_INT(tp_mock_engine_busy_ns(e, x.next_deadline_ns) - 30 * MS, x.next_deadline_ns - (T0 + 1000 * MS),
+            "busy: grows while a sequence runs");
+  tp_mock_engine_cancel(e, &x, x.next_deadline_ns);
+  /* take_number keeps numbering in arrival order. */
+  uint64_t nx = tp_mock_engine_next_number(e);
+  CHECK_INT(tp_mock_engine_take_number(e), nx, "take_number uses the next number");
+  tp_mock_seq y = {0};
+  tp_mock_engine_submit(e, &y, &p, T0);
+  CHECK_INT(y.number, nx + 1, "the next submit gets the one after");
+  tp_mock_engine_cancel(e, &y, T0);
+  tp_mock_engine_free(e);
+}
+
 int main(void) {
   test_fixed_timing();
   test_queueing();
@@ -309,5 +473,7 @@ int main(void) {
   test_prefill_queue();
   test_eos();
   test_words_and_config();
+  test_prefix_cache();
+  test_kv_busy_endless();
   return tp_test_done();
 }

@@ -491,7 +491,11 @@ typedef struct tp_mock tp_mock;
 
 TP_API void tp_mock_config_default(tp_mock_config *cfg);
 /* Starts the mock on a thread of its own (its own libuv loop).  Returns
- * once the socket listens; TP_ECONNECT with a message when it cannot bind. */
+ * once the sockets are bound (and listening, unless refuse_connections_ms
+ * holds that off); TP_ECONNECT with a message when it cannot bind, TP_EINVAL
+ * for a bad setting (the message names it).  SIGPIPE is blocked in the
+ * mock's threads (tp_mock_run: for the duration of the call), so a client
+ * that goes away mid-write never kills the process. */
 TP_API int tp_mock_start(tp_mock **out, const tp_mock_config *cfg, char *err, size_t errlen);
 TP_API int tp_mock_port(const tp_mock *m);
 /* The HTTP port the mock listens on, or -1 when HTTP is off. */

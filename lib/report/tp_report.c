@@ -639,6 +639,12 @@ static json_t *mock_json(const tp_mock_stats *m) {
   bad |= set(o, "responses", u64(m->responses));
   bad |= set(o, "max_active_streams", u64(m->max_active_streams));
   bad |= set(o, "max_active_sequences", u64(m->max_active_sequences));
+  bad |= set(o, "faults_injected", u64(m->faults_injected));
+  bad |= set(o, "connections", u64(m->connections));
+  bad |= set(o, "connections_refused", u64(m->connections_refused));
+  bad |= set(o, "http_requests", u64(m->http_requests));
+  bad |= set(o, "prefix_cache_queries_tokens", u64(m->prefix_cache_queries_tokens));
+  bad |= set(o, "prefix_cache_hits_tokens", u64(m->prefix_cache_hits_tokens));
   if (bad) {
     json_decref(o);
     return NULL;

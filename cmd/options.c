@@ -18,7 +18,7 @@ typedef enum opt_id {
   O_RATE, O_ARRIVAL, O_BURSTINESS, O_MAX_CONC, O_DURATION, O_WARMUP_DURATION, O_MEASURE_MODE,
   O_MEASURE_COUNT, O_STABILITY, O_MAX_TRIALS, O_IN_MEAN, O_IN_STDDEV, O_OUT_STDDEV, O_SCHEDULE,
   O_SPEEDUP, O_PREFIX_BLOCK, O_GOODPUT, O_ASSERT, O_MAX_ERROR_RATE, O_NO_SERVER_STATS, O_CACHE_BUST, O_PREFIX_TOKENS, O_NUM_PREFIXES, O_MAX_RESP_BYTES, O_MAX_OUT_TOKENS, O_GRACE, O_ARTIFACT_DIR, O_PROFILE_EXPORT, O_NO_ARTIFACTS,
-  O_NO_HTML, O_FORMAT, O_ENDPOINT_TYPE, O_ENDPOINT, O_API_KEY_FILE, O_HEADER, O_EXTRA_INPUTS, O_CA_FILE,
+  O_NO_HTML, O_FORMAT, O_METRICS_URL, O_METRICS_INTERVAL, O_ENDPOINT_TYPE, O_ENDPOINT, O_API_KEY_FILE, O_HEADER, O_EXTRA_INPUTS, O_CA_FILE,
   O_CERT, O_KEY, O_INSECURE, O_HTTP1, O_NO_USAGE,
   /* mock settings (prefixed --mock- under profile) */
   O_M_HOST, O_M_PORT, O_M_TTFT, O_M_PREFILL_TOK, O_M_PREFILL_Q, O_M_ITL, O_M_ITL_SEQ,
@@ -116,6 +116,9 @@ static const optdef profile_opts[] = {
   {O_PREFIX_TOKENS, "--prefix-tokens", "N", "put a shared prefix of exactly N tokens before every prompt "
    "(needs --tokenizer)", NULL},
   {O_NUM_PREFIXES, "--num-prefixes", "K", "how many different shared prefixes, used in turn", "1"},
+  {O_METRICS_URL, "--metrics-url", "URL",
+   "scrape Prometheus metrics during each level (Triton: http://HOST:8002/metrics; with --mock: mock)", NULL},
+  {O_METRICS_INTERVAL, "--metrics-interval", "DURATION", "time between scrapes", "1s"},
   {O_NO_SERVER_STATS, "--no-server-stats", NULL,
    "do not read Triton's ModelStatistics before and after each level", NULL},
   {O_JSON, "--json", "FILE", "write every figure, with units, and the configuration as JSON", NULL},
@@ -547,6 +550,8 @@ static int apply(tp_cli *cli, const optdef *o, const char *name, const char *v) 
     case O_TIMEOUT: return get_ms(name, v, &c->request_timeout_ms);
     case O_SKIP_PREFLIGHT: c->skip_preflight = true; break;
     case O_NO_SERVER_STATS: c->no_server_stats = true; break;
+    case O_METRICS_URL: c->metrics_url = v; break;
+    case O_METRICS_INTERVAL: return get_ms(name, v, &c->metrics_interval_ms);
     case O_CACHE_BUST: c->cache_bust = true; break;
     case O_MAX_RESP_BYTES:
       if (parse_size(v, &c->max_response_bytes)) return usage_error(name, v, "expected a size like 1M, 64M or 4096");

@@ -49,6 +49,8 @@ const char *tp_mock_stats_model_name(tp_mock_stats_model m);
 
 /* Synthetic per-stage times, in ns. */
 #define TP_MOCK_PRE_QUEUE_NS 8000ULL
+/* The ensemble scheduler's own time per request (its "overhead"). */
+#define TP_MOCK_ENSEMBLE_OVERHEAD_NS 3000ULL
 #define TP_MOCK_PRE_INPUT_NS 20000ULL
 #define TP_MOCK_PRE_INFER_NS 150000ULL /* + TP_MOCK_PRE_INFER_NS_PER_WORD x prompt words */
 #define TP_MOCK_PRE_INFER_NS_PER_WORD 500ULL

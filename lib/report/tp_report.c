@@ -228,6 +228,18 @@ static void print_level(FILE *out, const tp_report_input *in, const tp_level_res
     fmt_num(a, sizeof(a), lr->goodput_rps, 2);
     fprintf(out, "Goodput (requests/s): %s, %.2f%% of requests met every bound\n", a, 100 * lr->goodput_fraction);
   }
+  if (lr->n_server_metrics || lr->metrics_scrapes || lr->metrics_scrape_failures) {
+    fprintf(out, "Server metrics (%" PRIu32 " scrapes, %" PRIu32 " failed):", lr->metrics_scrapes,
+            lr->metrics_scrape_failures);
+    for (size_t m = 0; m < lr->n_server_metrics; m++) {
+      const tp_server_metric *sm = &lr->server_metrics[m];
+      fprintf(out, "%s %s avg %.4g max %.4g%s%s", m ? "," : "", sm->name, sm->avg, sm->max,
+              strcmp(sm->unit, "fraction") ? " " : "", strcmp(sm->unit, "fraction") ? sm->unit : "");
+    }
+    fputc('\n', out);
+  }
+  if (lr->prefix_cache_hit_rate >= 0)
+    fprintf(out, "Server prefix-cache hit rate: %.2f%%\n", 100 * lr->prefix_cache_hit_rate);
   if (lr->usage_reported)
     fprintf(out, "Server usage: %" PRIu64 " requests reported token counts; they differ from the client's in %"
             PRIu64 " (output) and %" PRIu64 " (input); %" PRIu64 " prompt tokens served from its cache\n",
@@ -612,6 +624,14 @@ static json_t *level_json(const tp_level_result *lr) {
         "avg_compute_output_us", sm->avg_compute_output_us, "avg_overhead_us", sm->avg_overhead_us));
   }
   bad |= set(o, "server", srv);
+  json_t *sm = json_object();
+  for (size_t m = 0; m < lr->n_server_metrics; m++)
+    json_object_set_new(sm, lr->server_metrics[m].name,
+                        json_pack("{s:f,s:f,s:i,s:s}", "avg", lr->server_metrics[m].avg, "max", lr->server_metrics[m].max,
+                                  "samples", (int)lr->server_metrics[m].samples, "unit", lr->server_metrics[m].unit));
+  bad |= set(o, "server_metrics", sm);
+  bad |= set(o, "metrics_scrapes", u64(lr->metrics_scrapes));
+  bad |= set(o, "prefix_cache_hit_rate", lr->prefix_cache_hit_rate >= 0 ? json_real(lr->prefix_cache_hit_rate) : json_null());
   bad |= set(o, "server_usage_reported", u64(lr->usage_reported));
   bad |= set(o, "server_usage_output_mismatches", u64(lr->usage_output_mismatches));
   bad |= set(o, "server_usage_input_mismatches", u64(lr->usage_input_mismatches));

@@ -35,6 +35,7 @@
 #include "report/tp_export.h"
 #include "report/tp_report.h"
 #include "run/tp_gates.h"
+#include "run/tp_scrape.h"
 #include "sched/tp_sched.h"
 #include "tokenizer/tp_tok.h"
 #include "util/tp_common.h"
@@ -184,6 +185,9 @@ struct tp_run {
   size_t n_stats_before;
   bool stats_off;
   tp_server_model_stats **server_stats;
+  tp_scraper *scraper;
+  tp_server_metric **server_metrics; /* per level, owned */
+  char metrics_url[512];
 
   point *points;
   size_t n_points;
@@ -390,7 +394,8 @@ int tp_run_new(tp_run **out, const tp_config *cfg, char *err, size_t errlen) {
   }
   r->levels = calloc(r->n_points, sizeof(*r->levels));
   r->server_stats = calloc(r->n_points, sizeof(*r->server_stats));
-  if (!r->levels || !r->server_stats) goto nomem;
+  r->server_metrics = calloc(r->n_points, sizeof(*r->server_metrics));
+  if (!r->levels || !r->server_stats || !r->server_metrics) goto nomem;
   *out = r;
   return 0;
 nomem:
@@ -1273,6 +1278,7 @@ static int run_level(tp_run *r, size_t li, char *err, size_t errlen) {
     progress(r, "%s: %zu requests (+%zu warm-up)", desc, L->total - L->n_warmup, L->n_warmup);
 
   stats_read_before(r);
+  if (r->scraper) tp_scraper_level_start(r->scraper);
   L->t0 = tp_now_ns();
   if (r->cfg.warmup_duration_ms) L->warmup_end_ns = L->t0 + r->cfg.warmup_duration_ms * TP_NS_PER_MS;
   if (r->cfg.progress) {
@@ -1290,6 +1296,8 @@ static int run_level(tp_run *r, size_t li, char *err, size_t errlen) {
   while (!L->done) uv_run(&r->loop, UV_RUN_DEFAULT);
   uv_timer_stop(&r->progress_timer);
   if (r->progress_tty && r->cfg.progress) fputs("\r\033[K", r->cfg.progress);
+  /* A scrape still on the wire belongs to the level: let it land. */
+  while (r->scraper && tp_scraper_busy(r->scraper)) uv_run(&r->loop, UV_RUN_ONCE);
   tp_timer_stop(r->timers, &L->plan_timer);
   uv_timer_stop(&r->window_timer);
   uv_timer_stop(&r->grace_timer);
@@ -1325,6 +1333,11 @@ static int run_level(tp_run *r, size_t li, char *err, size_t errlen) {
   lv->trials = L->trials;
   lv->stable = L->stable;
   stats_read_after(r, li, lv);
+  lv->prefix_cache_hit_rate = -1;
+  if (r->scraper) {
+    size_t nm;
+    tp_scraper_level_end(r->scraper, lv, &r->server_metrics[li], &nm);
+  }
   if (r->artifacts) {
     /* Between levels nothing is in flight, so files written here delay no
      * timestamp. */
@@ -1486,7 +1499,7 @@ int tp_run_exec(tp_run *r, char *err, size_t errlen) {
     mc.host = "127.0.0.1";
     mc.grpc_port = 0;
     /* The HTTP side only when an HTTP service is measured. */
-    mc.http_port = r->cfg.service_kind == TP_SERVICE_TRITON ? -1 : 0;
+    mc.http_port = r->cfg.service_kind == TP_SERVICE_TRITON && !r->cfg.metrics_url ? -1 : 0;
     mc.quiet = true;
     if (r->cfg.mock_log_path) mc.log_path = r->cfg.mock_log_path;
     rv = tp_mock_start(&r->mock, &mc, err, errlen);
@@ -1563,6 +1576,20 @@ int tp_run_exec(tp_run *r, char *err, size_t errlen) {
 
   if (!r->cfg.skip_preflight) {
     rv = r->client->ops->preflight(r->client, err, errlen);
+    if (rv) return rv;
+  }
+
+  if (r->cfg.metrics_url) {
+    if (strcmp(r->cfg.metrics_url, "mock") == 0) {
+      if (!r->mock || tp_mock_http_port(r->mock) <= 0) {
+        tp_seterr(err, errlen, "--metrics-url mock needs --mock");
+        return TP_EINVAL;
+      }
+      snprintf(r->metrics_url, sizeof(r->metrics_url), "http://127.0.0.1:%d/metrics", tp_mock_http_port(r->mock));
+    } else {
+      snprintf(r->metrics_url, sizeof(r->metrics_url), "%s", r->cfg.metrics_url);
+    }
+    rv = tp_scraper_new(&r->scraper, &r->loop, r->metrics_url, r->cfg.metrics_interval_ms, &r->cfg, err, errlen);
     if (rv) return rv;
   }
 
@@ -1678,6 +1705,7 @@ void tp_run_free(tp_run *r) {
     r->client = NULL;
   }
   if (r->timers) tp_timers_close(r->timers);
+  if (r->scraper) tp_scraper_free(r->scraper);
   tp_stamp_uninstall(&r->loop);
   /* Close every handle and let libuv finish, so the loop closes cleanly. */
   uv_walk(&r->loop, walk_close, NULL);
@@ -1703,6 +1731,8 @@ void tp_run_free(tp_run *r) {
   free(r->stats_before);
   for (size_t i = 0; r->server_stats && i < r->n_points; i++) free(r->server_stats[i]);
   free(r->server_stats);
+  for (size_t i = 0; r->server_metrics && i < r->n_points; i++) free(r->server_metrics[i]);
+  free(r->server_metrics);
   free(r->points);
   free(r->levels);
   free(r->concurrency);

@@ -60,6 +60,7 @@ void tp_config_default(tp_config *cfg) {
   cfg->max_trials = 10;
   cfg->max_error_rate = -1;
   cfg->num_prefixes = 1;
+  cfg->metrics_interval_ms = 1000;
   cfg->max_response_bytes = 64ull << 20;
   cfg->grace_period_ms = 5000;
 }

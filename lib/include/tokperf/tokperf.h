@@ -222,6 +222,11 @@ typedef struct tp_config {
   bool insecure;
   bool http1_only;     /* do not offer HTTP/2 on HTTP services */
   bool no_usage;       /* do not ask OpenAI servers for usage in the stream */
+
+  /* Prometheus text endpoint scraped during each level (Triton :8002
+   * /metrics, vLLM /metrics); "mock" = the in-process mock's. */
+  const char *metrics_url;
+  uint64_t metrics_interval_ms; /* default 1000 */
   uint64_t request_timeout_ms; /* 0 = none; sent as grpc-timeout */
   /* Memory bounds under an endless or huge answer: a request whose text
    * passes max_response_bytes (default 64 MiB) or whose text responses pass
@@ -289,6 +294,14 @@ typedef struct tp_server_model_stats {
   double avg_overhead_us; /* request - (queue + compute input + infer + output), at least 0 */
 } tp_server_model_stats;
 
+/* One server metric summarised over a level's scrapes (Prometheus). */
+typedef struct tp_server_metric {
+  char name[48];  /* tokperf's name: gpu_utilization, vllm_kv_cache_usage, ... */
+  char unit[16];  /* "fraction", "bytes", "W", "requests", "blocks" */
+  double avg, max;
+  uint32_t samples; /* scrapes that carried it */
+} tp_server_metric;
+
 /* Every figure of one level.  Times are in milliseconds, token throughputs
  * in tokens per second, request throughput in requests per second.  The
  * definitions are written down in docs/metrics.md. */
@@ -349,6 +362,15 @@ typedef struct tp_level_result {
   uint64_t cached_tokens;
   /* Reasoning text (OpenAI reasoning_content), counted apart. */
   tp_stat reasoning_tokens;
+
+  /* Prometheus metrics scraped during the level (--metrics-url), owned by
+   * the run; and vLLM's prefix-cache hit rate over the level (-1 = not
+   * exposed). */
+  const tp_server_metric *server_metrics;
+  size_t n_server_metrics;
+  double prefix_cache_hit_rate;
+  uint32_t metrics_scrapes;
+  uint32_t metrics_scrape_failures;
 
   /* Accuracy against the prompts' references (their "output" field). */
   uint64_t accuracy_scored;

@@ -7,11 +7,14 @@
 #   URL=triton:8001 MODEL=ensemble examples/ci_smoke.sh
 set -euo pipefail
 TOKPERF=${TOKPERF:-build/cmd/tokperf}
+# Token gates need the model's tokenizer (the mock's words are counted by
+# the word model the build makes).
+TOKENIZER=${TOKENIZER:-build/test/data/words.model}
 target=(--mock)
 [ -n "${URL:-}" ] && target=(-u "$URL" -m "${MODEL:-ensemble}")
 
 "$TOKPERF" profile "${target[@]}" -q \
-  --concurrency 8 --request-count 64 --warmup-request-count 8 --output-tokens-mean 64 \
+  --tokenizer "$TOKENIZER" --concurrency 8 --request-count 64 --warmup-request-count 8 --output-tokens-mean 64 \
   --assert 'ttft.p99 <= 250ms' \
   --assert 'itl.p99 <= 50ms' \
   --assert 'output_token_throughput >= 500' \

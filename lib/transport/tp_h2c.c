@@ -784,6 +784,15 @@ static void pool_dispatch(tp_h2c_pool *p) {
 static void on_sweep(uv_timer_t *t) {
   tp_h2c_pool *p = t->data;
   uint64_t now = tp_now_ns();
+  /* Nothing with a deadline left: stop until a call brings one again. */
+  bool any = false;
+  for (tp_call *c = p->pending_head; c && !any; c = c->next) any = c->deadline_ns != 0;
+  for (tp_call *c = p->active; c && !any; c = c->next) any = c->deadline_ns != 0 && !c->local_failed;
+  if (!any) {
+    uv_timer_stop(&p->sweep);
+    p->sweep_running = false;
+    return;
+  }
   tp_call *next;
   for (tp_call *c = p->pending_head; c; c = next) {
     next = c->next;

@@ -447,23 +447,26 @@ static void test_errors(const char *words_model) {
   CHECK_INT(tp_tok_load(&t, (char *)p.data, err, sizeof(err)), TP_EINVAL, "empty file");
   CHECK(strstr(err, "empty") != NULL, "message says the file is empty: %s", err);
 
-  /* tokenizer.json: recognised and refused with a plan. */
+  /* tokenizer.json goes to its own backend (test_tok_hf.c tests it in
+   * depth): an incomplete one is refused naming the file and what is
+   * missing, whether given as the file, its directory, or another name. */
   static const char json[] = "{\n  \"version\": \"1.0\",\n  \"model\": {\"type\": \"BPE\"}\n}\n";
   make_path(&d, tmp_root, "hf-dir");
   mkdir((char *)d.data, 0700);
   make_path(&p, (char *)d.data, "tokenizer.json");
   write_file((char *)p.data, json, sizeof(json) - 1);
   err[0] = 0;
-  CHECK_INT(tp_tok_load(&t, (char *)p.data, err, sizeof(err)), TP_EUNSUPPORTED, "tokenizer.json");
-  CHECK(strstr(err, "tokenizer.model") && strstr(err, "tokenizer.json") && strstr(err, "planned"),
-        "tokenizer.json message says what is read and that json is planned: %s", err);
-  CHECK_INT(tp_tok_load(&t, (char *)d.data, err, sizeof(err)), TP_EUNSUPPORTED,
-            "directory with only tokenizer.json");
+  CHECK_INT(tp_tok_load(&t, (char *)p.data, err, sizeof(err)), TP_EINVAL, "incomplete tokenizer.json refused");
+  CHECK(strstr(err, "tokenizer.json") && strstr(err, "vocab"), "the message names the file and the missing vocab: %s",
+        err);
+  err[0] = 0;
+  CHECK_INT(tp_tok_load(&t, (char *)d.data, err, sizeof(err)), TP_EINVAL,
+            "a directory with only tokenizer.json goes to the tokenizer.json backend");
+  CHECK(strstr(err, "vocab") != NULL, "and gets its message: %s", err);
   /* JSON content under another name is recognised too. */
   make_path(&p, tmp_root, "tok.dat");
   write_file((char *)p.data, json, sizeof(json) - 1);
-  CHECK_INT(tp_tok_load(&t, (char *)p.data, err, sizeof(err)), TP_EUNSUPPORTED,
-            "JSON content without .json");
+  CHECK_INT(tp_tok_load(&t, (char *)p.data, err, sizeof(err)), TP_EINVAL, "JSON content without .json");
 
   tp_buf_fini(&p);
   tp_buf_fini(&d);

@@ -28,14 +28,17 @@ struct tp_tok {
   char *path; /* the file that was loaded */
 };
 
-/* Loads a tokenizer from a file or a model directory.  For a directory,
- * looks for tokenizer.model.  On failure returns TP_ENOTFOUND (nothing
- * usable at path: the message says what was looked for and what was
- * found), TP_EUNSUPPORTED (a tokenizer.json, which this build cannot read
- * yet), TP_EINVAL (a file that is not a valid tokenizer), TP_EIO (a path
- * that exists but cannot be read) or TP_ENOMEM, with a message in err naming
- * the path.  tp_tok_free frees the handle; a backend's ops->free frees only
- * its own state (impl). */
+/* Loads a tokenizer from a file or a model directory: a Hugging Face
+ * tokenizer.json (BPE, byte-level or sentencepiece style) or a sentencepiece
+ * tokenizer.model, chosen by content.  In a directory, tokenizer.json is
+ * preferred, then tokenizer.model.  On failure returns TP_ENOTFOUND
+ * (nothing usable at path: the message says what was looked for and what was
+ * found), TP_EUNSUPPORTED (a tokenizer.json with a model type or pipeline
+ * step this build does not implement, named in the message), TP_EINVAL (a
+ * file that is not a valid tokenizer: the message names the file and the
+ * field), TP_EIO (a path that exists but cannot be read) or TP_ENOMEM.
+ * tp_tok_free frees the handle; a backend's ops->free frees only its own
+ * state (impl). */
 int tp_tok_load(tp_tok **out, const char *path, char *err, size_t errlen);
 int tp_tok_encode(const tp_tok *t, const char *text, size_t len, int32_t **ids, size_t *n);
 /* Number of tokens in text, without special tokens. */

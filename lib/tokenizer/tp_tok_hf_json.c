@@ -32,8 +32,8 @@ static int fail(parser *ps, const char *at, const char *what) {
   if (ps->rv == 0) {
     unsigned line = ps->line, col = (unsigned)(at - ps->bol) + 1;
     if (at >= ps->end)
-      tp_seterr(ps->why, ps->whylen, "line %u, column %u: %s (the file ends there: truncated?)",
-                line, col, what);
+      tp_seterr(ps->why, ps->whylen, "line %u, column %u: %s (the file ends there: truncated?)", line, col,
+                what);
     else
       tp_seterr(ps->why, ps->whylen, "line %u, column %u: %s", line, col, what);
     ps->rv = TP_EINVAL;
@@ -41,7 +41,7 @@ static int fail(parser *ps, const char *at, const char *what) {
   return ps->rv;
 }
 
-static uint32_t new_node(parser *ps, uint8_t type, const char *at) {
+static uint32_t new_node(parser *ps, uint8_t type) {
   tp__json *d = ps->d;
   if (d->n_nodes == d->cap_nodes) {
     size_t cap = d->cap_nodes ? d->cap_nodes * 2 : 1024;
@@ -62,7 +62,6 @@ static uint32_t new_node(parser *ps, uint8_t type, const char *at) {
   tp__json_node *n = &d->nodes[i];
   memset(n, 0, sizeof(*n));
   n->type = type;
-  (void)at;
   return i;
 }
 
@@ -81,10 +80,14 @@ static int hex4(const char *p, const char *end, unsigned *out) {
   for (int i = 0; i < 4; i++) {
     char c = p[i];
     v <<= 4;
-    if (c >= '0' && c <= '9') v |= (unsigned)(c - '0');
-    else if (c >= 'a' && c <= 'f') v |= (unsigned)(c - 'a' + 10);
-    else if (c >= 'A' && c <= 'F') v |= (unsigned)(c - 'A' + 10);
-    else return -1;
+    if (c >= '0' && c <= '9')
+      v |= (unsigned)(c - '0');
+    else if (c >= 'a' && c <= 'f')
+      v |= (unsigned)(c - 'a' + 10);
+    else if (c >= 'A' && c <= 'F')
+      v |= (unsigned)(c - 'A' + 10);
+    else
+      return -1;
   }
   *out = v;
   return 0;
@@ -114,7 +117,7 @@ static uint32_t parse_string(parser *ps) {
   const char *start = ps->p;
   char *w = (char *)ps->p + 1;
   const char *p = ps->p + 1;
-  uint32_t i = new_node(ps, TP_JSON_STRING, start);
+  uint32_t i = new_node(ps, TP_JSON_STRING);
   if (ps->rv) return 0;
   ps->d->nodes[i].u.s.off = (uint32_t)(p - ps->d->text);
   /* Fast scan to the first quote, backslash or control byte. */
@@ -149,8 +152,8 @@ static uint32_t parse_string(parser *ps) {
         if (cp >= 0xDC00 && cp <= 0xDFFF)
           return fail(ps, p - 6, "lone trailing surrogate in a \\u escape"), 0;
         if (cp >= 0xD800 && cp <= 0xDBFF) {
-          if (ps->end - p < 6 || p[0] != '\\' || p[1] != 'u' || hex4(p + 2, ps->end, &lo) ||
-              lo < 0xDC00 || lo > 0xDFFF)
+          if (ps->end - p < 6 || p[0] != '\\' || p[1] != 'u' || hex4(p + 2, ps->end, &lo) || lo < 0xDC00 ||
+              lo > 0xDFFF)
             return fail(ps, p - 6, "lone leading surrogate in a \\u escape"), 0;
           p += 6;
           cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
@@ -158,8 +161,7 @@ static uint32_t parse_string(parser *ps) {
         w = put_utf8(w, cp);
         break;
       }
-      default:
-        return fail(ps, p - 2, "invalid escape in a string"), 0;
+      default: return fail(ps, p - 2, "invalid escape in a string"), 0;
     }
   }
   ps->d->nodes[i].u.s.len = (uint32_t)(w - (ps->d->text + ps->d->nodes[i].u.s.off));
@@ -178,20 +180,29 @@ static uint32_t parse_number(parser *ps) {
   }
   if (p < ps->end && *p == '.') {
     p++;
-    if (p >= ps->end || *p < '0' || *p > '9') return fail(ps, p, "invalid number (digit expected after '.')"), 0;
+    if (p >= ps->end || *p < '0' || *p > '9')
+      return fail(ps, p, "invalid number (digit expected after '.')"), 0;
     while (p < ps->end && *p >= '0' && *p <= '9') p++;
   }
   if (p < ps->end && (*p == 'e' || *p == 'E')) {
     p++;
     if (p < ps->end && (*p == '+' || *p == '-')) p++;
-    if (p >= ps->end || *p < '0' || *p > '9') return fail(ps, p, "invalid number (digit expected in exponent)"), 0;
+    if (p >= ps->end || *p < '0' || *p > '9')
+      return fail(ps, p, "invalid number (digit expected in exponent)"), 0;
     while (p < ps->end && *p >= '0' && *p <= '9') p++;
   }
-  uint32_t i = new_node(ps, TP_JSON_NUMBER, s);
+  uint32_t i = new_node(ps, TP_JSON_NUMBER);
   if (ps->rv) return 0;
-  char tmp[64];
   size_t n = (size_t)(p - s);
-  if (n < sizeof(tmp)) {
+  bool neg = s[0] == '-';
+  if (n - neg <= 15 && memchr(s, '.', n) == NULL && memchr(s, 'e', n) == NULL && memchr(s, 'E', n) == NULL) {
+    /* Ids are small integers: exact without strtod, which dominates
+     * otherwise (a vocabulary has 100k-200k of them). */
+    int64_t v = 0;
+    for (const char *q = s + neg; q < p; q++) v = v * 10 + (*q - '0');
+    ps->d->nodes[i].u.num = (double)(neg ? -v : v);
+  } else if (n < 64) {
+    char tmp[64];
     memcpy(tmp, s, n);
     tmp[n] = 0;
     ps->d->nodes[i].u.num = strtod(tmp, NULL);
@@ -209,7 +220,7 @@ static uint32_t parse_value(parser *ps, int depth);
 static uint32_t parse_container(parser *ps, int depth, bool object) {
   const char *start = ps->p;
   if (depth >= MAX_DEPTH) return fail(ps, start, "nested too deeply"), 0;
-  uint32_t i = new_node(ps, object ? TP_JSON_OBJECT : TP_JSON_ARRAY, start);
+  uint32_t i = new_node(ps, object ? TP_JSON_OBJECT : TP_JSON_ARRAY);
   if (ps->rv) return 0;
   char close = object ? '}' : ']';
   uint32_t last = 0, count = 0;
@@ -225,8 +236,10 @@ static uint32_t parse_container(parser *ps, int depth, bool object) {
       if (ps->p >= ps->end || *ps->p != '"') return fail(ps, ps->p, "expected a string key"), 0;
       uint32_t k = parse_string(ps);
       if (ps->rv) return 0;
-      if (last) ps->d->nodes[last].next = k;
-      else ps->d->nodes[i].u.c.first = k;
+      if (last)
+        ps->d->nodes[last].next = k;
+      else
+        ps->d->nodes[i].u.c.first = k;
       last = k;
       skip_ws(ps);
       if (ps->p >= ps->end || *ps->p != ':') return fail(ps, ps->p, "expected ':' after a key"), 0;
@@ -235,8 +248,10 @@ static uint32_t parse_container(parser *ps, int depth, bool object) {
     }
     uint32_t v = parse_value(ps, depth + 1);
     if (ps->rv) return 0;
-    if (last) ps->d->nodes[last].next = v;
-    else ps->d->nodes[i].u.c.first = v;
+    if (last)
+      ps->d->nodes[last].next = v;
+    else
+      ps->d->nodes[i].u.c.first = v;
     last = v;
     count++;
     skip_ws(ps);
@@ -270,13 +285,13 @@ static uint32_t parse_value(parser *ps, int depth) {
     case '[': return parse_container(ps, depth, false);
     case '"': return parse_string(ps);
     case 't':
-      if (lit(ps, "true")) return new_node(ps, TP_JSON_TRUE, at);
+      if (lit(ps, "true")) return new_node(ps, TP_JSON_TRUE);
       break;
     case 'f':
-      if (lit(ps, "false")) return new_node(ps, TP_JSON_FALSE, at);
+      if (lit(ps, "false")) return new_node(ps, TP_JSON_FALSE);
       break;
     case 'n':
-      if (lit(ps, "null")) return new_node(ps, TP_JSON_NULL, at);
+      if (lit(ps, "null")) return new_node(ps, TP_JSON_NULL);
       break;
     default:
       if (*ps->p == '-' || (*ps->p >= '0' && *ps->p <= '9')) return parse_number(ps);
@@ -307,15 +322,24 @@ static size_t utf8_valid_prefix(const unsigned char *s, size_t len) {
     }
     size_t n;
     unsigned lo = 0x80, hi = 0xBF;
-    if (c >= 0xC2 && c <= 0xDF) n = 1;
-    else if (c == 0xE0) n = 2, lo = 0xA0;
-    else if (c >= 0xE1 && c <= 0xEC) n = 2;
-    else if (c == 0xED) n = 2, hi = 0x9F;
-    else if (c >= 0xEE && c <= 0xEF) n = 2;
-    else if (c == 0xF0) n = 3, lo = 0x90;
-    else if (c >= 0xF1 && c <= 0xF3) n = 3;
-    else if (c == 0xF4) n = 3, hi = 0x8F;
-    else return i;
+    if (c >= 0xC2 && c <= 0xDF)
+      n = 1;
+    else if (c == 0xE0)
+      n = 2, lo = 0xA0;
+    else if (c >= 0xE1 && c <= 0xEC)
+      n = 2;
+    else if (c == 0xED)
+      n = 2, hi = 0x9F;
+    else if (c >= 0xEE && c <= 0xEF)
+      n = 2;
+    else if (c == 0xF0)
+      n = 3, lo = 0x90;
+    else if (c >= 0xF1 && c <= 0xF3)
+      n = 3;
+    else if (c == 0xF4)
+      n = 3, hi = 0x8F;
+    else
+      return i;
     if (i + n >= len) return i;
     if (s[i + 1] < lo || s[i + 1] > hi) return i;
     for (size_t k = 2; k <= n; k++)
@@ -329,8 +353,8 @@ int tp__json_parse(tp__json *d, char *text, size_t len, char *why, size_t whylen
   memset(d, 0, sizeof(*d));
   d->text = text;
   d->len = len;
-  parser ps = {.d = d, .p = text, .end = text + len, .why = why, .whylen = whylen, .rv = 0,
-               .line = 1, .bol = text};
+  parser ps = {
+      .d = d, .p = text, .end = text + len, .why = why, .whylen = whylen, .rv = 0, .line = 1, .bol = text};
   if (len >= UINT32_MAX) {
     tp_seterr(why, whylen, "the file is larger than 4 GiB");
     return TP_EINVAL;
@@ -373,8 +397,7 @@ uint32_t tp__json_get(const tp__json *d, uint32_t obj, const char *key) {
   uint32_t found = 0;
   for (uint32_t k = d->nodes[obj].u.c.first; k; k = d->nodes[d->nodes[k].next].next) {
     uint32_t v = d->nodes[k].next;
-    if (d->nodes[k].u.s.len == klen && memcmp(d->text + d->nodes[k].u.s.off, key, klen) == 0)
-      found = v;
+    if (d->nodes[k].u.s.len == klen && memcmp(d->text + d->nodes[k].u.s.off, key, klen) == 0) found = v;
   }
   return found;
 }
@@ -400,8 +423,10 @@ const char *tp__json_quote(char *out, size_t outlen, const char *s, size_t n, si
       continue;
     }
     const char *e = c == '\n' ? "\\n" : c == '\t' ? "\\t" : c == '\r' ? "\\r" : NULL;
-    if (e) w += (size_t)snprintf(out + w, outlen - w, "%s", e);
-    else w += (size_t)snprintf(out + w, outlen - w, "\\x%02X", c);
+    if (e)
+      w += (size_t)snprintf(out + w, outlen - w, "%s", e);
+    else
+      w += (size_t)snprintf(out + w, outlen - w, "\\x%02X", c);
   }
   if ((cut || i < n) && w + 4 < outlen) memcpy(out + w, "...", 3), w += 3;
   out[w] = 0;

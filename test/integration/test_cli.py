@@ -202,6 +202,24 @@ p = subprocess.run([TOKPERF, "tokenize", "--tokenizer", os.path.join(tmp, "none"
                    capture_output=True, text=True, timeout=30 * SCALE)
 check(p.returncode == 3 and "none" in p.stderr, "tokenize: a missing tokenizer exits 3 naming it", p.stderr)
 
+# The API key never appears in any output, file or log (issue #4).
+secret = "sk-tokperf-test-4f1d9c2b7e"
+art = os.path.join(tmp, "art-key")
+os.makedirs(art)
+env = dict(os.environ, OPENAI_API_KEY=secret)
+p = subprocess.run([TOKPERF, "profile", "--mock", "--service-kind", "openai", "-m", "ensemble", "--concurrency", "2",
+                    "--request-count", "4", "--output-tokens-mean", "4", "--artifact-dir", art,
+                    "--json", os.path.join(art, "run.json"), "--mock-log", os.path.join(art, "mock.jsonl"),
+                    "-H", "X-Api-Key: " + secret],
+                   capture_output=True, text=True, timeout=60 * SCALE, env=env)
+leaks = [f for f in (os.path.join(d, x) for d, _, fs in os.walk(art) for x in fs) if secret in open(f, errors="replace").read()]
+check(p.returncode == 0 and os.path.exists(os.path.join(art, "run.json")), "OpenAI run with a key: exit 0", p.stderr[-400:])
+check(secret not in p.stdout and secret not in p.stderr and not leaks,
+      "the API key appears in no output, artifact, export or log", "leaks in %r" % leaks)
+doc = json.load(open(os.path.join(art, "run.json")))
+check(doc["config"]["api_key"] == "***" and any(h.endswith("***") for h in doc["config"]["headers"]),
+      "the saved configuration says a key was set, and masks key-like headers")
+
 # Ctrl-C during a run: exit 130 and the partial level is still reported.
 p = subprocess.Popen([TOKPERF, "profile", "--mock", "--mock-itl-ms", "20", "--concurrency", "4",
                       "--request-count", "1000", "--output-tokens-mean", "20"],

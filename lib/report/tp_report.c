@@ -6,6 +6,7 @@
  * JSON null, never as 0, because 0 is a real measurement (a request that
  * generated 0 tokens). */
 #include "tp_report.h"
+#include "report/tp_export.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -701,65 +702,6 @@ static json_t *report_json(const tp_report_input *in) {
   return doc;
 }
 
-static int write_all(int fd, const char *p, size_t n) {
-  while (n) {
-    ssize_t w = write(fd, p, n);
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      return -1;
-    }
-    p += w;
-    n -= (size_t)w;
-  }
-  return 0;
-}
-
-/* Writes text to path through a temporary file in the same directory and a
- * rename, so a reader (or a run interrupted mid-write) sees either the old
- * file or the whole new one, never half a document.  The temporary is
- * opened with mode 0666 so the umask applies as for any new file (mkstemp
- * would leave it 0600).  Returns 0 or -1 with errno set. */
-static int write_atomic(const char *path, const char *text, size_t len) {
-  static unsigned counter;
-  size_t tlen = strlen(path) + 64;
-  char *tmp = malloc(tlen);
-  if (!tmp) {
-    errno = ENOMEM;
-    return -1;
-  }
-  int fd = -1;
-  for (int attempt = 0; attempt < 100 && fd < 0; attempt++) {
-    snprintf(tmp, tlen, "%s.tmp.%ld.%u", path, (long)getpid(), counter++);
-    fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-    if (fd < 0 && errno != EEXIST) break;
-  }
-  if (fd < 0) {
-    int e = errno;
-    free(tmp);
-    errno = e;
-    return -1;
-  }
-  /* fsync before rename: otherwise a crash can leave the new name pointing
-   * at an empty file on some filesystems. */
-  /* json_dumps leaves no final newline; a text file should end with one. */
-  int rv = write_all(fd, text, len);
-  if (rv == 0) rv = write_all(fd, "\n", 1);
-  if (rv == 0) rv = fsync(fd);
-  int e = errno;
-  if (close(fd) && rv == 0) {
-    rv = -1;
-    e = errno;
-  }
-  if (rv == 0 && rename(tmp, path)) {
-    rv = -1;
-    e = errno;
-  }
-  if (rv) unlink(tmp);
-  free(tmp);
-  errno = e;
-  return rv;
-}
-
 int tp_report_json(const char *path, const tp_report_input *in, char *err, size_t errlen) {
   if (!path || !in) {
     tp_seterr(err, errlen, "cannot write the JSON report: no path given");
@@ -774,9 +716,21 @@ int tp_report_json(const char *path, const tp_report_input *in, char *err, size_
     tp_seterr(err, errlen, "cannot write %s: out of memory", path);
     return TP_ENOMEM;
   }
-  int rv = write_atomic(path, text, strlen(text));
+  /* The document ends with a newline, as a text file should; written
+   * through a temporary and a rename (tp__write_atomic), so a reader never
+   * sees half of it. */
+  size_t tl = strlen(text);
+  char *withnl = realloc(text, tl + 2);
+  if (!withnl) {
+    free(text);
+    tp_seterr(err, errlen, "cannot write %s: out of memory", path);
+    return TP_ENOMEM;
+  }
+  withnl[tl] = '\n';
+  withnl[tl + 1] = 0;
+  int rv = tp__write_atomic(path, withnl, tl + 1);
   int e = errno;
-  free(text);
+  free(withnl);
   if (rv) {
     tp_seterr(err, errlen, "cannot write %s: %s (check that the directory exists and is writable)",
               path, strerror(e));

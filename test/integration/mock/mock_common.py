@@ -38,13 +38,21 @@ class Harness:
         self.lines = queue.Queue()
         self.stderr = []
         threading.Thread(target=self._read_out, daemon=True).start()
-        threading.Thread(target=self._read_err, daemon=True).start()
+        self._err_thread = threading.Thread(target=self._read_err, daemon=True)
+        self._err_thread.start()
         first = self._line(10 * SCALE)
         if first is None:
             self.kill()
             raise RuntimeError("mock_harness did not start: %r" % self.stderr[-5:])
         info = json.loads(first)
         if "error" in info:
+            # The reason is on stderr: let the child exit and its reader
+            # thread take everything before quoting it.
+            try:
+                self.proc.wait(timeout=10 * SCALE)
+            except subprocess.TimeoutExpired:
+                pass
+            self._err_thread.join(timeout=5 * SCALE)
             self.kill()
             raise RuntimeError("mock_harness cannot start: %r" % self.stderr[-5:])
         self.grpc_port = info["grpc_port"]

@@ -726,6 +726,33 @@ void tp__mock_job_fault_fired(tp_mock *m, tp__mock_job *j, uint64_t now_ns) {
   log_fault(m, j, now_ns);
 }
 
+bool tp__mock_job_fault_due(const tp__mock_job *j) {
+  return j->fault.kind != TP_MOCK_FAULT_NONE && !j->fault_fired && tp_mock_fault_is_discrete(j->fault.kind) &&
+         j->tokens_sent == j->fault.after_tokens;
+}
+
+bool tp__mock_job_token_text(tp_mock *m, tp__mock_job *j, const tp_mock_token *tok, char *bad, const char **text,
+                             size_t *len, uint64_t now_ns) {
+  *text = tok->text;
+  *len = tok->text_len;
+  if (j->fault.kind == TP_MOCK_FAULT_NONE || j->fault_fired || j->tokens_sent != j->fault.after_tokens) return false;
+  if (j->fault.kind == TP_MOCK_FAULT_INVALID_UTF8) {
+    /* 0xff and 0xfe never occur in UTF-8. */
+    bad[0] = (char)0xff;
+    bad[1] = (char)0xfe;
+    memcpy(bad + 2, tok->text, tok->text_len);
+    *text = bad;
+    *len = tok->text_len + 2;
+    tp__mock_job_fault_fired(m, j, now_ns);
+    return false;
+  }
+  if (j->fault.kind == TP_MOCK_FAULT_TRICKLE) {
+    tp__mock_job_fault_fired(m, j, now_ns);
+    return true;
+  }
+  return false;
+}
+
 void tp__mock_job_response(tp_mock *m, tp__mock_job *j, uint64_t now_ns) {
   if (j->responses == 0)
     j->first_response_ns = now_ns;
@@ -907,30 +934,18 @@ static void on_token(tp_timer *t, uint64_t now_ns) {
   mstream *st = r->st;
   tp_mock *m = st->c->m;
   tp__mock_job *j = &r->job;
-  if (j->fault.kind != TP_MOCK_FAULT_NONE && !j->fault_fired && tp_mock_fault_is_discrete(j->fault.kind) &&
-      j->tokens_sent == j->fault.after_tokens) {
+  if (tp__mock_job_fault_due(j)) {
     fire_fault(r, now_ns);
     return;
   }
   tp_mock_token tok;
   if (tp_mock_engine_next(m->engine, &j->seq, now_ns, &tok) != 0) return;
-  const char *text = tok.text;
-  size_t text_len = tok.text_len;
+  const char *text;
+  size_t text_len;
   char bad[sizeof(tok.text) + 2];
-  if (j->fault.kind != TP_MOCK_FAULT_NONE && !j->fault_fired && j->tokens_sent == j->fault.after_tokens) {
-    if (j->fault.kind == TP_MOCK_FAULT_INVALID_UTF8) {
-      /* 0xff and 0xfe never occur in UTF-8. */
-      bad[0] = (char)0xff;
-      bad[1] = (char)0xfe;
-      memcpy(bad + 2, tok.text, tok.text_len);
-      text = bad;
-      text_len = tok.text_len + 2;
-      tp__mock_job_fault_fired(m, j, now_ns);
-    } else if (j->fault.kind == TP_MOCK_FAULT_TRICKLE) {
-      st->trickle = true;
-      st->trickle_ready = true;
-      tp__mock_job_fault_fired(m, j, now_ns);
-    }
+  if (tp__mock_job_token_text(m, j, &tok, bad, &text, &text_len, now_ns)) {
+    st->trickle = true;
+    st->trickle_ready = true;
   }
   j->tokens_sent++;
   int rv = 0;

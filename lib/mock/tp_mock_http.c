@@ -490,29 +490,18 @@ static void on_http_token(tp_timer *t, uint64_t now_ns) {
   hconn *c = r->c;
   tp_mock *m = c->m;
   tp__mock_job *j = &r->job;
-  if (j->fault.kind != TP_MOCK_FAULT_NONE && !j->fault_fired && tp_mock_fault_is_discrete(j->fault.kind) &&
-      j->tokens_sent == j->fault.after_tokens) {
+  if (tp__mock_job_fault_due(j)) {
     http_fire(r, now_ns);
     return;
   }
   tp_mock_token tok;
   if (tp_mock_engine_next(m->engine, &j->seq, now_ns, &tok) != 0) return;
-  const char *text = tok.text;
-  size_t len = tok.text_len;
+  const char *text;
+  size_t len;
   char bad[sizeof(tok.text) + 2];
-  if (j->fault.kind != TP_MOCK_FAULT_NONE && !j->fault_fired && j->tokens_sent == j->fault.after_tokens) {
-    if (j->fault.kind == TP_MOCK_FAULT_INVALID_UTF8) {
-      bad[0] = (char)0xff;
-      bad[1] = (char)0xfe;
-      memcpy(bad + 2, tok.text, tok.text_len);
-      text = bad;
-      len = tok.text_len + 2;
-      tp__mock_job_fault_fired(m, j, now_ns);
-    } else if (j->fault.kind == TP_MOCK_FAULT_TRICKLE) {
-      c->trickle = true;
-      c->trickle_ready = true;
-      tp__mock_job_fault_fired(m, j, now_ns);
-    }
+  if (tp__mock_job_token_text(m, j, &tok, bad, &text, &len, now_ns)) {
+    c->trickle = true;
+    c->trickle_ready = true;
   }
   j->tokens_sent++;
   const char *finish = j->seq.hit_length ? "length" : "stop";

@@ -170,6 +170,18 @@ int tp__mock_job_submit(tp_mock *m, tp__mock_job *j, tp_mock_seq_params *p, uint
 /* Counts j's fault as injected, once, and logs it. */
 void tp__mock_job_fault_fired(tp_mock *m, tp__mock_job *j, uint64_t now_ns);
 
+/* True when j's discrete fault (one that ends the request: a reset, a
+ * status, a stall ...) takes the place of the token about to be sent. */
+bool tp__mock_job_fault_due(const tp__mock_job *j);
+
+/* The text of the token about to be sent, altered by a per-token fault due
+ * now: invalid UTF-8 puts two bytes that never occur in UTF-8 in front
+ * (written into bad, which must hold tok->text_len + 2 bytes).  Returns true
+ * when the trickle fault starts with this token (the transport then sends
+ * one byte at a time).  Both count the fault as fired. */
+bool tp__mock_job_token_text(tp_mock *m, tp__mock_job *j, const tp_mock_token *tok, char *bad, const char **text,
+                             size_t *len, uint64_t now_ns);
+
 /* Notes one response carrying tokens of j, queued at now_ns (first
  * response time, inter-token gaps, response count).  The responses counter
  * of tp_mock_stats is the transport's to count. */

@@ -101,6 +101,7 @@ typedef struct level_state {
   tp_record *recs;
   size_t cap;
   size_t n_planned, n_done;
+  size_t n_failed; /* of the done ones, failed: kept as they end, for progress */
   size_t total; /* requests to plan (count measurement), SIZE_MAX = until told to stop */
   uint64_t t0;  /* level start */
   /* Open loop: the next planned offsets come from here. */
@@ -608,6 +609,12 @@ static uint32_t draw_max_tokens(tp_run *r, const tp_prompt *p, size_t seq) {
 /* Plans one request for planned_ns and sends it unless the cap holds it. */
 static void open_windows(tp_run *r, uint64_t start_ns);
 
+/* A request is over: counted done, and failed if it failed. */
+static inline void note_done(level_state *L, const tp_record *rec) {
+  L->n_done++;
+  if (rec->err_class != TP_ERRCLASS_NONE) L->n_failed++;
+}
+
 static void plan_request(tp_run *r, uint64_t planned_ns) {
   level_state *L = &r->lv;
   /* Past the measured duration nothing more is planned. */
@@ -648,7 +655,7 @@ static void plan_request(tp_run *r, uint64_t planned_ns) {
     if (!w) {
       tp_record_fail(rec, TP_ERRCLASS_CANCELLED, -1, "out of memory", 13);
       rec->done_ns = planned_ns;
-      L->n_done++;
+      note_done(L, rec);
       return;
     }
     for (size_t i = 0; i < L->wait_len; i++) w[i] = L->waiting[(L->wait_head + i) % L->wait_cap];
@@ -843,7 +850,7 @@ static void req_on_done(void *req, const tp_client_done *d) {
   if (!rec->done_ns) rec->done_ns = d->end_ns;
   rec->input_tokens = L->ds->items[rec->prompt_index].input_tokens;
   L->in_flight--;
-  L->n_done++;
+  note_done(L, rec);
 
   /* Refill first, so the next request leaves before any bookkeeping. */
   if (!r->interrupted) {
@@ -880,7 +887,7 @@ static void send_request(tp_run *r, size_t seq) {
   if (!x) {
     tp_record_fail(rec, TP_ERRCLASS_CANCELLED, -1, "out of memory", 13);
     rec->done_ns = now;
-    L->n_done++;
+    note_done(L, rec);
     return;
   }
   x->run = r;
@@ -906,7 +913,7 @@ static void send_request(tp_run *r, size_t seq) {
     L->in_flight--;
     tp_record_fail(rec, TP_ERRCLASS_PROTOCOL, -1, "cannot send the request", 23);
     rec->done_ns = now;
-    L->n_done++;
+    note_done(L, rec);
   }
 }
 
@@ -1040,7 +1047,7 @@ static void on_interrupt(uv_async_t *a) {
     rec->done_ns = tp_now_ns();
     L->wait_head = (L->wait_head + 1) % L->wait_cap;
     L->wait_len--;
-    L->n_done++;
+    note_done(L, rec);
   }
   tp_timer_stop(r->timers, &L->plan_timer);
   /* In-flight requests get the grace period to finish; then they are
@@ -1065,8 +1072,7 @@ static void on_progress(uv_timer_t *t) {
   /* Off a terminal, a line every few seconds is plenty for a log. */
   if (!r->progress_tty && now - r->last_progress_ns < 5 * TP_NS_PER_S) return;
   r->last_progress_ns = now;
-  size_t failed = 0;
-  for (size_t i = 0; i < L->n_planned; i++) failed += L->recs[i].err_class != TP_ERRCLASS_NONE;
+  size_t failed = L->n_failed;
   double secs = (double)(now - L->t0) / 1e9;
   char total[32] = "";
   if (L->total != SIZE_MAX) snprintf(total, sizeof(total), " of %zu", L->total);

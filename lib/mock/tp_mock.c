@@ -1772,8 +1772,21 @@ static void conn_close(conn *c) {
   uv_close((uv_handle_t *)&c->tcp, on_conn_closed);
 }
 
+void tp__mock_stamp_conn(uv_tcp_t *tcp) {
+  uv_os_fd_t fd;
+  if (uv_fileno((uv_handle_t *)tcp, &fd) == 0) (void)tp_stamp_enable_fd(fd);
+}
+
+uint64_t tp__mock_read_stamp(tp_mock *m, uv_tcp_t *tcp) {
+  uv_os_fd_t fd;
+  return uv_fileno((uv_handle_t *)tcp, &fd) == 0 ? tp_stamp_fd(&m->loop, fd, sizeof(m->readbuf))
+                                                 : tp_stamp_now(&m->loop);
+}
+
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
   conn *c = h->data;
+  (void)suggested;
+  c->m->read_stamp_ns = tp__mock_read_stamp(c->m, &c->tcp);
   *buf = uv_buf_init((char *)c->m->readbuf, sizeof(c->m->readbuf));
 }
 
@@ -1785,7 +1798,7 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
     return;
   }
   if (nread == 0) return;
-  c->m->arrival_ns = tp_stamp_now(&c->m->loop);
+  c->m->arrival_ns = c->m->read_stamp_ns;
   ssize_t rv = nghttp2_session_mem_recv(c->h2, (const uint8_t *)buf->base, (size_t)nread);
   c->m->arrival_ns = 0;
   if (rv < 0) {
@@ -1826,6 +1839,7 @@ static void on_connection(uv_stream_t *server, int status) {
   }
   /* Tokens are tiny writes that must leave at once. */
   uv_tcp_nodelay(&c->tcp, 1);
+  tp__mock_stamp_conn(&c->tcp);
   nghttp2_session *h2;
   if (nghttp2_session_server_new(&h2, m->cbs, c) != 0) {
     uv_close((uv_handle_t *)&c->tcp, on_conn_closed);

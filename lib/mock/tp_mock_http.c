@@ -1301,6 +1301,8 @@ static void hconn_close(hconn *c, bool reset) {
 
 static void on_halloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
   hconn *c = h->data;
+  (void)suggested;
+  c->m->read_stamp_ns = tp__mock_read_stamp(c->m, &c->tcp);
   *buf = uv_buf_init((char *)c->m->readbuf, sizeof(c->m->readbuf));
 }
 
@@ -1328,7 +1330,7 @@ static void on_hread(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
     hconn_close(c, false);
     return;
   }
-  c->m->arrival_ns = tp_stamp_now(&c->m->loop);
+  c->m->arrival_ns = c->m->read_stamp_ns;
   if (!c->cur) process_input(c);
   c->m->arrival_ns = 0;
 }
@@ -1350,6 +1352,7 @@ static void on_hconnection(uv_stream_t *server, int status) {
     return;
   }
   uv_tcp_nodelay(&c->tcp, 1);
+  tp__mock_stamp_conn(&c->tcp);
   tp_buf_init(&c->in);
   tp_buf_init(&c->out);
   tp_timer_init(&c->trickle_timer, on_trickle, c);

@@ -77,10 +77,11 @@ typedef struct conn conn;   /* a gRPC (HTTP/2) connection, tp_mock.c */
 typedef struct hconn hconn; /* an HTTP/1.1 connection, tp_mock_http.c */
 
 struct tp_mock {
-  /* When the bytes being handled now arrived (the read's poll batch), so a
-   * request's clock starts at its arrival, not when the mock got round to
-   * parsing it; 0 outside a read. */
+  /* When the bytes being handled now arrived (the kernel's receive stamp,
+   * else the read's poll batch), so a request's clock starts at its arrival,
+   * not when the mock got round to parsing it; 0 outside a read. */
   uint64_t arrival_ns;
+  uint64_t read_stamp_ns; /* taken in the alloc callback just before a read */
   tp_mock_config cfg;
   char *host;
   char *log_path;
@@ -221,5 +222,10 @@ void tp__mock_http_shutdown(tp_mock *m);
  * returns true when it must be reset instead (the first
  * refuse_connections ones, both ports together). */
 bool tp__mock_refuse_next(tp_mock *m);
+/* Kernel receive stamps on an accepted connection, and the arrival time of
+ * the bytes about to be read from it into readbuf (see tp_stamp_fd); called
+ * from the alloc callback, the last moment before libuv reads. */
+void tp__mock_stamp_conn(uv_tcp_t *tcp);
+uint64_t tp__mock_read_stamp(tp_mock *m, uv_tcp_t *tcp);
 
 #endif

@@ -68,12 +68,16 @@ struct conn {
   conn_state state;
   uint32_t n_streams;
   uint32_t max_streams;
-  uint64_t read_ns; /* time the current socket read returned */
+  uint64_t read_ns; /* arrival time of the current socket read's bytes */
+  int fd;           /* the socket, once it carries kernel receive stamps; else -1 */
   int busy;         /* inside mem_recv / mem_send: no flushing now */
   bool want_flush;
   bool writing;
   bool handle_open;
   tp_buf wbuf;
+  /* Streams whose last request byte was serialized since the last write:
+   * their send time is taken when that write is handed to the socket. */
+  tp_buf sent_ids; /* int32_t stream ids */
   /* TLS: the session writes and reads through memory BIOs; libuv moves
    * the ciphertext.  cbuf holds ciphertext while a write is in flight. */
   SSL *ssl;
@@ -240,8 +244,11 @@ static ssize_t body_read_cb(nghttp2_session *s, int32_t stream_id, uint8_t *buf,
 static int on_frame_send(nghttp2_session *s, const nghttp2_frame *f, void *user_data) {
   if ((f->hd.type == NGHTTP2_DATA || f->hd.type == NGHTTP2_HEADERS) &&
       (f->hd.flags & NGHTTP2_FLAG_END_STREAM)) {
-    tp_call *c = nghttp2_session_get_stream_user_data(s, f->hd.stream_id);
-    if (c) c->sent_ns = tp_now_ns();
+    /* Stamped in conn_flush when the bytes go to the socket: serializing
+     * a wave of requests comes before writing any of them. */
+    conn *cn = user_data;
+    int32_t id = f->hd.stream_id;
+    if (tp_buf_append(&cn->sent_ids, &id, sizeof(id))) return NGHTTP2_ERR_CALLBACK_FAILURE;
   }
   return 0;
 }
@@ -344,6 +351,7 @@ static void on_handle_closed(uv_handle_t *h) {
   tp_h2c_pool *p = c->pool;
   tp_buf_fini(&c->wbuf);
   tp_buf_fini(&c->cbuf);
+  tp_buf_fini(&c->sent_ids);
   free(c);
   if (--p->open_handles == 0 && p->closing) {
     if (p->ssl_ctx) SSL_CTX_free(p->ssl_ctx);
@@ -411,6 +419,7 @@ static void conn_fail(conn *c, const char *why) {
     uv_close((uv_handle_t *)&c->tcp, on_handle_closed);
   } else {
     tp_buf_fini(&c->wbuf);
+    tp_buf_fini(&c->sent_ids);
     free(c);
     p->open_handles--;
   }
@@ -441,6 +450,22 @@ static int tls_drain(conn *c) {
   while ((n = BIO_read(c->wbio, tmp, sizeof(tmp))) > 0)
     if (tp_buf_append(&c->cbuf, tmp, (size_t)n)) return TP_ENOMEM;
   return 0;
+}
+
+/* The send time of every request completed in this write: just before it
+ * (uv_write writes at once when nothing is queued, and this connection has
+ * one write at a time), so the server's receive time is never earlier.
+ * Streams closed meanwhile have no user data any more and are skipped. */
+static void stamp_sent(conn *c) {
+  uint64_t now = tp_now_ns();
+  size_t n = c->sent_ids.len / sizeof(int32_t);
+  for (size_t i = 0; i < n; i++) {
+    int32_t id;
+    memcpy(&id, c->sent_ids.data + i * sizeof(id), sizeof(id));
+    tp_call *call = nghttp2_session_get_stream_user_data(c->session, id);
+    if (call && !call->sent_ns) call->sent_ns = now;
+  }
+  tp_buf_reset(&c->sent_ids);
 }
 
 static void conn_flush(conn *c) {
@@ -485,6 +510,7 @@ static void conn_flush(conn *c) {
     out = &c->cbuf;
   }
   if (out->len) {
+    stamp_sent(c);
     uv_buf_t b = uv_buf_init((char *)out->data, (unsigned)out->len);
     c->write_req.data = c;
     int rv = uv_write(&c->write_req, (uv_stream_t *)&c->tcp, &b, 1, on_write);
@@ -500,6 +526,11 @@ static void conn_flush(conn *c) {
 
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
   conn *c = h->data;
+  (void)suggested;
+  /* libuv reads right after this returns: the last moment the kernel's
+   * receive stamp of the waiting bytes can be had (see tp_stamp_fd).  It is
+   * the arrival time of everything this read returns, taken before parsing. */
+  c->read_ns = c->fd >= 0 ? tp_stamp_fd(c->pool->loop, c->fd, sizeof(c->rbuf)) : tp_stamp_now(c->pool->loop);
   *buf = uv_buf_init((char *)c->rbuf, sizeof(c->rbuf));
 }
 
@@ -535,10 +566,7 @@ static void tls_fail(conn *c) {
 
 static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
   conn *c = s->data;
-  /* The arrival time of everything in this read, taken before parsing (the
-   * poll batch's time when several sockets were ready together). */
-  c->read_ns = tp_stamp_now(c->pool->loop);
-  if (nread == 0) return;
+  if (nread == 0) return; /* c->read_ns was set in on_alloc */
   if (nread < 0) {
     if (c->ssl && !c->hs_done) {
       tls_fail(c);
@@ -604,6 +632,8 @@ static void on_connect(uv_connect_t *req, int status) {
     return;
   }
   uv_tcp_nodelay(&c->tcp, 1);
+  uv_os_fd_t fd;
+  if (uv_fileno((uv_handle_t *)&c->tcp, &fd) == 0 && tp_stamp_enable_fd(fd) == 0) c->fd = fd;
   int rv = uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read);
   if (rv < 0) {
     conn_fail(c, uv_strerror(rv));
@@ -642,7 +672,9 @@ static int conn_open(tp_h2c_pool *p) {
   if (!c) return TP_ENOMEM;
   c->pool = p;
   c->state = C_CONNECTING;
+  c->fd = -1;
   tp_buf_init(&c->wbuf);
+  tp_buf_init(&c->sent_ids);
 
   nghttp2_session_callbacks *cbs;
   if (nghttp2_session_callbacks_new(&cbs)) {

@@ -329,13 +329,20 @@ static void schedule_deferred(tp_http *h) {
   if (!h->in_curl && !h->closing) uv_timer_start(&h->defer, on_defer, 0, 0);
 }
 
+/* How far into a readable socket the arrival stamp looks: at least what
+ * libcurl reads in one call (its buffer is 16 KiB by default), so that no
+ * byte it reads arrived after the stamp. */
+#define STAMP_PEEK_BYTES (256 * 1024)
+
 static void socket_action(tp_http *h, curl_socket_t fd, int flags) {
   if (h->closing) return;
   /* The arrival time of everything this call delivers, taken before libcurl
-   * reads or parses anything: for a readable socket, the poll batch's time
-   * (several sockets ready together all arrived then); timer-driven calls
-   * run outside the poll phase and read the clock. */
-  h->action_ns = (flags & CURL_CSELECT_IN) ? tp_stamp_now(h->loop) : tp_now_ns();
+   * reads or parses anything: for a readable socket, the kernel's stamp of
+   * the data waiting in it (or the poll batch's time when there is none), so
+   * that the work done on sockets read earlier in a burst does not make this
+   * one's answer look late; timer-driven calls run outside the poll phase
+   * and read the clock. */
+  h->action_ns = (flags & CURL_CSELECT_IN) ? tp_stamp_fd(h->loop, fd, STAMP_PEEK_BYTES) : tp_now_ns();
   int running = 0;
   h->in_curl++;
   curl_multi_socket_action(h->multi, fd, flags, &running);
@@ -346,6 +353,13 @@ static void socket_action(tp_http *h, curl_socket_t fd, int flags) {
 }
 
 /* ---- libcurl callbacks of one transfer ---------------------------------- */
+
+/* Every new connection carries kernel receive stamps (see socket_action). */
+static int sockopt_cb(void *ud, curl_socket_t fd, curlsocktype purpose) {
+  (void)ud;
+  if (purpose == CURLSOCKTYPE_IPCXN) (void)tp_stamp_enable_fd(fd);
+  return CURL_SOCKOPT_OK;
+}
 
 static size_t write_cb(char *ptr, size_t size, size_t nmemb, void *ud) {
   tp_http_req *r = ud;
@@ -595,6 +609,7 @@ int tp_http_request(tp_http *h, const tp_http_req_opts *ro, const tp_http_req_cb
   SET(CURLOPT_NOPROGRESS, 0L);
   SET(CURLOPT_USERAGENT, h->user_agent);
   SET(CURLOPT_TCP_NODELAY, 1L);
+  SET(CURLOPT_SOCKOPTFUNCTION, sockopt_cb);
   SET(CURLOPT_FOLLOWLOCATION, 0L);
   SET(CURLOPT_HTTP_VERSION, h->http1_only ? (long)CURL_HTTP_VERSION_1_1 : (long)CURL_HTTP_VERSION_2TLS);
   /* Over TLS, wait for the first connection's ALPN answer before opening

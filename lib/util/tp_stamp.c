@@ -1,6 +1,8 @@
 #include "tp_stamp.h"
 
 #include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
 
 #include "tp_common.h"
 
@@ -44,4 +46,44 @@ uint64_t tp_stamp_now(uv_loop_t *loop) {
   if (!s || s->magic != STAMP_MAGIC) return tp_now_ns();
   if (!s->ns) s->ns = tp_now_ns();
   return s->ns;
+}
+
+int tp_stamp_enable_fd(int fd) {
+  int one = 1;
+  return setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPNS, &one, sizeof(one)) == 0 ? 0 : TP_EIO;
+}
+
+uint64_t tp_stamp_from_realtime(const struct timespec *ts) {
+  /* The two clocks are read back to back: the wall clock's offset from the
+   * monotonic one changes only by NTP slewing (parts per million of a few
+   * milliseconds here) or by a step, which the age bound catches. */
+  struct timespec real;
+  clock_gettime(CLOCK_REALTIME, &real);
+  uint64_t mono = tp_now_ns();
+  int64_t age = (int64_t)(real.tv_sec - ts->tv_sec) * 1000000000 + (real.tv_nsec - ts->tv_nsec);
+  if (age < 0 || age > (int64_t)10 * 1000000000 || (uint64_t)age >= mono) return 0;
+  return mono - (uint64_t)age;
+}
+
+uint64_t tp_stamp_fd(uv_loop_t *loop, int fd, size_t len) {
+  uint64_t batch = tp_stamp_now(loop);
+  union {
+    char buf[CMSG_SPACE(sizeof(struct timespec))];
+    struct cmsghdr align;
+  } ctl;
+  /* With MSG_TRUNC a TCP receive copies nothing (the buffer is never
+   * touched), and the stamp it reports is that of the last segment it
+   * walked over. */
+  struct iovec iov = {.iov_base = NULL, .iov_len = len ? len : 1};
+  struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf, .msg_controllen = sizeof(ctl.buf)};
+  if (recvmsg(fd, &m, MSG_PEEK | MSG_TRUNC | MSG_DONTWAIT) <= 0) return batch;
+  for (struct cmsghdr *c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c)) {
+    if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_TIMESTAMPNS) continue;
+    struct timespec ts;
+    memcpy(&ts, CMSG_DATA(c), sizeof(ts));
+    if (ts.tv_sec == 0 && ts.tv_nsec == 0) break; /* queued before stamps were on */
+    uint64_t t = tp_stamp_from_realtime(&ts);
+    return t && t < batch ? t : batch;
+  }
+  return batch;
 }

@@ -9,7 +9,9 @@
 #ifndef TP_STAMP_H
 #define TP_STAMP_H
 
+#include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 #include <uv.h>
 
@@ -22,5 +24,32 @@ void tp_stamp_uninstall(uv_loop_t *loop);
 /* The arrival time for data read now: the batch's stamp, or tp_now_ns()
  * when no stamp is installed. */
 uint64_t tp_stamp_now(uv_loop_t *loop);
+
+/* Kernel receive timestamps.
+ *
+ * The batch stamp is only as early as the loop gets to a socket: when a
+ * burst of answers arrives on many sockets, those read later in the batch
+ * (or in the next one, after the earlier ones were parsed) are stamped late
+ * by the client's own work.  The kernel stamps every packet as it enters the
+ * socket, and a peek just before the read hands that stamp over without
+ * consuming anything, whoever reads the socket afterwards (libuv or libcurl).
+ *
+ * tp_stamp_enable_fd turns the kernel stamps on for a socket (SO_TIMESTAMPNS);
+ * it returns 0 or TP_EIO when the socket does not support them, which only
+ * means tp_stamp_fd falls back to the batch stamp. */
+int tp_stamp_enable_fd(int fd);
+/* The arrival time, on the tp_now_ns() time line, of the newest of the next
+ * len bytes waiting in fd's receive queue: every byte a read of up to len
+ * bytes takes in arrived then or before, so a time derived from it is never
+ * early.  Bytes that arrived together (one segment, or segments the kernel
+ * merged, which keep the newest stamp) get their exact arrival time.  Never
+ * later than tp_stamp_now(loop), which it returns when the socket holds no
+ * data or carries no kernel stamp.  The peek walks the queue without copying
+ * (MSG_PEEK | MSG_TRUNC). */
+uint64_t tp_stamp_fd(uv_loop_t *loop, int fd, size_t len);
+/* The same conversion for a kernel stamp already taken (CLOCK_REALTIME, as
+ * SO_TIMESTAMPNS gives it): the tp_now_ns() time of that instant, or 0 when
+ * it lies in the future or over 10 s back (the wall clock was stepped). */
+uint64_t tp_stamp_from_realtime(const struct timespec *ts);
 
 #endif

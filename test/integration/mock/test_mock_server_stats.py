@@ -117,7 +117,12 @@ def grpc_part(tap, pb, pbg, exe):
         stub = pbg.GRPCInferenceServiceStub(ch)
         results = []
 
+        # The requests leave together (a barrier), so that with one batch
+        # slot the second waits about one request's time and the third two.
+        start = threading.Barrier(K_ENS)
+
         def one(i):
+            start.wait(timeout=10 * SCALE)
             got = list(stub.ModelStreamInfer(iter([ens_request(pb, "e%d" % i)]), timeout=20 * SCALE))
             results.append(len(got))
 
@@ -155,8 +160,11 @@ def grpc_part(tap, pb, pbg, exe):
         # max_batch 1: the three requests ran one after the other, so the
         # second waited one request's time and the third two.
         one_req_ns = (5 + (OUT - 1) * 2) * 1e6
-        tap.check(llm.inference_stats.queue.ns >= 2.5 * one_req_ns,
-                  "tensorrt_llm queue time = waiting for the one batch slot (>= %.0f ms)" % (3 * one_req_ns / 1e6),
+        # 3 x one request with all three arriving at once; a thread started
+        # late on a loaded machine arrives later and waits less, so the bound
+        # leaves one request's time for that.
+        tap.check(llm.inference_stats.queue.ns >= 2.0 * one_req_ns,
+                  "tensorrt_llm queue time = waiting for the one batch slot (>= %.0f ms)" % (2 * one_req_ns / 1e6),
                   "%.2f ms" % (llm.inference_stats.queue.ns / 1e6))
         ci = llm.inference_stats.compute_infer
         tap.check(ci.count == K_ENS and ci.ns >= K_ENS * one_req_ns * 0.95 and ci.ns < K_ENS * one_req_ns * 3 * SCALE,

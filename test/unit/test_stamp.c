@@ -1,0 +1,159 @@
+/* Unit tests for arrival stamps (lib/util/tp_stamp.c).
+ *
+ * Kernel receive stamps are checked on a real loopback TCP connection, with
+ * the bytes written at times the test takes itself: a stamp read long after
+ * the write must still give the write's time, and a stamp may never be
+ * earlier than the newest bytes it covers.  The wide margins allow for a
+ * shared machine's scheduling; the delays they are held against are 10 times
+ * larger. */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "tp_test.h"
+#include "util/tp_common.h"
+#include "util/tp_stamp.h"
+
+#define MS TP_NS_PER_MS
+
+static void sleep_ms(int ms) {
+  struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L};
+  while (nanosleep(&ts, &ts) != 0) {
+  }
+}
+
+/* A connected loopback TCP pair: *rd reads, *wr writes. */
+static int tcp_pair(int *rd, int *wr) {
+  int l = socket(AF_INET, SOCK_STREAM, 0);
+  struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+  socklen_t al = sizeof(a);
+  if (l < 0 || bind(l, (struct sockaddr *)&a, sizeof(a)) || listen(l, 1) ||
+      getsockname(l, (struct sockaddr *)&a, &al))
+    return -1;
+  *rd = socket(AF_INET, SOCK_STREAM, 0);
+  if (*rd < 0 || connect(*rd, (struct sockaddr *)&a, sizeof(a))) return -1;
+  *wr = accept(l, NULL, NULL);
+  close(l);
+  int one = 1;
+  setsockopt(*wr, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+  return *wr < 0 ? -1 : 0;
+}
+
+/* One turn of the loop: its prepare phase starts a new poll batch, so the
+ * next stamp is taken afresh. */
+static void on_tick(uv_timer_t *t) { (void)t; }
+
+static void new_batch(uv_loop_t *loop) {
+  uv_timer_t t;
+  uv_timer_init(loop, &t);
+  uv_timer_start(&t, on_tick, 0, 0);
+  uv_run(loop, UV_RUN_ONCE);
+  uv_close((uv_handle_t *)&t, NULL);
+  uv_run(loop, UV_RUN_NOWAIT);
+}
+
+static void drain(int fd) {
+  char buf[65536];
+  while (recv(fd, buf, sizeof(buf), MSG_DONTWAIT) > 0) {
+  }
+}
+
+static void test_from_realtime(void) {
+  struct timespec now;
+  clock_gettime(CLOCK_REALTIME, &now);
+  uint64_t mono = tp_now_ns();
+  struct timespec back = now;
+  back.tv_sec -= 1; /* one second ago */
+  uint64_t t = tp_stamp_from_realtime(&back);
+  CHECK(t != 0, "a wall-clock time 1 s back converts");
+  CHECK_NEAR((double)(mono - t) / MS, 1000.0, 5.0, "and lands 1 s before now on the monotonic line (ms)");
+  struct timespec future = now;
+  future.tv_sec += 5;
+  CHECK_INT(tp_stamp_from_realtime(&future), 0, "a time in the future is refused (a stepped clock)");
+  struct timespec old = now;
+  old.tv_sec -= 11;
+  CHECK_INT(tp_stamp_from_realtime(&old), 0, "a time over 10 s back is refused");
+}
+
+static void test_kernel_stamps(void) {
+  uv_loop_t loop;
+  uv_loop_init(&loop);
+  CHECK_INT(tp_stamp_install(&loop), 0, "stamp installed");
+  int rd = -1, wr = -1;
+  if (tcp_pair(&rd, &wr)) {
+    CHECK(0, "loopback TCP pair");
+    return;
+  }
+  CHECK_INT(tp_stamp_enable_fd(rd), 0, "kernel stamps turned on for a TCP socket");
+
+  /* Bytes that waited 30 ms in the queue keep their arrival time. */
+  new_batch(&loop);
+  uint64_t before = tp_now_ns();
+  CHECK_INT(write(wr, "first token", 11), 11, "write");
+  uint64_t after = tp_now_ns();
+  sleep_ms(30);
+  uint64_t t = tp_stamp_fd(&loop, rd, 65536);
+  uint64_t now = tp_now_ns();
+  CHECK(t >= before, "the stamp is not before the write began (%.3f ms)", ((double)t - (double)before) / MS);
+  CHECK(t <= after + 2 * MS, "the stamp is the write's time, not the peek's (%.3f ms after the write)",
+        ((double)t - (double)after) / MS);
+  CHECK(now - t >= 25 * MS, "so it lies the wait before now (%.3f ms)", (double)(now - t) / MS);
+  char buf[64];
+  CHECK_INT(recv(rd, buf, sizeof(buf), 0), 11, "the peek consumed nothing");
+
+  /* Two writes 20 ms apart, read in one go: the stamp covers the newest. */
+  new_batch(&loop);
+  CHECK_INT(write(wr, "a", 1), 1, "write a");
+  sleep_ms(20);
+  uint64_t before_b = tp_now_ns();
+  CHECK_INT(write(wr, "b", 1), 1, "write b");
+  sleep_ms(10);
+  t = tp_stamp_fd(&loop, rd, 65536);
+  CHECK(t >= before_b, "a stamp for a read of both writes is never before the newest (%.3f ms)",
+        ((double)t - (double)before_b) / MS);
+  CHECK(tp_now_ns() - t >= 5 * MS, "and is still the arrival time, not now");
+  drain(rd);
+
+  /* Nothing waiting: the batch stamp, which the loop keeps until its next
+   * turn. */
+  new_batch(&loop);
+  uint64_t batch = tp_stamp_now(&loop);
+  CHECK_INT(tp_stamp_fd(&loop, rd, 65536), batch, "an empty socket gives the batch stamp");
+  /* Never later than the batch stamp: data arriving after the batch began is
+   * taken as arriving at the batch's time. */
+  sleep_ms(5);
+  CHECK_INT(write(wr, "late", 4), 4, "write late");
+  sleep_ms(5);
+  CHECK_INT(tp_stamp_fd(&loop, rd, 65536), batch, "a stamp newer than the batch's is clamped to it");
+  drain(rd);
+
+  /* A socket without kernel stamps: the batch stamp. */
+  int rd2 = -1, wr2 = -1;
+  if (tcp_pair(&rd2, &wr2) == 0) {
+    CHECK_INT(write(wr2, "x", 1), 1, "write on a socket without stamps");
+    sleep_ms(5);
+    CHECK_INT(tp_stamp_fd(&loop, rd2, 65536), batch, "no kernel stamp: the batch stamp");
+    close(rd2);
+    close(wr2);
+  }
+  /* Not a socket at all. */
+  CHECK(tp_stamp_enable_fd(-1) != 0, "an invalid descriptor is refused");
+  CHECK_INT(tp_stamp_fd(&loop, -1, 16), batch, "and gives the batch stamp");
+
+  close(rd);
+  close(wr);
+  tp_stamp_uninstall(&loop);
+  uv_run(&loop, UV_RUN_DEFAULT);
+  CHECK_INT(uv_loop_close(&loop), 0, "loop closes: no handle left behind");
+}
+
+int main(void) {
+  test_from_realtime();
+  test_kernel_stamps();
+  return tp_test_done();
+}

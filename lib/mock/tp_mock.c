@@ -168,6 +168,11 @@ struct mstream {
   tp_grpc_reader reader;
   tp_buf out; /* framed messages not yet handed to nghttp2 */
   size_t out_off;
+  /* Logged responses whose time is taken when their last byte goes to the
+   * socket: blank_time entries from blanks_head on, in queue order. */
+  tp_buf blanks;
+  size_t blanks_head;
+  uint64_t queued_total, sent_total; /* bytes of `out` ever queued / handed to nghttp2 */
   mreq *reqs;
 };
 
@@ -183,7 +188,56 @@ struct conn {
   uint32_t n_streams; /* inference streams begun (goaway_after_streams) */
   size_t write_bytes; /* handed to uv_write, not yet completed */
   mstream *streams;
+  tp_buf chunk_blanks; /* blank_time of responses serialized into the chunk being built */
 };
+
+/* A logged response waiting for its send time (tp__mock_log_fill). */
+typedef struct blank_time {
+  uint64_t end;       /* the stream's queued_total after its last byte */
+  size_t off;         /* where in the log */
+  uint64_t queued_ns; /* used instead if the bytes never leave */
+} blank_time;
+
+/* ---- send times in the log ------------------------------------------------------ */
+
+/* The log's "true" send time of a response is when the write carrying its
+ * last byte is handed to the socket, not when it was queued: a wave of
+ * responses is queued one after another and written together after, and
+ * the client cannot see a byte before that write. */
+static void stream_add_blank(mstream *st, size_t off, uint64_t queued_ns) {
+  if (off == SIZE_MAX) return;
+  blank_time b = {st->queued_total, off, queued_ns};
+  if (tp_buf_append(&st->blanks, &b, sizeof(b))) tp__mock_log_fill(st->c->m, off, queued_ns);
+}
+
+/* Moves the responses whose last byte nghttp2 has now taken to the chunk
+ * the connection writes next. */
+static void stream_take_blanks(mstream *st) {
+  size_t n = st->blanks.len / sizeof(blank_time);
+  while (st->blanks_head < n) {
+    blank_time b;
+    memcpy(&b, st->blanks.data + st->blanks_head * sizeof(b), sizeof(b));
+    if (b.end > st->sent_total) break;
+    if (tp_buf_append(&st->c->chunk_blanks, &b, sizeof(b))) tp__mock_log_fill(st->c->m, b.off, b.queued_ns);
+    st->blanks_head++;
+  }
+  if (st->blanks_head == n) {
+    tp_buf_reset(&st->blanks);
+    st->blanks_head = 0;
+  }
+}
+
+/* Fills the times of blank entries [from, end of buf) with t_ns, or with
+ * each one's queue time when t_ns is 0, and empties buf. */
+static void fill_blanks(tp_mock *m, tp_buf *buf, size_t from, uint64_t t_ns) {
+  size_t n = buf->len / sizeof(blank_time);
+  for (size_t i = from; i < n; i++) {
+    blank_time b;
+    memcpy(&b, buf->data + i * sizeof(b), sizeof(b));
+    tp__mock_log_fill(m, b.off, t_ns ? t_ns : b.queued_ns);
+  }
+  tp_buf_reset(buf);
+}
 
 typedef struct wreq {
   uv_write_t req;
@@ -209,7 +263,7 @@ static uint32_t get_le32(const uint8_t *p) {
  * never waits on the disk once per token; tp_mock_stop writes the rest. */
 static void log_flush(tp_mock *m, bool force) {
   if (!m->log || m->logbuf.len == 0) return;
-  if (!force && m->logbuf.len < LOG_FLUSH_BYTES) return;
+  if (!force && (m->logbuf.len < LOG_FLUSH_BYTES || m->log_blank)) return;
   fwrite(m->logbuf.data, 1, m->logbuf.len, m->log);
   tp_buf_reset(&m->logbuf);
 }
@@ -231,17 +285,37 @@ void tp__mock_log_request(tp_mock *m, tp__mock_job *j, uint64_t t_ns) {
   log_flush(m, false);
 }
 
+/* A blank time is LOG_TIME_WIDTH spaces, later overwritten in place by the
+ * number right-aligned in the same width: JSON allows the spaces before it. */
+#define LOG_TIME_WIDTH 20
+
 void tp__mock_log_response(tp_mock *m, tp__mock_job *j, uint32_t index, uint64_t t_ns, const char *text,
-                           size_t len, bool final) {
+                           size_t len, bool final, size_t *deferred_off) {
+  if (deferred_off) *deferred_off = SIZE_MAX;
   if (!m->log) return;
   tp_buf *b = &m->logbuf;
   tp_buf_append_str(b, "{\"ev\":\"response\",\"id\":");
   tp_mock_json_str(b, j->id, strlen(j->id));
-  tp_buf_printf(b, ",\"n\":%llu,\"index\":%u,\"t_ns\":%llu,\"text\":", (unsigned long long)j->seq.number,
-                index, (unsigned long long)t_ns);
+  tp_buf_printf(b, ",\"n\":%llu,\"index\":%u,\"t_ns\":", (unsigned long long)j->seq.number, index);
+  if (deferred_off) {
+    *deferred_off = b->len;
+    tp_buf_printf(b, "%*s", LOG_TIME_WIDTH, "");
+    m->log_blank++;
+  } else {
+    tp_buf_printf(b, "%llu", (unsigned long long)t_ns);
+  }
+  tp_buf_append_str(b, ",\"text\":");
   tp_mock_json_str(b, text, len);
   tp_buf_printf(b, ",\"final\":%s}\n", final ? "true" : "false");
   log_flush(m, false);
+}
+
+void tp__mock_log_fill(tp_mock *m, size_t off, uint64_t t_ns) {
+  if (off == SIZE_MAX || !m->log) return;
+  char num[LOG_TIME_WIDTH + 1];
+  snprintf(num, sizeof(num), "%*llu", LOG_TIME_WIDTH, (unsigned long long)t_ns);
+  memcpy(m->logbuf.data + off, num, LOG_TIME_WIDTH);
+  m->log_blank--;
 }
 
 void tp__mock_log_error(tp_mock *m, const char *id, const char *msg, uint64_t t_ns) {
@@ -356,6 +430,7 @@ static void conn_flush(conn *c) {
     }
     w->c = c;
     w->data = tp_buf_steal(&b, &w->len);
+    if (c->chunk_blanks.len) fill_blanks(c->m, &c->chunk_blanks, 0, tp_now_ns());
     uv_buf_t ub = uv_buf_init(w->data, (unsigned)w->len);
     if (uv_write(&w->req, (uv_stream_t *)&c->tcp, &ub, 1, on_write) != 0) {
       free(w->data);
@@ -412,6 +487,8 @@ static ssize_t on_data_read(nghttp2_session *h2, int32_t sid, uint8_t *buf, size
   }
   if (n) memcpy(buf, st->out.data + st->out_off, n);
   st->out_off += n;
+  st->sent_total += n;
+  if (st->blanks.len) stream_take_blanks(st);
   if (st->out_off < st->out.len) {
     /* Keep the queue from growing without bound behind a slow reader. */
     if (st->out_off >= (1u << 20)) {
@@ -472,6 +549,7 @@ static int stream_queue_msg(mstream *st, const ProtobufCMessage *msg) {
   tp_grpc_put_prefix(p, (uint32_t)n);
   protobuf_c_message_pack(msg, p + TP_GRPC_PREFIX_BYTES);
   st->out.len += TP_GRPC_PREFIX_BYTES + n;
+  st->queued_total += TP_GRPC_PREFIX_BYTES + n;
   rv = stream_start_response(st);
   if (rv) return rv;
   stream_resume(st);
@@ -482,6 +560,7 @@ static int stream_queue_msg(mstream *st, const ProtobufCMessage *msg) {
 static int stream_queue_raw(mstream *st, const void *p, size_t n) {
   int rv = tp_buf_append(&st->out, p, n);
   if (rv) return rv;
+  st->queued_total += n;
   rv = stream_start_response(st);
   if (rv) return rv;
   stream_resume(st);
@@ -623,7 +702,9 @@ static int queue_response(mreq *r, const char *text, size_t len, bool with_outpu
   uint64_t now = tp_now_ns();
   tp__mock_count(&m->n_responses, 1);
   if (with_outputs) tp__mock_job_response(m, &r->job, now);
-  tp__mock_log_response(m, &r->job, r->index++, now, text, with_outputs ? len : 0, final);
+  size_t blank;
+  tp__mock_log_response(m, &r->job, r->index++, now, text, with_outputs ? len : 0, final, &blank);
+  stream_add_blank(st, blank, now);
   return 0;
 }
 
@@ -1599,6 +1680,8 @@ static void stream_free(mstream *st) {
   if (st->next) st->next->prev = st->prev;
   tp_grpc_reader_fini(&st->reader);
   tp_buf_fini(&st->out);
+  fill_blanks(m, &st->blanks, st->blanks_head, 0);
+  tp_buf_fini(&st->blanks);
   free(st->message);
   free(st);
 }
@@ -1668,6 +1751,7 @@ static int on_begin_headers(nghttp2_session *h2, const nghttp2_frame *f, void *u
   st->id = f->hd.stream_id;
   tp_grpc_reader_init(&st->reader, MAX_MSG_BYTES);
   tp_buf_init(&st->out);
+  tp_buf_init(&st->blanks);
   tp_timer_init(&st->trickle_timer, on_trickle, st);
   st->next = c->streams;
   if (c->streams) c->streams->prev = st;
@@ -1762,6 +1846,8 @@ static void conn_close(conn *c) {
     nghttp2_session_set_stream_user_data(c->h2, c->streams->id, NULL);
     stream_free(c->streams);
   }
+  fill_blanks(m, &c->chunk_blanks, 0, 0);
+  tp_buf_fini(&c->chunk_blanks);
   nghttp2_session_del(c->h2);
   c->h2 = NULL;
   if (c->prev)
@@ -1777,17 +1863,21 @@ void tp__mock_stamp_conn(uv_tcp_t *tcp) {
   if (uv_fileno((uv_handle_t *)tcp, &fd) == 0) (void)tp_stamp_enable_fd(fd);
 }
 
-uint64_t tp__mock_read_stamp(tp_mock *m, uv_tcp_t *tcp) {
+uint64_t tp__mock_read_stamp(tp_mock *m, uv_tcp_t *tcp, size_t *read_len) {
   uv_os_fd_t fd;
-  return uv_fileno((uv_handle_t *)tcp, &fd) == 0 ? tp_stamp_fd(&m->loop, fd, sizeof(m->readbuf))
+  *read_len = sizeof(m->readbuf);
+  return uv_fileno((uv_handle_t *)tcp, &fd) == 0 ? tp_stamp_fd_group(&m->loop, fd, sizeof(m->readbuf), read_len)
                                                  : tp_stamp_now(&m->loop);
 }
 
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
   conn *c = h->data;
   (void)suggested;
-  c->m->read_stamp_ns = tp__mock_read_stamp(c->m, &c->tcp);
-  *buf = uv_buf_init((char *)c->m->readbuf, sizeof(c->m->readbuf));
+  /* A read stops where bytes that arrived later begin; libuv reads on at
+   * once when a read fills the buffer. */
+  size_t n;
+  c->m->read_stamp_ns = tp__mock_read_stamp(c->m, &c->tcp, &n);
+  *buf = uv_buf_init((char *)c->m->readbuf, (unsigned)n);
 }
 
 static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {

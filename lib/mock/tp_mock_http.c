@@ -522,7 +522,7 @@ static void on_http_token(tp_timer *t, uint64_t now_ns) {
     if (!rv) {
       stream_data(r, b.data, b.len);
       tp__mock_count(&m->n_responses, 1);
-      tp__mock_log_response(m, j, r->index++, now_ns, text, len, tok.last);
+      tp__mock_log_response(m, j, r->index++, now_ns, text, len, tok.last, NULL);
       if (tok.last) stream_end(r);
     }
   } else {
@@ -556,7 +556,8 @@ static void on_http_token(tp_timer *t, uint64_t now_ns) {
           respond_buf(c, 200, "application/json", &b);
         }
         tp__mock_count(&m->n_responses, 1);
-        tp__mock_log_response(m, j, r->index++, now_ns, (const char *)r->text.data, r->text.len, true);
+        tp__mock_log_response(m, j, r->index++, now_ns, (const char *)r->text.data, r->text.len, true,
+                              NULL);
       }
     }
   }
@@ -1302,8 +1303,9 @@ static void hconn_close(hconn *c, bool reset) {
 static void on_halloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
   hconn *c = h->data;
   (void)suggested;
-  c->m->read_stamp_ns = tp__mock_read_stamp(c->m, &c->tcp);
-  *buf = uv_buf_init((char *)c->m->readbuf, sizeof(c->m->readbuf));
+  size_t n;
+  c->m->read_stamp_ns = tp__mock_read_stamp(c->m, &c->tcp, &n);
+  *buf = uv_buf_init((char *)c->m->readbuf, (unsigned)n);
 }
 
 static void on_hread(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {

@@ -123,6 +123,7 @@ struct tp_mock {
 
   tp_buf scratch; /* BYTES element being built */
   tp_buf logbuf;  /* JSON lines not yet written to log */
+  size_t log_blank; /* response times in logbuf still to fill (tp__mock_log_fill) */
   FILE *log;
 
   uint8_t readbuf[64 * 1024]; /* one read at a time on the loop */
@@ -198,8 +199,14 @@ void tp__mock_job_fini(tp__mock_job *j);
 /* ---- log ------------------------------------------------------------------------- */
 
 void tp__mock_log_request(tp_mock *m, tp__mock_job *j, uint64_t t_ns);
+/* With deferred_off NULL the line carries t_ns.  Otherwise the time is left
+ * blank (a fixed-width field) and *deferred_off says where, for
+ * tp__mock_log_fill once the response is handed to the socket; *deferred_off
+ * is SIZE_MAX when there is no log.  While any field is blank the log is held
+ * in memory. */
 void tp__mock_log_response(tp_mock *m, tp__mock_job *j, uint32_t index, uint64_t t_ns, const char *text,
-                           size_t len, bool final);
+                           size_t len, bool final, size_t *deferred_off);
+void tp__mock_log_fill(tp_mock *m, size_t off, uint64_t t_ns);
 void tp__mock_log_error(tp_mock *m, const char *id, const char *msg, uint64_t t_ns);
 
 /* ---- the HTTP side (tp_mock_http.c) --------------------------------------------- */
@@ -223,9 +230,10 @@ void tp__mock_http_shutdown(tp_mock *m);
  * refuse_connections ones, both ports together). */
 bool tp__mock_refuse_next(tp_mock *m);
 /* Kernel receive stamps on an accepted connection, and the arrival time of
- * the bytes about to be read from it into readbuf (see tp_stamp_fd); called
- * from the alloc callback, the last moment before libuv reads. */
+ * the bytes about to be read from it into readbuf, with how many to read so
+ * that all of them arrived then (see tp_stamp_fd_group); called from the
+ * alloc callback, the last moment before libuv reads. */
 void tp__mock_stamp_conn(uv_tcp_t *tcp);
-uint64_t tp__mock_read_stamp(tp_mock *m, uv_tcp_t *tcp);
+uint64_t tp__mock_read_stamp(tp_mock *m, uv_tcp_t *tcp, size_t *read_len);
 
 #endif

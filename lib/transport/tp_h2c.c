@@ -59,6 +59,12 @@ struct tp_call {
   bool in_active;
 };
 
+/* A request's last frame and where it ends in the connection's write. */
+typedef struct sent_mark {
+  int32_t stream_id;
+  size_t end;
+} sent_mark;
+
 struct conn {
   tp_h2c_pool *pool;
   uv_tcp_t tcp;
@@ -75,9 +81,10 @@ struct conn {
   bool writing;
   bool handle_open;
   tp_buf wbuf;
-  /* Streams whose last request byte was serialized since the last write:
-   * their send time is taken when that write is handed to the socket. */
-  tp_buf sent_ids; /* int32_t stream ids */
+  /* Requests whose last byte was serialized since the last write (sent_ids)
+   * or is in a write the socket has not taken in full (late_ids): their
+   * send time is taken when the socket takes that byte (sent_mark). */
+  tp_buf sent_ids, late_ids;
   /* TLS: the session writes and reads through memory BIOs; libuv moves
    * the ciphertext.  cbuf holds ciphertext while a write is in flight. */
   SSL *ssl;
@@ -247,8 +254,11 @@ static int on_frame_send(nghttp2_session *s, const nghttp2_frame *f, void *user_
     /* Stamped in conn_flush when the bytes go to the socket: serializing
      * a wave of requests comes before writing any of them. */
     conn *cn = user_data;
-    int32_t id = f->hd.stream_id;
-    if (tp_buf_append(&cn->sent_ids, &id, sizeof(id))) return NGHTTP2_ERR_CALLBACK_FAILURE;
+    /* Where the frame ends in the write: the buffer's end so far, or, when
+     * nghttp2 reports it within the call that returns its bytes, the end
+     * of those bytes (conn_flush moves it there). */
+    sent_mark mk = {f->hd.stream_id, cn->wbuf.len};
+    if (tp_buf_append(&cn->sent_ids, &mk, sizeof(mk))) return NGHTTP2_ERR_CALLBACK_FAILURE;
   }
   return 0;
 }
@@ -352,6 +362,7 @@ static void on_handle_closed(uv_handle_t *h) {
   tp_buf_fini(&c->wbuf);
   tp_buf_fini(&c->cbuf);
   tp_buf_fini(&c->sent_ids);
+  tp_buf_fini(&c->late_ids);
   free(c);
   if (--p->open_handles == 0 && p->closing) {
     if (p->ssl_ctx) SSL_CTX_free(p->ssl_ctx);
@@ -420,6 +431,7 @@ static void conn_fail(conn *c, const char *why) {
   } else {
     tp_buf_fini(&c->wbuf);
     tp_buf_fini(&c->sent_ids);
+    tp_buf_fini(&c->late_ids);
     free(c);
     p->open_handles--;
   }
@@ -432,10 +444,29 @@ static void conn_check_done(conn *c) {
     conn_fail(c, "session finished");
 }
 
+/* Sets the send time of the requests in marks whose last byte is within
+ * the first `taken` bytes of the write (all of them when taken is SIZE_MAX)
+ * and moves the others to `rest` (when not NULL).  Streams closed meanwhile
+ * have no user data any more and are skipped. */
+static void stamp_sent(conn *c, tp_buf *marks, size_t taken, uint64_t t_ns, tp_buf *rest) {
+  size_t n = marks->len / sizeof(sent_mark);
+  for (size_t i = 0; i < n; i++) {
+    sent_mark mk;
+    memcpy(&mk, marks->data + i * sizeof(mk), sizeof(mk));
+    if (taken != SIZE_MAX && mk.end > taken) {
+      if (rest && !tp_buf_append(rest, &mk, sizeof(mk))) continue;
+    }
+    tp_call *call = nghttp2_session_get_stream_user_data(c->session, mk.stream_id);
+    if (call && !call->sent_ns) call->sent_ns = t_ns;
+  }
+  tp_buf_reset(marks);
+}
+
 static void on_write(uv_write_t *req, int status) {
   conn *c = req->data;
   c->writing = false;
   if (c->state == C_CLOSED) return;
+  if (c->late_ids.len) stamp_sent(c, &c->late_ids, SIZE_MAX, tp_now_ns(), NULL);
   if (status < 0) {
     conn_fail(c, uv_strerror(status));
     return;
@@ -452,22 +483,6 @@ static int tls_drain(conn *c) {
   return 0;
 }
 
-/* The send time of every request completed in this write: just before it
- * (uv_write writes at once when nothing is queued, and this connection has
- * one write at a time), so the server's receive time is never earlier.
- * Streams closed meanwhile have no user data any more and are skipped. */
-static void stamp_sent(conn *c) {
-  uint64_t now = tp_now_ns();
-  size_t n = c->sent_ids.len / sizeof(int32_t);
-  for (size_t i = 0; i < n; i++) {
-    int32_t id;
-    memcpy(&id, c->sent_ids.data + i * sizeof(id), sizeof(id));
-    tp_call *call = nghttp2_session_get_stream_user_data(c->session, id);
-    if (call && !call->sent_ns) call->sent_ns = now;
-  }
-  tp_buf_reset(&c->sent_ids);
-}
-
 static void conn_flush(conn *c) {
   if (c->state == C_CLOSED || c->writing || !c->session) return;
   tp_buf_reset(&c->wbuf);
@@ -480,6 +495,7 @@ static void conn_flush(conn *c) {
     c->want_flush = false;
     for (;;) {
       const uint8_t *data;
+      size_t marked = c->sent_ids.len;
       ssize_t n = nghttp2_session_mem_send(c->session, &data);
       if (n < 0) {
         c->busy--;
@@ -487,6 +503,12 @@ static void conn_flush(conn *c) {
         return;
       }
       if (n == 0) break;
+      /* A DATA frame is reported sent within the call that returns its
+       * bytes: a request marked during this call ends no later than them. */
+      for (size_t off = marked; off < c->sent_ids.len; off += sizeof(sent_mark)) {
+        sent_mark *mk = (sent_mark *)(void *)(c->sent_ids.data + off);
+        mk->end = c->wbuf.len + (size_t)n;
+      }
       if (tp_buf_append(&c->wbuf, data, (size_t)n)) {
         c->busy--;
         conn_fail(c, "out of memory");
@@ -510,7 +532,13 @@ static void conn_flush(conn *c) {
     out = &c->cbuf;
   }
   if (out->len) {
-    stamp_sent(c);
+    /* A request's send time is when the socket takes its last byte.
+     * uv_write writes at once (one write at a time here), so the bytes it
+     * took were taken now; the rest go as the peer reads, and their
+     * requests are stamped when the write completes.  Over TLS the
+     * plaintext offsets do not map onto the ciphertext: any shortfall
+     * defers every request of the write. */
+    uint64_t now = tp_now_ns();
     uv_buf_t b = uv_buf_init((char *)out->data, (unsigned)out->len);
     c->write_req.data = c;
     int rv = uv_write(&c->write_req, (uv_stream_t *)&c->tcp, &b, 1, on_write);
@@ -519,6 +547,9 @@ static void conn_flush(conn *c) {
       return;
     }
     c->writing = true;
+    size_t left = uv_stream_get_write_queue_size((uv_stream_t *)&c->tcp);
+    size_t taken = left == 0 ? SIZE_MAX : c->ssl ? 0 : out->len - TP_MIN(left, out->len);
+    stamp_sent(c, &c->sent_ids, taken, now, &c->late_ids);
   } else {
     conn_check_done(c);
   }
@@ -675,6 +706,7 @@ static int conn_open(tp_h2c_pool *p) {
   c->fd = -1;
   tp_buf_init(&c->wbuf);
   tp_buf_init(&c->sent_ids);
+  tp_buf_init(&c->late_ids);
 
   nghttp2_session_callbacks *cbs;
   if (nghttp2_session_callbacks_new(&cbs)) {

@@ -65,25 +65,66 @@ uint64_t tp_stamp_from_realtime(const struct timespec *ts) {
   return mono - (uint64_t)age;
 }
 
-uint64_t tp_stamp_fd(uv_loop_t *loop, int fd, size_t len) {
-  uint64_t batch = tp_stamp_now(loop);
+/* The kernel's stamp of the segment holding byte len-1 of fd's receive
+ * queue (len = 0 counts as 1).  With MSG_TRUNC a TCP receive copies nothing
+ * (the buffer is never touched), and the stamp it reports is that of the
+ * last segment it walked over.  Returns the bytes walked (<= len), or 0 when
+ * there is no data or no stamp. */
+static size_t peek_stamp(int fd, size_t len, struct timespec *ts) {
   union {
     char buf[CMSG_SPACE(sizeof(struct timespec))];
     struct cmsghdr align;
   } ctl;
-  /* With MSG_TRUNC a TCP receive copies nothing (the buffer is never
-   * touched), and the stamp it reports is that of the last segment it
-   * walked over. */
   struct iovec iov = {.iov_base = NULL, .iov_len = len ? len : 1};
   struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf, .msg_controllen = sizeof(ctl.buf)};
-  if (recvmsg(fd, &m, MSG_PEEK | MSG_TRUNC | MSG_DONTWAIT) <= 0) return batch;
+  ssize_t n = recvmsg(fd, &m, MSG_PEEK | MSG_TRUNC | MSG_DONTWAIT);
+  if (n <= 0) return 0;
   for (struct cmsghdr *c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c)) {
     if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_TIMESTAMPNS) continue;
-    struct timespec ts;
-    memcpy(&ts, CMSG_DATA(c), sizeof(ts));
-    if (ts.tv_sec == 0 && ts.tv_nsec == 0) break; /* queued before stamps were on */
-    uint64_t t = tp_stamp_from_realtime(&ts);
-    return t && t < batch ? t : batch;
+    memcpy(ts, CMSG_DATA(c), sizeof(*ts));
+    /* Zero: queued before stamps were turned on. */
+    return ts->tv_sec == 0 && ts->tv_nsec == 0 ? 0 : (size_t)n;
   }
-  return batch;
+  return 0;
+}
+
+static bool same_ts(const struct timespec *a, const struct timespec *b) {
+  return a->tv_sec == b->tv_sec && a->tv_nsec == b->tv_nsec;
+}
+
+/* A kernel stamp on the monotonic line, never later than the batch's. */
+static uint64_t clamp_to_batch(const struct timespec *ts, uint64_t batch) {
+  uint64_t t = tp_stamp_from_realtime(ts);
+  return t && t < batch ? t : batch;
+}
+
+uint64_t tp_stamp_fd(uv_loop_t *loop, int fd, size_t len) {
+  uint64_t batch = tp_stamp_now(loop);
+  struct timespec ts;
+  return peek_stamp(fd, len, &ts) ? clamp_to_batch(&ts, batch) : batch;
+}
+
+uint64_t tp_stamp_fd_group(uv_loop_t *loop, int fd, size_t len, size_t *group_len) {
+  uint64_t batch = tp_stamp_now(loop);
+  *group_len = len ? len : 1;
+  struct timespec last, head;
+  size_t avail = peek_stamp(fd, len, &last);
+  if (!avail || !peek_stamp(fd, 1, &head)) return batch;
+  if (same_ts(&head, &last)) return clamp_to_batch(&head, batch);
+  /* Stamps do not decrease along the queue (segments queue in arrival
+   * order; merged ones keep the newest): find the last byte whose segment
+   * still has the head's stamp.  Invariant: byte lo-1 has it, byte hi-1
+   * does not. */
+  size_t lo = 1, hi = avail;
+  while (hi - lo > 1) {
+    size_t mid = lo + (hi - lo) / 2;
+    struct timespec ts;
+    if (!peek_stamp(fd, mid, &ts)) break; /* the queue changed under us: keep lo */
+    if (same_ts(&ts, &head))
+      lo = mid;
+    else
+      hi = mid;
+  }
+  *group_len = lo;
+  return clamp_to_batch(&head, batch);
 }

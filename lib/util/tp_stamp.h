@@ -47,6 +47,15 @@ int tp_stamp_enable_fd(int fd);
  * data or carries no kernel stamp.  The peek walks the queue without copying
  * (MSG_PEEK | MSG_TRUNC). */
 uint64_t tp_stamp_fd(uv_loop_t *loop, int fd, size_t len);
+/* Like tp_stamp_fd, but exact when the waiting bytes arrived at different
+ * times: returns the arrival time of the bytes at the head of the queue and
+ * sets *group_len to how many of the next len bytes arrived with them (1 to
+ * len; len when the socket holds no stamped data).  A reader that reads only
+ * that many bytes, then asks again, stamps every byte with its own segment's
+ * time.  Costs a few peeks (a binary search over the queue, without copying)
+ * when the arrivals differ; for the mock server, whose times are the
+ * reference the client is held against. */
+uint64_t tp_stamp_fd_group(uv_loop_t *loop, int fd, size_t len, size_t *group_len);
 /* The same conversion for a kernel stamp already taken (CLOCK_REALTIME, as
  * SO_TIMESTAMPNS gives it): the tp_now_ns() time of that instant, or 0 when
  * it lies in the future or over 10 s back (the wall clock was stepped). */

@@ -246,10 +246,13 @@ def run_all(plain, tls, nomodels, cert, key):
                 cev[1]["t_ns"] - cev[0]["t_ns"] >= (FIRST_DELAY_MS - 5) * 1e6):
             role_bad.append("%s: first text event %d, gap %.1f ms" % (r["prompt"], first_text,
                                                                      (cev[1]["t_ns"] - cev[0]["t_ns"]) / 1e6))
-        # Token gaps as the server spaced them.
+        # Token gaps as the server spaced them: its own record of each write
+        # (nominally TOKEN_DELAY_MS apart, but a loaded machine may hold the
+        # server back and send two tokens together).
         gaps = [(cev[i + 1]["t_ns"] - cev[i]["t_ns"]) / 1e6 for i in range(1, 5)]
-        if any(g < TOKEN_DELAY_MS - 5 for g in gaps):
-            order_bad.append("%s: gaps %s" % (r["prompt"], gaps))
+        sgaps = [(sev[i + 1]["t_ns"] - sev[i]["t_ns"]) / 1e6 for i in range(1, 5)]
+        if any(g < sg - 5 for g, sg in zip(gaps, sgaps)) or max(sgaps) < TOKEN_DELAY_MS - 5:
+            order_bad.append("%s: gaps %s, server's %s" % (r["prompt"], gaps, sgaps))
         if [e["final"] for e in cev] != [False] * (len(cev) - 1) + [True]:
             final_bad.append(r["prompt"])
         last = cev[-1]
@@ -262,7 +265,7 @@ def run_all(plain, tls, nomodels, cert, key):
     check(not timing_bad, "chat: every event arrived within %.0f ms of the server's write" % (LAG_NS / 1e6),
           "\n".join(timing_bad))
     check(not role_bad, "chat: the role-only first chunk is not a first token", "\n".join(role_bad))
-    check(not order_bad, "chat: inter-token gaps as the server spaced them (%d ms)" % TOKEN_DELAY_MS,
+    check(not order_bad, "chat: inter-token gaps as the server spaced them (~%d ms)" % TOKEN_DELAY_MS,
           "\n".join(order_bad))
     check(not final_bad, "chat: only the last event is final", final_bad)
     check(not usage_bad, "chat: usage recorded (prompt 2, completion 5, cached 3)", usage_bad)

@@ -34,30 +34,62 @@ int tp_triton_build_infer(tp_buf *out, const tp_triton_opts *o, const char *id,
                           const char *prompt, size_t prompt_len,
                           uint32_t max_tokens, uint32_t min_tokens);
 
-/* One decoded response. Pointers borrow from the tp_triton_resp holding
- * them; valid until tp_triton_resp_free. */
+/* One decoded response.  Every pointer is a view into the bytes given to
+ * tp_triton_parse_response (borrowed: valid while they are), never a copy;
+ * the strings are not NUL-terminated, so use their lengths. */
 typedef struct tp_triton_event {
+  /* The request id: NULL when a streamed response has no infer_response,
+   * "" when it has none. */
   const char *id;
+  size_t id_len;
   const uint8_t *text; /* text_output element 0, or NULL */
   size_t text_len;
-  bool final;          /* triton_final_response true, or a unary answer */
+  bool final; /* triton_final_response true, or a unary answer */
   bool has_final_param;
-  const char *error;   /* in-band error_message, or NULL */
+  const char *error;         /* in-band error_message, or NULL */
+  size_t error_len;          /* > 0 whenever error is set */
   int64_t num_output_tokens; /* server-reported delta, -1 = absent */
 } tp_triton_event;
 
+/* Decodes a ModelStreamInferResponse (stream = true) or a
+ * ModelInferResponse (stream = false) in place, reading the protobuf wire
+ * format directly: nothing is allocated and nothing is copied.
+ *
+ * The event gets the last id, the triton_final_response parameter (the last
+ * one with a bool_param), element 0 of the last "text_output" output that
+ * carries data (raw_output_contents, whose BYTES elements have a 4-byte
+ * little-endian length, or else contents.bytes_contents) and element 0 of
+ * the last "num_output_tokens" output (UINT32/INT32, raw).  A streamed
+ * error_message ends its request (final = true); a unary answer is always
+ * final.
+ *
+ * Which byte strings are valid is exactly what protobuf-c 1.4 (the decoder
+ * this replaces) accepts, down to its quirks (tp_triton.c lists them), so
+ * that no server's answer is read differently than before; the fuzz target
+ * holds the two to that.  Strings are read as C strings were, up to the
+ * first NUL byte.
+ *
+ * Returns 0, or TP_EPROTO when the bytes are not a valid message or a
+ * text_output element claims more bytes than it holds; the event then says
+ * nothing (all NULL, 0 and false, num_output_tokens -1). */
+int tp_triton_parse_response(tp_triton_event *ev, const uint8_t *data, size_t len, bool stream);
+
+/* The decoder tp_triton_parse_response replaced: protobuf-c's unpack of the
+ * whole message (one allocation per string, tensor, map entry and array),
+ * then the same extraction.  Kept as the reference that the unit tests, the
+ * fuzz target and the decode benchmark compare with; the client does not
+ * use it.  The event's pointers borrow from r->msg, valid until
+ * tp__triton_resp_free(r), which may be called after a failure too.
+ * Returns 0 or TP_EPROTO as above (protobuf-c reports running out of memory
+ * the same way as invalid bytes, so that is TP_EPROTO too). */
 typedef struct tp_triton_resp {
-  void *msg; /* the unpacked protobuf message */
+  void *msg; /* the unpacked protobuf-c message, or NULL */
   bool stream;
 } tp_triton_resp;
 
-/* Decodes a ModelStreamInferResponse (stream = true) or a
- * ModelInferResponse.  Returns 0, or TP_EPROTO when the bytes are not a
- * valid message; the event then says nothing and r holds nothing (calling
- * tp_triton_resp_free is still allowed). */
-int tp_triton_parse_response(tp_triton_resp *r, tp_triton_event *ev,
-                             const uint8_t *data, size_t len, bool stream);
-void tp_triton_resp_free(tp_triton_resp *r);
+int tp__triton_parse_response_pbc(tp_triton_resp *r, tp_triton_event *ev, const uint8_t *data, size_t len,
+                                  bool stream);
+void tp__triton_resp_free(tp_triton_resp *r);
 
 /* Health and metadata messages for the checks before a run. */
 int tp_triton_build_model_request(tp_buf *out, const char *name, const char *version);

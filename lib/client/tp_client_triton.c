@@ -141,12 +141,12 @@ out:
 static void call_on_message(tp_call *c, const uint8_t *data, size_t len, uint64_t arrival_ns, void *ud) {
   call_ctx *x = ud;
   if (x->final_seen) return; /* nothing after the final response counts */
-  tp_triton_resp resp;
   tp_triton_event tev;
   tp_client_event ev;
   memset(&ev, 0, sizeof(ev));
   ev.server_output_tokens = -1;
-  if (tp_triton_parse_response(&resp, &tev, data, len, x->tc->opts.streaming)) {
+  /* tev's text and error point into data, which outlives on_event. */
+  if (tp_triton_parse_response(&tev, data, len, x->tc->opts.streaming)) {
     ev.bad_message = true;
     ev.error = "response is not a valid KServe v2 message";
     ev.error_class = TP_ERRCLASS_PROTOCOL;
@@ -160,13 +160,12 @@ static void call_on_message(tp_call *c, const uint8_t *data, size_t len, uint64_
   ev.server_output_tokens = tev.num_output_tokens;
   char msg[300];
   if (tev.error) {
-    snprintf(msg, sizeof(msg), "server error: %s", tev.error);
+    snprintf(msg, sizeof(msg), "server error: %.*s", (int)TP_MIN(tev.error_len, sizeof(msg)), tev.error);
     ev.error = msg;
     ev.error_class = TP_ERRCLASS_SERVER;
   }
   if (tev.final) x->final_seen = true;
   x->tc->cbs.on_event(x->req, &ev, arrival_ns);
-  tp_triton_resp_free(&resp);
 }
 
 static void call_on_close(tp_call *c, const tp_call_result *res, void *ud) {

@@ -1,16 +1,21 @@
-/* Fuzz target: decoding of Triton responses (tp_triton_parse_response),
- * as a ModelStreamInferResponse (stream = true) and as a unary
- * ModelInferResponse (stream = false).
+/* Fuzz target: decoding of Triton responses (tp_triton_parse_response, the
+ * in-place decoder), as a ModelStreamInferResponse (stream = true) and as a
+ * unary ModelInferResponse (stream = false), held to the decoder it
+ * replaced: protobuf-c's unpack plus the same extraction
+ * (tp__triton_parse_response_pbc).
  *
  * Checked besides "no crash, no leak":
+ * - both decoders agree on whether the bytes are valid, and on every field
+ *   of the event: id, text, error (NULL or not, length and bytes), final,
+ *   has_final_param and num_output_tokens;
  * - the result is 0 or TP_EPROTO, and after TP_EPROTO the event says
  *   nothing (tp_triton.h);
  * - a unary answer is final and carries no in-band error;
  * - a streamed answer is final only when it says so (or carries an
  *   error, which ends its request);
- * - text, id and error lie within what the input could hold;
+ * - text, id and error point into the input (they are views of it);
  * - the input is not modified, and decoding twice gives the same event;
- * - re-serializing the decoded message and decoding that gives the same
+ * - re-serializing protobuf-c's message and decoding that gives the same
  *   event again (the event depends on the message, not on its encoding).
  * Any difference abort()s. */
 #include <stdbool.h>
@@ -24,13 +29,26 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
+static bool same_bytes(const void *a, size_t an, const void *b, size_t bn) {
+  return !a == !b && an == bn && (an == 0 || memcmp(a, b, an) == 0);
+}
+
 static bool same_event(const tp_triton_event *a, const tp_triton_event *b) {
-  if (!a->id != !b->id || (a->id && strcmp(a->id, b->id) != 0)) return false;
-  if (!a->text != !b->text || a->text_len != b->text_len) return false;
-  if (a->text && a->text_len && memcmp(a->text, b->text, a->text_len) != 0) return false;
-  if (!a->error != !b->error || (a->error && strcmp(a->error, b->error) != 0)) return false;
-  return a->final == b->final && a->has_final_param == b->has_final_param &&
-         a->num_output_tokens == b->num_output_tokens;
+  return same_bytes(a->id, a->id_len, b->id, b->id_len) &&
+         same_bytes(a->text, a->text_len, b->text, b->text_len) &&
+         same_bytes(a->error, a->error_len, b->error, b->error_len) && a->final == b->final &&
+         a->has_final_param == b->has_final_param && a->num_output_tokens == b->num_output_tokens;
+}
+
+static bool empty_event(const tp_triton_event *e) {
+  return !e->id && !e->id_len && !e->text && !e->text_len && !e->error && !e->error_len && !e->final &&
+         !e->has_final_param && e->num_output_tokens == -1;
+}
+
+/* Whether [p, p + n) lies inside the input. */
+static bool inside(const void *p, size_t n, const uint8_t *data, size_t size) {
+  const uint8_t *q = p;
+  return q >= data && q <= data + size && n <= (size_t)(data + size - q);
 }
 
 /* True when m or any message inside it kept unknown fields.  protobuf-c
@@ -59,52 +77,45 @@ static bool has_unknown(const ProtobufCMessage *m) {
 }
 
 static void check_one(const uint8_t *data, size_t size, bool stream) {
-  tp_triton_resp r, r2;
-  tp_triton_event ev, ev2;
-  memset(&r, 0, sizeof(r));
-  memset(&r2, 0, sizeof(r2));
-  int rv = tp_triton_parse_response(&r, &ev, data, size, stream);
+  tp_triton_event ev, ref, ev2;
+  tp_triton_resp r;
+  int rv = tp_triton_parse_response(&ev, data, size, stream);
+  int rv_ref = tp__triton_parse_response_pbc(&r, &ref, data, size, stream);
   if (rv != 0 && rv != TP_EPROTO) abort();
+  if (rv != rv_ref) abort(); /* the two disagree on validity */
   if (rv != 0) {
-    /* "the event then says nothing and r holds nothing" (tp_triton.h). */
-    if (ev.text || ev.text_len || ev.error || ev.final || ev.has_final_param || ev.id || r.msg) abort();
-    tp_triton_resp_free(&r);
+    /* "the event then says nothing" (tp_triton.h). */
+    if (!empty_event(&ev) || !empty_event(&ref) || r.msg) abort();
     return;
   }
+  if (!same_event(&ev, &ref)) abort();
+
   if (!stream && (!ev.final || ev.error)) abort();
   if (stream && !ev.has_final_param && !ev.error && ev.final) abort();
-  if (ev.text_len > size || (ev.text == NULL && ev.text_len != 0)) abort();
-  if (ev.id && strlen(ev.id) > size) abort();
-  if (ev.error && (strlen(ev.error) > size || ev.error[0] == 0)) abort();
+  if (ev.text_len && !ev.text) abort();
+  if (ev.text && !inside(ev.text, ev.text_len, data, size)) abort();
+  if (ev.id && ev.id_len && !inside(ev.id, ev.id_len, data, size)) abort();
+  if (ev.error && (!ev.error_len || !inside(ev.error, ev.error_len, data, size))) abort();
+  if (ev.id && memchr(ev.id, 0, ev.id_len)) abort();
+  if (ev.error && memchr(ev.error, 0, ev.error_len)) abort();
 
-  int rv2 = tp_triton_parse_response(&r2, &ev2, data, size, stream);
-  if (rv2 != 0 || !same_event(&ev, &ev2)) abort();
-  tp_triton_resp_free(&r2);
+  if (tp_triton_parse_response(&ev2, data, size, stream) != 0 || !same_event(&ev, &ev2)) abort();
 
   /* Round trip through protobuf-c's own encoder. */
-  size_t len;
-  uint8_t *buf;
-  if (has_unknown(r.msg)) goto out;
-  if (stream) {
-    const Inference__ModelStreamInferResponse *m = r.msg;
-    len = inference__model_stream_infer_response__get_packed_size(m);
-    buf = malloc(len ? len : 1);
-    if (!buf) goto out;
-    inference__model_stream_infer_response__pack(m, buf);
-  } else {
-    const Inference__ModelInferResponse *m = r.msg;
-    len = inference__model_infer_response__get_packed_size(m);
-    buf = malloc(len ? len : 1);
-    if (!buf) goto out;
-    inference__model_infer_response__pack(m, buf);
+  if (!has_unknown(r.msg)) {
+    size_t len = stream ? inference__model_stream_infer_response__get_packed_size(r.msg)
+                        : inference__model_infer_response__get_packed_size(r.msg);
+    uint8_t *buf = malloc(len ? len : 1);
+    if (buf) {
+      if (stream)
+        inference__model_stream_infer_response__pack(r.msg, buf);
+      else
+        inference__model_infer_response__pack(r.msg, buf);
+      if (tp_triton_parse_response(&ev2, buf, len, stream) != 0 || !same_event(&ev, &ev2)) abort();
+      free(buf);
+    }
   }
-  memset(&r2, 0, sizeof(r2));
-  rv2 = tp_triton_parse_response(&r2, &ev2, buf, len, stream);
-  if (rv2 != 0 || !same_event(&ev, &ev2)) abort();
-  tp_triton_resp_free(&r2);
-  free(buf);
-out:
-  tp_triton_resp_free(&r);
+  tp__triton_resp_free(&r);
   if (r.msg != NULL) abort(); /* freeing leaves nothing to free twice */
 }
 

@@ -13,7 +13,7 @@
 typedef enum opt_id {
   O_MODEL, O_MODEL_VERSION, O_URL, O_PROTOCOL, O_SERVICE_KIND, O_BACKEND, O_STREAMING,
   O_NO_STREAMING, O_STREAM_TEXT, O_CONCURRENCY, O_REQUEST_COUNT, O_WARMUP, O_INTERVAL, O_INPUT_FILE,
-  O_TOKENIZER, O_SEED, O_OUT_TOKENS, O_OUT_DET, O_SYN_WORDS, O_NUM_PROMPTS, O_CONNECTIONS,
+  O_TOKENIZER, O_TOK_SPECIAL, O_SEED, O_OUT_TOKENS, O_OUT_DET, O_SYN_WORDS, O_NUM_PROMPTS, O_CONNECTIONS,
   O_TIMEOUT, O_SKIP_PREFLIGHT, O_JSON, O_RECORDS, O_MOCK, O_MOCK_LOG, O_QUIET, O_HELP,
   O_RATE, O_ARRIVAL, O_BURSTINESS, O_MAX_CONC, O_DURATION, O_WARMUP_DURATION, O_MEASURE_MODE,
   O_MEASURE_COUNT, O_STABILITY, O_MAX_TRIALS, O_IN_MEAN, O_IN_STDDEV, O_OUT_STDDEV, O_SCHEDULE,
@@ -90,7 +90,11 @@ static const optdef profile_opts[] = {
   {O_INPUT_FILE, "--input-file|--input-data", "FILE.jsonl",
    "prompts, one JSON object per line: text_input|input|prompt|text, optional output, max_tokens", NULL},
   {O_TOKENIZER, "--tokenizer|--tokenizer-path", "PATH",
-   "sentencepiece tokenizer.model, or a model directory holding one; without it token metrics are n/a", NULL},
+   "a tokenizer.json, a sentencepiece tokenizer.model, or a model directory holding one; without it "
+   "token metrics are n/a", NULL},
+  {O_TOK_SPECIAL, "--tokenizer-add-special-tokens", NULL,
+   "count input tokens with the special tokens the tokenizer adds (BOS...), as most servers count prompts; "
+   "output tokens never include them", "off"},
   {O_SEED, "--random-seed", "N", "seed for synthetic prompts", "0"},
   {O_OUT_TOKENS, "--output-tokens-mean|--max-tokens", "LIST",
    "max_tokens asked of the server; a list sweeps it (default: the line's max_tokens, else 128)", NULL},
@@ -528,6 +532,7 @@ static int apply(tp_cli *cli, const optdef *o, const char *name, const char *v) 
     }
     case O_INPUT_FILE: c->input_file = v; break;
     case O_TOKENIZER: c->tokenizer = v; break;
+    case O_TOK_SPECIAL: c->tokenizer_add_special_tokens = true; break;
     case O_SEED: return get_u64(name, v, &c->random_seed);
     case O_OUT_TOKENS:
       free(cli->out_means);

@@ -14,11 +14,16 @@
 
 static void help(FILE *out) {
   fprintf(out,
-          "Usage: tokperf tokenize --tokenizer PATH [--ids] [--jsonl] [FILE|-]\n\n"
+          "Usage: tokperf tokenize --tokenizer PATH [--tokenizer-add-special-tokens] [--ids] [--jsonl]\n"
+          "                        [FILE|-]\n\n"
           "Prints, for each line of FILE (or standard input), its number of tokens, or with --ids\n"
-          "its token ids as a JSON array. Special tokens are not added (as tokperf counts).\n\n"
+          "its token ids as a JSON array: by default the text's own tokens, with no special\n"
+          "tokens added, the way tokperf profile counts.\n\n"
           "Options:\n"
           "  --tokenizer,--tokenizer-path PATH  tokenizer.json, tokenizer.model, or a model directory\n"
+          "  --tokenizer-add-special-tokens     add the special tokens the tokenizer adds (BOS...), as\n"
+          "                                     profile --tokenizer-add-special-tokens counts prompts\n"
+          "                                     [default: off]\n"
           "  --ids                              print the ids instead of the count\n"
           "  --jsonl                            each line is a JSON object; its \"text\" is tokenized\n"
           "                                     (so a text may hold newlines)\n"
@@ -29,7 +34,7 @@ static void help(FILE *out) {
 
 int tp_cmd_tokenize(int argc, char **argv) {
   const char *tok_path = NULL, *file = NULL;
-  int ids = 0, jsonl = 0;
+  int ids = 0, jsonl = 0, special = 0;
   for (int i = 0; i < argc; i++) {
     const char *a = argv[i];
     if (strcmp(a, "--tokenizer") == 0 || strcmp(a, "--tokenizer-path") == 0) {
@@ -40,6 +45,8 @@ int tp_cmd_tokenize(int argc, char **argv) {
       tok_path = argv[++i];
     } else if (strncmp(a, "--tokenizer=", 12) == 0) {
       tok_path = a + 12;
+    } else if (strcmp(a, "--tokenizer-add-special-tokens") == 0) {
+      special = 1;
     } else if (strcmp(a, "--ids") == 0) {
       ids = 1;
     } else if (strcmp(a, "--jsonl") == 0) {
@@ -66,7 +73,8 @@ int tp_cmd_tokenize(int argc, char **argv) {
   }
   char err[1024];
   tp_tokenizer *tok = NULL;
-  int rv = tp_tokenizer_load(&tok, tok_path, err, sizeof(err));
+  int rv = tp_tokenizer_load_ex(&tok, tok_path, special ? TP_TOKENIZER_FLAG_ADD_SPECIAL_TOKENS : 0, err,
+                                sizeof(err));
   if (rv) {
     fprintf(stderr, "tokperf tokenize: %s\n", err);
     if (in != stdin) fclose(in);
@@ -101,7 +109,8 @@ int tp_cmd_tokenize(int argc, char **argv) {
     }
     int32_t *v = NULL;
     size_t n = 0;
-    rv = tp_tokenizer_encode(tok, text, tlen, &v, &n);
+    rv = special ? tp_tokenizer_encode_special(tok, text, tlen, &v, &n)
+                 : tp_tokenizer_encode(tok, text, tlen, &v, &n);
     json_decref(o);
     if (rv) {
       fprintf(stderr, "tokperf tokenize: %s:%zu: cannot encode: %s\n", name, lineno, tp_strerror(rv));

@@ -611,6 +611,9 @@ static json_t *genai_input_config(const tp_level_result *lr, const tp_config *cf
   bad |= jset(o, "profile_export_file", jstr(pe_path));
   bad |= jset(o, "artifact_dir", jstr(artifact_dir));
   bad |= jset(o, "tokenizer", jstr(cfg->tokenizer));
+  /* Whether input token counts include BOS and the like (output counts
+   * never do). */
+  bad |= jset(o, "tokenizer_add_special_tokens", json_boolean(cfg->tokenizer_add_special_tokens));
   bad |= jset(o, "extra_inputs", extra);
   char gen[64];
   snprintf(gen, sizeof(gen), "tokperf %s", tp_version());

@@ -652,6 +652,8 @@ static int header(tp_buf *o, const tp_html_input *in) {
       rv = tp_buf_printf(o, " · backend: %s · streaming: %s · tokenizer: ", backend_name(c->backend),
                          c->streaming ? "on" : "off");
     if (!rv) rv = esc(o, c->tokenizer ? c->tokenizer : "none");
+    if (!rv && c->tokenizer && c->tokenizer_add_special_tokens)
+      rv = tp_buf_append_str(o, " (input counted with special tokens)");
     if (!rv) rv = tp_buf_append_str(o, " · prompts: ");
     if (!rv) rv = esc(o, c->input_file ? c->input_file : "synthetic");
     if (!rv) rv = tp_buf_append_str(o, "</p>\n");

@@ -542,6 +542,7 @@ static json_t *config_json(const tp_config *cfg) {
   bad |= set(o, "warmup_request_count", u64(cfg->warmup_request_count));
   bad |= set(o, "input_file", str_or_null(cfg->input_file));
   bad |= set(o, "tokenizer", str_or_null(cfg->tokenizer));
+  bad |= set(o, "tokenizer_add_special_tokens", json_boolean(cfg->tokenizer_add_special_tokens));
   bad |= set(o, "random_seed", u64(cfg->random_seed));
   bad |= set(o, "output_tokens_mean", u64(cfg->output_tokens_mean));
   bad |= set(o, "output_tokens_deterministic", json_boolean(cfg->output_tokens_deterministic));

@@ -16,6 +16,26 @@ int tp_tokenizer_count(const tp_tokenizer *t, const char *text, size_t len, size
   return tp_tok_count((const tp_tok *)t, text, len, n);
 }
 
+/* The public flag is mapped rather than passed through, so the two enums
+ * can never drift apart silently. */
+int tp_tokenizer_load_ex(tp_tokenizer **out, const char *path, unsigned flags, char *err, size_t errlen) {
+  unsigned f = (flags & TP_TOKENIZER_FLAG_ADD_SPECIAL_TOKENS) ? TP_TOK_FLAG_SPECIAL_TOKENS : 0;
+  return tp_tok_load_ex((tp_tok **)out, path, f, err, errlen);
+}
+
+int tp_tokenizer_encode_special(const tp_tokenizer *t, const char *text, size_t len, int32_t **ids,
+                                size_t *n) {
+  return tp_tok_encode_special((const tp_tok *)t, text, len, ids, n);
+}
+
+int tp_tokenizer_count_special(const tp_tokenizer *t, const char *text, size_t len, size_t *n) {
+  return tp_tok_count_special((const tp_tok *)t, text, len, n);
+}
+
+const char *tp_tokenizer_special_desc(const tp_tokenizer *t) {
+  return tp_tok_special_desc((const tp_tok *)t);
+}
+
 const char *tp_tokenizer_name(const tp_tokenizer *t) { return tp_tok_name((const tp_tok *)t); }
 
 void tp_tokenizer_free(tp_tokenizer *t) { tp_tok_free((tp_tok *)t); }

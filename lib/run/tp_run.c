@@ -287,6 +287,11 @@ static int validate(const tp_config *c, char *err, size_t errlen) {
               "of the model's tokens");
     return TP_EINVAL;
   }
+  if (c->tokenizer_add_special_tokens && !c->tokenizer) {
+    tp_seterr(err, errlen,
+              "--tokenizer-add-special-tokens needs --tokenizer: it says how the tokenizer counts prompts");
+    return TP_EINVAL;
+  }
   if (c->schedule_file && (c->n_request_rates || c->n_input_tokens_means)) {
     tp_seterr(err, errlen, "--schedule replays its own times and lengths: drop --request-rate and "
               "--synthetic-input-tokens-mean");
@@ -723,6 +728,16 @@ static void finalize(tp_run *r, size_t seq) {
 
 static void format_record(json_t *o, const count_job *j);
 
+/* A prompt's tokens, with the special tokens the model's tokenizer adds
+ * (BOS, ...) when tokenizer_add_special_tokens asks for them: that is how
+ * most servers count a prompt.  Output and reasoning tokens never include
+ * them (tp_tok_count): a server's completion count has no BOS, and an EOS
+ * that ends generation is not in the text. */
+static int count_input(const tp_run *r, const tp_tok *tok, const char *text, size_t len, size_t *n) {
+  return r->cfg.tokenizer_add_special_tokens ? tp_tok_count_special(tok, text, len, n)
+                                             : tp_tok_count(tok, text, len, n);
+}
+
 static void count_work(uv_work_t *w) {
   count_job *j = w->data;
   tp_record *rec = &j->snap;
@@ -730,7 +745,7 @@ static void count_work(uv_work_t *w) {
     /* Counted whole: a marker or prefix can merge with the prompt's first
      * piece, so the sum of separate counts could be off by one. */
     size_t n = 0;
-    if (tp_tok_count(j->tok, j->sent_text, j->sent_len, &n) == 0) rec->input_tokens = (int64_t)n;
+    if (count_input(j->run, j->tok, j->sent_text, j->sent_len, &n) == 0) rec->input_tokens = (int64_t)n;
   }
   if (j->tok && rec->reasoning.len) {
     size_t n = 0;
@@ -1101,6 +1116,10 @@ static int prepare_point_prompts(tp_run *r, const point *pt, char *err, size_t e
     tp_dataset_free(&r->syn_ds);
     return rv;
   }
+  /* The drawn lengths are the text's own tokens; with special tokens the
+   * prompts are counted again, like any prompt, so BOS and the like are in. */
+  if (r->cfg.tokenizer_add_special_tokens)
+    for (size_t i = 0; i < r->syn_ds.n; i++) r->syn_ds.items[i].input_tokens = -1;
   r->have_syn_ds = true;
   r->syn_ds_tokens = pt->input_tokens;
   r->lv.ds = &r->syn_ds;
@@ -1114,7 +1133,8 @@ static void count_prompts(tp_run *r, tp_dataset *ds) {
   for (size_t i = 0; i < ds->n; i++) {
     tp_prompt *p = &ds->items[i];
     size_t n = 0;
-    if (p->input_tokens < 0 && tp_tok_count(r->tok, p->text, p->text_len, &n) == 0) p->input_tokens = (int64_t)n;
+    if (p->input_tokens < 0 && count_input(r, r->tok, p->text, p->text_len, &n) == 0)
+      p->input_tokens = (int64_t)n;
   }
 }
 
@@ -1470,9 +1490,16 @@ int tp_run_exec(tp_run *r, char *err, size_t errlen) {
   }
 
   if (r->cfg.tokenizer) {
-    rv = tp_tok_load(&r->tok, r->cfg.tokenizer, err, errlen);
+    rv = tp_tok_load_ex(&r->tok, r->cfg.tokenizer,
+                        r->cfg.tokenizer_add_special_tokens ? TP_TOK_FLAG_SPECIAL_TOKENS : 0, err, errlen);
     if (rv) return rv == TP_ENOMEM ? rv : TP_ENOTFOUND;
-    snprintf(r->tok_desc, sizeof(r->tok_desc), "%s (%s)", tp_tok_name(r->tok), r->cfg.tokenizer);
+    /* The description goes into every report, so results say how prompts
+     * were counted. */
+    if (r->cfg.tokenizer_add_special_tokens)
+      snprintf(r->tok_desc, sizeof(r->tok_desc), "%s (%s; input tokens counted as %s)",
+               tp_tok_name(r->tok), r->cfg.tokenizer, tp_tok_special_desc(r->tok));
+    else
+      snprintf(r->tok_desc, sizeof(r->tok_desc), "%s (%s)", tp_tok_name(r->tok), r->cfg.tokenizer);
     if (r->cfg.schedule_file) {
       rv = make_trace_prompts(r, err, errlen);
       if (rv) return rv;

@@ -48,9 +48,9 @@ static bool looks_like_json(const char *path) {
   return json;
 }
 
-static int load_file(tp_tok **out, const char *path, const struct stat *st, char *err,
+static int load_file(tp_tok **out, const char *path, const struct stat *st, unsigned flags, char *err,
                      size_t errlen) {
-  if (looks_like_json(path)) return tp_tok_hf_load(out, path, err, errlen);
+  if (looks_like_json(path)) return tp_tok_hf_load(out, path, flags, err, errlen);
   /* Caught here because sentencepiece parses zero bytes as a valid, empty
    * model proto and then reports a confusing reason. */
   if (S_ISREG(st->st_mode) && st->st_size == 0) {
@@ -60,7 +60,7 @@ static int load_file(tp_tok **out, const char *path, const struct stat *st, char
               path);
     return TP_EINVAL;
   }
-  return tp_tok_spm_load(out, path, err, errlen);
+  return tp_tok_spm_load(out, path, flags, err, errlen);
 }
 
 static int join_path(tp_buf *b, const char *dir, const char *name) {
@@ -101,7 +101,7 @@ static int describe_dir(tp_buf *b, const char *dir) {
   return rv;
 }
 
-static int load_dir(tp_tok **out, const char *dir, char *err, size_t errlen) {
+static int load_dir(tp_tok **out, const char *dir, unsigned flags, char *err, size_t errlen) {
   tp_buf p, found;
   struct stat st;
   int rv;
@@ -110,12 +110,12 @@ static int load_dir(tp_tok **out, const char *dir, char *err, size_t errlen) {
   tp_buf_init(&found);
   if ((rv = join_path(&p, dir, "tokenizer.json")) != 0) goto oom;
   if (stat((char *)p.data, &st) == 0 && !S_ISDIR(st.st_mode)) {
-    rv = tp_tok_hf_load(out, (char *)p.data, err, errlen);
+    rv = tp_tok_hf_load(out, (char *)p.data, flags, err, errlen);
     goto done;
   }
   if ((rv = join_path(&p, dir, "tokenizer.model")) != 0) goto oom;
   if (stat((char *)p.data, &st) == 0 && !S_ISDIR(st.st_mode)) {
-    rv = load_file(out, (char *)p.data, &st, err, errlen);
+    rv = load_file(out, (char *)p.data, &st, flags, err, errlen);
     goto done;
   }
   if ((rv = describe_dir(&found, dir)) != 0) goto oom;
@@ -135,6 +135,10 @@ done:
 }
 
 int tp_tok_load(tp_tok **out, const char *path, char *err, size_t errlen) {
+  return tp_tok_load_ex(out, path, 0, err, errlen);
+}
+
+int tp_tok_load_ex(tp_tok **out, const char *path, unsigned flags, char *err, size_t errlen) {
   struct stat st;
 
   *out = NULL;
@@ -156,8 +160,8 @@ int tp_tok_load(tp_tok **out, const char *path, char *err, size_t errlen) {
     tp_seterr(err, errlen, "cannot load tokenizer '%s': %s", path, strerror(e));
     return TP_EIO;
   }
-  if (S_ISDIR(st.st_mode)) return load_dir(out, path, err, errlen);
-  return load_file(out, path, &st, err, errlen);
+  if (S_ISDIR(st.st_mode)) return load_dir(out, path, flags, err, errlen);
+  return load_file(out, path, &st, flags, err, errlen);
 }
 
 int tp_tok_encode(const tp_tok *t, const char *text, size_t len, int32_t **ids, size_t *n) {
@@ -181,6 +185,90 @@ int tp_tok_count(const tp_tok *t, const char *text, size_t len, size_t *count) {
   return 0;
 }
 
+/* Special tokens are added around the text's ids after encoding, the way
+ * tokenizers' post-processors work on a finished encoding: they never take
+ * part in merges, so the text's own ids are tp_tok_encode's whatever is
+ * added, and a count is the text's count times its copies in the template
+ * plus the template's fixed ids.  The plain calls above stay as they were,
+ * so counting without special tokens costs nothing extra. */
+int tp_tok_encode_special(const tp_tok *t, const char *text, size_t len, int32_t **ids, size_t *n) {
+  if (ids != NULL) *ids = NULL;
+  if (n != NULL) *n = 0;
+  if (t == NULL || t->special == NULL) return TP_EINVAL; /* not loaded with TP_TOK_FLAG_SPECIAL_TOKENS */
+  int32_t *own = NULL;
+  size_t n_own = 0;
+  int rv = tp_tok_encode(t, text, len, &own, &n_own);
+  if (rv != 0) return rv;
+  if (t->n_special == 1 && t->n_special_text == 1) { /* "$A": nothing added */
+    *ids = own;
+    *n = n_own;
+    return 0;
+  }
+  size_t fixed = t->n_special - t->n_special_text;
+  if (t->n_special_text != 0 && n_own > (SIZE_MAX / sizeof(int32_t) - fixed) / t->n_special_text) {
+    free(own);
+    return TP_ETOOBIG;
+  }
+  size_t total = n_own * t->n_special_text + fixed;
+  int32_t *v = malloc((total ? total : 1) * sizeof(*v));
+  if (v == NULL) {
+    free(own);
+    return TP_ENOMEM;
+  }
+  size_t k = 0;
+  for (size_t i = 0; i < t->n_special; i++) {
+    if (t->special[i] != TP_TOK_TEXT) {
+      v[k++] = t->special[i];
+    } else if (n_own) {
+      memcpy(v + k, own, n_own * sizeof(*v));
+      k += n_own;
+    }
+  }
+  free(own);
+  *ids = v;
+  *n = total;
+  return 0;
+}
+
+int tp_tok_count_special(const tp_tok *t, const char *text, size_t len, size_t *count) {
+  if (count == NULL) return TP_EINVAL;
+  *count = 0;
+  if (t == NULL || t->special == NULL) return TP_EINVAL;
+  size_t own = 0;
+  int rv = tp_tok_count(t, text, len, &own);
+  if (rv != 0) return rv;
+  size_t fixed = t->n_special - t->n_special_text;
+  if (t->n_special_text != 0 && own > (SIZE_MAX - fixed) / t->n_special_text) return TP_ETOOBIG;
+  *count = own * t->n_special_text + fixed;
+  return 0;
+}
+
+const char *tp_tok_special_desc(const tp_tok *t) {
+  return t != NULL ? t->special_desc : NULL;
+}
+
+int tp__tok_set_special(tp_tok *t, const int32_t *tmpl, size_t n, const char *desc) {
+  int32_t *v = malloc((n ? n : 1) * sizeof(*v));
+  char *d = tp_strndup(desc, strlen(desc));
+  if (v == NULL || d == NULL) {
+    free(v);
+    free(d);
+    return TP_ENOMEM;
+  }
+  size_t text = 0;
+  for (size_t i = 0; i < n; i++) {
+    v[i] = tmpl[i];
+    text += tmpl[i] == TP_TOK_TEXT;
+  }
+  free(t->special);
+  free(t->special_desc);
+  t->special = v;
+  t->n_special = n;
+  t->n_special_text = text;
+  t->special_desc = d;
+  return 0;
+}
+
 int tp_tok_decode(const tp_tok *t, const int32_t *ids, size_t n, char **text, size_t *len) {
   if (t == NULL || text == NULL || len == NULL || (ids == NULL && n != 0)) return TP_EINVAL;
   return t->ops->decode(t, ids, n, text, len);
@@ -194,5 +282,7 @@ void tp_tok_free(tp_tok *t) {
   if (t == NULL) return;
   t->ops->free(t);
   free(t->path);
+  free(t->special);
+  free(t->special_desc);
   free(t);
 }

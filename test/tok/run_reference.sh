@@ -9,8 +9,11 @@
 #             WORK_DIR/npm and reused while the package list is unchanged
 #   TOK_IDS   the tok_ids program
 # Prints TAP: for every tokenizer and every text, one check that the ids are
-# equal and one that the decoded text is equal.  Without node or npm, or when
-# the npm registry cannot be reached, prints a TAP skip with the reason.
+# equal and one that the decoded text is equal; and for the real tokenizers
+# and the post-processor variants (make_variants.js says which), one check
+# that the ids with special tokens added are equal (addSpecialTokens: true
+# against tok_ids --special).  Without node or npm, or when the npm registry
+# cannot be reached, prints a TAP skip with the reason.
 set -uo pipefail
 
 src=$1
@@ -90,26 +93,46 @@ compare() { # name what ref ours
   failed=$((failed + bad))
 }
 
-while IFS=$'\t' read -r name file; do
+fail() { # what
+  n=$((n + 1))
+  failed=$((failed + 1))
+  echo "not ok $n - $*"
+}
+
+while IFS=$'\t' read -r name file passes; do
+  plain=0
+  special=0
+  case ",$passes," in *,plain,*) plain=1 ;; esac
+  case ",$passes," in *,special,*) special=1 ;; esac
+  sp_ref=$out/$name.special.ref
+  rm -f "$sp_ref"
   for mode in ids decode; do
+    [ "$plain" = 1 ] || [ "$mode" = ids ] || continue
     flag=()
     [ "$mode" = decode ] && flag=(--decode)
-    if ! node "$src/reference.js" "${flag[@]}" "$file" "$texts" >"$out/$name.$mode.ref" 2>"$out/$name.$mode.ref.err"; then
-      n=$((n + 1))
-      failed=$((failed + 1))
-      echo "not ok $n - $name $mode: the reference failed: $(head -c 300 "$out/$name.$mode.ref.err")"
+    # Node loading the tokenizer is most of a reference run, so the ids
+    # with special tokens come from the same run as the plain ids.
+    sp=()
+    [ "$mode" = ids ] && [ "$special" = 1 ] && sp=(--special-out "$sp_ref")
+    if ! node "$src/reference.js" "${flag[@]}" "${sp[@]}" "$file" "$texts" >"$out/$name.$mode.ref" 2>"$out/$name.$mode.ref.err"; then
+      fail "$name $mode: the reference failed: $(head -c 300 "$out/$name.$mode.ref.err")"
       continue
     fi
+    [ "$plain" = 1 ] || continue
     if ! "$tok_ids" "${flag[@]}" "$file" "$texts" >"$out/$name.$mode.ours" 2>"$out/$name.$mode.ours.err"; then
-      n=$((n + 1))
-      failed=$((failed + 1))
-      echo "not ok $n - $name $mode: tok_ids failed: $(head -c 300 "$out/$name.$mode.ours.err")"
+      fail "$name $mode: tok_ids failed: $(head -c 300 "$out/$name.$mode.ours.err")"
       continue
     fi
     compare "$name" "$mode" "$out/$name.$mode.ref" "$out/$name.$mode.ours"
   done
+  [ "$special" = 1 ] && [ -f "$sp_ref" ] || continue
+  if ! "$tok_ids" --special "$file" "$texts" >"$out/$name.special.ours" 2>"$out/$name.special.ours.err"; then
+    fail "$name special: tok_ids --special failed: $(head -c 300 "$out/$name.special.ours.err")"
+    continue
+  fi
+  compare "$name" "ids with special tokens" "$sp_ref" "$out/$name.special.ours"
 done <"$out/list.tsv"
 
-echo "# $(wc -l <"$out/list.tsv") tokenizers x $n_texts texts; outputs in $out"
+echo "# $(grep -c plain "$out/list.tsv") tokenizers x $n_texts texts compared plainly, $(grep -c special "$out/list.tsv") with special tokens; outputs in $out"
 echo "1..$n"
 [ "$failed" -eq 0 ]

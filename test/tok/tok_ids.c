@@ -2,13 +2,15 @@
  * text, in the format test/tok/reference.js prints the reference's, so the
  * two outputs compare with a plain diff.
  *
- * Usage: tok_ids [--decode] TOKENIZER TEXTS.jsonl
+ * Usage: tok_ids [--decode | --special] TOKENIZER TEXTS.jsonl
  *   TOKENIZER   a tokenizer.json / tokenizer.model or a model directory
- *               (loaded through tp_tok_load, the path the CLI uses)
+ *               (loaded through tp_tok_load_ex, the path the CLI uses)
  *   TEXTS       one {"text": "..."} object per line
  * Output: the ids separated by single spaces (an empty line for none), or
  * with --decode the decoded ids as a JSON string escaped the way
- * JavaScript's JSON.stringify escapes.  Encoding adds no special tokens.
+ * JavaScript's JSON.stringify escapes.  Encoding adds no special tokens;
+ * with --special it adds those the tokenizer adds (tp_tok_encode_special,
+ * what --tokenizer-add-special-tokens counts).
  * Exit status: 0, 2 usage, 3 the tokenizer cannot be loaded, 1 otherwise. */
 #include <jansson.h>
 #include <stdio.h>
@@ -43,15 +45,18 @@ static void print_json_string(const char *s, size_t n) {
 
 int main(int argc, char **argv) {
   int a = 1;
-  int decode = 0;
-  if (a < argc && strcmp(argv[a], "--decode") == 0) decode = 1, a++;
+  int decode = 0, special = 0;
+  if (a < argc && strcmp(argv[a], "--decode") == 0)
+    decode = 1, a++;
+  else if (a < argc && strcmp(argv[a], "--special") == 0)
+    special = 1, a++;
   if (argc - a != 2) {
-    fprintf(stderr, "usage: %s [--decode] TOKENIZER TEXTS.jsonl\n", argv[0]);
+    fprintf(stderr, "usage: %s [--decode | --special] TOKENIZER TEXTS.jsonl\n", argv[0]);
     return 2;
   }
   char err[1024];
   tp_tok *tok = NULL;
-  if (tp_tok_load(&tok, argv[a], err, sizeof(err)) != 0) {
+  if (tp_tok_load_ex(&tok, argv[a], special ? TP_TOK_FLAG_SPECIAL_TOKENS : 0, err, sizeof(err)) != 0) {
     fprintf(stderr, "tok_ids: %s\n", err);
     return 3;
   }
@@ -80,7 +85,8 @@ int main(int argc, char **argv) {
     }
     int32_t *ids = NULL;
     size_t n = 0;
-    int rc = tp_tok_encode(tok, json_string_value(text), json_string_length(text), &ids, &n);
+    int rc = special ? tp_tok_encode_special(tok, json_string_value(text), json_string_length(text), &ids, &n)
+                     : tp_tok_encode(tok, json_string_value(text), json_string_length(text), &ids, &n);
     if (rc != 0) {
       fprintf(stderr, "%s:%u: encode failed (%d)\n", argv[a + 1], lineno, rc);
       status = 1;

@@ -4,7 +4,12 @@
  * through TP_WORDS_MODEL and TP_PROSE_MODEL.  The reference for "correct
  * ids" is sentencepiece's own spm_encode command, so these tests pin our
  * shim to the library's behaviour rather than to numbers copied from an
- * earlier run. */
+ * earlier run.
+ *
+ * Special tokens (TP_TOK_FLAG_SPECIAL_TOKENS): the test models have BOS 1
+ * and EOS 2 (spm_train's defaults); a model without BOS is trained here,
+ * and tokenizer_config.json files are written beside symlinks to the
+ * models. */
 #include <errno.h>
 #include <ftw.h>
 #include <pthread.h>
@@ -472,6 +477,150 @@ static void test_errors(const char *words_model) {
   tp_buf_fini(&d);
 }
 
+/* ------------------------------------------------------------------------ */
+/* Special tokens                                                           */
+
+/* Loads path with TP_TOK_FLAG_SPECIAL_TOKENS and checks what " the of and"
+ * becomes: the plain ids (which must not change) wrapped in want_pre and
+ * want_post, and the description. */
+static void check_special(const char *path, const char *what, const int32_t *pre, size_t n_pre,
+                          const int32_t *post, size_t n_post, const char *want_desc) {
+  static const char text[] = " the of and";
+  char err[1024] = "";
+  tp_tok *t = NULL;
+  int rc = tp_tok_load_ex(&t, path, TP_TOK_FLAG_SPECIAL_TOKENS, err, sizeof(err));
+  CHECK(rc == 0 && t != NULL, "%s: loads with special tokens (rc %d: %s)", what, rc, err);
+  if (t == NULL) return;
+  int32_t *plain = NULL, *ids = NULL;
+  size_t n_plain = 0, n = 0, count = 0;
+  CHECK(tp_tok_encode(t, text, strlen(text), &plain, &n_plain) == 0 && n_plain == 3, "%s: plain ids (3)",
+        what);
+  rc = tp_tok_encode_special(t, text, strlen(text), &ids, &n);
+  bool ok = rc == 0 && n == n_pre + n_plain + n_post;
+  if (ok && n_pre) ok = memcmp(ids, pre, n_pre * sizeof(int32_t)) == 0;
+  if (ok) ok = memcmp(ids + n_pre, plain, n_plain * sizeof(int32_t)) == 0;
+  if (ok && n_post) ok = memcmp(ids + n_pre + n_plain, post, n_post * sizeof(int32_t)) == 0;
+  CHECK(ok, "%s: ids with special tokens are the plain ids wrapped (%zu before, %zu after)", what, n_pre,
+        n_post);
+  if (!ok) print_ids("got", ids, n);
+  CHECK(tp_tok_count_special(t, text, strlen(text), &count) == 0 && count == n_pre + n_plain + n_post,
+        "%s: count with special tokens is %zu (got %zu)", what, n_pre + n_plain + n_post, count);
+  CHECK(tp_tok_count_special(t, "", 0, &count) == 0 && count == n_pre + n_post,
+        "%s: the empty text counts only its special tokens (%zu)", what, count);
+  CHECK_STR(tp_tok_special_desc(t), want_desc, what);
+  free(plain);
+  free(ids);
+  tp_tok_free(t);
+}
+
+/* Writes dir/tokenizer_config.json, or removes it when json is NULL. */
+static void set_config(const char *dir, const char *json) {
+  tp_buf p;
+  tp_buf_init(&p);
+  make_path(&p, dir, "tokenizer_config.json");
+  if (json)
+    write_file((char *)p.data, json, strlen(json));
+  else
+    unlink((char *)p.data);
+  tp_buf_fini(&p);
+}
+
+static void test_special(const char *words_model) {
+  static const int32_t bos[] = {1}, eos[] = {2};
+  char err[1024];
+  tp_tok *t = NULL;
+
+  /* Loaded plainly: nothing is read, the special calls refuse. */
+  CHECK_INT(tp_tok_load(&t, words_model, err, sizeof(err)), 0, "plain load");
+  int32_t *ids = (int32_t *)1;
+  size_t n = 1, count = 1;
+  CHECK_INT(tp_tok_encode_special(t, "a", 1, &ids, &n), TP_EINVAL, "encode_special needs the flag");
+  CHECK(ids == NULL && n == 0, "and returns no ids");
+  CHECK_INT(tp_tok_count_special(t, "a", 1, &count), TP_EINVAL, "count_special needs the flag");
+  CHECK(tp_tok_special_desc(t) == NULL, "no description without the flag");
+  tp_tok_free(t);
+
+  /* The model alone: BOS (the model has one), no EOS. */
+  check_special(words_model, "words model", bos, 1, NULL, 0, "<s> $A");
+
+  /* A directory holding the model: its tokenizer_config.json decides,
+   * whether the directory or the file in it is given. */
+  tp_buf d, m;
+  tp_buf_init(&d);
+  tp_buf_init(&m);
+  make_path(&d, tmp_root, "special-dir");
+  mkdir((char *)d.data, 0700);
+  make_path(&m, (char *)d.data, "tokenizer.model");
+  CHECK(symlink(words_model, (char *)m.data) == 0, "symlink the model");
+  const char *dir = (char *)d.data, *model = (char *)m.data;
+  check_special(dir, "no tokenizer_config.json", bos, 1, NULL, 0, "<s> $A");
+  set_config(dir, "{\"add_bos_token\": true, \"add_eos_token\": true, \"model_max_length\": 4096}");
+  check_special(dir, "config adds BOS and EOS (directory)", bos, 1, eos, 1, "<s> $A </s>");
+  check_special(model, "config adds BOS and EOS (file)", bos, 1, eos, 1, "<s> $A </s>");
+  set_config(dir, "{\"add_bos_token\": false}");
+  check_special(dir, "config: add_bos_token false", NULL, 0, NULL, 0, "$A");
+  set_config(dir, "{\"add_eos_token\": true}");
+  check_special(dir, "config: add_eos_token only (BOS stays the default)", bos, 1, eos, 1, "<s> $A </s>");
+  set_config(dir, "{\"add_bos_token\": null, \"tokenizer_class\": \"LlamaTokenizer\"}");
+  check_special(dir, "config: null is unset", bos, 1, NULL, 0, "<s> $A");
+
+  /* A bad tokenizer_config.json fails only a load that reads it. */
+  set_config(dir, "{\"add_bos_token\": \"yes\"}");
+  err[0] = 0;
+  CHECK_INT(tp_tok_load_ex(&t, dir, TP_TOK_FLAG_SPECIAL_TOKENS, err, sizeof(err)), TP_EINVAL,
+            "add_bos_token a string");
+  CHECK(strstr(err, "tokenizer_config.json") && strstr(err, "add_bos_token") && strstr(err, "true or false"),
+        "the message names the file and the field: %s", err);
+  set_config(dir, "{\"add_bos_token\": tru");
+  err[0] = 0;
+  CHECK_INT(tp_tok_load_ex(&t, dir, TP_TOK_FLAG_SPECIAL_TOKENS, err, sizeof(err)), TP_EINVAL,
+            "tokenizer_config.json not JSON");
+  CHECK(strstr(err, "tokenizer_config.json") && strstr(err, "not valid JSON"), "the message says so: %s",
+        err);
+  t = NULL;
+  CHECK_INT(tp_tok_load(&t, dir, err, sizeof(err)), 0, "without the flag the broken config is not read");
+  tp_tok_free(t);
+  set_config(dir, "[true]");
+  CHECK_INT(tp_tok_load_ex(&t, dir, TP_TOK_FLAG_SPECIAL_TOKENS, err, sizeof(err)), TP_EINVAL,
+            "tokenizer_config.json not an object");
+  set_config(dir, NULL);
+
+  /* A model without BOS adds nothing by default, and refuses a config
+   * asking for one. */
+  tp_buf cmd, nobos;
+  tp_buf_init(&cmd);
+  tp_buf_init(&nobos);
+  make_path(&d, tmp_root, "nobos-dir");
+  mkdir((char *)d.data, 0700);
+  dir = (char *)d.data;
+  make_path(&nobos, dir, "nobos");
+  const char *src = getenv("TP_SOURCE_ROOT");
+  tp_buf_printf(&cmd, "spm_train --input=%s/test/data/words_corpus.txt --model_prefix=", src ? src : ".");
+  shell_quote(&cmd, (char *)nobos.data);
+  tp_buf_append_str(&cmd,
+                    " --input_sentence_size=0 --shuffle_input_sentence=false --num_threads=1 "
+                    "--minloglevel=2 --model_type=word --vocab_size=258 --use_all_vocab=true "
+                    "--bos_id=-1 >/dev/null 2>&1");
+  int rc = system((char *)cmd.data);
+  CHECK(rc == 0, "spm_train made a model without BOS (%s)", (char *)cmd.data);
+  make_path(&nobos, dir, "nobos.model");
+  if (rc == 0) {
+    check_special((char *)nobos.data, "model without BOS", NULL, 0, NULL, 0, "$A");
+    set_config(dir, "{\"add_eos_token\": true}");
+    check_special((char *)nobos.data, "model without BOS, config adds EOS", NULL, 0, eos, 1, "$A </s>");
+    set_config(dir, "{\"add_bos_token\": true}");
+    err[0] = 0;
+    CHECK_INT(tp_tok_load_ex(&t, (char *)nobos.data, TP_TOK_FLAG_SPECIAL_TOKENS, err, sizeof(err)), TP_EINVAL,
+              "config asks for a BOS the model lacks");
+    CHECK(strstr(err, "add_bos_token") && strstr(err, "no BOS") && strstr(err, (char *)nobos.data),
+          "the message names the model and the setting: %s", err);
+  }
+  tp_buf_fini(&cmd);
+  tp_buf_fini(&nobos);
+  tp_buf_fini(&d);
+  tp_buf_fini(&m);
+}
+
 int main(void) {
   const char *words = getenv("TP_WORDS_MODEL");
   const char *prose = getenv("TP_PROSE_MODEL");
@@ -511,6 +660,7 @@ int main(void) {
     test_threads(tp);
   }
   test_errors(words);
+  test_special(words);
 
   tp_tok_free(tw);
   tp_tok_free(tp);

@@ -5,8 +5,9 @@
  * out by hand (merge ranks, ties, byte fallback, unk, added-token flags),
  * a table of bad files that must each give a message naming the file and
  * the field at fault, every prefix of a file (truncation at each byte),
- * input ending right before an unmapped page, the directory dispatch, and
- * concurrent encoding from several threads. */
+ * input ending right before an unmapped page, the directory dispatch,
+ * concurrent encoding from several threads, and the post-processors read
+ * to add special tokens (TP_TOK_FLAG_SPECIAL_TOKENS). */
 #include <errno.h>
 #include <ftw.h>
 #include <pthread.h>
@@ -102,7 +103,7 @@ static const char k_qwen_pre[] =
 static tp_tok *load_mem(const char *json, const char *name) {
   char err[1024];
   tp_tok *t = NULL;
-  int rc = tp__tok_hf_load_mem(&t, name, json, strlen(json), err, sizeof(err));
+  int rc = tp__tok_hf_load_mem(&t, name, json, strlen(json), 0, err, sizeof(err));
   if (rc != 0) printf("# load %s failed: %s\n", name, err);
   return t;
 }
@@ -484,14 +485,14 @@ static void test_bad_files(void) {
   for (int i = 0; i < 2000; i++) tp_buf_append_str(&b, "[");
   char err[1024] = "";
   tp_tok *t = NULL;
-  int rc = tp__tok_hf_load_mem(&t, "deep.json", (char *)b.data, b.len, err, sizeof(err));
+  int rc = tp__tok_hf_load_mem(&t, "deep.json", (char *)b.data, b.len, 0, err, sizeof(err));
   CHECK(rc == TP_EINVAL && strstr(err, "nested too deeply"), "deep nesting: %s", err);
   tp_buf_fini(&b);
   /* A file that is not there, and a directory given as a file. */
   snprintf(path, sizeof(path), "%s/nope/tokenizer.json", tmp_root);
-  CHECK_INT(tp_tok_hf_load(&t, path, err, sizeof(err)), TP_ENOTFOUND, "missing file");
+  CHECK_INT(tp_tok_hf_load(&t, path, 0, err, sizeof(err)), TP_ENOTFOUND, "missing file");
   CHECK(strstr(err, path) != NULL, "missing-file message names it: %s", err);
-  CHECK_INT(tp_tok_hf_load(&t, tmp_root, err, sizeof(err)), TP_EIO, "a directory is not a file");
+  CHECK_INT(tp_tok_hf_load(&t, tmp_root, 0, err, sizeof(err)), TP_EIO, "a directory is not a file");
 }
 
 /* Every proper prefix of a valid file fails cleanly; the whole file loads. */
@@ -505,7 +506,7 @@ static void test_truncation(void) {
   for (size_t k = 0; k < n; k++) {
     char err[1024] = "";
     tp_tok *t = NULL;
-    int rc = tp__tok_hf_load_mem(&t, "cut.json", j, k, err, sizeof(err));
+    int rc = tp__tok_hf_load_mem(&t, "cut.json", j, k, 0, err, sizeof(err));
     if (rc != TP_EINVAL || t != NULL || strncmp(err, "cannot load tokenizer 'cut.json'", 32) != 0) {
       if (bad++ == 0) first_bad = k;
       tp_tok_free(t);
@@ -556,7 +557,7 @@ static void test_guard_page(void) {
     memcpy(big + span - n, j, n);
     tp_tok *t2 = NULL;
     char err[512];
-    CHECK(tp__tok_hf_load_mem(&t2, "guard2.json", big + span - n, n, err, sizeof(err)) == 0,
+    CHECK(tp__tok_hf_load_mem(&t2, "guard2.json", big + span - n, n, 0, err, sizeof(err)) == 0,
           "loading a file that ends at an unmapped page");
     tp_tok_free(t2);
     munmap(big, n + (size_t)page * 2);
@@ -711,6 +712,216 @@ static void test_threads(void) {
   }
 }
 
+/* ------------------------------------------------------------------------ */
+/* Post-processors (special tokens)                                         */
+
+/* The model of the bad-file table: a=0, b=1, ab=2, so "aba" is [2, 0].
+ * Special token ids are made up: a post-processor's ids need not be in the
+ * vocabulary. */
+#define POST(pp) WITH("\"post_processor\":" pp)
+#define SPECIAL(name, ids) "\"" name "\":{\"id\":\"" name "\",\"ids\":" ids ",\"tokens\":[\"" name "\"]}"
+#define ST(name) "{\"SpecialToken\":{\"id\":\"" name "\",\"type_id\":0}}"
+#define SEQ_A "{\"Sequence\":{\"id\":\"A\",\"type_id\":0}}"
+#define PAIR ",\"pair\":[" SEQ_A ",{\"Sequence\":{\"id\":\"B\",\"type_id\":1}}]"
+#define TEMPLATE(single, specials) \
+  "{\"type\":\"TemplateProcessing\",\"single\":[" single "]" PAIR ",\"special_tokens\":{" specials "}}"
+#define T_BOS TEMPLATE(ST("<s>") "," SEQ_A, SPECIAL("<s>", "[7]"))
+#define T_BOS_EOS \
+  TEMPLATE(ST("<s>") "," SEQ_A "," ST("</s>"), SPECIAL("<s>", "[7]") "," SPECIAL("</s>", "[8]"))
+#define BYTELEVEL \
+  "{\"type\":\"ByteLevel\",\"add_prefix_space\":true,\"trim_offsets\":false,\"use_regex\":true}"
+#define BERT "{\"type\":\"BertProcessing\",\"sep\":[\"[SEP]\",102],\"cls\":[\"[CLS]\",101]}"
+
+typedef struct post_case {
+  const char *what;
+  const char *json;
+  int32_t want[8]; /* ids for "aba" with special tokens */
+  size_t n_want;
+  const char *desc;
+} post_case;
+
+static const post_case k_post[] = {
+    {"no post_processor", WITH("\"normalizer\":null"), {2, 0}, 2, "$A"},
+    {"null", POST("null"), {2, 0}, 2, "$A"},
+    {"ByteLevel adds nothing", POST(BYTELEVEL), {2, 0}, 2, "$A"},
+    {"empty Sequence", POST("{\"type\":\"Sequence\",\"processors\":[]}"), {2, 0}, 2, "$A"},
+    {"TemplateProcessing, BOS", POST(T_BOS), {7, 2, 0}, 3, "<s> $A"},
+    {"TemplateProcessing, BOS and EOS", POST(T_BOS_EOS), {7, 2, 0, 8}, 4, "<s> $A </s>"},
+    {"TemplateProcessing, a special token of several ids",
+     POST(TEMPLATE(ST("<x>") "," SEQ_A, SPECIAL("<x>", "[5,6]"))),
+     {5, 6, 2, 0},
+     4,
+     "<x> $A"},
+    {"TemplateProcessing, a special token of no ids",
+     POST(TEMPLATE(ST("<x>") "," SEQ_A, SPECIAL("<x>", "[]"))),
+     {2, 0},
+     2,
+     "<x> $A"},
+    {"TemplateProcessing, the text twice",
+     POST(TEMPLATE(ST("<s>") "," SEQ_A "," SEQ_A, SPECIAL("<s>", "[7]"))),
+     {7, 2, 0, 2, 0},
+     5,
+     "<s> $A $A"},
+    {"TemplateProcessing looks special tokens up by key",
+     POST(TEMPLATE(ST("<s>") "," SEQ_A, "\"<s>\":{\"id\":\"<other>\",\"ids\":[9],\"tokens\":[\"<s>\"]}")),
+     {9, 2, 0},
+     3,
+     "<s> $A"},
+    {"Sequence[ByteLevel, TemplateProcessing] (Llama 3)",
+     POST("{\"type\":\"Sequence\",\"processors\":[" BYTELEVEL "," T_BOS "]}"),
+     {7, 2, 0},
+     3,
+     "<s> $A"},
+    {"RobertaProcessing",
+     POST("{\"type\":\"RobertaProcessing\",\"sep\":[\"</s>\",2],\"cls\":[\"<s>\",0],\"trim_offsets\":true,"
+          "\"add_prefix_space\":true}"),
+     {0, 2, 0, 2},
+     4,
+     "<s> $A </s>"},
+    {"BertProcessing", POST(BERT), {101, 2, 0, 102}, 4, "[CLS] $A [SEP]"},
+    {"Sequence[BertProcessing, TemplateProcessing]: each wraps the one before",
+     POST("{\"type\":\"Sequence\",\"processors\":[" BERT "," T_BOS_EOS "]}"),
+     {7, 101, 2, 0, 102, 8},
+     6,
+     "<s> [CLS] $A [SEP] </s>"},
+};
+
+/* With the flag: these files are refused, naming the file and the field or
+ * type; without it they all load (the post-processor is not read). */
+static const bad_case k_bad_post[] = {
+    {"unknown post-processor", POST("{\"type\":\"Foo\"}"), TP_EUNSUPPORTED,
+     "post_processor.type \"Foo\" is not supported"},
+    {"unknown post-processor in a Sequence",
+     POST("{\"type\":\"Sequence\",\"processors\":[" BYTELEVEL ",{\"type\":\"Foo\"}]}"), TP_EUNSUPPORTED,
+     "post_processor.processors[1].type \"Foo\" is not supported"},
+    {"post_processor not an object", POST("3"), TP_EINVAL, "post_processor is a number"},
+    {"post_processor without a type", POST("{\"single\":[]}"), TP_EINVAL, "post_processor has no \"type\""},
+    {"Sequence without processors", POST("{\"type\":\"Sequence\"}"), TP_EINVAL,
+     "without a \"processors\" array"},
+    {"template with Sequence B",
+     POST(TEMPLATE("{\"Sequence\":{\"id\":\"B\",\"type_id\":0}}", SPECIAL("<s>", "[7]"))), TP_EINVAL,
+     "post_processor.single[0] is Sequence B"},
+    {"template with another sequence id",
+     POST(TEMPLATE("{\"Sequence\":{\"id\":\"C\"}}", SPECIAL("<s>", "[7]"))), TP_EINVAL,
+     "whose \"id\" is not \"A\" or \"B\""},
+    {"template naming a missing special token", POST(TEMPLATE(ST("<x>") "," SEQ_A, SPECIAL("<s>", "[7]"))),
+     TP_EINVAL, "post_processor.single[0] names the special token \"<x>\""},
+    {"template item of neither kind", POST(TEMPLATE("{\"Other\":{}}", SPECIAL("<s>", "[7]"))), TP_EINVAL,
+     "post_processor.single[0] is not a"},
+    {"negative special id", POST(TEMPLATE(ST("<s>") "," SEQ_A, SPECIAL("<s>", "[-1]"))), TP_EINVAL,
+     "special_tokens[\"<s>\"].ids[0] is out of range"},
+    {"special id a string", POST(TEMPLATE(ST("<s>") "," SEQ_A, SPECIAL("<s>", "[\"1\"]"))), TP_EINVAL,
+     "ids[0] is a string, expected a token id"},
+    {"special ids not an array", POST(TEMPLATE(ST("<s>") "," SEQ_A, SPECIAL("<s>", "1"))), TP_EINVAL,
+     "special_tokens[\"<s>\"].ids is a number"},
+    {"template without single", POST("{\"type\":\"TemplateProcessing\",\"special_tokens\":{}}"), TP_EINVAL,
+     "post_processor.single is missing"},
+    {"template without special_tokens", POST("{\"type\":\"TemplateProcessing\",\"single\":[" SEQ_A "]}"),
+     TP_EINVAL, "post_processor.special_tokens is missing"},
+    {"Bert without sep", POST("{\"type\":\"BertProcessing\",\"cls\":[\"[CLS]\",101]}"), TP_EINVAL,
+     "post_processor.sep must be [\"token\", id]"},
+    {"Roberta cls of three",
+     POST("{\"type\":\"RobertaProcessing\",\"sep\":[\"</s>\",2],\"cls\":[\"<s>\",0,1]}"), TP_EINVAL,
+     "post_processor.cls must be"},
+    {"Roberta id out of range",
+     POST("{\"type\":\"RobertaProcessing\",\"sep\":[\"</s>\",4294967296],\"cls\":[\"<s>\",0]}"), TP_EINVAL,
+     "post_processor.sep[1] is out of range"},
+};
+
+static void test_post_processors(void) {
+  static const char text[] = "aba";
+  for (size_t i = 0; i < TP_ARRAY_LEN(k_post); i++) {
+    const post_case *c = &k_post[i];
+    char err[1024] = "";
+    tp_tok *t = NULL, *plain = load_mem(c->json, "plain.json");
+    int rc = tp__tok_hf_load_mem(&t, "post.json", c->json, strlen(c->json), TP_TOK_FLAG_SPECIAL_TOKENS, err,
+                                 sizeof(err));
+    CHECK(rc == 0 && t != NULL && plain != NULL, "%s: loads (%s)", c->what, err);
+    if (t == NULL || plain == NULL) {
+      tp_tok_free(t);
+      tp_tok_free(plain);
+      continue;
+    }
+    /* The plain ids are the same with and without the flag. */
+    CHECK(ENC(plain, text, 2, 0) && ENC(t, text, 2, 0), "%s: plain ids unchanged", c->what);
+    int32_t *ids = (int32_t *)1;
+    size_t n = 1, count = 0;
+    CHECK_INT(tp_tok_encode_special(plain, text, 3, &ids, &n), TP_EINVAL,
+              "loaded without the flag, encode_special refuses");
+    CHECK(tp_tok_special_desc(plain) == NULL, "and there is no description");
+    rc = tp_tok_encode_special(t, text, 3, &ids, &n);
+    bool ok = rc == 0 && n == c->n_want && memcmp(ids, c->want, n * sizeof(int32_t)) == 0;
+    CHECK(ok, "%s: ids with special tokens", c->what);
+    if (!ok) {
+      printf("#   rc %d, got", rc);
+      for (size_t k = 0; rc == 0 && k < n; k++) printf(" %d", ids[k]);
+      printf("\n");
+    }
+    free(ids);
+    CHECK(tp_tok_count_special(t, text, 3, &count) == 0 && count == c->n_want, "%s: count %zu", c->what,
+          count);
+    /* Each "$A" of the template holds the text's 2 ids. */
+    size_t copies = 0;
+    for (const char *a = strstr(c->desc, "$A"); a; a = strstr(a + 2, "$A")) copies++;
+    CHECK(tp_tok_count_special(t, "", 0, &count) == 0 && count == c->n_want - 2 * copies,
+          "%s: the empty text counts its special tokens only (%zu)", c->what, count);
+    CHECK_STR(tp_tok_special_desc(t), c->desc, c->what);
+    tp_tok_free(t);
+    tp_tok_free(plain);
+  }
+
+  char path[512];
+  for (size_t i = 0; i < TP_ARRAY_LEN(k_bad_post); i++) {
+    const bad_case *c = &k_bad_post[i];
+    snprintf(path, sizeof(path), "%s/post_%02zu.json", tmp_root, i);
+    write_file(path, c->json, strlen(c->json));
+    char err[1024] = "";
+    tp_tok *t = (tp_tok *)1;
+    int rc = tp_tok_load_ex(&t, path, TP_TOK_FLAG_SPECIAL_TOKENS, err, sizeof(err));
+    bool named = strstr(err, path) != NULL, found = strstr(err, c->needle) != NULL;
+    CHECK(rc == c->rc && t == NULL && named && found, "%s: %s", c->what, err);
+    if (!(rc == c->rc && found))
+      printf("#   rc %d (want %d), want \"%s\" in the message\n", rc, c->rc, c->needle);
+    t = NULL;
+    rc = tp_tok_load(&t, path, err, sizeof(err));
+    CHECK(rc == 0 && t != NULL && ENC(t, "aba", 2, 0), "%s: loads and encodes without the flag", c->what);
+    tp_tok_free(t);
+  }
+
+  /* A chain of templates each repeating the text grows past any real one:
+   * refused, not built. */
+  tp_buf b;
+  tp_buf_init(&b);
+  tp_buf_append_str(&b, "{\"post_processor\":{\"type\":\"Sequence\",\"processors\":[");
+  for (int i = 0; i < 11; i++)
+    tp_buf_printf(&b, "%s%s", i ? "," : "", TEMPLATE(SEQ_A "," SEQ_A, SPECIAL("<s>", "[7]")));
+  tp_buf_append_str(&b, "]},\"model\":{\"type\":\"BPE\"," V2 ",\"merges\":[\"a b\"]}}");
+  char err[1024] = "";
+  tp_tok *t = NULL;
+  int rc = tp__tok_hf_load_mem(&t, "grow.json", (char *)b.data, b.len, TP_TOK_FLAG_SPECIAL_TOKENS, err,
+                               sizeof(err));
+  CHECK(rc == TP_EINVAL && t == NULL && strstr(err, "more than 1024"),
+        "a template of 2048 texts is refused: %s", err);
+  tp_buf_fini(&b);
+
+  /* A tokenizer.json's post-processor decides even when a
+   * tokenizer_config.json beside it says otherwise (docs/metrics.md). */
+  char dir[512], p[600];
+  snprintf(dir, sizeof(dir), "%s/post-model", tmp_root);
+  mkdir(dir, 0700);
+  snprintf(p, sizeof(p), "%s/tokenizer.json", dir);
+  static const char json[] = POST(T_BOS);
+  write_file(p, json, strlen(json));
+  snprintf(p, sizeof(p), "%s/tokenizer_config.json", dir);
+  write_file(p, "{\"add_bos_token\": false, \"add_eos_token\": true}", 47);
+  rc = tp_tok_load_ex(&t, dir, TP_TOK_FLAG_SPECIAL_TOKENS, err, sizeof(err));
+  CHECK(rc == 0 && t != NULL, "directory with tokenizer.json and tokenizer_config.json loads (%s)", err);
+  if (t) {
+    CHECK_STR(tp_tok_special_desc(t), "<s> $A", "tokenizer_config.json does not override the post-processor");
+    tp_tok_free(t);
+  }
+}
+
 int main(void) {
   const char *tmp = getenv("TMPDIR");
   snprintf(tmp_root, sizeof(tmp_root), "%s/tp_test_tok_hf.XXXXXX", tmp && *tmp ? tmp : "/tmp");
@@ -727,6 +938,7 @@ int main(void) {
   test_guard_page();
   test_dispatch();
   test_threads();
+  test_post_processors();
   nftw(tmp_root, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
   return tp_test_done();
 }

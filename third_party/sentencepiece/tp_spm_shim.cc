@@ -186,6 +186,31 @@ extern "C" int tp_spm_piece_count(const tp_spm *sp) {
   }
 }
 
+extern "C" void tp_spm_special_ids(const tp_spm *sp, int32_t *bos, int32_t *eos) {
+  *bos = -1;
+  *eos = -1;
+  try {
+    /* Both are -1 in the model's trainer spec when it has no such piece;
+     * an id past the vocabulary would be a broken model, treated alike. */
+    const int pieces = sp->proc.GetPieceSize();
+    const int b = sp->proc.bos_id(), e = sp->proc.eos_id();
+    if (b >= 0 && b < pieces) *bos = b;
+    if (e >= 0 && e < pieces) *eos = e;
+  } catch (...) {
+  }
+}
+
+extern "C" void tp_spm_piece(const tp_spm *sp, int32_t id, char *buf, size_t buflen) {
+  buf[0] = '\0';
+  try {
+    if (id < 0 || id >= sp->proc.GetPieceSize()) return;
+    const std::string &s = sp->proc.IdToPiece(static_cast<int>(id));
+    std::snprintf(buf, buflen, "%s", s.c_str());
+  } catch (...) {
+    buf[0] = '\0';
+  }
+}
+
 extern "C" void tp_spm_free(tp_spm *sp) {
   try {
     delete sp;

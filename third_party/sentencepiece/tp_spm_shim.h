@@ -58,6 +58,15 @@ int tp_spm_decode(const tp_spm *sp, const int32_t *ids, size_t n, char **text, s
  * including unk, BOS and EOS. */
 int tp_spm_piece_count(const tp_spm *sp);
 
+/* The model's BOS and EOS piece ids, each -1 when the model has none (a
+ * model trained with --bos_id=-1, say). */
+void tp_spm_special_ids(const tp_spm *sp, int32_t *bos, int32_t *eos);
+
+/* Copies the piece of id ("<s>") into buf as a NUL-terminated string, cut
+ * to buflen - 1 bytes; "" for an id outside the vocabulary or on any
+ * failure.  buflen must be above 0. */
+void tp_spm_piece(const tp_spm *sp, int32_t id, char *buf, size_t buflen);
+
 /* Releases the model.  NULL is allowed. */
 void tp_spm_free(tp_spm *sp);
 

@@ -192,6 +192,10 @@ typedef struct tp_config {
 
   const char *input_file; /* JSONL prompts; NULL = synthetic prompts */
   const char *tokenizer;  /* tokenizer.model or a directory holding one */
+  /* Count prompts with the special tokens the tokenizer's configuration
+   * adds (BOS, ...), as the server's prompt count usually does; output
+   * tokens never include them.  Needs tokenizer. */
+  bool tokenizer_add_special_tokens;
   uint64_t random_seed;
 
   /* Output length asked of the server: max_tokens (0 = per-prompt value or
@@ -557,6 +561,31 @@ TP_API int tp_tokenizer_load(tp_tokenizer **out, const char *path, char *err, si
 TP_API int tp_tokenizer_encode(const tp_tokenizer *t, const char *text, size_t len, int32_t **ids,
                                size_t *n);
 TP_API int tp_tokenizer_count(const tp_tokenizer *t, const char *text, size_t len, size_t *n);
+
+/* Flags for tp_tokenizer_load_ex. */
+typedef enum tp_tokenizer_flag {
+  /* Also read which special tokens the tokenizer adds around a text (a
+   * tokenizer.json's post_processor; a tokenizer.model's BOS, or
+   * add_bos_token/add_eos_token of a tokenizer_config.json beside it), for
+   * tp_tokenizer_encode_special.  A post-processor this build does not
+   * implement then fails the load (TP_EUNSUPPORTED, naming the file and the
+   * type); without the flag it is never read. */
+  TP_TOKENIZER_FLAG_ADD_SPECIAL_TOKENS = 1
+} tp_tokenizer_flag;
+
+/* tp_tokenizer_load with flags (tp_tokenizer_flag; 0 is tp_tokenizer_load). */
+TP_API int tp_tokenizer_load_ex(tp_tokenizer **out, const char *path, unsigned flags, char *err,
+                                size_t errlen);
+/* As tp_tokenizer_encode and tp_tokenizer_count, plus the special tokens
+ * the tokenizer adds (Hugging Face's add_special_tokens=True); the text's
+ * own ids are unchanged.  Needs t loaded with
+ * TP_TOKENIZER_FLAG_ADD_SPECIAL_TOKENS, else TP_EINVAL. */
+TP_API int tp_tokenizer_encode_special(const tp_tokenizer *t, const char *text, size_t len, int32_t **ids,
+                                       size_t *n);
+TP_API int tp_tokenizer_count_special(const tp_tokenizer *t, const char *text, size_t len, size_t *n);
+/* What tp_tokenizer_encode_special adds, in tokenizers' template notation
+ * with $A for the text ("<s> $A"); borrowed.  NULL without the flag. */
+TP_API const char *tp_tokenizer_special_desc(const tp_tokenizer *t);
 /* "sentencepiece", "tokenizer.json (BPE)", ... */
 TP_API const char *tp_tokenizer_name(const tp_tokenizer *t);
 TP_API void tp_tokenizer_free(tp_tokenizer *t);

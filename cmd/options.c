@@ -19,7 +19,7 @@ typedef enum opt_id {
   O_MEASURE_COUNT, O_STABILITY, O_MAX_TRIALS, O_IN_MEAN, O_IN_STDDEV, O_OUT_STDDEV, O_SCHEDULE,
   O_SPEEDUP, O_PREFIX_BLOCK, O_GOODPUT, O_ASSERT, O_MAX_ERROR_RATE, O_NO_SERVER_STATS, O_CACHE_BUST, O_PREFIX_TOKENS, O_NUM_PREFIXES, O_MAX_RESP_BYTES, O_MAX_OUT_TOKENS, O_GRACE, O_ARTIFACT_DIR, O_PROFILE_EXPORT, O_NO_ARTIFACTS,
   O_NO_HTML, O_FORMAT, O_METRICS_URL, O_METRICS_INTERVAL, O_ENDPOINT_TYPE, O_ENDPOINT, O_API_KEY_FILE, O_HEADER, O_EXTRA_INPUTS, O_CA_FILE,
-  O_CERT, O_KEY, O_INSECURE, O_HTTP1, O_NO_USAGE,
+  O_CERT, O_KEY, O_INSECURE, O_HTTP1, O_NO_USAGE, O_MPI_TIMEOUT,
   /* mock settings (prefixed --mock- under profile) */
   O_M_HOST, O_M_PORT, O_M_TTFT, O_M_PREFILL_TOK, O_M_PREFILL_Q, O_M_ITL, O_M_ITL_SEQ,
   O_M_BATCH, O_M_OUT, O_M_EOS, O_M_SEED, O_M_LOG, O_M_HTTP_PORT, O_M_DIALECT, O_M_FAULT, O_M_FAULT_RATE,
@@ -113,6 +113,8 @@ static const optdef profile_opts[] = {
   {O_MAX_OUT_TOKENS, "--max-output-tokens", "N",
    "cancel (and count as failed) an answer streamed in more than N text responses", NULL},
   {O_GRACE, "--grace-period", "DURATION", "after Ctrl-C, how long in-flight requests may finish", "5s"},
+  {O_MPI_TIMEOUT, "--mpi-timeout", "DURATION",
+   "under mpirun: how long rank 0 waits on a silent rank before it reports it failed (docs/scale-out.md)", "20s"},
   {O_SKIP_PREFLIGHT, "--skip-preflight", NULL,
    "skip the ServerLive/ModelReady/ModelMetadata checks (for replay servers)", NULL},
   {O_CACHE_BUST, "--cache-bust", NULL,
@@ -564,6 +566,7 @@ static int apply(tp_cli *cli, const optdef *o, const char *name, const char *v) 
     case O_MAX_OUT_TOKENS:
       if (get_u64(name, v, &c->max_output_tokens)) return TP_EXIT_USAGE;
       break;
+    case O_MPI_TIMEOUT: return get_ms(name, v, &c->mpi_timeout_ms);
     case O_GRACE: {
       uint64_t ns;
       if (tp_parse_duration_ns(v, 1000000ULL, &ns, e, sizeof(e))) return usage_error(name, v, e);

@@ -10,6 +10,7 @@ pkgs=(
   python3 python3-grpcio python3-grpc-tools python3-aiohttp
   nghttp2-client nghttp2-server
   chromium clang libclang-rt-14-dev valgrind
+  libopenmpi-dev openmpi-bin iproute2
 )
 missing=()
 for p in "${pkgs[@]}"; do

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Sets everything up on a fresh Debian 12 machine, builds, and runs every test
-# twice: in a normal build and under AddressSanitizer + UndefinedBehaviorSanitizer.
+# twice: in a normal build and under AddressSanitizer + UndefinedBehaviorSanitizer;
+# a third build with MPI runs the distributed-run suite.
 # Ends with one line "N passed, N failed" and exits non-zero when any failed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -30,6 +31,11 @@ run_suite() { # build-dir meson-setup-args...
 
 MESON_TEST_ARGS=()
 run_suite build
+# Distributed runs (docs/scale-out.md): a build with MPI, running only its
+# own suite (everything else in it is the first build's code, tested there).
+MESON_TEST_ARGS=(--suite mpi)
+run_suite build-mpi -Dmpi=enabled -Denable_bench=false -Denable_examples=false
+MESON_TEST_ARGS=()
 # Sanitizers: every test again, any report fails it (halt_on_error).
 export ASAN_OPTIONS=detect_leaks=1:halt_on_error=1:abort_on_error=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1

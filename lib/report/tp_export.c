@@ -488,7 +488,10 @@ int tp_export_pa_experiment(tp_buf *out, const tp_export_level *lv, uint32_t def
       if (!rv) rv = json_str(out, t, tl);
       if (!rv) rv = tp_buf_append(out, "}", 1);
     }
-    if (!rv) rv = tp_buf_append(out, "]}", 2);
+    if (!rv) rv = tp_buf_append(out, "]", 1);
+    /* A distributed run says which rank sent it (docs/scale-out.md). */
+    if (!rv && lr->ranks) rv = tp_buf_printf(out, ",\"rank\":%" PRIu32, r->rank);
+    if (!rv) rv = tp_buf_append(out, "}", 1);
   }
   free(idx);
   if (rv) return rv;
@@ -730,6 +733,7 @@ int tp_export_responses_jsonl(tp_buf *out, const tp_level_result *lr, const tp_e
     const char *t = rec_text(r, &tl);
     rv = tp_buf_append_str(out, "{\"level\":");
     if (!rv) rv = json_str(out, name, strlen(name));
+    if (!rv && lr->ranks) rv = tp_buf_printf(out, ",\"rank\":%" PRIu32, r->rank);
     if (!rv)
       rv = tp_buf_printf(
           out, ",\"concurrency\":%" PRIu32 ",\"id\":%" PRIu64 ",\"prompt_index\":%" PRIu32 ",\"prompt\":",

@@ -113,6 +113,8 @@ void tp_accuracy_merge(tp_accuracy *a, const tp_accuracy *b);
  *      "max_tokens": M}, "response_timestamps": [ns, ...],
  *      "response_outputs": [{"text_output": "..."}, ...]}, ...],
  *    "window_boundaries": [start_ns, end_ns]}
+ * (in a distributed run each request also has "rank": the rank that sent
+ * it, docs/scale-out.md)
  * Times are wall-clock ns.  Requests: the measured, successful ones (the
  * same set the latency statistics use), in send order; "timestamp" is the
  * actual send time.  response_timestamps holds every response message,
@@ -158,7 +160,8 @@ int tp_export_genai_csv(tp_buf *out, const tp_level_result *lr, bool streaming);
 
 /* Appends one JSON line per measured request (warm-up excluded, failed
  * included) to out:
- *   {"level": "concurrency 8", "concurrency": N, "id": seq,
+ *   {"level": "concurrency 8", ("rank": k in a distributed run,)
+ *    "concurrency": N, "id": seq,
  *    "prompt_index": i, "prompt": "...",
  *    "reference": "..." (only when there is one), "output": "...",
  *    "input_tokens": n|null, "output_tokens": n|null, "ok": true|false,

@@ -160,6 +160,29 @@ static void stat_row(cell *cells, const char *label, const tp_stat *st, int deci
   }
 }
 
+/* A distributed run: who measured the level, how the clocks stood, and
+ * who failed (docs/scale-out.md). */
+static void print_ranks(FILE *out, const tp_level_result *lr) {
+  fprintf(out, "Ranks (MPI): %" PRIu32 " of %" PRIu32 " reporting; merged time line good to +/- %.1f us "
+          "(clock offsets from rank 0, measured before the level)\n",
+          lr->ranks_reporting, lr->ranks, lr->clock_uncertainty_us);
+  for (uint32_t k = 0; lr->rank_info && k < lr->ranks; k++) {
+    const tp_rank_info *x = &lr->rank_info[k];
+    char share[48] = "";
+    if (x->concurrency)
+      snprintf(share, sizeof(share), "%s %" PRIu32 ", ",
+               lr->load_mode == TP_LOAD_CONCURRENCY ? "concurrency" : "in-flight cap", x->concurrency);
+    if (x->ok)
+      fprintf(out, "  rank %" PRIu32 " on %s: %s%" PRIu64 " requests, clock %+.1f +/- %.1f us\n", x->rank, x->host,
+              share, x->requests, x->clock_offset_us, x->clock_uncertainty_us);
+    else
+      fprintf(out, "  rank %" PRIu32 " on %s: %sFAILED: %s\n", x->rank, x->host, share, x->failure);
+  }
+  if (lr->incomplete)
+    fprintf(out, "INCOMPLETE: %" PRIu32 " of %" PRIu32 " ranks failed; their share of the load and their records "
+            "are missing from this level\n", lr->ranks - lr->ranks_reporting, lr->ranks);
+}
+
 static void print_level(FILE *out, const tp_report_input *in, const tp_level_result *lr,
                         bool *noted_tokens) {
   static const char *const head_s[STAT_COLS] = {"Statistic", "avg", "min", "max", "p99",
@@ -207,6 +230,7 @@ static void print_level(FILE *out, const tp_report_input *in, const tp_level_res
   fmt_num(a, sizeof(a), lr->duration_s, 2);
   fprintf(out, "Measured window (s): %s, max in flight (requests): %" PRIu32 "\n", a,
           lr->max_in_flight);
+  if (lr->ranks) print_ranks(out, lr);
   if (lr->trials)
     fprintf(out, "Stability: %" PRIu32 " windows, %s\n", lr->trials,
             lr->stable ? "the last three agreed" : "the last three never agreed within the percentage");
@@ -361,6 +385,11 @@ void tp_report_text(FILE *out, const tp_report_input *in) {
     print_summary(out, in);
   else
     fprintf(out, "\nNo level completed.\n");
+  size_t incomplete = 0;
+  for (size_t i = 0; i < in->n_levels; i++) incomplete += in->levels[i].incomplete;
+  if (incomplete)
+    fprintf(out, "Incomplete: %zu of %zu levels lack a failed rank's share (see each level's ranks)\n", incomplete,
+            in->n_levels);
 
   if (in->have_mock_stats) {
     char a[64], b[64];
@@ -566,6 +595,45 @@ static json_t *config_json(const tp_config *cfg) {
   return o;
 }
 
+/* A distributed run's ranks for one level (docs/scale-out.md). */
+static json_t *mpi_json(const tp_level_result *lr) {
+  json_t *o = json_object(), *ranks = json_array();
+  if (!o || !ranks) {
+    json_decref(o);
+    json_decref(ranks);
+    return NULL;
+  }
+  int bad = 0;
+  for (uint32_t k = 0; lr->rank_info && k < lr->ranks; k++) {
+    const tp_rank_info *x = &lr->rank_info[k];
+    json_t *r = json_object();
+    if (!r) {
+      bad = 1;
+      break;
+    }
+    bad |= set(r, "rank", u64(x->rank));
+    bad |= set(r, "host", json_string(x->host));
+    bad |= set(r, "concurrency", u64(x->concurrency));
+    bad |= set(r, "requests", u64(x->requests));
+    bad |= set(r, "max_in_flight", u64(x->max_in_flight));
+    bad |= set(r, "ok", json_boolean(x->ok));
+    bad |= set(r, "failure", x->ok ? json_null() : json_string(x->failure));
+    bad |= set(r, "clock_offset_us", real_or_null(x->clock_offset_us));
+    bad |= set(r, "clock_uncertainty_us", real_or_null(x->clock_uncertainty_us));
+    bad |= json_array_append_new(ranks, r);
+  }
+  bad |= set(o, "ranks", u64(lr->ranks));
+  bad |= set(o, "ranks_reporting", u64(lr->ranks_reporting));
+  bad |= set(o, "complete", json_boolean(!lr->incomplete));
+  bad |= set(o, "clock_uncertainty_us", real_or_null(lr->clock_uncertainty_us));
+  bad |= set(o, "per_rank", ranks);
+  if (bad) {
+    json_decref(o);
+    return NULL;
+  }
+  return o;
+}
+
 static json_t *level_json(const tp_level_result *lr) {
   json_t *o = json_object(), *errs = json_object();
   if (!o || !errs) {
@@ -647,6 +715,8 @@ static json_t *level_json(const tp_level_result *lr) {
   bad |= set(o, "stable", lr->trials ? json_boolean(lr->stable) : json_null());
   bad |= set(o, "window_s", lr->window_end_s > 0 ? json_pack("[f,f]", lr->window_start_s, lr->window_end_s)
                                                     : json_null());
+  /* Only in distributed runs, so a single process's document is unchanged. */
+  if (lr->ranks) bad |= set(o, "mpi", mpi_json(lr));
   if (bad) {
     json_decref(o);
     return NULL;

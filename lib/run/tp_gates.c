@@ -219,6 +219,17 @@ int tp_gates_check(const tp_gates *g, const tp_level_result *levels, size_t n_le
       else
         fprintf(out, "tokperf: assertion failed: %s: measured %.4g %s at %s\n", x->text, v, x->m->unit, where);
     }
+    /* A distributed level a rank failed in measured less load than asked:
+     * its figures are kept and reported, but the run does not pass. */
+    if (lv->incomplete) {
+      failures++;
+      fprintf(out, "tokperf: incomplete: %" PRIu32 " of %" PRIu32 " ranks failed at %s", lv->ranks - lv->ranks_reporting,
+              lv->ranks, where);
+      for (uint32_t k = 0; lv->rank_info && k < lv->ranks; k++)
+        if (!lv->rank_info[k].ok)
+          fprintf(out, "; rank %" PRIu32 " on %s: %s", k, lv->rank_info[k].host, lv->rank_info[k].failure);
+      fputc('\n', out);
+    }
     if (max_error_rate >= 0 && lv->error_rate > max_error_rate) {
       failures++;
       fprintf(out, "tokperf: --max-error-rate %g exceeded: %.4g (%" PRIu64 " of %" PRIu64 " failed) at %s\n",

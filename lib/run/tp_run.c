@@ -34,7 +34,9 @@
 #include "record/tp_record.h"
 #include "report/tp_export.h"
 #include "report/tp_report.h"
+#include "run/tp_dist.h"
 #include "run/tp_gates.h"
+#include "run/tp_mpi.h"
 #include "run/tp_scrape.h"
 #include "sched/tp_sched.h"
 #include "tokenizer/tp_tok.h"
@@ -128,6 +130,13 @@ typedef struct level_state {
   uint64_t win_edges_ns[MAX_WINDOWS + 1];
   uint32_t trials;
   bool stable;
+  /* This rank's part of the level (docs/scale-out.md): request numbers are
+   * seq_base + index x seq_step, so no two ranks send the same one; slots
+   * is its concurrency (or in-flight cap); total_all is the whole level's
+   * count, for progress.  One process: 0, 1, the level's own, total. */
+  uint32_t slots;
+  uint64_t seq_base, seq_step;
+  size_t total_all;
 } level_state;
 
 struct tp_run {
@@ -196,6 +205,15 @@ struct tp_run {
   size_t n_levels;
   level_state lv;
   char id_prefix[48];
+  size_t cur_level; /* index of the point being measured */
+
+  /* Distributed run (docs/scale-out.md); mpi is NULL in a single process. */
+  tp_mpi *mpi;
+  uint32_t rank, n_ranks;
+  char rank_tag[128];      /* "rank 1 on host X: " before this rank's messages; "" on rank 0 */
+  uv_timer_t mpi_timer;    /* heartbeats and liveness while a level runs */
+  tp_rank_info *rank_info; /* rank 0: n_points x n_ranks */
+  bool *rank_in;           /* rank 0: whose records of the current level arrived */
 };
 
 static void progress(tp_run *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -218,7 +236,7 @@ static void warn(tp_run *r, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
   if (r->progress_tty) fputs("\r\033[K", out);
-  fputs("tokperf: warning: ", out);
+  fprintf(out, "tokperf: %swarning: ", r->rank_tag);
   vfprintf(out, fmt, ap);
   fputc('\n', out);
   fflush(out);
@@ -633,12 +651,15 @@ static void plan_request(tp_run *r, uint64_t planned_ns) {
     return;
   }
   size_t seq = L->n_planned++;
-  rec->seq = seq;
+  /* The request's number across ranks picks its prompt (or trace entry),
+   * so no two ranks send the same request; in one process it is seq. */
+  uint64_t gseq = L->seq_base + seq * L->seq_step;
+  rec->seq = gseq;
   rec->planned_ns = planned_ns;
-  rec->prompt_index = L->pt.mode == TP_LOAD_SCHEDULE ? r->trace[seq % r->n_trace].prompt_index
-                                                     : (uint32_t)(seq % L->ds->n);
+  rec->prompt_index = L->pt.mode == TP_LOAD_SCHEDULE ? r->trace[gseq % r->n_trace].prompt_index
+                                                     : (uint32_t)(gseq % L->ds->n);
   rec->warmup = L->warmup_end_ns ? planned_ns < L->warmup_end_ns : seq < L->n_warmup;
-  rec->max_tokens = draw_max_tokens(r, &L->ds->items[rec->prompt_index], seq);
+  rec->max_tokens = draw_max_tokens(r, &L->ds->items[rec->prompt_index], (size_t)gseq);
   if (!rec->warmup && !L->measure_start_ns) {
     /* The measurement starts with the first measured request. */
     L->measure_start_ns = planned_ns;
@@ -649,7 +670,7 @@ static void plan_request(tp_run *r, uint64_t planned_ns) {
   }
   if (L->total != SIZE_MAX && L->n_planned >= L->total) L->stop_planning = true;
 
-  bool capped = L->pt.mode != TP_LOAD_CONCURRENCY && L->pt.concurrency && L->in_flight >= L->pt.concurrency;
+  bool capped = L->pt.mode != TP_LOAD_CONCURRENCY && L->slots && L->in_flight >= L->slots;
   if (!capped) {
     send_request(r, seq);
     return;
@@ -738,6 +759,23 @@ static int count_input(const tp_run *r, const tp_tok *tok, const char *text, siz
                                              : tp_tok_count(tok, text, len, n);
 }
 
+/* One line of the records file (any thread: the file has its lock). */
+static void write_record_line(tp_run *r, const count_job *j, bool flush) {
+  if (!r->records_fp) return;
+  json_t *o = json_object();
+  if (!o) return;
+  format_record(o, j);
+  char *line = json_dumps(o, JSON_COMPACT | JSON_ENSURE_ASCII);
+  json_decref(o);
+  if (!line) return;
+  uv_mutex_lock(&r->records_lock);
+  fputs(line, r->records_fp);
+  fputc('\n', r->records_fp);
+  if (flush) fflush(r->records_fp);
+  uv_mutex_unlock(&r->records_lock);
+  free(line);
+}
+
 static void count_work(uv_work_t *w) {
   count_job *j = w->data;
   tp_record *rec = &j->snap;
@@ -759,20 +797,8 @@ static void count_work(uv_work_t *w) {
             ? (int64_t)n
             : -1;
   }
-  tp_run *r = j->run;
-  if (!r->records_fp) return;
-  json_t *o = json_object();
-  format_record(o, j);
-  char *line = json_dumps(o, JSON_COMPACT | JSON_ENSURE_ASCII);
-  json_decref(o);
-  if (!line) return;
-  uv_mutex_lock(&r->records_lock);
-  fputs(line, r->records_fp);
-  fputc('\n', r->records_fp);
   /* Flushed per request: a crash or a kill loses nothing already measured. */
-  fflush(r->records_fp);
-  uv_mutex_unlock(&r->records_lock);
-  free(line);
+  write_record_line(j->run, j, true);
 }
 
 static void count_after(uv_work_t *w, int status) {
@@ -800,7 +826,7 @@ static void finish_done(tp_run *r, size_t seq) {
       j->seq = seq;
       j->tok = r->tok;
       j->snap = *rec;
-      snprintf(j->id, sizeof(j->id), "%s%zu", r->id_prefix, seq);
+      snprintf(j->id, sizeof(j->id), "%s%" PRIu64, r->id_prefix, rec->seq);
       j->level = r->n_levels;
       j->mode = L->pt.mode;
       j->concurrency = L->pt.concurrency;
@@ -839,12 +865,14 @@ static void on_done_check(uv_check_t *h) {
 static void build_sent_text(tp_run *r, size_t seq, tp_buf *out) {
   level_state *L = &r->lv;
   const tp_prompt *p = &L->ds->items[L->recs[seq].prompt_index];
+  /* The number across ranks, so markers stay unique in a distributed run. */
+  uint64_t gseq = L->recs[seq].seq;
   tp_buf_reset(out);
   if (r->cfg.cache_bust)
     tp_buf_printf(out, "[%016llx] ", (unsigned long long)tp_rng_mix(r->cfg.random_seed ^ 0xcb,
-                                                                     ((uint64_t)r->n_levels << 40) | seq));
+                                                                     ((uint64_t)r->cur_level << 40) | gseq));
   if (r->n_prefixes) {
-    size_t k = seq % r->n_prefixes;
+    size_t k = gseq % r->n_prefixes;
     tp_buf_append(out, r->prefixes[k], r->prefix_len[k]);
     tp_buf_append(out, " ", 1);
   }
@@ -910,7 +938,7 @@ static void send_request(tp_run *r, size_t seq) {
   x->cumulative = r->cfg.cumulative_text;
   const tp_prompt *p = &L->ds->items[rec->prompt_index];
   char id[96];
-  snprintf(id, sizeof(id), "%s%zu", r->id_prefix, seq);
+  snprintf(id, sizeof(id), "%s%" PRIu64, r->id_prefix, rec->seq);
   uint32_t min_tokens = r->cfg.output_tokens_deterministic ? rec->max_tokens : 0;
   tp_client_send snd = {id, p->text, p->text_len, rec->max_tokens, min_tokens,
                         r->cfg.request_timeout_ms * TP_NS_PER_MS, &x->handle};
@@ -1054,6 +1082,8 @@ static void on_interrupt(uv_async_t *a) {
   tp_run *r = a->data;
   if (!atomic_load(&r->interrupt_flag)) return;
   r->interrupted = true;
+  /* Rank 0 stops every rank's level with its own. */
+  if (r->mpi) tp_mpi_interrupt(r->mpi);
   level_state *L = &r->lv;
   /* Requests held back by the cap were never sent: they are dropped. */
   while (L->wait_len) {
@@ -1087,13 +1117,21 @@ static void on_progress(uv_timer_t *t) {
   /* Off a terminal, a line every few seconds is plenty for a log. */
   if (!r->progress_tty && now - r->last_progress_ns < 5 * TP_NS_PER_S) return;
   r->last_progress_ns = now;
-  size_t failed = L->n_failed;
+  size_t failed = L->n_failed, done = L->n_done, in_flight = L->in_flight;
+  if (r->mpi) {
+    /* Every rank's counts, from their last heartbeats. */
+    tp_mpi_counters o;
+    tp_mpi_others(r->mpi, &o);
+    done += (size_t)o.done;
+    failed += (size_t)o.failed;
+    in_flight += (size_t)o.in_flight;
+  }
   double secs = (double)(now - L->t0) / 1e9;
   char total[32] = "";
-  if (L->total != SIZE_MAX) snprintf(total, sizeof(total), " of %zu", L->total);
+  if (L->total_all != SIZE_MAX) snprintf(total, sizeof(total), " of %zu", L->total_all);
   fprintf(r->cfg.progress, "%stokperf: %s%zu%s done, %zu in flight, %.1f requests/s, %zu failed, %.0f s%s",
-          r->progress_tty ? "\r\033[K" : "", r->id_prefix, L->n_done, total, (size_t)L->in_flight,
-          secs > 0 ? (double)L->n_done / secs : 0, failed, secs, r->progress_tty ? "" : "\n");
+          r->progress_tty ? "\r\033[K" : "", r->id_prefix, done, total, in_flight,
+          secs > 0 ? (double)done / secs : 0, failed, secs, r->progress_tty ? "" : "\n");
   fflush(r->cfg.progress);
 }
 
@@ -1221,6 +1259,267 @@ static void stats_read_after(tp_run *r, size_t li, tp_level_result *lv) {
   lv->n_server_models = n;
 }
 
+/* ---- distributed runs (docs/scale-out.md) ------------------------------------ */
+
+/* tp_run_exec's word for "this rank sits the run out; rank 0 reports why". */
+#define DIST_OUT 1
+
+/* This rank's part of the level.  Closed loop: the concurrency is split with
+ * the remainder spread (7 over 2 ranks: 4 + 3), and the request count in
+ * proportion, so the ranks end together.  Open loop: rank k takes arrivals
+ * k, k + N, k + 2N, ... of the one schedule drawn from the seed, so the
+ * union of the ranks' arrivals is exactly the single-process schedule,
+ * whatever the distribution.  Either way request g is numbered k + N x
+ * (its index on rank k), which picks its prompt. */
+static void dist_split_level(tp_run *r, const point *pt) {
+  level_state *L = &r->lv;
+  uint32_t k = r->rank, n = r->n_ranks;
+  L->seq_base = k;
+  L->seq_step = n;
+  if (pt->mode == TP_LOAD_CONCURRENCY) {
+    L->slots = tp_dist_share(pt->concurrency, k, n);
+    if (L->total != SIZE_MAX) L->total = (size_t)tp_dist_by_share(L->total, pt->concurrency, k, n);
+    L->n_warmup = (size_t)tp_dist_by_share(L->n_warmup, pt->concurrency, k, n);
+    if (L->slots == 0) L->total = 0;
+  } else {
+    L->slots = pt->concurrency ? tp_dist_share(pt->concurrency, k, n) : 0;
+    size_t mine = 0;
+    for (size_t i = k; i < L->n_offsets; i += n) L->offsets[mine++] = L->offsets[i];
+    L->n_offsets = mine;
+    if (L->total != SIZE_MAX) L->total = (size_t)tp_dist_strided(L->total, k, n);
+    L->n_warmup = (size_t)tp_dist_strided(L->n_warmup, k, n);
+  }
+  if (L->total == 0) L->stop_planning = true;
+}
+
+/* While a level runs: heartbeats out (other ranks) or in (rank 0), and a
+ * stop from rank 0 taken as an interruption. */
+static void on_mpi_timer(uv_timer_t *t) {
+  tp_run *r = t->data;
+  level_state *L = &r->lv;
+  tp_mpi_counters own = {L->n_done, L->n_failed, L->in_flight};
+  bool stop = false;
+  tp_mpi_poll(r->mpi, (uint32_t)r->cur_level, &own, &stop);
+  if (stop && !r->interrupted) {
+    atomic_store(&r->interrupt_flag, true);
+    on_interrupt(&r->interrupt_async);
+  }
+}
+
+/* Rank 0 writes another rank's records to the records file when they
+ * arrive, at the level's end (its own were written as they ended). */
+static void write_merged_record(tp_run *r, const tp_record *rec) {
+  if (!r->records_fp) return;
+  count_job j;
+  memset(&j, 0, sizeof(j));
+  j.run = r;
+  j.snap = *rec;
+  snprintf(j.id, sizeof(j.id), "%s%" PRIu64, r->id_prefix, rec->seq);
+  j.level = r->n_levels;
+  j.mode = r->lv.pt.mode;
+  j.concurrency = r->lv.pt.concurrency;
+  j.rate = r->lv.pt.rate;
+  write_record_line(r, &j, false);
+}
+
+/* Rank 0: one rank's records of the level arrived.  Their times move onto
+ * rank 0's clock (minus the offset measured before the level), and they
+ * join the level's records, so every statistic and export below sees the
+ * union. */
+static int dist_take(void *user_data, uint32_t rank, const uint8_t *data, size_t len, char *err, size_t errlen) {
+  tp_run *r = user_data;
+  level_state *L = &r->lv;
+  tp_dist_level_head h;
+  tp_record *recs;
+  int rv = tp_dist_unpack_level(data, len, &h, &recs);
+  if (rv) {
+    tp_seterr(err, errlen, "%s", tp_strerror(rv));
+    return rv;
+  }
+  if (h.level != r->cur_level || L->n_planned + h.n_records > SIZE_MAX / sizeof(tp_record) / 2) rv = TP_EPROTO;
+  if (!rv && L->n_planned + h.n_records > L->cap) {
+    size_t cap = L->n_planned + (size_t)h.n_records;
+    tp_record *nr = realloc(L->recs, cap * sizeof(*nr));
+    if (nr) {
+      L->recs = nr;
+      L->cap = cap;
+    } else {
+      rv = TP_ENOMEM;
+    }
+  }
+  if (rv) {
+    for (uint64_t i = 0; i < h.n_records; i++) tp_record_fini(&recs[i]);
+    free(recs);
+    tp_seterr(err, errlen, "%s", tp_strerror(rv));
+    return rv;
+  }
+  const tp_mpi_peer *p = tp_mpi_peer_info(r->mpi, rank);
+  for (uint64_t i = 0; i < h.n_records; i++) {
+    tp_record *rec = &L->recs[L->n_planned++];
+    *rec = recs[i];
+    tp_dist_shift_record(rec, p->offset_ns);
+    rec->rank = rank;
+    write_merged_record(r, rec);
+  }
+  free(recs);
+  tp_rank_info *ri = &r->rank_info[r->cur_level * r->n_ranks + rank];
+  ri->concurrency = h.slots;
+  ri->requests = h.n_records;
+  ri->max_in_flight = h.max_in_flight;
+  r->rank_in[rank] = true;
+  return 0;
+}
+
+/* The end of a level: another rank sends its records and lets go of them;
+ * rank 0 gathers every live rank's. */
+static int dist_level_end(tp_run *r, size_t li, char *err, size_t errlen) {
+  level_state *L = &r->lv;
+  if (r->rank != 0) {
+    tp_buf b;
+    tp_buf_init(&b);
+    tp_dist_level_head h = {(uint32_t)li, L->slots, L->max_in_flight, L->n_planned};
+    int rv = tp_dist_pack_level(&b, &h, L->recs, L->n_planned);
+    if (rv)
+      tp_seterr(err, errlen, "cannot pack the level's records: %s", tp_strerror(rv));
+    else
+      rv = tp_mpi_level_end(r->mpi, (uint32_t)li, b.data, b.len, NULL, NULL, err, errlen);
+    tp_buf_fini(&b);
+    for (size_t i = 0; i < L->n_planned; i++) tp_record_fini(&L->recs[i]);
+    L->n_planned = 0;
+    free(L->offsets);
+    free(L->waiting);
+    L->offsets = NULL;
+    L->waiting = NULL;
+    return rv;
+  }
+  memset(r->rank_in, 0, r->n_ranks * sizeof(*r->rank_in));
+  r->rank_in[0] = true;
+  tp_rank_info *ri = &r->rank_info[li * r->n_ranks];
+  ri->concurrency = L->slots;
+  ri->requests = L->n_planned;
+  ri->max_in_flight = L->max_in_flight;
+  return tp_mpi_level_end(r->mpi, (uint32_t)li, NULL, 0, dist_take, r, err, errlen);
+}
+
+/* Rank 0: who measured the level, how their clocks stood, who failed. */
+static void dist_fill_level(tp_run *r, size_t li, tp_level_result *lv) {
+  tp_rank_info *ri = &r->rank_info[li * r->n_ranks];
+  uint32_t reporting = 0, in_flight = 0;
+  double unc_us = 0;
+  for (uint32_t k = 0; k < r->n_ranks; k++) {
+    tp_rank_info *x = &ri[k];
+    const tp_mpi_peer *p = tp_mpi_peer_info(r->mpi, k);
+    if (!p) continue; /* a build without MPI: never a distributed run */
+    x->rank = k;
+    snprintf(x->host, sizeof(x->host), "%s", tp_mpi_host(r->mpi, k));
+    x->ok = r->rank_in[k];
+    x->clock_offset_us = k ? (double)p->offset_ns / 1e3 : 0;
+    x->clock_uncertainty_us = k ? (double)p->uncertainty_ns / 1e3 : 0;
+    if (x->ok) {
+      reporting++;
+      in_flight += x->max_in_flight;
+      unc_us = TP_MAX(unc_us, x->clock_uncertainty_us);
+      x->failure[0] = 0;
+      continue;
+    }
+    /* The share it should have carried, so the report says what is missing. */
+    x->concurrency = r->lv.pt.concurrency ? tp_dist_share(r->lv.pt.concurrency, k, r->n_ranks) : 0;
+    if (!p->failed)
+      snprintf(x->failure, sizeof(x->failure), "its records of the level did not arrive");
+    else if (p->failed_level == UINT32_MAX)
+      snprintf(x->failure, sizeof(x->failure), "could not start: %s", p->reason);
+    else if (p->failed_level < li)
+      snprintf(x->failure, sizeof(x->failure), "out since level %u: %s", p->failed_level + 1, p->reason);
+    else
+      snprintf(x->failure, sizeof(x->failure), "%s", p->reason);
+  }
+  lv->ranks = r->n_ranks;
+  lv->ranks_reporting = reporting;
+  lv->incomplete = reporting < r->n_ranks;
+  lv->clock_uncertainty_us = unc_us;
+  lv->rank_info = ri;
+  /* Each rank's highest count, summed: what the ranks could have had in
+   * flight together. */
+  lv->max_in_flight = in_flight;
+}
+
+/* Before anything else: MPI, when a launcher started this process, and
+ * the options a distributed run cannot honour (every rank has the same
+ * options, so every rank stops alike). */
+static int dist_open(tp_run *r, char *err, size_t errlen) {
+  if (!tp_mpi_launched()) return 0;
+  uint64_t timeout_ms = r->cfg.mpi_timeout_ms ? r->cfg.mpi_timeout_ms : 20000;
+  int rv = tp_mpi_new(&r->mpi, timeout_ms * TP_NS_PER_MS, err, errlen);
+  if (rv) return rv;
+  r->rank = tp_mpi_rank(r->mpi);
+  r->n_ranks = tp_mpi_size(r->mpi);
+  if (r->rank)
+    snprintf(r->rank_tag, sizeof(r->rank_tag), "rank %u on %s: ", r->rank, tp_mpi_host(r->mpi, r->rank));
+  const char *why = NULL;
+  char buf[512];
+  if (r->cfg.measure_mode == TP_MEASURE_TIME_WINDOWS || r->cfg.measure_mode == TP_MEASURE_COUNT_WINDOWS) {
+    why = "the stability windows (--measurement-interval, --measurement-mode) are not available under MPI: each "
+          "rank would judge stability alone; use --request-count or --duration";
+  } else if (r->cfg.mock && r->n_ranks > 1) {
+    why = "--mock runs the server inside one process, which ranks on other hosts cannot reach; start one "
+          "'tokperf mock --host ADDR' and give every rank -u ADDR:PORT (docs/scale-out.md)";
+  } else if (r->cfg.max_concurrency && r->cfg.max_concurrency < r->n_ranks) {
+    snprintf(buf, sizeof(buf), "--max-concurrency %u is below the %u ranks: each rank needs at least one slot",
+             r->cfg.max_concurrency, r->n_ranks);
+    why = buf;
+  }
+  if (why) {
+    tp_seterr(err, errlen, "%s%s", r->rank_tag, why);
+    return TP_EINVAL;
+  }
+  r->rank_info = calloc(r->n_points * r->n_ranks, sizeof(*r->rank_info));
+  r->rank_in = calloc(r->n_ranks, sizeof(*r->rank_in));
+  if (!r->rank_info || !r->rank_in) return TP_ENOMEM;
+  if (r->rank != 0) {
+    /* Rank 0 alone reports, writes artifacts and reads the server's own
+     * figures; the others are quiet but for their errors. */
+    r->cfg.progress = NULL;
+    r->cfg.no_artifacts = true;
+    r->cfg.records_path = NULL;
+    r->cfg.metrics_url = NULL;
+    r->cfg.no_server_stats = true;
+  }
+  uv_timer_init(&r->loop, &r->mpi_timer);
+  r->mpi_timer.data = r;
+  return 0;
+}
+
+/* After start-up: every rank tells rank 0 whether it could start.  One that
+ * could not says why on its own stderr and sits the run out (DIST_OUT);
+ * rank 0 reports it and goes on with the others.  When rank 0 itself could
+ * not start, the others are told and stop quietly, and rank 0 returns its
+ * error. */
+static int dist_start(tp_run *r, int status, char *err, size_t errlen) {
+  char why[TP_MPI_REASON_LEN];
+  snprintf(why, sizeof(why), "%s", status ? (err[0] ? err : tp_strerror(status)) : "");
+  int rv = tp_mpi_start(r->mpi, status, why, err, errlen);
+  if (r->rank == 0) return status;
+  if (rv == 0) return 0;
+  if (status)
+    fprintf(stderr, "tokperf: %s%s (rank 0 reports it and goes on without this rank)\n", r->rank_tag, why);
+  return DIST_OUT;
+}
+
+/* Another rank whose level failed: unless rank 0 simply ended the run, it
+ * says why here and to rank 0, which reports it and goes on. */
+static int dist_leave(tp_run *r, int rv, char *err, size_t errlen) {
+  if (rv == TP_ECANCELED) return 0;
+  if (rv == TP_ECONNECT) {
+    char msg[1024];
+    snprintf(msg, sizeof(msg), "%s%s", r->rank_tag, err);
+    tp_seterr(err, errlen, "%s", msg);
+    return rv;
+  }
+  fprintf(stderr, "tokperf: %s%s\n", r->rank_tag, err);
+  tp_mpi_fail(r->mpi, err);
+  return 0;
+}
+
 static int run_level(tp_run *r, size_t li, char *err, size_t errlen) {
   const point *pt = &r->points[li];
   level_state *L = &r->lv;
@@ -1230,6 +1529,9 @@ static int run_level(tp_run *r, size_t li, char *err, size_t errlen) {
   L->recs = keep_recs;
   L->cap = keep_cap;
   L->pt = *pt;
+  L->slots = pt->concurrency;
+  L->seq_step = 1;
+  r->cur_level = li;
   int rv = prepare_point_prompts(r, pt, err, errlen);
   if (rv) return rv;
   count_prompts(r, L->ds);
@@ -1303,9 +1605,18 @@ static int run_level(tp_run *r, size_t li, char *err, size_t errlen) {
   else
     progress(r, "%s: %zu requests (+%zu warm-up)", desc, L->total - L->n_warmup, L->n_warmup);
 
+  L->total_all = L->total;
+  if (r->mpi) dist_split_level(r, pt);
   stats_read_before(r);
   if (r->scraper) tp_scraper_level_start(r->scraper);
-  L->t0 = tp_now_ns();
+  if (r->mpi) {
+    /* Every rank starts at one instant of rank 0's clock. */
+    rv = tp_mpi_level_begin(r->mpi, (uint32_t)li, &L->t0, err, errlen);
+    if (rv) return rv;
+    uv_timer_start(&r->mpi_timer, on_mpi_timer, 100, 100);
+  } else {
+    L->t0 = tp_now_ns();
+  }
   if (r->cfg.warmup_duration_ms) L->warmup_end_ns = L->t0 + r->cfg.warmup_duration_ms * TP_NS_PER_MS;
   if (r->cfg.progress) {
     r->last_progress_ns = L->t0;
@@ -1313,7 +1624,7 @@ static int run_level(tp_run *r, size_t li, char *err, size_t errlen) {
   }
 
   if (pt->mode == TP_LOAD_CONCURRENCY) {
-    for (uint32_t i = 0; i < pt->concurrency && !L->stop_planning && !r->interrupted; i++) plan_request(r, L->t0);
+    for (uint32_t i = 0; i < L->slots && !L->stop_planning && !r->interrupted; i++) plan_request(r, L->t0);
   } else {
     on_plan_timer(&L->plan_timer, L->t0);
   }
@@ -1327,6 +1638,7 @@ static int run_level(tp_run *r, size_t li, char *err, size_t errlen) {
   tp_timer_stop(r->timers, &L->plan_timer);
   uv_timer_stop(&r->window_timer);
   uv_timer_stop(&r->grace_timer);
+  if (r->mpi) uv_timer_stop(&r->mpi_timer);
 
   /* Which requests are measured. */
   tp_level_opts lo;
@@ -1347,6 +1659,13 @@ static int run_level(tp_run *r, size_t li, char *err, size_t errlen) {
       if (L->recs[i].planned_ns >= L->measure_end_ns) L->recs[i].warmup = true;
   }
 
+  if (r->mpi) {
+    /* The other ranks hand their records to rank 0 and are done with the
+     * level; rank 0 goes on with the union. */
+    rv = dist_level_end(r, li, err, errlen);
+    if (rv || r->rank != 0) return rv;
+  }
+
   tp_level_result *lv = &r->levels[r->n_levels];
   rv = tp_level_compute_ex(lv, L->recs, L->n_planned, &lo);
   if (rv) return rv;
@@ -1358,6 +1677,7 @@ static int run_level(tp_run *r, size_t li, char *err, size_t errlen) {
   lv->max_in_flight = L->max_in_flight;
   lv->trials = L->trials;
   lv->stable = L->stable;
+  if (r->mpi) dist_fill_level(r, li, lv);
   stats_read_after(r, li, lv);
   lv->prefix_cache_hit_rate = -1;
   if (r->scraper) {
@@ -1436,6 +1756,7 @@ static void format_record(json_t *o, const count_job *j) {
   if (j->mode == TP_LOAD_RATE) json_object_set_new(o, "request_rate", json_real(j->rate));
   json_object_set_new(o, "id", json_string(j->id));
   json_object_set_new(o, "level", json_integer((json_int_t)j->level));
+  if (j->run->mpi) json_object_set_new(o, "rank", json_integer(rec->rank));
   json_object_set_new(o, "seq", json_integer((json_int_t)rec->seq));
   json_object_set_new(o, "warmup", json_boolean(rec->warmup));
   json_object_set_new(o, "prompt_index", json_integer(rec->prompt_index));
@@ -1464,7 +1785,9 @@ static void format_record(json_t *o, const count_job *j) {
 
 static void warm_work(uv_work_t *w) { (void)w; }
 
-int tp_run_exec(tp_run *r, char *err, size_t errlen) {
+/* Everything before the first level: loop handles, tokenizer, the mock,
+ * the client and its preflight, scraping, artifacts. */
+static int exec_setup(tp_run *r, char *err, size_t errlen) {
   int rv;
   r->interrupt_async.data = r;
   uv_async_init(&r->loop, &r->interrupt_async, on_interrupt);
@@ -1664,9 +1987,24 @@ int tp_run_exec(tp_run *r, char *err, size_t errlen) {
     }
   }
 
+  return 0;
+}
+
+int tp_run_exec(tp_run *r, char *err, size_t errlen) {
+  int rv = dist_open(r, err, errlen);
+  if (rv) return rv;
+  rv = exec_setup(r, err, errlen);
+  if (r->mpi && dist_start(r, rv, err, errlen) == DIST_OUT) return 0;
+  if (rv) return rv;
   for (size_t li = 0; li < r->n_points && !r->interrupted; li++) {
     rv = run_level(r, li, err, errlen);
+    if (rv && r->mpi && r->rank != 0) return dist_leave(r, rv, err, errlen);
     if (rv) return rv;
+  }
+  if (r->mpi) {
+    tp_mpi_finish(r->mpi);
+    /* What the other ranks measured is in rank 0's report. */
+    if (r->rank != 0) return 0;
   }
   if (r->mock) {
     tp_mock_get_stats(r->mock, &r->mock_stats);
@@ -1772,5 +2110,9 @@ void tp_run_free(tp_run *r) {
   free(r->rates);
   free(r->in_means);
   free(r->out_means);
+  free(r->rank_info);
+  free(r->rank_in);
+  /* Last: MPI_Finalize waits for every rank. */
+  tp_mpi_free(r->mpi);
   free(r);
 }

@@ -20,6 +20,11 @@ const char *tp_version_long(void) {
              "tokperf %s (libuv %s, nghttp2 %s, protobuf-c %s, jansson %s, sentencepiece %s)",
              TP_VERSION, uv_version_string(), ng ? ng->version_str : NGHTTP2_VERSION,
              protobuf_c_version(), JANSSON_VERSION, TP_SPM_VERSION);
+#if TP_HAVE_MPI
+    /* Distributed runs: the Open MPI this build was made against. */
+    size_t n = strlen(buf);
+    if (n > 0 && n < sizeof(buf)) snprintf(buf + n - 1, sizeof(buf) - (n - 1), ", Open MPI %s)", TP_MPI_VERSION);
+#endif
   }
   return buf;
 }

@@ -272,6 +272,11 @@ typedef struct tp_config {
   const char *mock_log_path;
 
   FILE *progress; /* progress lines (stderr by default, NULL = quiet) */
+
+  /* Distributed runs (`mpirun -np N tokperf profile`, docs/scale-out.md):
+   * how long rank 0 waits on a rank that has gone silent before it reports
+   * the rank failed and goes on without it (0 = 20 s). */
+  uint64_t mpi_timeout_ms;
 } tp_config;
 
 TP_API void tp_config_default(tp_config *cfg);
@@ -305,6 +310,22 @@ typedef struct tp_server_metric {
   double avg, max;
   uint32_t samples; /* scrapes that carried it */
 } tp_server_metric;
+
+/* One rank of a distributed run, for one level. */
+typedef struct tp_rank_info {
+  uint32_t rank;
+  char host[64];
+  uint32_t concurrency; /* its share of the level's concurrency (or of the in-flight cap) */
+  uint64_t requests;    /* records it contributed, warm-up included */
+  uint32_t max_in_flight;
+  bool ok;              /* its records of the level are in the figures */
+  char failure[512];    /* why not ("" when ok) */
+  /* Its clock minus rank 0's, measured just before the level by ping-pong
+   * over MPI (the exchange with the shortest round trip); the true offset
+   * lies within +/- clock_uncertainty_us (half that round trip). */
+  double clock_offset_us;
+  double clock_uncertainty_us;
+} tp_rank_info;
 
 /* Every figure of one level.  Times are in milliseconds, token throughputs
  * in tokens per second, request throughput in requests per second.  The
@@ -385,6 +406,15 @@ typedef struct tp_level_result {
   uint32_t trials;
   bool stable;
   double window_start_s, window_end_s; /* measured span, seconds from level start */
+
+  /* Distributed runs (docs/scale-out.md); ranks == 0 in a single process.
+   * The figures above are computed from the union of every reporting
+   * rank's records, their times moved onto rank 0's clock. */
+  uint32_t ranks;           /* ranks in the run */
+  uint32_t ranks_reporting; /* ranks whose records of this level are in the figures */
+  bool incomplete;          /* a rank failed: its share of the load and its records are missing */
+  double clock_uncertainty_us; /* the largest rank's offset uncertainty: the merged time line's precision */
+  const tp_rank_info *rank_info; /* ranks entries, owned by the run */
 } tp_level_result;
 
 /* ------------------------------------------------------------------------ */

@@ -31,8 +31,9 @@ SCALE = ic.time_scale()
 class Harness:
     """One mock_harness child: the mock with the given config fields."""
 
-    def __init__(self, exe, **fields):
-        args = [exe] + ["%s=%s" % (k, v) for k, v in fields.items()]
+    def __init__(self, exe, prefix=(), **fields):
+        # prefix: a command to run it under (ip netns exec NAME, for one).
+        args = list(prefix) + [exe] + ["%s=%s" % (k, v) for k, v in fields.items()]
         self.proc = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=subprocess.PIPE)
         self.lines = queue.Queue()

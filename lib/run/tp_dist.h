@@ -1,8 +1,10 @@
 /* The parts of a distributed run (docs/scale-out.md) that need no MPI: how
  * one level's load is split between ranks, the clock offset estimate, and
  * the byte format a rank's records travel in.  Pure functions: no clock, no
- * I/O, so each is tested with plain values (test/unit/test_dist.c).  Built
- * only with -Dmpi=enabled, next to tp_mpi.c, which moves the bytes. */
+ * I/O, so each is tested with plain values (test/unit/test_dist.c) and the
+ * record decoder is fuzzed (test/fuzz/fuzz_dist_records.c).  Built in every
+ * build, so those tests run everywhere; only tp_mpi.c, which moves the
+ * bytes, needs -Dmpi=enabled.  With one rank every split is the whole. */
 #ifndef TP_DIST_H
 #define TP_DIST_H
 
@@ -21,8 +23,6 @@ typedef struct tp_dist_level_head {
   uint32_t max_in_flight; /* highest in-flight count the rank saw */
   uint64_t n_records;
 } tp_dist_level_head;
-
-#if TP_HAVE_MPI
 
 /* ---- splitting the load ---------------------------------------------------- */
 
@@ -80,32 +80,4 @@ int tp_dist_pack_level(tp_buf *out, const tp_dist_level_head *head, const tp_rec
  * (nothing is returned then), or TP_ENOMEM. */
 int tp_dist_unpack_level(const uint8_t *p, size_t len, tp_dist_level_head *head, tp_record **recs);
 
-#else
-
-/* Without MPI there is one rank: it has everything, and nothing travels.
- * The run only reaches these through branches a plain build never takes. */
-static inline uint32_t tp_dist_share(uint32_t total, uint32_t rank, uint32_t size) {
-  return (void)rank, (void)size, total;
-}
-static inline uint64_t tp_dist_strided(uint64_t n, uint32_t rank, uint32_t size) {
-  return (void)rank, (void)size, n;
-}
-static inline uint64_t tp_dist_by_share(uint64_t total, uint32_t slots, uint32_t rank, uint32_t size) {
-  return (void)slots, (void)rank, (void)size, total;
-}
-static inline void tp_dist_shift_record(tp_record *rec, int64_t offset_ns) {
-  (void)rec, (void)offset_ns;
-}
-static inline int tp_dist_pack_level(tp_buf *out, const tp_dist_level_head *head, const tp_record *recs,
-                                     size_t n) {
-  return (void)out, (void)head, (void)recs, (void)n, TP_EUNSUPPORTED;
-}
-static inline int tp_dist_unpack_level(const uint8_t *p, size_t len, tp_dist_level_head *head,
-                                       tp_record **recs) {
-  (void)p, (void)len, (void)head;
-  *recs = NULL;
-  return TP_EUNSUPPORTED;
-}
-
-#endif
 #endif

@@ -599,6 +599,48 @@ static int summary_table(tp_buf *o, const tp_html_input *in) {
   return rv;
 }
 
+/* A distributed run (docs/scale-out.md): per level, who measured it, how
+ * each rank's clock stood against rank 0's, and who failed. */
+static int ranks_section(tp_buf *o, const tp_html_input *in) {
+  int rv = 0;
+  bool any = false;
+  for (size_t i = 0; i < in->n_levels; i++) any |= in->levels[i].lr.ranks > 0;
+  if (!any) return 0;
+  rv = tp_buf_append_str(o,
+                         "<section><h2>Ranks</h2>\n<p class=\"meta\">Each rank's clock offset from rank 0 was "
+                         "measured before the level (shortest ping-pong round trip over MPI, the true offset "
+                         "within &#177; half of it); the figures above come from the union of the reporting "
+                         "ranks' records on rank 0's time line.</p>\n");
+  for (size_t i = 0; i < in->n_levels && !rv; i++) {
+    const tp_level_result *lr = &in->levels[i].lr;
+    if (!lr->ranks) continue;
+    char lname[128];
+    tp__level_name(lr, lname, sizeof(lname));
+    rv = tp_buf_printf(o,
+                       "<h3>%c%s: %" PRIu32 " of %" PRIu32 " ranks reporting%s</h3>\n"
+                       "<table class=\"summary\"><thead><tr><th>Rank</th><th>Host</th><th>Concurrency</th>"
+                       "<th>Requests</th><th>Max in flight</th><th>Clock offset &#181;s</th>"
+                       "<th>&#177; &#181;s</th><th>Status</th></tr></thead><tbody>\n",
+                       toupper((unsigned char)lname[0]), lname + 1, lr->ranks_reporting, lr->ranks,
+                       lr->incomplete ? " (incomplete)" : "");
+    for (uint32_t k = 0; lr->rank_info && k < lr->ranks && !rv; k++) {
+      const tp_rank_info *x = &lr->rank_info[k];
+      rv = tp_buf_printf(o, "<tr><td>%" PRIu32 "</td><td class=\"lvl\">", x->rank);
+      if (!rv) rv = esc(o, x->host);
+      if (!rv)
+        rv = tp_buf_printf(o, "</td><td>%" PRIu32 "</td><td>%" PRIu64 "</td><td>%" PRIu32 "</td>", x->concurrency,
+                           x->requests, x->max_in_flight);
+      if (!rv) rv = tp_buf_printf(o, "<td>%.1f</td><td>%.1f</td>", x->clock_offset_us, x->clock_uncertainty_us);
+      if (!rv) rv = tp_buf_append_str(o, x->ok ? "<td class=\"lvl\">ok" : "<td class=\"lvl err\">failed: ");
+      if (!rv && !x->ok) rv = esc(o, x->failure);
+      if (!rv) rv = tp_buf_append_str(o, "</td></tr>\n");
+    }
+    if (!rv) rv = tp_buf_append_str(o, "</tbody></table>\n");
+  }
+  if (!rv) rv = tp_buf_append_str(o, "</section>\n");
+  return rv;
+}
+
 static const char css[] =
     "body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;margin:24px auto;max-width:1000px;"
     "color:#222;background:#fff;padding:0 16px}"
@@ -728,7 +770,9 @@ int tp_html_render(tp_buf *o, const tp_html_input *in) {
   }
   if (!rv) rv = tp_buf_append_str(o, "<section><h2>Summary</h2>\n");
   if (!rv) rv = summary_table(o, in);
-  if (!rv) rv = tp_buf_append_str(o, "</section>\n</body>\n</html>\n");
+  if (!rv) rv = tp_buf_append_str(o, "</section>\n");
+  if (!rv) rv = ranks_section(o, in);
+  if (!rv) rv = tp_buf_append_str(o, "</body>\n</html>\n");
   return rv;
 }
 

@@ -160,6 +160,7 @@ static void test_page(void) {
   CHECK_INT(count(h, "</svg>"), count(h, "<svg "), "every <svg> closed");
   CHECK_INT(count(h, "<figure>"), count(h, "</figure>"), "every <figure> closed");
   CHECK_INT(count(h, "<section>"), count(h, "</section>"), "every <section> closed");
+  CHECK_INT(count(h, "<h2>Ranks</h2>"), 0, "a single-process run has no Ranks section");
 
   /* Throughput charts: x is request throughput, since one level has no
    * token counts. */
@@ -295,6 +296,53 @@ static void test_page(void) {
   }
 }
 
+/* A distributed run's level: a Ranks section with one row per rank, the
+ * failed one named with its reason, escaped; a single-process page has no
+ * such section (checked in test_page's document, which has no ranks). */
+static void test_ranks(void) {
+  lvl L;
+  lvl_init(&L, 8, 30, true, 1.0);
+  tp_rank_info ri[2];
+  memset(ri, 0, sizeof(ri));
+  ri[0].rank = 0;
+  snprintf(ri[0].host, sizeof(ri[0].host), "node-a");
+  ri[0].concurrency = 4;
+  ri[0].requests = 15;
+  ri[0].max_in_flight = 4;
+  ri[0].ok = true;
+  ri[1].rank = 1;
+  snprintf(ri[1].host, sizeof(ri[1].host), "node<b>");
+  ri[1].concurrency = 4;
+  ri[1].clock_offset_us = -12.5;
+  ri[1].clock_uncertainty_us = 3.25;
+  snprintf(ri[1].failure, sizeof(ri[1].failure), "could not start: connection refused & gone");
+  L.lr.ranks = 2;
+  L.lr.ranks_reporting = 1;
+  L.lr.incomplete = true;
+  L.lr.rank_info = ri;
+  tp_html_level d;
+  tp_html_level_init(&d, &L.lr, L.q, L.n, 25);
+  tp_config cfg;
+  tp_config_default(&cfg);
+  tp_html_input in = {.cfg = &cfg, .levels = &d, .n_levels = 1, .start_wall_ns = 1700000000000000000ULL};
+  tp_buf b;
+  tp_buf_init(&b);
+  CHECK_INT(tp_html_render(&b, &in), 0, "ranks: page renders");
+  const char *h = (const char *)b.data;
+  CHECK_INT(count(h, "<h2>Ranks</h2>"), 1, "ranks: one Ranks section");
+  CHECK(strstr(h, "1 of 2 ranks reporting (incomplete)") != NULL, "ranks: the level says who reported");
+  CHECK(strstr(h, "<td class=\"lvl\">node-a</td>") != NULL, "ranks: rank 0's host");
+  CHECK(strstr(h, "node&lt;b&gt;") != NULL && !strstr(h, "node<b>"), "ranks: host names are escaped");
+  CHECK(strstr(h, "<td>-12.5</td><td>3.2</td>") != NULL || strstr(h, "<td>-12.5</td><td>3.3</td>") != NULL,
+        "ranks: the clock offset and its uncertainty");
+  CHECK(strstr(h, "failed: could not start: connection refused &amp; gone") != NULL,
+        "ranks: the failed rank and why, escaped");
+  CHECK_INT(count(h, "<section>"), count(h, "</section>"), "ranks: every <section> closed");
+  tp_buf_fini(&b);
+  tp_html_level_fini(&d);
+  lvl_fini(&L);
+}
+
 static void test_escape(void) {
   tp_buf b;
   tp_buf_init(&b);
@@ -311,6 +359,7 @@ static void test_escape(void) {
 int main(void) {
   test_digest();
   test_page();
+  test_ranks();
   test_escape();
   return tp_test_done();
 }

@@ -65,17 +65,24 @@ uint64_t tp_stamp_from_realtime(const struct timespec *ts) {
   return mono - (uint64_t)age;
 }
 
+/* The most a peek looks ahead (the largest read any caller makes). */
+#define PEEK_MAX_BYTES (256 * 1024)
+
 /* The kernel's stamp of the segment holding byte len-1 of fd's receive
- * queue (len = 0 counts as 1).  With MSG_TRUNC a TCP receive copies nothing
- * (the buffer is never touched), and the stamp it reports is that of the
- * last segment it walked over.  Returns the bytes walked (<= len), or 0 when
+ * queue (len = 0 counts as 1; at most PEEK_MAX_BYTES).  With MSG_TRUNC a
+ * TCP receive copies nothing (the buffer is never touched), and the stamp
+ * it reports is that of the last segment it walked over.  Returns the bytes walked (<= len), or 0 when
  * there is no data or no stamp. */
 static size_t peek_stamp(int fd, size_t len, struct timespec *ts) {
   union {
     char buf[CMSG_SPACE(sizeof(struct timespec))];
     struct cmsghdr align;
   } ctl;
-  struct iovec iov = {.iov_base = NULL, .iov_len = len ? len : 1};
+  /* The kernel copies nothing into a TCP buffer under MSG_TRUNC, but tools
+   * that check system calls (valgrind) want the range to be addressable:
+   * one shared scratch area, never read, serves every peek. */
+  static char scratch[PEEK_MAX_BYTES];
+  struct iovec iov = {.iov_base = scratch, .iov_len = len == 0 ? 1 : len < sizeof(scratch) ? len : sizeof(scratch)};
   struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf, .msg_controllen = sizeof(ctl.buf)};
   ssize_t n = recvmsg(fd, &m, MSG_PEEK | MSG_TRUNC | MSG_DONTWAIT);
   if (n <= 0) return 0;

@@ -915,7 +915,7 @@ static int post_template(loader *L, uint32_t obj, const char *path, const tmpl *
       size_t k = 0;
       for (uint32_t x = tp__json_at(d, ids)->u.c.first; x; x = tp__json_at(d, x)->next, k++) {
         char px[192];
-        int32_t v;
+        int32_t v = 0; /* set by get_id on success; the compiler cannot see that */
         snprintf(px, sizeof(px), "%s.special_tokens[\"%s\"].ids[%zu]", path, q, k);
         if ((rv = get_id(L, x, px, &v)) || (rv = tmpl_push(L, next, v, p))) return rv;
       }

@@ -28,38 +28,7 @@
 
 /* ---- allocation counter ------------------------------------------------ */
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define COUNT_ALLOCS 0
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || __has_feature(memory_sanitizer)
-#define COUNT_ALLOCS 0
-#endif
-#endif
-#ifndef COUNT_ALLOCS
-#define COUNT_ALLOCS 1
-#endif
-
-static unsigned long n_allocs;
-#if COUNT_ALLOCS
-/* Visible, so that libprotobuf-c's calls land here too (the build hides
- * symbols by default); glibc's own entry points do the work. */
-#define EXPORT __attribute__((visibility("default")))
-extern void *__libc_malloc(size_t n);
-extern void *__libc_calloc(size_t n, size_t size);
-extern void *__libc_realloc(void *p, size_t n);
-EXPORT void *malloc(size_t n) {
-  n_allocs++;
-  return __libc_malloc(n);
-}
-EXPORT void *calloc(size_t n, size_t size) {
-  n_allocs++;
-  return __libc_calloc(n, size);
-}
-EXPORT void *realloc(void *p, size_t n) {
-  n_allocs++;
-  return __libc_realloc(p, n);
-}
-#endif
+#include "tp_alloc_count.h"
 
 /* ---- messages ---------------------------------------------------------- */
 
@@ -276,6 +245,6 @@ int main(int argc, char **argv) {
            r.allocs_per_msg[1]);
   }
   printf("bytes: mean message size; ns: per message, median of %d slices; al: allocations per message%s\n",
-         SLICES, COUNT_ALLOCS ? "" : " (not counted: sanitizer build)");
+         SLICES, TP_COUNT_ALLOCS ? "" : " (not counted: sanitizer build)");
   return 0;
 }

@@ -94,40 +94,8 @@ static void test_parse_examples(void) {
  * must agree on validity and on every field; the cases then check what the
  * answer is. */
 
-/* Counting allocator: the decoder must not allocate.  Sanitizer builds
- * interpose malloc themselves, so there the count is not taken. */
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define COUNT_ALLOCS 0
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || __has_feature(memory_sanitizer)
-#define COUNT_ALLOCS 0
-#endif
-#endif
-#ifndef COUNT_ALLOCS
-#define COUNT_ALLOCS 1
-#endif
-
-#if COUNT_ALLOCS
-/* Visible, so that shared libraries (protobuf-c) call these too; glibc's
- * own entry points do the work. */
-#define EXPORT __attribute__((visibility("default")))
-static unsigned long n_allocs;
-extern void *__libc_malloc(size_t n);
-extern void *__libc_calloc(size_t n, size_t size);
-extern void *__libc_realloc(void *p, size_t n);
-EXPORT void *malloc(size_t n) {
-  n_allocs++;
-  return __libc_malloc(n);
-}
-EXPORT void *calloc(size_t n, size_t size) {
-  n_allocs++;
-  return __libc_calloc(n, size);
-}
-EXPORT void *realloc(void *p, size_t n) {
-  n_allocs++;
-  return __libc_realloc(p, n);
-}
-#endif
+/* Counting allocator: the decoder must not allocate. */
+#include "tp_alloc_count.h"
 
 /* A protobuf writer for hand-made messages: lengths are computed, every
  * other byte is chosen by the case. */
@@ -914,7 +882,7 @@ static void test_decode_guard_page(void) {
 }
 
 static void test_decode_allocations(void) {
-#if COUNT_ALLOCS
+#if TP_COUNT_ALLOCS
   uint8_t msgs[64][512];
   size_t lens[64];
   rng_state = 4242;

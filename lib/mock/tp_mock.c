@@ -1858,11 +1858,6 @@ static void conn_close(conn *c) {
   uv_close((uv_handle_t *)&c->tcp, on_conn_closed);
 }
 
-void tp__mock_stamp_conn(uv_tcp_t *tcp) {
-  uv_os_fd_t fd;
-  if (uv_fileno((uv_handle_t *)tcp, &fd) == 0) (void)tp_stamp_enable_fd(fd);
-}
-
 uint64_t tp__mock_read_stamp(tp_mock *m, uv_tcp_t *tcp, size_t *read_len) {
   uv_os_fd_t fd;
   *read_len = sizeof(m->readbuf);
@@ -1901,11 +1896,24 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
   mark_dirty(c);
 }
 
-bool tp__mock_refuse_next(tp_mock *m) {
+bool tp__mock_accept(tp_mock *m, uv_stream_t *server, uv_tcp_t *tcp, uv_close_cb on_closed) {
+  uv_tcp_init(&m->loop, tcp);
+  if (uv_accept(server, (uv_stream_t *)tcp) != 0) {
+    uv_close((uv_handle_t *)tcp, on_closed);
+    return false;
+  }
   tp__mock_count(&m->n_connections, 1);
-  if (m->refused_so_far >= m->cfg.refuse_connections) return false;
-  m->refused_so_far++;
-  tp__mock_count(&m->n_refused, 1);
+  if (m->refused_so_far < m->cfg.refuse_connections) {
+    /* refuse_connections: accepted, then reset (RST): the client's connect
+     * succeeded and its first read fails with ECONNRESET. */
+    m->refused_so_far++;
+    tp__mock_count(&m->n_refused, 1);
+    if (uv_tcp_close_reset(tcp, on_closed) != 0) uv_close((uv_handle_t *)tcp, on_closed);
+    return false;
+  }
+  uv_tcp_nodelay(tcp, 1);
+  uv_os_fd_t fd;
+  if (uv_fileno((uv_handle_t *)tcp, &fd) == 0) (void)tp_stamp_enable_fd(fd);
   return true;
 }
 
@@ -1915,21 +1923,8 @@ static void on_connection(uv_stream_t *server, int status) {
   conn *c = calloc(1, sizeof(*c));
   if (!c) return;
   c->m = m;
-  uv_tcp_init(&m->loop, &c->tcp);
   c->tcp.data = c;
-  if (uv_accept(server, (uv_stream_t *)&c->tcp) != 0) {
-    uv_close((uv_handle_t *)&c->tcp, on_conn_closed);
-    return;
-  }
-  if (tp__mock_refuse_next(m)) {
-    /* refuse_connections: accepted, then reset (RST): the client's connect
-     * succeeded and its first read fails with ECONNRESET. */
-    if (uv_tcp_close_reset(&c->tcp, on_conn_closed) != 0) uv_close((uv_handle_t *)&c->tcp, on_conn_closed);
-    return;
-  }
-  /* Tokens are tiny writes that must leave at once. */
-  uv_tcp_nodelay(&c->tcp, 1);
-  tp__mock_stamp_conn(&c->tcp);
+  if (!tp__mock_accept(m, server, &c->tcp, on_conn_closed)) return;
   nghttp2_session *h2;
   if (nghttp2_session_server_new(&h2, m->cbs, c) != 0) {
     uv_close((uv_handle_t *)&c->tcp, on_conn_closed);

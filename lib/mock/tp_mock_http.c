@@ -1343,18 +1343,8 @@ static void on_hconnection(uv_stream_t *server, int status) {
   hconn *c = calloc(1, sizeof(*c));
   if (!c) return;
   c->m = m;
-  uv_tcp_init(&m->loop, &c->tcp);
   c->tcp.data = c;
-  if (uv_accept(server, (uv_stream_t *)&c->tcp) != 0) {
-    uv_close((uv_handle_t *)&c->tcp, on_hconn_closed);
-    return;
-  }
-  if (tp__mock_refuse_next(m)) {
-    if (uv_tcp_close_reset(&c->tcp, on_hconn_closed) != 0) uv_close((uv_handle_t *)&c->tcp, on_hconn_closed);
-    return;
-  }
-  uv_tcp_nodelay(&c->tcp, 1);
-  tp__mock_stamp_conn(&c->tcp);
+  if (!tp__mock_accept(m, server, &c->tcp, on_hconn_closed)) return;
   tp_buf_init(&c->in);
   tp_buf_init(&c->out);
   tp_timer_init(&c->trickle_timer, on_trickle, c);

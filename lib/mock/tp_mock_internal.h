@@ -225,15 +225,17 @@ void tp__mock_http_flush(tp_mock *m);
 /* Closes the listener and every HTTP connection. */
 void tp__mock_http_shutdown(tp_mock *m);
 
-/* Accept-time policy shared by both listeners: counts the connection, and
- * returns true when it must be reset instead (the first
- * refuse_connections ones, both ports together). */
-bool tp__mock_refuse_next(tp_mock *m);
-/* Kernel receive stamps on an accepted connection, and the arrival time of
- * the bytes about to be read from it into readbuf, with how many to read so
- * that all of them arrived then (see tp_stamp_fd_group); called from the
- * alloc callback, the last moment before libuv reads. */
-void tp__mock_stamp_conn(uv_tcp_t *tcp);
+/* Accepts a connection into tcp (initialised here, tcp->data already set
+ * by the caller) for both listeners: counts it; resets the first
+ * refuse_connections ones (both ports together); and gives the rest
+ * TCP_NODELAY (tokens are tiny writes that must leave at once) and kernel
+ * receive stamps.  Returns true when the connection is ready; false when it
+ * was closed, with on_closed to follow. */
+bool tp__mock_accept(tp_mock *m, uv_stream_t *server, uv_tcp_t *tcp, uv_close_cb on_closed);
+/* The arrival time of the bytes about to be read from a connection into
+ * readbuf, with how many to read so that all of them arrived then (see
+ * tp_stamp_fd_group); called from the alloc callback, the last moment
+ * before libuv reads. */
 uint64_t tp__mock_read_stamp(tp_mock *m, uv_tcp_t *tcp, size_t *read_len);
 
 #endif

@@ -293,6 +293,23 @@ static void *grow_array(void *p, size_t *cap, size_t n, size_t size) {
   return q;
 }
 
+/* A Replace step (normalizer or decoder): its content, owned, and its
+ * pattern; nothing is left to free on failure. */
+static int get_replace(loader *L, uint32_t obj, const char *path, char **text, size_t *text_len,
+                       tp__re **re) {
+  const char *s;
+  size_t len;
+  int rv = get_str(L, obj, "content", true, &s, &len, path);
+  if (rv) return rv;
+  if ((*text = tp_strndup(s, len)) == NULL) return TP_ENOMEM;
+  *text_len = len;
+  if ((rv = get_pattern(L, obj, "pattern", re, path))) {
+    free(*text);
+    *text = NULL;
+  }
+  return rv;
+}
+
 static int get_prepend_scheme(loader *L, uint32_t obj, const char *path, tp__prepend_scheme *out) {
   const char *s;
   size_t n;
@@ -368,13 +385,7 @@ static int load_norm(loader *L, uint32_t obj, const char *path, size_t *cap) {
     n.text_len = len;
   } else if (strcmp(type, "Replace") == 0) {
     n.kind = TP_NORM_REPLACE;
-    if ((rv = get_str(L, obj, "content", true, &s, &len, path))) return rv;
-    if ((n.text = tp_strndup(s, len)) == NULL) return TP_ENOMEM;
-    n.text_len = len;
-    if ((rv = get_pattern(L, obj, "pattern", &n.re, path))) {
-      free(n.text);
-      return rv;
-    }
+    if ((rv = get_replace(L, obj, path, &n.text, &n.text_len, &n.re))) return rv;
   } else {
     return unsupported(L, path, type,
                        "the normalizers NFC, NFD, NFKC, NFKD, Lowercase, Strip, Prepend, "
@@ -516,8 +527,6 @@ static int load_dec(loader *L, uint32_t obj, const char *path, size_t *cap) {
   }
   tp__dec dd;
   memset(&dd, 0, sizeof(dd));
-  const char *s;
-  size_t len;
   if (strcmp(type, "ByteLevel") == 0) {
     dd.kind = TP_DEC_BYTELEVEL;
   } else if (strcmp(type, "ByteFallback") == 0) {
@@ -537,13 +546,7 @@ static int load_dec(loader *L, uint32_t obj, const char *path, size_t *cap) {
       return rv;
   } else if (strcmp(type, "Replace") == 0) {
     dd.kind = TP_DEC_REPLACE;
-    if ((rv = get_str(L, obj, "content", true, &s, &len, path))) return rv;
-    if ((dd.text = tp_strndup(s, len)) == NULL) return TP_ENOMEM;
-    dd.text_len = len;
-    if ((rv = get_pattern(L, obj, "pattern", &dd.re, path))) {
-      free(dd.text);
-      return rv;
-    }
+    if ((rv = get_replace(L, obj, path, &dd.text, &dd.text_len, &dd.re))) return rv;
   } else {
     return unsupported(L, path, type,
                        "the decoders ByteLevel, Metaspace, Replace, ByteFallback, Fuse, Strip "

@@ -67,31 +67,38 @@ static double slack(void);
  * times slower, so their bounds are doubled. */
 static double slack(void) { return tp_test_time_scale() > 1 ? 2.0 : 1.0; }
 
+/* The in-process mock at fixed timings (50 ms to the first token, 10 ms per
+ * token, 32 tokens, no load-dependent slowdown) logging to log_path, and a
+ * run of one level at *conc against it: 16 requests, or two per slot. */
+static void fixed_timing_run(tp_mock_config *mc, tp_config *cfg, uint32_t *conc, const char *tokenizer,
+                             const char *log_path) {
+  tp_mock_config_default(mc);
+  mc->ttft_ms = 50;
+  mc->itl_ms = 10;
+  mc->output_tokens = 32;
+  mc->prefill_us_per_token = 0;
+  mc->prefill_queue_ms = 0;
+  mc->itl_us_per_seq = 0;
+  tp_config_default(cfg);
+  cfg->mock = true;
+  cfg->mock_config = mc;
+  cfg->mock_log_path = log_path;
+  cfg->concurrency = conc;
+  cfg->n_concurrency = 1;
+  cfg->request_count = *conc < 8 ? 16 : 2 * (uint64_t)*conc;
+  cfg->tokenizer = tokenizer;
+  cfg->progress = NULL;
+}
+
 static void run_level(uint32_t conc, const char *tokenizer, const char *dir) {
   char log_path[512], rec_path[512];
   snprintf(log_path, sizeof(log_path), "%s/mock-%u.jsonl", dir, conc);
   snprintf(rec_path, sizeof(rec_path), "%s/records-%u.jsonl", dir, conc);
 
   tp_mock_config mc;
-  tp_mock_config_default(&mc);
-  mc.ttft_ms = 50;
-  mc.itl_ms = 10;
-  mc.output_tokens = 32;
-  mc.prefill_us_per_token = 0;
-  mc.prefill_queue_ms = 0;
-  mc.itl_us_per_seq = 0;
-
   tp_config cfg;
-  tp_config_default(&cfg);
-  cfg.mock = true;
-  cfg.mock_config = &mc;
-  cfg.mock_log_path = log_path;
+  fixed_timing_run(&mc, &cfg, &conc, tokenizer, log_path);
   cfg.records_path = rec_path;
-  cfg.concurrency = &conc;
-  cfg.n_concurrency = 1;
-  cfg.request_count = conc < 8 ? 16 : 2 * (uint64_t)conc;
-  cfg.tokenizer = tokenizer;
-  cfg.progress = NULL;
 
   char err[512] = "";
   tp_run *run = NULL;
@@ -197,24 +204,9 @@ static void run_http_level(uint32_t conc, tp_service_kind kind, const char *toke
   char log_path[512];
   snprintf(log_path, sizeof(log_path), "%s/mock-http-%d-%u.jsonl", dir, (int)kind, conc);
   tp_mock_config mc;
-  tp_mock_config_default(&mc);
-  mc.ttft_ms = 50;
-  mc.itl_ms = 10;
-  mc.output_tokens = 32;
-  mc.prefill_us_per_token = 0;
-  mc.prefill_queue_ms = 0;
-  mc.itl_us_per_seq = 0;
   tp_config cfg;
-  tp_config_default(&cfg);
-  cfg.mock = true;
-  cfg.mock_config = &mc;
-  cfg.mock_log_path = log_path;
+  fixed_timing_run(&mc, &cfg, &conc, tokenizer, log_path);
   cfg.service_kind = kind;
-  cfg.concurrency = &conc;
-  cfg.n_concurrency = 1;
-  cfg.request_count = conc < 8 ? 16 : 2 * (uint64_t)conc;
-  cfg.tokenizer = tokenizer;
-  cfg.progress = NULL;
   cfg.no_artifacts = true;
   const char *name = kind == TP_SERVICE_OPENAI_CHAT ? "chat" : "completions";
   char err[512] = "";

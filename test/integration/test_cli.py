@@ -11,35 +11,17 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from tp_check import SCALE, check, done, free_port  # noqa: E402
+
 TOKPERF = sys.argv[1]
-SCALE = float(os.environ.get("TP_TEST_TIMEOUT_MULTIPLIER", "1"))
 WORDS = os.environ.get("TP_WORDS_MODEL")
-n = 0
-failed = 0
-
-
-def check(cond, what, detail=""):
-    global n, failed
-    n += 1
-    if not cond:
-        failed += 1
-    print(("ok %d - %s" if cond else "not ok %d - %s") % (n, what))
-    if not cond and detail:
-        for line in str(detail).splitlines()[:20]:
-            print("#   " + line)
 
 
 def run(args, timeout=60):
     p = subprocess.run([TOKPERF] + args, capture_output=True, text=True, timeout=timeout * SCALE)
     return p.returncode, p.stdout, p.stderr
 
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 tmp = tempfile.mkdtemp(prefix="tp_cli_")
@@ -276,5 +258,4 @@ check("Request latency (ms)" in out and "interrupted" in (out + err).lower(),
       "SIGINT: the measured part is still reported", out + err)
 
 subprocess.run(["rm", "-rf", tmp])
-print("1..%d" % n)
-sys.exit(1 if failed else 0)
+done()

@@ -14,22 +14,11 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from tp_check import SCALE, check, done, free_port  # noqa: E402
+
 TOKPERF = sys.argv[1]
-SCALE = float(os.environ.get("TP_TEST_TIMEOUT_MULTIPLIER", "1"))
 WORDS = os.environ.get("TP_WORDS_MODEL")
-n = 0
-failed = 0
-
-
-def check(cond, what, detail=""):
-    global n, failed
-    n += 1
-    if not cond:
-        failed += 1
-    print(("ok %d - %s" if cond else "not ok %d - %s") % (n, what))
-    if not cond and detail:
-        for line in str(detail).splitlines()[:20]:
-            print("#   " + line)
 
 
 tmp = tempfile.mkdtemp(prefix="tp_faults_")
@@ -119,13 +108,6 @@ for r in rows:
     print("#   %-14s %-8s %-36s %s" % r)
 
 
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
-
 
 def start_mock(port):
     m = subprocess.Popen([TOKPERF, "mock", "-q", "--grpc-port", str(port), "--http-port", "-1", "--ttft-ms", "5",
@@ -206,5 +188,4 @@ for sig, want_rc in ((signal.SIGINT, 130), (signal.SIGKILL, -9)):
         check(all(r["ok"] for r in parsed), "SIGINT: in-flight requests finished within the grace period")
 
 subprocess.run(["rm", "-rf", tmp])
-print("1..%d" % n)
-sys.exit(1 if failed else 0)
+done()

@@ -10,22 +10,11 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from tp_check import SCALE, check, done  # noqa: E402
+
 TOKPERF = sys.argv[1]
-SCALE = float(os.environ.get("TP_TEST_TIMEOUT_MULTIPLIER", "1"))
 WORDS = os.environ.get("TP_WORDS_MODEL")
-n = 0
-failed = 0
-
-
-def check(cond, what, detail=""):
-    global n, failed
-    n += 1
-    if not cond:
-        failed += 1
-    print(("ok %d - %s" if cond else "not ok %d - %s") % (n, what))
-    if not cond and detail:
-        for line in str(detail).splitlines()[:25]:
-            print("#   " + line)
 
 
 tmp = tempfile.mkdtemp(prefix="tp_load_")
@@ -197,5 +186,4 @@ check(rc == 1 and "every one of the 4 measured requests failed" in err, "all req
 check(doc and doc["levels"][0]["errors_by_class"]["server_error"] == 4, "classed as server errors")
 
 subprocess.run(["rm", "-rf", tmp])
-print("1..%d" % n)
-sys.exit(1 if failed else 0)
+done()

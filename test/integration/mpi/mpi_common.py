@@ -23,6 +23,7 @@ import mock_common as mc  # noqa: E402
 Tap = ic.Tap
 SCALE = ic.time_scale()
 skip_all = ic.skip_all
+free_port = ic.free_port
 
 # A mock fast and flat enough that the client, not the server, sets the
 # pace: no prefill cost, no slowdown with more sequences, no batch limit.

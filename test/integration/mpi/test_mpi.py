@@ -19,7 +19,6 @@ usage: test_mpi.py TOKPERF MOCK_HARNESS MPIRUN.  Prints TAP."""
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -195,16 +194,8 @@ open_loop(4, 2000, 4)
 
 # ---- a rank that cannot reach the server ----------------------------------------------
 
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
-
-
 mock = mc.Mock(HARNESS, **mc.FAST_MOCK)
-dead = "127.0.0.1:%d" % free_port()
+dead = "127.0.0.1:%d" % mc.free_port()
 try:
     # MPMD: rank 1 alone is pointed at a port nobody listens on.
     rc, out, err, doc, recs = mpirun([(1, ["-u", url(mock)]), (1, ["-u", dead])],

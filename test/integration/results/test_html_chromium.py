@@ -15,21 +15,10 @@ import sys
 import tempfile
 import zlib
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from tp_check import SCALE, check, done  # noqa: E402
+
 GEN = sys.argv[1]
-SCALE = float(os.environ.get("TP_TEST_TIMEOUT_MULTIPLIER", "1"))
-n = 0
-failed = 0
-
-
-def check(cond, what, detail=""):
-    global n, failed
-    n += 1
-    if not cond:
-        failed += 1
-    print(("ok %d - %s" if cond else "not ok %d - %s") % (n, what))
-    if not cond and detail:
-        for line in str(detail).splitlines()[:30]:
-            print("#   " + line)
 
 
 def png_pixels(path):
@@ -160,5 +149,4 @@ try:
 finally:
     shutil.rmtree(tmp, ignore_errors=True)
 
-print("1..%d" % n)
-sys.exit(1 if failed else 0)
+done()

@@ -33,20 +33,10 @@ import sys
 import tempfile
 import xml.etree.ElementTree as ET
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from tp_check import check, done  # noqa: E402
+
 GEN = sys.argv[1]
-n = 0
-failed = 0
-
-
-def check(cond, what, detail=""):
-    global n, failed
-    n += 1
-    if not cond:
-        failed += 1
-    print(("ok %d - %s" if cond else "not ok %d - %s") % (n, what))
-    if not cond and detail:
-        for line in str(detail).splitlines()[:20]:
-            print("#   " + line)
 
 
 def near(a, b, tol):
@@ -227,5 +217,4 @@ try:
 finally:
     shutil.rmtree(tmp, ignore_errors=True)
 
-print("1..%d" % n)
-sys.exit(1 if failed else 0)
+done()

@@ -9,6 +9,7 @@
 
 #include "api/tp_sse.h"
 #include "transport/tp_http.h"
+#include "util/tp_wake.h"
 
 #define PREFLIGHT_TIMEOUT_NS (10 * TP_NS_PER_S)
 #define PREFLIGHT_MAX_BODY (4u << 20)
@@ -377,6 +378,7 @@ static void http_cancel_all(tp_client *c) {
 /* ---- checks before the run: blocking GETs -------------------------------- */
 
 typedef struct unary_ctx {
+  uv_loop_t *loop;
   bool done;
   int status;
   tp_error_class cls;
@@ -393,6 +395,7 @@ static int unary_on_body(tp_http_req *r, const uint8_t *d, size_t n, uint64_t t,
 static void unary_on_done(tp_http_req *r, const tp_http_result *res, void *ud) {
   unary_ctx *u = ud;
   u->done = true;
+  tp_wake(u->loop); /* libcurl may end the transfer from its timer */
   u->status = res->status;
   u->cls = res->err_class;
   snprintf(u->message, sizeof(u->message), "%s", res->message ? res->message : "");
@@ -402,6 +405,7 @@ static int unary_get(http_client *hc, const char *path, unary_ctx *u) {
   static const tp_http_req_cbs cbs = {NULL, unary_on_body, unary_on_done};
   tp_buf_fini(&u->body);
   memset(u, 0, sizeof(*u));
+  u->loop = hc->loop;
   tp_http_req_opts ro = {false, path, NULL, 0, false, PREFLIGHT_TIMEOUT_NS};
   int rv = tp_http_request(hc->http, &ro, &cbs, u, NULL);
   if (rv) return rv;

@@ -8,6 +8,7 @@
 #include "client/tp_client.h"
 #include "transport/tp_grpc.h"
 #include "transport/tp_h2c.h"
+#include "util/tp_wake.h"
 
 #define PREFLIGHT_TIMEOUT_NS (10 * TP_NS_PER_S)
 
@@ -35,6 +36,7 @@ typedef struct call_ctx {
 /* ---- checks before the run: blocking unary calls ------------------------ */
 
 typedef struct unary_ctx {
+  uv_loop_t *loop;
   bool done;
   tp_buf resp;
   bool got_msg;
@@ -53,6 +55,7 @@ static void unary_on_message(tp_call *c, const uint8_t *d, size_t n, uint64_t t,
 static void unary_on_close(tp_call *c, const tp_call_result *res, void *ud) {
   unary_ctx *u = ud;
   u->done = true;
+  tp_wake(u->loop); /* a deadline sweep (a timer) may end the call */
   u->grpc_status = res->grpc_status;
   u->cls = res->err_class;
   snprintf(u->message, sizeof(u->message), "%s", res->message ? res->message : "");
@@ -65,6 +68,7 @@ static int unary(triton_client *tc, const char *method, const uint8_t *body, siz
   snprintf(path, sizeof(path), TP_TRITON_SERVICE "%s", method);
   tp_buf_fini(&u->resp);
   memset(u, 0, sizeof(*u));
+  u->loop = tc->loop;
   int rv = tp_h2c_call(tc->pool, path, body, len, PREFLIGHT_TIMEOUT_NS, &cbs, u, NULL);
   if (rv) return rv;
   while (!u->done) uv_run(tc->loop, UV_RUN_ONCE);

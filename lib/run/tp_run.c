@@ -44,6 +44,7 @@
 #include "util/tp_rng.h"
 #include "util/tp_stamp.h"
 #include "util/tp_timer.h"
+#include "util/tp_wake.h"
 
 #define MAX_RESPONSE_BYTES (64u << 20)
 #define DEFAULT_MAX_TOKENS 128
@@ -153,10 +154,10 @@ struct tp_run {
   uv_timer_t progress_timer;
   uv_timer_t window_timer; /* the run's, so it outlives every level */
   uv_timer_t grace_timer;
-  /* Requests done but not yet handed to the pool: processed by the check
-   * handle, after the loop has flushed the requests that refilled their
-   * slots. */
-  uv_check_t done_check;
+  /* Requests done but not yet handed to the pool: processed after the
+   * poll phase, once the loop has flushed the requests that refilled their
+   * slots (tp_defer: the poll cannot block while some are queued). */
+  tp_defer done_defer;
   size_t *done_q;
   size_t done_n, done_cap;
   bool progress_tty;
@@ -695,7 +696,7 @@ static void plan_request(tp_run *r, uint64_t planned_ns) {
 
 static void build_sent_text(tp_run *r, size_t seq, tp_buf *out);
 static void finish_done(tp_run *r, size_t seq);
-static void on_done_check(uv_check_t *h);
+static void on_done_defer(tp_defer *d);
 
 static void req_on_event(void *req, const tp_client_event *ev, uint64_t arrival_ns) {
   req_ctx *x = req;
@@ -848,13 +849,12 @@ static void finish_done(tp_run *r, size_t seq) {
   finalize(r, seq);
 }
 
-static void on_done_check(uv_check_t *h) {
-  tp_run *r = h->data;
+static void on_done_defer(tp_defer *d) {
+  tp_run *r = d->data;
   /* The queue counts as pending until every entry is handed on, so the
    * level cannot end half-way through it. */
   for (size_t i = 0; i < r->done_n; i++) finish_done(r, r->done_q[i]);
   r->done_n = 0;
-  uv_check_stop(&r->done_check);
   level_check_done(r);
 }
 
@@ -919,7 +919,9 @@ static void req_on_done(void *req, const tp_client_done *d) {
     r->done_cap = cap;
   }
   r->done_q[r->done_n++] = seq;
-  if (r->done_n == 1) uv_check_start(&r->done_check, on_done_check);
+  /* req_on_done may run in any phase of the loop (libcurl finishes
+   * transfers from its timer); tp_defer keeps the poll from blocking. */
+  tp_defer_arm(&r->done_defer);
 }
 
 static void send_request(tp_run *r, size_t seq) {
@@ -1797,8 +1799,7 @@ static int exec_setup(tp_run *r, char *err, size_t errlen) {
   r->window_timer.data = r;
   uv_timer_init(&r->loop, &r->grace_timer);
   r->grace_timer.data = r;
-  uv_check_init(&r->loop, &r->done_check);
-  r->done_check.data = r;
+  tp_defer_init(&r->done_defer, &r->loop, on_done_defer, r);
   /* libuv starts its thread pool on first use, which takes milliseconds:
    * start it now rather than inside the first request's completion. */
   static uv_work_t warm;

@@ -7,6 +7,7 @@
 
 #include "api/tp_prom.h"
 #include "transport/tp_http.h"
+#include "util/tp_wake.h"
 
 /* The figures: a Prometheus name (and a label to match, if any), how the
  * samples of one scrape combine (the mean over GPUs, the sum over engines),
@@ -100,6 +101,8 @@ static int on_body(tp_http_req *r, const uint8_t *data, size_t len, uint64_t t, 
 static void on_done(tp_http_req *r, const tp_http_result *res, void *ud) {
   tp_scraper *s = ud;
   s->in_flight = false;
+  /* The run may be waiting for this scrape to land (tp_scraper_busy). */
+  tp_wake(s->loop);
   if (res->err_class != TP_ERRCLASS_NONE || res->status != 200) {
     s->failures++;
     return;

@@ -34,6 +34,12 @@ typedef struct tp_client_done {
   const char *message;      /* borrowed */
   uint64_t sent_ns;         /* when the request's last byte went out; 0 = never */
   uint64_t end_ns;
+  /* Times the request was sent again on a fresh connection because the
+   * reused one it went out on failed before any byte of the answer came
+   * (a server that closes kept-alive connections, an HTTP/2 GOAWAY whose
+   * last_stream_id excludes it, REFUSED_STREAM).  sent_ns is then the
+   * re-send's.  Not a failure: the report counts these as reconnects. */
+  uint32_t resends;
 } tp_client_done;
 
 typedef struct tp_client_cbs {

@@ -111,6 +111,7 @@ int tp_level_compute_ex(tp_level_result *out, const tp_record *recs, size_t n, c
     const tp_record *r = &recs[i];
     if (r->warmup) continue;
     out->requests++;
+    if (r->resends) out->reconnects++;
 
     /* Failed requests count towards the window too: the server was busy
      * with them, and leaving them out would flatter the throughput. */

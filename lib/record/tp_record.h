@@ -16,6 +16,7 @@ typedef struct tp_record {
   uint32_t prompt_index; /* index into the dataset */
   uint32_t max_tokens;   /* output length asked of the server */
   bool warmup;           /* sent before measuring; left out of statistics */
+  uint32_t resends;      /* re-sent on a fresh connection (tp_client_done.resends) */
   uint32_t rank;         /* the MPI rank that sent it (docs/scale-out.md); 0 in a single process */
 
   /* Monotonic nanoseconds (tp_now_ns).  0 = did not happen. */

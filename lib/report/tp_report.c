@@ -307,6 +307,11 @@ static void print_level(FILE *out, const tp_report_input *in, const tp_level_res
     fputc('\n', out);
     if (lr->first_error[0]) fprintf(out, "Sample error: %s\n", lr->first_error);
   }
+  if (lr->reconnects) {
+    fmt_u64(a, sizeof(a), lr->reconnects);
+    fprintf(out, "Reconnects: %s requests re-sent once on a fresh connection (the server closed or refused the "
+            "one they went out on before answering; not failures)\n", a);
+  }
 }
 
 static void stat_cells(cell *avg, cell *p99, const tp_stat *st) {
@@ -656,6 +661,7 @@ static json_t *level_json(const tp_level_result *lr) {
   bad |= set(o, "succeeded", u64(lr->succeeded));
   bad |= set(o, "failed", u64(lr->failed));
   bad |= set(o, "errors_by_class", errs);
+  bad |= set(o, "reconnects", u64(lr->reconnects));
   bad |= set(o, "duration_s", real_or_null(lr->duration_s));
   bad |= set(o, "tokens_available", json_boolean(lr->tokens_available));
   bad |= set(o, "time_to_first_token_ms", stat_json(&lr->ttft_ms));

@@ -104,7 +104,8 @@ static int put_record(tp_buf *b, const tp_record *r) {
   int rv = put64(b, r->seq);
   rv |= put32(b, r->prompt_index);
   rv |= put32(b, r->max_tokens);
-  rv |= put32(b, r->warmup ? 1 : 0);
+  /* Bit 0: warm-up; the bits above: the re-send count. */
+  rv |= put32(b, (r->warmup ? 1u : 0u) | (r->resends << 1));
   rv |= put64(b, r->planned_ns);
   rv |= put64(b, r->sent_ns);
   rv |= put64(b, r->first_resp_ns);
@@ -190,7 +191,9 @@ static int get_record(reader *rd, tp_record *r) {
   r->seq = get64(rd);
   r->prompt_index = get32(rd);
   r->max_tokens = get32(rd);
-  r->warmup = get32(rd) != 0;
+  uint32_t flags = get32(rd);
+  r->warmup = (flags & 1) != 0;
+  r->resends = flags >> 1;
   r->planned_ns = get64(rd);
   r->sent_ns = get64(rd);
   r->first_resp_ns = get64(rd);

@@ -888,6 +888,7 @@ static void req_on_done(void *req, const tp_client_done *d) {
   free(x);
   /* The wire time of the request's last byte is the truest send time. */
   if (d->sent_ns) rec->sent_ns = d->sent_ns;
+  rec->resends = d->resends;
   if (d->err_class != TP_ERRCLASS_NONE)
     tp_record_fail(rec, d->err_class, d->status, d->message, strlen(d->message));
   if (!rec->done_ns) rec->done_ns = d->end_ns;
@@ -1761,6 +1762,7 @@ static void format_record(json_t *o, const count_job *j) {
   if (j->run->mpi) json_object_set_new(o, "rank", json_integer(rec->rank));
   json_object_set_new(o, "seq", json_integer((json_int_t)rec->seq));
   json_object_set_new(o, "warmup", json_boolean(rec->warmup));
+  json_object_set_new(o, "resends", json_integer(rec->resends));
   json_object_set_new(o, "prompt_index", json_integer(rec->prompt_index));
   json_object_set_new(o, "max_tokens", json_integer(rec->max_tokens));
   json_object_set_new(o, "planned_ns", json_integer((json_int_t)rec->planned_ns));

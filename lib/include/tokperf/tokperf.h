@@ -340,6 +340,11 @@ typedef struct tp_level_result {
   uint64_t succeeded;
   uint64_t failed;
   uint64_t errors_by_class[TP_ERRCLASS_COUNT];
+  /* Measured requests whose reused connection failed before any byte of
+   * the answer and that were sent again, once, on a fresh connection (the
+   * server closed a kept-alive connection; an HTTP/2 GOAWAY or
+   * REFUSED_STREAM said it never processed them).  Not failures. */
+  uint64_t reconnects;
   double duration_s; /* first measured send to last measured completion */
   bool tokens_available; /* a tokenizer counted tokens */
 

@@ -23,7 +23,8 @@ typedef enum opt_id {
   /* mock settings (prefixed --mock- under profile) */
   O_M_HOST, O_M_PORT, O_M_TTFT, O_M_PREFILL_TOK, O_M_PREFILL_Q, O_M_ITL, O_M_ITL_SEQ,
   O_M_BATCH, O_M_OUT, O_M_EOS, O_M_SEED, O_M_LOG, O_M_HTTP_PORT, O_M_DIALECT, O_M_FAULT, O_M_FAULT_RATE,
-  O_M_FAULT_AFTER, O_M_REFUSE, O_M_REFUSE_MS, O_M_GOAWAY, O_M_PREFIX, O_M_PREFIX_BLOCK, O_M_PREFIX_BLOCKS, O_M_KEEPALIVE
+  O_M_FAULT_AFTER, O_M_REFUSE, O_M_REFUSE_MS, O_M_GOAWAY, O_M_PREFIX, O_M_PREFIX_BLOCK, O_M_PREFIX_BLOCKS, O_M_KEEPALIVE,
+  O_M_CLOSE_AFTER_STREAM, O_M_IDLE_CLOSE
 } opt_id;
 
 typedef struct optdef {
@@ -154,6 +155,9 @@ static const optdef profile_opts[] = {
   {O_M_FAULT_AFTER, "--mock-fault-after-tokens", "N", "with --mock: the fault replaces token N (0: at arrival)", "0"},
   {O_M_REFUSE, "--mock-refuse-connections", "N", "with --mock: reset the first N connections", "0"},
   {O_M_GOAWAY, "--mock-goaway-after-streams", "N", "with --mock: GOAWAY after N requests per connection", "0"},
+  {O_M_CLOSE_AFTER_STREAM, "--mock-close-after-stream", NULL,
+   "with --mock: close the HTTP connection after every streamed answer although it said keep-alive", NULL},
+  {O_M_IDLE_CLOSE, "--mock-idle-close-ms", "MS", "with --mock: close connections idle this long (0: never)", "0"},
   {O_M_PREFIX, "--mock-prefix-cache", NULL, "with --mock: reuse cached prompt prefixes (shorter TTFT on hits)", NULL},
   {O_M_DIALECT, "--mock-http-dialect", "vllm|llamacpp|tgi|trtllm-serve", "with --mock: SSE stream dialect", "vllm"},
   {O_QUIET, "-q|--quiet", NULL, "no progress lines on stderr", NULL},
@@ -186,6 +190,11 @@ static const optdef mock_opts[] = {
   {O_M_REFUSE, "--refuse-connections", "N", "reset the first N connections accepted", "0"},
   {O_M_REFUSE_MS, "--refuse-connections-ms", "MS", "do not listen for this long after start", "0"},
   {O_M_GOAWAY, "--goaway-after-streams", "N", "per connection: GOAWAY after N requests", "0"},
+  {O_M_CLOSE_AFTER_STREAM, "--close-after-stream", NULL,
+   "HTTP: close the connection after every streamed answer although it said keep-alive (llama.cpp's server)",
+   NULL},
+  {O_M_IDLE_CLOSE, "--idle-close-ms", "MS",
+   "close connections with no request in progress for this long (gRPC: GOAWAY first; 0: never)", "0"},
   {O_M_PREFIX, "--prefix-cache", NULL, "cache prompt prefixes: the cached part skips prefill time", NULL},
   {O_M_PREFIX_BLOCK, "--prefix-cache-block-words", "N", "prefix cache block size in words", "16"},
   {O_M_PREFIX_BLOCKS, "--prefix-cache-blocks", "N", "prefix cache capacity in blocks", "8192"},
@@ -646,6 +655,8 @@ static int apply(tp_cli *cli, const optdef *o, const char *name, const char *v) 
     case O_M_REFUSE: return get_u32(name, v, &m->refuse_connections, 1000000);
     case O_M_REFUSE_MS: return get_u64(name, v, &m->refuse_connections_ms);
     case O_M_GOAWAY: return get_u32(name, v, &m->goaway_after_streams, 1000000);
+    case O_M_CLOSE_AFTER_STREAM: m->close_after_stream = true; break;
+    case O_M_IDLE_CLOSE: return get_u64(name, v, &m->idle_close_ms);
     case O_M_PREFIX: m->prefix_cache = true; break;
     case O_M_KEEPALIVE:
       if (strcmp(v, "-1") == 0) {

@@ -537,6 +537,15 @@ struct tp_mock_config {
   uint32_t refuse_connections; /* reset the first N connections accepted */
   uint64_t refuse_connections_ms; /* do not listen for this long after start (connect: ECONNREFUSED) */
   uint32_t goaway_after_streams;  /* per connection: GOAWAY after N requests (HTTP: Connection: close) */
+  /* Servers that drop connections a client means to reuse.
+   * close_after_stream (HTTP): after every streamed (SSE) answer, close the
+   * connection although the response said keep-alive, as llama.cpp's
+   * llama-server does.  idle_close_ms: close a connection that has had no
+   * request in progress for this long (HTTP: a plain close; gRPC: GOAWAY
+   * with the last stream it processed, then close), as servers with an
+   * idle timeout do; 0 = never. */
+  bool close_after_stream;
+  uint64_t idle_close_ms;
 
   /* Prefix cache (vLLM automatic prefix caching / TensorRT-LLM KV reuse):
    * prompt words already seen, by whole blocks from the start, skip the

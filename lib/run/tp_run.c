@@ -41,6 +41,7 @@
 #include "sched/tp_sched.h"
 #include "tokenizer/tp_tok.h"
 #include "util/tp_common.h"
+#include "util/tp_files.h"
 #include "util/tp_rng.h"
 #include "util/tp_stamp.h"
 #include "util/tp_timer.h"
@@ -363,9 +364,63 @@ static int make_points(tp_run *r) {
  * a prompt or an "input_length"; prompts are added to r->ds. */
 static int load_schedule(tp_run *r, char *err, size_t errlen);
 
+/* The artifact directory: --artifact-dir, or GenAI-Perf's naming (model,
+ * service, backend, mode) under artifacts/. */
+static void artifact_dir_name(const tp_config *c, char *out, size_t outlen) {
+  if (c->artifact_dir) {
+    snprintf(out, outlen, "%s", c->artifact_dir);
+    return;
+  }
+  const char *mode = c->schedule_file ? "schedule" : c->n_request_rates ? "request_rate" : "concurrency";
+  snprintf(out, outlen, "artifacts/%s-triton-%s-%s", c->model, c->backend == TP_BACKEND_VLLM ? "vllm" : "tensorrtllm",
+           mode);
+  for (char *p = out + 10; *p; p++)
+    if (*p == '/' || *p == ' ') *p = '_';
+}
+
+/* Under mpirun only rank 0 writes results (docs/scale-out.md); the launcher
+ * says which rank this process is before MPI is even initialised. */
+static bool writes_results(void) {
+  const char *rank = getenv("OMPI_COMM_WORLD_RANK");
+  if (!rank) rank = getenv("PMIX_RANK");
+  return !rank || strcmp(rank, "0") == 0;
+}
+
+/* Every file and directory the run will write is checked before anything
+ * is sent, so a run never measures for an hour and then fails to write. */
+static int check_outputs(const tp_config *c, char *err, size_t errlen) {
+  if (!writes_results()) return 0;
+  char why[600];
+  struct {
+    const char *opt, *path;
+  } files[] = {{"--json", c->json_path}, {"--records", c->records_path},
+               {"--profile-export-file", c->profile_export_file && strchr(c->profile_export_file, '/') && !c->no_artifacts
+                                             ? c->profile_export_file
+                                             : NULL}};
+  for (size_t i = 0; i < TP_ARRAY_LEN(files); i++) {
+    if (!files[i].path) continue;
+    if (tp_file_check_writable(files[i].path, why, sizeof(why))) {
+      tp_seterr(err, errlen, "%s: cannot write '%s': %s (choose a writable path)", files[i].opt, files[i].path,
+                why);
+      return TP_EINVAL;
+    }
+  }
+  if (!c->no_artifacts) {
+    char dir[1024];
+    artifact_dir_name(c, dir, sizeof(dir));
+    if (tp_dir_check_creatable(dir, why, sizeof(why))) {
+      tp_seterr(err, errlen, "%s: cannot write the artifact directory '%s': %s (choose another with "
+                "--artifact-dir, or --no-artifacts)", c->artifact_dir ? "--artifact-dir" : "artifacts", dir, why);
+      return TP_EINVAL;
+    }
+  }
+  return 0;
+}
+
 int tp_run_new(tp_run **out, const tp_config *cfg, char *err, size_t errlen) {
   *out = NULL;
   int rv = validate(cfg, err, errlen);
+  if (!rv) rv = check_outputs(cfg, err, errlen);
   if (rv) return rv;
   tp_run *r = calloc(1, sizeof(*r));
   if (!r) return TP_ENOMEM;
@@ -1953,16 +2008,7 @@ static int exec_setup(tp_run *r, char *err, size_t errlen) {
   }
 
   if (!r->cfg.no_artifacts) {
-    if (r->cfg.artifact_dir) {
-      snprintf(r->artifact_dir, sizeof(r->artifact_dir), "%s", r->cfg.artifact_dir);
-    } else {
-      /* GenAI-Perf's naming: model, service, backend, mode. */
-      const char *mode = r->cfg.schedule_file ? "schedule" : r->cfg.n_request_rates ? "request_rate" : "concurrency";
-      snprintf(r->artifact_dir, sizeof(r->artifact_dir), "artifacts/%s-triton-%s-%s", r->cfg.model,
-               r->cfg.backend == TP_BACKEND_VLLM ? "vllm" : "tensorrtllm", mode);
-      for (char *c = r->artifact_dir + 10; *c; c++)
-        if (*c == '/' || *c == ' ') *c = '_';
-    }
+    artifact_dir_name(&r->cfg, r->artifact_dir, sizeof(r->artifact_dir));
     struct timespec wall;
     clock_gettime(CLOCK_REALTIME, &wall);
     tp_artifacts_opts ao;

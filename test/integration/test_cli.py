@@ -110,6 +110,26 @@ check(rc == 2 and tmp in err, "a directory given as the input file: exit 2, name
 rc, out, err = run(["profile", "--mock", "--tokenizer", bad])
 check(rc == 3 and bad in err, "a JSONL file given as the tokenizer: exit 3, the file named", err)
 
+# Issue #13: every output path is checked before the first request.  The
+# server address points at nothing, so a check made after connecting would
+# exit 3 ("cannot connect"); these must exit 2 naming the option and path.
+nothing = "127.0.0.1:%d" % free_port()
+afile = os.path.join(tmp, "afile")
+with open(afile, "w") as f:
+    f.write("x")
+for opt, path, why in [
+        ("--json", os.path.join(tmp, "no", "such", "dir", "r.json"), "No such file or directory"),
+        ("--json", tmp, "is a directory"),
+        ("--records", os.path.join(afile, "records.jsonl"), "not a directory"),
+        ("--profile-export-file", os.path.join(tmp, "missing-dir", "pe.json"), "No such file or directory"),
+        ("--artifact-dir", os.path.join(afile, "sub"), "not a directory")]:
+    rc, out, err = run(["profile", "-u", nothing, "--request-count", "2", opt, path])
+    check(rc == 2 and opt in err and path in err and why in err,
+          "%s %s: refused before any request, exit 2, option, path and cause named" % (opt, why), err)
+rc, out, err = run(["profile", "-u", nothing, "--request-count", "2", "--artifact-dir",
+                    os.path.join(tmp, "new", "deeper")])
+check(rc == 3 and "cannot connect" in err, "an artifact directory still to be made is accepted (the run goes on)", err)
+
 # Start-up failures: exit 3 with the cause.
 port = free_port()
 rc, out, err = run(["profile", "-u", "127.0.0.1:%d" % port, "--request-count", "2"])

@@ -335,3 +335,56 @@ fail:
   free(l.v);
   return rv;
 }
+
+#define SIZE_EXPECTED "expected a size in bytes such as 4096, 64k, 16M or 1G (k, M, G are powers of 1024)"
+
+int tp_parse_size(const char *s, uint64_t *out, char *err, size_t errlen) {
+  const char *p = s;
+  uint64_t v;
+  if (!s || !*s) {
+    tp_seterr(err, errlen, "empty value (" SIZE_EXPECTED ")");
+    return TP_EINVAL;
+  }
+  int nd = read_u64(&p, &v);
+  if (nd == 0) {
+    tp_seterr(err, errlen, "%s (" SIZE_EXPECTED ")", *s == '-' ? "negative sizes are not allowed" : "not a number");
+    return TP_EINVAL;
+  }
+  uint64_t mult = 1;
+  switch (*p) {
+    case 'k': case 'K': mult = 1ULL << 10; p++; break;
+    case 'M': mult = 1ULL << 20; p++; break;
+    case 'G': mult = 1ULL << 30; p++; break;
+    default: break;
+  }
+  if (*p == 'B' || (*p == 'i' && p[1] == 'B' && mult > 1)) p += *p == 'i' ? 2 : 1;
+  if (*p) {
+    tp_seterr(err, errlen, "unexpected \"%s\" after the number (" SIZE_EXPECTED ")", p);
+    return TP_EINVAL;
+  }
+  if (nd < 0 || v > UINT64_MAX / mult) {
+    tp_seterr(err, errlen, "too large (" SIZE_EXPECTED ")");
+    return TP_EINVAL;
+  }
+  *out = v * mult;
+  return 0;
+}
+
+int tp_parse_fraction(const char *s, double *out, char *err, size_t errlen) {
+  char buf[64];
+  size_t l = s ? strlen(s) : 0;
+  if (l == 0 || l >= sizeof(buf)) {
+    tp_seterr(err, errlen, "expected a fraction from 0 to 1 (0.05) or a percentage (5%%)");
+    return TP_EINVAL;
+  }
+  memcpy(buf, s, l + 1);
+  bool pct = buf[l - 1] == '%';
+  if (pct) buf[l - 1] = 0;
+  double v;
+  if (tp_parse_double(buf, &v, NULL, 0) || (pct ? v > 100 : v > 1)) {
+    tp_seterr(err, errlen, "expected a fraction from 0 to 1 (0.05) or a percentage (5%%)");
+    return TP_EINVAL;
+  }
+  *out = pct ? v / 100 : v;
+  return 0;
+}

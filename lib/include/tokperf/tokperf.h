@@ -650,6 +650,13 @@ TP_API int tp_parse_duration_ns(const char *s, uint64_t default_unit_ns, uint64_
 /* Non-negative decimal number ("0.5", "20"). */
 TP_API int tp_parse_double(const char *s, double *out, char *err, size_t errlen);
 
+/* A size in bytes with an optional k, M or G suffix, powers of 1024, and an
+ * optional B ("64M", "16KiB", "4096"). */
+TP_API int tp_parse_size(const char *s, uint64_t *out, char *err, size_t errlen);
+
+/* A fraction from 0 to 1 ("0.05") or a percentage ("5%"). */
+TP_API int tp_parse_fraction(const char *s, double *out, char *err, size_t errlen);
+
 /* A list of positive integers: "1,4,8", a range "START:END[:STEP]" with an
  * additive step ("4:32:4", step 1 by default) or a multiplying one
  * ("1:64:x2"), or lists of those ("1,2,8:32:8").  Ranges include END when

@@ -1,0 +1,197 @@
+/* The metric registry (tp_metric.h). */
+#include "tp_metric.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/tp_common.h"
+
+#define OFF(f) offsetof(tp_level_result, f)
+#define DIST(name, label, unit, field, json, genai, better, dec, flags) \
+  {name, label, TP_METRIC_DIST, unit, OFF(field), json, genai, better, dec, flags}
+#define VALUE(name, label, unit, field, json, genai, better, dec, flags) \
+  {name, label, TP_METRIC_VALUE, unit, OFF(field), json, genai, better, dec, flags}
+#define COUNT(name, label, unit, field, json, better, flags) \
+  {name, label, TP_METRIC_COUNT, unit, OFF(field), json, NULL, better, 0, flags}
+
+/* Report order: the per-request distributions, then the level's rates and
+ * counts.  Each row's definition is in docs/metrics.md. */
+static const tp_metric metrics[] = {
+    DIST("ttft", "Time to first token", TP_UNIT_MS, ttft_ms, "time_to_first_token_ms", "time_to_first_token", -1,
+         2, TP_MF_TABLE | TP_MF_SUMMARY),
+    DIST("itl", "Inter token latency", TP_UNIT_MS, itl_ms, "inter_token_latency_ms", "inter_token_latency", -1, 2,
+         TP_MF_TABLE | TP_MF_SUMMARY),
+    DIST("latency", "Request latency", TP_UNIT_MS, latency_ms, "request_latency_ms", "request_latency", -1, 2,
+         TP_MF_TABLE | TP_MF_SUMMARY),
+    DIST("output_tokens", "Output tokens", TP_UNIT_TOKENS, output_tokens, "output_tokens", "output_sequence_length",
+         0, 1, TP_MF_TABLE),
+    DIST("input_tokens", "Input tokens", TP_UNIT_TOKENS, input_tokens, "input_tokens", "input_sequence_length", 0, 1,
+         TP_MF_TABLE),
+    DIST("output_tps_per_user", "Output token throughput per user", TP_UNIT_TOKENS_PER_S, output_tps_per_user,
+         "output_token_throughput_per_user_tps", "output_token_throughput_per_request", 1, 2, TP_MF_TABLE),
+    DIST("responses", "Responses per request", TP_UNIT_RESPONSES, responses, "responses_per_request", NULL, 0, 1, 0),
+    DIST("send_lag", "Send lag", TP_UNIT_MS, send_lag_ms, "send_lag_ms", NULL, -1, 3, 0),
+    DIST("ttft_from_planned", "Time to first token from the planned time", TP_UNIT_MS, ttft_from_planned_ms,
+         "time_to_first_token_from_planned_ms", NULL, -1, 2, 0),
+    DIST("latency_from_planned", "Request latency from the planned time", TP_UNIT_MS, latency_from_planned_ms,
+         "request_latency_from_planned_ms", NULL, -1, 2, 0),
+    DIST("reasoning_tokens", "Reasoning tokens", TP_UNIT_TOKENS, reasoning_tokens, "reasoning_tokens", NULL, 0, 1, 0),
+    VALUE("request_throughput", "Request throughput", TP_UNIT_REQUESTS_PER_S, request_throughput,
+          "request_throughput_rps", "request_throughput", 1, 2, TP_MF_SUMMARY),
+    VALUE("output_token_throughput", "Output token throughput", TP_UNIT_TOKENS_PER_S, output_token_throughput,
+          "output_token_throughput_tps", "output_token_throughput", 1, 2, TP_MF_SUMMARY | TP_MF_TOKENS),
+    VALUE("input_token_throughput", "Input token throughput", TP_UNIT_TOKENS_PER_S, input_token_throughput,
+          "input_token_throughput_tps", NULL, 1, 2, TP_MF_SUMMARY | TP_MF_INPUT_TOKENS),
+    VALUE("goodput", "Goodput", TP_UNIT_REQUESTS_PER_S, goodput_rps, "goodput_rps", "request_goodput", 1, 2,
+          TP_MF_GOODPUT),
+    VALUE("goodput_fraction", "Goodput fraction", TP_UNIT_FRACTION, goodput_fraction, "goodput_fraction", NULL, 1, 4,
+          TP_MF_GOODPUT),
+    VALUE("error_rate", "Error rate", TP_UNIT_FRACTION, error_rate, "error_rate", NULL, -1, 4, 0),
+    VALUE("achieved_send_rate", "Achieved send rate", TP_UNIT_REQUESTS_PER_S, achieved_send_rate,
+          "achieved_send_rate_rps", NULL, 0, 2, 0),
+    VALUE("duration", "Duration", TP_UNIT_S, duration_s, "duration_s", NULL, 0, 2, 0),
+    VALUE("prefix_cache_hit_rate", "Prefix-cache hit rate", TP_UNIT_FRACTION, prefix_cache_hit_rate,
+          "prefix_cache_hit_rate", NULL, 1, 4, TP_MF_NONNEG),
+    VALUE("exact_match_rate", "Exact match", TP_UNIT_FRACTION, exact_match_rate, "exact_match_rate", NULL, 1, 4,
+          TP_MF_ACCURACY),
+    VALUE("rouge_l_f1", "ROUGE-L F1", TP_UNIT_FRACTION, rouge_l_f1, "rouge_l_f1", NULL, 1, 4, TP_MF_ACCURACY),
+    COUNT("requests", "Requests", TP_UNIT_REQUESTS, requests, "requests", 0, 0),
+    COUNT("succeeded", "Succeeded", TP_UNIT_REQUESTS, succeeded, "succeeded", 1, 0),
+    COUNT("failed", "Failed", TP_UNIT_REQUESTS, failed, "failed", -1, 0),
+    COUNT("reconnects", "Reconnects", TP_UNIT_REQUESTS, reconnects, "reconnects", -1, 0),
+    COUNT("late_sends", "Late sends", TP_UNIT_REQUESTS, late_sends, "late_sends", -1, 0),
+    COUNT("output_length_mismatches", "Output length mismatches", TP_UNIT_REQUESTS, length_mismatches,
+          "output_length_mismatches", -1, 0),
+};
+
+static const struct {
+  const char *name;
+  size_t off;
+} stats[] = {
+#define TP_STAT_ROW(e, s, f) {s, offsetof(tp_stat, f)},
+    TP_STATS(TP_STAT_ROW)
+#undef TP_STAT_ROW
+};
+
+static const struct {
+  const char *name, *genai;
+} units[] = {
+#define TP_UNIT_ROW(e, s, g) {s, g},
+    TP_UNITS(TP_UNIT_ROW)
+#undef TP_UNIT_ROW
+};
+
+const tp_metric *tp_metrics(size_t *n) {
+  *n = TP_ARRAY_LEN(metrics);
+  return metrics;
+}
+
+const tp_metric *tp_metric_find(const char *name) {
+  for (size_t i = 0; i < TP_ARRAY_LEN(metrics); i++)
+    if (strcmp(metrics[i].name, name) == 0) return &metrics[i];
+  return NULL;
+}
+
+const char *tp_stat_name(tp_stat_id id) { return (unsigned)id < TP_STAT_COUNT ? stats[id].name : "?"; }
+
+int tp_stat_find(const char *name) {
+  for (int i = 0; i < TP_STAT_COUNT; i++)
+    if (strcmp(stats[i].name, name) == 0) return i;
+  return -1;
+}
+
+const char *tp_unit_name(tp_unit u) { return (unsigned)u < TP_UNIT_COUNT ? units[u].name : ""; }
+const char *tp_unit_genai(tp_unit u) { return (unsigned)u < TP_UNIT_COUNT ? units[u].genai : ""; }
+
+const tp_stat *tp_metric_stat(const tp_metric *m, const tp_level_result *lr) {
+  if (m->kind != TP_METRIC_DIST) return NULL;
+  return (const tp_stat *)(const void *)((const char *)lr + m->offset);
+}
+
+bool tp_metric_available(const tp_metric *m, const tp_level_result *lr) {
+  if ((m->flags & TP_MF_TOKENS) && !lr->tokens_available) return false;
+  if ((m->flags & TP_MF_INPUT_TOKENS) && lr->input_tokens.n == 0) return false;
+  if ((m->flags & TP_MF_GOODPUT) && !lr->goodput_set) return false;
+  if ((m->flags & TP_MF_ACCURACY) && lr->accuracy_scored == 0) return false;
+  const char *p = (const char *)lr + m->offset;
+  switch (m->kind) {
+    case TP_METRIC_DIST: return ((const tp_stat *)(const void *)p)->n > 0;
+    case TP_METRIC_VALUE: {
+      double v = *(const double *)(const void *)p;
+      return isfinite(v) && !((m->flags & TP_MF_NONNEG) && v < 0);
+    }
+    case TP_METRIC_COUNT: return true;
+  }
+  return false;
+}
+
+bool tp_metric_value(const tp_metric *m, const tp_level_result *lr, tp_stat_id st, double *out) {
+  if (!tp_metric_available(m, lr)) return false;
+  const char *p = (const char *)lr + m->offset;
+  switch (m->kind) {
+    case TP_METRIC_DIST:
+      if ((unsigned)st >= TP_STAT_COUNT) return false;
+      *out = *(const double *)(const void *)(p + stats[st].off);
+      return true;
+    case TP_METRIC_VALUE: *out = *(const double *)(const void *)p; return true;
+    case TP_METRIC_COUNT: *out = (double)*(const uint64_t *)(const void *)p; return true;
+  }
+  return false;
+}
+
+int tp_metric_parse_threshold(const tp_metric *m, const char *s, double *out, char *err, size_t errlen) {
+  char *end;
+  double v = strtod(s, &end);
+  if (end == s || !isfinite(v)) {
+    tp_seterr(err, errlen, "expected a number");
+    return TP_EINVAL;
+  }
+  while (*end == ' ') end++;
+  if (m->unit == TP_UNIT_MS || m->unit == TP_UNIT_S) {
+    /* Times are compared in the row's unit; the bound may carry any. */
+    static const struct {
+      const char *u;
+      double ms;
+    } tu[] = {{"ns", 1e-6}, {"us", 1e-3}, {"ms", 1}, {"s", 1e3}, {"m", 60e3}};
+    double ms_per = 1;
+    if (*end) {
+      size_t k;
+      for (k = 0; k < TP_ARRAY_LEN(tu); k++)
+        if (strcmp(end, tu[k].u) == 0) break;
+      if (k == TP_ARRAY_LEN(tu)) {
+        tp_seterr(err, errlen, "a time takes ns, us, ms, s or m");
+        return TP_EINVAL;
+      }
+      ms_per = tu[k].ms;
+    } else if (m->unit == TP_UNIT_S) {
+      ms_per = 1e3;
+    }
+    v *= ms_per;
+    *out = m->unit == TP_UNIT_S ? v / 1e3 : v;
+    return 0;
+  }
+  if (m->unit == TP_UNIT_FRACTION && strcmp(end, "%") == 0) {
+    *out = v / 100;
+    return 0;
+  }
+  if (*end) {
+    tp_seterr(err, errlen, "unexpected '%s' after the number", end);
+    return TP_EINVAL;
+  }
+  *out = v;
+  return 0;
+}
+
+void tp_metric_names(char *out, size_t outlen, bool dist_only) {
+  size_t used = 0;
+  out[0] = 0;
+  for (size_t i = 0; i < TP_ARRAY_LEN(metrics) && used + 1 < outlen; i++) {
+    if (dist_only && metrics[i].kind != TP_METRIC_DIST) continue;
+    int w = snprintf(out + used, outlen - used, "%s%s", used ? ", " : "", metrics[i].name);
+    if (w < 0) break;
+    used += (size_t)w < outlen - used ? (size_t)w : outlen - used - 1;
+  }
+}

@@ -174,10 +174,8 @@ int tp_setting_set(const tp_setting *s, void *base, const char *v, char *err, si
       return 0;
     case TP_SET_U32:
     case TP_SET_U64:
-      if (tp_parse_count(v, &u, e, sizeof(e))) {
-        tp_seterr(err, errlen, "%s", e);
-        return TP_EINVAL;
-      }
+      /* The value parsers write their own phrase into err. */
+      if (tp_parse_count(v, &u, err, errlen)) return TP_EINVAL;
       if (s->type == TP_SET_U32 && u > UINT32_MAX) {
         tp_seterr(err, errlen, "must be at most %" PRIu32, UINT32_MAX);
         return TP_EINVAL;
@@ -199,37 +197,21 @@ int tp_setting_set(const tp_setting *s, void *base, const char *v, char *err, si
       *FIELD(base, s, int64_t) = (int64_t)x;
       return 0;
     }
-    case TP_SET_F64:
-      if (tp_parse_double(v, &d, e, sizeof(e))) {
-        tp_seterr(err, errlen, "%s", e);
-        return TP_EINVAL;
-      }
-      if (check_number(s, d, err, errlen)) return TP_EINVAL;
-      *FIELD(base, s, double) = d;
-      return 0;
     case TP_SET_MS:
-      if (tp_parse_duration_ns(v, TP_NS_PER_MS, &u, e, sizeof(e))) {
-        tp_seterr(err, errlen, "%s", e);
-        return TP_EINVAL;
-      }
+      if (tp_parse_duration_ns(v, TP_NS_PER_MS, &u, err, errlen)) return TP_EINVAL;
       /* Rounded up: "1us" is not "no time at all". */
       u = u / TP_NS_PER_MS + (u % TP_NS_PER_MS != 0);
       if (check_number(s, (double)u, err, errlen)) return TP_EINVAL;
       *FIELD(base, s, uint64_t) = u;
       return 0;
     case TP_SET_SIZE:
-      if (tp_parse_size(v, &u, e, sizeof(e))) {
-        tp_seterr(err, errlen, "%s", e);
-        return TP_EINVAL;
-      }
-      if (check_number(s, (double)u, err, errlen)) return TP_EINVAL;
+      if (tp_parse_size(v, &u, err, errlen) || check_number(s, (double)u, err, errlen)) return TP_EINVAL;
       *FIELD(base, s, uint64_t) = u;
       return 0;
+    case TP_SET_F64:
     case TP_SET_FRACTION:
-      if (tp_parse_fraction(v, &d, e, sizeof(e))) {
-        tp_seterr(err, errlen, "%s", e);
+      if (s->type == TP_SET_F64 ? tp_parse_double(v, &d, err, errlen) : tp_parse_fraction(v, &d, err, errlen))
         return TP_EINVAL;
-      }
       if (check_number(s, d, err, errlen)) return TP_EINVAL;
       *FIELD(base, s, double) = d;
       return 0;

@@ -22,15 +22,27 @@ static inline double tp_test_time_scale(void) {
   return v > 0 ? v : 1.0;
 }
 
+/* A description is one TAP line: a newline in it (a multi-line message
+ * quoted in the description) is written as "\n", or the rest would be read
+ * as unknown TAP output. */
+static inline void tp_test_line_(const char *s) {
+  for (; *s; s++) {
+    if (*s == '\n') fputs("\\n", stdout);
+    else if (*s != '\r') putchar(*s);
+  }
+}
+
 #define TP_OK_(cond, ...)                                              \
   do {                                                                 \
-    int c_ = !!(cond);                                                   \
+    int c_ = !!(cond);                                                 \
+    char d_[2048];                                                     \
     tp_test_n_++;                                                      \
     if (!c_) tp_test_failed_++;                                        \
-    printf("%s %d - ", c_ ? "ok" : "not ok", tp_test_n_);             \
-    printf(__VA_ARGS__);                                               \
+    snprintf(d_, sizeof(d_), __VA_ARGS__);                             \
+    printf("%s %d - ", c_ ? "ok" : "not ok", tp_test_n_);              \
+    tp_test_line_(d_);                                                 \
     printf("\n");                                                      \
-    if (!c_) printf("#   at %s:%d\n", __FILE__, __LINE__);            \
+    if (!c_) printf("#   at %s:%d\n", __FILE__, __LINE__);             \
   } while (0)
 
 #define CHECK(cond, ...) TP_OK_((cond), __VA_ARGS__)

@@ -7,65 +7,25 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "metrics/tp_metric.h"
+
 typedef enum op { OP_LE, OP_LT, OP_GE, OP_GT, OP_EQ } op;
 
-typedef enum kind { K_TIME, K_COUNT, K_RATE, K_FRACTION } kind;
-
-/* Where each metric lives in a level result: a tp_stat, or one double, or
- * one counter. */
-typedef struct metric {
-  const char *name;
-  kind kind;
-  size_t stat_off;   /* offset of a tp_stat, or SIZE_MAX */
-  size_t scalar_off; /* offset of a double, or SIZE_MAX */
-  size_t count_off;  /* offset of a uint64_t, or SIZE_MAX */
-  const char *unit;  /* as printed */
-} metric;
-
-#define STAT(n, f, k, u) {n, k, offsetof(tp_level_result, f), SIZE_MAX, SIZE_MAX, u}
-#define SCALAR(n, f, k, u) {n, k, SIZE_MAX, offsetof(tp_level_result, f), SIZE_MAX, u}
-#define COUNT(n, f) {n, K_COUNT, SIZE_MAX, SIZE_MAX, offsetof(tp_level_result, f), "requests"}
-
-static const metric metrics[] = {
-  STAT("ttft", ttft_ms, K_TIME, "ms"),
-  STAT("itl", itl_ms, K_TIME, "ms"),
-  STAT("latency", latency_ms, K_TIME, "ms"),
-  STAT("output_tokens", output_tokens, K_COUNT, "tokens"),
-  STAT("input_tokens", input_tokens, K_COUNT, "tokens"),
-  STAT("output_tps_per_user", output_tps_per_user, K_RATE, "tokens/s"),
-  STAT("send_lag", send_lag_ms, K_TIME, "ms"),
-  STAT("ttft_from_planned", ttft_from_planned_ms, K_TIME, "ms"),
-  STAT("latency_from_planned", latency_from_planned_ms, K_TIME, "ms"),
-  SCALAR("output_token_throughput", output_token_throughput, K_RATE, "tokens/s"),
-  SCALAR("input_token_throughput", input_token_throughput, K_RATE, "tokens/s"),
-  SCALAR("request_throughput", request_throughput, K_RATE, "requests/s"),
-  SCALAR("goodput", goodput_rps, K_RATE, "requests/s"),
-  SCALAR("goodput_fraction", goodput_fraction, K_FRACTION, ""),
-  SCALAR("error_rate", error_rate, K_FRACTION, ""),
-  SCALAR("achieved_send_rate", achieved_send_rate, K_RATE, "requests/s"),
-  COUNT("failed", failed),
-  COUNT("succeeded", succeeded),
-};
-
-static const char *const stat_names[] = {"avg", "min", "max", "std", "p25", "p50", "p75", "p90", "p95", "p99"};
-
+/* A gate names a row of the metric registry (metrics/tp_metric.h): every
+ * figure a level reports can be asserted on, in the unit the report shows
+ * it in. */
 typedef struct gate {
   char text[128];
-  const metric *m;
-  int stat; /* index into stat_names, -1 for scalars */
+  const tp_metric *m;
+  tp_stat_id stat; /* for distributions */
   op op;
-  double value; /* in the metric's unit (ms for times, fraction for rates of errors) */
+  double value; /* in the row's unit (ms for times, a fraction for rates of errors) */
 } gate;
 
 struct tp_gates {
   gate *g;
   size_t n;
 };
-
-static double stat_value(const tp_stat *s, int i) {
-  const double v[] = {s->avg, s->min, s->max, s->std, s->p25, s->p50, s->p75, s->p90, s->p95, s->p99};
-  return v[i];
-}
 
 static int parse_one(gate *g, const char *expr, char *err, size_t errlen) {
   memset(g, 0, sizeof(*g));
@@ -81,25 +41,25 @@ static int parse_one(gate *g, const char *expr, char *err, size_t errlen) {
   nm[nlen] = 0;
   char *dot = strchr(nm, '.');
   if (dot) *dot = 0;
-  for (size_t i = 0; i < TP_ARRAY_LEN(metrics); i++)
-    if (strcmp(metrics[i].name, nm) == 0) g->m = &metrics[i];
+  g->m = tp_metric_find(nm);
   if (!g->m) {
-    tp_seterr(err, errlen, "--assert '%s': unknown metric '%s' (known: ttft, itl, latency, output_tokens, "
-              "input_tokens, output_tps_per_user, send_lag, ttft_from_planned, latency_from_planned, "
-              "output_token_throughput, input_token_throughput, request_throughput, goodput, goodput_fraction, "
-              "error_rate, achieved_send_rate, failed, succeeded)", expr, nm);
+    char known[1024];
+    tp_metric_names(known, sizeof(known), false);
+    tp_seterr(err, errlen, "--assert '%s': unknown metric '%s' (known: %s)", expr, nm, known);
     return TP_EINVAL;
   }
-  g->stat = -1;
-  if (g->m->stat_off != SIZE_MAX) {
-    const char *st = dot ? dot + 1 : "avg";
-    for (int i = 0; i < (int)TP_ARRAY_LEN(stat_names); i++)
-      if (strcmp(st, stat_names[i]) == 0) g->stat = i;
-    if (g->stat < 0) {
-      tp_seterr(err, errlen, "--assert '%s': unknown statistic '%s' (avg, min, max, std, p25, p50, p75, p90, "
-                "p95, p99)", expr, st);
+  g->stat = TP_STAT_AVG;
+  if (g->m->kind == TP_METRIC_DIST) {
+    int st = tp_stat_find(dot ? dot + 1 : "avg");
+    if (st < 0) {
+      char known[128] = "";
+      for (int i = 0; i < TP_STAT_COUNT; i++)
+        snprintf(known + strlen(known), sizeof(known) - strlen(known), "%s%s", i ? ", " : "",
+                 tp_stat_name((tp_stat_id)i));
+      tp_seterr(err, errlen, "--assert '%s': unknown statistic '%s' (%s)", expr, dot + 1, known);
       return TP_EINVAL;
     }
+    g->stat = (tp_stat_id)st;
   } else if (dot) {
     tp_seterr(err, errlen, "--assert '%s': %s is one number per level and takes no statistic", expr, nm);
     return TP_EINVAL;
@@ -112,27 +72,12 @@ static int parse_one(gate *g, const char *expr, char *err, size_t errlen) {
   else if (p[0] == '>') g->op = OP_GT, p += 1;
   else goto bad;
   while (isspace((unsigned char)*p)) p++;
-  char *end;
-  double v = strtod(p, &end);
-  if (end == p || !isfinite(v)) goto bad;
-  p = end;
-  while (isspace((unsigned char)*p)) p++;
-  if (g->m->kind == K_TIME) {
-    if (!*p || strcmp(p, "ms") == 0) {
-    } else if (strcmp(p, "s") == 0) v *= 1e3;
-    else if (strcmp(p, "us") == 0) v /= 1e3;
-    else if (strcmp(p, "ns") == 0) v /= 1e6;
-    else {
-      tp_seterr(err, errlen, "--assert '%s': a time takes ns, us, ms or s", expr);
-      return TP_EINVAL;
-    }
-  } else if (*p == '%' && p[1] == 0 && g->m->kind == K_FRACTION) {
-    v /= 100;
-  } else if (*p) {
-    tp_seterr(err, errlen, "--assert '%s': unexpected '%s' after the number", expr, p);
+  char why[128];
+  if (!*p) goto bad;
+  if (tp_metric_parse_threshold(g->m, p, &g->value, why, sizeof(why))) {
+    tp_seterr(err, errlen, "--assert '%s': %s", expr, why);
     return TP_EINVAL;
   }
-  g->value = v;
   return 0;
 bad:
   tp_seterr(err, errlen, "--assert '%s': expected METRIC[.STAT] OP VALUE[UNIT], like 'ttft.p99 <= 250ms', "
@@ -162,20 +107,12 @@ int tp_gates_new(tp_gates **out, const char *const *exprs, size_t n, char *err, 
 
 int tp_gate_eval(const tp_gates *gs, size_t i, const tp_level_result *lv, double *value) {
   const gate *g = &gs->g[i];
-  const char *base = (const char *)lv;
   double v;
-  if (g->m->stat_off != SIZE_MAX) {
-    const tp_stat *s = (const tp_stat *)(base + g->m->stat_off);
-    /* An unavailable figure cannot prove a bound. */
-    if (s->n == 0) {
-      *value = NAN;
-      return 0;
-    }
-    v = stat_value(s, g->stat);
-  } else if (g->m->scalar_off != SIZE_MAX) {
-    v = *(const double *)(base + g->m->scalar_off);
-  } else {
-    v = (double)*(const uint64_t *)(base + g->m->count_off);
+  /* An unavailable figure (no requests measured, no tokens counted, no
+   * goodput bounds) cannot prove a bound. */
+  if (!tp_metric_value(g->m, lv, g->stat, &v)) {
+    *value = NAN;
+    return 0;
   }
   *value = v;
   switch (g->op) {
@@ -214,10 +151,11 @@ int tp_gates_check(const tp_gates *g, const tp_level_result *levels, size_t n_le
       const gate *x = &g->g[i];
       if (isnan(v))
         fprintf(out, "tokperf: assertion failed: %s: %s is unavailable at %s\n", x->text, x->m->name, where);
-      else if (x->m->kind == K_FRACTION)
+      else if (x->m->unit == TP_UNIT_FRACTION)
         fprintf(out, "tokperf: assertion failed: %s: measured %.4g (%.2f%%) at %s\n", x->text, v, 100 * v, where);
       else
-        fprintf(out, "tokperf: assertion failed: %s: measured %.4g %s at %s\n", x->text, v, x->m->unit, where);
+        fprintf(out, "tokperf: assertion failed: %s: measured %.4g %s at %s\n", x->text, v, tp_unit_name(x->m->unit),
+                where);
     }
     /* A distributed level a rank failed in measured less load than asked:
      * its figures are kept and reported, but the run does not pass. */

@@ -16,6 +16,7 @@ static tp_level_result level(double ttft_p99, double tput, uint64_t failed, uint
   lv.ttft_ms.p99 = ttft_p99;
   lv.ttft_ms.avg = ttft_p99 / 2;
   lv.output_token_throughput = tput;
+  lv.tokens_available = true;
   lv.requests = requests;
   lv.failed = failed;
   lv.succeeded = requests - failed;
@@ -72,5 +73,19 @@ int main(void) {
   CHECK(strstr(out, "METRIC[.STAT] OP VALUE"), "with the expected form: %s", out);
   CHECK_INT(run("ttft.p99 <= 5 parsecs", &good, -1, out, sizeof(out)), -1, "unknown unit refused");
   CHECK_INT(run("error_rate.p99 <= 1", &good, -1, out, sizeof(out)), -1, "a scalar takes no statistic");
+
+  /* Every row of the metric registry can be asserted on. */
+  tp_level_result notok = good;
+  notok.tokens_available = false;
+  CHECK_INT(run("output_token_throughput >= 1", &notok, -1, out, sizeof(out)), 1,
+            "a token throughput without counted tokens fails its bound");
+  CHECK(strstr(out, "unavailable"), "as unavailable, not as 0 tokens/s: %s", out);
+  tp_level_result rec = good;
+  rec.reconnects = 3;
+  CHECK_INT(run("reconnects <= 2", &rec, -1, out, sizeof(out)), 1, "reconnects can be bounded");
+  CHECK(strstr(out, "measured 3 requests"), "in its unit: %s", out);
+  CHECK_INT(run("ttft.p99 <= 250000us", &good, -1, out, sizeof(out)), 0, "a time bound takes us");
+  CHECK_INT(run("speed >= 1", &good, -1, out, sizeof(out)), -1, "unknown metric refused");
+  CHECK(strstr(out, "reconnects") && strstr(out, "goodput_fraction"), "listing every registry row: %s", out);
   return tp_test_done();
 }

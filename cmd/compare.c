@@ -7,16 +7,42 @@
 #include "options.h"
 #include "tokperf/tokperf.h"
 
+/* Prints text after a label, wrapped at 100 columns under an indent of 19. */
+static void wrapped(FILE *out, const char *label, const char *text) {
+  fprintf(out, "%-19s", label);
+  size_t col = 19;
+  for (const char *p = text; *p;) {
+    size_t w = strcspn(p, " ");
+    if (col > 19 && col + 1 + w > 100) {
+      fprintf(out, "\n%19s", "");
+      col = 19;
+    } else if (col > 19) {
+      fputc(' ', out);
+      col++;
+    }
+    fprintf(out, "%.*s", (int)w, p);
+    col += w;
+    p += w;
+    while (*p == ' ') p++;
+  }
+  fputc('\n', out);
+}
+
 static void help(FILE *out) {
+  char dist[512], all[1024], line[2048];
+  tp_metric_list(dist, sizeof(dist), true);
+  tp_metric_list(all, sizeof(all), false);
   fprintf(out,
           "Usage: tokperf compare A.json B.json [--fail-on RULE]... [--junit FILE]\n\n"
           "Compares two runs' --json documents level by level (matched by sweep point): every headline\n"
           "metric side by side with its change in percent, worsened ones marked.\n\n"
-          "Options:\n"
-          "  --fail-on RULE   METRIC[.STAT]:[+|-]N%%: fail when B is worse than A by more than N%%.\n"
-          "                   Metrics: ttft, itl, latency (stats avg p50 p90 p95 p99 min max),\n"
-          "                   output_token_throughput, input_token_throughput, request_throughput,\n"
-          "                   error_rate. Repeatable.\n"
+          "Options:\n");
+  snprintf(line, sizeof(line),
+           "METRIC[.STAT]:[+|-]N%%: fail when B is worse than A by more than N%%. Repeatable. METRIC is any "
+           "of: %s. These take a STAT (avg min max p99 p95 p90 p75 p50 p25 std): %s.",
+           all, dist);
+  wrapped(out, "  --fail-on RULE", line);
+  fprintf(out,
           "  --junit FILE     write the comparisons and rules as JUnit XML\n"
           "  -h,--help        this help\n\n"
           "Exit codes: 0 every rule held, 1 a rule failed, 2 bad arguments or unreadable files.\n\n"

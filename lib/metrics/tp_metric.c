@@ -11,52 +11,55 @@
 
 #define OFF(f) offsetof(tp_level_result, f)
 #define DIST(name, label, unit, field, json, genai, better, dec, flags) \
-  {name, label, TP_METRIC_DIST, unit, OFF(field), json, genai, better, dec, flags}
+  { name, label, TP_METRIC_DIST, unit, OFF(field), json, genai, better, dec, flags }
 #define VALUE(name, label, unit, field, json, genai, better, dec, flags) \
-  {name, label, TP_METRIC_VALUE, unit, OFF(field), json, genai, better, dec, flags}
+  { name, label, TP_METRIC_VALUE, unit, OFF(field), json, genai, better, dec, flags }
 #define COUNT(name, label, unit, field, json, better, flags) \
-  {name, label, TP_METRIC_COUNT, unit, OFF(field), json, NULL, better, 0, flags}
+  { name, label, TP_METRIC_COUNT, unit, OFF(field), json, NULL, better, 0, flags }
 
 /* Report order: the per-request distributions, then the level's rates and
  * counts.  Each row's definition is in docs/metrics.md. */
 static const tp_metric metrics[] = {
-    DIST("ttft", "Time to first token", TP_UNIT_MS, ttft_ms, "time_to_first_token_ms", "time_to_first_token", -1,
-         2, TP_MF_TABLE | TP_MF_SUMMARY),
-    DIST("itl", "Inter token latency", TP_UNIT_MS, itl_ms, "inter_token_latency_ms", "inter_token_latency", -1, 2,
-         TP_MF_TABLE | TP_MF_SUMMARY),
+    DIST("ttft", "Time to first token", TP_UNIT_MS, ttft_ms, "time_to_first_token_ms", "time_to_first_token",
+         -1, 2, TP_MF_TABLE | TP_MF_SUMMARY | TP_MF_COMPARE),
+    DIST("itl", "Inter token latency", TP_UNIT_MS, itl_ms, "inter_token_latency_ms", "inter_token_latency",
+         -1, 2, TP_MF_TABLE | TP_MF_SUMMARY | TP_MF_COMPARE),
     DIST("latency", "Request latency", TP_UNIT_MS, latency_ms, "request_latency_ms", "request_latency", -1, 2,
-         TP_MF_TABLE | TP_MF_SUMMARY),
-    DIST("output_tokens", "Output tokens", TP_UNIT_TOKENS, output_tokens, "output_tokens", "output_sequence_length",
-         0, 1, TP_MF_TABLE),
-    DIST("input_tokens", "Input tokens", TP_UNIT_TOKENS, input_tokens, "input_tokens", "input_sequence_length", 0, 1,
-         TP_MF_TABLE),
+         TP_MF_TABLE | TP_MF_SUMMARY | TP_MF_COMPARE),
+    DIST("output_tokens", "Output tokens", TP_UNIT_TOKENS, output_tokens, "output_tokens",
+         "output_sequence_length", 0, 1, TP_MF_TABLE),
+    DIST("input_tokens", "Input tokens", TP_UNIT_TOKENS, input_tokens, "input_tokens",
+         "input_sequence_length", 0, 1, TP_MF_TABLE),
     DIST("output_tps_per_user", "Output token throughput per user", TP_UNIT_TOKENS_PER_S, output_tps_per_user,
          "output_token_throughput_per_user_tps", "output_token_throughput_per_request", 1, 2, TP_MF_TABLE),
-    DIST("responses", "Responses per request", TP_UNIT_RESPONSES, responses, "responses_per_request", NULL, 0, 1, 0),
+    DIST("responses", "Responses per request", TP_UNIT_RESPONSES, responses, "responses_per_request", NULL, 0,
+         1, 0),
     DIST("send_lag", "Send lag", TP_UNIT_MS, send_lag_ms, "send_lag_ms", NULL, -1, 3, 0),
     DIST("ttft_from_planned", "Time to first token from the planned time", TP_UNIT_MS, ttft_from_planned_ms,
          "time_to_first_token_from_planned_ms", NULL, -1, 2, 0),
     DIST("latency_from_planned", "Request latency from the planned time", TP_UNIT_MS, latency_from_planned_ms,
          "request_latency_from_planned_ms", NULL, -1, 2, 0),
-    DIST("reasoning_tokens", "Reasoning tokens", TP_UNIT_TOKENS, reasoning_tokens, "reasoning_tokens", NULL, 0, 1, 0),
+    DIST("reasoning_tokens", "Reasoning tokens", TP_UNIT_TOKENS, reasoning_tokens, "reasoning_tokens", NULL,
+         0, 1, 0),
     VALUE("request_throughput", "Request throughput", TP_UNIT_REQUESTS_PER_S, request_throughput,
-          "request_throughput_rps", "request_throughput", 1, 2, TP_MF_SUMMARY),
+          "request_throughput_rps", "request_throughput", 1, 2, TP_MF_SUMMARY | TP_MF_COMPARE),
     VALUE("output_token_throughput", "Output token throughput", TP_UNIT_TOKENS_PER_S, output_token_throughput,
-          "output_token_throughput_tps", "output_token_throughput", 1, 2, TP_MF_SUMMARY | TP_MF_TOKENS),
+          "output_token_throughput_tps", "output_token_throughput", 1, 2,
+          TP_MF_SUMMARY | TP_MF_TOKENS | TP_MF_COMPARE),
     VALUE("input_token_throughput", "Input token throughput", TP_UNIT_TOKENS_PER_S, input_token_throughput,
-          "input_token_throughput_tps", NULL, 1, 2, TP_MF_SUMMARY | TP_MF_INPUT_TOKENS),
+          "input_token_throughput_tps", NULL, 1, 2, TP_MF_SUMMARY | TP_MF_INPUT_TOKENS | TP_MF_COMPARE),
     VALUE("goodput", "Goodput", TP_UNIT_REQUESTS_PER_S, goodput_rps, "goodput_rps", "request_goodput", 1, 2,
           TP_MF_GOODPUT),
-    VALUE("goodput_fraction", "Goodput fraction", TP_UNIT_FRACTION, goodput_fraction, "goodput_fraction", NULL, 1, 4,
-          TP_MF_GOODPUT),
-    VALUE("error_rate", "Error rate", TP_UNIT_FRACTION, error_rate, "error_rate", NULL, -1, 4, 0),
+    VALUE("goodput_fraction", "Goodput fraction", TP_UNIT_FRACTION, goodput_fraction, "goodput_fraction",
+          NULL, 1, 4, TP_MF_GOODPUT),
+    VALUE("error_rate", "Error rate", TP_UNIT_FRACTION, error_rate, "error_rate", NULL, -1, 4, TP_MF_COMPARE),
     VALUE("achieved_send_rate", "Achieved send rate", TP_UNIT_REQUESTS_PER_S, achieved_send_rate,
           "achieved_send_rate_rps", NULL, 0, 2, 0),
     VALUE("duration", "Duration", TP_UNIT_S, duration_s, "duration_s", NULL, 0, 2, 0),
     VALUE("prefix_cache_hit_rate", "Prefix-cache hit rate", TP_UNIT_FRACTION, prefix_cache_hit_rate,
           "prefix_cache_hit_rate", NULL, 1, 4, TP_MF_NONNEG),
-    VALUE("exact_match_rate", "Exact match", TP_UNIT_FRACTION, exact_match_rate, "exact_match_rate", NULL, 1, 4,
-          TP_MF_ACCURACY),
+    VALUE("exact_match_rate", "Exact match", TP_UNIT_FRACTION, exact_match_rate, "exact_match_rate", NULL, 1,
+          4, TP_MF_ACCURACY),
     VALUE("rouge_l_f1", "ROUGE-L F1", TP_UNIT_FRACTION, rouge_l_f1, "rouge_l_f1", NULL, 1, 4, TP_MF_ACCURACY),
     COUNT("requests", "Requests", TP_UNIT_REQUESTS, requests, "requests", 0, 0),
     COUNT("succeeded", "Succeeded", TP_UNIT_REQUESTS, succeeded, "succeeded", 1, 0),
@@ -95,7 +98,9 @@ const tp_metric *tp_metric_find(const char *name) {
   return NULL;
 }
 
-const char *tp_stat_name(tp_stat_id id) { return (unsigned)id < TP_STAT_COUNT ? stats[id].name : "?"; }
+const char *tp_stat_name(tp_stat_id id) {
+  return (unsigned)id < TP_STAT_COUNT ? stats[id].name : "?";
+}
 
 int tp_stat_find(const char *name) {
   for (int i = 0; i < TP_STAT_COUNT; i++)
@@ -103,8 +108,12 @@ int tp_stat_find(const char *name) {
   return -1;
 }
 
-const char *tp_unit_name(tp_unit u) { return (unsigned)u < TP_UNIT_COUNT ? units[u].name : ""; }
-const char *tp_unit_genai(tp_unit u) { return (unsigned)u < TP_UNIT_COUNT ? units[u].genai : ""; }
+const char *tp_unit_name(tp_unit u) {
+  return (unsigned)u < TP_UNIT_COUNT ? units[u].name : "";
+}
+const char *tp_unit_genai(tp_unit u) {
+  return (unsigned)u < TP_UNIT_COUNT ? units[u].genai : "";
+}
 
 const tp_stat *tp_metric_stat(const tp_metric *m, const tp_level_result *lr) {
   if (m->kind != TP_METRIC_DIST) return NULL;

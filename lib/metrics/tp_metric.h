@@ -45,7 +45,8 @@ enum {
   TP_MF_NONNEG = 8,        /* a negative value means unavailable */
   TP_MF_TABLE = 16,        /* a row of the per-level statistics table */
   TP_MF_SUMMARY = 32,      /* columns of the sweep summary (avg and p99 for a distribution) */
-  TP_MF_ACCURACY = 64      /* unavailable unless references were scored */
+  TP_MF_ACCURACY = 64,     /* unavailable unless references were scored */
+  TP_MF_COMPARE = 128      /* a row of tokperf compare's side-by-side table */
 };
 
 typedef struct tp_metric {

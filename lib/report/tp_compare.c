@@ -11,33 +11,22 @@
 
 #include <jansson.h>
 
+#include "metrics/tp_metric.h"
 #include "report/tp_export.h"
 #include "report/tp_html.h"
 
 #define SCHEMA "tokperf.report/1"
 
-typedef struct metric_def {
-  const char *name; /* as written in rules */
-  const char *key;  /* key in a level of the document; NULL = derived */
-  bool has_stat;
-  bool lower_better;
-  const char *unit;
-} metric_def;
+/* Rules and table rows name rows of the metric registry
+ * (metrics/tp_metric.h): a metric's JSON key, unit, statistics and better
+ * direction come from there, so compare reads every figure the way the
+ * report wrote it (fractions as fractions, as gates take them). */
 
-static const metric_def metrics[TP_CMP_METRIC_COUNT] = {
-    [TP_CMP_TTFT] = {"ttft", "time_to_first_token_ms", true, true, "ms"},
-    [TP_CMP_ITL] = {"itl", "inter_token_latency_ms", true, true, "ms"},
-    [TP_CMP_LATENCY] = {"latency", "request_latency_ms", true, true, "ms"},
-    [TP_CMP_OUTPUT_TPUT] = {"output_token_throughput", "output_token_throughput_tps", false, false,
-                            "tokens/s"},
-    [TP_CMP_INPUT_TPUT] = {"input_token_throughput", "input_token_throughput_tps", false, false, "tokens/s"},
-    [TP_CMP_REQUEST_TPUT] = {"request_throughput", "request_throughput_rps", false, false, "requests/s"},
-    [TP_CMP_ERROR_RATE] = {"error_rate", NULL, false, true, "%"},
-};
-
-static const char *const stat_names[TP_CMP_STAT_COUNT] = {
-    [TP_CMP_AVG] = "avg", [TP_CMP_P50] = "p50", [TP_CMP_P90] = "p90", [TP_CMP_P95] = "p95",
-    [TP_CMP_P99] = "p99", [TP_CMP_MIN] = "min", [TP_CMP_MAX] = "max"};
+static void stat_list(char *buf, size_t len) {
+  buf[0] = 0;
+  for (int i = 0; i < TP_STAT_COUNT; i++)
+    snprintf(buf + strlen(buf), len - strlen(buf), "%s%s", i ? ", " : "", tp_stat_name((tp_stat_id)i));
+}
 
 /* ------------------------------------------------------------------------ */
 /* Rules                                                                    */
@@ -57,42 +46,49 @@ int tp_compare_parse_rule(const char *s, tp_compare_rule *out, char *err, size_t
   }
   const char *dot = memchr(s, '.', (size_t)(colon - s));
   size_t name_len = (size_t)((dot ? dot : colon) - s);
-  int m = -1;
-  for (int i = 0; i < TP_CMP_METRIC_COUNT; i++)
-    if (strlen(metrics[i].name) == name_len && !strncmp(metrics[i].name, s, name_len)) m = i;
-  if (m < 0) {
-    tp_seterr(err, errlen,
-              "unknown metric '%.*s' (accepted: ttft, itl, latency, output_token_throughput, "
-              "input_token_throughput, request_throughput, error_rate)",
-              (int)name_len, s);
+  char name[64];
+  const tp_metric *m = NULL;
+  if (name_len < sizeof(name)) {
+    memcpy(name, s, name_len);
+    name[name_len] = 0;
+    m = tp_metric_find(name);
+  }
+  if (!m) {
+    char known[1024];
+    tp_metric_names(known, sizeof(known), false);
+    tp_seterr(err, errlen, "unknown metric '%.*s' (accepted: %s)", (int)name_len, s, known);
     return TP_EINVAL;
   }
-  out->metric = (tp_cmp_metric)m;
-  out->stat = TP_CMP_AVG;
+  bool has_stat = m->kind == TP_METRIC_DIST;
+  out->metric = m;
+  out->stat = TP_STAT_AVG;
+  char stats[128];
+  stat_list(stats, sizeof(stats));
   if (dot) {
     size_t sl = (size_t)(colon - dot - 1);
+    char st_name[16];
     int st = -1;
-    for (int i = 0; i < TP_CMP_STAT_COUNT; i++)
-      if (strlen(stat_names[i]) == sl && !strncmp(stat_names[i], dot + 1, sl)) st = i;
-    if (st < 0 || (!metrics[m].has_stat && st != TP_CMP_AVG)) {
-      if (metrics[m].has_stat)
-        tp_seterr(err, errlen,
-                  "unknown statistic '%.*s' for %s (accepted: avg, p50, p90, p95, p99, min, max)", (int)sl,
-                  dot + 1, metrics[m].name);
+    if (sl < sizeof(st_name)) {
+      memcpy(st_name, dot + 1, sl);
+      st_name[sl] = 0;
+      st = tp_stat_find(st_name);
+    }
+    if (st < 0 || (!has_stat && st != TP_STAT_AVG)) {
+      if (has_stat)
+        tp_seterr(err, errlen, "unknown statistic '%.*s' for %s (accepted: %s)", (int)sl, dot + 1, m->name, stats);
       else
-        tp_seterr(err, errlen, "%s is one figure per level and takes no statistic (write %s:-5%%)",
-                  metrics[m].name, metrics[m].name);
+        tp_seterr(err, errlen, "%s is one figure per level and takes no statistic (write %s:-5%%)", m->name,
+                  m->name);
       return TP_EINVAL;
     }
-    out->stat = (tp_cmp_stat)st;
-  } else if (metrics[m].has_stat) {
-    tp_seterr(err, errlen, "%s needs a statistic, e.g. %s.p99 (one of avg, p50, p90, p95, p99, min, max)",
-              metrics[m].name, metrics[m].name);
+    out->stat = (tp_stat_id)st;
+  } else if (has_stat) {
+    tp_seterr(err, errlen, "%s needs a statistic, e.g. %s.p99 (one of %s)", m->name, m->name, stats);
     return TP_EINVAL;
   }
 
   const char *b = colon + 1;
-  int dir = metrics[m].lower_better ? 1 : -1; /* no sign: the worse way */
+  int dir = m->better > 0 ? -1 : 1; /* no sign: the worse way (up when neither is better) */
   if (*b == '+' || *b == '-') dir = *b++ == '+' ? 1 : -1;
   char *end;
   errno = 0;
@@ -159,25 +155,21 @@ static bool num(json_t *v, double *out) {
 }
 
 /* The value of a metric in one level of a document; false = unavailable
- * (null, missing, or a level with no requests for error_rate). */
-static bool level_value(json_t *lv, tp_cmp_metric m, tp_cmp_stat st, double *out) {
-  if (m == TP_CMP_ERROR_RATE) {
-    /* The document's own figure (failed / measured) when it has one;
-     * older documents only have the counts. */
-    double rate, req, failed;
-    if (num(json_object_get(lv, "error_rate"), &rate)) {
-      *out = rate * 100;
-      return true;
-    }
+ * (null or missing; for error_rate, a level with no requests). */
+static bool level_value(json_t *lv, const tp_metric *m, tp_stat_id st, double *out) {
+  json_t *v = json_object_get(lv, m->json_key);
+  if (m->kind == TP_METRIC_DIST) v = json_object_get(v, tp_stat_name(st));
+  if (num(v, out)) return true;
+  if (strcmp(m->name, "error_rate") == 0) {
+    /* Older documents have only the counts. */
+    double req, failed;
     if (!num(json_object_get(lv, "requests"), &req) || !num(json_object_get(lv, "failed"), &failed) ||
         req <= 0)
       return false;
-    *out = failed / req * 100;
+    *out = failed / req;
     return true;
   }
-  json_t *v = json_object_get(lv, metrics[m].key);
-  if (metrics[m].has_stat) v = json_object_get(v, stat_names[st]);
-  return num(v, out);
+  return false;
 }
 
 /* A level's sweep point, read back into the fields tp__level_name uses.
@@ -214,8 +206,8 @@ static void level_name(json_t *lv, char *buf, size_t len) {
 
 typedef struct result {
   char level[128]; /* "concurrency 8" */
-  tp_cmp_metric metric;
-  tp_cmp_stat stat;
+  const tp_metric *metric;
+  tp_stat_id stat;
   bool have_a, have_b;
   double a, b, change; /* change in percent, may be +-inf */
   bool worse;
@@ -233,15 +225,15 @@ static void eval(result *r, json_t *la, json_t *lb) {
   r->have_b = level_value(lb, r->metric, r->stat, &r->b);
   if (r->have_a && r->have_b) {
     r->change = pct_change(r->a, r->b);
-    r->worse = metrics[r->metric].lower_better ? r->b > r->a : r->b < r->a;
+    r->worse = r->metric->better < 0 ? r->b > r->a : r->metric->better > 0 ? r->b < r->a : false;
   }
 }
 
-static void metric_label(char *buf, size_t len, tp_cmp_metric m, tp_cmp_stat st) {
-  if (metrics[m].has_stat)
-    snprintf(buf, len, "%s.%s", metrics[m].name, stat_names[st]);
+static void metric_label(char *buf, size_t len, const tp_metric *m, tp_stat_id st) {
+  if (m->kind == TP_METRIC_DIST)
+    snprintf(buf, len, "%s.%s", m->name, tp_stat_name(st));
   else
-    snprintf(buf, len, "%s", metrics[m].name);
+    snprintf(buf, len, "%s", m->name);
 }
 
 static void fmt_change(char *buf, size_t len, const result *r) {
@@ -253,27 +245,17 @@ static void fmt_change(char *buf, size_t len, const result *r) {
     snprintf(buf, len, "%+.1f%%", r->change);
 }
 
-static void fmt_val(char *buf, size_t len, bool have, double v) {
+/* Two decimals, or the registry's when it asks for more (fractions). */
+static void fmt_val(char *buf, size_t len, const tp_metric *m, bool have, double v) {
   if (have)
-    snprintf(buf, len, "%.2f", v);
+    snprintf(buf, len, "%.*f", m->decimals > 2 ? m->decimals : 2, v);
   else
     snprintf(buf, len, "n/a");
 }
 
-/* The rows of the side-by-side table: every headline metric. */
-static const struct {
-  tp_cmp_metric m;
-  tp_cmp_stat st;
-} rows[] = {
-    {TP_CMP_REQUEST_TPUT, TP_CMP_AVG}, {TP_CMP_OUTPUT_TPUT, TP_CMP_AVG}, {TP_CMP_INPUT_TPUT, TP_CMP_AVG},
-    {TP_CMP_ERROR_RATE, TP_CMP_AVG},   {TP_CMP_TTFT, TP_CMP_AVG},        {TP_CMP_TTFT, TP_CMP_P50},
-    {TP_CMP_TTFT, TP_CMP_P90},         {TP_CMP_TTFT, TP_CMP_P95},        {TP_CMP_TTFT, TP_CMP_P99},
-    {TP_CMP_ITL, TP_CMP_AVG},          {TP_CMP_ITL, TP_CMP_P50},         {TP_CMP_ITL, TP_CMP_P90},
-    {TP_CMP_ITL, TP_CMP_P95},          {TP_CMP_ITL, TP_CMP_P99},         {TP_CMP_LATENCY, TP_CMP_AVG},
-    {TP_CMP_LATENCY, TP_CMP_P50},      {TP_CMP_LATENCY, TP_CMP_P90},     {TP_CMP_LATENCY, TP_CMP_P95},
-    {TP_CMP_LATENCY, TP_CMP_P99},
-};
-enum { NROWS = sizeof(rows) / sizeof(rows[0]) };
+/* The rows of the side-by-side table: the registry's rows marked for it,
+ * a distribution as its average and upper percentiles. */
+static const tp_stat_id table_stats[] = {TP_STAT_AVG, TP_STAT_P50, TP_STAT_P90, TP_STAT_P95, TP_STAT_P99};
 
 typedef struct results {
   result *v;
@@ -297,9 +279,9 @@ static result *push(results *rs) {
 static void print_row(FILE *out, const result *r) {
   char label[64], name[96], a[32], b[32], c[32];
   metric_label(label, sizeof(label), r->metric, r->stat);
-  snprintf(name, sizeof(name), "%s (%s)", label, metrics[r->metric].unit);
-  fmt_val(a, sizeof(a), r->have_a, r->a);
-  fmt_val(b, sizeof(b), r->have_b, r->b);
+  snprintf(name, sizeof(name), "%s (%s)", label, tp_unit_name(r->metric->unit));
+  fmt_val(a, sizeof(a), r->metric, r->have_a, r->a);
+  fmt_val(b, sizeof(b), r->metric, r->have_b, r->b);
   fmt_change(c, sizeof(c), r);
   const char *mark = !r->have_a || !r->have_b ? "" : r->worse ? "  worse" : r->a != r->b ? "  better" : "";
   fprintf(out, "  %-34s %14s %14s %9s%s\n", name, a, b, c, mark);
@@ -312,21 +294,30 @@ static int xml_attr(tp_buf *o, const char *s) {
   return tp_html_escape(o, s, strlen(s));
 }
 
+/* "360.00 ms", or for a fraction "0.0200 (2.00%)". */
+static void fmt_with_unit(char *buf, size_t len, const tp_metric *m, double v) {
+  char n[32];
+  fmt_val(n, sizeof(n), m, true, v);
+  if (m->unit == TP_UNIT_FRACTION)
+    snprintf(buf, len, "%s (%.2f%%)", n, 100 * v);
+  else
+    snprintf(buf, len, "%s %s", n, tp_unit_name(m->unit));
+}
+
 static void rule_message(char *buf, size_t len, const tp_compare_rule *rule, const result *r) {
-  char label[64], a[32], b[32], c[32];
+  char label[64], a[48], b[48], c[32];
   metric_label(label, sizeof(label), r->metric, r->stat);
-  fmt_val(a, sizeof(a), r->have_a, r->a);
-  fmt_val(b, sizeof(b), r->have_b, r->b);
+  fmt_with_unit(a, sizeof(a), r->metric, r->a);
+  fmt_with_unit(b, sizeof(b), r->metric, r->b);
   fmt_change(c, sizeof(c), r);
-  const char *unit = metrics[r->metric].unit;
   if (r->skipped)
     snprintf(buf, len, "%s at %s: unavailable in both runs", label, r->level);
   else if (!r->have_b)
-    snprintf(buf, len, "%s at %s: %s %s in A but unavailable in B", label, r->level, a, unit);
+    snprintf(buf, len, "%s at %s: %s in A but unavailable in B", label, r->level, a);
   else if (!r->have_a)
-    snprintf(buf, len, "%s at %s: unavailable in A, %s %s in B", label, r->level, b, unit);
+    snprintf(buf, len, "%s at %s: unavailable in A, %s in B", label, r->level, b);
   else
-    snprintf(buf, len, "%s at %s: %s %s -> %s %s (%s, bound %c%g%%)", label, r->level, a, unit, b, unit, c,
+    snprintf(buf, len, "%s at %s: %s -> %s (%s, bound %c%g%%)", label, r->level, a, b, c,
              rule->direction > 0 ? '+' : '-', rule->bound_pct);
 }
 
@@ -387,8 +378,8 @@ static int write_junit(const char *path, const char *pa, const char *pb, const t
     if (r->rule >= 0) continue;
     char label[64], a[32], b[32], c[32];
     metric_label(label, sizeof(label), r->metric, r->stat);
-    fmt_val(a, sizeof(a), r->have_a, r->a);
-    fmt_val(b, sizeof(b), r->have_b, r->b);
+    fmt_val(a, sizeof(a), r->metric, r->have_a, r->a);
+    fmt_val(b, sizeof(b), r->metric, r->have_b, r->b);
     fmt_change(c, sizeof(c), r);
     /* classname: the level as an identifier, "concurrency_8". */
     char cls[128];
@@ -400,7 +391,7 @@ static int write_junit(const char *path, const char *pa, const char *pb, const t
         &o,
         "    <testcase classname=\"tokperf.compare.%s\" name=\"%s\" time=\"0\"><system-out>A %s, "
         "B %s %s, change %s%s</system-out></testcase>\n",
-        cls, label, a, b, metrics[r->metric].unit, c, r->have_a && r->have_b && r->worse ? " (worse)" : "");
+        cls, label, a, b, tp_unit_name(r->metric->unit), c, r->have_a && r->have_b && r->worse ? " (worse)" : "");
   }
   if (!rv) rv = tp_buf_append_str(&o, "  </testsuite>\n</testsuites>\n");
   if (!rv && tp__write_atomic(path, o.data, o.len)) {
@@ -478,17 +469,23 @@ int tp_compare_run(const char *json_a, const char *json_b, const char *const *fa
       print_level_head(out, name, "\n");
       fprintf(out, "  %-34s %14s %14s %9s\n", "Metric", "A", "B", "Change");
     }
-    for (size_t k = 0; k < NROWS && !rv; k++) {
-      result *r = push(&rs);
-      if (!r) {
-        rv = TP_ENOMEM;
-        break;
+    size_t nm;
+    const tp_metric *all = tp_metrics(&nm);
+    for (size_t k = 0; k < nm && !rv; k++) {
+      if (!(all[k].flags & TP_MF_COMPARE)) continue;
+      size_t nst = all[k].kind == TP_METRIC_DIST ? TP_ARRAY_LEN(table_stats) : 1;
+      for (size_t q = 0; q < nst && !rv; q++) {
+        result *r = push(&rs);
+        if (!r) {
+          rv = TP_ENOMEM;
+          break;
+        }
+        snprintf(r->level, sizeof(r->level), "%s", name);
+        r->metric = &all[k];
+        r->stat = all[k].kind == TP_METRIC_DIST ? table_stats[q] : TP_STAT_AVG;
+        eval(r, la, lb);
+        if (out) print_row(out, r);
       }
-      snprintf(r->level, sizeof(r->level), "%s", name);
-      r->metric = rows[k].m;
-      r->stat = rows[k].st;
-      eval(r, la, lb);
-      if (out) print_row(out, r);
     }
     for (size_t k = 0; k < n && !rv; k++) {
       result *r = push(&rs);

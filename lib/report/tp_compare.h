@@ -4,23 +4,23 @@
  * Reads documents written by --json (schema "tokperf.report/1"), matches
  * their levels by sweep point (mode, concurrency, request rate, swept input
  * and output lengths: for a concurrency sweep, the concurrency), and prints
- * for every matched level each
- * headline metric of run A and run B with the change in percent, marking
- * the ones that got worse (lower is better for latencies and the error
- * rate, higher for throughputs).  No figure is recomputed: every value is
- * read from the documents; error_rate is the document's failed / measured
- * shown in percent (computed from the counts for documents without it).
+ * for every matched level each headline metric (the metric registry's rows
+ * marked TP_MF_COMPARE) of run A and run B with the change in percent,
+ * marking the ones that got worse in the registry's direction.  No figure
+ * is recomputed: every value is read from the documents under the
+ * registry's JSON key, in the report's unit (error_rate is a fraction, as
+ * gates take it; computed from the counts for documents without it).
  *
  * Rules (--fail-on), "METRIC[.STAT]:[+|-]N%":
- *   METRIC  ttft, itl, latency             (need STAT: avg, p50, p90, p95,
- *                                           p99, min, max)
- *           output_token_throughput, input_token_throughput,
- *           request_throughput, error_rate (no STAT; ".avg" is accepted)
+ *   METRIC  any name of the metric registry; a distribution (ttft, itl,
+ *           latency, ...) needs STAT (avg, min, max, p99, p95, p90, p75,
+ *           p50, p25, std); a level figure (request_throughput,
+ *           error_rate, reconnects, ...) takes none (".avg" is accepted)
  *   +N%     fails when B is more than N percent above A;
  *   -N%     fails when B is more than N percent below A;
  *   N%      (no sign) fails when B is more than N percent worse than A, in
  *           the metric's own direction (+ for latencies and error_rate, -
- *           for throughputs).
+ *           for throughputs, + when neither is better).
  * A rule is checked at every matched level.  Against a baseline of 0 any
  * rise is an infinite change (so "error_rate:+50%" fails when A had no
  * errors and B has some).  A figure present in A but unavailable (null) in
@@ -38,31 +38,11 @@
  * to exit code 1). */
 #define TP_COMPARE_FAILED 1
 
-typedef enum tp_cmp_metric {
-  TP_CMP_TTFT,
-  TP_CMP_ITL,
-  TP_CMP_LATENCY,
-  TP_CMP_OUTPUT_TPUT,
-  TP_CMP_INPUT_TPUT,
-  TP_CMP_REQUEST_TPUT,
-  TP_CMP_ERROR_RATE,
-  TP_CMP_METRIC_COUNT
-} tp_cmp_metric;
-
-typedef enum tp_cmp_stat {
-  TP_CMP_AVG,
-  TP_CMP_P50,
-  TP_CMP_P90,
-  TP_CMP_P95,
-  TP_CMP_P99,
-  TP_CMP_MIN,
-  TP_CMP_MAX,
-  TP_CMP_STAT_COUNT
-} tp_cmp_stat;
+#include "metrics/tp_metric.h"
 
 typedef struct tp_compare_rule {
-  tp_cmp_metric metric;
-  tp_cmp_stat stat; /* TP_CMP_AVG for metrics without statistics */
+  const tp_metric *metric; /* a row of the metric registry */
+  tp_stat_id stat;         /* TP_STAT_AVG for metrics without statistics */
   double bound_pct; /* N, >= 0 */
   int direction;    /* +1: fails when B is more than N % above A; -1: below */
   char text[64];    /* the rule as written, for messages */

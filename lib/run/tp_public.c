@@ -47,3 +47,7 @@ int tp_compare(const char *json_a, const char *json_b, const char *const *fail_o
                const char *junit_path, char *err, size_t errlen) {
   return tp_compare_run(json_a, json_b, fail_on, n, out, junit_path, err, errlen);
 }
+
+#include "metrics/tp_metric.h"
+
+void tp_metric_list(char *out, size_t outlen, bool dist_only) { tp_metric_names(out, outlen, dist_only); }

@@ -79,11 +79,11 @@ static void test_rules(void) {
   tp_compare_rule r;
   char err[256];
   CHECK_INT(tp_compare_parse_rule("ttft.p99:+10%", &r, err, sizeof(err)), 0, "ttft.p99:+10% parses");
-  CHECK(r.metric == TP_CMP_TTFT && r.stat == TP_CMP_P99 && r.bound_pct == 10 && r.direction == 1,
+  CHECK(r.metric == tp_metric_find("ttft") && r.stat == TP_STAT_P99 && r.bound_pct == 10 && r.direction == 1,
         "metric ttft, stat p99, bound 10, upward");
   CHECK_INT(tp_compare_parse_rule("output_token_throughput:-5%", &r, err, sizeof(err)), 0,
             "throughput rule parses");
-  CHECK(r.metric == TP_CMP_OUTPUT_TPUT && r.bound_pct == 5 && r.direction == -1, "downward bound");
+  CHECK(r.metric == tp_metric_find("output_token_throughput") && r.bound_pct == 5 && r.direction == -1, "downward bound");
   CHECK_INT(tp_compare_parse_rule("itl.p50:7.5%", &r, err, sizeof(err)), 0, "unsigned bound parses");
   CHECK(r.direction == 1 && r.bound_pct == 7.5, "unsigned bound on a latency points up (worse)");
   CHECK_INT(tp_compare_parse_rule("request_throughput:3%", &r, err, sizeof(err)), 0,
@@ -91,8 +91,14 @@ static void test_rules(void) {
   CHECK(r.direction == -1, "unsigned bound on a throughput points down (worse)");
   CHECK_INT(tp_compare_parse_rule("error_rate.avg:+0%", &r, err, sizeof(err)), 0,
             ".avg accepted on a one-figure metric");
-  CHECK(r.metric == TP_CMP_ERROR_RATE && r.bound_pct == 0 && r.direction == 1, "error_rate +0%%");
+  CHECK(r.metric == tp_metric_find("error_rate") && r.bound_pct == 0 && r.direction == 1, "error_rate +0%%");
   CHECK_INT(tp_compare_parse_rule("latency.max:+1%", &r, err, sizeof(err)), 0, "latency.max parses");
+  /* Every row of the metric registry, every statistic the report writes. */
+  CHECK_INT(tp_compare_parse_rule("ttft.p25:+1%", &r, err, sizeof(err)), 0, "ttft.p25 parses");
+  CHECK_INT(tp_compare_parse_rule("reconnects:5%", &r, err, sizeof(err)), 0, "reconnects parses");
+  CHECK(r.metric == tp_metric_find("reconnects") && r.direction == 1, "more reconnects is the worse way");
+  CHECK_INT(tp_compare_parse_rule("goodput:5%", &r, err, sizeof(err)), 0, "goodput parses");
+  CHECK(r.direction == -1, "less goodput is the worse way");
   CHECK_INT(tp_compare_parse_rule("input_token_throughput:-1%", &r, err, sizeof(err)), 0,
             "input_token_throughput parses");
 
@@ -145,7 +151,7 @@ static void test_compare(void) {
       "the row shows A, B, the change and marks it worse");
   CHECK(strstr(s, "output_token_throughput (tokens/s)") && strstr(s, "-3.0%  worse"),
         "lower throughput is marked worse");
-  CHECK(strstr(s, "error_rate (%)") && strstr(s, "+inf%  worse"), "errors from none: infinite change, worse");
+  CHECK(strstr(s, "error_rate (fraction)") && strstr(s, "+inf%  worse"), "errors from none: infinite change, worse");
   CHECK(strstr(s, "itl.p99 (ms)") && strstr(s, "n/a"), "a figure missing in B reads n/a");
   CHECK(strstr(s, "FAIL ttft.p99:+10%") && strstr(s, "ok   ttft.p99:+10%"), "rule results per level");
   CHECK(strstr(s, "1 rule check failed") != NULL, "a closing count");
@@ -189,7 +195,7 @@ static void test_compare(void) {
         "throughput down 3 %% fails a -2 %% rule (%s)", err);
   const char *r4[] = {"error_rate:+50%"};
   rv = tp_compare_run(pa, pb, r4, 1, NULL, NULL, err, sizeof(err));
-  CHECK(rv == TP_COMPARE_FAILED && strstr(err, "error_rate at concurrency 8: 0.00 % -> 2.00 % (+inf%"),
+  CHECK(rv == TP_COMPARE_FAILED && strstr(err, "error_rate at concurrency 8: 0.0000 (0.00%) -> 0.0200 (2.00%) (+inf%"),
         "errors where there were none fail any + rule (%s)", err);
   const char *r5[] = {"itl.p99:+10%"};
   rv = tp_compare_run(pa, pb, r5, 1, NULL, NULL, err, sizeof(err));
@@ -226,7 +232,7 @@ static void test_compare(void) {
     json_dump_file(d, pc, 0);
     json_decref(d);
     rv = tp_compare_run(pa, pc, r4, 1, NULL, NULL, err, sizeof(err));
-    CHECK(rv == TP_COMPARE_FAILED && strstr(err, "error_rate at concurrency 8: 0.00 % -> 2.00 %"),
+    CHECK(rv == TP_COMPARE_FAILED && strstr(err, "error_rate at concurrency 8: 0.0000 (0.00%) -> 0.0200 (2.00%)"),
           "a document without error_rate: failed / requests (%s)", err);
     unlink(pc);
   }

@@ -590,6 +590,11 @@ TP_API const char *tp_run_artifact_dir(const tp_run *run);
 TP_API int tp_compare(const char *json_a, const char *json_b, const char *const *fail_on, size_t n,
                       FILE *out, const char *junit_path, char *err, size_t errlen);
 
+/* The names of the metrics gates and comparison rules take (the metric
+ * registry, docs/metrics.md), comma-separated; with dist_only, only those
+ * that take a statistic.  For help texts. */
+TP_API void tp_metric_list(char *out, size_t outlen, bool dist_only);
+
 /* ------------------------------------------------------------------------ */
 /* Tokenizers                                                               */
 

@@ -10,22 +10,24 @@
 #include "util/tp_common.h"
 
 #define OFF(f) offsetof(tp_level_result, f)
-#define DIST(name, label, unit, field, json, genai, better, dec, flags) \
-  { name, label, TP_METRIC_DIST, unit, OFF(field), json, genai, better, dec, flags }
-#define VALUE(name, label, unit, field, json, genai, better, dec, flags) \
-  { name, label, TP_METRIC_VALUE, unit, OFF(field), json, genai, better, dec, flags }
+/* The optional last argument is the sweep summary's column head (a
+ * string literal, joined to "" so that leaving it out gives ""). */
+#define DIST(name, label, unit, field, json, genai, better, dec, flags, ...) \
+  { name, label, TP_METRIC_DIST, unit, OFF(field), json, genai, better, dec, flags, "" __VA_ARGS__ }
+#define VALUE(name, label, unit, field, json, genai, better, dec, flags, ...) \
+  { name, label, TP_METRIC_VALUE, unit, OFF(field), json, genai, better, dec, flags, "" __VA_ARGS__ }
 #define COUNT(name, label, unit, field, json, better, flags) \
-  { name, label, TP_METRIC_COUNT, unit, OFF(field), json, NULL, better, 0, flags }
+  { name, label, TP_METRIC_COUNT, unit, OFF(field), json, NULL, better, 0, flags, "" }
 
 /* Report order: the per-request distributions, then the level's rates and
  * counts.  Each row's definition is in docs/metrics.md. */
 static const tp_metric metrics[] = {
     DIST("ttft", "Time to first token", TP_UNIT_MS, ttft_ms, "time_to_first_token_ms", "time_to_first_token",
-         -1, 2, TP_MF_TABLE | TP_MF_SUMMARY | TP_MF_COMPARE),
+         -1, 2, TP_MF_TABLE | TP_MF_SUMMARY | TP_MF_COMPARE, "TTFT"),
     DIST("itl", "Inter token latency", TP_UNIT_MS, itl_ms, "inter_token_latency_ms", "inter_token_latency",
-         -1, 2, TP_MF_TABLE | TP_MF_SUMMARY | TP_MF_COMPARE),
+         -1, 2, TP_MF_TABLE | TP_MF_SUMMARY | TP_MF_COMPARE, "ITL"),
     DIST("latency", "Request latency", TP_UNIT_MS, latency_ms, "request_latency_ms", "request_latency", -1, 2,
-         TP_MF_TABLE | TP_MF_SUMMARY | TP_MF_COMPARE),
+         TP_MF_TABLE | TP_MF_SUMMARY | TP_MF_COMPARE, "Latency"),
     DIST("output_tokens", "Output tokens", TP_UNIT_TOKENS, output_tokens, "output_tokens",
          "output_sequence_length", 0, 1, TP_MF_TABLE),
     DIST("input_tokens", "Input tokens", TP_UNIT_TOKENS, input_tokens, "input_tokens",
@@ -42,12 +44,13 @@ static const tp_metric metrics[] = {
     DIST("reasoning_tokens", "Reasoning tokens", TP_UNIT_TOKENS, reasoning_tokens, "reasoning_tokens", NULL,
          0, 1, 0),
     VALUE("request_throughput", "Request throughput", TP_UNIT_REQUESTS_PER_S, request_throughput,
-          "request_throughput_rps", "request_throughput", 1, 2, TP_MF_SUMMARY | TP_MF_COMPARE),
+          "request_throughput_rps", "request_throughput", 1, 2, TP_MF_SUMMARY | TP_MF_COMPARE, "Request/s"),
     VALUE("output_token_throughput", "Output token throughput", TP_UNIT_TOKENS_PER_S, output_token_throughput,
           "output_token_throughput_tps", "output_token_throughput", 1, 2,
-          TP_MF_SUMMARY | TP_MF_TOKENS | TP_MF_COMPARE),
+          TP_MF_SUMMARY | TP_MF_TOKENS | TP_MF_COMPARE, "Output tok/s"),
     VALUE("input_token_throughput", "Input token throughput", TP_UNIT_TOKENS_PER_S, input_token_throughput,
-          "input_token_throughput_tps", NULL, 1, 2, TP_MF_SUMMARY | TP_MF_INPUT_TOKENS | TP_MF_COMPARE),
+          "input_token_throughput_tps", NULL, 1, 2, TP_MF_SUMMARY | TP_MF_INPUT_TOKENS | TP_MF_COMPARE,
+          "Input tok/s"),
     VALUE("goodput", "Goodput", TP_UNIT_REQUESTS_PER_S, goodput_rps, "goodput_rps", "request_goodput", 1, 2,
           TP_MF_GOODPUT),
     VALUE("goodput_fraction", "Goodput fraction", TP_UNIT_FRACTION, goodput_fraction, "goodput_fraction",

@@ -60,6 +60,7 @@ typedef struct tp_metric {
   int better;            /* -1 lower is better, +1 higher is better, 0 neither */
   int decimals;          /* shown in text tables */
   unsigned flags;        /* TP_MF_* */
+  const char *abbrev;    /* the sweep summary's column head ("TTFT"); "" = the name */
 } tp_metric;
 
 /* The statistics of a distribution, in the order tables show them. */

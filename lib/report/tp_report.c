@@ -7,6 +7,7 @@
  * generated 0 tokens). */
 #include "tp_report.h"
 #include "report/tp_export.h"
+#include "metrics/tp_metric.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -146,17 +147,27 @@ static void table(FILE *out, const char *title, const cell *head, const cell *ce
 
 static void set_cell(cell *c, const char *s) { snprintf(c->s, sizeof(c->s), "%s", s); }
 
-enum { STAT_COLS = 10 };
+/* The per-level table's columns, in the order they are shown. */
+static const tp_stat_id table_stats[] = {TP_STAT_AVG, TP_STAT_MIN, TP_STAT_MAX, TP_STAT_P99, TP_STAT_P95,
+                                         TP_STAT_P90, TP_STAT_P75, TP_STAT_P50, TP_STAT_STD};
+enum { STAT_COLS = 1 + sizeof(table_stats) / sizeof(table_stats[0]), MAX_TABLE_ROWS = 16 };
 
-static void stat_row(cell *cells, const char *label, const tp_stat *st, int decimals) {
-  set_cell(&cells[0], label);
-  const double v[STAT_COLS - 1] = {st->avg, st->min, st->max, st->p99, st->p95,
-                                   st->p90, st->p75, st->p50, st->std};
+/* "Time to first token (ms)": a count's label already names its unit. */
+static void metric_title(char *buf, size_t len, const tp_metric *m) {
+  if (m->unit == TP_UNIT_TOKENS || m->unit == TP_UNIT_REQUESTS || m->unit == TP_UNIT_RESPONSES)
+    snprintf(buf, len, "%s", m->label);
+  else
+    snprintf(buf, len, "%s (%s)", m->label, tp_unit_name(m->unit));
+}
+
+static void stat_row(cell *cells, const tp_metric *m, const tp_level_result *lr) {
+  metric_title(cells[0].s, CELL_LEN, m);
   for (int i = 0; i < STAT_COLS - 1; i++) {
-    if (st->n == 0)
-      set_cell(&cells[i + 1], NA);
+    double v;
+    if (tp_metric_value(m, lr, table_stats[i], &v))
+      fmt_num(cells[i + 1].s, CELL_LEN, v, m->decimals);
     else
-      fmt_num(cells[i + 1].s, CELL_LEN, v[i], decimals);
+      set_cell(&cells[i + 1], NA);
   }
 }
 
@@ -185,23 +196,19 @@ static void print_ranks(FILE *out, const tp_level_result *lr) {
 
 static void print_level(FILE *out, const tp_report_input *in, const tp_level_result *lr,
                         bool *noted_tokens) {
-  static const char *const head_s[STAT_COLS] = {"Statistic", "avg", "min", "max", "p99",
-                                                "p95",       "p90", "p75", "p50", "std"};
-  cell head[STAT_COLS], cells[6 * STAT_COLS];
-  for (int c = 0; c < STAT_COLS; c++) set_cell(&head[c], head_s[c]);
-  stat_row(cells + 0 * STAT_COLS, "Time to first token (ms)", &lr->ttft_ms, 2);
-  stat_row(cells + 1 * STAT_COLS, "Inter token latency (ms)", &lr->itl_ms, 2);
-  stat_row(cells + 2 * STAT_COLS, "Request latency (ms)", &lr->latency_ms, 2);
-  stat_row(cells + 3 * STAT_COLS, "Output tokens", &lr->output_tokens, 1);
-  stat_row(cells + 4 * STAT_COLS, "Input tokens", &lr->input_tokens, 1);
-  stat_row(cells + 5 * STAT_COLS, "Output token throughput per user (tokens/s)",
-           &lr->output_tps_per_user, 2);
+  cell head[STAT_COLS], cells[MAX_TABLE_ROWS * STAT_COLS];
+  set_cell(&head[0], "Statistic");
+  for (int c = 1; c < STAT_COLS; c++) set_cell(&head[c], tp_stat_name(table_stats[c - 1]));
+  size_t nm, nrows = 0;
+  const tp_metric *all = tp_metrics(&nm);
+  for (size_t k = 0; k < nm && nrows < MAX_TABLE_ROWS; k++)
+    if (all[k].flags & TP_MF_TABLE) stat_row(cells + nrows++ * STAT_COLS, &all[k], lr);
 
   char title[160], name[128], a[64], b[64], c[64];
   level_name(lr, name, sizeof(name));
   snprintf(title, sizeof(title), "LLM metrics, %s", name);
   fputc('\n', out);
-  table(out, title, head, cells, STAT_COLS, 6);
+  table(out, title, head, cells, STAT_COLS, nrows);
 
   bool tokenizer_given = in->tokenizer_desc || (in->cfg && in->cfg->tokenizer);
   if (lr->succeeded == 0)
@@ -314,33 +321,45 @@ static void print_level(FILE *out, const tp_report_input *in, const tp_level_res
   }
 }
 
-static void stat_cells(cell *avg, cell *p99, const tp_stat *st) {
-  if (st->n == 0) {
-    set_cell(avg, NA);
-    set_cell(p99, NA);
-    return;
-  }
-  fmt_num(avg->s, CELL_LEN, st->avg, 2);
-  fmt_num(p99->s, CELL_LEN, st->p99, 2);
-}
-
-enum { SUM_COLS = 12 };
+/* The sweep summary: the level, its counts, then the registry's summary
+ * rows (level figures, then each distribution's avg and p99). */
+enum { SUM_MAX_COLS = 32 };
 
 static void print_summary(FILE *out, const tp_report_input *in) {
-  static const char *const head_s[SUM_COLS] = {
-      "Level", "Requests",    "Failed",      "Request/s",  "Output tok/s",
-      "Input tok/s", "TTFT avg ms", "TTFT p99 ms", "ITL avg ms", "ITL p99 ms",
-      "Latency avg ms", "Latency p99 ms"};
-  cell head[SUM_COLS];
-  for (int c = 0; c < SUM_COLS; c++) set_cell(&head[c], head_s[c]);
-  cell *cells = calloc(in->n_levels * SUM_COLS, sizeof(*cells));
+  cell head[SUM_MAX_COLS];
+  size_t nm, ncols = 0;
+  const tp_metric *all = tp_metrics(&nm);
+  const tp_metric *cols[SUM_MAX_COLS] = {0};
+  tp_stat_id col_stat[SUM_MAX_COLS] = {0};
+  set_cell(&head[ncols++], "Level");
+  set_cell(&head[ncols++], "Requests");
+  set_cell(&head[ncols++], "Failed");
+  for (int pass = 0; pass < 2; pass++)
+    for (size_t k = 0; k < nm; k++) {
+      const tp_metric *m = &all[k];
+      if (!(m->flags & TP_MF_SUMMARY) || (m->kind == TP_METRIC_DIST) != (pass == 1)) continue;
+      const char *ab = m->abbrev[0] ? m->abbrev : m->name;
+      if (m->kind != TP_METRIC_DIST) {
+        if (ncols >= SUM_MAX_COLS) break;
+        cols[ncols] = m;
+        set_cell(&head[ncols++], ab);
+        continue;
+      }
+      static const tp_stat_id st[2] = {TP_STAT_AVG, TP_STAT_P99};
+      for (int q = 0; q < 2 && ncols < SUM_MAX_COLS; q++) {
+        cols[ncols] = m;
+        col_stat[ncols] = st[q];
+        snprintf(head[ncols++].s, CELL_LEN, "%s %s %s", ab, tp_stat_name(st[q]), tp_unit_name(m->unit));
+      }
+    }
+  cell *cells = calloc(in->n_levels * ncols, sizeof(*cells));
   if (!cells) {
     fprintf(out, "(summary table omitted: out of memory)\n");
     return;
   }
   for (size_t i = 0; i < in->n_levels; i++) {
     const tp_level_result *lr = &in->levels[i];
-    cell *r = cells + i * SUM_COLS;
+    cell *r = cells + i * ncols;
     if (lr->load_mode == TP_LOAD_RATE)
       snprintf(r[0].s, CELL_LEN, "%g/s", lr->request_rate);
     else if (lr->load_mode == TP_LOAD_SCHEDULE)
@@ -353,21 +372,16 @@ static void print_summary(FILE *out, const tp_report_input *in) {
       snprintf(r[0].s + strlen(r[0].s), CELL_LEN - strlen(r[0].s), " o%" PRIu32, lr->output_tokens_mean);
     fmt_u64(r[1].s, CELL_LEN, lr->requests);
     fmt_u64(r[2].s, CELL_LEN, lr->failed);
-    fmt_num(r[3].s, CELL_LEN, lr->request_throughput, 2);
-    if (lr->tokens_available)
-      fmt_num(r[4].s, CELL_LEN, lr->output_token_throughput, 2);
-    else
-      set_cell(&r[4], NA);
-    if (have_input_tokens(lr))
-      fmt_num(r[5].s, CELL_LEN, lr->input_token_throughput, 2);
-    else
-      set_cell(&r[5], NA);
-    stat_cells(&r[6], &r[7], &lr->ttft_ms);
-    stat_cells(&r[8], &r[9], &lr->itl_ms);
-    stat_cells(&r[10], &r[11], &lr->latency_ms);
+    for (size_t c = 3; c < ncols; c++) {
+      double v;
+      if (tp_metric_value(cols[c], lr, col_stat[c], &v))
+        fmt_num(r[c].s, CELL_LEN, v, 2);
+      else
+        set_cell(&r[c], NA);
+    }
   }
   fputc('\n', out);
-  table(out, "Sweep summary", head, cells, SUM_COLS, in->n_levels);
+  table(out, "Sweep summary", head, cells, ncols, in->n_levels);
   free(cells);
 }
 
@@ -657,36 +671,24 @@ static json_t *level_json(const tp_level_result *lr) {
   bad |= set(o, "request_rate_rps", lr->load_mode == TP_LOAD_RATE ? real_or_null(lr->request_rate) : json_null());
   bad |= set(o, "input_tokens_target", lr->input_tokens_mean ? u64(lr->input_tokens_mean) : json_null());
   bad |= set(o, "output_tokens_target", lr->output_tokens_mean ? u64(lr->output_tokens_mean) : json_null());
-  bad |= set(o, "requests", u64(lr->requests));
-  bad |= set(o, "succeeded", u64(lr->succeeded));
-  bad |= set(o, "failed", u64(lr->failed));
   bad |= set(o, "errors_by_class", errs);
-  bad |= set(o, "reconnects", u64(lr->reconnects));
-  bad |= set(o, "duration_s", real_or_null(lr->duration_s));
   bad |= set(o, "tokens_available", json_boolean(lr->tokens_available));
-  bad |= set(o, "time_to_first_token_ms", stat_json(&lr->ttft_ms));
-  bad |= set(o, "inter_token_latency_ms", stat_json(&lr->itl_ms));
-  bad |= set(o, "request_latency_ms", stat_json(&lr->latency_ms));
-  bad |= set(o, "output_tokens", stat_json(&lr->output_tokens));
-  bad |= set(o, "input_tokens", stat_json(&lr->input_tokens));
-  bad |= set(o, "output_token_throughput_per_user_tps", stat_json(&lr->output_tps_per_user));
-  bad |= set(o, "responses_per_request", stat_json(&lr->responses));
-  bad |= set(o, "output_token_throughput_tps",
-             lr->tokens_available ? real_or_null(lr->output_token_throughput) : json_null());
-  bad |= set(o, "input_token_throughput_tps",
-             have_input_tokens(lr) ? real_or_null(lr->input_token_throughput) : json_null());
-  bad |= set(o, "request_throughput_rps", real_or_null(lr->request_throughput));
+  /* Every figure of the metric registry under its key: a distribution's
+   * statistics, a level figure, a count; null when unavailable. */
+  size_t nm;
+  const tp_metric *all = tp_metrics(&nm);
+  for (size_t k = 0; k < nm; k++) {
+    const tp_metric *m = &all[k];
+    double v;
+    if (m->kind == TP_METRIC_DIST)
+      bad |= set(o, m->json_key, stat_json(tp_metric_stat(m, lr)));
+    else if (m->kind == TP_METRIC_COUNT)
+      bad |= set(o, m->json_key, u64(*(const uint64_t *)(const void *)((const char *)lr + m->offset)));
+    else
+      bad |= set(o, m->json_key, tp_metric_value(m, lr, TP_STAT_AVG, &v) ? real_or_null(v) : json_null());
+  }
   bad |= set(o, "max_in_flight", u64(lr->max_in_flight));
   bad |= set(o, "first_error", lr->first_error[0] ? json_string(lr->first_error) : json_null());
-  bad |= set(o, "error_rate", real_or_null(lr->error_rate));
-  bad |= set(o, "achieved_send_rate_rps", real_or_null(lr->achieved_send_rate));
-  bad |= set(o, "send_lag_ms", stat_json(&lr->send_lag_ms));
-  bad |= set(o, "late_sends", u64(lr->late_sends));
-  bad |= set(o, "time_to_first_token_from_planned_ms", stat_json(&lr->ttft_from_planned_ms));
-  bad |= set(o, "request_latency_from_planned_ms", stat_json(&lr->latency_from_planned_ms));
-  bad |= set(o, "goodput_rps", lr->goodput_set ? real_or_null(lr->goodput_rps) : json_null());
-  bad |= set(o, "goodput_fraction", lr->goodput_set ? real_or_null(lr->goodput_fraction) : json_null());
-  bad |= set(o, "output_length_mismatches", u64(lr->length_mismatches));
   json_t *srv = json_array();
   for (size_t m = 0; m < lr->n_server_models; m++) {
     const tp_server_model_stats *sm = &lr->server_models[m];
@@ -707,12 +709,10 @@ static json_t *level_json(const tp_level_result *lr) {
                                   "samples", (int)lr->server_metrics[m].samples, "unit", lr->server_metrics[m].unit));
   bad |= set(o, "server_metrics", sm);
   bad |= set(o, "metrics_scrapes", u64(lr->metrics_scrapes));
-  bad |= set(o, "prefix_cache_hit_rate", lr->prefix_cache_hit_rate >= 0 ? json_real(lr->prefix_cache_hit_rate) : json_null());
   bad |= set(o, "server_usage_reported", u64(lr->usage_reported));
   bad |= set(o, "server_usage_output_mismatches", u64(lr->usage_output_mismatches));
   bad |= set(o, "server_usage_input_mismatches", u64(lr->usage_input_mismatches));
   bad |= set(o, "server_cached_tokens", u64(lr->cached_tokens));
-  bad |= set(o, "reasoning_tokens", stat_json(&lr->reasoning_tokens));
   bad |= set(o, "accuracy", lr->accuracy_scored ? json_pack("{s:I,s:f,s:f}", "scored", (json_int_t)lr->accuracy_scored,
                                                             "exact_match_rate", lr->exact_match_rate,
                                                             "rouge_l_f1", lr->rouge_l_f1)

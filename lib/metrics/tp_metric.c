@@ -69,6 +69,8 @@ static const tp_metric metrics[] = {
     COUNT("failed", "Failed", TP_UNIT_REQUESTS, failed, "failed", -1, 0),
     COUNT("reconnects", "Reconnects", TP_UNIT_REQUESTS, reconnects, "reconnects", -1, 0),
     COUNT("late_sends", "Late sends", TP_UNIT_REQUESTS, late_sends, "late_sends", -1, 0),
+    COUNT("goodput_unjudged", "Goodput unjudged", TP_UNIT_REQUESTS, goodput_unjudged, "goodput_unjudged", -1,
+          TP_MF_GOODPUT),
     COUNT("output_length_mismatches", "Output length mismatches", TP_UNIT_REQUESTS, length_mismatches,
           "output_length_mismatches", -1, 0),
 };

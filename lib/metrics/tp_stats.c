@@ -167,12 +167,22 @@ int tp_level_compute_ex(tp_level_result *out, const tp_record *recs, size_t n, c
       if (r->max_tokens > 0 && (uint64_t)r->output_tokens != r->max_tokens) out->length_mismatches++;
     }
     /* Goodput: every set bound met; a bound on a figure the request does not
-     * have (no first token, no ITL) is not met, except ITL for a request of
-     * fewer than two tokens, which has no gaps to be slow in. */
+     * have (no first token, no ITL) is not met, except ITL for a request
+     * counted at fewer than two tokens, which has no gaps to be slow in.  A
+     * request without counted tokens, or whose text came in one response,
+     * cannot show its ITL: it fails the bound and is counted as unjudged,
+     * so the report can say the bound was not really tested. */
     if (goodput) {
       bool ok = true;
       if (o->goodput_ttft_ms > 0) ok &= ttft >= 0 && ttft <= o->goodput_ttft_ms;
-      if (o->goodput_itl_ms > 0 && itl >= 0) ok &= itl <= o->goodput_itl_ms;
+      if (o->goodput_itl_ms > 0) {
+        if (itl >= 0) {
+          ok &= itl <= o->goodput_itl_ms;
+        } else if (r->output_tokens < 0 || r->output_tokens >= 2) {
+          ok = false;
+          out->goodput_unjudged++;
+        }
+      }
       if (o->goodput_latency_ms > 0) ok &= have_lat && lat_ms <= o->goodput_latency_ms;
       if (ok) out->goodput_requests++;
     }

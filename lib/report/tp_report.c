@@ -259,6 +259,9 @@ static void print_level(FILE *out, const tp_report_input *in, const tp_level_res
   if (lr->goodput_set) {
     fmt_num(a, sizeof(a), lr->goodput_rps, 2);
     fprintf(out, "Goodput (requests/s): %s, %.2f%% of requests met every bound\n", a, 100 * lr->goodput_fraction);
+    if (lr->goodput_unjudged)
+      fprintf(out, "note: the ITL bound could not judge %" PRIu64 " requests (no tokenizer counted their tokens, or "
+              "their text came in one response); they count as not meeting it\n", lr->goodput_unjudged);
   }
   if (lr->n_server_metrics || lr->metrics_scrapes || lr->metrics_scrape_failures) {
     fprintf(out, "Server metrics (%" PRIu32 " scrapes, %" PRIu32 " failed):", lr->metrics_scrapes,
@@ -683,7 +686,10 @@ static json_t *level_json(const tp_level_result *lr) {
     if (m->kind == TP_METRIC_DIST)
       bad |= set(o, m->json_key, stat_json(tp_metric_stat(m, lr)));
     else if (m->kind == TP_METRIC_COUNT)
-      bad |= set(o, m->json_key, u64(*(const uint64_t *)(const void *)((const char *)lr + m->offset)));
+      bad |= set(o, m->json_key,
+                 tp_metric_value(m, lr, TP_STAT_AVG, &v)
+                     ? u64(*(const uint64_t *)(const void *)((const char *)lr + m->offset))
+                     : json_null());
     else
       bad |= set(o, m->json_key, tp_metric_value(m, lr, TP_STAT_AVG, &v) ? real_or_null(v) : json_null());
   }

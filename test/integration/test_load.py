@@ -157,6 +157,15 @@ rc, out, err, doc, recs = run(FAST + ["--concurrency", "2", "--request-count", "
 check(doc and doc["levels"][0]["goodput_fraction"] == 0.0 and doc["levels"][0]["goodput_rps"] == 0,
       "a 1 ms TTFT bound against a 5 ms mock: no request is good")
 check("Goodput (requests/s)" in out, "the report shows goodput")
+# An ITL bound without a tokenizer cannot be shown to hold: nothing passes it,
+# every request is counted as unjudged and the report says why.
+rc, out, err, doc, recs = run(FAST + ["--concurrency", "2", "--request-count", "10", "--output-tokens-mean", "4",
+                                      "--goodput", "itl:1000"])
+lv = doc["levels"][0] if doc else {}
+check(lv.get("goodput_fraction") == 0.0 and lv.get("goodput_unjudged") == lv.get("succeeded") == 10,
+      "ITL bound without a tokenizer: 0% met, 10 unjudged", {k: lv.get(k) for k in ("goodput_fraction",
+                                                                                  "goodput_unjudged", "succeeded")})
+check("could not judge 10 requests" in out, "and the report says the bound could not judge them", out[-600:])
 
 # 9. Output length: the report counts answers that stopped early.
 if WORDS:

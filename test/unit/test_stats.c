@@ -237,6 +237,38 @@ static void test_level_no_tokens(void) {
   free_recs(recs, n);
 }
 
+/* An ITL bound cannot be met by requests whose ITL nobody measured: no
+ * tokenizer counted their tokens.  They fail it and are counted as unjudged;
+ * a TTFT bound alone still judges them. */
+static void test_goodput_unjudged(void) {
+  tp_record recs[8];
+  size_t n = build_level(recs, false);
+  tp_level_result lr;
+  tp_level_opts o = {0};
+  o.goodput_itl_ms = 1000;
+  CHECK_INT(tp_level_compute_ex(&lr, recs, n, &o), 0, "goodput without tokens: returns 0");
+  CHECK(lr.goodput_set, "goodput is set");
+  CHECK_INT(lr.goodput_requests, 0, "no request meets an ITL bound it cannot show");
+  CHECK_INT(lr.goodput_unjudged, lr.succeeded, "every successful request is counted as unjudged");
+  CHECK(lr.succeeded > 0, "there were successful requests to judge");
+  memset(&o, 0, sizeof(o));
+  o.goodput_ttft_ms = 1000;
+  CHECK_INT(tp_level_compute_ex(&lr, recs, n, &o), 0, "TTFT bound only: returns 0");
+  CHECK_INT(lr.goodput_requests, lr.succeeded, "a generous TTFT bound needs no tokenizer");
+  CHECK_INT(lr.goodput_unjudged, 0, "and leaves nothing unjudged");
+  free_recs(recs, n);
+  /* With tokens counted, the ITL bound judges every request of 2+ tokens,
+   * and the one-token request (r3) has no gaps to be slow in. */
+  n = build_level(recs, true);
+  memset(&o, 0, sizeof(o));
+  o.goodput_itl_ms = 1000;
+  CHECK_INT(tp_level_compute_ex(&lr, recs, n, &o), 0, "goodput with tokens: returns 0");
+  CHECK_INT(lr.itl_ms.n, lr.succeeded - 1, "every request but the one-token one has an ITL");
+  CHECK_INT(lr.goodput_unjudged, 0, "nothing is unjudged");
+  CHECK_INT(lr.goodput_requests, lr.succeeded, "and the one-token request passes the ITL bound");
+  free_recs(recs, n);
+}
+
 static void test_level_all_failed(void) {
   tp_record recs[3];
   /* A connect failure never sent (sent_ns 0) must not stretch the window
@@ -324,6 +356,7 @@ int main(void) {
   test_stat_small();
   test_level_metrics();
   test_level_no_tokens();
+  test_goodput_unjudged();
   test_level_all_failed();
   test_level_edge_cases();
   return tp_test_done();

@@ -373,6 +373,10 @@ typedef struct tp_level_result {
   /* Goodput: successful requests meeting every set bound. */
   bool goodput_set;
   uint64_t goodput_requests;
+  /* Successful requests an ITL bound could not judge: two or more tokens
+   * (or none counted) but no inter-token latency (no tokenizer, a unary
+   * answer, all text in one response).  They fail the bound. */
+  uint64_t goodput_unjudged;
   double goodput_rps;
   double goodput_fraction;
 

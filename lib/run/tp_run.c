@@ -30,6 +30,7 @@
 #include "client/tp_client_http.h"
 #include "dataset/tp_dataset.h"
 #include "dataset/tp_synth.h"
+#include "metrics/tp_stability.h"
 #include "metrics/tp_stats.h"
 #include "record/tp_record.h"
 #include "report/tp_export.h"
@@ -1074,19 +1075,6 @@ static void window_on_completion(tp_run *r, const tp_record *rec) {
     close_window(r, tp_now_ns());
 }
 
-/* perf_analyzer's rule: the last three windows agree when each one's
- * throughput and average latency lie within the percentage of the three's
- * mean. */
-static bool last_three_stable(const level_state *L, double pct) {
-  if (L->trials < 3) return false;
-  const double *tp = &L->win_tput[L->trials - 3], *lt = &L->win_lat_ms[L->trials - 3];
-  double mt = (tp[0] + tp[1] + tp[2]) / 3, ml = (lt[0] + lt[1] + lt[2]) / 3;
-  if (!(mt > 0) || !(ml > 0)) return false;
-  for (int i = 0; i < 3; i++)
-    if (fabs(tp[i] - mt) > mt * pct / 100 || fabs(lt[i] - ml) > ml * pct / 100) return false;
-  return true;
-}
-
 static void close_window(tp_run *r, uint64_t now) {
   level_state *L = &r->lv;
   if (L->stop_planning || L->trials >= MAX_WINDOWS) return;
@@ -1100,7 +1088,7 @@ static void close_window(tp_run *r, uint64_t now) {
   L->win_start_ns = now;
   L->win_done = 0;
   L->win_lat_sum_ms = 0;
-  L->stable = last_three_stable(L, r->cfg.stability_percentage);
+  L->stable = tp_windows_stable(L->win_tput, L->win_lat_ms, L->trials, r->cfg.stability_percentage);
   if (L->stable || L->trials >= r->cfg.max_trials) {
     L->stop_planning = true;
     if (L->window_timer_on) {

@@ -34,6 +34,12 @@ static const tp_metric metrics[] = {
          "input_sequence_length", 0, 1, TP_MF_TABLE),
     DIST("output_tps_per_user", "Output token throughput per user", TP_UNIT_TOKENS_PER_S, output_tps_per_user,
          "output_token_throughput_per_user_tps", "output_token_throughput_per_request", 1, 2, TP_MF_TABLE),
+    DIST("ttst", "Time to second token", TP_UNIT_MS, ttst_ms, "time_to_second_token_ms",
+         "time_to_second_token", -1, 2, 0),
+    DIST("tpot", "Time per output token", TP_UNIT_MS, tpot_ms, "time_per_output_token_ms", NULL, -1, 2, 0),
+    DIST("output_tps_per_user_itl", "Output token throughput per user from ITL", TP_UNIT_TOKENS_PER_S,
+         output_tps_per_user_itl, "output_token_throughput_per_user_from_itl_tps",
+         "output_token_throughput_per_user", 1, 2, 0),
     DIST("responses", "Responses per request", TP_UNIT_RESPONSES, responses, "responses_per_request", NULL, 0,
          1, 0),
     DIST("send_lag", "Send lag", TP_UNIT_MS, send_lag_ms, "send_lag_ms", NULL, -1, 3, 0),
@@ -118,6 +124,11 @@ const char *tp_unit_name(tp_unit u) {
 }
 const char *tp_unit_genai(tp_unit u) {
   return (unsigned)u < TP_UNIT_COUNT ? units[u].genai : "";
+}
+
+double tp_stat_get(const tp_stat *st, tp_stat_id id) {
+  if ((unsigned)id >= TP_STAT_COUNT) return NAN;
+  return *(const double *)(const void *)((const char *)st + stats[id].off);
 }
 
 const tp_stat *tp_metric_stat(const tp_metric *m, const tp_level_result *lr) {

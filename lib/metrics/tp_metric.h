@@ -74,6 +74,9 @@ typedef struct tp_metric {
   X(TP_STAT_P75, "p75", p75) \
   X(TP_STAT_P50, "p50", p50) \
   X(TP_STAT_P25, "p25", p25) \
+  X(TP_STAT_P10, "p10", p10) \
+  X(TP_STAT_P5, "p5", p5)    \
+  X(TP_STAT_P1, "p1", p1)    \
   X(TP_STAT_STD, "std", std)
 
 #define TP_STAT_ENUM(e, s, f) e,
@@ -90,6 +93,9 @@ int tp_stat_find(const char *name);
 /* "ms", and GenAI-Perf's spelling ("tokens/sec"). */
 const char *tp_unit_name(tp_unit u);
 const char *tp_unit_genai(tp_unit u);
+
+/* The statistic id of st. */
+double tp_stat_get(const tp_stat *st, tp_stat_id id);
 
 /* The distribution of a DIST row in lr (NULL for other kinds). */
 const tp_stat *tp_metric_stat(const tp_metric *m, const tp_level_result *lr);

@@ -66,6 +66,9 @@ void tp_stat_compute(tp_stat *st, double *values, size_t n) {
   }
   st->std = st->min == st->max ? 0 : sqrt(ss / (double)n);
 
+  st->p1 = percentile(values, n, 1);
+  st->p5 = percentile(values, n, 5);
+  st->p10 = percentile(values, n, 10);
   st->p25 = percentile(values, n, 25);
   st->p50 = percentile(values, n, 50);
   st->p75 = percentile(values, n, 75);
@@ -83,7 +86,10 @@ static bool span_ms(uint64_t from_ns, uint64_t to_ns, double *out) {
   return true;
 }
 
-enum { V_TTFT, V_ITL, V_LAT, V_OUT, V_IN, V_TPS, V_RESP, V_LAG, V_PTTFT, V_PLAT, V_REASON, V_COUNT };
+enum {
+  V_TTFT, V_ITL, V_LAT, V_OUT, V_IN, V_TPS, V_RESP, V_LAG, V_PTTFT, V_PLAT, V_REASON,
+  V_TTST, V_TPOT, V_TPS_ITL, V_COUNT
+};
 
 int tp_level_compute(tp_level_result *out, const tp_record *recs, size_t n) {
   return tp_level_compute_ex(out, recs, n, NULL);
@@ -147,6 +153,8 @@ int tp_level_compute_ex(tp_level_result *out, const tp_record *recs, size_t n, c
     if (have_lat) v[V_LAT][nv[V_LAT]++] = lat_ms;
     double ttft = -1, itl = -1;
     if (span_ms(r->sent_ns, r->first_token_ns, &x)) v[V_TTFT][nv[V_TTFT]++] = ttft = x;
+    /* Time to second token: needs no tokenizer, only two text responses. */
+    if (span_ms(r->first_token_ns, r->second_token_ns, &x)) v[V_TTST][nv[V_TTST]++] = x;
     v[V_RESP][nv[V_RESP]++] = (double)r->n_resp;
     /* From the planned time: what a user arriving on schedule waited,
      * client queueing included (coordinated omission shows here). */
@@ -163,7 +171,16 @@ int tp_level_compute_ex(tp_level_result *out, const tp_record *recs, size_t n, c
        * tokens to measure, and a 0 would only drag the figure down. */
       if (r->output_tokens >= 2 && r->n_text_resp >= 2 &&
           span_ms(r->first_token_ns, r->last_token_ns, &x))
+      {
         v[V_ITL][nv[V_ITL]++] = itl = x / (double)(r->output_tokens - 1);
+        /* GenAI-Perf's per-user throughput: the rate of the decode phase. */
+        if (itl > 0) v[V_TPS_ITL][nv[V_TPS_ITL]++] = 1000.0 / itl;
+      }
+      /* vLLM's TPOT: from the first token to the end of the request (a
+       * trailing usage-only response included), over the tokens after the
+       * first; a unary answer has one too, as vLLM gives it. */
+      if (r->output_tokens >= 2 && span_ms(r->first_token_ns, r->done_ns, &x))
+        v[V_TPOT][nv[V_TPOT]++] = x / (double)(r->output_tokens - 1);
       if (r->max_tokens > 0 && (uint64_t)r->output_tokens != r->max_tokens) out->length_mismatches++;
     }
     /* Goodput: every set bound met; a bound on a figure the request does not
@@ -213,6 +230,9 @@ int tp_level_compute_ex(tp_level_result *out, const tp_record *recs, size_t n, c
   tp_stat_compute(&out->ttft_from_planned_ms, v[V_PTTFT], nv[V_PTTFT]);
   tp_stat_compute(&out->latency_from_planned_ms, v[V_PLAT], nv[V_PLAT]);
   tp_stat_compute(&out->reasoning_tokens, v[V_REASON], nv[V_REASON]);
+  tp_stat_compute(&out->ttst_ms, v[V_TTST], nv[V_TTST]);
+  tp_stat_compute(&out->tpot_ms, v[V_TPOT], nv[V_TPOT]);
+  tp_stat_compute(&out->output_tps_per_user_itl, v[V_TPS_ITL], nv[V_TPS_ITL]);
   free(block);
 
   if (o && o->window_end_ns > o->window_start_ns)

@@ -24,6 +24,7 @@ typedef struct tp_record {
   uint64_t sent_ns;       /* when the request was handed to the transport */
   uint64_t first_resp_ns; /* first response message of any kind */
   uint64_t first_token_ns; /* first response carrying non-empty text */
+  uint64_t second_token_ns; /* the second such response (time to second token) */
   uint64_t last_token_ns;  /* last response carrying non-empty text */
   uint64_t done_ns;        /* final response, error, or stream end */
 

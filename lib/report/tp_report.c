@@ -462,21 +462,20 @@ static json_t *u64(uint64_t v) {
   return json_string(buf);
 }
 
+/* A distribution: its count and every statistic of the registry (in the
+ * order avg, min, max, std, p1 ... p99, kept for readers of older
+ * documents). */
 static json_t *stat_json(const tp_stat *st) {
+  static const tp_stat_id order[] = {TP_STAT_AVG, TP_STAT_MIN, TP_STAT_MAX, TP_STAT_STD, TP_STAT_P1,
+                                     TP_STAT_P5,  TP_STAT_P10, TP_STAT_P25, TP_STAT_P50, TP_STAT_P75,
+                                     TP_STAT_P90, TP_STAT_P95, TP_STAT_P99};
+  _Static_assert(sizeof(order) / sizeof(order[0]) == TP_STAT_COUNT, "every statistic once");
   if (st->n == 0) return json_null();
   json_t *o = json_object();
   if (!o) return NULL;
   int bad = set(o, "n", u64(st->n));
-  bad |= set(o, "avg", real_or_null(st->avg));
-  bad |= set(o, "min", real_or_null(st->min));
-  bad |= set(o, "max", real_or_null(st->max));
-  bad |= set(o, "std", real_or_null(st->std));
-  bad |= set(o, "p25", real_or_null(st->p25));
-  bad |= set(o, "p50", real_or_null(st->p50));
-  bad |= set(o, "p75", real_or_null(st->p75));
-  bad |= set(o, "p90", real_or_null(st->p90));
-  bad |= set(o, "p95", real_or_null(st->p95));
-  bad |= set(o, "p99", real_or_null(st->p99));
+  for (size_t i = 0; i < TP_STAT_COUNT; i++)
+    bad |= set(o, tp_stat_name(order[i]), real_or_null(tp_stat_get(st, order[i])));
   if (bad) {
     json_decref(o);
     return NULL;

@@ -1811,6 +1811,7 @@ static void format_record(json_t *o, const count_job *j) {
   json_object_set_new(o, "planned_ns", json_integer((json_int_t)rec->planned_ns));
   json_object_set_new(o, "sent_ns", json_integer((json_int_t)rec->sent_ns));
   json_object_set_new(o, "first_token_ns", json_integer((json_int_t)rec->first_token_ns));
+  json_object_set_new(o, "second_token_ns", json_integer((json_int_t)rec->second_token_ns));
   json_object_set_new(o, "last_token_ns", json_integer((json_int_t)rec->last_token_ns));
   json_object_set_new(o, "done_ns", json_integer((json_int_t)rec->done_ns));
   json_t *rs = json_array();

@@ -11,6 +11,7 @@
 
 #include <jansson.h>
 
+#include "metrics/tp_metric.h"
 #include "report/tp_report.h"
 #include "tp_test.h"
 
@@ -486,7 +487,9 @@ static void test_json_full(void) {
   CHECK_NEAR(num(ttft, "p99"), 1999.6, 1e-9, "json: ttft p99");
   CHECK_NEAR(num(ttft, "p25"), lr[0].ttft_ms.p25, 1e-9, "json: ttft p25");
   CHECK_NEAR(num(ttft, "std"), 3.25, 1e-12, "json: ttft std");
-  CHECK_INT(json_object_size(ttft), 11, "json: stat object has n + 10 figures");
+  CHECK_INT(json_object_size(ttft), 1 + TP_STAT_COUNT, "json: stat object has n and every statistic");
+  CHECK(json_object_get(ttft, "p1") && json_object_get(ttft, "p5") && json_object_get(ttft, "p10"),
+        "json: the low percentiles too");
   CHECK_NEAR(num(json_object_get(l0, "inter_token_latency_ms"), "p50"), 8, 1e-12, "json: itl p50");
   CHECK_NEAR(num(json_object_get(l0, "request_latency_ms"), "max"), 12345678.9, 1e-6,
              "json: latency max");

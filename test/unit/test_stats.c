@@ -210,6 +210,24 @@ static void test_level_metrics(void) {
   CHECK_NEAR(lr.responses.avg, 8.0 / 3, EPS, "responses: avg");
   CHECK_NEAR(lr.responses.max, 4, EPS, "responses: max");
 
+  /* The low percentiles of TTFT {10, 20, 40}: ranks 0.02, 0.1, 0.2 of 2. */
+  CHECK_NEAR(lr.ttft_ms.p1, 10.2, 1e-9, "ttft p1");
+  CHECK_NEAR(lr.ttft_ms.p5, 11, 1e-9, "ttft p5");
+  CHECK_NEAR(lr.ttft_ms.p10, 12, 1e-9, "ttft p10");
+  /* Time to second token: r1 20 - 10, r2 50 - 30; r3 has one response. */
+  CHECK_INT(lr.ttst_ms.n, 2, "ttst: n (a single-response request has none)");
+  CHECK_NEAR(lr.ttst_ms.min, 10, 1e-9, "ttst: min");
+  CHECK_NEAR(lr.ttst_ms.max, 20, 1e-9, "ttst: max");
+  /* TPOT to the end of the request: r1 (30 - 10) / 3, r2 (60 - 30) / 2 (the
+   * flag-only final response at 60 counts, unlike ITL's last text at 50). */
+  CHECK_INT(lr.tpot_ms.n, 2, "tpot: n (one token has none)");
+  CHECK_NEAR(lr.tpot_ms.min, 20.0 / 3, 1e-9, "tpot: min");
+  CHECK_NEAR(lr.tpot_ms.max, 15, 1e-9, "tpot: max, past ITL's 10");
+  /* Per user from ITL: 1000 / (20/3) = 150 and 1000 / 10 = 100. */
+  CHECK_INT(lr.output_tps_per_user_itl.n, 2, "tps per user from ITL: n");
+  CHECK_NEAR(lr.output_tps_per_user_itl.max, 150, 1e-9, "tps per user from ITL: max");
+  CHECK_NEAR(lr.output_tps_per_user_itl.min, 100, 1e-9, "tps per user from ITL: min");
+
   /* Throughputs over the 0.1 s window, successful requests only. */
   CHECK_NEAR(lr.output_token_throughput, 8 / 0.1, 1e-6, "output token throughput");
   CHECK_NEAR(lr.input_token_throughput, 160 / 0.1, 1e-6, "input token throughput");

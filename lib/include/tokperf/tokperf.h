@@ -286,7 +286,7 @@ TP_API void tp_config_default(tp_config *cfg);
 
 typedef struct tp_stat {
   size_t n; /* values the figures are computed over; 0 = unavailable */
-  double avg, min, max, std, p25, p50, p75, p90, p95, p99;
+  double avg, min, max, std, p1, p5, p10, p25, p50, p75, p90, p95, p99;
 } tp_stat;
 
 /* What the server says it did during one level, for one model (Triton's
@@ -354,6 +354,11 @@ typedef struct tp_level_result {
   tp_stat output_tokens;
   tp_stat input_tokens;
   tp_stat output_tps_per_user;
+  /* The figures other tools report under their own definitions
+   * (docs/metrics.md, "Side by side with other tools"). */
+  tp_stat ttst_ms;                 /* second text response - first (GenAI-Perf) */
+  tp_stat tpot_ms;                 /* (done - first token) / (tokens - 1) (vLLM) */
+  tp_stat output_tps_per_user_itl; /* 1000 / ITL ms (GenAI-Perf's per-user throughput) */
   tp_stat responses; /* responses per request */
 
   double output_token_throughput; /* tokens/s */

@@ -167,6 +167,20 @@ check(lv.get("goodput_fraction") == 0.0 and lv.get("goodput_unjudged") == lv.get
                                                                                   "goodput_unjudged", "succeeded")})
 check("could not judge 10 requests" in out, "and the report says the bound could not judge them", out[-600:])
 
+# 8b. The other tools' figures against the mock's own timing (2 ms between
+# tokens, one token per response): time to second token, TPOT and 1/ITL.
+if WORDS:
+    rc, out, err, doc, recs = run(FAST + ["--concurrency", "2", "--request-count", "10", "--output-tokens-mean", "8",
+                                          "--tokenizer", WORDS])
+    lv = doc["levels"][0] if doc else {}
+    ttst, tpot, per = (lv.get(k) or {} for k in ("time_to_second_token_ms", "time_per_output_token_ms",
+                                                 "output_token_throughput_per_user_from_itl_tps"))
+    check(ttst.get("n") == 10 and abs(ttst.get("p50", 0) - 2) < 1.0, "time to second token ~ the mock's 2 ms",
+          ttst)
+    check(tpot.get("n") == 10 and abs(tpot.get("p50", 0) - 2) < 1.0, "TPOT ~ the mock's 2 ms", tpot)
+    check(per.get("n") == 10 and 300 < per.get("p50", 0) < 1000, "per-user throughput from ITL ~ 1000/2 tokens/s",
+          per)
+
 # 9. Output length: the report counts answers that stopped early.
 if WORDS:
     rc, out, err, doc, recs = run(FAST + ["--tokenizer", WORDS, "--concurrency", "4", "--request-count", "40",

@@ -3,6 +3,7 @@
 #include "tokperf/settings.h"
 
 #include <inttypes.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <math.h>
 #include <stdlib.h>
@@ -161,7 +162,7 @@ int tp_setting_set(const tp_setting *s, void *base, const char *v, char *err, si
   switch (s->type) {
     case TP_SET_FLAG:
     case TP_SET_BOOL: {
-      bool b = true;
+      bool b = !(s->flags_mask & TP_SETF_CLEAR);
       if (v && parse_bool(v, &b)) {
         tp_seterr(err, errlen, "expected true or false");
         return TP_EINVAL;
@@ -186,6 +187,7 @@ int tp_setting_set(const tp_setting *s, void *base, const char *v, char *err, si
       else
         *FIELD(base, s, uint64_t) = u;
       return 0;
+    case TP_SET_INT:
     case TP_SET_I64: {
       char *end;
       long long x = strtoll(v, &end, 10);
@@ -194,7 +196,15 @@ int tp_setting_set(const tp_setting *s, void *base, const char *v, char *err, si
         return TP_EINVAL;
       }
       if (check_number(s, (double)x, err, errlen)) return TP_EINVAL;
-      *FIELD(base, s, int64_t) = (int64_t)x;
+      if (s->type == TP_SET_INT) {
+        if (x < INT_MIN || x > INT_MAX) {
+          tp_seterr(err, errlen, "expected a whole number from %d to %d", INT_MIN, INT_MAX);
+          return TP_EINVAL;
+        }
+        *FIELD(base, s, int) = (int)x;
+      } else {
+        *FIELD(base, s, int64_t) = (int64_t)x;
+      }
       return 0;
     }
     case TP_SET_MS:
@@ -280,6 +290,7 @@ static size_t field_size(const tp_setting *s) {
     case TP_SET_MS:
     case TP_SET_SIZE: return sizeof(uint64_t);
     case TP_SET_I64: return sizeof(int64_t);
+    case TP_SET_INT: return sizeof(int);
     case TP_SET_F64:
     case TP_SET_FRACTION: return sizeof(double);
     case TP_SET_ENUM: return sizeof(int);
@@ -357,6 +368,7 @@ void tp_setting_format(const tp_setting *s, const void *base, char *out, size_t 
     case TP_SET_U32: app(out, outlen, &used, "%" PRIu32, *CFIELD(base, s, uint32_t)); break;
     case TP_SET_U64: app(out, outlen, &used, "%" PRIu64, *CFIELD(base, s, uint64_t)); break;
     case TP_SET_I64: app(out, outlen, &used, "%" PRId64, *CFIELD(base, s, int64_t)); break;
+    case TP_SET_INT: app(out, outlen, &used, "%d", *CFIELD(base, s, int)); break;
     case TP_SET_F64: app(out, outlen, &used, "%g", *CFIELD(base, s, double)); break;
     case TP_SET_FRACTION: app(out, outlen, &used, "%g", *CFIELD(base, s, double)); break;
     case TP_SET_MS: fmt_ms(*CFIELD(base, s, uint64_t), out, outlen); break;
@@ -400,6 +412,7 @@ int tp_setting_check(const tp_setting *s, const void *base, char *err, size_t er
     case TP_SET_MS:
     case TP_SET_SIZE: v = (double)*CFIELD(base, s, uint64_t); break;
     case TP_SET_I64: v = (double)*CFIELD(base, s, int64_t); break;
+    case TP_SET_INT: v = (double)*CFIELD(base, s, int); break;
     case TP_SET_F64:
     case TP_SET_FRACTION:
       v = *CFIELD(base, s, double);
@@ -585,6 +598,7 @@ int tp_settings_parse(const tp_settings_part *parts, size_t n_parts, int argc, c
       fprintf(stderr, "tokperf: note: %.*s is accepted for compatibility and has no effect: %s\n", (int)len, a,
               s->help ? s->help : "");
     }
+    if (parts[k].given) parts[k].given[s - parts[k].rows] = 1;
     char e[512];
     int rv = tp_setting_set(s, parts[k].base, v, e, sizeof(e));
     if (rv) {
@@ -663,7 +677,7 @@ static void row_head(const tp_setting *s, const char *prefix, char *out, size_t 
 static void row_default(const tp_setting *s, const void *base, char *out, size_t outlen) {
   out[0] = 0;
   if (s->type == TP_SET_FLAG) {
-    if (*CFIELD(base, s, bool)) snprintf(out, outlen, "on");
+    if (*CFIELD(base, s, bool) && !(s->flags_mask & TP_SETF_CLEAR)) snprintf(out, outlen, "on");
     return;
   }
   if (s->type == TP_SET_STR_LIST || (s->flags_mask & TP_SETF_SECRET)) return;
@@ -964,6 +978,7 @@ static json_t *row_json(const tp_setting *s, const void *base) {
     case TP_SET_MS:
     case TP_SET_SIZE: return json_integer((json_int_t)*CFIELD(base, s, uint64_t));
     case TP_SET_I64: return json_integer((json_int_t)*CFIELD(base, s, int64_t));
+    case TP_SET_INT: return json_integer((json_int_t)*CFIELD(base, s, int));
     case TP_SET_F64:
     case TP_SET_FRACTION: return json_real(*CFIELD(base, s, double));
     case TP_SET_ENUM: {

@@ -113,7 +113,7 @@ static int parse_args(demo *d, mockcfg *m, char *line, char *err, size_t errlen,
   int argc = 0;
   for (char *save = NULL, *t = strtok_r(line, " ", &save); t && argc < 64; t = strtok_r(NULL, " ", &save))
     argv[argc++] = t;
-  tp_settings_part parts[] = {{rows, NROWS, d, ""}, {mock_rows, 2, m, "--mock-"}};
+  tp_settings_part parts[] = {{rows, NROWS, d, "", NULL}, {mock_rows, 2, m, "--mock-", NULL}};
   return tp_settings_parse(parts, 2, argc, argv, NULL, NULL, help, err, errlen);
 }
 
@@ -230,7 +230,7 @@ int main(void) {
         "check refuses an enum out of range: %s", err);
 
   /* A library message names keys; the CLI puts flags in their place. */
-  tp_settings_part parts[] = {{rows, NROWS, &d, ""}, {mock_rows, 2, &m, "--mock-"}};
+  tp_settings_part parts[] = {{rows, NROWS, &d, "", NULL}, {mock_rows, 2, &m, "--mock-", NULL}};
   tp_settings_flagify(parts, 2, "load.concurrency and load.count need server.url; ttft_ms too; load.countx stays",
                       buf, sizeof(buf));
   CHECK_STR(buf, "--concurrency and --request-count need --url; --mock-ttft-ms too; load.countx stays",

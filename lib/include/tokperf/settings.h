@@ -61,6 +61,7 @@ typedef enum tp_setting_type {
   TP_SET_U32,      /* uint32_t: a count, k/M/G suffixes (powers of 1000) */
   TP_SET_U64,      /* uint64_t: likewise */
   TP_SET_I64,      /* int64_t: a signed whole number (-1 often means "the default") */
+  TP_SET_INT,      /* int: likewise */
   TP_SET_F64,      /* double: a decimal number */
   TP_SET_MS,       /* uint64_t milliseconds: a duration with a unit ("500ms", "2s"); bare = ms */
   TP_SET_SIZE,     /* uint64_t bytes: k/M/G suffixes are powers of 1024 ("64M") */
@@ -80,7 +81,8 @@ enum {
   TP_SETF_FILE = 8,     /* the value is a file name (completions offer files) */
   TP_SETF_DIR = 16,     /* the value is a directory name */
   TP_SETF_NONZERO = 32, /* 0 is refused ("must be above zero") */
-  TP_SETF_NOOP = 64     /* accepted for compatibility and ignored: said once on stderr */
+  TP_SETF_NOOP = 64,    /* accepted for compatibility and ignored: said once on stderr */
+  TP_SETF_CLEAR = 128   /* a FLAG row that sets its bool to false ("--no-streaming") */
 };
 
 typedef struct tp_setting tp_setting;
@@ -121,6 +123,9 @@ typedef struct tp_settings_part {
   size_t n;
   void *base;
   const char *prefix;
+  /* Optional, n entries: set to 1 for each row given on the command line
+   * (a setting whose meaning depends on whether the user chose it). */
+  unsigned char *given;
 } tp_settings_part;
 
 /* Sets every row of the table to its default. */

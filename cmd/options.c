@@ -1,782 +1,583 @@
+/* The command line as settings tables (options.h).  A row per option:
+ * where its value lives, its type and range, its spellings, help and an
+ * example.  Defaults are the library's (tp_config_default,
+ * tp_mock_config_default); --help and the man page print them from the
+ * values, so no default is written twice. */
 #include "options.h"
 
 #include <errno.h>
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "tokperf/tokperf.h"
+#define NR 1, 0 /* no range */
+#define ROW(key, flags, type, st, field, arg, dflt, lo, hi, choices, group, help, ex, mask) \
+  {key, flags, type, offsetof(st, field), arg, dflt, lo, hi, choices, group, help, ex, mask, NULL, NULL}
+#define CUSTOM_ROW(key, flags, arg, group, help, ex, mask, parse, format) \
+  {key, flags, TP_SET_CUSTOM, 0, arg, NULL, NR, NULL, group, help, ex, mask, parse, format}
 
-/* The one table: every option of a subcommand with its aliases, argument
- * name, help text and the default shown in --help (taken from the real
- * defaults where it is a number, see default_text). */
-typedef enum opt_id {
-  O_MODEL, O_MODEL_VERSION, O_URL, O_PROTOCOL, O_SERVICE_KIND, O_BACKEND, O_STREAMING,
-  O_NO_STREAMING, O_STREAM_TEXT, O_CONCURRENCY, O_REQUEST_COUNT, O_WARMUP, O_INTERVAL, O_INPUT_FILE,
-  O_TOKENIZER, O_TOK_SPECIAL, O_SEED, O_OUT_TOKENS, O_OUT_DET, O_SYN_WORDS, O_NUM_PROMPTS, O_CONNECTIONS,
-  O_TIMEOUT, O_SKIP_PREFLIGHT, O_JSON, O_RECORDS, O_MOCK, O_MOCK_LOG, O_QUIET, O_HELP,
-  O_RATE, O_ARRIVAL, O_BURSTINESS, O_MAX_CONC, O_DURATION, O_WARMUP_DURATION, O_MEASURE_MODE,
-  O_MEASURE_COUNT, O_STABILITY, O_MAX_TRIALS, O_IN_MEAN, O_IN_STDDEV, O_OUT_STDDEV, O_SCHEDULE,
-  O_SPEEDUP, O_PREFIX_BLOCK, O_GOODPUT, O_ASSERT, O_MAX_ERROR_RATE, O_NO_SERVER_STATS, O_CACHE_BUST, O_PREFIX_TOKENS, O_NUM_PREFIXES, O_MAX_RESP_BYTES, O_MAX_OUT_TOKENS, O_GRACE, O_ARTIFACT_DIR, O_PROFILE_EXPORT, O_NO_ARTIFACTS,
-  O_NO_HTML, O_FORMAT, O_METRICS_URL, O_METRICS_INTERVAL, O_ENDPOINT_TYPE, O_ENDPOINT, O_API_KEY_FILE, O_HEADER, O_EXTRA_INPUTS, O_CA_FILE,
-  O_CERT, O_KEY, O_INSECURE, O_HTTP1, O_NO_USAGE, O_MPI_TIMEOUT,
-  /* mock settings (prefixed --mock- under profile) */
-  O_M_HOST, O_M_PORT, O_M_TTFT, O_M_PREFILL_TOK, O_M_PREFILL_Q, O_M_ITL, O_M_ITL_SEQ,
-  O_M_BATCH, O_M_OUT, O_M_EOS, O_M_SEED, O_M_LOG, O_M_HTTP_PORT, O_M_DIALECT, O_M_FAULT, O_M_FAULT_RATE,
-  O_M_FAULT_AFTER, O_M_REFUSE, O_M_REFUSE_MS, O_M_GOAWAY, O_M_PREFIX, O_M_PREFIX_BLOCK, O_M_PREFIX_BLOCKS, O_M_KEEPALIVE,
-  O_M_CLOSE_AFTER_STREAM, O_M_IDLE_CLOSE
-} opt_id;
+#define G_SERVER "Server and API"
+#define G_LOAD "Load"
+#define G_MEASURE "Measurement"
+#define G_PROMPTS "Prompts and tokens"
+#define G_GOALS "Goals and CI gates"
+#define G_CONN "Connections and limits"
+#define G_OUTPUT "Output"
+#define G_MOCK "Built-in mock server"
 
-typedef struct optdef {
-  opt_id id;
-  const char *names; /* "-m|--model" */
-  const char *arg;   /* NULL for a flag */
-  const char *help;
-  const char *dflt;  /* default shown in help, or NULL */
-} optdef;
+/* ---- custom rows ------------------------------------------------------------ */
 
-static const optdef profile_opts[] = {
-  {O_MODEL, "-m|--model", "NAME", "model to benchmark", "ensemble"},
-  {O_MODEL_VERSION, "--model-version", "VERSION", "model version (empty: the server's policy)", ""},
-  {O_URL, "-u|--url", "HOST:PORT", "Triton gRPC endpoint (grpc:// prefix accepted)", "localhost:8001"},
-  {O_PROTOCOL, "-i|--protocol", "grpc|http", "Triton protocol: gRPC streaming, or HTTP generate", "grpc"},
-  {O_SERVICE_KIND, "--service-kind", "triton|openai", "kind of server (openai: any OpenAI-compatible API)", "triton"},
-  {O_ENDPOINT_TYPE, "--endpoint-type", "chat|completions|generate",
-   "openai: /v1/chat/completions or /v1/completions; triton -i http: generate", "chat"},
-  {O_ENDPOINT, "--endpoint", "PATH", "request path (or full URL) instead of the API's own", NULL},
-  {O_API_KEY_FILE, "--api-key-file", "FILE",
-   "file whose first line is the API key (else OPENAI_API_KEY); sent as a bearer token, never shown", NULL},
-  {O_HEADER, "-H|--header", "'NAME: VALUE'", "extra request header, repeatable (gRPC metadata too)", NULL},
-  {O_EXTRA_INPUTS, "--extra-inputs", "NAME:VALUE|JSON", "extra request body field(s) for HTTP APIs, repeatable",
-   NULL},
-  {O_CA_FILE, "--ca-file", "FILE", "PEM CA certificates to verify the server with (https, grpcs)", NULL},
-  {O_CERT, "--cert", "FILE", "client certificate (PEM)", NULL},
-  {O_KEY, "--key", "FILE", "client certificate key (PEM)", NULL},
-  {O_INSECURE, "--insecure", NULL, "do not verify the server's certificate or host name", NULL},
-  {O_HTTP1, "--http1.1", NULL, "HTTP APIs: do not offer HTTP/2", NULL},
-  {O_NO_USAGE, "--no-usage", NULL, "openai: do not ask for usage in the stream (stream_options)", NULL},
-  {O_BACKEND, "--backend", "tensorrtllm|vllm", "tensor layout of the model's inputs", "tensorrtllm"},
-  {O_STREAMING, "--streaming", NULL, "stream tokens with ModelStreamInfer (the default)", NULL},
-  {O_NO_STREAMING, "--no-streaming", NULL, "one unary ModelInfer answer per request", NULL},
-  {O_STREAM_TEXT, "--streaming-text", "delta|cumulative",
-   "each streamed response holds new text only, or all text so far (vLLM before r24.03)", "delta"},
-  {O_CONCURRENCY, "--concurrency|--concurrency-range", "LIST",
-   "requests in flight per level: 1,4,8 or a range 4:32:4 or 1:64:x2", "1"},
-  {O_RATE, "--request-rate", "LIST",
-   "open loop: requests/s per level, e.g. 10,50,100 or 100:1000:100 (instead of --concurrency)", NULL},
-  {O_ARRIVAL, "--arrival", "constant|poisson|gamma", "arrival process in rate mode", "constant"},
-  {O_BURSTINESS, "--burstiness", "K", "gamma shape for --arrival gamma (1 is Poisson, below 1 burstier)", "1"},
-  {O_MAX_CONC, "--max-concurrency", "N", "rate mode: cap on requests in flight (waiting shows as send lag)", NULL},
-  {O_SCHEDULE, "--schedule", "FILE.jsonl",
-   "replay a trace: timestamp (ms) and a prompt or input_length/output_length, optional hash_ids", NULL},
-  {O_SPEEDUP, "--replay-speedup", "X", "play --schedule X times faster", "1"},
-  {O_PREFIX_BLOCK, "--prefix-block-tokens", "N", "tokens per hash_ids block in --schedule", "512"},
-  {O_REQUEST_COUNT, "--request-count|--num-prompts-per-level", "N",
-   "measured requests per level (default: 4 per slot or 4 s of the rate, at least 16)", NULL},
-  {O_DURATION, "--duration", "DURATION", "measure the requests planned within this time per level", NULL},
-  {O_WARMUP, "--warmup-request-count", "N", "requests per level sent first and left out of the statistics", "0"},
-  {O_WARMUP_DURATION, "--warmup-duration", "DURATION", "warm up for this long per level instead of a count", NULL},
-  {O_INTERVAL, "--measurement-interval", "DURATION",
-   "perf_analyzer stability mode: windows this long until the last three agree (bare number: ms)", NULL},
-  {O_MEASURE_MODE, "--measurement-mode", "time_windows|count_windows", "stability windows by time or by count",
-   "time_windows"},
-  {O_MEASURE_COUNT, "--measurement-request-count", "N", "requests per window in count_windows mode", "50"},
-  {O_STABILITY, "--stability-percentage", "P", "windows agree when throughput and latency lie within P%", "10"},
-  {O_MAX_TRIALS, "--max-trials", "N", "stop after this many windows, stable or not", "10"},
-  {O_GOODPUT, "--goodput", "BOUNDS", "goodput bounds in ms, e.g. 'ttft:200 itl:25 latency:5000'", NULL},
-  {O_ASSERT, "--assert", "EXPR",
-   "CI gate, repeatable: 'ttft.p99 <= 250ms', 'output_token_throughput >= 1000', 'error_rate <= 1%'", NULL},
-  {O_MAX_ERROR_RATE, "--max-error-rate", "R", "fail the run (exit 1) when a level's error rate exceeds R (or R%)",
-   NULL},
-  {O_INPUT_FILE, "--input-file|--input-data", "FILE.jsonl",
-   "prompts, one JSON object per line: text_input|input|prompt|text, optional output, max_tokens", NULL},
-  {O_TOKENIZER, "--tokenizer|--tokenizer-path", "PATH",
-   "a tokenizer.json, a sentencepiece tokenizer.model, or a model directory holding one; without it "
-   "token metrics are n/a", NULL},
-  {O_TOK_SPECIAL, "--tokenizer-add-special-tokens", NULL,
-   "count input tokens with the special tokens the tokenizer adds (BOS...), as most servers count prompts; "
-   "output tokens never include them", "off"},
-  {O_SEED, "--random-seed", "N", "seed for synthetic prompts", "0"},
-  {O_OUT_TOKENS, "--output-tokens-mean|--max-tokens", "LIST",
-   "max_tokens asked of the server; a list sweeps it (default: the line's max_tokens, else 128)", NULL},
-  {O_OUT_STDDEV, "--output-tokens-stddev", "N", "draw each request's max_tokens around the mean", "0"},
-  {O_IN_MEAN, "--synthetic-input-tokens-mean", "LIST",
-   "synthetic prompts of exactly this many tokens (needs --tokenizer); a list sweeps it", NULL},
-  {O_IN_STDDEV, "--synthetic-input-tokens-stddev", "N", "spread of the synthetic prompt lengths", "0"},
-  {O_OUT_DET, "--output-tokens-mean-deterministic", NULL,
-   "also ask the server not to stop early (min_length/min_tokens, vLLM ignore_eos)", NULL},
-  {O_SYN_WORDS, "--synthetic-input-words", "N", "words per synthetic prompt (no --input-file)", "64"},
-  {O_NUM_PROMPTS, "--num-prompts", "N", "number of synthetic prompts", "100"},
-  {O_CONNECTIONS, "--connections", "N", "HTTP/2 connections (default: one per 128 concurrent streams)", NULL},
-  {O_TIMEOUT, "--request-timeout", "DURATION", "fail a request after this long; sent as grpc-timeout", NULL},
-  {O_MAX_RESP_BYTES, "--max-response-bytes", "SIZE",
-   "cancel (and count as failed) an answer whose text passes this size", "64M"},
-  {O_MAX_OUT_TOKENS, "--max-output-tokens", "N",
-   "cancel (and count as failed) an answer streamed in more than N text responses", NULL},
-  {O_GRACE, "--grace-period", "DURATION", "after Ctrl-C, how long in-flight requests may finish", "5s"},
-  {O_MPI_TIMEOUT, "--mpi-timeout", "DURATION",
-   "under mpirun: how long rank 0 waits on a silent rank before it reports it failed (docs/scale-out.md)", "20s"},
-  {O_SKIP_PREFLIGHT, "--skip-preflight", NULL,
-   "skip the ServerLive/ModelReady/ModelMetadata checks (for replay servers)", NULL},
-  {O_CACHE_BUST, "--cache-bust", NULL,
-   "start every prompt with a unique marker so no KV-cache prefix can be reused (docs/kv-cache.md)", NULL},
-  {O_PREFIX_TOKENS, "--prefix-tokens", "N", "put a shared prefix of exactly N tokens before every prompt "
-   "(needs --tokenizer)", NULL},
-  {O_NUM_PREFIXES, "--num-prefixes", "K", "how many different shared prefixes, used in turn", "1"},
-  {O_METRICS_URL, "--metrics-url", "URL",
-   "scrape Prometheus metrics during each level (Triton: http://HOST:8002/metrics; with --mock: mock)", NULL},
-  {O_METRICS_INTERVAL, "--metrics-interval", "DURATION", "time between scrapes", "1s"},
-  {O_NO_SERVER_STATS, "--no-server-stats", NULL,
-   "do not read Triton's ModelStatistics before and after each level", NULL},
-  {O_JSON, "--json", "FILE", "write every figure, with units, and the configuration as JSON", NULL},
-  {O_RECORDS, "--records", "FILE.jsonl",
-   "one JSON line per request, flushed as each ends (default: records.jsonl in the artifact dir)", NULL},
-  {O_ARTIFACT_DIR, "--artifact-dir", "DIR",
-   "profile export, GenAI-Perf summaries, records, responses, report.html "
-   "(default: artifacts/MODEL-triton-BACKEND-MODE)", NULL},
-  {O_PROFILE_EXPORT, "--profile-export-file", "FILE",
-   "perf_analyzer profile export name; a bare name goes in the artifact dir", "profile_export.json"},
-  {O_NO_ARTIFACTS, "--no-artifacts", NULL, "write no artifact directory", NULL},
-  {O_NO_HTML, "--no-html", NULL, "leave report.html out of the artifacts", NULL},
-  {O_FORMAT, "--format", "text|json", "what stdout carries: the tables, or the whole JSON document", "text"},
-  {O_MOCK, "--mock", NULL, "start the built-in mock server in-process and benchmark it", NULL},
-  {O_MOCK_LOG, "--mock-log", "FILE.jsonl", "with --mock: the mock's log of true send times", NULL},
-  {O_M_TTFT, "--mock-ttft-ms", "MS", "with --mock: base time to first token", "20"},
-  {O_M_PREFILL_TOK, "--mock-prefill-us-per-token", "US", "with --mock: prefill time per prompt token", "20"},
-  {O_M_PREFILL_Q, "--mock-prefill-queue-ms", "MS", "with --mock: extra TTFT per prefill already running", "2"},
-  {O_M_ITL, "--mock-itl-ms", "MS", "with --mock: base time per output token", "8"},
-  {O_M_ITL_SEQ, "--mock-itl-us-per-seq", "US", "with --mock: extra time per token per running sequence", "20"},
-  {O_M_BATCH, "--mock-max-batch", "N", "with --mock: sequences decoded at once; more queue", "256"},
-  {O_M_OUT, "--mock-output-tokens", "N", "with --mock: fixed output length (0: the request's max_tokens)", "0"},
-  {O_M_EOS, "--mock-eos-prob", "P", "with --mock: per-token end-of-sequence probability", "0"},
-  {O_M_SEED, "--mock-seed", "N", "with --mock: seed of the mock's text and end-of-sequence draws", "0"},
-  {O_M_FAULT, "--mock-fault", "KIND[:ARGS]", "with --mock: inject a fault (see tokperf mock --help)", NULL},
-  {O_M_FAULT_RATE, "--mock-fault-rate", "P", "with --mock: fraction of requests faulted (seeded draw)", "1"},
-  {O_M_FAULT_AFTER, "--mock-fault-after-tokens", "N", "with --mock: the fault replaces token N (0: at arrival)", "0"},
-  {O_M_REFUSE, "--mock-refuse-connections", "N", "with --mock: reset the first N connections", "0"},
-  {O_M_GOAWAY, "--mock-goaway-after-streams", "N", "with --mock: GOAWAY after N requests per connection", "0"},
-  {O_M_CLOSE_AFTER_STREAM, "--mock-close-after-stream", NULL,
-   "with --mock: close the HTTP connection after every streamed answer although it said keep-alive", NULL},
-  {O_M_IDLE_CLOSE, "--mock-idle-close-ms", "MS", "with --mock: close connections idle this long (0: never)", "0"},
-  {O_M_PREFIX, "--mock-prefix-cache", NULL, "with --mock: reuse cached prompt prefixes (shorter TTFT on hits)", NULL},
-  {O_M_DIALECT, "--mock-http-dialect", "vllm|llamacpp|tgi|trtllm-serve", "with --mock: SSE stream dialect", "vllm"},
-  {O_QUIET, "-q|--quiet", NULL, "no progress lines on stderr", NULL},
-  {O_HELP, "-h|--help", NULL, "show this help", NULL},
+/* "ttft:200 itl:25 latency:5000" (spaces or commas between bounds, ms or a
+ * unit). */
+static int parse_goodput(void *base, const tp_setting *s, const char *v, char *err, size_t errlen) {
+  (void)s;
+  tp_config *c = base;
+  char buf[256];
+  snprintf(buf, sizeof(buf), "%s", v);
+  double ttft = 0, itl = 0, lat = 0;
+  int n = 0;
+  for (char *save = NULL, *tok = strtok_r(buf, " ,", &save); tok; tok = strtok_r(NULL, " ,", &save)) {
+    char *colon = strchr(tok, ':');
+    if (!colon) {
+      snprintf(err, errlen, "expected METRIC:MS pairs: ttft:200 itl:25 latency:5000");
+      return TP_EINVAL;
+    }
+    *colon = 0;
+    uint64_t ns;
+    char e[160];
+    if (tp_parse_duration_ns(colon + 1, 1000000ULL, &ns, e, sizeof(e)) || ns == 0) {
+      snprintf(err, errlen, "each bound needs a positive number of milliseconds (or a unit: 2s)");
+      return TP_EINVAL;
+    }
+    double ms = (double)ns / 1e6;
+    if (strcmp(tok, "ttft") == 0) ttft = ms;
+    else if (strcmp(tok, "itl") == 0) itl = ms;
+    else if (strcmp(tok, "latency") == 0 || strcmp(tok, "e2e") == 0) lat = ms;
+    else {
+      snprintf(err, errlen, "bounds are ttft, itl and latency");
+      return TP_EINVAL;
+    }
+    n++;
+  }
+  if (!n) {
+    snprintf(err, errlen, "expected METRIC:MS pairs: ttft:200 itl:25 latency:5000");
+    return TP_EINVAL;
+  }
+  c->goodput_ttft_ms = ttft;
+  c->goodput_itl_ms = itl;
+  c->goodput_latency_ms = lat;
+  return 0;
+}
+
+static void format_goodput(const void *base, const tp_setting *s, char *out, size_t outlen) {
+  (void)s;
+  const tp_config *c = base;
+  size_t used = 0;
+  out[0] = 0;
+  const struct {
+    const char *name;
+    double v;
+  } b[] = {{"ttft", c->goodput_ttft_ms}, {"itl", c->goodput_itl_ms}, {"latency", c->goodput_latency_ms}};
+  for (size_t i = 0; i < 3; i++) {
+    if (!(b[i].v > 0) || used >= outlen) continue;
+    int w = snprintf(out + used, outlen - used, "%s%s:%g", used ? " " : "", b[i].name, b[i].v);
+    if (w > 0) used += (size_t)w;
+  }
+}
+
+/* The mock's SSE dialect: a string the mock knows, one of the choices. */
+static const char *const dialects[] = {"vllm", "llamacpp", "tgi", "trtllm-serve"};
+
+static int parse_dialect(void *base, const tp_setting *s, const char *v, char *err, size_t errlen) {
+  (void)s;
+  for (size_t i = 0; i < sizeof(dialects) / sizeof(dialects[0]); i++)
+    if (strcmp(v, dialects[i]) == 0) {
+      ((tp_mock_config *)base)->http_dialect = dialects[i];
+      return 0;
+    }
+  snprintf(err, errlen, "expected vllm, llamacpp, tgi or trtllm-serve");
+  return TP_EINVAL;
+}
+
+static void format_dialect(const void *base, const tp_setting *s, char *out, size_t outlen) {
+  (void)s;
+  const char *d = ((const tp_mock_config *)base)->http_dialect;
+  snprintf(out, outlen, "%s", d ? d : "");
+}
+
+/* The mock's HTTP port: a port, 0 (any free port), -1 (off); by default
+ * 8000 beside a fixed gRPC port, any free port beside gRPC port 0. */
+static int parse_http_port(void *base, const tp_setting *s, const char *v, char *err, size_t errlen) {
+  (void)s;
+  char *end;
+  long x = strtol(v, &end, 10);
+  if (!*v || *end || x < -1 || x > 65535) {
+    snprintf(err, errlen, "expected a port from 0 to 65535, or -1 for none");
+    return TP_EINVAL;
+  }
+  ((tp_mock_config *)base)->http_port = (int)x;
+  return 0;
+}
+
+static void format_http_port(const void *base, const tp_setting *s, char *out, size_t outlen) {
+  (void)s;
+  int p = ((const tp_mock_config *)base)->http_port;
+  if (p == TP_MOCK_HTTP_PORT_AUTO)
+    snprintf(out, outlen, "8000");
+  else
+    snprintf(out, outlen, "%d", p);
+}
+
+/* ---- the run's settings (tp_config) ------------------------------------------ */
+
+#define C(key, flags, type, field, arg, lo, hi, group, help, ex, mask) \
+  ROW(key, flags, type, tp_config, field, arg, NULL, lo, hi, NULL, group, help, ex, mask)
+#define CE(key, flags, field, arg, choices, group, help, ex) \
+  ROW(key, flags, TP_SET_ENUM, tp_config, field, arg, NULL, 1, 0, choices, group, help, ex, 0)
+
+static const tp_setting config_rows[] = {
+    C("server.model", "-m|--model", TP_SET_STR, model, "NAME", 1, 0, G_SERVER,
+      "model to benchmark (openai: default the server's first model)", "ensemble", 0),
+    C("server.model_version", "--model-version", TP_SET_STR, model_version, "VERSION", 1, 0, G_SERVER,
+      "model version (empty: the server's policy)", "1", 0),
+    C("server.url", "-u|--url", TP_SET_STR, url, "URL", 1, 0, G_SERVER,
+      "the server: HOST:PORT for gRPC (grpc:// accepted); for HTTP APIs a base URL such as "
+      "http://host:8000/v1 (the API's path is added) or a full endpoint URL",
+      "localhost:8001", 0),
+    CE("server.service_kind", "--service-kind", service_kind, "triton|openai",
+       "triton|openai-completions|openai|triton-generate|openai-chat=2", G_SERVER,
+       "kind of server (openai: any OpenAI-compatible API)", "openai"),
+    C("server.endpoint", "--endpoint", TP_SET_STR, endpoint, "PATH", 1, 0, G_SERVER,
+      "request path (or full URL) instead of the API's own", "/v1/chat/completions", 0),
+    CE("server.backend", "--backend", backend, "tensorrtllm|vllm", "tensorrtllm|vllm|trtllm=0", G_SERVER,
+       "tensor layout of the model's inputs", "vllm"),
+    C("server.streaming", "--streaming", TP_SET_FLAG, streaming, NULL, 1, 0, G_SERVER,
+      "stream tokens with ModelStreamInfer", NULL, 0),
+    C("server.streaming", "--no-streaming", TP_SET_FLAG, streaming, NULL, 1, 0, G_SERVER,
+      "one unary ModelInfer answer per request", NULL, TP_SETF_CLEAR | TP_SETF_NOECHO),
+    C("server.ca_file", "--ca-file", TP_SET_STR, ca_file, "FILE", 1, 0, G_SERVER,
+      "PEM CA certificates to verify the server with (https, grpcs)", "ca.pem", TP_SETF_FILE),
+    C("server.cert_file", "--cert", TP_SET_STR, cert_file, "FILE", 1, 0, G_SERVER, "client certificate (PEM)",
+      "client.pem", TP_SETF_FILE),
+    C("server.key_file", "--key", TP_SET_STR, key_file, "FILE", 1, 0, G_SERVER, "client certificate key (PEM)",
+      "client.key", TP_SETF_FILE),
+    C("server.insecure", "--insecure", TP_SET_FLAG, insecure, NULL, 1, 0, G_SERVER,
+      "do not verify the server's certificate or host name", NULL, 0),
+    C("server.http1_only", "--http1.1", TP_SET_FLAG, http1_only, NULL, 1, 0, G_SERVER,
+      "HTTP APIs: do not offer HTTP/2", NULL, 0),
+    C("server.no_usage", "--no-usage", TP_SET_FLAG, no_usage, NULL, 1, 0, G_SERVER,
+      "openai: do not ask for usage in the stream (stream_options)", NULL, 0),
+    C("server.skip_preflight", "--skip-preflight", TP_SET_FLAG, skip_preflight, NULL, 1, 0, G_SERVER,
+      "skip the ServerLive/ModelReady/ModelMetadata checks (for replay servers)", NULL, 0),
+    C("server.no_server_stats", "--no-server-stats", TP_SET_FLAG, no_server_stats, NULL, 1, 0, G_SERVER,
+      "do not read Triton's ModelStatistics before and after each level", NULL, 0),
+    C("server.metrics_url", "--metrics-url", TP_SET_STR, metrics_url, "URL", 1, 0, G_SERVER,
+      "scrape Prometheus metrics during each level (Triton: http://HOST:8002/metrics; with --mock: mock)",
+      "http://localhost:8002/metrics", 0),
+    C("server.metrics_interval_ms", "--metrics-interval", TP_SET_MS, metrics_interval_ms, "DURATION", 1, 0,
+      G_SERVER, "time between scrapes", "500ms", TP_SETF_NONZERO),
+
+    CE("load.arrival", "--arrival", arrival, "constant|poisson|gamma", "constant|poisson|gamma", G_LOAD, "arrival process in rate mode",
+       "poisson"),
+    C("load.burstiness", "--burstiness", TP_SET_F64, burstiness, "K", 1e-9, 1e9, G_LOAD,
+      "gamma shape for --arrival gamma (1 is Poisson, below 1 burstier)", "0.5", 0),
+    C("load.max_concurrency", "--max-concurrency", TP_SET_U32, max_concurrency, "N", 1, 100000, G_LOAD,
+      "rate mode: cap on requests in flight (waiting shows as send lag)", "64", TP_SETF_UNSET0),
+    C("load.schedule_file", "--schedule", TP_SET_STR, schedule_file, "FILE.jsonl", 1, 0, G_LOAD,
+      "replay a trace: timestamp (ms) and a prompt or input_length/output_length, optional hash_ids",
+      "trace.jsonl", TP_SETF_FILE),
+    C("load.replay_speedup", "--replay-speedup", TP_SET_F64, replay_speedup, "X", 1e-9, 1e9, G_LOAD,
+      "play --schedule X times faster", "2", 0),
+    C("load.prefix_block_tokens", "--prefix-block-tokens", TP_SET_U32, prefix_block_tokens, "N", 1, 1000000,
+      G_LOAD, "tokens per hash_ids block in --schedule", "512", 0),
+
+    C("measure.request_count", "--request-count|--num-prompts-per-level", TP_SET_U64, request_count, "N", 1,
+      1e12, G_MEASURE, "measured requests per level (default: 4 per slot or 4 s of the rate, at least 16)",
+      "200", TP_SETF_NONZERO | TP_SETF_UNSET0),
+    C("measure.duration_ms", "--duration", TP_SET_MS, duration_ms, "DURATION", 1, 0, G_MEASURE,
+      "measure the requests planned within this time per level", "60s", TP_SETF_NONZERO | TP_SETF_UNSET0),
+    C("measure.warmup_request_count", "--warmup-request-count", TP_SET_U64, warmup_request_count, "N", 1, 0,
+      G_MEASURE, "requests per level sent first and left out of the statistics", "8", 0),
+    C("measure.warmup_duration_ms", "--warmup-duration", TP_SET_MS, warmup_duration_ms, "DURATION", 1, 0, G_MEASURE,
+      "warm up for this long per level instead of a count", "10s", TP_SETF_NONZERO | TP_SETF_UNSET0),
+    C("measure.measurement_interval_ms", "--measurement-interval", TP_SET_MS, measurement_interval_ms, "DURATION",
+      1, 0, G_MEASURE, "perf_analyzer stability mode: windows this long until the last three agree (bare number: ms)",
+      "10s", TP_SETF_NONZERO),
+    C("measure.measurement_request_count", "--measurement-request-count", TP_SET_U64, measurement_request_count,
+      "N", 1, 1e12, G_MEASURE, "requests per window in count_windows mode", "100", TP_SETF_NONZERO),
+    C("measure.stability_percentage", "--stability-percentage", TP_SET_F64, stability_percentage, "P", 1e-9, 1e6,
+      G_MEASURE, "windows agree when max/min of their throughputs and of their latencies is within 1 + P%", "5",
+      0),
+    C("measure.max_trials", "--max-trials", TP_SET_U32, max_trials, "N", 1, 64, G_MEASURE,
+      "stop after this many windows, stable or not", "20", 0),
+    C("measure.grace_period_ms", "--grace-period", TP_SET_MS, grace_period_ms, "DURATION", 1, 0, G_MEASURE,
+      "after Ctrl-C, how long in-flight requests may finish", "10s", 0),
+
+    C("prompts.input_file", "--input-file|--input-data", TP_SET_STR, input_file, "FILE.jsonl", 1, 0, G_PROMPTS,
+      "prompts, one JSON object per line: text_input|input|prompt|text, optional output, max_tokens",
+      "prompts.jsonl", TP_SETF_FILE),
+    C("prompts.tokenizer", "--tokenizer|--tokenizer-path", TP_SET_STR, tokenizer, "PATH", 1, 0, G_PROMPTS,
+      "a tokenizer.json, a sentencepiece tokenizer.model, or a model directory holding one; without it "
+      "token metrics are n/a",
+      "/models/llama2/tokenizer.model", TP_SETF_FILE),
+    C("prompts.tokenizer_add_special_tokens", "--tokenizer-add-special-tokens", TP_SET_FLAG,
+      tokenizer_add_special_tokens, NULL, 1, 0, G_PROMPTS,
+      "count input tokens with the special tokens the tokenizer adds (BOS...), as most servers count prompts; "
+      "output tokens never include them",
+      NULL, 0),
+    C("prompts.random_seed", "--random-seed", TP_SET_U64, random_seed, "N", 1, 0, G_PROMPTS,
+      "seed for synthetic prompts", "42", 0),
+    C("prompts.output_tokens_stddev", "--output-tokens-stddev", TP_SET_U32, output_tokens_stddev, "N", 0, 1000000,
+      G_PROMPTS, "draw each request's max_tokens around the mean", "16", 0),
+    C("prompts.input_tokens_stddev", "--synthetic-input-tokens-stddev", TP_SET_U32, input_tokens_stddev, "N", 0,
+      1000000, G_PROMPTS, "spread of the synthetic prompt lengths", "32", 0),
+    C("prompts.output_tokens_deterministic", "--output-tokens-mean-deterministic", TP_SET_FLAG,
+      output_tokens_deterministic, NULL, 1, 0, G_PROMPTS,
+      "also ask the server not to stop early (min_length/min_tokens, vLLM ignore_eos)", NULL, 0),
+    C("prompts.synthetic_input_words", "--synthetic-input-words", TP_SET_U32, synthetic_input_words, "N", 0,
+      1000000, G_PROMPTS, "words per synthetic prompt (no --input-file)", "128", 0),
+    C("prompts.num_prompts", "--num-prompts", TP_SET_U32, num_prompts, "N", 0, 10000000, G_PROMPTS,
+      "number of synthetic prompts", "500", 0),
+    C("prompts.cache_bust", "--cache-bust", TP_SET_FLAG, cache_bust, NULL, 1, 0, G_PROMPTS,
+      "start every prompt with a unique marker so no KV-cache prefix can be reused (docs/kv-cache.md)", NULL, 0),
+    C("prompts.prefix_tokens", "--prefix-tokens", TP_SET_U32, prefix_tokens, "N", 1, 1000000, G_PROMPTS,
+      "put a shared prefix of exactly N tokens before every prompt (needs --tokenizer)", "256", TP_SETF_UNSET0),
+    C("prompts.num_prefixes", "--num-prefixes", TP_SET_U32, num_prefixes, "K", 1, 100000, G_PROMPTS,
+      "how many different shared prefixes, used in turn", "4", 0),
+
+    CUSTOM_ROW("goals.goodput", "--goodput", "BOUNDS", G_GOALS,
+               "goodput bounds in ms, e.g. 'ttft:200 itl:25 latency:5000'", "ttft:200 itl:25", 0, parse_goodput,
+               format_goodput),
+
+    C("connection.connections", "--connections", TP_SET_U32, connections, "N", 1, 4096, G_CONN,
+      "HTTP/2 connections (default: one per 128 concurrent streams)", "4", TP_SETF_UNSET0),
+    C("connection.request_timeout_ms", "--request-timeout", TP_SET_MS, request_timeout_ms, "DURATION", 1, 0, G_CONN,
+      "fail a request after this long; sent as grpc-timeout", "30s", TP_SETF_NONZERO | TP_SETF_UNSET0),
+    C("connection.max_response_bytes", "--max-response-bytes", TP_SET_SIZE, max_response_bytes, "SIZE", 1, 0, G_CONN,
+      "cancel (and count as failed) an answer whose text passes this size", "16M", 0),
+    C("connection.max_output_tokens", "--max-output-tokens", TP_SET_U64, max_output_tokens, "N", 1, 0, G_CONN,
+      "cancel (and count as failed) an answer streamed in more than N text responses", "4096", TP_SETF_UNSET0),
+    C("connection.mpi_timeout_ms", "--mpi-timeout", TP_SET_MS, mpi_timeout_ms, "DURATION", 1, 0, G_CONN,
+      "under mpirun: how long rank 0 waits on a silent rank before it reports it failed (default 20s; docs/scale-out.md)",
+      "60s", TP_SETF_NONZERO | TP_SETF_UNSET0),
+
+    C("output.json_path", "--json", TP_SET_STR, json_path, "FILE", 1, 0, G_OUTPUT,
+      "write every figure, with units, and the configuration as JSON", "run.json", TP_SETF_FILE),
+    C("output.records_path", "--records", TP_SET_STR, records_path, "FILE.jsonl", 1, 0, G_OUTPUT,
+      "one JSON line per request, flushed as each ends (default: records.jsonl in the artifact dir)",
+      "records.jsonl", TP_SETF_FILE),
+    C("output.artifact_dir", "--artifact-dir", TP_SET_STR, artifact_dir, "DIR", 1, 0, G_OUTPUT,
+      "profile export, GenAI-Perf summaries, records, responses, report.html "
+      "(default: artifacts/MODEL-triton-BACKEND-MODE)",
+      "artifacts/run1", TP_SETF_DIR),
+    C("output.profile_export_file", "--profile-export-file", TP_SET_STR, profile_export_file, "FILE", 1, 0, G_OUTPUT,
+      "perf_analyzer profile export name; a bare name goes in the artifact dir [default: profile_export.json]",
+      "export.json", TP_SETF_FILE),
+    C("output.no_artifacts", "--no-artifacts", TP_SET_FLAG, no_artifacts, NULL, 1, 0, G_OUTPUT,
+      "write no artifact directory", NULL, 0),
+    C("output.no_html", "--no-html", TP_SET_FLAG, no_html, NULL, 1, 0, G_OUTPUT, "leave report.html out of the artifacts",
+      NULL, 0),
+
+    C("mock.enabled", "--mock", TP_SET_FLAG, mock, NULL, 1, 0, G_MOCK,
+      "start the built-in mock server in-process and benchmark it", NULL, 0),
+    C("mock.log_path", "--mock-log", TP_SET_STR, mock_log_path, "FILE.jsonl", 1, 0, G_MOCK,
+      "with --mock: the mock's log of true send times", "mock.jsonl", TP_SETF_FILE),
 };
 
-static const optdef mock_opts[] = {
-  {O_M_HOST, "--host", "ADDR", "address to listen on", "127.0.0.1"},
-  {O_M_PORT, "--grpc-port", "PORT", "gRPC port (0: any free port)", "8001"},
-  {O_M_TTFT, "--ttft-ms", "MS", "base time to first token", "20"},
-  {O_M_PREFILL_TOK, "--prefill-us-per-token", "US", "prefill time per prompt token (words count as tokens)", "20"},
-  {O_M_PREFILL_Q, "--prefill-queue-ms", "MS", "extra time to first token per prefill already running", "2"},
-  {O_M_ITL, "--itl-ms", "MS", "base time per output token", "8"},
-  {O_M_ITL_SEQ, "--itl-us-per-seq", "US", "extra time per token per running sequence", "20"},
-  {O_M_BATCH, "--max-batch", "N", "sequences decoded at once; more wait in a queue", "256"},
-  {O_M_OUT, "--output-tokens", "N", "fixed output length (0: the request's max_tokens, default 128)", "0"},
-  {O_M_EOS, "--eos-prob", "P", "per-token end-of-sequence probability", "0"},
-  {O_M_SEED, "--seed", "N", "seed of the generated text and end-of-sequence draws", "0"},
-  {O_M_LOG, "--log", "FILE.jsonl", "log every request and response with its true send time", NULL},
-  {O_M_HTTP_PORT, "--http-port", "PORT", "HTTP port: OpenAI-compatible and Triton generate endpoints, /metrics "
-   "(0: any free port, -1: off)", "8000"},
-  {O_M_DIALECT, "--http-dialect", "vllm|llamacpp|tgi|trtllm-serve", "SSE stream dialect of the OpenAI endpoints", "vllm"},
-  {O_M_KEEPALIVE, "--sse-keepalive-ms", "MS", "SSE keep-alive comment interval (-1: the dialect's own)", "-1"},
-  {O_M_FAULT, "--fault", "KIND[:ARGS]",
-   "inject a fault: rst_stream, grpc_status:CODE[:MSG], trailers_only:CODE[:MSG], http_status:CODE, "
-   "inband_error[:MSG], stall, trickle, malformed, oversize, invalid_utf8, endless, close_conn, goaway "
-   "(per request too: request parameter or JSON field tokperf_fault)", NULL},
-  {O_M_FAULT_RATE, "--fault-rate", "P", "fraction of requests faulted (seeded draw)", "1"},
-  {O_M_FAULT_AFTER, "--fault-after-tokens", "N", "the fault takes the place of token N (0: at arrival)", "0"},
-  {O_M_REFUSE, "--refuse-connections", "N", "reset the first N connections accepted", "0"},
-  {O_M_REFUSE_MS, "--refuse-connections-ms", "MS", "do not listen for this long after start", "0"},
-  {O_M_GOAWAY, "--goaway-after-streams", "N", "per connection: GOAWAY after N requests", "0"},
-  {O_M_CLOSE_AFTER_STREAM, "--close-after-stream", NULL,
-   "HTTP: close the connection after every streamed answer although it said keep-alive (llama.cpp's server)",
-   NULL},
-  {O_M_IDLE_CLOSE, "--idle-close-ms", "MS",
-   "close connections with no request in progress for this long (gRPC: GOAWAY first; 0: never)", "0"},
-  {O_M_PREFIX, "--prefix-cache", NULL, "cache prompt prefixes: the cached part skips prefill time", NULL},
-  {O_M_PREFIX_BLOCK, "--prefix-cache-block-words", "N", "prefix cache block size in words", "16"},
-  {O_M_PREFIX_BLOCKS, "--prefix-cache-blocks", "N", "prefix cache capacity in blocks", "8192"},
-  {O_QUIET, "-q|--quiet", NULL, "no start-up line on stderr", NULL},
-  {O_HELP, "-h|--help", NULL, "show this help", NULL},
+/* ---- the CLI's own (tp_cli) ------------------------------------------------ */
+
+#define L(key, flags, type, field, arg, dflt, lo, hi, choices, group, help, ex, mask) \
+  ROW(key, flags, type, tp_cli, field, arg, dflt, lo, hi, choices, group, help, ex, mask)
+
+enum { CLI_PROTOCOL, CLI_ENDPOINT_TYPE, CLI_STREAM_TEXT, CLI_CONCURRENCY, CLI_RATE, CLI_MEASURE_MODE };
+
+static const tp_setting cli_rows[] = {
+    [CLI_PROTOCOL] = L("server.protocol", "-i|--protocol", TP_SET_ENUM, protocol, "grpc|http", "grpc", 1, 0,
+                       "grpc|http", G_SERVER, "Triton protocol: gRPC streaming, or HTTP generate", "http", 0),
+    [CLI_ENDPOINT_TYPE] = L("server.endpoint_type", "--endpoint-type", TP_SET_ENUM, endpoint_type,
+                            "chat|completions|generate", "chat", 1, 0, "chat|completions|generate", G_SERVER,
+                            "openai: /v1/chat/completions or /v1/completions; triton -i http: generate",
+                            "completions", 0),
+    [CLI_STREAM_TEXT] = L("server.streaming_text", "--streaming-text", TP_SET_ENUM, stream_text, "delta|cumulative",
+                          "delta", 1, 0, "delta|cumulative", G_SERVER,
+                          "each streamed response holds new text only, or all text so far (vLLM before r24.03)",
+                          "cumulative", 0),
+    [CLI_CONCURRENCY] = L("load.concurrency", "--concurrency|--concurrency-range", TP_SET_U32_LIST, concurrency,
+                          "LIST", "1", 1, 100000, NULL, G_LOAD,
+                          "requests in flight per level: 1,4,8 or a range 4:32:4 or 1:64:x2", "1,4,16,64", 0),
+    [CLI_RATE] = L("load.request_rate", "--request-rate", TP_SET_F64_LIST, rates, "LIST", NULL, 1e-9, 1e9, NULL,
+                   G_LOAD, "open loop: requests/s per level, e.g. 10,50,100 or 100:1000:100 (instead of --concurrency)",
+                   "10,50,100", 0),
+    [CLI_MEASURE_MODE] = L("measure.measurement_mode", "--measurement-mode", TP_SET_ENUM, measure_mode,
+                           "time_windows|count_windows", "time_windows", 1, 0, "time_windows|count_windows", G_MEASURE,
+                           "stability windows by time or by count", "count_windows", 0),
+    L("prompts.output_tokens_mean", "--output-tokens-mean|--max-tokens", TP_SET_U32_LIST, out_means, "LIST", NULL,
+      0, 10000000, NULL, G_PROMPTS,
+      "max_tokens asked of the server; a list sweeps it (default: the line's max_tokens, else 128)", "256", 0),
+    L("prompts.synthetic_input_tokens_mean", "--synthetic-input-tokens-mean", TP_SET_U32_LIST, in_means, "LIST",
+      NULL, 1, 10000000, NULL, G_PROMPTS,
+      "synthetic prompts of exactly this many tokens (needs --tokenizer); a list sweeps it", "128,512,2048", 0),
+    L("goals.asserts", "--assert", TP_SET_STR_LIST, asserts, "EXPR", NULL, 1, 0, NULL, G_GOALS,
+      "CI gate, repeatable: 'ttft.p99 <= 250ms', 'output_token_throughput >= 1000', 'error_rate <= 1%' "
+      "(any metric of docs/metrics.md)",
+      "ttft.p99 <= 250ms", 0),
+    L("goals.max_error_rate", "--max-error-rate", TP_SET_FRACTION, max_error_rate, "R", NULL, 0, 1, NULL, G_GOALS,
+      "fail the run (exit 1) when a level's error rate exceeds R (or R%); default: no limit", "1%", TP_SETF_UNSET0),
+    L("server.api_key_file", "--api-key-file", TP_SET_STR, api_key_file, "FILE", NULL, 1, 0, NULL, G_SERVER,
+      "file whose first line is the API key (else OPENAI_API_KEY); sent as a bearer token, never shown",
+      "key.txt", TP_SETF_FILE),
+    L("server.headers", "-H|--header", TP_SET_STR_LIST, headers, "'NAME: VALUE'", NULL, 1, 0, NULL, G_SERVER,
+      "extra request header, repeatable (gRPC metadata too)", "X-Team: bench", 0),
+    L("server.extra_inputs", "--extra-inputs", TP_SET_STR_LIST, extra_inputs, "NAME:VALUE|JSON", NULL, 1, 0, NULL,
+      G_SERVER, "extra request body field(s) for HTTP APIs, repeatable", "temperature:0", 0),
+    L("output.format", "--format", TP_SET_ENUM, format_json, "text|json", "text", 1, 0, "text|json", G_OUTPUT,
+      "what stdout carries: the tables, or the whole JSON document", "json", TP_SETF_NOECHO),
+    L("output.quiet", "-q|--quiet", TP_SET_FLAG, quiet, NULL, NULL, 1, 0, NULL, G_OUTPUT, "no progress lines on stderr",
+      NULL, TP_SETF_NOECHO),
 };
+
+#define CLI_N (sizeof(cli_rows) / sizeof(cli_rows[0]))
+
+/* ---- the mock's settings (tp_mock_config) ------------------------------------ */
+
+#define M(key, flags, type, field, arg, lo, hi, help, ex, mask) \
+  ROW(key, flags, type, tp_mock_config, field, arg, NULL, lo, hi, NULL, G_MOCK, help, ex, mask)
+
+/* The model and its faults: `tokperf mock` and, under --mock-, `tokperf
+ * profile --mock`. */
+static const tp_setting mock_rows[] = {
+    M("ttft_ms", "--ttft-ms", TP_SET_F64, ttft_ms, "MS", 0, 1e9, "base time to first token", "50", 0),
+    M("prefill_us_per_token", "--prefill-us-per-token", TP_SET_F64, prefill_us_per_token, "US", 0, 1e9,
+      "prefill time per prompt token (words count as tokens)", "50", 0),
+    M("prefill_queue_ms", "--prefill-queue-ms", TP_SET_F64, prefill_queue_ms, "MS", 0, 1e9,
+      "extra time to first token per prefill already running", "5", 0),
+    M("itl_ms", "--itl-ms", TP_SET_F64, itl_ms, "MS", 0, 1e9, "base time per output token", "10", 0),
+    M("itl_us_per_seq", "--itl-us-per-seq", TP_SET_F64, itl_us_per_seq, "US", 0, 1e9,
+      "extra time per token per running sequence", "40", 0),
+    M("max_batch", "--max-batch", TP_SET_U32, max_batch, "N", 1, 1000000,
+      "sequences decoded at once; more wait in a queue", "64", 0),
+    M("output_tokens", "--output-tokens", TP_SET_U32, output_tokens, "N", 0, 10000000,
+      "fixed output length (0: the request's max_tokens, default 128)", "32", 0),
+    M("eos_prob", "--eos-prob", TP_SET_F64, eos_prob, "P", 0, 1, "per-token end-of-sequence probability", "0.01",
+      0),
+    M("seed", "--seed", TP_SET_U64, seed, "N", 1, 0, "seed of the generated text and end-of-sequence draws", "7", 0),
+    CUSTOM_ROW("http_dialect", "--http-dialect", "vllm|llamacpp|tgi|trtllm-serve", G_MOCK,
+               "SSE stream dialect of the OpenAI endpoints", "llamacpp", 0, parse_dialect, format_dialect),
+    M("sse_keepalive_ms", "--sse-keepalive-ms", TP_SET_I64, sse_keepalive_ms, "MS", -1, 1e9,
+      "SSE keep-alive comment interval (-1: the dialect's own)", "1000", 0),
+    M("fault_kind", "--fault", TP_SET_STR, fault_kind, "KIND[:ARGS]", 1, 0,
+      "inject a fault: rst_stream, grpc_status:CODE[:MSG], trailers_only:CODE[:MSG], http_status:CODE, "
+      "inband_error[:MSG], stall, trickle, malformed, oversize, invalid_utf8, endless, close_conn, goaway "
+      "(per request too: request parameter or JSON field tokperf_fault)",
+      "http_status:503", 0),
+    M("fault_rate", "--fault-rate", TP_SET_FRACTION, fault_rate, "P", 0, 1, "fraction of requests faulted (seeded draw)",
+      "0.05", 0),
+    M("fault_after_tokens", "--fault-after-tokens", TP_SET_U32, fault_after_tokens, "N", 0, 1000000,
+      "the fault takes the place of token N (0: at arrival)", "10", 0),
+    M("refuse_connections", "--refuse-connections", TP_SET_U32, refuse_connections, "N", 0, 1000000,
+      "reset the first N connections accepted", "2", 0),
+    M("refuse_connections_ms", "--refuse-connections-ms", TP_SET_MS, refuse_connections_ms, "MS", 1, 0,
+      "do not listen for this long after start", "500", 0),
+    M("goaway_after_streams", "--goaway-after-streams", TP_SET_U32, goaway_after_streams, "N", 0, 1000000,
+      "per connection: GOAWAY after N requests (HTTP: Connection: close)", "100", 0),
+    M("close_after_stream", "--close-after-stream", TP_SET_FLAG, close_after_stream, NULL, 1, 0,
+      "close the connection after every streamed answer although it said keep-alive (llama.cpp's server; gRPC: "
+      "GOAWAY after every stream)",
+      NULL, 0),
+    M("idle_close_ms", "--idle-close-ms", TP_SET_MS, idle_close_ms, "MS", 1, 0,
+      "close connections with no request in progress for this long (gRPC: GOAWAY first; 0: never)", "5000", 0),
+    M("prefix_cache", "--prefix-cache", TP_SET_FLAG, prefix_cache, NULL, 1, 0,
+      "cache prompt prefixes: the cached part skips prefill time", NULL, 0),
+    M("prefix_cache_block_words", "--prefix-cache-block-words", TP_SET_U32, prefix_cache_block_words, "N", 1,
+      1000000, "prefix cache block size in words", "32", 0),
+    M("prefix_cache_blocks", "--prefix-cache-blocks", TP_SET_U32, prefix_cache_blocks, "N", 1, 100000000,
+      "prefix cache capacity in blocks", "4096", 0),
+};
+
+/* The server's own: only `tokperf mock` (the in-process mock of a run
+ * listens on free loopback ports). */
+static const tp_setting mock_server_rows[] = {
+    ROW("host", "--host", TP_SET_STR, tp_mock_config, host, "ADDR", NULL, 1, 0, NULL, "Server", "address to listen on",
+        "0.0.0.0", 0),
+    ROW("grpc_port", "--grpc-port", TP_SET_INT, tp_mock_config, grpc_port, "PORT", NULL, 0, 65535, NULL, "Server",
+        "gRPC port (0: any free port)", "9001", 0),
+    CUSTOM_ROW("http_port", "--http-port", "PORT", "Server",
+               "HTTP port: OpenAI-compatible and Triton generate endpoints, /metrics (0: any free port, -1: off)",
+               "9000", 0, parse_http_port, format_http_port),
+    ROW("log_path", "--log", TP_SET_STR, tp_mock_config, log_path, "FILE.jsonl", NULL, 1, 0, NULL, "Server",
+        "log every request and response with its true send time", "mock.jsonl", TP_SETF_FILE),
+    ROW("quiet", "-q|--quiet", TP_SET_FLAG, tp_mock_config, quiet, NULL, NULL, 1, 0, NULL, "Server",
+        "no start-up line on stderr", NULL, 0),
+};
+
+#define ARRAY_N(a) (sizeof(a) / sizeof((a)[0]))
+
+/* The parts of each command, bound to a tp_cli (NULL: for help texts of a
+ * struct holding the defaults). */
+static size_t profile_parts(tp_cli *cli, tp_settings_part *parts, unsigned char *given_cfg,
+                            unsigned char *given_cli) {
+  parts[0] = (tp_settings_part){config_rows, ARRAY_N(config_rows), &cli->cfg, "", given_cfg};
+  parts[1] = (tp_settings_part){cli_rows, CLI_N, cli, "", given_cli};
+  parts[2] = (tp_settings_part){mock_rows, ARRAY_N(mock_rows), &cli->mock, "--mock-", NULL};
+  return 3;
+}
+
+static size_t mock_parts(tp_cli *cli, tp_settings_part *parts) {
+  parts[0] = (tp_settings_part){mock_server_rows, ARRAY_N(mock_server_rows), &cli->mock, "", NULL};
+  parts[1] = (tp_settings_part){mock_rows, ARRAY_N(mock_rows), &cli->mock, "", NULL};
+  return 2;
+}
+
+/* ---- parsing ---------------------------------------------------------------- */
 
 void tp_cli_init(tp_cli *cli) {
   memset(cli, 0, sizeof(*cli));
   tp_config_default(&cli->cfg);
   tp_mock_config_default(&cli->mock);
+  tp_settings_defaults(cli_rows, CLI_N, cli);
 }
 
 void tp_cli_fini(tp_cli *cli) {
-  free(cli->headers);
-  free(cli->extra_inputs);
   if (cli->api_key) {
     explicit_bzero(cli->api_key, strlen(cli->api_key));
     free(cli->api_key);
+    cli->api_key = NULL;
   }
-  free(cli->concurrency);
-  free(cli->rates);
-  free(cli->in_means);
-  free(cli->out_means);
-  free(cli->asserts);
 }
 
-static int usage_error(const char *opt, const char *val, const char *what) {
-  if (val)
-    fprintf(stderr, "tokperf: %s '%s': %s\ntry 'tokperf profile --help'\n", opt, val, what);
-  else
-    fprintf(stderr, "tokperf: %s: %s\ntry 'tokperf --help'\n", opt, what);
+static int usage(const char *sub, const char *msg) {
+  fprintf(stderr, "tokperf %s: %s\ntry 'tokperf %s --help'\n", sub, msg, sub);
   return TP_EXIT_USAGE;
 }
 
-static int get_u32(const char *opt, const char *v, uint32_t *out, uint64_t max) {
-  uint64_t x;
-  char e[200];
-  if (tp_parse_count(v, &x, e, sizeof(e))) return usage_error(opt, v, e);
-  if (x > max) {
-    snprintf(e, sizeof(e), "must be at most %" PRIu64, max);
-    return usage_error(opt, v, e);
+static int read_api_key(tp_cli *cli) {
+  const char *path = cli->api_key_file;
+  char msg[600];
+  FILE *f = fopen(path, "r");
+  if (!f) {
+    snprintf(msg, sizeof(msg), "--api-key-file '%s': %s", path, strerror(errno));
+    return usage("profile", msg);
   }
-  *out = (uint32_t)x;
-  return 0;
-}
-
-static int get_u64(const char *opt, const char *v, uint64_t *out) {
-  char e[200];
-  if (tp_parse_count(v, out, e, sizeof(e))) return usage_error(opt, v, e);
-  return 0;
-}
-
-static int get_double(const char *opt, const char *v, double *out) {
-  char e[200];
-  if (tp_parse_double(v, out, e, sizeof(e))) return usage_error(opt, v, e);
-  return 0;
-}
-
-static int get_ms(const char *opt, const char *v, uint64_t *out_ms) {
-  uint64_t ns;
-  char e[200];
-  if (tp_parse_duration_ns(v, 1000000ULL, &ns, e, sizeof(e))) return usage_error(opt, v, e);
-  if (ns == 0) return usage_error(opt, v, "must be above zero");
-  *out_ms = (ns + 999999) / 1000000;
-  return 0;
-}
-
-/* Rates: a list or range of whole numbers ("10,50,100", "100:1000:100"),
- * or a comma-separated list of decimals ("0.5,1.5"). */
-static int parse_rates(const char *v, double **out, size_t *n, char *e, size_t elen) {
-  uint32_t *ints = NULL;
-  size_t ni = 0;
-  if (tp_parse_uint_list(v, &ints, &ni, 1000, e, elen) == 0) {
-    *out = malloc(ni * sizeof(double));
-    if (!*out) {
-      free(ints);
-      return -1;
-    }
-    for (size_t i = 0; i < ni; i++) (*out)[i] = ints[i];
-    *n = ni;
-    free(ints);
-    return 0;
+  char line[4096];
+  if (!fgets(line, sizeof(line), f)) line[0] = 0;
+  fclose(f);
+  line[strcspn(line, "\r\n")] = 0;
+  if (!line[0]) {
+    snprintf(msg, sizeof(msg), "--api-key-file '%s': the file's first line is empty; it should hold the API key",
+             path);
+    return usage("profile", msg);
   }
-  size_t cap = 1;
-  for (const char *p = v; *p; p++) cap += *p == ',';
-  *out = calloc(cap, sizeof(double));
-  if (!*out) return -1;
-  *n = 0;
-  char buf[64];
-  const char *p = v;
-  while (1) {
-    const char *comma = strchr(p, ',');
-    size_t l = comma ? (size_t)(comma - p) : strlen(p);
-    if (l == 0 || l >= sizeof(buf)) goto bad;
-    memcpy(buf, p, l);
-    buf[l] = 0;
-    if (tp_parse_double(buf, &(*out)[*n], e, elen) || !((*out)[*n] > 0)) goto bad;
-    (*n)++;
-    if (!comma) break;
-    p = comma + 1;
-  }
-  return 0;
-bad:
-  snprintf(e, elen, "expected requests per second above 0: a list like 10,50,100 or 0.5,2.5, or a range "
-           "like 100:1000:100");
-  free(*out);
-  *out = NULL;
-  return -1;
+  cli->api_key = strdup(line);
+  explicit_bzero(line, sizeof(line));
+  return cli->api_key ? 0 : usage("profile", "out of memory");
 }
 
-/* Sizes: a count with k/K (1024), M (1024^2) or G (1024^3). */
-static int parse_size(const char *v, uint64_t *out) {
-  char *end;
-  unsigned long long x = strtoull(v, &end, 10);
-  if (end == v || v[0] == '-') return -1;
-  uint64_t mul = 1;
-  if (*end == 'k' || *end == 'K') mul = 1024, end++;
-  else if (*end == 'M') mul = 1024 * 1024, end++;
-  else if (*end == 'G') mul = 1024ULL * 1024 * 1024, end++;
-  if (*end == 'B' || *end == 'b') end++;
-  if (*end || x > UINT64_MAX / mul) return -1;
-  *out = x * mul;
-  return 0;
-}
-
-/* "ttft:200 itl:25 latency:5000" (spaces or commas between bounds, ms). */
-static int parse_goodput(tp_config *c, const char *name, const char *v) {
-  char buf[256];
-  snprintf(buf, sizeof(buf), "%s", v);
-  c->goodput_ttft_ms = c->goodput_itl_ms = c->goodput_latency_ms = 0;
-  int n = 0;
-  for (char *save = NULL, *tok = strtok_r(buf, " ,", &save); tok; tok = strtok_r(NULL, " ,", &save)) {
-    char *colon = strchr(tok, ':');
-    if (!colon) return usage_error(name, v, "expected METRIC:MS pairs: ttft:200 itl:25 latency:5000");
-    *colon = 0;
-    uint64_t ns;
-    char e[160];
-    if (tp_parse_duration_ns(colon + 1, 1000000ULL, &ns, e, sizeof(e)) || ns == 0)
-      return usage_error(name, v, "each bound needs a positive number of milliseconds (or a unit: 2s)");
-    double ms = (double)ns / 1e6;
-    if (strcmp(tok, "ttft") == 0) c->goodput_ttft_ms = ms;
-    else if (strcmp(tok, "itl") == 0) c->goodput_itl_ms = ms;
-    else if (strcmp(tok, "latency") == 0 || strcmp(tok, "e2e") == 0) c->goodput_latency_ms = ms;
-    else return usage_error(name, v, "bounds are ttft, itl and latency");
-    n++;
-  }
-  if (!n) return usage_error(name, v, "expected METRIC:MS pairs: ttft:200 itl:25 latency:5000");
-  return 0;
-}
-
-/* Finds the option whose name list holds `name` exactly. */
-static const optdef *find_opt(const optdef *tab, size_t n, const char *name, size_t len) {
-  for (size_t i = 0; i < n; i++) {
-    const char *p = tab[i].names;
-    while (*p) {
-      const char *bar = strchr(p, '|');
-      size_t l = bar ? (size_t)(bar - p) : strlen(p);
-      if (l == len && memcmp(p, name, len) == 0) return &tab[i];
-      if (!bar) break;
-      p = bar + 1;
-    }
-  }
-  return NULL;
-}
-
-static int apply(tp_cli *cli, const optdef *o, const char *name, const char *v) {
-  tp_config *c = &cli->cfg;
-  tp_mock_config *m = &cli->mock;
-  char e[256];
-  uint64_t u64;
-  switch (o->id) {
-    case O_MODEL:
-      c->model = v;
-      cli->model_given = 1;
-      break;
-    case O_MODEL_VERSION: c->model_version = v; break;
-    case O_URL: c->url = v; break;
-    case O_PROTOCOL:
-      if (strcmp(v, "grpc") == 0) cli->http_protocol = 0;
-      else if (strcmp(v, "http") == 0) cli->http_protocol = 1;
-      else return usage_error(name, v, "expected grpc or http");
-      break;
-    case O_SERVICE_KIND:
-      if (strcmp(v, "triton") == 0) c->service_kind = TP_SERVICE_TRITON;
-      else if (strcmp(v, "openai") == 0 || strcmp(v, "openai-chat") == 0) c->service_kind = TP_SERVICE_OPENAI_CHAT;
-      else if (strcmp(v, "openai-completions") == 0) c->service_kind = TP_SERVICE_OPENAI_COMPLETIONS;
-      else if (strcmp(v, "triton-generate") == 0) c->service_kind = TP_SERVICE_TRITON_GENERATE;
-      else return usage_error(name, v, "expected triton or openai");
-      break;
-    case O_ENDPOINT_TYPE:
-      if (strcmp(v, "chat") == 0) cli->endpoint_type = 1;
-      else if (strcmp(v, "completions") == 0) cli->endpoint_type = 2;
-      else if (strcmp(v, "generate") == 0) cli->endpoint_type = 3;
-      else return usage_error(name, v, "expected chat, completions or generate");
-      break;
-    case O_ENDPOINT: c->endpoint = v; break;
-    case O_API_KEY_FILE: {
-      FILE *f = fopen(v, "r");
-      if (!f) return usage_error(name, v, strerror(errno));
-      char line[4096];
-      if (!fgets(line, sizeof(line), f)) line[0] = 0;
-      fclose(f);
-      line[strcspn(line, "\r\n")] = 0;
-      if (!line[0]) return usage_error(name, v, "the file's first line is empty; it should hold the API key");
-      free(cli->api_key);
-      cli->api_key = strdup(line);
-      explicit_bzero(line, sizeof(line));
-      break;
-    }
-    case O_HEADER:
-    case O_EXTRA_INPUTS: {
-      if (o->id == O_HEADER && !strchr(v, ':')) return usage_error(name, v, "expected 'Name: value'");
-      const char ***list = o->id == O_HEADER ? &cli->headers : &cli->extra_inputs;
-      size_t *n = o->id == O_HEADER ? &cli->n_headers : &cli->n_extra_inputs;
-      const char **a = realloc(*list, (*n + 1) * sizeof(*a));
-      if (!a) return usage_error(name, v, "out of memory");
-      a[(*n)++] = v;
-      *list = a;
-      break;
-    }
-    case O_CA_FILE: c->ca_file = v; break;
-    case O_CERT: c->cert_file = v; break;
-    case O_KEY: c->key_file = v; break;
-    case O_INSECURE: c->insecure = true; break;
-    case O_HTTP1: c->http1_only = true; break;
-    case O_NO_USAGE: c->no_usage = true; break;
-    case O_BACKEND:
-      if (strcmp(v, "tensorrtllm") == 0 || strcmp(v, "trtllm") == 0)
-        c->backend = TP_BACKEND_TENSORRTLLM;
-      else if (strcmp(v, "vllm") == 0)
-        c->backend = TP_BACKEND_VLLM;
-      else
-        return usage_error(name, v, "expected tensorrtllm or vllm");
-      break;
-    case O_STREAMING: c->streaming = true; break;
-    case O_NO_STREAMING: c->streaming = false; break;
-    case O_STREAM_TEXT:
-      if (strcmp(v, "delta") == 0)
-        c->cumulative_text = false;
-      else if (strcmp(v, "cumulative") == 0)
-        c->cumulative_text = true;
-      else
-        return usage_error(name, v, "expected delta or cumulative");
-      break;
-    case O_CONCURRENCY:
-      free(cli->concurrency);
-      cli->concurrency = NULL;
-      if (tp_parse_uint_list(v, &cli->concurrency, &cli->n_concurrency, 1000, e, sizeof(e)))
-        return usage_error(name, v, e);
-      c->concurrency = cli->concurrency;
-      c->n_concurrency = cli->n_concurrency;
-      break;
-    case O_REQUEST_COUNT:
-      if (get_u64(name, v, &c->request_count)) return TP_EXIT_USAGE;
-      if (!c->request_count) return usage_error(name, v, "must be above zero");
-      break;
-    case O_WARMUP: return get_u64(name, v, &c->warmup_request_count);
-    case O_INTERVAL:
-      cli->measure_flags |= 1;
-      return get_ms(name, v, &c->measurement_interval_ms);
-    case O_RATE:
-      free(cli->rates);
-      cli->rates = NULL;
-      if (parse_rates(v, &cli->rates, &cli->n_rates, e, sizeof(e))) return usage_error(name, v, e);
-      c->request_rates = cli->rates;
-      c->n_request_rates = cli->n_rates;
-      break;
-    case O_ARRIVAL:
-      if (strcmp(v, "constant") == 0) c->arrival = TP_ARRIVAL_CONSTANT;
-      else if (strcmp(v, "poisson") == 0) c->arrival = TP_ARRIVAL_POISSON;
-      else if (strcmp(v, "gamma") == 0) c->arrival = TP_ARRIVAL_GAMMA;
-      else return usage_error(name, v, "expected constant, poisson or gamma");
-      break;
-    case O_BURSTINESS:
-      if (get_double(name, v, &c->burstiness)) return TP_EXIT_USAGE;
-      if (!(c->burstiness > 0)) return usage_error(name, v, "must be above 0");
-      break;
-    case O_MAX_CONC:
-      if (get_u32(name, v, &c->max_concurrency, 100000)) return TP_EXIT_USAGE;
-      if (!c->max_concurrency) return usage_error(name, v, "must be above zero");
-      break;
-    case O_DURATION:
-      cli->measure_flags |= 4;
-      return get_ms(name, v, &c->duration_ms);
-    case O_WARMUP_DURATION: return get_ms(name, v, &c->warmup_duration_ms);
-    case O_MEASURE_MODE:
-      cli->measure_flags |= 1;
-      if (strcmp(v, "time_windows") == 0) c->measure_mode = TP_MEASURE_TIME_WINDOWS;
-      else if (strcmp(v, "count_windows") == 0) c->measure_mode = TP_MEASURE_COUNT_WINDOWS;
-      else return usage_error(name, v, "expected time_windows or count_windows");
-      cli->measure_flags |= c->measure_mode == TP_MEASURE_COUNT_WINDOWS ? 2 : 0;
-      break;
-    case O_MEASURE_COUNT:
-      cli->measure_flags |= 1 | 2;
-      if (get_u64(name, v, &c->measurement_request_count)) return TP_EXIT_USAGE;
-      if (!c->measurement_request_count) return usage_error(name, v, "must be above zero");
-      break;
-    case O_STABILITY:
-      if (get_double(name, v, &c->stability_percentage)) return TP_EXIT_USAGE;
-      if (!(c->stability_percentage > 0)) return usage_error(name, v, "must be above 0");
-      break;
-    case O_MAX_TRIALS:
-      if (get_u32(name, v, &c->max_trials, 64)) return TP_EXIT_USAGE;
-      if (c->max_trials < 1) return usage_error(name, v, "must be 1 to 64");
-      break;
-    case O_IN_MEAN:
-      free(cli->in_means);
-      cli->in_means = NULL;
-      if (tp_parse_uint_list(v, &cli->in_means, &cli->n_in_means, 1000, e, sizeof(e)))
-        return usage_error(name, v, e);
-      c->input_tokens_means = cli->in_means;
-      c->n_input_tokens_means = cli->n_in_means;
-      break;
-    case O_IN_STDDEV: return get_u32(name, v, &c->input_tokens_stddev, 1000000);
-    case O_OUT_STDDEV: return get_u32(name, v, &c->output_tokens_stddev, 1000000);
-    case O_SCHEDULE: c->schedule_file = v; break;
-    case O_SPEEDUP:
-      if (get_double(name, v, &c->replay_speedup)) return TP_EXIT_USAGE;
-      if (!(c->replay_speedup > 0)) return usage_error(name, v, "must be above 0");
-      break;
-    case O_PREFIX_BLOCK:
-      if (get_u32(name, v, &c->prefix_block_tokens, 1000000)) return TP_EXIT_USAGE;
-      if (!c->prefix_block_tokens) return usage_error(name, v, "must be above zero");
-      break;
-    case O_GOODPUT: return parse_goodput(c, name, v);
-    case O_ASSERT: {
-      const char **a = realloc(cli->asserts, (cli->n_asserts + 1) * sizeof(*a));
-      if (!a) return usage_error(name, v, "out of memory");
-      cli->asserts = a;
-      a[cli->n_asserts++] = v;
-      c->asserts = a;
-      c->n_asserts = cli->n_asserts;
-      break;
-    }
-    case O_MAX_ERROR_RATE: {
-      char buf[64];
-      snprintf(buf, sizeof(buf), "%s", v);
-      size_t l = strlen(buf);
-      bool pct = l > 0 && buf[l - 1] == '%';
-      if (pct) buf[l - 1] = 0;
-      if (tp_parse_double(buf, &c->max_error_rate, e, sizeof(e))) return usage_error(name, v, e);
-      if (pct) c->max_error_rate /= 100;
-      if (c->max_error_rate > 1) return usage_error(name, v, "expected a fraction from 0 to 1, or a percentage");
-      break;
-    }
-    case O_INPUT_FILE: c->input_file = v; break;
-    case O_TOKENIZER: c->tokenizer = v; break;
-    case O_TOK_SPECIAL: c->tokenizer_add_special_tokens = true; break;
-    case O_SEED: return get_u64(name, v, &c->random_seed);
-    case O_OUT_TOKENS:
-      free(cli->out_means);
-      cli->out_means = NULL;
-      if (tp_parse_uint_list(v, &cli->out_means, &cli->n_out_means, 1000, e, sizeof(e)))
-        return usage_error(name, v, e);
-      c->output_tokens_mean = cli->out_means[0];
-      if (cli->n_out_means > 1) {
-        c->output_tokens_means = cli->out_means;
-        c->n_output_tokens_means = cli->n_out_means;
-      }
-      break;
-    case O_OUT_DET: c->output_tokens_deterministic = true; break;
-    case O_SYN_WORDS: return get_u32(name, v, &c->synthetic_input_words, 1000000);
-    case O_NUM_PROMPTS: return get_u32(name, v, &c->num_prompts, 10000000);
-    case O_CONNECTIONS:
-      if (get_u32(name, v, &c->connections, 4096)) return TP_EXIT_USAGE;
-      if (!c->connections) return usage_error(name, v, "must be above zero");
-      break;
-    case O_TIMEOUT: return get_ms(name, v, &c->request_timeout_ms);
-    case O_SKIP_PREFLIGHT: c->skip_preflight = true; break;
-    case O_NO_SERVER_STATS: c->no_server_stats = true; break;
-    case O_METRICS_URL: c->metrics_url = v; break;
-    case O_METRICS_INTERVAL: return get_ms(name, v, &c->metrics_interval_ms);
-    case O_CACHE_BUST: c->cache_bust = true; break;
-    case O_MAX_RESP_BYTES:
-      if (parse_size(v, &c->max_response_bytes)) return usage_error(name, v, "expected a size like 1M, 64M or 4096");
-      break;
-    case O_MAX_OUT_TOKENS:
-      if (get_u64(name, v, &c->max_output_tokens)) return TP_EXIT_USAGE;
-      break;
-    case O_MPI_TIMEOUT: return get_ms(name, v, &c->mpi_timeout_ms);
-    case O_GRACE: {
-      uint64_t ns;
-      if (tp_parse_duration_ns(v, 1000000ULL, &ns, e, sizeof(e))) return usage_error(name, v, e);
-      c->grace_period_ms = ns / 1000000ULL;
-      break;
-    }
-    case O_PREFIX_TOKENS:
-      if (get_u32(name, v, &c->prefix_tokens, 1000000)) return TP_EXIT_USAGE;
-      if (!c->prefix_tokens) return usage_error(name, v, "must be above zero");
-      break;
-    case O_NUM_PREFIXES:
-      if (get_u32(name, v, &c->num_prefixes, 100000)) return TP_EXIT_USAGE;
-      if (!c->num_prefixes) return usage_error(name, v, "must be above zero");
-      break;
-    case O_JSON: c->json_path = v; break;
-    case O_RECORDS: c->records_path = v; break;
-    case O_ARTIFACT_DIR: c->artifact_dir = v; break;
-    case O_PROFILE_EXPORT: c->profile_export_file = v; break;
-    case O_NO_ARTIFACTS: c->no_artifacts = true; break;
-    case O_NO_HTML: c->no_html = true; break;
-    case O_FORMAT:
-      if (strcmp(v, "text") == 0) cli->format_json = 0;
-      else if (strcmp(v, "json") == 0) cli->format_json = 1;
-      else return usage_error(name, v, "expected text or json");
-      break;
-    case O_MOCK: c->mock = true; break;
-    case O_MOCK_LOG: c->mock_log_path = v; break;
-    case O_QUIET: cli->quiet = 1; break;
-    case O_HELP: cli->help = 1; break;
-    case O_M_HOST: m->host = v; break;
-    case O_M_PORT: {
-      uint32_t port;
-      if (get_u32(name, v, &port, 65535)) return TP_EXIT_USAGE;
-      m->grpc_port = (int)port;
-      break;
-    }
-    case O_M_TTFT: return get_double(name, v, &m->ttft_ms);
-    case O_M_PREFILL_TOK: return get_double(name, v, &m->prefill_us_per_token);
-    case O_M_PREFILL_Q: return get_double(name, v, &m->prefill_queue_ms);
-    case O_M_ITL: return get_double(name, v, &m->itl_ms);
-    case O_M_ITL_SEQ: return get_double(name, v, &m->itl_us_per_seq);
-    case O_M_BATCH:
-      if (get_u32(name, v, &m->max_batch, 1000000)) return TP_EXIT_USAGE;
-      if (!m->max_batch) return usage_error(name, v, "must be above zero");
-      break;
-    case O_M_OUT: return get_u32(name, v, &m->output_tokens, 10000000);
-    case O_M_EOS:
-      if (get_double(name, v, &m->eos_prob)) return TP_EXIT_USAGE;
-      if (m->eos_prob > 1) return usage_error(name, v, "expected a probability from 0 to 1");
-      break;
-    case O_M_SEED:
-      if (get_u64(name, v, &u64)) return TP_EXIT_USAGE;
-      m->seed = u64;
-      break;
-    case O_M_LOG: m->log_path = v; break;
-    case O_M_HTTP_PORT: {
-      if (strcmp(v, "-1") == 0) {
-        m->http_port = -1;
-        break;
-      }
-      uint32_t port;
-      if (get_u32(name, v, &port, 65535)) return TP_EXIT_USAGE;
-      m->http_port = (int)port;
-      break;
-    }
-    case O_M_DIALECT:
-      if (strcmp(v, "vllm") && strcmp(v, "llamacpp") && strcmp(v, "tgi") && strcmp(v, "trtllm-serve"))
-        return usage_error(name, v, "expected vllm, llamacpp, tgi or trtllm-serve");
-      m->http_dialect = v;
-      break;
-    case O_M_FAULT: m->fault_kind = v; break;
-    case O_M_FAULT_RATE:
-      if (get_double(name, v, &m->fault_rate)) return TP_EXIT_USAGE;
-      if (m->fault_rate > 1) return usage_error(name, v, "expected a fraction from 0 to 1");
-      break;
-    case O_M_FAULT_AFTER: return get_u32(name, v, &m->fault_after_tokens, 1000000);
-    case O_M_REFUSE: return get_u32(name, v, &m->refuse_connections, 1000000);
-    case O_M_REFUSE_MS: return get_u64(name, v, &m->refuse_connections_ms);
-    case O_M_GOAWAY: return get_u32(name, v, &m->goaway_after_streams, 1000000);
-    case O_M_CLOSE_AFTER_STREAM: m->close_after_stream = true; break;
-    case O_M_IDLE_CLOSE: return get_u64(name, v, &m->idle_close_ms);
-    case O_M_PREFIX: m->prefix_cache = true; break;
-    case O_M_KEEPALIVE:
-      if (strcmp(v, "-1") == 0) {
-        m->sse_keepalive_ms = -1;
-      } else {
-        uint64_t ms;
-        if (get_u64(name, v, &ms)) return TP_EXIT_USAGE;
-        m->sse_keepalive_ms = (int64_t)ms;
-      }
-      break;
-    case O_M_PREFIX_BLOCK: return get_u32(name, v, &m->prefix_cache_block_words, 1000000);
-    case O_M_PREFIX_BLOCKS: return get_u32(name, v, &m->prefix_cache_blocks, 100000000);
-  }
-  return 0;
-}
-
-static int parse(tp_cli *cli, const optdef *tab, size_t n, int argc, char **argv, const char *sub) {
-  for (int i = 0; i < argc; i++) {
-    const char *a = argv[i];
-    if (a[0] != '-' || a[1] == 0) {
-      fprintf(stderr, "tokperf %s: unexpected argument '%s'\ntry 'tokperf %s --help'\n", sub, a, sub);
-      return TP_EXIT_USAGE;
-    }
-    const char *eq = a[1] == '-' ? strchr(a, '=') : NULL;
-    size_t len = eq ? (size_t)(eq - a) : strlen(a);
-    const optdef *o = find_opt(tab, n, a, len);
-    if (!o) {
-      fprintf(stderr, "tokperf %s: unknown option '%.*s'\ntry 'tokperf %s --help'\n", sub, (int)len, a, sub);
-      return TP_EXIT_USAGE;
-    }
-    char name[64];
-    snprintf(name, sizeof(name), "%.*s", (int)len, a);
-    const char *v = NULL;
-    if (o->arg) {
-      if (eq) {
-        v = eq + 1;
-      } else if (i + 1 < argc) {
-        v = argv[++i];
-      } else {
-        fprintf(stderr, "tokperf %s: %s needs a value (%s)\ntry 'tokperf %s --help'\n", sub, name, o->arg, sub);
-        return TP_EXIT_USAGE;
-      }
-    } else if (eq) {
-      fprintf(stderr, "tokperf %s: %s takes no value\ntry 'tokperf %s --help'\n", sub, name, sub);
-      return TP_EXIT_USAGE;
-    }
-    int rv = apply(cli, o, name, v);
-    if (rv) return rv;
-  }
-  return 0;
+/* Whether the row with this key was on the command line. */
+static bool was_given(const tp_setting *rows, size_t n, const unsigned char *given, const char *key) {
+  for (size_t i = 0; i < n; i++)
+    if (given[i] && strcmp(rows[i].key, key) == 0) return true;
+  return false;
 }
 
 int tp_cli_parse_profile(tp_cli *cli, int argc, char **argv) {
-  int rv = parse(cli, profile_opts, sizeof(profile_opts) / sizeof(profile_opts[0]), argc, argv, "profile");
-  if (rv) return rv;
-  if (cli->quiet) cli->cfg.progress = NULL;
-  if (cli->cfg.mock) cli->cfg.mock_config = &cli->mock;
+  tp_settings_part parts[3];
+  unsigned char given_cfg[ARRAY_N(config_rows)], given[CLI_N];
+  memset(given_cfg, 0, sizeof(given_cfg));
+  memset(given, 0, sizeof(given));
+  size_t np = profile_parts(cli, parts, given_cfg, given);
+  char err[1024];
+  bool help = false;
+  if (tp_settings_parse(parts, np, argc, argv, NULL, NULL, &help, err, sizeof(err))) return usage("profile", err);
+  cli->help = help;
   tp_config *c = &cli->cfg;
+#define GIVEN_CFG(key) was_given(config_rows, ARRAY_N(config_rows), given_cfg, key)
+  for (size_t i = 0; i < cli->headers.n; i++)
+    if (!strchr(cli->headers.v[i], ':')) {
+      snprintf(err, sizeof(err), "--header '%s': expected 'Name: value'", cli->headers.v[i]);
+      return usage("profile", err);
+    }
+  if (cli->quiet) c->progress = NULL;
+  if (c->mock) c->mock_config = &cli->mock;
+  c->cumulative_text = cli->stream_text == 1;
+
   /* GenAI-Perf's spellings: --service-kind openai --endpoint-type chat|completions,
    * and --service-kind triton -i http (--endpoint-type generate). */
+  bool ep_given = given[CLI_ENDPOINT_TYPE];
   if (c->service_kind == TP_SERVICE_OPENAI_CHAT || c->service_kind == TP_SERVICE_OPENAI_COMPLETIONS) {
-    if (cli->endpoint_type == 3) {
-      fprintf(stderr, "tokperf profile: --endpoint-type generate goes with --service-kind triton -i http\n"
-                      "try 'tokperf profile --help'\n");
-      return TP_EXIT_USAGE;
-    }
-    if (cli->endpoint_type == 2) c->service_kind = TP_SERVICE_OPENAI_COMPLETIONS;
-    if (cli->endpoint_type == 1) c->service_kind = TP_SERVICE_OPENAI_CHAT;
+    if (ep_given && cli->endpoint_type == 2)
+      return usage("profile", "--endpoint-type generate goes with --service-kind triton -i http");
+    if (ep_given) c->service_kind = cli->endpoint_type == 1 ? TP_SERVICE_OPENAI_COMPLETIONS : TP_SERVICE_OPENAI_CHAT;
     /* No -m: the server's first model (from /v1/models). */
-    if (!cli->model_given) c->model = "";
-  } else if (c->service_kind == TP_SERVICE_TRITON && (cli->http_protocol || cli->endpoint_type == 3)) {
+    if (!GIVEN_CFG("server.model")) c->model = "";
+  } else if (c->service_kind == TP_SERVICE_TRITON && (cli->protocol == 1 || (ep_given && cli->endpoint_type == 2))) {
     c->service_kind = TP_SERVICE_TRITON_GENERATE;
-  } else if (cli->endpoint_type == 1 || cli->endpoint_type == 2) {
-    fprintf(stderr, "tokperf profile: --endpoint-type chat and completions go with --service-kind openai\n"
-                    "try 'tokperf profile --help'\n");
-    return TP_EXIT_USAGE;
+  } else if (ep_given && cli->endpoint_type != 2) {
+    return usage("profile", "--endpoint-type chat and completions go with --service-kind openai");
   }
+
+  if (cli->api_key_file && read_api_key(cli)) return TP_EXIT_USAGE;
   if (!cli->api_key) {
     const char *k = getenv("OPENAI_API_KEY");
     if (k && *k) cli->api_key = strdup(k);
   }
   c->api_key = cli->api_key;
-  c->headers = cli->headers;
-  c->n_headers = cli->n_headers;
-  c->extra_inputs = cli->extra_inputs;
-  c->n_extra_inputs = cli->n_extra_inputs;
+  c->headers = cli->headers.v;
+  c->n_headers = cli->headers.n;
+  c->extra_inputs = cli->extra_inputs.v;
+  c->n_extra_inputs = cli->extra_inputs.n;
+  c->asserts = cli->asserts.v;
+  c->n_asserts = cli->asserts.n;
+  /* An unset --max-error-rate means no limit (the library's -1). */
+  if (was_given(cli_rows, CLI_N, given, "goals.max_error_rate")) c->max_error_rate = cli->max_error_rate;
+  if (given[CLI_CONCURRENCY]) {
+    c->concurrency = cli->concurrency.v;
+    c->n_concurrency = cli->concurrency.n;
+  }
+  if (cli->rates.n) {
+    c->request_rates = cli->rates.v;
+    c->n_request_rates = cli->rates.n;
+  }
+  if (cli->in_means.n) {
+    c->input_tokens_means = cli->in_means.v;
+    c->n_input_tokens_means = cli->in_means.n;
+  }
+  if (cli->out_means.n) {
+    c->output_tokens_mean = cli->out_means.v[0];
+    if (cli->out_means.n > 1) {
+      c->output_tokens_means = cli->out_means.v;
+      c->n_output_tokens_means = cli->out_means.n;
+    }
+  }
+
   /* The measurement mode follows from what was given: a duration, or any
    * stability-window option, or else a request count. */
-  if (cli->measure_flags & 4) {
-    if (cli->measure_flags & 1) {
-      fprintf(stderr, "tokperf profile: --duration and the stability windows (--measurement-interval, "
-                      "--measurement-mode, --measurement-request-count) exclude each other\n"
-                      "try 'tokperf profile --help'\n");
-      return TP_EXIT_USAGE;
-    }
-    cli->cfg.measure_mode = TP_MEASURE_DURATION;
-  } else if (cli->measure_flags & 1) {
-    cli->cfg.measure_mode = (cli->measure_flags & 2) ? TP_MEASURE_COUNT_WINDOWS : TP_MEASURE_TIME_WINDOWS;
+  bool count_windows = (given[CLI_MEASURE_MODE] && cli->measure_mode == 1) ||
+                       GIVEN_CFG("measure.measurement_request_count");
+  bool windows = given[CLI_MEASURE_MODE] || count_windows || GIVEN_CFG("measure.measurement_interval_ms");
+  if (GIVEN_CFG("measure.duration_ms")) {
+    if (windows)
+      return usage("profile", "--duration and the stability windows (--measurement-interval, --measurement-mode, "
+                              "--measurement-request-count) exclude each other");
+    c->measure_mode = TP_MEASURE_DURATION;
+  } else if (windows) {
+    c->measure_mode = count_windows ? TP_MEASURE_COUNT_WINDOWS : TP_MEASURE_TIME_WINDOWS;
   }
+#undef GIVEN_CFG
   return 0;
 }
 
 int tp_cli_parse_mock(tp_cli *cli, int argc, char **argv) {
-  int rv = parse(cli, mock_opts, sizeof(mock_opts) / sizeof(mock_opts[0]), argc, argv, "mock");
-  if (rv) return rv;
-  cli->mock.quiet = cli->quiet != 0;
+  tp_settings_part parts[2];
+  size_t np = mock_parts(cli, parts);
+  char err[1024];
+  bool help = false;
+  if (tp_settings_parse(parts, np, argc, argv, NULL, NULL, &help, err, sizeof(err))) return usage("mock", err);
+  cli->help = help;
   return 0;
 }
 
-static void print_opts(FILE *out, const optdef *tab, size_t n) {
-  for (size_t i = 0; i < n; i++) {
-    char head[96];
-    snprintf(head, sizeof(head), "%s%s%s", tab[i].names, tab[i].arg ? " " : "", tab[i].arg ? tab[i].arg : "");
-    for (char *p = head; *p; p++)
-      if (*p == '|') *p = ',';
-    fprintf(out, "  %-44s %s", head, tab[i].help);
-    if (tab[i].dflt && tab[i].dflt[0]) fprintf(out, " [default: %s]", tab[i].dflt);
-    fputc('\n', out);
-  }
-}
+/* ---- help, man page, completions ------------------------------------------- */
 
 static void print_exit_codes(FILE *out) {
   fprintf(out,
@@ -793,11 +594,12 @@ void tp_cli_help_main(FILE *out) {
   fprintf(out,
           "tokperf %s: token-aware load generator for LLM inference servers\n\n"
           "Usage:\n"
-          "  tokperf profile [OPTIONS]   benchmark a Triton (KServe v2 gRPC) LLM model\n"
-          "  tokperf mock [OPTIONS]      run the built-in mock Triton server\n"
+          "  tokperf profile [OPTIONS]   benchmark a Triton (KServe v2 gRPC) or OpenAI-compatible server\n"
+          "  tokperf mock [OPTIONS]      run the built-in mock server (Triton gRPC and OpenAI HTTP)\n"
           "  tokperf tokenize [OPTIONS]  count or list the tokens of each input line\n"
           "  tokperf compare A.json B.json [--fail-on RULE]... [--junit FILE]\n"
           "                              compare two runs' --json documents\n"
+          "  tokperf completion bash|zsh print a shell completion script\n"
           "  tokperf --version           print versions of tokperf and its libraries\n"
           "  tokperf --help              this help; 'tokperf profile --help' lists every option\n",
           tp_version());
@@ -810,13 +612,22 @@ void tp_cli_help_main(FILE *out) {
           "  tokperf mock --grpc-port 8001\n");
 }
 
+/* A tp_cli holding the defaults, for help texts. */
+static tp_cli *defaults_cli(void) {
+  static tp_cli d;
+  tp_cli_init(&d);
+  return &d;
+}
+
 void tp_cli_help_profile(FILE *out) {
   fprintf(out, "Usage: tokperf profile [OPTIONS]\n\n"
-               "Sends prompts to a model at each concurrency level, holding exactly that many requests\n"
-               "in flight, and reports time to first token, inter-token latency, request latency, token\n"
-               "counts and throughputs (definitions: docs/metrics.md). Durations take units: 500ms, 30s, 2m.\n\n"
-               "Options:\n");
-  print_opts(out, profile_opts, sizeof(profile_opts) / sizeof(profile_opts[0]));
+               "Sends prompts to a model at each concurrency level (or request rate), holding exactly that\n"
+               "many requests in flight, and reports time to first token, inter-token latency, request\n"
+               "latency, token counts and throughputs (definitions: docs/metrics.md). Durations take units:\n"
+               "500ms, 30s, 2m; sizes 64k, 16M; fractions 0.05 or 5%%.\n\n");
+  tp_settings_part parts[3];
+  size_t np = profile_parts(defaults_cli(), parts, NULL, NULL);
+  tp_settings_help(out, parts, np, 0);
   print_exit_codes(out);
   fprintf(out,
           "\nExamples:\n"
@@ -830,9 +641,54 @@ void tp_cli_help_profile(FILE *out) {
 void tp_cli_help_mock(FILE *out) {
   fprintf(out, "Usage: tokperf mock [OPTIONS]\n\n"
                "A KServe v2 gRPC server imitating Triton with a TensorRT-LLM 'ensemble' and a vLLM\n"
-               "'vllm_model': time to first token grows with prompt length and with prefills already\n"
-               "running, time per token grows with running sequences, at most --max-batch sequences run\n"
-               "at once. Stops on Ctrl-C.\n\nOptions:\n");
-  print_opts(out, mock_opts, sizeof(mock_opts) / sizeof(mock_opts[0]));
+               "'vllm_model', and OpenAI-compatible HTTP endpoints: time to first token grows with prompt\n"
+               "length and with prefills already running, time per token grows with running sequences, at\n"
+               "most --max-batch sequences run at once. Stops on Ctrl-C.\n\n");
+  tp_settings_part parts[2];
+  size_t np = mock_parts(defaults_cli(), parts);
+  tp_settings_help(out, parts, np, 0);
   fprintf(out, "\nExample:\n  tokperf mock --grpc-port 8001 --ttft-ms 50 --itl-ms 10 --output-tokens 32 --log mock.jsonl\n");
+}
+
+void tp_cli_man(FILE *out) {
+  fprintf(out,
+          ".TH TOKPERF 1 \"\" \"tokperf %s\" \"User Commands\"\n"
+          ".SH NAME\ntokperf \\- token\\-aware load generator for LLM inference servers\n"
+          ".SH SYNOPSIS\n.B tokperf profile\n[\\fIOPTIONS\\fR]\n.br\n.B tokperf mock\n[\\fIOPTIONS\\fR]\n.br\n"
+          ".B tokperf tokenize\n\\-\\-tokenizer \\fIPATH\\fR [\\fIFILE\\fR]\n.br\n"
+          ".B tokperf compare\n\\fIA.json\\fR \\fIB.json\\fR [\\-\\-fail\\-on \\fIRULE\\fR]...\n"
+          ".SH DESCRIPTION\n"
+          "tokperf sends prompts to a Triton Inference Server (KServe v2 gRPC) or an OpenAI\\-compatible\n"
+          "server at a held concurrency or request rate, and reports time to first token, inter\\-token\n"
+          "latency, request latency, input and output token counts and throughputs, goodput and\n"
+          "percentiles. The metric definitions are in docs/metrics.md of the source.\n",
+          tp_version());
+  tp_settings_part parts[3];
+  size_t np = profile_parts(defaults_cli(), parts, NULL, NULL);
+  fprintf(out, ".SH \"PROFILE OPTIONS\"\n");
+  tp_settings_man(out, parts, np);
+  np = mock_parts(defaults_cli(), parts);
+  fprintf(out, ".SH \"MOCK OPTIONS\"\n");
+  tp_settings_man(out, parts, np);
+  fprintf(out,
+          ".SH \"EXIT STATUS\"\n.TP\n0\nthe run completed (failed requests are counted, not fatal)\n"
+          ".TP\n1\na threshold (\\-\\-assert, \\-\\-max\\-error\\-rate) failed\n"
+          ".TP\n2\nusage or input error\n.TP\n3\ncould not start (server, model or tokenizer)\n"
+          ".TP\n130\ninterrupted; the levels completed so far are reported\n"
+          ".SH EXAMPLES\n.nf\ntokperf profile \\-\\-mock \\-\\-concurrency 1,4,16,64\n"
+          "tokperf profile \\-u localhost:8001 \\-m ensemble \\-\\-concurrency 1:64:x2 \\-\\-tokenizer /models/llama2\n"
+          ".fi\n");
+}
+
+int tp_cli_completion(FILE *out, const char *shell) {
+  tp_settings_part pp[3], mp[2];
+  size_t npp = profile_parts(defaults_cli(), pp, NULL, NULL);
+  size_t nmp = mock_parts(defaults_cli(), mp);
+  const tp_settings_command cmds[] = {
+      {"profile", pp, npp}, {"mock", mp, nmp}, {"tokenize", NULL, 0}, {"compare", NULL, 0}, {"completion", NULL, 0}};
+  if (tp_settings_completion(out, shell, "tokperf", cmds, ARRAY_N(cmds))) {
+    fprintf(stderr, "tokperf completion: unknown shell '%s' (expected bash or zsh)\n", shell ? shell : "");
+    return TP_EXIT_USAGE;
+  }
+  return TP_EXIT_OK;
 }

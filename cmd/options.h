@@ -1,10 +1,15 @@
-/* The command line: one option table per subcommand drives parsing and
- * --help, so the two cannot disagree. */
+/* The command line.  Every option is one row of a settings table
+ * (tokperf/settings.h): the run's settings (tp_config), the mock's
+ * (tp_mock_config, under --mock- in `tokperf profile`) and the CLI's own
+ * (lists, output format).  Parsing, --help, the man page, the shell
+ * completions and the JSON echo of the configuration are all walked from
+ * those rows, so they cannot disagree. */
 #ifndef TP_CMD_OPTIONS_H
 #define TP_CMD_OPTIONS_H
 
 #include <stdio.h>
 
+#include "tokperf/settings.h"
 #include "tokperf/tokperf.h"
 
 /* Exit codes, documented in --help. */
@@ -16,29 +21,24 @@ enum {
   TP_EXIT_INTERRUPTED = 130
 };
 
-/* Everything `tokperf profile` and `tokperf mock` can be told.  The strings
- * borrow from argv; arrays are owned and freed by tp_cli_fini. */
+/* Everything `tokperf profile` and `tokperf mock` can be told.  Strings
+ * borrow from argv; lists are held inline, and cfg points into them. */
 typedef struct tp_cli {
   tp_config cfg;
   tp_mock_config mock;
-  uint32_t *concurrency;
-  size_t n_concurrency;
-  double *rates;
-  size_t n_rates;
-  uint32_t *in_means, *out_means;
-  size_t n_in_means, n_out_means;
-  const char **asserts;
-  size_t n_asserts;
-  const char **headers, **extra_inputs;
-  size_t n_headers, n_extra_inputs;
+  tp_u32_list concurrency, in_means, out_means;
+  tp_f64_list rates;
+  tp_str_list asserts, headers, extra_inputs;
+  const char *api_key_file;
   char *api_key; /* owned: read from OPENAI_API_KEY or --api-key-file */
-  int model_given;
-  int endpoint_type; /* 0 none, 1 chat, 2 completions, 3 generate */
-  int http_protocol; /* -i http */
-  int measure_flags; /* which measurement options were given */
-  int help;
-  int quiet;
+  int protocol;      /* 0 grpc, 1 http */
+  int endpoint_type; /* 0 chat, 1 completions, 2 generate (when given) */
+  int stream_text;   /* 0 delta, 1 cumulative */
+  int measure_mode;  /* 0 time_windows, 1 count_windows (when given) */
+  double max_error_rate;
   int format_json;
+  bool quiet;
+  bool help;
 } tp_cli;
 
 void tp_cli_init(tp_cli *cli);
@@ -58,5 +58,9 @@ int tp_cmd_compare(int argc, char **argv);
 void tp_cli_help_main(FILE *out);
 void tp_cli_help_profile(FILE *out);
 void tp_cli_help_mock(FILE *out);
+/* The man page tokperf(1), roff, from the tables. */
+void tp_cli_man(FILE *out);
+/* `tokperf completion bash|zsh`; returns the exit code. */
+int tp_cli_completion(FILE *out, const char *shell);
 
 #endif

@@ -682,6 +682,7 @@ static void row_default(const tp_setting *s, const void *base, char *out, size_t
   }
   if (s->type == TP_SET_STR_LIST || (s->flags_mask & TP_SETF_SECRET)) return;
   tp_setting_format(s, base, out, outlen);
+  if ((s->flags_mask & TP_SETF_UNSET0) && (strcmp(out, "0") == 0 || strcmp(out, "0ms") == 0)) out[0] = 0;
 }
 
 /* Writes text wrapped to width, each line after the first indented. */

@@ -32,12 +32,29 @@ check(rc == 0 and "tokperf profile" in out and "Exit codes" in out, "--help prin
 rc, out, err = run(["profile", "--help"])
 for flag in ["--concurrency", "--input-file", "--tokenizer", "--request-count", "--warmup-request-count",
              "--measurement-interval", "--random-seed", "--backend", "--streaming", "--json", "--mock",
-             "--input-data", "--tokenizer-path", "-u,--url", "-m,--model"]:
+             "--input-data", "--tokenizer-path", "-u, --url", "-m, --model", "--mock-ttft-ms", "--no-streaming"]:
     check(rc == 0 and flag in out, "profile --help documents %s" % flag)
 check("[default: 1]" in out and "[default: localhost:8001]" in out, "profile --help shows defaults")
 check("  3 " in out and "could not start" in out, "profile --help documents exit codes")
-check("--tokenizer-add-special-tokens" in out and "output tokens never include them [default: off]" in out,
-      "profile --help documents --tokenizer-add-special-tokens, off by default")
+flat = " ".join(out.split())
+check("--tokenizer-add-special-tokens" in out and "output tokens never include them --random-seed" in flat,
+      "profile --help documents --tokenizer-add-special-tokens, with no default (off)")
+check("--streaming stream tokens with ModelStreamInfer [default: on]" in flat
+      and "--no-streaming one unary ModelInfer answer per request --ca-file" in flat,
+      "a flag that is on by default says so; its negation shows none")
+check("--max-error-rate R" in out and "default: no limit Connections" in flat,
+      "a setting whose 0 means 'not set' shows no default")
+# The same tables give the man page and the completions.
+rc, man, err = run(["man"])
+check(rc == 0 and man.startswith(".TH TOKPERF 1") and "\\-\\-concurrency" in man and "\\-\\-mock\\-ttft\\-ms" in man,
+      "tokperf man: a roff page with every option", man[:200])
+rc, comp, err = run(["completion", "bash"])
+check(rc == 0 and "--concurrency" in comp and "--mock-itl-ms" in comp and "profile" in comp,
+      "tokperf completion bash lists the subcommands and their flags", comp[:200])
+rc, comp, err = run(["completion", "zsh"])
+check(rc == 0 and "--concurrency" in comp and "compdef" in comp, "tokperf completion zsh", comp[:200])
+rc, comp, err = run(["completion", "fish"])
+check(rc == 2 and "fish" in err, "an unknown shell: exit 2, named", err)
 rc, out, err = run(["tokenize", "--help"])
 check(rc == 0 and "--tokenizer-add-special-tokens" in out and "[default: off]" in out,
       "tokenize --help documents --tokenizer-add-special-tokens, off by default")

@@ -82,7 +82,8 @@ enum {
   TP_SETF_DIR = 16,     /* the value is a directory name */
   TP_SETF_NONZERO = 32, /* 0 is refused ("must be above zero") */
   TP_SETF_NOOP = 64,    /* accepted for compatibility and ignored: said once on stderr */
-  TP_SETF_CLEAR = 128   /* a FLAG row that sets its bool to false ("--no-streaming") */
+  TP_SETF_CLEAR = 128,  /* a FLAG row that sets its bool to false ("--no-streaming") */
+  TP_SETF_UNSET0 = 256  /* 0 means "not set" (automatic, no limit): help shows no default for it */
 };
 
 typedef struct tp_setting tp_setting;

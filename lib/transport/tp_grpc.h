@@ -105,15 +105,22 @@ typedef struct tp_grpc_unanswered {
   uint32_t resends;     /* times it was already sent again */
 } tp_grpc_unanswered;
 
-/* True when the call was certainly not processed and may be sent once more
- * on another connection (RFC 9113 sections 6.8 and 8.7): its HEADERS never
- * left, it was refused (REFUSED_STREAM), its id is above a GOAWAY's
- * last_stream_id, or the connection closed before any byte of its answer
- * on a connection that had served a stream before (a server closing a
- * connection it considered idle, as the HTTP/1 rule for reused
+/* Re-sends of one call that was certainly not processed.  More than one:
+ * a server that limits streams per connection below the client's
+ * concurrency refuses the streams beyond its limit on the fresh
+ * connection too. */
+#define TP_GRPC_MAX_RESENDS 3u
+
+/* True when the call may be sent again on another connection (RFC 9113
+ * sections 6.8 and 8.7).  Certainly not processed, up to
+ * TP_GRPC_MAX_RESENDS times: its HEADERS never left, it was refused
+ * (REFUSED_STREAM), or its id is above a GOAWAY's last_stream_id.  Once,
+ * and only as its first re-send: the connection closed before any byte of
+ * its answer on a connection that had served a stream before (a server
+ * closing a connection it thought idle; the HTTP/1 rule for reused
  * connections).  Never a call that got part of an answer, one failed on
- * our side, one at or below a GOAWAY's last_stream_id (the server may have
- * processed it), or one already sent twice. */
+ * our side, or one at or below a GOAWAY's last_stream_id (the server may
+ * have processed it). */
 bool tp_grpc_may_resend(const tp_grpc_unanswered *u);
 
 #endif

@@ -9,7 +9,7 @@
  * calls wait in a FIFO queue, or go to another connection), and stops using
  * a connection after GOAWAY.  A call the server did not process (refused,
  * above a GOAWAY's last_stream_id, or lost with a reused connection before
- * any byte of its answer: tp_grpc_may_resend) is sent once more on another
+ * any byte of its answer: tp_grpc_may_resend) is sent again on another
  * connection instead of failing.
  *
  * Timestamps: every message delivered from one socket read carries the time

@@ -156,7 +156,8 @@ static const optdef profile_opts[] = {
   {O_M_REFUSE, "--mock-refuse-connections", "N", "with --mock: reset the first N connections", "0"},
   {O_M_GOAWAY, "--mock-goaway-after-streams", "N", "with --mock: GOAWAY after N requests per connection", "0"},
   {O_M_CLOSE_AFTER_STREAM, "--mock-close-after-stream", NULL,
-   "with --mock: close the HTTP connection after every streamed answer although it said keep-alive", NULL},
+   "with --mock: close the HTTP connection after every streamed answer although it said keep-alive "
+   "(gRPC: GOAWAY after every finished stream)", NULL},
   {O_M_IDLE_CLOSE, "--mock-idle-close-ms", "MS", "with --mock: close connections idle this long (0: never)", "0"},
   {O_M_PREFIX, "--mock-prefix-cache", NULL, "with --mock: reuse cached prompt prefixes (shorter TTFT on hits)", NULL},
   {O_M_DIALECT, "--mock-http-dialect", "vllm|llamacpp|tgi|trtllm-serve", "with --mock: SSE stream dialect", "vllm"},
@@ -191,8 +192,8 @@ static const optdef mock_opts[] = {
   {O_M_REFUSE_MS, "--refuse-connections-ms", "MS", "do not listen for this long after start", "0"},
   {O_M_GOAWAY, "--goaway-after-streams", "N", "per connection: GOAWAY after N requests", "0"},
   {O_M_CLOSE_AFTER_STREAM, "--close-after-stream", NULL,
-   "HTTP: close the connection after every streamed answer although it said keep-alive (llama.cpp's server)",
-   NULL},
+   "HTTP: close the connection after every streamed answer although it said keep-alive (llama.cpp's server); "
+   "gRPC: GOAWAY after every finished stream, like a limit on streams per connection", NULL},
   {O_M_IDLE_CLOSE, "--idle-close-ms", "MS",
    "close connections with no request in progress for this long (gRPC: GOAWAY first; 0: never)", "0"},
   {O_M_PREFIX, "--prefix-cache", NULL, "cache prompt prefixes: the cached part skips prefill time", NULL},

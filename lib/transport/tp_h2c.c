@@ -258,7 +258,7 @@ static void call_finish(tp_call *c, uint32_t h2_error, bool conn_lost) {
   call_free(c);
 }
 
-/* Sends a call that ended unanswered once more when the server certainly
+/* Sends a call that ended unanswered again when the server certainly
  * did not process it (tp_grpc_may_resend): it goes back to the head of the
  * queue, as new, for another connection.  The call must already be out of
  * the active list.  Returns false when it must fail instead. */
@@ -840,11 +840,14 @@ static int call_submit(conn *cn, tp_call *c) {
   NV(":path", c->path);
   NV(":authority", p->authority);
   if (c->timeout_ns) {
-    /* grpc-timeout as early as possible (protocols.md §1.2); a re-send
-     * gets what is left of the call's own. */
-    uint64_t now = tp_now_ns();
-    uint64_t left = c->deadline_ns > now ? c->deadline_ns - now : 1;
-    tp_grpc_timeout_format(timeout, TP_MIN(left, c->timeout_ns));
+    /* grpc-timeout as early as possible (protocols.md §1.2): the call's
+     * own, or for a re-send what is left of it. */
+    uint64_t t = c->timeout_ns;
+    if (c->resends) {
+      uint64_t now = tp_now_ns();
+      t = c->deadline_ns > now ? TP_MIN(c->deadline_ns - now, t) : 1;
+    }
+    tp_grpc_timeout_format(timeout, t);
     nv[n++] = (nghttp2_nv){(uint8_t *)"grpc-timeout", (uint8_t *)timeout, 12, strlen(timeout),
                            NGHTTP2_NV_FLAG_NO_COPY_NAME};
   }

@@ -181,6 +181,7 @@ static void call_on_close(tp_call *c, const tp_call_result *res, void *ud) {
   d.message = res->message;
   d.sent_ns = res->sent_ns;
   d.end_ns = res->end_ns;
+  d.resends = res->resends;
   if (d.err_class == TP_ERRCLASS_NONE && !x->final_seen) {
     d.err_class = TP_ERRCLASS_PROTOCOL;
     d.message = "call ended before the final response";

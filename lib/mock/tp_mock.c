@@ -51,6 +51,9 @@
 #define WRITE_HIGH_WATER_BYTES (4u << 20) /* stop pulling from nghttp2 above */
 #define LOG_FLUSH_BYTES (1u << 20)
 #define TRICKLE_NS (1000000ull) /* trickle fault: one byte per ms */
+/* A connection the mock closes (GOAWAY, then its half-close) waits this
+ * long for the client to close its side before it is dropped. */
+#define LINGER_NS (2000ull * 1000000ull)
 
 /* ---- the two models ------------------------------------------------------ */
 
@@ -185,7 +188,16 @@ struct conn {
   bool dirty;
   bool closing;
   bool goaway_sent;
+  int32_t goaway_last; /* the last_stream_id announced, once goaway_sent */
+  int32_t last_id;     /* the highest stream taken for processing */
   uint32_t n_streams; /* inference streams begun (goaway_after_streams) */
+  /* idle_close_ms: armed while no stream is in progress. */
+  tp_timer idle_timer;
+  /* The session is over: our side is shut down and reads are discarded
+   * until the client closes, or linger_timer runs out. */
+  bool lingering;
+  uv_shutdown_t shutdown_req;
+  tp_timer linger_timer;
   size_t write_bytes; /* handed to uv_write, not yet completed */
   mstream *streams;
   tp_buf chunk_blanks; /* blank_time of responses serialized into the chunk being built */
@@ -360,7 +372,7 @@ void tp__mock_want_flush(tp_mock *m) {
 }
 
 static void mark_dirty(conn *c) {
-  if (c->dirty || c->closing) return;
+  if (c->dirty || c->closing || c->lingering) return;
   tp_mock *m = c->m;
   c->dirty = true;
   c->dirty_next = m->dirty;
@@ -399,7 +411,43 @@ static void on_write(uv_write_t *req, int status) {
   mark_dirty(c);
 }
 
+static void on_shutdown(uv_shutdown_t *req, int status) {
+  (void)req;
+  (void)status;
+}
+
+static void on_linger_over(tp_timer *t, uint64_t now_ns) {
+  (void)now_ns;
+  conn_close(t->data);
+}
+
+/* The session is over (GOAWAY sent, its streams done): half-close and let
+ * the client close first.  Closing at once would make the kernel answer
+ * bytes the client sent meanwhile (a request crossing the GOAWAY) with a
+ * reset, which can reach the client before it has read the GOAWAY. */
+static void conn_linger(conn *c) {
+  if (c->lingering || c->closing) return;
+  c->lingering = true;
+  if (uv_shutdown(&c->shutdown_req, (uv_stream_t *)&c->tcp, on_shutdown) != 0 || !c->m->timers) {
+    conn_close(c);
+    return;
+  }
+  tp_timer_start(c->m->timers, &c->linger_timer, tp_now_ns() + LINGER_NS);
+}
+
+/* GOAWAY naming `last` as the last stream this connection processes: later
+ * streams are refused (stream_begin) and the connection closes once the
+ * streams up to `last` are done. */
+static void conn_goaway(conn *c, int32_t last) {
+  if (c->goaway_sent || c->closing || c->lingering) return;
+  c->goaway_sent = true;
+  c->goaway_last = last;
+  nghttp2_submit_goaway(c->h2, NGHTTP2_FLAG_NONE, last, NGHTTP2_NO_ERROR, NULL, 0);
+  mark_dirty(c);
+}
+
 static void conn_flush(conn *c) {
+  if (c->lingering) return;
   while (!c->closing && c->write_bytes < WRITE_HIGH_WATER_BYTES) {
     tp_buf b;
     tp_buf_init(&b);
@@ -443,7 +491,7 @@ static void conn_flush(conn *c) {
   /* Above the high-water mark the write callback flushes again. */
   if (!c->closing && !nghttp2_session_want_read(c->h2) && !nghttp2_session_want_write(c->h2) &&
       c->write_bytes == 0)
-    conn_close(c);
+    conn_linger(c);
 }
 
 /* ---- stream output ----------------------------------------------------------- */
@@ -1002,6 +1050,7 @@ static void fire_fault(mreq *r, uint64_t now_ns) {
       tp__mock_job_end(m, &r->job, TP__MOCK_FAILED, now_ns);
       st->finished = true;
       c->goaway_sent = true;
+      c->goaway_last = last;
       nghttp2_session_terminate_session2(c->h2, last, (uint32_t)f->code);
       mark_dirty(c);
       return;
@@ -1688,6 +1737,17 @@ static void stream_free(mstream *st) {
 
 static void stream_begin(mstream *st) {
   tp_mock *m = st->c->m;
+  conn *c = st->c;
+  if (c->goaway_sent && st->id > c->goaway_last) {
+    /* Above the last_stream_id the GOAWAY announced (it crossed the
+     * GOAWAY): never processed, so the client may send it again on another
+     * connection (RFC 9113 section 6.8). */
+    st->finished = true;
+    nghttp2_submit_rst_stream(c->h2, NGHTTP2_FLAG_NONE, st->id, NGHTTP2_REFUSED_STREAM);
+    mark_dirty(c);
+    return;
+  }
+  if (st->id > c->last_id) c->last_id = st->id;
   if (st->bad_content_type) {
     nghttp2_nv nv[1] = {{(uint8_t *)":status", (uint8_t *)"415", 7, 3, NGHTTP2_NV_FLAG_NONE}};
     st->finished = true;
@@ -1710,14 +1770,9 @@ static void stream_begin(mstream *st) {
     st->counted = true;
     tp__mock_raise_max(&m->max_streams, ++m->active_streams);
     /* goaway_after_streams: this stream is the last one the connection
-     * takes; nghttp2 ignores later ones and the connection closes once the
+     * takes; later ones are refused and the connection closes once the
      * streams it has are done. */
-    conn *c = st->c;
-    if (++c->n_streams == m->cfg.goaway_after_streams && !c->goaway_sent) {
-      c->goaway_sent = true;
-      nghttp2_submit_goaway(c->h2, NGHTTP2_FLAG_NONE, st->id, NGHTTP2_NO_ERROR, NULL, 0);
-      mark_dirty(c);
-    }
+    if (++c->n_streams == m->cfg.goaway_after_streams) conn_goaway(c, st->id);
   }
   /* A streaming call's response HEADERS go out with its first request
    * message (start_infer), before any response: gRPC servers send initial
@@ -1742,9 +1797,24 @@ static void stream_remote_close(mstream *st) {
 
 /* ---- nghttp2 callbacks ----------------------------------------------------------------- */
 
+/* idle_close_ms: a connection with no stream in progress for that long
+ * gets a GOAWAY naming the last stream it processed, then closes. */
+static void on_idle_close(tp_timer *t, uint64_t now_ns) {
+  (void)now_ns;
+  conn *c = t->data;
+  if (!c->streams) conn_goaway(c, c->last_id);
+}
+
+static void conn_arm_idle(conn *c) {
+  tp_mock *m = c->m;
+  if (!m->cfg.idle_close_ms || c->streams || c->goaway_sent || c->closing || c->lingering || !m->timers) return;
+  tp_timer_start(m->timers, &c->idle_timer, tp_now_ns() + m->cfg.idle_close_ms * TP_NS_PER_MS);
+}
+
 static int on_begin_headers(nghttp2_session *h2, const nghttp2_frame *f, void *user_data) {
   conn *c = user_data;
   if (f->hd.type != NGHTTP2_HEADERS || f->headers.cat != NGHTTP2_HCAT_REQUEST) return 0;
+  if (c->m->timers) tp_timer_stop(c->m->timers, &c->idle_timer);
   mstream *st = calloc(1, sizeof(*st));
   if (!st) return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
   st->c = c;
@@ -1816,10 +1886,16 @@ static int on_frame_send(nghttp2_session *h2, const nghttp2_frame *f, void *user
  * here; requests still running on it are cancelled and free their batch
  * slots. */
 static int on_stream_close(nghttp2_session *h2, int32_t sid, uint32_t error_code, void *user_data) {
+  conn *c = user_data;
   mstream *st = nghttp2_session_get_stream_user_data(h2, sid);
   if (!st) return 0;
   nghttp2_session_set_stream_user_data(h2, sid, NULL);
   stream_free(st);
+  /* close_after_stream: one finished stream ends the connection, as a
+   * server with a limit on streams per connection does; the streams
+   * already taken still finish. */
+  if (c->m->cfg.close_after_stream) conn_goaway(c, c->last_id);
+  conn_arm_idle(c);
   return 0;
 }
 
@@ -1841,6 +1917,10 @@ static void conn_close(conn *c) {
     while (*pp && *pp != c) pp = &(*pp)->dirty_next;
     if (*pp) *pp = c->dirty_next;
     c->dirty = false;
+  }
+  if (m->timers) {
+    tp_timer_stop(m->timers, &c->idle_timer);
+    tp_timer_stop(m->timers, &c->linger_timer);
   }
   while (c->streams) {
     nghttp2_session_set_stream_user_data(c->h2, c->streams->id, NULL);
@@ -1882,7 +1962,7 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
     conn_close(c);
     return;
   }
-  if (nread == 0) return;
+  if (nread == 0 || c->lingering) return; /* nothing more is processed */
   c->m->arrival_ns = c->m->read_stamp_ns;
   ssize_t rv = nghttp2_session_mem_recv(c->h2, (const uint8_t *)buf->base, (size_t)nread);
   c->m->arrival_ns = 0;
@@ -1924,6 +2004,8 @@ static void on_connection(uv_stream_t *server, int status) {
   if (!c) return;
   c->m = m;
   c->tcp.data = c;
+  tp_timer_init(&c->idle_timer, on_idle_close, c);
+  tp_timer_init(&c->linger_timer, on_linger_over, c);
   if (!tp__mock_accept(m, server, &c->tcp, on_conn_closed)) return;
   nghttp2_session *h2;
   if (nghttp2_session_server_new(&h2, m->cbs, c) != 0) {
@@ -1946,6 +2028,7 @@ static void on_connection(uv_stream_t *server, int status) {
     conn_close(c);
     return;
   }
+  conn_arm_idle(c);
   mark_dirty(c);
 }
 

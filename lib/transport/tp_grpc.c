@@ -214,3 +214,12 @@ int tp_grpc_status_parse(const char *s, size_t len) {
   }
   return v;
 }
+
+bool tp_grpc_may_resend(const tp_grpc_unanswered *u) {
+  if (u->resends >= TP_GRPC_MAX_RESENDS || u->got_response || u->local_failed) return false;
+  if (!u->on_wire) return true; /* the server never saw it */
+  if (u->rst_code == TP_H2_REFUSED_STREAM) return true;
+  if (u->goaway) return u->stream_id > u->goaway_last;
+  /* A guess (the server may have read it before closing): once only. */
+  return u->conn_lost && u->conn_reused && u->resends == 0;
+}

@@ -85,4 +85,42 @@ int tp_grpc_status_from_rst(uint32_t h2_error_code);
  * or -1 when it is not a number (the caller then reports UNKNOWN). */
 int tp_grpc_status_parse(const char *s, size_t len);
 
+/* HTTP/2 error code of RST_STREAM REFUSED_STREAM (RFC 9113 section 7). */
+#define TP_H2_REFUSED_STREAM 0x7u
+
+/* What is known about a call that ended without an answer, for deciding
+ * whether it may be sent again. */
+typedef struct tp_grpc_unanswered {
+  int32_t stream_id;
+  bool on_wire;         /* its HEADERS were handed to the socket */
+  bool got_response;    /* a byte of the answer (HEADERS or DATA) came */
+  bool local_failed;    /* ended on our side: timeout, cancel, bad frame */
+  uint32_t rst_code;    /* the stream's close code (RST_STREAM, or the
+                           library's REFUSED_STREAM after a GOAWAY) */
+  bool conn_lost;       /* the connection closed under it */
+  bool conn_reused;     /* a stream had finished on the connection before
+                           this one was opened */
+  bool goaway;          /* a GOAWAY came on the connection... */
+  int32_t goaway_last;  /* ...naming this last_stream_id */
+  uint32_t resends;     /* times it was already sent again */
+} tp_grpc_unanswered;
+
+/* Re-sends of one call that was certainly not processed.  More than one:
+ * a server that limits streams per connection below the client's
+ * concurrency refuses the streams beyond its limit on the fresh
+ * connection too. */
+#define TP_GRPC_MAX_RESENDS 3u
+
+/* True when the call may be sent again on another connection (RFC 9113
+ * sections 6.8 and 8.7).  Certainly not processed, up to
+ * TP_GRPC_MAX_RESENDS times: its HEADERS never left, it was refused
+ * (REFUSED_STREAM), or its id is above a GOAWAY's last_stream_id.  Once,
+ * and only as its first re-send: the connection closed before any byte of
+ * its answer on a connection that had served a stream before (a server
+ * closing a connection it thought idle; the HTTP/1 rule for reused
+ * connections).  Never a call that got part of an answer, one failed on
+ * our side, or one at or below a GOAWAY's last_stream_id (the server may
+ * have processed it). */
+bool tp_grpc_may_resend(const tp_grpc_unanswered *u);
+
 #endif

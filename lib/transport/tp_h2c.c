@@ -57,6 +57,12 @@ struct tp_call {
   char local_msg[160];
   tp_call *prev, *next; /* pool->pending or pool->active */
   bool in_active;
+  /* For the re-send rule (tp_grpc_may_resend). */
+  bool on_wire;           /* the HEADERS were serialized for the socket */
+  bool got_response;      /* a byte of the answer came */
+  bool conn_reused;       /* its connection had finished a stream before */
+  uint32_t resends;
+  uint64_t avoid_serial;  /* a re-send does not go back to this connection */
 };
 
 /* A request's last frame and where it ends in the connection's write. */
@@ -92,6 +98,11 @@ struct conn {
   bool hs_done;
   tp_buf cbuf;
   tp_error_class fail_class; /* class for calls failed with the connection */
+  uint64_t serial;           /* 1, 2, ... in the order connections opened */
+  uint64_t streams_answered; /* streams that got an answer here */
+  bool goaway;               /* a GOAWAY came, with goaway_last */
+  int32_t goaway_last;
+  bool peer_closed;          /* the socket closed or failed (not our decision) */
   conn *next;
   uint8_t rbuf[READ_BUF_BYTES];
 };
@@ -133,6 +144,17 @@ static void pending_push(tp_h2c_pool *p, tp_call *c) {
   else
     p->pending_head = c;
   p->pending_tail = c;
+}
+
+/* A re-sent call goes first: it has waited longest. */
+static void pending_push_front(tp_h2c_pool *p, tp_call *c) {
+  c->prev = NULL;
+  c->next = p->pending_head;
+  if (p->pending_head)
+    p->pending_head->prev = c;
+  else
+    p->pending_tail = c;
+  p->pending_head = c;
 }
 
 static void pending_remove(tp_h2c_pool *p, tp_call *c) {
@@ -184,6 +206,7 @@ static void call_finish(tp_call *c, uint32_t h2_error, bool conn_lost) {
   memset(&res, 0, sizeof(res));
   res.sent_ns = c->sent_ns;
   res.end_ns = tp_now_ns();
+  res.resends = c->resends;
   char msg[224];
   msg[0] = 0;
   if (c->local_failed) {
@@ -235,6 +258,45 @@ static void call_finish(tp_call *c, uint32_t h2_error, bool conn_lost) {
   call_free(c);
 }
 
+/* Sends a call that ended unanswered again when the server certainly
+ * did not process it (tp_grpc_may_resend): it goes back to the head of the
+ * queue, as new, for another connection.  The call must already be out of
+ * the active list.  Returns false when it must fail instead. */
+static bool call_try_resend(conn *cn, tp_call *c, uint32_t rst_code, bool conn_lost) {
+  tp_h2c_pool *p = cn->pool;
+  tp_grpc_unanswered u = {
+      .stream_id = c->stream_id,
+      .on_wire = c->on_wire,
+      .got_response = c->got_response,
+      .local_failed = c->local_failed,
+      .rst_code = rst_code,
+      .conn_lost = conn_lost,
+      .conn_reused = c->conn_reused,
+      .goaway = cn->goaway,
+      .goaway_last = cn->goaway_last,
+      .resends = c->resends,
+  };
+  if (p->closing || !tp_grpc_may_resend(&u)) return false;
+  c->resends++;
+  c->avoid_serial = cn->serial;
+  c->conn = NULL;
+  c->stream_id = 0;
+  c->body_off = 0;
+  c->sent_ns = 0; /* the re-send's time is stamped when it leaves */
+  c->on_wire = false;
+  c->conn_reused = false;
+  c->http_status = 0;
+  c->grpc_status = -1;
+  free(c->grpc_message);
+  c->grpc_message = NULL;
+  c->local_msg[0] = 0;
+  c->local_class = TP_ERRCLASS_NONE;
+  tp_grpc_reader_fini(&c->reader);
+  tp_grpc_reader_init(&c->reader, p->opts.max_msg_bytes);
+  pending_push_front(p, c);
+  return true;
+}
+
 /* ---- nghttp2 callbacks -------------------------------------------------- */
 
 static ssize_t body_read_cb(nghttp2_session *s, int32_t stream_id, uint8_t *buf, size_t length,
@@ -249,6 +311,10 @@ static ssize_t body_read_cb(nghttp2_session *s, int32_t stream_id, uint8_t *buf,
 }
 
 static int on_frame_send(nghttp2_session *s, const nghttp2_frame *f, void *user_data) {
+  if (f->hd.type == NGHTTP2_HEADERS) {
+    tp_call *c = nghttp2_session_get_stream_user_data(s, f->hd.stream_id);
+    if (c) c->on_wire = true;
+  }
   if ((f->hd.type == NGHTTP2_DATA || f->hd.type == NGHTTP2_HEADERS) &&
       (f->hd.flags & NGHTTP2_FLAG_END_STREAM)) {
     /* Stamped in conn_flush when the bytes go to the socket: serializing
@@ -268,6 +334,7 @@ static int on_header(nghttp2_session *s, const nghttp2_frame *f, const uint8_t *
   if (f->hd.type != NGHTTP2_HEADERS) return 0;
   tp_call *c = nghttp2_session_get_stream_user_data(s, f->hd.stream_id);
   if (!c) return 0;
+  c->got_response = true;
   /* grpc-status may come in the first block (Trailers-Only) or in trailers,
    * so both header categories are read the same way. */
   if (namelen == 7 && memcmp(name, ":status", 7) == 0) {
@@ -301,6 +368,7 @@ static int on_data_chunk(nghttp2_session *s, uint8_t flags, int32_t stream_id, c
                          size_t len, void *user_data) {
   conn *cn = user_data;
   tp_call *c = nghttp2_session_get_stream_user_data(s, stream_id);
+  if (c) c->got_response = true;
   if (!c || c->local_failed) return 0;
   msg_ctx m = {c, cn->read_ns};
   int rv = tp_grpc_reader_feed(&c->reader, data, len, deliver_message, &m);
@@ -328,8 +396,11 @@ static int on_frame_recv(nghttp2_session *s, const nghttp2_frame *f, void *user_
     pool_dispatch(cn->pool);
   } else if (f->hd.type == NGHTTP2_GOAWAY) {
     /* No new streams here; nghttp2 closes the streams above last-stream-id
-     * with REFUSED_STREAM, which maps to UNAVAILABLE. */
+     * (and those not sent yet) with REFUSED_STREAM, and they are sent again
+     * elsewhere (call_try_resend). */
     cn->state = C_DRAINING;
+    cn->goaway = true;
+    cn->goaway_last = f->goaway.last_stream_id;
     pool_dispatch(cn->pool);
   }
   return 0;
@@ -342,7 +413,8 @@ static int on_stream_close(nghttp2_session *s, int32_t stream_id, uint32_t error
   nghttp2_session_set_stream_user_data(s, stream_id, NULL);
   cn->n_streams--;
   active_remove(cn->pool, c);
-  call_finish(c, error_code, false);
+  if (c->got_response) cn->streams_answered++;
+  if (!call_try_resend(cn, c, error_code, false)) call_finish(c, error_code, false);
   pool_dispatch(cn->pool);
   return 0;
 }
@@ -395,6 +467,7 @@ static void conn_fail(conn *c, const char *why) {
     next = call->next;
     if (call->conn != c) continue;
     active_remove(p, call);
+    if (call_try_resend(c, call, 0, c->peer_closed)) continue;
     snprintf(call->local_msg, sizeof(call->local_msg), "connection to %s lost: %s", p->authority, why);
     call->local_class = c->fail_class;
     call_finish(call, 0, true);
@@ -468,6 +541,7 @@ static void on_write(uv_write_t *req, int status) {
   if (c->state == C_CLOSED) return;
   if (c->late_ids.len) stamp_sent(c, &c->late_ids, SIZE_MAX, tp_now_ns(), NULL);
   if (status < 0) {
+    c->peer_closed = true;
     conn_fail(c, uv_strerror(status));
     return;
   }
@@ -603,6 +677,7 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
       tls_fail(c);
       return;
     }
+    c->peer_closed = true;
     conn_fail(c, nread == UV_EOF ? "closed by the server" : uv_strerror((int)nread));
     return;
   }
@@ -640,6 +715,7 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
         }
         int e = SSL_get_error(c->ssl, n);
         if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) break;
+        c->peer_closed = e == SSL_ERROR_ZERO_RETURN;
         conn_fail(c, e == SSL_ERROR_ZERO_RETURN ? "closed by the server (TLS close)" : "TLS read failed");
         return;
       }
@@ -739,6 +815,7 @@ static int conn_open(tp_h2c_pool *p) {
   p->conns = c;
   p->n_live++;
   p->conns_opened++;
+  c->serial = p->conns_opened;
   c->connect_req.data = c;
   rv = uv_tcp_connect(&c->connect_req, &c->tcp, (const struct sockaddr *)&p->opts.addr, on_connect);
   if (rv < 0) {
@@ -763,8 +840,14 @@ static int call_submit(conn *cn, tp_call *c) {
   NV(":path", c->path);
   NV(":authority", p->authority);
   if (c->timeout_ns) {
-    /* grpc-timeout as early as possible (protocols.md §1.2). */
-    tp_grpc_timeout_format(timeout, c->timeout_ns);
+    /* grpc-timeout as early as possible (protocols.md §1.2): the call's
+     * own, or for a re-send what is left of it. */
+    uint64_t t = c->timeout_ns;
+    if (c->resends) {
+      uint64_t now = tp_now_ns();
+      t = c->deadline_ns > now ? TP_MIN(c->deadline_ns - now, t) : 1;
+    }
+    tp_grpc_timeout_format(timeout, t);
     nv[n++] = (nghttp2_nv){(uint8_t *)"grpc-timeout", (uint8_t *)timeout, 12, strlen(timeout),
                            NGHTTP2_NV_FLAG_NO_COPY_NAME};
   }
@@ -782,6 +865,7 @@ static int call_submit(conn *cn, tp_call *c) {
   if (id < 0) return id;
   c->stream_id = id;
   c->conn = cn;
+  c->conn_reused = cn->streams_answered > 0;
   cn->n_streams++;
   if (cn->n_streams > p->max_streams_seen) p->max_streams_seen = cn->n_streams;
   active_push(p, c);
@@ -803,13 +887,21 @@ static void on_retry(uv_timer_t *t) {
 static void pool_dispatch(tp_h2c_pool *p) {
   if (p->closing) return;
   while (p->pending_head) {
-    conn *best = NULL;
+    conn *best = NULL, *avoided = NULL;
     bool connecting = false;
+    uint64_t avoid = p->pending_head->avoid_serial;
     for (conn *c = p->conns; c; c = c->next) {
       if (c->state == C_CONNECTING) connecting = true;
       if (c->state != C_READY || c->n_streams >= c->max_streams) continue;
+      /* A re-send goes to another connection than the one that refused it. */
+      if (c->serial == avoid) {
+        avoided = c;
+        continue;
+      }
       if (!best || c->n_streams < best->n_streams) best = c;
     }
+    /* ...unless no other can be opened. */
+    if (!best && avoided && !connecting && p->n_live >= p->opts.connections + MAX_EXTRA_CONNS) best = avoided;
     if (!best) {
       /* In backoff after a failed connect: try again when it is over. */
       uint64_t now = tp_now_ns();

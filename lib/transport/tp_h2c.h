@@ -7,7 +7,10 @@
  * up to `connections` connections, waits for each server's SETTINGS before
  * opening streams on it, never exceeds its MAX_CONCURRENT_STREAMS (further
  * calls wait in a FIFO queue, or go to another connection), and stops using
- * a connection after GOAWAY.
+ * a connection after GOAWAY.  A call the server did not process (refused,
+ * above a GOAWAY's last_stream_id, or lost with a reused connection before
+ * any byte of its answer: tp_grpc_may_resend) is sent again on another
+ * connection instead of failing.
  *
  * Timestamps: every message delivered from one socket read carries the time
  * that read returned, taken before any HTTP/2 or protobuf parsing. */
@@ -30,6 +33,10 @@ typedef struct tp_call_result {
   const char *message;      /* decoded grpc-message or transport error; borrowed */
   uint64_t sent_ns;         /* when the request's last frame went to the socket; 0 = never */
   uint64_t end_ns;          /* when the call ended */
+  /* Times the call was sent again on another connection because the server
+   * had certainly not processed it (tp_grpc_may_resend); sent_ns is then
+   * the last send's. */
+  uint32_t resends;
 } tp_call_result;
 
 typedef struct tp_call_cbs {

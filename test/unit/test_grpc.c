@@ -581,6 +581,64 @@ static void test_guard_page(void) {
   munmap(mem, (size_t)pg * 2);
 }
 
+/* The re-send rule (RFC 9113 sections 6.8 and 8.7), one row per case: the
+ * call's state, then whether it may go again. */
+static void test_may_resend(void) {
+  /* An unanswered stream 9 on a connection that served streams before, its
+   * HEADERS on the wire, nothing else known: the base every row changes. */
+  static const tp_grpc_unanswered base = {.stream_id = 9, .on_wire = true, .conn_reused = true};
+  enum { F_NONE, F_REFUSED, F_RST_CANCEL, F_RST_INTERNAL, F_RST_NOERR };
+  static const struct {
+    const char *what;
+    bool on_wire, got_response, local_failed, conn_lost, conn_reused, goaway;
+    int rst;
+    int32_t goaway_last;
+    uint32_t resends;
+    bool want;
+  } rows[] = {
+    {"GOAWAY last 7: stream 9 was not processed", 1, 0, 0, 0, 1, 1, F_REFUSED, 7, 0, true},
+    {"GOAWAY last 7, then the connection closed", 1, 0, 0, 1, 1, 1, F_NONE, 7, 0, true},
+    {"GOAWAY last 9: stream 9 may have been processed", 1, 0, 0, 1, 1, 1, F_NONE, 9, 0, false},
+    {"GOAWAY last 11: stream 9 may have been processed", 1, 0, 0, 1, 1, 1, F_NONE, 11, 0, false},
+    {"GOAWAY last 0 on a fresh connection: not processed", 1, 0, 0, 1, 0, 1, F_NONE, 0, 0, true},
+    {"RST_STREAM REFUSED_STREAM without GOAWAY", 1, 0, 0, 0, 1, 0, F_REFUSED, 0, 0, true},
+    {"REFUSED_STREAM at or below GOAWAY's last", 1, 0, 0, 0, 1, 1, F_REFUSED, 11, 0, true},
+    {"REFUSED_STREAM on a fresh connection", 1, 0, 0, 0, 0, 0, F_REFUSED, 0, 0, true},
+    {"RST_STREAM CANCEL is the server's answer", 1, 0, 0, 0, 1, 0, F_RST_CANCEL, 0, 0, false},
+    {"RST_STREAM INTERNAL_ERROR is the server's answer", 1, 0, 0, 0, 1, 0, F_RST_INTERNAL, 0, 0, false},
+    {"stream closed with NO_ERROR and no answer", 1, 0, 0, 0, 1, 0, F_RST_NOERR, 0, 0, false},
+    {"reused connection closed before any byte", 1, 0, 0, 1, 1, 0, F_NONE, 0, 0, true},
+    {"fresh connection closed before any byte", 1, 0, 0, 1, 0, 0, F_NONE, 0, 0, false},
+    {"reused connection closed after part of the answer", 1, 1, 0, 1, 1, 0, F_NONE, 0, 0, false},
+    {"refused after part of the answer", 1, 1, 0, 0, 1, 1, F_REFUSED, 7, 0, false},
+    {"HEADERS never left (closed before sending)", 0, 0, 0, 1, 0, 0, F_NONE, 0, 0, true},
+    {"HEADERS never left, GOAWAY naming a later stream", 0, 0, 0, 0, 0, 1, F_REFUSED, 11, 0, true},
+    {"refused again after one re-send", 1, 0, 0, 0, 1, 1, F_REFUSED, 7, 1, true},
+    {"above GOAWAY's last again after two re-sends", 1, 0, 0, 1, 1, 1, F_NONE, 7, 2, true},
+    {"refused after the last re-send allowed", 1, 0, 0, 0, 1, 1, F_REFUSED, 7, TP_GRPC_MAX_RESENDS, false},
+    {"never on the wire after the last re-send", 0, 0, 0, 1, 1, 0, F_NONE, 0, TP_GRPC_MAX_RESENDS, false},
+    {"reused connection lost again after a re-send", 1, 0, 0, 1, 1, 0, F_NONE, 0, 1, false},
+    {"never on the wire after one re-send", 0, 0, 0, 1, 1, 0, F_NONE, 0, 1, true},
+    {"timed out or cancelled on our side", 1, 0, 1, 1, 1, 1, F_REFUSED, 7, 0, false},
+    {"not closed, not refused, no GOAWAY", 1, 0, 0, 0, 1, 0, F_NONE, 0, 0, false},
+  };
+  static const uint32_t codes[] = {0, TP_H2_REFUSED_STREAM, 0x8, 0x2, 0x0};
+  for (size_t i = 0; i < TP_ARRAY_LEN(rows); i++) {
+    tp_grpc_unanswered u = base;
+    u.on_wire = rows[i].on_wire;
+    u.got_response = rows[i].got_response;
+    u.local_failed = rows[i].local_failed;
+    u.conn_lost = rows[i].conn_lost;
+    u.conn_reused = rows[i].conn_reused;
+    u.goaway = rows[i].goaway;
+    u.goaway_last = rows[i].goaway_last;
+    u.rst_code = codes[rows[i].rst];
+    u.resends = rows[i].resends;
+    CHECK(tp_grpc_may_resend(&u) == rows[i].want, "may_resend: %s: %s", rows[i].what,
+          rows[i].want ? "yes" : "no");
+  }
+}
+
 int main(void) {
   build_stream();
   test_reader_whole();
@@ -593,5 +651,6 @@ int main(void) {
   test_message();
   test_status();
   test_guard_page();
+  test_may_resend();
   return tp_test_done();
 }

@@ -547,9 +547,13 @@ struct tp_mock_config {
   uint64_t refuse_connections_ms; /* do not listen for this long after start (connect: ECONNREFUSED) */
   uint32_t goaway_after_streams;  /* per connection: GOAWAY after N requests (HTTP: Connection: close) */
   /* Servers that drop connections a client means to reuse.
-   * close_after_stream (HTTP): after every streamed (SSE) answer, close the
+   * close_after_stream: over HTTP, after every streamed (SSE) answer, close the
    * connection although the response said keep-alive, as llama.cpp's
-   * llama-server does.  idle_close_ms: close a connection that has had no
+   * llama-server does; gRPC: after every finished stream, GOAWAY with the
+   * last stream it processed, then close once the streams it took are done,
+   * as servers with a limit on streams per connection do.  Over gRPC the
+   * mock never answers a stream above the last_stream_id it announced (it
+   * refuses it).  idle_close_ms: close a connection that has had no
    * request in progress for this long (HTTP: a plain close; gRPC: GOAWAY
    * with the last stream it processed, then close), as servers with an
    * idle timeout do; 0 = never. */

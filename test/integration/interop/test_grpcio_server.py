@@ -86,7 +86,7 @@ def make_servicer(pb, pbg, words):
 
         def note_call(self, method, context, model=None):
             tr = context.time_remaining()
-            c = {"method": method, "model": model,
+            c = {"method": method, "model": model, "peer": context.peer(),
                  "time_remaining": tr,
                  "metadata": [(m.key, m.value) for m in context.invocation_metadata()]}
             with self.lock:
@@ -790,6 +790,48 @@ def case_stream_limit(h):
         server.stop(0).wait(5 * SCALE)
 
 
+def case_connection_age(h):
+    """A server that ends every connection after 100 ms (grpc-core's
+    max_connection_age: GOAWAY, then the streams it took finish): no request
+    fails, whatever crossed a GOAWAY is re-sent, and `reconnects` counts
+    exactly the records re-sent."""
+    name = "connection-age"
+    t = h.tap
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=32),
+                         options=[("grpc.max_connection_age_ms", 100),
+                                  ("grpc.max_connection_age_grace_ms", 10000)])
+    h.srv_pbg.add_GRPCInferenceServiceServicer_to_server(h.srv, server)
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    jpath = os.path.join(h.tmp, "age.json")
+    rpath = os.path.join(h.tmp, "age.jsonl")
+    try:
+        for mode, extra in (("streaming", []), ("unary", ["--no-streaming"])):
+            h.srv.reset()
+            cmd = [h.tokperf, "profile", "-u", "127.0.0.1:%d" % port, "-q", "-m", "ensemble",
+                   "--input-file", h.prompts, "--concurrency", "8", "--request-count", "200",
+                   "--output-tokens-mean", "4", "--json", jpath, "--records", rpath] + extra
+            res = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120 * SCALE)
+            err = res.stderr.decode(errors="replace")
+            t.check(res.returncode == 0 and os.path.exists(jpath), "%s, %s: exit 0" % (name, mode), err[-800:])
+            if res.returncode != 0 or not os.path.exists(jpath):
+                continue
+            with open(jpath) as f:
+                lv = json.load(f)["levels"][0]
+            with open(rpath) as f:
+                recs = [json.loads(line) for line in f if line.strip()]
+            with h.srv.lock:
+                peers = len(set(c["peer"] for c in h.srv.calls))
+            t.check(lv["requests"] == 200 and lv["failed"] == 0, "%s, %s: 200 requests, none failed" % (name, mode),
+                    "failed %d, first error %r" % (lv["failed"], lv["first_error"]))
+            resent = sum(1 for r in recs if r.get("resends", 0) > 0)
+            t.check(lv["reconnects"] == resent, "%s, %s: reconnects %d equals the records re-sent" %
+                    (name, mode, lv["reconnects"]), "records re-sent %d" % resent)
+            t.check(peers > 1, "%s, %s: the server ended connections (%d used)" % (name, mode, peers))
+    finally:
+        server.stop(0).wait(5 * SCALE)
+
+
 def main():
     if len(sys.argv) != 2:
         print("usage: %s PATH/TO/tokperf" % sys.argv[0], file=sys.stderr)
@@ -812,7 +854,7 @@ def main():
         if not h.model:
             tap.diag("TP_WORDS_MODEL not set or missing: token counts are not checked")
         for case in (case_streaming, case_unary, case_unary_echo, case_timeout, case_not_ready, case_strict,
-                     case_vllm, case_inband_error, case_cumulative, case_stream_limit):
+                     case_vllm, case_inband_error, case_cumulative, case_stream_limit, case_connection_age):
             try:
                 case(h)
             except Exception:

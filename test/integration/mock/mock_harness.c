@@ -71,6 +71,8 @@ static int set_field(tp_mock_config *c, const char *k, const char *v) {
   F_UINT(refuse_connections, uint32_t)
   F_UINT(refuse_connections_ms, uint64_t)
   F_UINT(goaway_after_streams, uint32_t)
+  F_BOOL(close_after_stream)
+  F_UINT(idle_close_ms, uint64_t)
   F_BOOL(prefix_cache)
   F_UINT(prefix_cache_block_words, uint32_t)
   F_UINT(prefix_cache_blocks, uint32_t)

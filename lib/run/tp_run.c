@@ -2012,6 +2012,7 @@ static int exec_setup(tp_run *r, char *err, size_t errlen) {
     if (rv) return rv;
     if (r->http && *tp_client_http_warning(r->client)) warn(r, "%s", tp_client_http_warning(r->client));
   }
+  if (r->http && !r->cfg.mock) progress(r, "requests go to %s", tp_client_http_endpoint(r->client));
 
   if (r->cfg.metrics_url) {
     if (strcmp(r->cfg.metrics_url, "mock") == 0) {

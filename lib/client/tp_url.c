@@ -239,6 +239,10 @@ int tp_url_resolve(const tp_url *u, const char *api_path, const char *override, 
   if (fits(w, sizeof(out->api_base), "API base", err, errlen)) return TP_EINVAL;
 
   if (override && *override) {
+    if (has_ctl_or_space(override)) {
+      tp_seterr(err, errlen, "the endpoint '%s' holds a space or control character", override);
+      return TP_EINVAL;
+    }
     if (strncasecmp(override, "http://", 7) == 0 || strncasecmp(override, "https://", 8) == 0)
       w = snprintf(out->endpoint, sizeof(out->endpoint), "%s", override);
     else if (override[0] == '/')

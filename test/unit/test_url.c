@@ -182,7 +182,19 @@ static void test_resolve_mismatch(void) {
   }
 }
 
+static void test_override_bad(void) {
+  tp_url u;
+  tp_url_resolved r;
+  tp_url_parse("http://h:8000/v1", &u, err, sizeof(err));
+  err[0] = 0;
+  int rv = tp_url_resolve(&u, CHAT, "/v1/chat completions", &r, err, sizeof(err));
+  CHECK(rv == TP_EINVAL && strstr(err, "space or control"), "an endpoint with a space is refused: %s", err);
+  rv = tp_url_resolve(&u, CHAT, "/x\r\nHost: evil", &r, err, sizeof(err));
+  CHECK(rv == TP_EINVAL, "an endpoint with a line break is refused");
+}
+
 int main(void) {
+  test_override_bad();
   test_parse_good();
   test_parse_bad();
   test_resolve();

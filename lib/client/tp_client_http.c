@@ -17,6 +17,9 @@
 #define ERROR_BODY_MAX (64u << 10)
 #define ERROR_TEXT_CHARS 200
 #define DEFAULT_MAX_RESPONSE (64u << 20)
+/* A URL for a message: without its query, which may hold a key
+ * (?key=...), and at most 300 bytes.  For "%.*s". */
+#define URL_SHOWN(u) (int)TP_MIN(strcspn((u), "?"), 300), (u)
 
 typedef struct http_client {
   tp_client base;
@@ -27,9 +30,9 @@ typedef struct http_client {
   tp_http *http;
   char *api_key; /* only to scrub it from server messages */
   char model[256];
-  /* Full URLs: requests go to endpoint; the API's other paths (the model
+  /* Full URLs: requests go to path; the API's other paths (the model
    * list, Triton's health) hang below api_base, followed by query. */
-  char endpoint[TP_URL_MAX];
+  char path[TP_URL_MAX];
   char api_base[TP_URL_MAX];
   char query[TP_URL_QUERY_MAX + 1];
   char warning[1024]; /* what preflight found worth a warning, "" = none */
@@ -296,7 +299,7 @@ static void call_on_done(tp_http_req *r, const tp_http_result *res, void *ud) {
   if (d.err_class == TP_ERRCLASS_NONE && (res->status < 200 || res->status >= 300)) {
     char text[ERROR_TEXT_CHARS + 4];
     tp_openai_error_text(x->body.data, x->body.len, ERROR_TEXT_CHARS, text);
-    snprintf(msg, sizeof(msg), "HTTP %d from %.280s: %s", res->status, hc->endpoint, text);
+    snprintf(msg, sizeof(msg), "HTTP %d from %.*s: %s", res->status, URL_SHOWN(hc->path), text);
     d.err_class = TP_HTTP_ERRCLASS_HTTP_STATUS;
   } else if (d.err_class == TP_ERRCLASS_NONE && x->sse_mode) {
     bool cut = tp_sse_pending(&x->sse) && !x->done_seen;
@@ -305,7 +308,7 @@ static void call_on_done(tp_http_req *r, const tp_http_result *res, void *ud) {
      * Triton's generate_stream never sends one (protocols.md §7.4). */
     bool openai = hc->api != TP_HTTP_API_TRITON_GENERATE;
     if (cut || (openai && !x->done_seen && !x->finish_seen && !x->error_seen)) {
-      snprintf(msg, sizeof(msg), "stream from %.300s ended %s", hc->endpoint,
+      snprintf(msg, sizeof(msg), "stream from %.*s ended %s", URL_SHOWN(hc->path),
                cut ? "inside an event" : "without data: [DONE]");
       d.err_class = TP_ERRCLASS_PROTOCOL;
       if (x->held.have) emit_held(x, false);
@@ -361,7 +364,7 @@ static int http_send(tp_client *c, const tp_client_send *s, void *req) {
   tp_buf_init(&x->body);
   tp_buf_init(&x->held.text);
   held_clear(&x->held);
-  tp_http_req_opts ro = {true, hc->endpoint, hc->reqbuf.data, hc->reqbuf.len, hc->opts.streaming, s->timeout_ns};
+  tp_http_req_opts ro = {true, hc->path, hc->reqbuf.data, hc->reqbuf.len, hc->opts.streaming, s->timeout_ns};
   rv = tp_http_request(hc->http, &ro, &cbs, x, &x->hreq);
   if (rv) {
     call_free(x);
@@ -425,7 +428,7 @@ static int transport_failed(const unary_ctx *u, const char *url, char *err, size
   if (u->cls == TP_ERRCLASS_CONNECT && strncmp(u->message, "cannot connect", 14) == 0)
     tp_seterr(err, errlen, "%s (is the server up? check --url)", u->message);
   else if (u->cls == TP_ERRCLASS_TIMEOUT && !strstr(u->message, "TLS"))
-    tp_seterr(err, errlen, "GET %s timed out (is it the right server? check --url)", url);
+    tp_seterr(err, errlen, "GET %.*s timed out (is it the right server? check --url)", URL_SHOWN(url));
   else
     tp_seterr(err, errlen, "%s", u->message);
   return TP_ECONNECT;
@@ -455,9 +458,9 @@ static int preflight_openai(http_client *hc, char *err, size_t errlen) {
     error_body_text(&u, text);
     scrub(hc, text);
     tp_seterr(err, errlen,
-              "GET %s was refused with HTTP %d: %s (check the API key: --api-key-file FILE or "
+              "GET %.*s was refused with HTTP %d: %s (check the API key: --api-key-file FILE or "
               "OPENAI_API_KEY)",
-              url, u.status, text);
+              URL_SHOWN(url), u.status, text);
     rv = TP_ECONNECT;
     goto out;
   }
@@ -465,14 +468,14 @@ static int preflight_openai(http_client *hc, char *err, size_t errlen) {
     error_body_text(&u, text);
     scrub(hc, text);
     if (!hc->model[0]) {
-      tp_seterr(err, errlen, "no model name given and GET %s answered HTTP %d: %s (use --model)", url,
-                u.status, text);
+      tp_seterr(err, errlen, "no model name given and GET %.*s answered HTTP %d: %s (use --model)",
+                URL_SHOWN(url), u.status, text);
       rv = TP_ENOTFOUND;
     } else {
       snprintf(hc->warning, sizeof(hc->warning),
-               "GET %.400s answered HTTP %d%s%s: cannot check that model '%s' is served; going on (if the "
+               "GET %.*s answered HTTP %d%s%s: cannot check that model '%s' is served; going on (if the "
                "requests fail too, check --url)",
-               url, u.status, text[0] ? ": " : "", text, hc->model);
+               URL_SHOWN(url), u.status, text[0] ? ": " : "", text, hc->model);
     }
     goto out;
   }
@@ -482,7 +485,7 @@ static int preflight_openai(http_client *hc, char *err, size_t errlen) {
     /* An answer we cannot read says nothing either way. */
     json_decref(root);
     if (!hc->model[0]) {
-      tp_seterr(err, errlen, "no model name given and GET %s lists none (use --model)", url);
+      tp_seterr(err, errlen, "no model name given and GET %.*s lists none (use --model)", URL_SHOWN(url));
       rv = TP_ENOTFOUND;
     }
     goto out;
@@ -504,8 +507,8 @@ static int preflight_openai(http_client *hc, char *err, size_t errlen) {
   json_decref(root);
   if (nl >= sizeof(names) - 1) snprintf(names + sizeof(names) - 5, 5, "...");
   if (!found) {
-    tp_seterr(err, errlen, "model '%s' is not served by %s (GET %s lists %s; check --model)", hc->model,
-              tp_http_authority(hc->http), url, names);
+    tp_seterr(err, errlen, "model '%s' is not served by %s (GET %.*s lists %s; check --model)", hc->model,
+              tp_http_authority(hc->http), URL_SHOWN(url), names);
     rv = TP_ENOTFOUND;
   }
 out:
@@ -559,8 +562,8 @@ static int preflight_triton(http_client *hc, char *err, size_t errlen) {
   if (u.status != 200) {
     error_body_text(&u, text);
     scrub(hc, text);
-    tp_seterr(err, errlen, "server %s is not ready: GET %s gave HTTP %d: %s", tp_http_authority(hc->http), url,
-              u.status, text);
+    tp_seterr(err, errlen, "server %s is not ready: GET %.*s gave HTTP %d: %s", tp_http_authority(hc->http),
+              URL_SHOWN(url), u.status, text);
     rv = TP_ECONNECT;
     goto out;
   }
@@ -584,9 +587,9 @@ static int preflight_triton(http_client *hc, char *err, size_t errlen) {
     error_body_text(&u, text);
     scrub(hc, text);
     tp_seterr(err, errlen,
-              "model '%s' is not ready: GET %s gave HTTP %d: %s (check --model and the server's model "
+              "model '%s' is not ready: GET %.*s gave HTTP %d: %s (check --model and the server's model "
               "repository)",
-              hc->opts.model, url, u.status, text);
+              hc->opts.model, URL_SHOWN(url), u.status, text);
     rv = TP_ENOTFOUND;
     goto out;
   }
@@ -643,7 +646,7 @@ static int resolve_url(http_client *hc, const tp_client_opts *o, const tp_client
     size_t n = strlen(err);
     if (n + 40 < errlen) snprintf(err + n, errlen - n, "; check --url and --endpoint-type");
   } else if (!rv) {
-    snprintf(hc->endpoint, sizeof(hc->endpoint), "%s", res->endpoint);
+    snprintf(hc->path, sizeof(hc->path), "%s", res->endpoint);
     snprintf(hc->api_base, sizeof(hc->api_base), "%s", res->api_base);
     snprintf(hc->query, sizeof(hc->query), "%s", res->query);
     tp_url_origin(&u, base, baselen);
@@ -729,7 +732,7 @@ const char *tp_client_http_warning(const tp_client *c) {
 }
 
 const char *tp_client_http_endpoint(const tp_client *c) {
-  return ((const http_client *)c)->endpoint;
+  return ((const http_client *)c)->path;
 }
 
 uint32_t tp_client_http_connections_opened(const tp_client *c) {

@@ -200,8 +200,8 @@ static int fits(int w, size_t n, const char *what, char *err, size_t errlen) {
   return TP_EINVAL;
 }
 
-int tp_url_resolve(const tp_url *u, const char *api_path, const char *override, tp_url_resolved *out, char *err,
-                   size_t errlen) {
+int tp_url_resolve(const tp_url *u, const char *api_path, const char *override, tp_url_resolved *out,
+                   char *err, size_t errlen) {
   memset(out, 0, sizeof(*out));
   /* api_path = "/VERSION" + tail. */
   const char *tail = strchr(api_path + (api_path[0] == '/'), '/');

@@ -42,10 +42,10 @@ typedef enum tp_url_scheme {
 
 typedef struct tp_url {
   tp_url_scheme scheme;
-  char host[TP_URL_HOST_MAX]; /* an IPv6 address without its brackets */
-  bool ipv6;                  /* host was written in brackets */
-  int port;                   /* 1..65535; 0 = none written */
-  char path[TP_URL_PATH_MAX]; /* "" or "/..."; trailing slashes removed */
+  char host[TP_URL_HOST_MAX];   /* an IPv6 address without its brackets */
+  bool ipv6;                    /* host was written in brackets */
+  int port;                     /* 1..65535; 0 = none written */
+  char path[TP_URL_PATH_MAX];   /* "" or "/..."; trailing slashes removed */
   char query[TP_URL_QUERY_MAX]; /* after '?', without it; "" = none */
 } tp_url;
 
@@ -85,7 +85,7 @@ typedef struct tp_url_resolved {
  * path), any other text below the API base ("chat/completions").  Returns
  * 0, or TP_EINVAL with a message when u's path names another endpoint
  * than api_path's or a result does not fit. */
-int tp_url_resolve(const tp_url *u, const char *api_path, const char *override, tp_url_resolved *out, char *err,
-                   size_t errlen);
+int tp_url_resolve(const tp_url *u, const char *api_path, const char *override, tp_url_resolved *out,
+                   char *err, size_t errlen);
 
 #endif

@@ -2012,7 +2012,11 @@ static int exec_setup(tp_run *r, char *err, size_t errlen) {
     if (rv) return rv;
     if (r->http && *tp_client_http_warning(r->client)) warn(r, "%s", tp_client_http_warning(r->client));
   }
-  if (r->http && !r->cfg.mock) progress(r, "requests go to %s", tp_client_http_endpoint(r->client));
+  if (r->http && !r->cfg.mock) {
+    /* Without the query, which may hold a key (?key=...). */
+    const char *ep = tp_client_http_endpoint(r->client);
+    progress(r, "requests go to %.*s", (int)strcspn(ep, "?"), ep);
+  }
 
   if (r->cfg.metrics_url) {
     if (strcmp(r->cfg.metrics_url, "mock") == 0) {

@@ -122,7 +122,8 @@ struct tp_h2c_pool {
 static void conn_flush(conn *c);
 static void conn_fail(conn *c, const char *why);
 /* Short: it goes into a call's 160-byte message after the address. */
-#define HTTP1_ANSWER "answers HTTP/1.x, not HTTP/2: an HTTP port, not gRPC (try --service-kind openai or -i http)"
+#define HTTP1_ANSWER \
+  "answers HTTP/1.x, not HTTP/2: an HTTP port, not gRPC (try --service-kind openai or -i http)"
 static void pool_dispatch(tp_h2c_pool *p);
 
 /* ---- call lists --------------------------------------------------------- */

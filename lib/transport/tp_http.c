@@ -210,9 +210,12 @@ static tp_error_class classify(const tp_http *h, const tp_http_req *r, CURLcode 
   const char *why = curl_reason(r, code);
   /* Messages name the whole URL the request used (scheme, host, port,
    * path): the one thing a user can compare with what they meant. */
-  const char *auth = NULL;
-  curl_easy_getinfo(r->easy, CURLINFO_EFFECTIVE_URL, &auth);
-  if (!auth) auth = h->authority;
+  const char *eff = NULL;
+  curl_easy_getinfo(r->easy, CURLINFO_EFFECTIVE_URL, &eff);
+  /* Without the query, which may hold a key (?key=...). */
+  char auth[512];
+  snprintf(auth, sizeof(auth), "%.*s", eff ? (int)TP_MIN(strcspn(eff, "?"), 400) : 0, eff ? eff : "");
+  if (!auth[0]) snprintf(auth, sizeof(auth), "%s", h->authority);
   if (tls_not_spoken(h, r, code)) {
     snprintf(msg, msglen,
              "TLS handshake with %s failed: %s (the port may not speak TLS: if it serves plain HTTP, use "

@@ -45,8 +45,8 @@ static void check_round_trip(const tp_url *u) {
 }
 
 static void check_resolve(const tp_url *u, const char *override) {
-  static const char *const apis[] = {"/v1/chat/completions", "/v1/completions", "/v2/models/m/generate_stream",
-                                     "/v2/models/m/versions/2/generate"};
+  static const char *const apis[] = {"/v1/chat/completions", "/v1/completions",
+                                     "/v2/models/m/generate_stream", "/v2/models/m/versions/2/generate"};
   static tp_url_resolved r, r2;
   static tp_url v;
   char err[512];

@@ -152,6 +152,16 @@ try:
     check(rc == 3 and "cannot connect to http://127.0.0.1:%d/v1/models" % nothing in err,
           "connection refused: still an error, the whole URL named", err)
 
+    # A query may hold a key (?key=...): messages leave it out.
+    rc, out, err = run(oai + ["-u", "http://127.0.0.1:%d/v1?key=SECRET123" % nothing])
+    check(rc == 3 and "cannot connect to http://127.0.0.1:%d/v1/models" % nothing in err and "SECRET123" not in err,
+          "a URL's query (which may hold a key) stays out of messages", err)
+    ModelsOnly.status, ModelsOnly.seen = 501, []
+    rc, out, err = run(oai + ["-u", py + "?key=SECRET123", "-m", "m1"])
+    check("SECRET123" not in err and "GET /v1/models?key=SECRET123" in ModelsOnly.seen and
+          "POST /v1/chat/completions?key=SECRET123" in ModelsOnly.seen,
+          "the query goes with every request, never into messages", (err, ModelsOnly.seen))
+
     # ---- the wrong port -------------------------------------------------------------------
     rc, out, err = run(oai + ["-u", "https://%s/v1" % h])
     check(rc == 3 and "TLS handshake with https://%s/v1/models failed" % h in err and "may not speak TLS" in err

@@ -25,7 +25,8 @@ static void test_parse_good(void) {
        "https://api.example.com"},
       {"https://h/v1/", TP_URL_HTTPS, "h", 0, "/v1", "", "h", "https://h"},
       {"https://h/v1//", TP_URL_HTTPS, "h", 0, "/v1", "", "h", "https://h"},
-      {"grpc://10.0.0.9:8001", TP_URL_GRPC, "10.0.0.9", 8001, "", "", "10.0.0.9:8001", "http://10.0.0.9:8001"},
+      {"grpc://10.0.0.9:8001", TP_URL_GRPC, "10.0.0.9", 8001, "", "", "10.0.0.9:8001",
+       "http://10.0.0.9:8001"},
       {"grpcs://h:443", TP_URL_GRPCS, "h", 443, "", "", "h:443", "https://h:443"},
       {"[::1]:8000", TP_URL_NONE, "::1", 8000, "", "", "[::1]:8000", "http://[::1]:8000"},
       {"http://[fe80::1]/v1", TP_URL_HTTP, "fe80::1", 0, "/v1", "", "[fe80::1]", "http://[fe80::1]"},
@@ -47,8 +48,8 @@ static void test_parse_good(void) {
               strcmp(auth, t[i].authority) == 0 && strcmp(origin, t[i].origin) == 0;
     CHECK(ok, "parse '%s'", t[i].s);
     if (!ok)
-      printf("#   rv %d (%s) scheme %d host '%s' port %d path '%s' query '%s' authority '%s' origin '%s'\n", rv,
-             rv ? err : "", (int)u.scheme, u.host, u.port, u.path, u.query, auth, origin);
+      printf("#   rv %d (%s) scheme %d host '%s' port %d path '%s' query '%s' authority '%s' origin '%s'\n",
+             rv, rv ? err : "", (int)u.scheme, u.host, u.port, u.path, u.query, auth, origin);
   }
 }
 
@@ -118,31 +119,33 @@ static void test_resolve(void) {
       {"http://h:8000/v2", GEN, NULL, "http://h:8000/v2/models/ensemble/generate_stream", "http://h:8000/v2",
        false},
       /* The endpoint itself. */
-      {"http://h:8000/v1/chat/completions", CHAT, NULL, "http://h:8000/v1/chat/completions", "http://h:8000/v1",
-       true},
+      {"http://h:8000/v1/chat/completions", CHAT, NULL, "http://h:8000/v1/chat/completions",
+       "http://h:8000/v1", true},
       {"h:8000/v1/completions/", COMPL, NULL, "http://h:8000/v1/completions", "http://h:8000/v1", true},
-      {"https://h/openai/chat/completions", CHAT, NULL, "https://h/openai/chat/completions", "https://h/openai",
-       true},
+      {"https://h/openai/chat/completions", CHAT, NULL, "https://h/openai/chat/completions",
+       "https://h/openai", true},
       {"http://h:8000/v2/models/ensemble/generate_stream", GEN, NULL,
        "http://h:8000/v2/models/ensemble/generate_stream", "http://h:8000/v2", true},
       /* A prefix (a reverse proxy's). */
       {"http://h/llama", CHAT, NULL, "http://h/llama/v1/chat/completions", "http://h/llama/v1", false},
-      {"http://h/triton", GEN, NULL, "http://h/triton/v2/models/ensemble/generate_stream", "http://h/triton/v2",
-       false},
+      {"http://h/triton", GEN, NULL, "http://h/triton/v2/models/ensemble/generate_stream",
+       "http://h/triton/v2", false},
       {"http://h/av1", CHAT, NULL, "http://h/av1/v1/chat/completions", "http://h/av1/v1", false},
       /* A query stays on the requests. */
       {"https://r/openai/v1?api-version=1", CHAT, NULL, "https://r/openai/v1/chat/completions?api-version=1",
        "https://r/openai/v1", false},
-      {"https://r/v1/chat/completions?k=v", CHAT, NULL, "https://r/v1/chat/completions?k=v", "https://r/v1", true},
+      {"https://r/v1/chat/completions?k=v", CHAT, NULL, "https://r/v1/chat/completions?k=v", "https://r/v1",
+       true},
       /* --endpoint: a full URL as it is, an absolute path on the origin,
        * anything else below the API base. */
       {"http://h:8000/v1", CHAT, "http://other:9/x", "http://other:9/x", "http://h:8000/v1", false},
-      {"http://h:8000/v1", CHAT, "/v1/chat/completions", "http://h:8000/v1/chat/completions", "http://h:8000/v1",
-       false},
+      {"http://h:8000/v1", CHAT, "/v1/chat/completions", "http://h:8000/v1/chat/completions",
+       "http://h:8000/v1", false},
       {"http://h:8000/prefix", CHAT, "/custom/path", "http://h:8000/custom/path", "http://h:8000/prefix/v1",
        false},
       {"http://h:8000/v1", CHAT, "my/chat", "http://h:8000/v1/my/chat", "http://h:8000/v1", false},
-      {"https://h:8443", COMPL, "/v1/completions", "https://h:8443/v1/completions", "https://h:8443/v1", false},
+      {"https://h:8443", COMPL, "/v1/completions", "https://h:8443/v1/completions", "https://h:8443/v1",
+       false},
       /* grpc:// schemes map to their HTTP twins (for --metrics-url-like use). */
       {"grpcs://h:443", CHAT, NULL, "https://h:443/v1/chat/completions", "https://h:443/v1", false},
   };
@@ -156,8 +159,8 @@ static void test_resolve(void) {
     CHECK(ok, "'%s' + %s%s%s -> %s", t[i].url, t[i].api, t[i].override ? " with --endpoint " : "",
           t[i].override ? t[i].override : "", t[i].endpoint);
     if (!ok)
-      printf("#   rv %d (%s) endpoint '%s' api_base '%s' as_given %d\n", rv, rv ? err : "", rv ? "" : r.endpoint,
-             rv ? "" : r.api_base, rv ? 0 : r.as_given);
+      printf("#   rv %d (%s) endpoint '%s' api_base '%s' as_given %d\n", rv, rv ? err : "",
+             rv ? "" : r.endpoint, rv ? "" : r.api_base, rv ? 0 : r.as_given);
   }
 }
 

@@ -8,6 +8,7 @@
 #include <strings.h>
 
 #include "api/tp_sse.h"
+#include "client/tp_url.h"
 #include "transport/tp_http.h"
 #include "util/tp_wake.h"
 
@@ -16,6 +17,9 @@
 #define ERROR_BODY_MAX (64u << 10)
 #define ERROR_TEXT_CHARS 200
 #define DEFAULT_MAX_RESPONSE (64u << 20)
+/* A URL for a message: without its query, which may hold a key
+ * (?key=...), and at most 300 bytes.  For "%.*s". */
+#define URL_SHOWN(u) (int)TP_MIN(strcspn((u), "?"), 300), (u)
 
 typedef struct http_client {
   tp_client base;
@@ -26,7 +30,12 @@ typedef struct http_client {
   tp_http *http;
   char *api_key; /* only to scrub it from server messages */
   char model[256];
-  char path[1024];
+  /* Full URLs: requests go to path; the API's other paths (the model
+   * list, Triton's health) hang below api_base, followed by query. */
+  char path[TP_URL_MAX];
+  char api_base[TP_URL_MAX];
+  char query[TP_URL_QUERY_MAX + 1];
+  char warning[1024]; /* what preflight found worth a warning, "" = none */
   json_t *extra;
   tp_openai_opts ropts;
   tp_openai_decoder dec;
@@ -290,7 +299,7 @@ static void call_on_done(tp_http_req *r, const tp_http_result *res, void *ud) {
   if (d.err_class == TP_ERRCLASS_NONE && (res->status < 200 || res->status >= 300)) {
     char text[ERROR_TEXT_CHARS + 4];
     tp_openai_error_text(x->body.data, x->body.len, ERROR_TEXT_CHARS, text);
-    snprintf(msg, sizeof(msg), "HTTP %d from %s: %s", res->status, tp_http_authority(hc->http), text);
+    snprintf(msg, sizeof(msg), "HTTP %d from %.*s: %s", res->status, URL_SHOWN(hc->path), text);
     d.err_class = TP_HTTP_ERRCLASS_HTTP_STATUS;
   } else if (d.err_class == TP_ERRCLASS_NONE && x->sse_mode) {
     bool cut = tp_sse_pending(&x->sse) && !x->done_seen;
@@ -299,7 +308,7 @@ static void call_on_done(tp_http_req *r, const tp_http_result *res, void *ud) {
      * Triton's generate_stream never sends one (protocols.md §7.4). */
     bool openai = hc->api != TP_HTTP_API_TRITON_GENERATE;
     if (cut || (openai && !x->done_seen && !x->finish_seen && !x->error_seen)) {
-      snprintf(msg, sizeof(msg), "stream from %s ended %s", tp_http_authority(hc->http),
+      snprintf(msg, sizeof(msg), "stream from %.*s ended %s", URL_SHOWN(hc->path),
                cut ? "inside an event" : "without data: [DONE]");
       d.err_class = TP_ERRCLASS_PROTOCOL;
       if (x->held.have) emit_held(x, false);
@@ -414,13 +423,12 @@ static int unary_get(http_client *hc, const char *path, unary_ctx *u) {
 }
 
 /* A transfer that failed before any HTTP answer: the server cannot be used. */
-static int transport_failed(http_client *hc, const unary_ctx *u, const char *path, char *err, size_t errlen) {
-  /* The transport's messages name the server and the next step already. */
+static int transport_failed(const unary_ctx *u, const char *url, char *err, size_t errlen) {
+  /* The transport's messages name the URL and the next step already. */
   if (u->cls == TP_ERRCLASS_CONNECT && strncmp(u->message, "cannot connect", 14) == 0)
     tp_seterr(err, errlen, "%s (is the server up? check --url)", u->message);
-  else if (u->cls == TP_ERRCLASS_TIMEOUT)
-    tp_seterr(err, errlen, "GET %s on %s timed out (is it the right server? check --url)", path,
-              tp_http_authority(hc->http));
+  else if (u->cls == TP_ERRCLASS_TIMEOUT && !strstr(u->message, "TLS"))
+    tp_seterr(err, errlen, "GET %.*s timed out (is it the right server? check --url)", URL_SHOWN(url));
   else
     tp_seterr(err, errlen, "%s", u->message);
   return TP_ECONNECT;
@@ -430,39 +438,45 @@ static void error_body_text(const unary_ctx *u, char *out) {
   tp_openai_error_text(u->body.data, u->body.len, ERROR_TEXT_CHARS, out);
 }
 
+/* GET the model list.  It checks the model name (or finds one) and the API
+ * key; a server without a usable list (404, 501, a proxy's 502) can still
+ * serve requests, so only the key (401/403) and the transport are fatal
+ * when a model name was given. */
 static int preflight_openai(http_client *hc, char *err, size_t errlen) {
   unary_ctx u;
   memset(&u, 0, sizeof(u));
-  const char *path = "/v1/models";
+  char url[TP_URL_MAX + TP_URL_QUERY_MAX + 16];
+  snprintf(url, sizeof(url), "%s/models%s", hc->api_base, hc->query);
   char text[ERROR_TEXT_CHARS + 4];
-  int rv = unary_get(hc, path, &u);
+  int rv = unary_get(hc, url, &u);
   if (rv) goto out;
-  const char *auth = tp_http_authority(hc->http);
   if (u.cls != TP_ERRCLASS_NONE) {
-    rv = transport_failed(hc, &u, path, err, errlen);
-    goto out;
-  }
-  if (u.status == 404 || u.status == 405) {
-    /* Some servers have no model list; the requests will tell. */
-    if (!hc->model[0]) {
-      tp_seterr(err, errlen, "no model name given and %s has no %s to list them (use --model)", auth, path);
-      rv = TP_ENOTFOUND;
-    }
+    rv = transport_failed(&u, url, err, errlen);
     goto out;
   }
   if (u.status == 401 || u.status == 403) {
     error_body_text(&u, text);
     scrub(hc, text);
-    tp_seterr(err, errlen, "%s refused GET %s with HTTP %d: %s (check --api-key)", auth, path, u.status,
-              text);
+    tp_seterr(err, errlen,
+              "GET %.*s was refused with HTTP %d: %s (check the API key: --api-key-file FILE or "
+              "OPENAI_API_KEY)",
+              URL_SHOWN(url), u.status, text);
     rv = TP_ECONNECT;
     goto out;
   }
   if (u.status < 200 || u.status >= 300) {
     error_body_text(&u, text);
     scrub(hc, text);
-    tp_seterr(err, errlen, "%s answered GET %s with HTTP %d: %s", auth, path, u.status, text);
-    rv = TP_ECONNECT;
+    if (!hc->model[0]) {
+      tp_seterr(err, errlen, "no model name given and GET %.*s answered HTTP %d: %s (use --model)",
+                URL_SHOWN(url), u.status, text);
+      rv = TP_ENOTFOUND;
+    } else {
+      snprintf(hc->warning, sizeof(hc->warning),
+               "GET %.*s answered HTTP %d%s%s: cannot check that model '%s' is served; going on (if the "
+               "requests fail too, check --url)",
+               URL_SHOWN(url), u.status, text[0] ? ": " : "", text, hc->model);
+    }
     goto out;
   }
   json_t *root = json_loadb((const char *)u.body.data, u.body.len, 0, NULL);
@@ -471,7 +485,7 @@ static int preflight_openai(http_client *hc, char *err, size_t errlen) {
     /* An answer we cannot read says nothing either way. */
     json_decref(root);
     if (!hc->model[0]) {
-      tp_seterr(err, errlen, "no model name given and %s lists none at %s (use --model)", auth, path);
+      tp_seterr(err, errlen, "no model name given and GET %.*s lists none (use --model)", URL_SHOWN(url));
       rv = TP_ENOTFOUND;
     }
     goto out;
@@ -493,8 +507,8 @@ static int preflight_openai(http_client *hc, char *err, size_t errlen) {
   json_decref(root);
   if (nl >= sizeof(names) - 1) snprintf(names + sizeof(names) - 5, 5, "...");
   if (!found) {
-    tp_seterr(err, errlen, "model '%s' is not served by %s (it lists %s; check --model)", hc->model, auth,
-              names);
+    tp_seterr(err, errlen, "model '%s' is not served by %s (GET %.*s lists %s; check --model)", hc->model,
+              tp_http_authority(hc->http), URL_SHOWN(url), names);
     rv = TP_ENOTFOUND;
   }
 out:
@@ -537,46 +551,50 @@ static int preflight_triton(http_client *hc, char *err, size_t errlen) {
   unary_ctx u;
   memset(&u, 0, sizeof(u));
   char text[ERROR_TEXT_CHARS + 4];
-  const char *auth = tp_http_authority(hc->http);
-  int rv = unary_get(hc, "/v2/health/ready", &u);
+  char url[TP_URL_MAX + TP_URL_QUERY_MAX + 800];
+  snprintf(url, sizeof(url), "%s/health/ready%s", hc->api_base, hc->query);
+  int rv = unary_get(hc, url, &u);
   if (rv) goto out;
   if (u.cls != TP_ERRCLASS_NONE) {
-    rv = transport_failed(hc, &u, "/v2/health/ready", err, errlen);
+    rv = transport_failed(&u, url, err, errlen);
     goto out;
   }
   if (u.status != 200) {
     error_body_text(&u, text);
     scrub(hc, text);
-    tp_seterr(err, errlen, "server %s is not ready: GET /v2/health/ready gave HTTP %d: %s", auth, u.status,
-              text);
+    tp_seterr(err, errlen, "server %s is not ready: GET %.*s gave HTTP %d: %s", tp_http_authority(hc->http),
+              URL_SHOWN(url), u.status, text);
     rv = TP_ECONNECT;
     goto out;
   }
-  /* /v2/models/M[/versions/V]: the generate path without its last part. */
-  char base[768];
-  tp_http_api_path(TP_HTTP_API_TRITON_GENERATE, hc->opts.model, hc->opts.model_version, false, base,
-                   sizeof(base));
-  char *slash = strrchr(base, '/');
+  /* /models/M[/versions/V]: the generate path without its version segment
+   * ("/v2", part of api_base) and its last part. */
+  char model[768];
+  tp_http_api_path(TP_HTTP_API_TRITON_GENERATE, hc->opts.model, hc->opts.model_version, false, model,
+                   sizeof(model));
+  char *slash = strrchr(model, '/');
   if (slash) *slash = 0;
-  char path[800];
-  snprintf(path, sizeof(path), "%s/ready", base);
-  rv = unary_get(hc, path, &u);
+  const char *below = strchr(model + 1, '/');
+  below = below ? below : "";
+  snprintf(url, sizeof(url), "%s%s/ready%s", hc->api_base, below, hc->query);
+  rv = unary_get(hc, url, &u);
   if (rv) goto out;
   if (u.cls != TP_ERRCLASS_NONE) {
-    rv = transport_failed(hc, &u, path, err, errlen);
+    rv = transport_failed(&u, url, err, errlen);
     goto out;
   }
   if (u.status != 200) {
     error_body_text(&u, text);
     scrub(hc, text);
     tp_seterr(err, errlen,
-              "model '%s' is not ready on %s: GET %s gave HTTP %d: %s (check --model and the "
-              "server's model repository)",
-              hc->opts.model, auth, path, u.status, text);
+              "model '%s' is not ready: GET %.*s gave HTTP %d: %s (check --model and the server's model "
+              "repository)",
+              hc->opts.model, URL_SHOWN(url), u.status, text);
     rv = TP_ENOTFOUND;
     goto out;
   }
-  rv = unary_get(hc, base, &u);
+  snprintf(url, sizeof(url), "%s%s%s", hc->api_base, below, hc->query);
+  rv = unary_get(hc, url, &u);
   if (rv) goto out;
   if (u.cls == TP_ERRCLASS_NONE && u.status == 200) rv = read_triton_inputs(hc, &u, err, errlen);
 out:
@@ -606,6 +624,36 @@ static void http_close(tp_client *c) {
 
 static const tp_client_ops http_ops = {"http",     http_preflight, http_send,
                                        http_close, http_cancel,    http_cancel_all};
+
+/* Where requests go (see tp_url.h for how --url and --endpoint combine);
+ * base gets the URL's origin for tp_http. */
+static int resolve_url(http_client *hc, const tp_client_opts *o, const tp_client_http_opts *ho, char *base,
+                       size_t baselen, char *err, size_t errlen) {
+  char given[TP_URL_PATH_MAX + 8];
+  if (ho->url && ho->url[0])
+    snprintf(given, sizeof(given), "%s", ho->url);
+  else
+    snprintf(given, sizeof(given), "http://%s", o->target ? o->target : "");
+  tp_url u;
+  int rv = tp_url_parse(given, &u, err, errlen);
+  if (rv) return rv;
+  char api_path[1024];
+  tp_http_api_path(ho->api, o->model, o->model_version, o->streaming, api_path, sizeof(api_path));
+  tp_url_resolved *res = malloc(sizeof(*res));
+  if (!res) return TP_ENOMEM;
+  rv = tp_url_resolve(&u, api_path, ho->endpoint, res, err, errlen);
+  if (rv == TP_EINVAL) {
+    size_t n = strlen(err);
+    if (n + 40 < errlen) snprintf(err + n, errlen - n, "; check --url and --endpoint-type");
+  } else if (!rv) {
+    snprintf(hc->path, sizeof(hc->path), "%s", res->endpoint);
+    snprintf(hc->api_base, sizeof(hc->api_base), "%s", res->api_base);
+    snprintf(hc->query, sizeof(hc->query), "%s", res->query);
+    tp_url_origin(&u, base, baselen);
+  }
+  free(res);
+  return rv;
+}
 
 void tp_client_http_opts_default(tp_client_http_opts *o) {
   memset(o, 0, sizeof(*o));
@@ -639,15 +687,8 @@ int tp_client_http_new(tp_client **out, uv_loop_t *loop, const tp_client_opts *o
     rv = TP_ENOMEM;
   if (!rv) rv = tp_openai_parse_extra(&hc->extra, ho->extra_inputs, ho->n_extra_inputs, err, errlen);
 
-  char base[512];
-  if (ho->url && ho->url[0])
-    snprintf(base, sizeof(base), "%s", ho->url);
-  else
-    snprintf(base, sizeof(base), "http://%s", o->target ? o->target : "");
-  if (ho->endpoint && ho->endpoint[0])
-    snprintf(hc->path, sizeof(hc->path), "%s", ho->endpoint);
-  else
-    tp_http_api_path(ho->api, o->model, o->model_version, o->streaming, hc->path, sizeof(hc->path));
+  char base[TP_URL_HOST_MAX + 32];
+  if (!rv) rv = resolve_url(hc, o, ho, base, sizeof(base), err, errlen);
 
   hc->ropts.api = ho->api;
   hc->ropts.streaming = o->streaming;
@@ -684,6 +725,14 @@ int tp_client_http_new(tp_client **out, uv_loop_t *loop, const tp_client_opts *o
 
 const char *tp_client_http_model(const tp_client *c) {
   return ((const http_client *)c)->model;
+}
+
+const char *tp_client_http_warning(const tp_client *c) {
+  return ((const http_client *)c)->warning;
+}
+
+const char *tp_client_http_endpoint(const tp_client *c) {
+  return ((const http_client *)c)->path;
 }
 
 uint32_t tp_client_http_connections_opened(const tp_client *c) {

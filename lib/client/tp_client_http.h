@@ -22,11 +22,12 @@
 
 typedef struct tp_client_http_opts {
   tp_http_api api;
-  /* Base URL "http://host:port[/prefix]" or "https://..."; NULL = "http://"
-   * + tp_client_opts.target. */
+  /* The server's URL as the user wrote it ("host:port", "https://h/v1",
+   * "http://h:8000/v1/chat/completions"; see tp_url.h for how it joins the
+   * API's path); NULL = "http://" + tp_client_opts.target. */
   const char *url;
-  /* Request path (or a full http(s) URL) instead of the API's own
-   * ("/v1/completions", ".../generate_stream"); NULL = the API's. */
+  /* --endpoint: a full http(s) URL, a path on the URL's host ("/x/y"), or
+   * a path below the API base ("chat/completions"); NULL = the API's. */
   const char *endpoint;
   /* Sent as "Authorization: Bearer KEY" only; never printed or logged.
    * NULL = none. */
@@ -74,15 +75,23 @@ static inline const tp_client_http_event *tp_client_http_event_of(const tp_clien
  * request in flight.  Returns 0, or TP_EINVAL with a message (bad URL,
  * header, extra input, API key, unreadable CA/cert/key file), or TP_ENOMEM.
  *
- * Preflight: OpenAI GET /v1/models (404 is accepted: some servers lack it;
- * a model not in a list it returns is TP_ENOTFOUND); Triton GET
- * /v2/health/ready, /v2/models/M/ready, then the metadata to choose input
- * names.  TP_ECONNECT: cannot connect, TLS failure, 401/403 or 5xx. */
+ * Preflight: OpenAI GET /v1/models (below the API base of the URL: see
+ * tp_url.h).  401/403 is TP_ECONNECT (the API key); any other status that
+ * is not 2xx leaves a warning (tp_client_http_warning) when a model name
+ * was given, and is TP_ENOTFOUND when not; a model not in a list it
+ * returns is TP_ENOTFOUND.  Triton: GET /v2/health/ready,
+ * /v2/models/M/ready, then the metadata to choose input names.
+ * TP_ECONNECT: cannot connect, TLS failure, not ready. */
 int tp_client_http_new(tp_client **out, uv_loop_t *loop, const tp_client_opts *o,
                        const tp_client_http_opts *ho, const tp_client_cbs *cbs, char *err, size_t errlen);
 
 /* The model name requests carry (after preflight: the discovered one). */
 const char *tp_client_http_model(const tp_client *c);
+/* What preflight found worth a warning (a model list that answered 501,
+ * say), "" when nothing.  The run prints it; the client prints nothing. */
+const char *tp_client_http_warning(const tp_client *c);
+/* The full URL requests go to, for messages and the report. */
+const char *tp_client_http_endpoint(const tp_client *c);
 /* Connections opened so far. */
 uint32_t tp_client_http_connections_opened(const tp_client *c);
 

@@ -86,7 +86,10 @@ static int triton_preflight(tp_client *c, char *err, size_t errlen) {
   int rv = unary(tc, "ServerLive", empty, sizeof(empty), &u);
   if (rv) goto out;
   if (u.cls == TP_ERRCLASS_CONNECT || u.cls == TP_ERRCLASS_TIMEOUT) {
-    tp_seterr(err, errlen, "%s (is the server up? check -u/--url; Triton's gRPC port is 8001)", u.message);
+    /* The transport's message says already when the port speaks HTTP/1. */
+    bool http1 = strstr(u.message, "answers HTTP/1.x") != NULL;
+    tp_seterr(err, errlen, "%s%s", u.message,
+              http1 ? "" : " (is the server up? check -u/--url; Triton's gRPC port is 8001)");
     rv = TP_ECONNECT;
     goto out;
   }

@@ -1213,6 +1213,10 @@ static void process_input(hconn *c) {
   while (!c->closing && !c->cur && !c->close_after && !c->reset_after && c->in.len) {
     tp_mock_http_req h;
     int n = tp_mock_http_parse_request((const char *)c->in.data, c->in.len, c->last_len, &h);
+    /* A TLS ClientHello (a record of type 22) has no line end to wait
+     * for: refuse it at once, as plain HTTP servers do, so that an https://
+     * client learns the port speaks no TLS instead of timing out. */
+    if (n == TP_EAGAIN && c->in.data[0] == 0x16) n = TP_EPROTO;
     if (n == TP_EAGAIN) {
       c->last_len = c->in.len;
       return;

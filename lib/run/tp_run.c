@@ -28,6 +28,7 @@
 #include "api/tp_triton.h"
 #include "client/tp_client.h"
 #include "client/tp_client_http.h"
+#include "client/tp_url.h"
 #include "dataset/tp_dataset.h"
 #include "dataset/tp_synth.h"
 #include "metrics/tp_stability.h"
@@ -1835,6 +1836,31 @@ static void warm_work(uv_work_t *w) { (void)w; }
 
 /* Everything before the first level: loop handles, tokenizer, the mock,
  * the client and its preflight, scraping, artifacts. */
+/* -u/--url: r->target gets "host:port" (the mock's, or the URL's). */
+static int parse_target(tp_run *r, const char *url, tp_url *u, char *err, size_t errlen) {
+  char why[512];
+  if (tp_url_parse(url, u, why, sizeof(why))) {
+    tp_seterr(err, errlen, "-u/--url: %s", why);
+    return TP_EINVAL;
+  }
+  if (r->cfg.service_kind == TP_SERVICE_TRITON) {
+    /* gRPC has no path; a URL with one was meant for an HTTP API. */
+    if (u->path[0] || u->query[0]) {
+      tp_seterr(err, errlen,
+                "-u/--url '%s': a gRPC address has no path (give HOST:PORT; for an HTTP API add -i http "
+                "or --service-kind openai)",
+                url);
+      return TP_EINVAL;
+    }
+    if (!u->port) {
+      tp_seterr(err, errlen, "-u/--url '%s': gRPC needs HOST:PORT (Triton's gRPC port is 8001)", url);
+      return TP_EINVAL;
+    }
+  }
+  tp_url_authority(u, r->target, sizeof(r->target));
+  return 0;
+}
+
 static int exec_setup(tp_run *r, char *err, size_t errlen) {
   int rv;
   r->interrupt_async.data = r;
@@ -1893,6 +1919,8 @@ static int exec_setup(tp_run *r, char *err, size_t errlen) {
   }
 
   const char *url = r->cfg.url;
+  tp_url pu;
+  memset(&pu, 0, sizeof(pu));
   if (r->cfg.mock) {
     tp_mock_config mc;
     if (r->cfg.mock_config)
@@ -1911,11 +1939,8 @@ static int exec_setup(tp_run *r, char *err, size_t errlen) {
              r->cfg.service_kind == TP_SERVICE_TRITON ? tp_mock_port(r->mock) : tp_mock_http_port(r->mock));
     progress(r, "built-in mock server on %s", r->target);
   } else {
-    /* Accept grpc://host:port and http://host:port as well. */
-    const char *sep = strstr(url, "://");
-    snprintf(r->target, sizeof(r->target), "%s", sep ? sep + 3 : url);
-    size_t tl = strlen(r->target);
-    if (tl && r->target[tl - 1] == '/') r->target[tl - 1] = 0;
+    rv = parse_target(r, url, &pu, err, errlen);
+    if (rv) return rv;
   }
 
   uint32_t max_conc = 1;
@@ -1934,13 +1959,9 @@ static int exec_setup(tp_run *r, char *err, size_t errlen) {
   co.max_response_bytes = MAX_RESPONSE_BYTES;
   co.headers = r->cfg.headers;
   co.n_headers = r->cfg.n_headers;
-  co.tls = !r->cfg.mock && (strncmp(url, "grpcs://", 8) == 0 || strncmp(url, "https://", 8) == 0);
-  /* The host part of the target, for certificate checks and SNI. */
-  char host[sizeof(r->target)];
-  snprintf(host, sizeof(host), "%s", r->target);
-  char *colon = host[0] == '[' ? strchr(host, ']') : strrchr(host, ':');
-  if (colon) *colon = 0;
-  co.host = host[0] == '[' ? host + 1 : host;
+  co.tls = !r->cfg.mock && tp_url_tls(&pu);
+  /* The host, for certificate checks and SNI. */
+  co.host = r->cfg.mock ? "127.0.0.1" : pu.host;
   co.ca_file = r->cfg.ca_file;
   co.cert_file = r->cfg.cert_file;
   co.key_file = r->cfg.key_file;
@@ -1954,11 +1975,9 @@ static int exec_setup(tp_run *r, char *err, size_t errlen) {
     ho.api = r->cfg.service_kind == TP_SERVICE_OPENAI_CHAT          ? TP_HTTP_API_OPENAI_CHAT
              : r->cfg.service_kind == TP_SERVICE_OPENAI_COMPLETIONS ? TP_HTTP_API_OPENAI_COMPLETIONS
                                                                     : TP_HTTP_API_TRITON_GENERATE;
-    /* HTTP keeps the scheme (https) and any path prefix of --url. */
-    if (r->cfg.mock || !strstr(url, "://"))
-      snprintf(r->http_url, sizeof(r->http_url), "http://%s", r->target);
-    else
-      snprintf(r->http_url, sizeof(r->http_url), "%s", url);
+    /* HTTP keeps the scheme (https) and the path of --url: the client
+     * joins it with the API's path (tp_url.h). */
+    snprintf(r->http_url, sizeof(r->http_url), "%s", r->cfg.mock ? r->target : url);
     ho.url = r->http_url;
     ho.endpoint = r->cfg.endpoint;
     ho.api_key = r->cfg.api_key;
@@ -1980,6 +1999,12 @@ static int exec_setup(tp_run *r, char *err, size_t errlen) {
   if (!r->cfg.skip_preflight) {
     rv = r->client->ops->preflight(r->client, err, errlen);
     if (rv) return rv;
+    if (r->http && *tp_client_http_warning(r->client)) warn(r, "%s", tp_client_http_warning(r->client));
+  }
+  if (r->http && !r->cfg.mock) {
+    /* Without the query, which may hold a key (?key=...). */
+    const char *ep = tp_client_http_endpoint(r->client);
+    progress(r, "requests go to %.*s", (int)strcspn(ep, "?"), ep);
   }
 
   if (r->cfg.metrics_url) {

@@ -132,6 +132,9 @@ struct tp_h2c_pool {
 
 static void conn_flush(conn *c);
 static void conn_fail(conn *c, const char *why);
+/* Short: it goes into a call's 160-byte message after the address. */
+#define HTTP1_ANSWER \
+  "answers HTTP/1.x, not HTTP/2: an HTTP port, not gRPC (try --service-kind openai or -i http)"
 static void pool_dispatch(tp_h2c_pool *p);
 
 /* ---- call lists --------------------------------------------------------- */
@@ -642,6 +645,12 @@ static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
 /* Feeds plaintext to the HTTP/2 session; returns false when the connection
  * was failed. */
 static bool feed_h2(conn *c, const uint8_t *data, size_t len) {
+  /* An HTTP/1 server answers the client preface with a status line, which
+   * HTTP/2 would read as a frame of 4.7 MB: say what the port speaks. */
+  if (c->state == C_CONNECTING && len >= 7 && memcmp(data, "HTTP/1.", 7) == 0) {
+    conn_fail(c, HTTP1_ANSWER);
+    return false;
+  }
   c->busy++;
   ssize_t rv = nghttp2_session_mem_recv(c->session, data, len);
   c->busy--;

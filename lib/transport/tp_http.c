@@ -191,10 +191,38 @@ static const char *curl_reason(const tp_http_req *r, CURLcode code) {
   return r->errbuf[0] ? r->errbuf : curl_easy_strerror(code);
 }
 
+/* Connected, but the TLS handshake never completed: the port may speak
+ * plain HTTP (or something else).  A plaintext server answers a
+ * ClientHello with an error page ("wrong version number") or waits for
+ * the end of a request line that never comes (a timeout). */
+static bool tls_not_spoken(const tp_http *h, const tp_http_req *r, CURLcode code) {
+  curl_off_t connect_us = 0, tls_us = 0;
+  if (!h->tls) return false;
+  curl_easy_getinfo(r->easy, CURLINFO_CONNECT_TIME_T, &connect_us);
+  curl_easy_getinfo(r->easy, CURLINFO_APPCONNECT_TIME_T, &tls_us);
+  if (code == CURLE_SSL_CONNECT_ERROR) return true;
+  return connect_us > 0 && tls_us == 0 &&
+         (code == CURLE_OPERATION_TIMEDOUT || code == CURLE_RECV_ERROR || code == CURLE_GOT_NOTHING);
+}
+
 static tp_error_class classify(const tp_http *h, const tp_http_req *r, CURLcode code, char *msg,
                                size_t msglen) {
   const char *why = curl_reason(r, code);
-  const char *auth = h->authority;
+  /* Messages name the whole URL the request used (scheme, host, port,
+   * path): the one thing a user can compare with what they meant. */
+  const char *eff = NULL;
+  curl_easy_getinfo(r->easy, CURLINFO_EFFECTIVE_URL, &eff);
+  /* Without the query, which may hold a key (?key=...). */
+  char auth[512];
+  snprintf(auth, sizeof(auth), "%.*s", eff ? (int)TP_MIN(strcspn(eff, "?"), 400) : 0, eff ? eff : "");
+  if (!auth[0]) snprintf(auth, sizeof(auth), "%s", h->authority);
+  if (tls_not_spoken(h, r, code)) {
+    snprintf(msg, msglen,
+             "TLS handshake with %s failed: %s (the port may not speak TLS: if it serves plain HTTP, use "
+             "http:// in --url)",
+             auth, why);
+    return TP_HTTP_ERRCLASS_TLS;
+  }
   switch (code) {
     case CURLE_COULDNT_RESOLVE_HOST:
     case CURLE_COULDNT_RESOLVE_PROXY:
@@ -213,10 +241,6 @@ static tp_error_class classify(const tp_http *h, const tp_http_req *r, CURLcode 
       return TP_HTTP_ERRCLASS_TLS;
     case CURLE_SSL_CERTPROBLEM:
       snprintf(msg, msglen, "client certificate problem with %s: %s (check --cert and --key)", auth, why);
-      return TP_HTTP_ERRCLASS_TLS;
-    case CURLE_SSL_CONNECT_ERROR:
-      snprintf(msg, msglen, "TLS handshake with %s failed: %s (does the server speak https? see --url)", auth,
-               why);
       return TP_HTTP_ERRCLASS_TLS;
     case CURLE_SSL_ENGINE_NOTFOUND:
     case CURLE_SSL_ENGINE_SETFAILED:
@@ -243,6 +267,20 @@ static tp_error_class classify(const tp_http *h, const tp_http_req *r, CURLcode 
       return TP_ERRCLASS_STREAM_RESET;
     case CURLE_ABORTED_BY_CALLBACK:
     case CURLE_WRITE_ERROR: snprintf(msg, msglen, "cancelled"); return TP_ERRCLASS_CANCELLED;
+    case CURLE_UNSUPPORTED_PROTOCOL:
+    case CURLE_WEIRD_SERVER_REPLY:
+      /* An HTTP/2-only server (a gRPC port) answers an HTTP/1.1 request
+       * with binary frames (SETTINGS, GOAWAY), which libcurl reads as
+       * HTTP/0.9 or as a reply it cannot parse. */
+      if (strstr(why, "HTTP/0.9") || code == CURLE_WEIRD_SERVER_REPLY) {
+        snprintf(msg, msglen,
+                 "%s did not answer in HTTP/1.x (%s): the port seems to speak gRPC/HTTP2; for Triton's gRPC "
+                 "port use --service-kind triton, else give the server's HTTP port in --url",
+                 auth, why);
+        return TP_ERRCLASS_PROTOCOL;
+      }
+      snprintf(msg, msglen, "bad HTTP exchange with %s: %s", auth, why);
+      return TP_ERRCLASS_PROTOCOL;
     default: snprintf(msg, msglen, "bad HTTP exchange with %s: %s", auth, why); return TP_ERRCLASS_PROTOCOL;
   }
 }

@@ -77,7 +77,10 @@ typedef struct tp_http_result {
    * given to tp_http_fail. */
   tp_error_class err_class;
   int status;          /* HTTP status; 0 = none arrived */
-  const char *message; /* why it failed ("" when it did not); borrowed */
+  /* Why it failed ("" when it did not), naming the request's whole URL;
+   * it says when the port seems to speak no TLS (https://) or gRPC/HTTP2
+   * only (an HTTP/1.1 request answered with binary frames).  Borrowed. */
+  const char *message;
   uint64_t sent_ns;    /* when the request's last byte went out; 0 = unknown */
   /* When the transfer ended: the time taken when the socket event that
    * completed it was seen (the end of the body), or when it failed. */

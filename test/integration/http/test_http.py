@@ -344,7 +344,8 @@ def run_all(plain, tls, nomodels, cert, key):
     by = {r["prompt"]: r for r in res["request"]}
     r = by.get("err500", {})
     check(r.get("class") == cls("http_status") and r.get("status") == 500 and
-          r.get("message", "").startswith("HTTP 500 from 127.0.0.1:%d: injected failure" % plain.port),
+          r.get("message", "").startswith("HTTP 500 from http://127.0.0.1:%d/v1/chat/completions: injected failure"
+                                          % plain.port),
           "HTTP 500 with a JSON body: failed request with the body's message", r.get("message"))
     r = by.get("err400flat", {})
     check(r.get("class") == cls("http_status") and r.get("status") == 400 and
@@ -422,7 +423,7 @@ def run_all(plain, tls, nomodels, cert, key):
           "server without /v1/models (404): preflight passes, requests run", res.get("preflight"))
     res = drive("--api", "openai-chat", "--model", "m1", "--preflight", "--url", "http://127.0.0.1:1")
     p = res.get("preflight", {})
-    check(p.get("code") == "ECONNECT" and p.get("err", "").startswith("cannot connect to 127.0.0.1:1:") and
+    check(p.get("code") == "ECONNECT" and p.get("err", "").startswith("cannot connect to http://127.0.0.1:1/v1/models:") and
           "is the server up?" in p.get("err", ""), "nothing listening: preflight says cannot connect", p)
     res = drive("--api", "openai-chat", "--model", "m1", "--prompt", "x", "--url", "http://127.0.0.1:1")
     check(res["request"] and res["request"][0]["class"] == "connect", "nothing listening: request class connect",
@@ -490,12 +491,13 @@ def run_all(plain, tls, nomodels, cert, key):
              "--url", tls.url()]
     res = drive(*tbase, "--preflight")
     p = res.get("preflight", {})
-    want = "certificate verification failed for 127.0.0.1:%d: " % tls.port
+    want = "certificate verification failed for https://127.0.0.1:%d/v1/models: " % tls.port
     check(p.get("code") == "ECONNECT" and p.get("err", "").startswith(want) and
           p.get("err", "").endswith("(use --ca-file FILE, or --insecure)") and len(p.get("err", "")) > len(want) + 40,
           "HTTPS without the CA: clear verification error with curl's reason", p.get("err"))
     res = drive(*tbase)
     r = res["request"][0]
+    want = "certificate verification failed for https://127.0.0.1:%d/v1/chat/completions: " % tls.port
     check(r["class"] == cls("tls") and r["message"].startswith(want),
           "HTTPS without the CA: the request fails with the TLS class", r)
     k0 = len(tls.stats()["requests"])

@@ -20,6 +20,7 @@ typedef enum opt_id {
   O_SPEEDUP, O_PREFIX_BLOCK, O_GOODPUT, O_ASSERT, O_MAX_ERROR_RATE, O_NO_SERVER_STATS, O_CACHE_BUST, O_PREFIX_TOKENS, O_NUM_PREFIXES, O_MAX_RESP_BYTES, O_MAX_OUT_TOKENS, O_GRACE, O_ARTIFACT_DIR, O_PROFILE_EXPORT, O_NO_ARTIFACTS,
   O_NO_HTML, O_FORMAT, O_METRICS_URL, O_METRICS_INTERVAL, O_ENDPOINT_TYPE, O_ENDPOINT, O_API_KEY_FILE, O_HEADER, O_EXTRA_INPUTS, O_CA_FILE,
   O_CERT, O_KEY, O_INSECURE, O_HTTP1, O_NO_USAGE, O_MPI_TIMEOUT,
+  O_TOK_REVISION, O_TOK_TRUST,
   /* mock settings (prefixed --mock- under profile) */
   O_M_HOST, O_M_PORT, O_M_TTFT, O_M_PREFILL_TOK, O_M_PREFILL_Q, O_M_ITL, O_M_ITL_SEQ,
   O_M_BATCH, O_M_OUT, O_M_EOS, O_M_SEED, O_M_LOG, O_M_HTTP_PORT, O_M_DIALECT, O_M_FAULT, O_M_FAULT_RATE,
@@ -90,9 +91,14 @@ static const optdef profile_opts[] = {
    NULL},
   {O_INPUT_FILE, "--input-file|--input-data", "FILE.jsonl",
    "prompts, one JSON object per line: text_input|input|prompt|text, optional output, max_tokens", NULL},
-  {O_TOKENIZER, "--tokenizer|--tokenizer-path", "PATH",
-   "a tokenizer.json, a sentencepiece tokenizer.model, or a model directory holding one; without it "
-   "token metrics are n/a", NULL},
+  {O_TOKENIZER, "--tokenizer|--tokenizer-path", "PATH|ORG/NAME",
+   "a tokenizer.json, a sentencepiece tokenizer.model, a model directory holding one, or a model name "
+   "found offline in the Hugging Face cache ($HF_HUB_CACHE, $HF_HOME/hub, ~/.cache/huggingface/hub); "
+   "without it token metrics are n/a", NULL},
+  {O_TOK_REVISION, "--tokenizer-revision", "REV", "branch, tag or commit hash of a --tokenizer model name",
+   "main"},
+  {O_TOK_TRUST, "--tokenizer-trust-remote-code", NULL, "accepted for GenAI-Perf; no effect (no Python runs)",
+   NULL},
   {O_TOK_SPECIAL, "--tokenizer-add-special-tokens", NULL,
    "count input tokens with the special tokens the tokenizer adds (BOS...), as most servers count prompts; "
    "output tokens never include them", "off"},
@@ -544,6 +550,13 @@ static int apply(tp_cli *cli, const optdef *o, const char *name, const char *v) 
     case O_INPUT_FILE: c->input_file = v; break;
     case O_TOKENIZER: c->tokenizer = v; break;
     case O_TOK_SPECIAL: c->tokenizer_add_special_tokens = true; break;
+    case O_TOK_REVISION: cli->tokenizer_revision = v; break;
+    case O_TOK_TRUST:
+      if (!cli->trust_remote_code_said)
+        fprintf(stderr, "tokperf: %s has no effect: tokperf reads tokenizer files itself and runs no model code\n",
+                name);
+      cli->trust_remote_code_said = 1;
+      break;
     case O_SEED: return get_u64(name, v, &c->random_seed);
     case O_OUT_TOKENS:
       free(cli->out_means);

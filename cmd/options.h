@@ -39,6 +39,8 @@ typedef struct tp_cli {
   int help;
   int quiet;
   int format_json;
+  const char *tokenizer_revision; /* --tokenizer-revision, for a model name */
+  int trust_remote_code_said;     /* --tokenizer-trust-remote-code warned about */
 } tp_cli;
 
 void tp_cli_init(tp_cli *cli);

@@ -68,6 +68,12 @@ static int cmd_profile(int argc, char **argv) {
   /* A model name becomes its snapshot directory here, where the revision
    * is known; the run then loads a plain directory. */
   char *tok_path = NULL;
+  if (cli.tokenizer_revision && !cli.cfg.tokenizer) {
+    fprintf(stderr, "tokperf: --tokenizer-revision '%s' needs --tokenizer ORG/NAME (the model it is a revision of)\n",
+            cli.tokenizer_revision);
+    tp_cli_fini(&cli);
+    return TP_EXIT_USAGE;
+  }
   if (cli.cfg.tokenizer) {
     rv = tp_tokenizer_find(cli.cfg.tokenizer, cli.tokenizer_revision, &tok_path, err, sizeof(err));
     if (rv) {

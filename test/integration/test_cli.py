@@ -288,6 +288,9 @@ if WORDS:
     check(p.returncode == 3 and os.path.join(tmp, "hfhome", "hub", "models--test-org--absent", "refs", "main")
           in p.stderr and "test-org/absent (no such file or directory)" in p.stderr,
           "an absent model: exit 3, every place looked at named (HF_HOME/hub)", p.stderr)
+    rc, out, err = run(["profile", "--mock", "--tokenizer-revision", "v2"])
+    check(rc == 2 and "--tokenizer-revision 'v2' needs --tokenizer" in err,
+          "--tokenizer-revision without --tokenizer: exit 2, named", err)
     p = subprocess.run([TOKPERF, "tokenize", "--tokenizer", "test-org/words"], input="the water\n",
                        capture_output=True, text=True, timeout=30 * SCALE, env=env)
     check(p.returncode == 0 and p.stdout.split() == ["2"], "tokenize --tokenizer ORG/NAME", p.stdout + p.stderr)

@@ -69,7 +69,8 @@ static int cmd_profile(int argc, char **argv) {
    * is known; the run then loads a plain directory. */
   char *tok_path = NULL;
   if (cli.tokenizer_revision && !cli.cfg.tokenizer) {
-    fprintf(stderr, "tokperf: --tokenizer-revision '%s' needs --tokenizer ORG/NAME (the model it is a revision of)\n",
+    fprintf(stderr,
+            "tokperf: --tokenizer-revision '%s' needs --tokenizer ORG/NAME (the model it is a revision of)\n",
             cli.tokenizer_revision);
     tp_cli_fini(&cli);
     return TP_EXIT_USAGE;

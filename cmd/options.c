@@ -553,8 +553,8 @@ static int apply(tp_cli *cli, const optdef *o, const char *name, const char *v) 
     case O_TOK_REVISION: cli->tokenizer_revision = v; break;
     case O_TOK_TRUST:
       if (!cli->trust_remote_code_said)
-        fprintf(stderr, "tokperf: %s has no effect: tokperf reads tokenizer files itself and runs no model code\n",
-                name);
+        fprintf(stderr,
+                "tokperf: %s has no effect: tokperf reads tokenizer files itself and runs no model code\n", name);
       cli->trust_remote_code_said = 1;
       break;
     case O_SEED: return get_u64(name, v, &c->random_seed);

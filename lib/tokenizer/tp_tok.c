@@ -161,7 +161,8 @@ int tp_tok_load_ex(tp_tok **out, const char *path, unsigned flags, char *err, si
   }
   if (stat(path, &st) != 0) {
     int e = errno;
-    if ((e == ENOENT || e == ENOTDIR) && tp_tok_is_repo_id(path)) return load_by_name(out, path, flags, err, errlen);
+    if ((e == ENOENT || e == ENOTDIR) && tp_tok_is_repo_id(path))
+      return load_by_name(out, path, flags, err, errlen);
     if (e == ENOENT || e == ENOTDIR) {
       tp_seterr(err, errlen,
                 "cannot load tokenizer '%s': no such file or directory (pass a tokenizer.json "

@@ -22,7 +22,9 @@ const char *tp_tok_env_process(void *ud, const char *name) {
   return getenv(name);
 }
 
-static bool repo_char(int c) { return isalnum(c) || c == '-' || c == '_' || c == '.'; }
+static bool repo_char(int c) {
+  return isalnum(c) || c == '-' || c == '_' || c == '.';
+}
 
 static bool repo_part_ok(const char *s, size_t n) {
   if (n == 0 || s[0] == '-' || s[0] == '.' || s[n - 1] == '-' || s[n - 1] == '.') return false;
@@ -38,7 +40,8 @@ bool tp_tok_is_repo_id(const char *name) {
   size_t n = strlen(name);
   const char *slash = strchr(name, '/');
   if (n > REPO_ID_MAX || slash == NULL || strchr(slash + 1, '/') != NULL) return false;
-  return repo_part_ok(name, (size_t)(slash - name)) && repo_part_ok(slash + 1, n - (size_t)(slash - name) - 1);
+  return repo_part_ok(name, (size_t)(slash - name)) &&
+         repo_part_ok(slash + 1, n - (size_t)(slash - name) - 1);
 }
 
 static const char *env_get(tp_tok_env_fn env, void *ud, const char *name) {
@@ -166,8 +169,8 @@ static int not_found(const char *name, const char *rev, bool rev_given, const ch
   return TP_ENOTFOUND;
 }
 
-static int lookup(const char *name, const char *rev, bool rev_given, tp_tok_env_fn env, void *ud, tp_buf *cache,
-                  tp_buf *places, tp_buf *snap, bool *found, char *err, size_t errlen) {
+static int lookup(const char *name, const char *rev, bool rev_given, tp_tok_env_fn env, void *ud,
+                  tp_buf *cache, tp_buf *places, tp_buf *snap, bool *found, char *err, size_t errlen) {
   const char *from = "nowhere: neither HF_HUB_CACHE, HF_HOME, XDG_CACHE_HOME nor HOME is set";
   int rv = place(places, name, "no such file or directory");
   if (rv == 0) rv = tp_tok_hub_cache_dir(env, ud, cache, &from);

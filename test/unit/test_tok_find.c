@@ -78,8 +78,8 @@ static void test_repo_ids(void) {
       {"hf-internal-testing/llama-tokenizer", true},
       {"Qwen/Qwen2.5-0.5B", true},
       {"org_x/name.v2", true},
-      {"gpt2", false},               /* bare names are not looked up */
-      {"a/b/c", false},              /* a path, not a repo id */
+      {"gpt2", false},  /* bare names are not looked up */
+      {"a/b/c", false}, /* a path, not a repo id */
       {"/abs/path", false},
       {"org/", false},
       {"/name", false},
@@ -132,7 +132,8 @@ static void test_cache_dir(void) {
   env_tab none = {{NULL}};
   tp_buf b;
   tp_buf_init(&b);
-  CHECK_INT(tp_tok_hub_cache_dir(tab_env, &none, &b, NULL), TP_ENOTFOUND, "no HOME and no variable: no cache");
+  CHECK_INT(tp_tok_hub_cache_dir(tab_env, &none, &b, NULL), TP_ENOTFOUND,
+            "no HOME and no variable: no cache");
   tp_buf_fini(&b);
 }
 
@@ -183,10 +184,10 @@ static void test_find(void) {
   for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
     char err[2048] = "", want[1024], what[160];
     char *path = NULL;
-    int rv = tp_tok_find(cases[i].name, cases[i].rev, tab_env, cases[i].env ? (void *)&home_only : (void *)&both,
-                         &path, err, sizeof(err));
-    snprintf(what, sizeof(what), "find %s at %s with %s", cases[i].name, cases[i].rev ? cases[i].rev : "(none)",
-             cases[i].env ? "HF_HOME" : "HF_HUB_CACHE and HF_HOME");
+    int rv = tp_tok_find(cases[i].name, cases[i].rev, tab_env,
+                         cases[i].env ? (void *)&home_only : (void *)&both, &path, err, sizeof(err));
+    snprintf(what, sizeof(what), "find %s at %s with %s", cases[i].name,
+             cases[i].rev ? cases[i].rev : "(none)", cases[i].env ? "HF_HOME" : "HF_HUB_CACHE and HF_HOME");
     CHECK_INT(rv, cases[i].rv, what);
     if (rv != 0 && rv != cases[i].rv) printf("#   %s\n", err);
     if (cases[i].want != NULL) {
@@ -212,8 +213,10 @@ static void test_messages(void) {
        NULL,
        {"org/unknown (no such file or directory)", "@/models--org--unknown/refs/main (missing)",
         "hf download org/unknown tokenizer.json tokenizer_config.json (", "from HF_HUB_CACHE"}},
-      {"org/norefs", "v2", {"@/models--org--norefs/refs/v2 (missing)", "tokenizer_config.json --revision v2",
-                            "huggingface-cli download", NULL}},
+      {"org/norefs",
+       "v2",
+       {"@/models--org--norefs/refs/v2 (missing)", "tokenizer_config.json --revision v2",
+        "huggingface-cli download", NULL}},
       {"org/gone", NULL, {"@/models--org--gone/snapshots/" H2 " (missing)", NULL}},
       {"org/weights",
        NULL,

@@ -65,10 +65,30 @@ static int cmd_profile(int argc, char **argv) {
     return TP_EXIT_OK;
   }
   char err[1024] = "";
+  /* A model name becomes its snapshot directory here, where the revision
+   * is known; the run then loads a plain directory. */
+  char *tok_path = NULL;
+  if (cli.tokenizer_revision && !cli.cfg.tokenizer) {
+    fprintf(stderr,
+            "tokperf: --tokenizer-revision '%s' needs --tokenizer ORG/NAME (the model it is a revision of)\n",
+            cli.tokenizer_revision);
+    tp_cli_fini(&cli);
+    return TP_EXIT_USAGE;
+  }
+  if (cli.cfg.tokenizer) {
+    rv = tp_tokenizer_find(cli.cfg.tokenizer, cli.tokenizer_revision, &tok_path, err, sizeof(err));
+    if (rv) {
+      fprintf(stderr, "tokperf: %s\n", err);
+      tp_cli_fini(&cli);
+      return exit_code_for(rv);
+    }
+    cli.cfg.tokenizer = tok_path;
+  }
   tp_run *run = NULL;
   rv = tp_run_new(&run, &cli.cfg, err, sizeof(err));
   if (rv) {
     fprintf(stderr, "tokperf: %s\n", err[0] ? err : tp_strerror(rv));
+    free(tok_path);
     tp_cli_fini(&cli);
     /* Options and input files are checked here: all usage/input errors. */
     return rv == TP_ENOMEM ? TP_EXIT_START : TP_EXIT_USAGE;
@@ -111,6 +131,7 @@ static int cmd_profile(int argc, char **argv) {
     code = TP_EXIT_THRESHOLD;
   g_run = NULL;
   tp_run_free(run);
+  free(tok_path);
   tp_cli_fini(&cli);
   return code;
 }

@@ -218,9 +218,10 @@ static const tp_setting config_rows[] = {
     C("prompts.input_file", "--input-file|--input-data", TP_SET_STR, input_file, "FILE.jsonl", 1, 0, G_PROMPTS,
       "prompts, one JSON object per line: text_input|input|prompt|text, optional output, max_tokens",
       "prompts.jsonl", TP_SETF_FILE),
-    C("prompts.tokenizer", "--tokenizer|--tokenizer-path", TP_SET_STR, tokenizer, "PATH", 1, 0, G_PROMPTS,
-      "a tokenizer.json, a sentencepiece tokenizer.model, or a model directory holding one; without it "
-      "token metrics are n/a",
+    C("prompts.tokenizer", "--tokenizer|--tokenizer-path", TP_SET_STR, tokenizer, "PATH|ORG/NAME", 1, 0, G_PROMPTS,
+      "a tokenizer.json, a sentencepiece tokenizer.model, a model directory holding one, or a model name "
+      "found offline in the Hugging Face cache ($HF_HUB_CACHE, $HF_HOME/hub, ~/.cache/huggingface/hub); "
+      "without it token metrics are n/a",
       "/models/llama2/tokenizer.model", TP_SETF_FILE),
     C("prompts.tokenizer_add_special_tokens", "--tokenizer-add-special-tokens", TP_SET_FLAG,
       tokenizer_add_special_tokens, NULL, 1, 0, G_PROMPTS,
@@ -319,6 +320,11 @@ static const tp_setting cli_rows[] = {
     L("prompts.synthetic_input_tokens_mean", "--synthetic-input-tokens-mean", TP_SET_U32_LIST, in_means, "LIST",
       NULL, 1, 10000000, NULL, G_PROMPTS,
       "synthetic prompts of exactly this many tokens (needs --tokenizer); a list sweeps it", "128,512,2048", 0),
+    L("prompts.tokenizer_revision", "--tokenizer-revision", TP_SET_STR, tokenizer_revision, "REV", NULL, 1, 0,
+      NULL, G_PROMPTS, "branch, tag or commit hash of a --tokenizer model name (default: main)", "v1.0", 0),
+    L("prompts.tokenizer_trust_remote_code", "--tokenizer-trust-remote-code", TP_SET_FLAG, trust_remote_code, NULL,
+      NULL, 1, 0, NULL, G_PROMPTS, "tokperf reads tokenizer files itself and runs no model code", NULL,
+      TP_SETF_NOOP | TP_SETF_NOECHO),
     L("goals.asserts", "--assert", TP_SET_STR_LIST, asserts, "EXPR", NULL, 1, 0, NULL, G_GOALS,
       "CI gate, repeatable: 'ttft.p99 <= 250ms', 'output_token_throughput >= 1000', 'error_rate <= 1%' "
       "(any metric of docs/metrics.md)",

@@ -37,6 +37,8 @@ typedef struct tp_cli {
   int measure_mode;  /* 0 time_windows, 1 count_windows (when given) */
   double max_error_rate;
   int format_json;
+  const char *tokenizer_revision; /* --tokenizer-revision, for a model name */
+  bool trust_remote_code;         /* accepted for GenAI-Perf, no effect */
   bool quiet;
   bool help;
 } tp_cli;

@@ -14,13 +14,15 @@
 
 static void help(FILE *out) {
   fprintf(out,
-          "Usage: tokperf tokenize --tokenizer PATH [--tokenizer-add-special-tokens] [--ids] [--jsonl]\n"
-          "                        [FILE|-]\n\n"
+          "Usage: tokperf tokenize --tokenizer PATH|ORG/NAME [--tokenizer-revision REV]\n"
+          "                        [--tokenizer-add-special-tokens] [--ids] [--jsonl] [FILE|-]\n\n"
           "Prints, for each line of FILE (or standard input), its number of tokens, or with --ids\n"
           "its token ids as a JSON array: by default the text's own tokens, with no special\n"
           "tokens added, the way tokperf profile counts.\n\n"
           "Options:\n"
-          "  --tokenizer,--tokenizer-path PATH  tokenizer.json, tokenizer.model, or a model directory\n"
+          "  --tokenizer,--tokenizer-path PATH  tokenizer.json, tokenizer.model, a model directory, or a\n"
+          "                                     model name found in the Hugging Face cache (offline)\n"
+          "  --tokenizer-revision REV           branch, tag or commit of a model name [default: main]\n"
           "  --tokenizer-add-special-tokens     add the special tokens the tokenizer adds (BOS...), as\n"
           "                                     profile --tokenizer-add-special-tokens counts prompts\n"
           "                                     [default: off]\n"
@@ -33,7 +35,7 @@ static void help(FILE *out) {
 }
 
 int tp_cmd_tokenize(int argc, char **argv) {
-  const char *tok_path = NULL, *file = NULL;
+  const char *tok_path = NULL, *file = NULL, *revision = NULL;
   int ids = 0, jsonl = 0, special = 0;
   for (int i = 0; i < argc; i++) {
     const char *a = argv[i];
@@ -43,6 +45,12 @@ int tp_cmd_tokenize(int argc, char **argv) {
         return TP_EXIT_USAGE;
       }
       tok_path = argv[++i];
+    } else if (strcmp(a, "--tokenizer-revision") == 0) {
+      if (i + 1 >= argc) {
+        fprintf(stderr, "tokperf tokenize: %s needs a value (REV)\ntry 'tokperf tokenize --help'\n", a);
+        return TP_EXIT_USAGE;
+      }
+      revision = argv[++i];
     } else if (strncmp(a, "--tokenizer=", 12) == 0) {
       tok_path = a + 12;
     } else if (strcmp(a, "--tokenizer-add-special-tokens") == 0) {
@@ -73,8 +81,12 @@ int tp_cmd_tokenize(int argc, char **argv) {
   }
   char err[1024];
   tp_tokenizer *tok = NULL;
-  int rv = tp_tokenizer_load_ex(&tok, tok_path, special ? TP_TOKENIZER_FLAG_ADD_SPECIAL_TOKENS : 0, err,
-                                sizeof(err));
+  char *found = NULL;
+  int rv = tp_tokenizer_find(tok_path, revision, &found, err, sizeof(err));
+  if (rv == 0)
+    rv = tp_tokenizer_load_ex(&tok, found, special ? TP_TOKENIZER_FLAG_ADD_SPECIAL_TOKENS : 0, err,
+                              sizeof(err));
+  free(found);
   if (rv) {
     fprintf(stderr, "tokperf tokenize: %s\n", err);
     if (in != stdin) fclose(in);

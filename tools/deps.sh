@@ -1,16 +1,18 @@
 #!/usr/bin/env bash
-# Installs tokperf's build and test dependencies from Debian's packages.
+# Installs what building tokperf and running tools/demo.sh need, from Debian's
+# packages, plus any package named on the command line (tools/test.sh names
+# the test-only ones: browsers, fuzzing and MPI toolchains, Python peers).
 # Run as root (or through sudo) on Debian 12; it does nothing else.
 set -euo pipefail
 pkgs=(
   gcc g++ meson ninja-build pkg-config
   libuv1-dev libnghttp2-dev libprotobuf-c-dev protobuf-c-compiler
-  libjansson-dev libsentencepiece-dev sentencepiece libssl-dev openssl
+  libjansson-dev libsentencepiece-dev libssl-dev
   libcurl4-openssl-dev libpcre2-dev libutf8proc-dev
-  python3 python3-grpcio python3-grpc-tools python3-aiohttp
-  nghttp2-client nghttp2-server
-  chromium clang libclang-rt-14-dev valgrind
-  libopenmpi-dev openmpi-bin iproute2
+  # spm_train: the build trains the small sentencepiece models the demo and
+  # the tests count tokens with (test/data/meson.build)
+  sentencepiece
+  "$@"
 )
 missing=()
 for p in "${pkgs[@]}"; do

@@ -5,7 +5,18 @@
 # Ends with one line "N passed, N failed" and exits non-zero when any failed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-tools/deps.sh || { echo "0 passed, 1 failed"; exit 1; }
+# The build's packages (tools/deps.sh) and the tests' own peers: Python gRPC
+# and HTTP peers, nghttp2's client and server, chromium for the HTML report,
+# the openssl tool for test certificates, clang and its runtime for libFuzzer,
+# valgrind, and Open MPI (with iproute2, which its launcher uses) for the
+# distributed-run suite.
+test_pkgs=(
+  python3 python3-grpcio python3-grpc-tools python3-aiohttp
+  nghttp2-client nghttp2-server openssl
+  chromium clang libclang-rt-14-dev valgrind
+  libopenmpi-dev openmpi-bin iproute2
+)
+tools/deps.sh "${test_pkgs[@]}" || { echo "0 passed, 1 failed"; exit 1; }
 
 passed=0
 failed=0
@@ -54,6 +65,31 @@ if command -v valgrind >/dev/null; then
     grep -E "ERROR SUMMARY|definitely lost" build/valgrind.log
     failed=$((failed + 1))
   fi
+fi
+
+# Installed like a real tool: `meson install` into a scratch root, then an
+# example built by gcc from the installed header, library and pkg-config file
+# alone (the prefix pointed into the scratch root), and run against the mock.
+install_check() {
+  local root pcdir prefix flags
+  root=$(mktemp -d)
+  meson install -C build --destdir "$root" >"$root/install.log" 2>&1 || { cat "$root/install.log"; return 1; }
+  pcdir=$(dirname "$(find "$root" -name tokperf.pc -print -quit)")
+  [ -f "$pcdir/tokperf.pc" ] || { echo "no tokperf.pc installed"; return 1; }
+  prefix=$(PKG_CONFIG_PATH=$pcdir pkg-config --variable=prefix tokperf)
+  flags=$(PKG_CONFIG_PATH=$pcdir pkg-config --define-variable=prefix="$root$prefix" --cflags --libs tokperf) || return 1
+  [ -x "$root$prefix/bin/tokperf" ] || { echo "no tokperf binary installed"; return 1; }
+  gcc -std=c11 -Wall -o "$root/mock_sweep" examples/mock_sweep.c $flags || return 1
+  (cd "$root" && timeout 120 ./mock_sweep) || return 1
+  rm -rf "$root"
+}
+if install_check >build/install-check.log 2>&1; then
+  echo "ok - meson install: an example builds with gcc against the installed pkg-config file and runs"
+  passed=$((passed + 1))
+else
+  echo "not ok - meson install and an example built against it (see build/install-check.log)"
+  tail -20 build/install-check.log
+  failed=$((failed + 1))
 fi
 
 # Every fuzz target under libFuzzer for a bounded time (FUZZ_SECONDS each).

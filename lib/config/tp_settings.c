@@ -593,8 +593,15 @@ int tp_settings_parse(const tp_settings_part *parts, size_t n_parts, int argc, c
       tp_seterr(err, errlen, "%.*s takes no value", (int)len, a);
       return TP_EINVAL;
     }
-    if (s->flags_mask & TP_SETF_NOOP) {
-      /* Said once per flag, on stderr, where progress and warnings go. */
+    bool said = false;
+    for (int j = 0; j < i && (s->flags_mask & TP_SETF_NOOP); j++) {
+      size_t k2 = 0;
+      const char *b = argv[j];
+      const char *beq = b[0] == '-' && b[1] == '-' ? strchr(b, '=') : NULL;
+      if (b[0] == '-' && find_flag(parts, n_parts, b, beq ? (size_t)(beq - b) : strlen(b), &k2) == s) said = true;
+    }
+    if ((s->flags_mask & TP_SETF_NOOP) && !said) {
+      /* Said once per setting, on stderr, where progress and warnings go. */
       fprintf(stderr, "tokperf: note: %.*s is accepted for compatibility and has no effect: %s\n", (int)len, a,
               s->help ? s->help : "");
     }

@@ -2,10 +2,15 @@
  * programs using only tokperf.h (the CLI's `tokenize` and `compare`,
  * examples) reach the same code the run uses. */
 #include "tokenizer/tp_tok.h"
+#include "tokenizer/tp_tok_find.h"
 #include "util/tp_common.h"
 
 int tp_tokenizer_load(tp_tokenizer **out, const char *path, char *err, size_t errlen) {
   return tp_tok_load((tp_tok **)out, path, err, errlen);
+}
+
+int tp_tokenizer_find(const char *name, const char *revision, char **path, char *err, size_t errlen) {
+  return tp_tok_find(name, revision, tp_tok_env_process, NULL, path, err, errlen);
 }
 
 int tp_tokenizer_encode(const tp_tokenizer *t, const char *text, size_t len, int32_t **ids, size_t *n) {

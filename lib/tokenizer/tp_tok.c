@@ -7,8 +7,11 @@
  * tokenizer.json backend, anything else to sentencepiece.  In a directory
  * tokenizer.json wins over tokenizer.model: when a model ships both, the
  * JSON is what its server's tokenizer (transformers' fast tokenizer) loads,
- * with the added tokens the .model file lacks. */
+ * with the added tokens the .model file lacks.  A name like ORG/NAME that
+ * is no local path is looked up in the Hugging Face cache at revision main
+ * (tp_tok_find.c). */
 #include "tokenizer/tp_tok.h"
+#include "tokenizer/tp_tok_find.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -134,6 +137,14 @@ done:
   return rv;
 }
 
+static int load_by_name(tp_tok **out, const char *name, unsigned flags, char *err, size_t errlen) {
+  char *dir = NULL;
+  int rv = tp_tok_find(name, NULL, tp_tok_env_process, NULL, &dir, err, errlen);
+  if (rv == 0) rv = load_dir(out, dir, flags, err, errlen);
+  free(dir);
+  return rv;
+}
+
 int tp_tok_load(tp_tok **out, const char *path, char *err, size_t errlen) {
   return tp_tok_load_ex(out, path, 0, err, errlen);
 }
@@ -150,6 +161,8 @@ int tp_tok_load_ex(tp_tok **out, const char *path, unsigned flags, char *err, si
   }
   if (stat(path, &st) != 0) {
     int e = errno;
+    if ((e == ENOENT || e == ENOTDIR) && tp_tok_is_repo_id(path))
+      return load_by_name(out, path, flags, err, errlen);
     if (e == ENOENT || e == ENOTDIR) {
       tp_seterr(err, errlen,
                 "cannot load tokenizer '%s': no such file or directory (pass a tokenizer.json "

@@ -8,6 +8,16 @@
 
 #define STAMP_MAGIC 0x74707374616d70ULL
 
+/* Kernel receive stamps (SO_TIMESTAMPNS, and peeking a TCP queue without
+ * copying it with MSG_TRUNC) are Linux's.  Elsewhere the build keeps
+ * working: no socket gets stamps, and every read falls back to the batch
+ * stamp, which is what a socket without stamps gets on Linux too. */
+#if defined(SO_TIMESTAMPNS) && defined(SCM_TIMESTAMPNS) && defined(MSG_TRUNC)
+#define TP_KERNEL_STAMPS 1
+#else
+#define TP_KERNEL_STAMPS 0
+#endif
+
 typedef struct stamp {
   uint64_t magic; /* loop->data may hold something else when not installed */
   uv_prepare_t prep;
@@ -49,8 +59,13 @@ uint64_t tp_stamp_now(uv_loop_t *loop) {
 }
 
 int tp_stamp_enable_fd(int fd) {
+#if TP_KERNEL_STAMPS
   int one = 1;
   return setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPNS, &one, sizeof(one)) == 0 ? 0 : TP_EIO;
+#else
+  (void)fd;
+  return TP_EIO;
+#endif
 }
 
 uint64_t tp_stamp_from_realtime(const struct timespec *ts) {
@@ -73,6 +88,7 @@ uint64_t tp_stamp_from_realtime(const struct timespec *ts) {
  * TCP receive copies nothing (the buffer is never touched), and the stamp
  * it reports is that of the last segment it walked over.  Returns the bytes walked (<= len), or 0 when
  * there is no data or no stamp. */
+#if TP_KERNEL_STAMPS
 static size_t peek_stamp(int fd, size_t len, struct timespec *ts) {
   union {
     char buf[CMSG_SPACE(sizeof(struct timespec))];
@@ -94,6 +110,14 @@ static size_t peek_stamp(int fd, size_t len, struct timespec *ts) {
   }
   return 0;
 }
+#else
+static size_t peek_stamp(int fd, size_t len, struct timespec *ts) {
+  (void)fd;
+  (void)len;
+  (void)ts;
+  return 0; /* no kernel stamps: the callers use the batch stamp */
+}
+#endif
 
 static bool same_ts(const struct timespec *a, const struct timespec *b) {
   return a->tv_sec == b->tv_sec && a->tv_nsec == b->tv_nsec;

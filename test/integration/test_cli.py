@@ -4,6 +4,7 @@ message for each mistake (naming the option, file and line, or peer), plus
 runs against the built-in mock.  Prints TAP."""
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -32,7 +33,8 @@ check(rc == 0 and "tokperf profile" in out and "Exit codes" in out, "--help prin
 rc, out, err = run(["profile", "--help"])
 for flag in ["--concurrency", "--input-file", "--tokenizer", "--request-count", "--warmup-request-count",
              "--measurement-interval", "--random-seed", "--backend", "--streaming", "--json", "--mock",
-             "--input-data", "--tokenizer-path", "-u, --url", "-m, --model", "--mock-ttft-ms", "--no-streaming"]:
+             "--input-data", "--tokenizer-path", "-u, --url", "-m, --model", "--mock-ttft-ms", "--no-streaming",
+             "--tokenizer-revision", "--tokenizer-trust-remote-code"]:
     check(rc == 0 and flag in out, "profile --help documents %s" % flag)
 check("[default: 1]" in out and "[default: localhost:8001]" in out, "profile --help shows defaults")
 check("  3 " in out and "could not start" in out, "profile --help documents exit codes")
@@ -260,6 +262,55 @@ if WORDS:
 p = subprocess.run([TOKPERF, "tokenize", "--tokenizer", os.path.join(tmp, "none")], input="x\n",
                    capture_output=True, text=True, timeout=30 * SCALE)
 check(p.returncode == 3 and "none" in p.stderr, "tokenize: a missing tokenizer exits 3 naming it", p.stderr)
+
+# --tokenizer ORG/NAME: found offline in a Hugging Face cache laid out as
+# huggingface_hub lays it out (issue #16).
+if WORDS:
+    hub = os.path.join(tmp, "hub")
+    repo = os.path.join(hub, "models--test-org--words")
+    commit = "0123456789abcdef0123456789abcdef01234567"
+    os.makedirs(os.path.join(repo, "snapshots", commit))
+    os.makedirs(os.path.join(repo, "refs"))
+    shutil.copy(WORDS, os.path.join(repo, "snapshots", commit, "tokenizer.model"))
+    with open(os.path.join(repo, "refs", "main"), "w") as f:
+        f.write(commit)
+    env = dict(os.environ, HF_HUB_CACHE=hub)
+    js = os.path.join(tmp, "byname.json")
+    p = subprocess.run([TOKPERF, "profile", "--mock", "--tokenizer", "test-org/words", "--request-count", "4",
+                        "--mock-output-tokens", "5", "--no-artifacts", "--json", js,
+                        "--tokenizer-trust-remote-code", "--tokenizer-trust-remote-code"],
+                       capture_output=True, text=True, timeout=60 * SCALE, env=env)
+    ok = p.returncode == 0
+    if ok:
+        doc = json.load(open(js))
+        l0 = doc["levels"][0]
+        ok = (l0["input_tokens"]["avg"] == 64 and l0["output_tokens"]["avg"] == 5
+              and os.path.join("snapshots", commit) in doc["tokenizer"])
+    check(ok, "profile --tokenizer ORG/NAME: found in HF_HUB_CACHE at refs/main, tokens counted", p.stderr)
+    check(p.stderr.count("--tokenizer-trust-remote-code is accepted for compatibility and has no effect") == 1,
+          "--tokenizer-trust-remote-code is accepted and said once to have no effect", p.stderr)
+    rc = subprocess.run([TOKPERF, "profile", "--mock", "--tokenizer", "test-org/words", "--tokenizer-revision",
+                         commit, "--request-count", "2", "--no-artifacts", "-q"],
+                        capture_output=True, text=True, timeout=60 * SCALE, env=env)
+    check(rc.returncode == 0, "--tokenizer-revision COMMIT uses snapshots/COMMIT", rc.stderr)
+    p = subprocess.run([TOKPERF, "profile", "--mock", "--tokenizer", "test-org/words", "--tokenizer-revision",
+                        "v2", "--request-count", "2", "--no-artifacts"],
+                       capture_output=True, text=True, timeout=60 * SCALE, env=env)
+    check(p.returncode == 3 and os.path.join(repo, "refs", "v2") + " (missing)" in p.stderr
+          and "hf download test-org/words tokenizer.json tokenizer_config.json --revision v2" in p.stderr,
+          "an absent revision: exit 3, the ref file looked at and the download command named", p.stderr)
+    p = subprocess.run([TOKPERF, "profile", "--mock", "--tokenizer", "test-org/absent", "--request-count", "2"],
+                       capture_output=True, text=True, timeout=60 * SCALE,
+                       env=dict(os.environ, HF_HUB_CACHE="", HF_HOME=os.path.join(tmp, "hfhome")))
+    check(p.returncode == 3 and os.path.join(tmp, "hfhome", "hub", "models--test-org--absent", "refs", "main")
+          in p.stderr and "test-org/absent (no such file or directory)" in p.stderr,
+          "an absent model: exit 3, every place looked at named (HF_HOME/hub)", p.stderr)
+    rc, out, err = run(["profile", "--mock", "--tokenizer-revision", "v2"])
+    check(rc == 2 and "--tokenizer-revision 'v2' needs --tokenizer" in err,
+          "--tokenizer-revision without --tokenizer: exit 2, named", err)
+    p = subprocess.run([TOKPERF, "tokenize", "--tokenizer", "test-org/words"], input="the water\n",
+                       capture_output=True, text=True, timeout=30 * SCALE, env=env)
+    check(p.returncode == 0 and p.stdout.split() == ["2"], "tokenize --tokenizer ORG/NAME", p.stdout + p.stderr)
 
 # The API key never appears in any output, file or log (issue #4).
 secret = "sk-tokperf-test-4f1d9c2b7e"

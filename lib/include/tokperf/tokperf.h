@@ -613,8 +613,9 @@ TP_API void tp_metric_list(char *out, size_t outlen, bool dist_only);
 
 typedef struct tp_tokenizer tp_tokenizer;
 
-/* Loads a tokenizer.json, a sentencepiece tokenizer.model, or a model
- * directory holding one (tokenizer.json preferred).  On failure returns
+/* Loads a tokenizer.json, a sentencepiece tokenizer.model, a model
+ * directory holding one (tokenizer.json preferred), or a model name
+ * ORG/NAME found in the Hugging Face cache (tp_tokenizer_find).  On failure returns
  * TP_ENOTFOUND, TP_EINVAL, TP_EUNSUPPORTED or TP_EIO with a message naming
  * the path, what was looked for and what was found.  The tokenizer is
  * read-only after loading and may be used from several threads. */
@@ -651,6 +652,17 @@ TP_API const char *tp_tokenizer_special_desc(const tp_tokenizer *t);
 /* "sentencepiece", "tokenizer.json (BPE)", ... */
 TP_API const char *tp_tokenizer_name(const tp_tokenizer *t);
 TP_API void tp_tokenizer_free(tp_tokenizer *t);
+/* Resolves what a user passes as a tokenizer: an existing file or directory
+ * is returned as given; a model name ORG/NAME is looked up offline in the
+ * Hugging Face cache ($HF_HUB_CACHE, else $HF_HOME/hub, else
+ * $XDG_CACHE_HOME/huggingface/hub, else ~/.cache/huggingface/hub) at
+ * revision (a branch, tag or commit hash; NULL for main), and the snapshot
+ * directory holding tokenizer.json or tokenizer.model is returned.  *path
+ * is owned (free()).  Returns 0, TP_ENOMEM, TP_EINVAL (a revision that is
+ * no ref name) or TP_ENOTFOUND with a message naming every place looked at
+ * and the command that fetches the files.  tp_tokenizer_load does the same
+ * lookup at revision main by itself. */
+TP_API int tp_tokenizer_find(const char *name, const char *revision, char **path, char *err, size_t errlen);
 
 /* ------------------------------------------------------------------------ */
 /* Value parsers for command lines.  Each returns 0 or TP_EINVAL and writes

@@ -25,6 +25,7 @@
 #define G_CONN "Connections and limits"
 #define G_OUTPUT "Output"
 #define G_MOCK "Built-in mock server"
+#define G_COMPAT "Other tools' spellings (GenAI-Perf, perf_analyzer)"
 
 /* ---- custom rows ------------------------------------------------------------ */
 
@@ -139,7 +140,7 @@ static void format_http_port(const void *base, const tp_setting *s, char *out, s
 static const tp_setting config_rows[] = {
     C("server.model", "-m|--model", TP_SET_STR, model, "NAME", 1, 0, G_SERVER,
       "model to benchmark (openai: default the server's first model)", "ensemble", 0),
-    C("server.model_version", "--model-version", TP_SET_STR, model_version, "VERSION", 1, 0, G_SERVER,
+    C("server.model_version", "--model-version|-x", TP_SET_STR, model_version, "VERSION", 1, 0, G_SERVER,
       "model version (empty: the server's policy)", "1", 0),
     C("server.url", "-u|--url", TP_SET_STR, url, "URL", 1, 0, G_SERVER,
       "the server: HOST:PORT for gRPC (grpc:// accepted); for HTTP APIs a base URL such as "
@@ -202,12 +203,12 @@ static const tp_setting config_rows[] = {
       G_MEASURE, "requests per level sent first and left out of the statistics", "8", 0),
     C("measure.warmup_duration_ms", "--warmup-duration", TP_SET_MS, warmup_duration_ms, "DURATION", 1, 0, G_MEASURE,
       "warm up for this long per level instead of a count", "10s", TP_SETF_NONZERO | TP_SETF_UNSET0),
-    C("measure.measurement_interval_ms", "--measurement-interval", TP_SET_MS, measurement_interval_ms, "DURATION",
+    C("measure.measurement_interval_ms", "--measurement-interval|-p", TP_SET_MS, measurement_interval_ms, "DURATION",
       1, 0, G_MEASURE, "perf_analyzer stability mode: windows this long until the last three agree (bare number: ms)",
       "10s", TP_SETF_NONZERO),
     C("measure.measurement_request_count", "--measurement-request-count", TP_SET_U64, measurement_request_count,
       "N", 1, 1e12, G_MEASURE, "requests per window in count_windows mode", "100", TP_SETF_NONZERO),
-    C("measure.stability_percentage", "--stability-percentage", TP_SET_F64, stability_percentage, "P", 1e-9, 1e6,
+    C("measure.stability_percentage", "--stability-percentage|-s", TP_SET_F64, stability_percentage, "P", 1e-9, 1e6,
       G_MEASURE, "windows agree when max/min of their throughputs and of their latencies is within 1 + P%", "5",
       0),
     C("measure.max_trials", "--max-trials", TP_SET_U32, max_trials, "N", 1, 64, G_MEASURE,
@@ -232,14 +233,14 @@ static const tp_setting config_rows[] = {
       "seed for synthetic prompts", "42", 0),
     C("prompts.output_tokens_stddev", "--output-tokens-stddev", TP_SET_U32, output_tokens_stddev, "N", 0, 1000000,
       G_PROMPTS, "draw each request's max_tokens around the mean", "16", 0),
-    C("prompts.input_tokens_stddev", "--synthetic-input-tokens-stddev", TP_SET_U32, input_tokens_stddev, "N", 0,
+    C("prompts.input_tokens_stddev", "--synthetic-input-tokens-stddev|--input-tokens-stddev", TP_SET_U32, input_tokens_stddev, "N", 0,
       1000000, G_PROMPTS, "spread of the synthetic prompt lengths", "32", 0),
     C("prompts.output_tokens_deterministic", "--output-tokens-mean-deterministic", TP_SET_FLAG,
       output_tokens_deterministic, NULL, 1, 0, G_PROMPTS,
       "also ask the server not to stop early (min_length/min_tokens, vLLM ignore_eos)", NULL, 0),
     C("prompts.synthetic_input_words", "--synthetic-input-words", TP_SET_U32, synthetic_input_words, "N", 0,
       1000000, G_PROMPTS, "words per synthetic prompt (no --input-file)", "128", 0),
-    C("prompts.num_prompts", "--num-prompts", TP_SET_U32, num_prompts, "N", 0, 10000000, G_PROMPTS,
+    C("prompts.num_prompts", "--num-prompts|--num-dataset-entries", TP_SET_U32, num_prompts, "N", 0, 10000000, G_PROMPTS,
       "number of synthetic prompts", "500", 0),
     C("prompts.cache_bust", "--cache-bust", TP_SET_FLAG, cache_bust, NULL, 1, 0, G_PROMPTS,
       "start every prompt with a unique marker so no KV-cache prefix can be reused (docs/kv-cache.md)", NULL, 0),
@@ -308,7 +309,7 @@ static const tp_setting cli_rows[] = {
     [CLI_CONCURRENCY] = L("load.concurrency", "--concurrency|--concurrency-range", TP_SET_U32_LIST, concurrency,
                           "LIST", "1", 1, 100000, NULL, G_LOAD,
                           "requests in flight per level: 1,4,8 or a range 4:32:4 or 1:64:x2", "1,4,16,64", 0),
-    [CLI_RATE] = L("load.request_rate", "--request-rate", TP_SET_F64_LIST, rates, "LIST", NULL, 1e-9, 1e9, NULL,
+    [CLI_RATE] = L("load.request_rate", "--request-rate|--request-rate-range", TP_SET_F64_LIST, rates, "LIST", NULL, 1e-9, 1e9, NULL,
                    G_LOAD, "open loop: requests/s per level, e.g. 10,50,100 or 100:1000:100 (instead of --concurrency)",
                    "10,50,100", 0),
     [CLI_MEASURE_MODE] = L("measure.measurement_mode", "--measurement-mode", TP_SET_ENUM, measure_mode,
@@ -317,7 +318,7 @@ static const tp_setting cli_rows[] = {
     L("prompts.output_tokens_mean", "--output-tokens-mean|--max-tokens", TP_SET_U32_LIST, out_means, "LIST", NULL,
       0, 10000000, NULL, G_PROMPTS,
       "max_tokens asked of the server; a list sweeps it (default: the line's max_tokens, else 128)", "256", 0),
-    L("prompts.synthetic_input_tokens_mean", "--synthetic-input-tokens-mean", TP_SET_U32_LIST, in_means, "LIST",
+    L("prompts.synthetic_input_tokens_mean", "--synthetic-input-tokens-mean|--input-tokens-mean", TP_SET_U32_LIST, in_means, "LIST",
       NULL, 1, 10000000, NULL, G_PROMPTS,
       "synthetic prompts of exactly this many tokens (needs --tokenizer); a list sweeps it", "128,512,2048", 0),
     L("prompts.tokenizer_revision", "--tokenizer-revision", TP_SET_STR, tokenizer_revision, "REV", NULL, 1, 0,
@@ -338,6 +339,52 @@ static const tp_setting cli_rows[] = {
       "extra request header, repeatable (gRPC metadata too)", "X-Team: bench", 0),
     L("server.extra_inputs", "--extra-inputs", TP_SET_STR_LIST, extra_inputs, "NAME:VALUE|JSON", NULL, 1, 0, NULL,
       G_SERVER, "extra request body field(s) for HTTP APIs, repeatable", "temperature:0", 0),
+    /* Other tools' flags: mapped after parsing, or said to have no effect. */
+    L("compat.output_format", "--output-format", TP_SET_ENUM, output_format,
+      "trtllm|vllm|openai_chat_completions|openai_completions", NULL, 1, 0,
+      "trtllm|vllm|openai_chat_completions|openai_completions|tensorrtllm=0", G_COMPAT,
+      "GenAI-Perf before 0.0.4: the server's API (--backend, or --service-kind openai --endpoint-type)",
+      "vllm", TP_SETF_NOECHO),
+    L("compat.prompt_source", "--prompt-source", TP_SET_ENUM, prompt_source, "synthetic|file|dataset", NULL, 1, 0,
+      "synthetic|file|dataset", G_COMPAT,
+      "GenAI-Perf: synthetic prompts (the default without --input-file), or --input-file; Hugging Face datasets "
+      "are not downloaded",
+      "synthetic", TP_SETF_NOECHO),
+    L("compat.collect_metrics", "--collect-metrics", TP_SET_FLAG, collect_metrics, NULL, NULL, 1, 0, NULL, G_COMPAT,
+      "perf_analyzer: scrape the server's Prometheus metrics (--metrics-url, by default port 8002 of the "
+      "--url host)",
+      NULL, TP_SETF_NOECHO),
+    L("compat.async", "--async|--sync", TP_SET_FLAG, noop_flag, NULL, NULL, 1, 0, NULL, G_COMPAT,
+      "tokperf always sends asynchronously from one event loop, holding --concurrency requests in flight", NULL,
+      TP_SETF_NOOP | TP_SETF_NOECHO),
+    L("compat.verbose", "-v|--verbose", TP_SET_FLAG, noop_flag, NULL, NULL, 1, 0, NULL, G_COMPAT,
+      "progress lines are on by default (-q turns them off)", NULL, TP_SETF_NOOP | TP_SETF_NOECHO),
+    L("compat.shape", "--shape", TP_SET_STR_LIST, noop_values, "NAME:DIMS", NULL, 1, 0, NULL, G_COMPAT,
+      "tensor shapes come from each input's data", "text_input:1", TP_SETF_NOOP | TP_SETF_NOECHO),
+    L("compat.max_threads", "--max-threads", TP_SET_STR_LIST, noop_values, "N", NULL, 1, 0, NULL, G_COMPAT,
+      "one event-loop thread drives every request", "16", TP_SETF_NOOP | TP_SETF_NOECHO),
+    L("compat.generate_plots", "--generate-plots", TP_SET_FLAG, noop_flag, NULL, NULL, 1, 0, NULL, G_COMPAT,
+      "report.html with every chart and its numbers is written to the artifact directory anyway (unless "
+      "--no-html)",
+      NULL, TP_SETF_NOOP | TP_SETF_NOECHO),
+    L("compat.binary_search", "--binary-search", TP_SET_FLAG, noop_flag, NULL, NULL, 1, 0, NULL, G_COMPAT,
+      "perf_analyzer's latency-bounded search is not in tokperf: give the levels to try, and bound them with "
+      "--assert 'latency.p99 <= MS'",
+      NULL, TP_SETF_NOOP | TP_SETF_NOECHO),
+    L("compat.latency_threshold", "--latency-threshold|-l", TP_SET_STR_LIST, noop_values, "MS", NULL,
+      1, 0, NULL, G_COMPAT,
+      "perf_analyzer's latency-bounded search is not in tokperf: give the levels to try, and bound them with "
+      "--assert 'latency.p99 <= MS'",
+      "500", TP_SETF_NOOP | TP_SETF_NOECHO),
+    L("compat.latency_report_file", "-f|--latency-report-file", TP_SET_STR_LIST, noop_values, "FILE", NULL, 1, 0,
+      NULL, G_COMPAT,
+      "perf_analyzer's CSV is not written: the artifact directory holds profile_export_genai_perf.csv, and --json "
+      "every figure",
+      "latency.csv", TP_SETF_NOOP | TP_SETF_NOECHO),
+    L("compat.percentile", "--percentile", TP_SET_STR_LIST, noop_values, "P", NULL, 1, 0, NULL, G_COMPAT,
+      "stability windows compare average latencies, as perf_analyzer does without --percentile; every percentile "
+      "is reported",
+      "95", TP_SETF_NOOP | TP_SETF_NOECHO),
     L("output.format", "--format", TP_SET_ENUM, format_json, "text|json", "text", 1, 0, "text|json", G_OUTPUT,
       "what stdout carries: the tables, or the whole JSON document", "json", TP_SETF_NOECHO),
     L("output.quiet", "-q|--quiet", TP_SET_FLAG, quiet, NULL, NULL, 1, 0, NULL, G_OUTPUT, "no progress lines on stderr",
@@ -480,11 +527,71 @@ static int read_api_key(tp_cli *cli) {
   return cli->api_key ? 0 : usage("profile", "out of memory");
 }
 
+/* GenAI-Perf's command is `genai-perf profile ...`: with the program name
+ * swapped for `tokperf profile`, a leading "profile" remains, and is
+ * taken as the subcommand it was. */
+static int profile_positional(void *ud, const char *arg, char *err, size_t errlen) {
+  int *n = ud;
+  if ((*n)++ == 0 && strcmp(arg, "profile") == 0) return 0;
+  snprintf(err, errlen, "unexpected argument '%s'", arg);
+  return TP_EINVAL;
+}
+
 /* Whether the row with this key was on the command line. */
 static bool was_given(const tp_setting *rows, size_t n, const unsigned char *given, const char *key) {
   for (size_t i = 0; i < n; i++)
     if (given[i] && strcmp(rows[i].key, key) == 0) return true;
   return false;
+}
+
+/* The settings of other tools' spellings, mapped onto tokperf's own. */
+static int apply_other_tools(tp_cli *cli, const unsigned char *given_cfg, unsigned char *given) {
+  tp_config *c = &cli->cfg;
+  char msg[512];
+  if (was_given(cli_rows, CLI_N, given, "compat.output_format")) {
+    /* GenAI-Perf's older --output-format named the server's API. */
+    switch (cli->output_format) {
+      case 0: c->backend = TP_BACKEND_TENSORRTLLM; break;
+      case 1: c->backend = TP_BACKEND_VLLM; break;
+      case 2: c->service_kind = TP_SERVICE_OPENAI_CHAT; break;
+      case 3: c->service_kind = TP_SERVICE_OPENAI_COMPLETIONS; break;
+    }
+  }
+  if (was_given(cli_rows, CLI_N, given, "compat.prompt_source")) {
+    if (cli->prompt_source == 2)
+      return usage("profile", "--prompt-source dataset: tokperf downloads no datasets; save the prompts as JSONL "
+                              "(one {\"text_input\": ...} per line) and give --input-file FILE");
+    if (cli->prompt_source == 1 && !c->input_file)
+      return usage("profile", "--prompt-source file needs --input-file FILE");
+    if (cli->prompt_source == 0 && c->input_file)
+      return usage("profile", "--prompt-source synthetic and --input-file exclude each other");
+  }
+  if (cli->collect_metrics && !c->metrics_url) {
+    /* perf_analyzer's default: Triton's metrics port on the server's host. */
+    if (c->mock) {
+      c->metrics_url = "mock";
+    } else {
+      static char url[512];
+      const char *h = c->url;
+      const char *sep = strstr(h, "://");
+      if (sep) h = sep + 3;
+      size_t hl = strcspn(h, ":/");
+      snprintf(url, sizeof(url), "http://%.*s:8002/metrics", (int)hl, h);
+      c->metrics_url = url;
+    }
+  }
+  /* --concurrency beside --request-rate is the cap on requests in flight
+   * (GenAI-Perf and vLLM give both), never silently dropped. */
+  if (given[CLI_CONCURRENCY] && cli->rates.n) {
+    if (cli->concurrency.n != 1 || was_given(config_rows, ARRAY_N(config_rows), given_cfg, "load.max_concurrency")) {
+      snprintf(msg, sizeof(msg), "--concurrency with --request-rate caps the requests in flight: give one value "
+                                 "(or use --max-concurrency alone)");
+      return usage("profile", msg);
+    }
+    c->max_concurrency = cli->concurrency.v[0];
+    given[CLI_CONCURRENCY] = 0; /* not a sweep of concurrencies */
+  }
+  return 0;
 }
 
 int tp_cli_parse_profile(tp_cli *cli, int argc, char **argv) {
@@ -495,9 +602,12 @@ int tp_cli_parse_profile(tp_cli *cli, int argc, char **argv) {
   size_t np = profile_parts(cli, parts, given_cfg, given);
   char err[1024];
   bool help = false;
-  if (tp_settings_parse(parts, np, argc, argv, NULL, NULL, &help, err, sizeof(err))) return usage("profile", err);
+  int positionals = 0;
+  if (tp_settings_parse(parts, np, argc, argv, profile_positional, &positionals, &help, err, sizeof(err)))
+    return usage("profile", err);
   cli->help = help;
   tp_config *c = &cli->cfg;
+  if (apply_other_tools(cli, given_cfg, given)) return TP_EXIT_USAGE;
 #define GIVEN_CFG(key) was_given(config_rows, ARRAY_N(config_rows), given_cfg, key)
   for (size_t i = 0; i < cli->headers.n; i++)
     if (!strchr(cli->headers.v[i], ':')) {

@@ -38,6 +38,13 @@ typedef struct tp_cli {
   double max_error_rate;
   int format_json;
   const char *tokenizer_revision; /* --tokenizer-revision, for a model name */
+  /* Other tools' spellings (GenAI-Perf, perf_analyzer): mapped after
+   * parsing, or accepted and said to have no effect. */
+  int output_format;   /* GenAI-Perf's older --output-format (when given) */
+  int prompt_source;   /* 0 synthetic, 1 file, 2 dataset (when given) */
+  bool collect_metrics;
+  bool noop_flag;      /* the target of flags that have no effect */
+  tp_str_list noop_values;
   bool trust_remote_code;         /* accepted for GenAI-Perf, no effect */
   bool quiet;
   bool help;

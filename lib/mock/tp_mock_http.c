@@ -1287,8 +1287,10 @@ static void process_input(hconn *c) {
 
 /* idle_close_ms: a connection with no request in progress for that long
  * is closed (a plain FIN, no Connection: close before it), as servers with
- * a keep-alive timeout do.  The clock starts when the last response was
- * queued; a response still being written counts as in progress. */
+ * a keep-alive timeout do.  The clock starts when a response was queued
+ * (not at accept: like nginx's keepalive_timeout, it is about kept-alive
+ * connections; a slow first request is another timeout); a response still
+ * being written counts as in progress. */
 static void on_idle(tp_timer *t, uint64_t now_ns) {
   hconn *c = t->data;
   if (c->closing || c->cur) return;
@@ -1387,11 +1389,7 @@ static void on_hconnection(uv_stream_t *server, int status) {
   c->next = m->hconns;
   if (m->hconns) m->hconns->prev = c;
   m->hconns = c;
-  if (uv_read_start((uv_stream_t *)&c->tcp, on_halloc, on_hread) != 0) {
-    hconn_close(c, false);
-    return;
-  }
-  idle_arm(c, tp_now_ns());
+  if (uv_read_start((uv_stream_t *)&c->tcp, on_halloc, on_hread) != 0) hconn_close(c, false);
 }
 
 /* ---- lifecycle --------------------------------------------------------------------------- */

@@ -5,6 +5,10 @@
  *
  * One request at a time per connection (pipelined requests wait in the
  * input buffer); keep-alive unless the client or a fault says otherwise.
+ * Servers that drop kept-alive connections: close_after_stream closes the
+ * connection once a streamed answer (which said keep-alive) is written,
+ * dropping any request that came meanwhile; idle_close_ms closes one that
+ * has had no request in progress for that long since its last answer.
  * Streams go out chunked (close-delimited for HTTP/1.0 clients).  Output is
  * gathered per connection and written once per loop iteration from the
  * server's check handle, as on the gRPC side, so tokens due in the same

@@ -7,7 +7,10 @@
  * Connections: libcurl keeps finished connections open and reuses them, so
  * with HTTP/1.1 each request in flight has a connection of its own and a
  * closed-loop run reuses the same ones.  HTTP/2 multiplexes (up to libcurl's
- * 100 streams per connection, then another connection).  Proxies come from
+ * 100 streams per connection, then another connection).  A request that
+ * went out on a reused connection the server had just closed is sent again
+ * on a fresh one (tp_http_should_resend) and counted in its result's
+ * resends, not failed.  Proxies come from
  * the usual environment variables (http_proxy, https_proxy, no_proxy), as
  * libcurl does by default; nothing here turns that off.
  *

@@ -147,8 +147,8 @@ tp_error_class tp_http_local_class(const tp_http_req *r);
  * already, and the code says the connection was lost (SEND_ERROR,
  * RECV_ERROR, GOT_NOTHING).  That is a server closing a kept-alive
  * connection just as the request went out (llama-server closes after every
- * stream; many servers close idle ones after a few seconds): the server
- * never saw the request, so sending it again is safe.  libcurl retries some
+ * stream; many servers close idle ones after a few seconds), which almost
+ * always means the server never read the request.  libcurl retries some
  * of these itself (a read error or an empty answer caught early) but not a
  * poll error on the socket, which is how a reset often shows; this makes
  * the retry explicit and counted.  Pure; the caller also leaves out

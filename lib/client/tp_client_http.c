@@ -292,6 +292,7 @@ static void call_on_done(tp_http_req *r, const tp_http_result *res, void *ud) {
   d.status = res->status ? res->status : -1;
   d.sent_ns = res->sent_ns;
   d.end_ns = res->end_ns;
+  d.resends = res->resends;
   d.err_class = res->err_class;
   char msg[512];
   snprintf(msg, sizeof(msg), "%s", res->message ? res->message : "");

@@ -5,6 +5,10 @@
  *
  * One request at a time per connection (pipelined requests wait in the
  * input buffer); keep-alive unless the client or a fault says otherwise.
+ * Servers that drop kept-alive connections: close_after_stream closes the
+ * connection once a streamed answer (which said keep-alive) is written,
+ * dropping any request that came meanwhile; idle_close_ms closes one that
+ * has had no request in progress for that long since its last answer.
  * Streams go out chunked (close-delimited for HTTP/1.0 clients).  Output is
  * gathered per connection and written once per loop iteration from the
  * server's check handle, as on the gRPC side, so tokens due in the same
@@ -54,6 +58,9 @@ struct hconn {
   bool dirty;
   bool closing;
   bool close_after; /* close once the current response is out */
+  /* close_after_stream: close once the current response is out although it
+   * said keep-alive; requests that arrive meanwhile are dropped with it. */
+  bool drop_after;
   bool reset_after; /* rst_stream fault: reset once what is queued is out */
   bool read_eof;
   bool http10;
@@ -68,6 +75,7 @@ struct hconn {
   bool trickle;
   bool trickle_ready;
   tp_timer trickle_timer;
+  tp_timer idle_timer; /* idle_close_ms */
 };
 
 struct hreq {
@@ -199,6 +207,8 @@ static void stream_data(hreq *r, const void *p, size_t n) {
 static void stream_end(hreq *r) {
   hconn *c = r->c;
   stream_head(r);
+  /* As llama-server does: the head said keep-alive, the socket closes. */
+  if (c->m->cfg.close_after_stream) c->drop_after = true;
   if (!c->http10) tp_buf_append(&c->out, "0\r\n\r\n", 5);
   mark_dirty(c);
 }
@@ -252,7 +262,8 @@ static void process_input(hconn *c);
  * connection when the response is out and that was asked for. */
 static void hconn_flush(hconn *c) {
   tp_mock *m = c->m;
-  if (!c->cur && !c->close_after && !c->reset_after && c->in.len && !c->closing) process_input(c);
+  if (!c->cur && !c->close_after && !c->drop_after && !c->reset_after && c->in.len && !c->closing)
+    process_input(c);
   while (!c->closing && c->write_bytes < HTTP_WRITE_HIGH_WATER_BYTES) {
     size_t avail = c->out.len - c->out_off;
     if (avail == 0 && c->fill_left) {
@@ -299,7 +310,7 @@ static void hconn_flush(hconn *c) {
       hconn_close(c, true);
       return;
     }
-    if ((c->close_after || c->read_eof) && !c->cur) {
+    if ((c->close_after || c->drop_after || c->read_eof) && !c->cur) {
       hconn_close(c, false);
       return;
     }
@@ -318,12 +329,18 @@ void tp__mock_http_flush(tp_mock *m) {
 
 /* ---- requests ---------------------------------------------------------------------------- */
 
+static void idle_arm(hconn *c, uint64_t now_ns);
+
 static void hreq_free(hreq *r, tp__mock_outcome how) {
   hconn *c = r->c;
   tp_mock *m = c->m;
-  tp__mock_job_end(m, &r->job, how, tp_now_ns());
+  uint64_t now = tp_now_ns();
+  tp__mock_job_end(m, &r->job, how, now);
   if (m->timers) tp_timer_stop(m->timers, &r->keepalive);
-  if (c->cur == r) c->cur = NULL;
+  if (c->cur == r) {
+    c->cur = NULL;
+    if (!c->closing) idle_arm(c, now);
+  }
   tp_buf_fini(&r->text);
   free(r->model_name);
   tp__mock_job_fini(&r->job);
@@ -682,6 +699,7 @@ static void hreq_start(hreq *r, tp_mock_seq_params *sp, bool have_fault, const t
     r->job.fault.kind = TP_MOCK_FAULT_NONE;
   }
   c->cur = r;
+  if (m->timers) tp_timer_stop(m->timers, &c->idle_timer);
   uint64_t now = m->arrival_ns ? m->arrival_ns : tp_now_ns();
   if (tp__mock_job_submit(m, &r->job, sp, now) != 0) {
     hreq_error(r, 500, "tokperf mock: out of memory", now);
@@ -1210,7 +1228,7 @@ static void dispatch(hconn *c, const tp_mock_http_req *h, const uint8_t *body, s
 
 /* Parses and answers buffered requests while none is in progress. */
 static void process_input(hconn *c) {
-  while (!c->closing && !c->cur && !c->close_after && !c->reset_after && c->in.len) {
+  while (!c->closing && !c->cur && !c->close_after && !c->drop_after && !c->reset_after && c->in.len) {
     tp_mock_http_req h;
     int n = tp_mock_http_parse_request((const char *)c->in.data, c->in.len, c->last_len, &h);
     /* A TLS ClientHello (a record of type 22) has no line end to wait
@@ -1275,6 +1293,28 @@ static void process_input(hconn *c) {
   }
 }
 
+/* idle_close_ms: a connection with no request in progress for that long
+ * is closed (a plain FIN, no Connection: close before it), as servers with
+ * a keep-alive timeout do.  The clock starts when a response was queued
+ * (not at accept: like nginx's keepalive_timeout, it is about kept-alive
+ * connections; a slow first request is another timeout); a response still
+ * being written counts as in progress. */
+static void on_idle(tp_timer *t, uint64_t now_ns) {
+  hconn *c = t->data;
+  if (c->closing || c->cur) return;
+  if (c->out.len > c->out_off || c->fill_left || c->write_bytes) {
+    idle_arm(c, now_ns);
+    return;
+  }
+  hconn_close(c, false);
+}
+
+static void idle_arm(hconn *c, uint64_t now_ns) {
+  tp_mock *m = c->m;
+  if (!m->cfg.idle_close_ms || !m->timers) return;
+  tp_timer_start(m->timers, &c->idle_timer, now_ns + m->cfg.idle_close_ms * TP_NS_PER_MS);
+}
+
 static void on_hconn_closed(uv_handle_t *h) {
   free(h->data);
 }
@@ -1294,6 +1334,7 @@ static void hconn_close(hconn *c, bool reset) {
   }
   if (c->cur) hreq_free(c->cur, TP__MOCK_CANCELLED);
   if (m->timers) tp_timer_stop(m->timers, &c->trickle_timer);
+  if (m->timers) tp_timer_stop(m->timers, &c->idle_timer);
   tp_buf_fini(&c->in);
   tp_buf_fini(&c->out);
   if (c->prev)
@@ -1352,6 +1393,7 @@ static void on_hconnection(uv_stream_t *server, int status) {
   tp_buf_init(&c->in);
   tp_buf_init(&c->out);
   tp_timer_init(&c->trickle_timer, on_trickle, c);
+  tp_timer_init(&c->idle_timer, on_idle, c);
   c->next = m->hconns;
   if (m->hconns) m->hconns->prev = c;
   m->hconns = c;

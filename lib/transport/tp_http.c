@@ -32,6 +32,9 @@ struct tp_http_req {
   bool added;     /* in the multi handle */
   bool responded; /* on_response was called */
   bool finished;
+  bool got_bytes; /* a byte of the answer came (header or body) */
+  uint32_t resends;  /* ours and libcurl's own */
+  uint32_t attempts; /* times libcurl began to send it since it was (re-)added */
   bool abort; /* stop it at the next chance (tp_http_fail) */
   bool local_failed;
   tp_error_class local_class;
@@ -285,9 +288,40 @@ static tp_error_class classify(const tp_http *h, const tp_http_req *r, CURLcode 
   }
 }
 
+bool tp_http_should_resend(bool reused, bool got_bytes, uint32_t resends, int curl_code) {
+  if (!reused || got_bytes || resends > 0) return false;
+  return curl_code == CURLE_SEND_ERROR || curl_code == CURLE_RECV_ERROR || curl_code == CURLE_GOT_NOTHING;
+}
+
+/* Sends r again on a new connection when tp_http_should_resend says so.
+ * Called only outside libcurl's calls, with r in the multi handle.  Returns
+ * true when r is under way again (finish must not go on). */
+static bool try_resend(tp_http_req *r, CURLcode code) {
+  tp_http *h = r->h;
+  if (r->finished || r->abort || r->local_failed || h->closing || h->in_curl || !r->added) return false;
+  long conns = 0;
+  curl_easy_getinfo(r->easy, CURLINFO_NUM_CONNECTS, &conns);
+  if (!tp_http_should_resend(conns == 0, r->got_bytes, r->resends, (int)code)) return false;
+  curl_multi_remove_handle(h->multi, r->easy);
+  /* A fresh connection: another idle one may be as stale as the first. */
+  curl_easy_setopt(r->easy, CURLOPT_FRESH_CONNECT, 1L);
+  r->resends++;
+  r->attempts = 0;
+  r->sent_ns = 0; /* the record's send time is the re-send's */
+  r->errbuf[0] = 0;
+  if (curl_multi_add_handle(h->multi, r->easy) != CURLM_OK) {
+    /* Not in the multi handle any more; finish reports the first failure. */
+    r->added = false;
+    h->n_pending_add++;
+    return false;
+  }
+  return true;
+}
+
 static void finish(tp_http_req *r, CURLcode code, uint64_t end_ns) {
   tp_http *h = r->h;
   if (r->finished) return;
+  if (code != CURLE_OK && try_resend(r, code)) return;
   r->finished = true;
   if (r->abort) h->n_aborts--;
   if (!r->added) h->n_pending_add--;
@@ -308,7 +342,12 @@ static void finish(tp_http_req *r, CURLcode code, uint64_t end_ns) {
   } else if (code != CURLE_OK) {
     res.err_class = classify(h, r, code, msg, sizeof(msg));
   }
+  if (r->resends && res.err_class != TP_ERRCLASS_NONE) {
+    size_t ml = strlen(msg);
+    snprintf(msg + ml, sizeof(msg) - ml, " (after a re-send on a fresh connection)");
+  }
   res.message = msg;
+  res.resends = r->resends;
   res.sent_ns = r->sent_ns;
   /* end_ns is when the last socket event began; the send may have happened
    * later inside that same libcurl call (a failure right after it). */
@@ -402,6 +441,7 @@ static int sockopt_cb(void *ud, curl_socket_t fd, curlsocktype purpose) {
 static size_t write_cb(char *ptr, size_t size, size_t nmemb, void *ud) {
   tp_http_req *r = ud;
   size_t n = size * nmemb;
+  r->got_bytes = true;
   if (r->abort || r->local_failed) return 0; /* libcurl ends it with WRITE_ERROR */
   uint64_t t = r->h->action_ns ? r->h->action_ns : tp_now_ns();
   if (!r->responded) {
@@ -424,6 +464,32 @@ static size_t write_cb(char *ptr, size_t size, size_t nmemb, void *ud) {
   }
   return n;
 }
+
+/* Only notes that the answer began: a request is re-sent only when not one
+ * byte of it came (try_resend). */
+static size_t header_cb(char *ptr, size_t size, size_t nmemb, void *ud) {
+  tp_http_req *r = ud;
+  (void)ptr;
+  r->got_bytes = true;
+  return size * nmemb;
+}
+
+#if LIBCURL_VERSION_NUM >= 0x075000
+/* Called each time libcurl is about to send the request on a connection.
+ * A second call for the same transfer is libcurl's own retry on a fresh
+ * connection (a reused one died before the answer began): counted as a
+ * re-send like ours, with the re-send's time. */
+static int prereq_cb(void *ud, char *conn_primary_ip, char *conn_local_ip, int conn_primary_port,
+                     int conn_local_port) {
+  tp_http_req *r = ud;
+  (void)conn_primary_ip, (void)conn_local_ip, (void)conn_primary_port, (void)conn_local_port;
+  if (++r->attempts > 1) {
+    r->resends++;
+    r->sent_ns = 0;
+  }
+  return CURL_PREREQFUNC_OK;
+}
+#endif
 
 static int xferinfo_cb(void *ud, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal, curl_off_t ulnow) {
   tp_http_req *r = ud;
@@ -642,6 +708,12 @@ int tp_http_request(tp_http *h, const tp_http_req_opts *ro, const tp_http_req_cb
   SET(CURLOPT_ERRORBUFFER, r->errbuf);
   SET(CURLOPT_WRITEFUNCTION, write_cb);
   SET(CURLOPT_WRITEDATA, (void *)r);
+  SET(CURLOPT_HEADERFUNCTION, header_cb);
+  SET(CURLOPT_HEADERDATA, (void *)r);
+#if LIBCURL_VERSION_NUM >= 0x075000
+  SET(CURLOPT_PREREQFUNCTION, prereq_cb);
+  SET(CURLOPT_PREREQDATA, (void *)r);
+#endif
   SET(CURLOPT_XFERINFOFUNCTION, xferinfo_cb);
   SET(CURLOPT_XFERINFODATA, (void *)r);
   SET(CURLOPT_NOPROGRESS, 0L);

@@ -7,7 +7,10 @@
  * Connections: libcurl keeps finished connections open and reuses them, so
  * with HTTP/1.1 each request in flight has a connection of its own and a
  * closed-loop run reuses the same ones.  HTTP/2 multiplexes (up to libcurl's
- * 100 streams per connection, then another connection).  Proxies come from
+ * 100 streams per connection, then another connection).  A request that
+ * went out on a reused connection the server had just closed is sent again
+ * on a fresh one (tp_http_should_resend) and counted in its result's
+ * resends, not failed.  Proxies come from
  * the usual environment variables (http_proxy, https_proxy, no_proxy), as
  * libcurl does by default; nothing here turns that off.
  *
@@ -86,6 +89,9 @@ typedef struct tp_http_result {
    * completed it was seen (the end of the body), or when it failed. */
   uint64_t end_ns;
   int http_version; /* 1 or 2; 0 = no response */
+  /* Times the request was sent again on a fresh connection (0 or 1; see
+   * tp_http_should_resend); sent_ns is then the re-send's. */
+  uint32_t resends;
 } tp_http_result;
 
 typedef struct tp_http_req_cbs {
@@ -136,6 +142,21 @@ void tp_http_cancel_all(tp_http *h);
 /* The class given to tp_http_fail / tp_http_cancel, TP_ERRCLASS_NONE when
  * the request was not failed locally.  Valid until on_done returns. */
 tp_error_class tp_http_local_class(const tp_http_req *r);
+
+/* Whether a transfer that ended with libcurl's code curl_code (a CURLcode)
+ * is sent again, once, on a fresh connection, rather than failed: it went
+ * out on a reused connection (CURLINFO_NUM_CONNECTS was 0), not one byte of
+ * the answer (status line, header or body) came back, it was not re-sent
+ * already, and the code says the connection was lost (SEND_ERROR,
+ * RECV_ERROR, GOT_NOTHING).  That is a server closing a kept-alive
+ * connection just as the request went out (llama-server closes after every
+ * stream; many servers close idle ones after a few seconds), which almost
+ * always means the server never read the request.  libcurl retries some
+ * of these itself (a read error or an empty answer caught early) but not a
+ * poll error on the socket, which is how a reset often shows; this makes
+ * the retry explicit and counted.  Pure; the caller also leaves out
+ * requests failed or cancelled locally. */
+bool tp_http_should_resend(bool reused, bool got_bytes, uint32_t resends, int curl_code);
 
 /* "host:port" of the base URL, for messages. */
 const char *tp_http_authority(const tp_http *h);

@@ -319,7 +319,7 @@ static void print_level(FILE *out, const tp_report_input *in, const tp_level_res
   }
   if (lr->reconnects) {
     fmt_u64(a, sizeof(a), lr->reconnects);
-    fprintf(out, "Reconnects: %s requests re-sent once on a fresh connection (the server closed or refused the "
+    fprintf(out, "Reconnects: %s requests re-sent on a fresh connection (the server closed or refused the "
             "one they went out on before answering; not failures)\n", a);
   }
 }

@@ -150,7 +150,8 @@ static const tp_setting config_rows[] = {
        "triton|openai-completions|openai|triton-generate|openai-chat=2", G_SERVER,
        "kind of server (openai: any OpenAI-compatible API)", "openai"),
     C("server.endpoint", "--endpoint", TP_SET_STR, endpoint, "PATH", 1, 0, G_SERVER,
-      "request path instead of the API's own: /PATH on the --url host, PATH below its /v1, or a full URL",
+      "request path instead of the API's own: /PATH on the --url host, PATH below the --url path (GenAI-Perf's "
+      "v1/chat/completions), or a full URL",
       "/v1/chat/completions", 0),
     CE("server.backend", "--backend", backend, "tensorrtllm|vllm", "tensorrtllm|vllm|trtllm=0", G_SERVER,
        "tensor layout of the model's inputs", "vllm"),

@@ -247,8 +247,9 @@ int tp_url_resolve(const tp_url *u, const char *api_path, const char *override, 
       w = snprintf(out->endpoint, sizeof(out->endpoint), "%s", override);
     else if (override[0] == '/')
       w = snprintf(out->endpoint, sizeof(out->endpoint), "%s%s", origin, override);
-    else
-      w = snprintf(out->endpoint, sizeof(out->endpoint), "%s/%s", out->api_base, override);
+    else /* below the URL as given, as GenAI-Perf joins --url and --endpoint */
+      w = snprintf(out->endpoint, sizeof(out->endpoint), "%s%s/%s", origin,
+                   strcmp(u->path, "/") == 0 ? "" : u->path, override);
     out->as_given = false;
   } else {
     w = snprintf(out->endpoint, sizeof(out->endpoint), "%s%s%s", out->api_base, tail, out->query);

@@ -82,7 +82,8 @@ typedef struct tp_url_resolved {
  * its first segment is the version).  override (--endpoint; NULL or "" =
  * none) replaces the result's endpoint: a full http(s):// URL as it is, a
  * path starting with '/' on u's origin (as RFC 3986 resolves an absolute
- * path), any other text below the API base ("chat/completions").  Returns
+ * path), any other text below u's own path, as GenAI-Perf joins --url and
+ * --endpoint ("h:8000" + "v1/chat/completions").  Returns
  * 0, or TP_EINVAL with a message when u's path names another endpoint
  * than api_path's or a result does not fit. */
 int tp_url_resolve(const tp_url *u, const char *api_path, const char *override, tp_url_resolved *out,

@@ -137,7 +137,10 @@ static void test_resolve(void) {
       {"https://r/v1/chat/completions?k=v", CHAT, NULL, "https://r/v1/chat/completions?k=v", "https://r/v1",
        true},
       /* --endpoint: a full URL as it is, an absolute path on the origin,
-       * anything else below the API base. */
+       * anything else below the URL's own path (GenAI-Perf's join). */
+      {"h:8000", CHAT, "v1/chat/completions", "http://h:8000/v1/chat/completions", "http://h:8000/v1", false},
+      {"http://h:8000/llama", COMPL, "v1/completions", "http://h:8000/llama/v1/completions",
+       "http://h:8000/llama/v1", false},
       {"http://h:8000/v1", CHAT, "http://other:9/x", "http://other:9/x", "http://h:8000/v1", false},
       {"http://h:8000/v1", CHAT, "/v1/chat/completions", "http://h:8000/v1/chat/completions",
        "http://h:8000/v1", false},

@@ -64,32 +64,39 @@ static int cmd_profile(int argc, char **argv) {
     tp_cli_fini(&cli);
     return TP_EXIT_OK;
   }
+  rv = tp_cli_run(&cli, NULL, NULL);
+  tp_cli_fini(&cli);
+  return rv;
+}
+
+/* Runs the configuration a command line gave and reports it: the text
+ * tables (or, with report, that function's own), the JSON document, the
+ * gates.  Returns the exit code. */
+int tp_cli_run(tp_cli *cli, tp_cli_report_fn report, void *ud) {
+  int rv;
   char err[1024] = "";
   /* A model name becomes its snapshot directory here, where the revision
    * is known; the run then loads a plain directory. */
   char *tok_path = NULL;
-  if (cli.tokenizer_revision && !cli.cfg.tokenizer) {
+  if (cli->tokenizer_revision && !cli->cfg.tokenizer) {
     fprintf(stderr,
             "tokperf: --tokenizer-revision '%s' needs --tokenizer ORG/NAME (the model it is a revision of)\n",
-            cli.tokenizer_revision);
-    tp_cli_fini(&cli);
+            cli->tokenizer_revision);
     return TP_EXIT_USAGE;
   }
-  if (cli.cfg.tokenizer) {
-    rv = tp_tokenizer_find(cli.cfg.tokenizer, cli.tokenizer_revision, &tok_path, err, sizeof(err));
+  if (cli->cfg.tokenizer) {
+    rv = tp_tokenizer_find(cli->cfg.tokenizer, cli->tokenizer_revision, &tok_path, err, sizeof(err));
     if (rv) {
       fprintf(stderr, "tokperf: %s\n", err);
-      tp_cli_fini(&cli);
-      return exit_code_for(rv);
+        return exit_code_for(rv);
     }
-    cli.cfg.tokenizer = tok_path;
+    cli->cfg.tokenizer = tok_path;
   }
   tp_run *run = NULL;
-  rv = tp_run_new(&run, &cli.cfg, err, sizeof(err));
+  rv = tp_run_new(&run, &cli->cfg, err, sizeof(err));
   if (rv) {
     fprintf(stderr, "tokperf: %s\n", err[0] ? err : tp_strerror(rv));
     free(tok_path);
-    tp_cli_fini(&cli);
     /* Options and input files are checked here: all usage/input errors. */
     return rv == TP_ENOMEM ? TP_EXIT_START : TP_EXIT_USAGE;
   }
@@ -111,16 +118,18 @@ static int cmd_profile(int argc, char **argv) {
   }
   /* Whatever was measured is reported, also after an interruption. */
   if (tp_run_level_count(run) > 0) {
-    if (cli.format_json) {
+    if (report) {
+      report(run, ud);
+    } else if (cli->format_json) {
       print_json(run);
     } else {
       tp_run_report_text(run, stdout);
       if (tp_run_artifact_dir(run)[0]) printf("Artifacts: %s\n", tp_run_artifact_dir(run));
     }
     fflush(stdout);
-    if (cli.cfg.json_path) {
+    if (cli->cfg.json_path) {
       char jerr[512];
-      if (tp_run_write_json(run, cli.cfg.json_path, jerr, sizeof(jerr))) {
+      if (tp_run_write_json(run, cli->cfg.json_path, jerr, sizeof(jerr))) {
         fprintf(stderr, "tokperf: %s\n", jerr);
         if (code == TP_EXIT_OK) code = TP_EXIT_START;
       }
@@ -132,7 +141,6 @@ static int cmd_profile(int argc, char **argv) {
   g_run = NULL;
   tp_run_free(run);
   free(tok_path);
-  tp_cli_fini(&cli);
   return code;
 }
 
@@ -175,13 +183,14 @@ int main(int argc, char **argv) {
   if (strcmp(sub, "mock") == 0) return cmd_mock(argc - 2, argv + 2);
   if (strcmp(sub, "tokenize") == 0) return tp_cmd_tokenize(argc - 2, argv + 2);
   if (strcmp(sub, "compare") == 0) return tp_cmd_compare(argc - 2, argv + 2);
+  if (strcmp(sub, "vllm-bench") == 0) return tp_cmd_vllm_bench(argc - 2, argv + 2);
   if (strcmp(sub, "completion") == 0) return tp_cli_completion(stdout, argc > 2 ? argv[2] : "bash");
   /* The man page, generated from the option tables at build time. */
   if (strcmp(sub, "man") == 0) {
     tp_cli_man(stdout);
     return TP_EXIT_OK;
   }
-  fprintf(stderr, "tokperf: unknown command '%s' (expected profile, mock, tokenize, compare or completion)\ntry 'tokperf --help'\n",
+  fprintf(stderr, "tokperf: unknown command '%s' (expected profile, mock, tokenize, compare, vllm-bench or completion)\ntry 'tokperf --help'\n",
           sub);
   return TP_EXIT_USAGE;
 }

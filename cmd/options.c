@@ -717,6 +717,7 @@ void tp_cli_help_main(FILE *out) {
           "  tokperf tokenize [OPTIONS]  count or list the tokens of each input line\n"
           "  tokperf compare A.json B.json [--fail-on RULE]... [--junit FILE]\n"
           "                              compare two runs' --json documents\n"
+          "  tokperf vllm-bench [OPTIONS] vLLM's `bench serve` command line, with vLLM's meanings\n"
           "  tokperf completion bash|zsh print a shell completion script\n"
           "  tokperf --version           print versions of tokperf and its libraries\n"
           "  tokperf --help              this help; 'tokperf profile --help' lists every option\n",

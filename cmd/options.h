@@ -59,6 +59,14 @@ void tp_cli_fini(tp_cli *cli);
 int tp_cli_parse_profile(tp_cli *cli, int argc, char **argv);
 int tp_cli_parse_mock(tp_cli *cli, int argc, char **argv);
 
+/* Runs a parsed command line (cmd/main.c) and returns the exit code; report
+ * (NULL: the text tables) prints the results instead, as another tool's
+ * entry does. */
+typedef void (*tp_cli_report_fn)(const tp_run *run, void *ud);
+int tp_cli_run(tp_cli *cli, tp_cli_report_fn report, void *ud);
+/* `tokperf vllm-bench`: vLLM's `bench serve` command line (cmd/vllm_bench.c). */
+int tp_cmd_vllm_bench(int argc, char **argv);
+
 /* `tokperf tokenize` (cmd/tokenize.c); returns the exit code. */
 int tp_cmd_tokenize(int argc, char **argv);
 /* `tokperf compare` (cmd/compare.c); returns the exit code. */

@@ -25,6 +25,7 @@
 #include <jansson.h>
 #include <uv.h>
 
+#include "api/tp_openai.h"
 #include "api/tp_triton.h"
 #include "client/tp_client.h"
 #include "client/tp_client_http.h"
@@ -248,6 +249,22 @@ static void warn(tp_run *r, const char *fmt, ...) {
 
 /* ---- construction -------------------------------------------------------- */
 
+/* Chat messages go to /v1/chat/completions as they are; a marker or a
+ * shared prefix is put before the prompt text, which for messages would
+ * mean rewriting one of them, so the two are not combined. */
+static int check_messages_use(tp_run *r, char *err, size_t errlen) {
+  if (r->cfg.service_kind != TP_SERVICE_OPENAI_CHAT || !(r->cfg.cache_bust || r->cfg.prefix_tokens)) return 0;
+  for (size_t i = 0; i < r->ds.n; i++) {
+    if (r->ds.items[i].messages) {
+      tp_seterr(err, errlen, "%s: chat \"messages\" lines cannot take --cache-bust or --prefix-tokens "
+                "(they rewrite the prompt); use prompt lines, or drop those options",
+                r->ds.source);
+      return TP_EINVAL;
+    }
+  }
+  return 0;
+}
+
 static int validate(const tp_config *c, char *err, size_t errlen) {
   if (!c->request_rates || !c->n_request_rates) {
     if (!c->schedule_file && (!c->n_concurrency || !c->concurrency)) {
@@ -458,9 +475,15 @@ int tp_run_new(tp_run **out, const tp_config *cfg, char *err, size_t errlen) {
     rv = load_schedule(r, err, errlen);
     if (rv) goto fail;
   } else if (cfg->input_file) {
-    rv = tp_dataset_load_jsonl(&r->ds, cfg->input_file, err, errlen);
+    rv = tp_dataset_load(&r->ds, cfg->input_file, err, errlen);
     if (rv) goto fail;
-    snprintf(r->ds_desc, sizeof(r->ds_desc), "%s (%zu prompts)", cfg->input_file, r->ds.n);
+    rv = check_messages_use(r, err, errlen);
+    if (rv) goto fail;
+    if (r->ds.note[0]) warn(r, "%s", r->ds.note);
+    if (strcmp(r->ds.format, "jsonl") == 0)
+      snprintf(r->ds_desc, sizeof(r->ds_desc), "%s (%zu prompts)", cfg->input_file, r->ds.n);
+    else
+      snprintf(r->ds_desc, sizeof(r->ds_desc), "%s (%zu prompts, %s)", cfg->input_file, r->ds.n, r->ds.format);
   } else if (!cfg->n_input_tokens_means) {
     rv = tp_dataset_synthetic(&r->ds, cfg->num_prompts, cfg->synthetic_input_words, cfg->random_seed);
     if (rv) {
@@ -1005,6 +1028,14 @@ static void send_request(tp_run *r, size_t seq) {
     build_sent_text(r, seq, &r->sendbuf);
     snd.prompt = (const char *)r->sendbuf.data;
     snd.prompt_len = r->sendbuf.len;
+  } else if (p->messages && r->cfg.service_kind == TP_SERVICE_OPENAI_CHAT) {
+    /* The chat messages as the file gave them (tp_openai.h). */
+    tp_buf_reset(&r->sendbuf);
+    if (tp_buf_append(&r->sendbuf, TP_OPENAI_MESSAGES_TAG, 1) == 0 &&
+        tp_buf_append_str(&r->sendbuf, p->messages) == 0) {
+      snd.prompt = (const char *)r->sendbuf.data;
+      snd.prompt_len = r->sendbuf.len;
+    }
   }
   rec->sent_ns = now;
   L->in_flight++;
@@ -1219,6 +1250,11 @@ static void count_prompts(tp_run *r, tp_dataset *ds) {
     size_t n = 0;
     if (p->input_tokens < 0 && count_input(r, r->tok, p->text, p->text_len, &n) == 0)
       p->input_tokens = (int64_t)n;
+    /* ShareGPT: ask for as many tokens as the recorded answer had, as
+     * vLLM's benchmark does (counted like output: no special tokens). */
+    if (ds->max_tokens_from_reference && p->max_tokens < 0 && p->reference &&
+        tp_tok_count(r->tok, p->reference, strlen(p->reference), &n) == 0)
+      p->max_tokens = n ? (int64_t)n : 1;
   }
 }
 

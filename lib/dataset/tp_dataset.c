@@ -220,8 +220,10 @@ static int parse_line_ex(const char *line, size_t len, const char *file, size_t 
 
   rv = TP_ENOMEM;
   if (jmsgs || jtexts) {
+    /* An empty buffer is stolen without its terminating NUL written. */
     text = tp_buf_steal(&joined, &text_len);
-    if (!text && !(text = tp_strndup("", 0))) goto out;
+    if (!text) goto out;
+    text[text_len] = 0;
     if (jmsgs && !(msgs = json_dumps(jmsgs, JSON_COMPACT))) goto out;
   } else {
     text_len = json_string_length(prompt);

@@ -29,6 +29,13 @@
 #include "dataset/tp_dataset_line.h"
 #include "util/tp_common.h"
 
+/* Input names and JSON values are quoted in messages; control bytes in
+ * them would reach the user's terminal, so they are masked. */
+static void mask_controls(char *s) {
+  for (; *s; s++)
+    if ((unsigned char)*s < 0x20 || *s == 0x7f) *s = '?';
+}
+
 /* ---- base64 (RFC 4648 section 4) ------------------------------------------ */
 
 static int b64_value(unsigned char c) {
@@ -304,6 +311,8 @@ int tp__dataset_perf_analyzer(tp_dataset *ds, const char *name, const json_t *ro
     }
   }
   json_decref(unused);
+  mask_controls(ds->note);
+  if (rv) mask_controls(err);
   return rv;
 }
 
@@ -412,8 +421,7 @@ int tp__dataset_parse_any(tp_dataset *ds, const char *name, const char *data, si
     json_decref(line1);
     if (!line1) {
       memset(ds, 0, sizeof(*ds));
-      for (char *c = je.text; *c; c++)
-        if ((unsigned char)*c < 0x20 || *c == 0x7f) *c = '?';
+      mask_controls(je.text);
       tp_seterr(err, errlen, "%s:%d:%d: invalid JSON: %s", name, je.line, je.column > 0 ? je.column : 1,
                 je.text);
       return TP_EINVAL;

@@ -88,8 +88,9 @@ static const optdef profile_opts[] = {
    "CI gate, repeatable: 'ttft.p99 <= 250ms', 'output_token_throughput >= 1000', 'error_rate <= 1%'", NULL},
   {O_MAX_ERROR_RATE, "--max-error-rate", "R", "fail the run (exit 1) when a level's error rate exceeds R (or R%)",
    NULL},
-  {O_INPUT_FILE, "--input-file|--input-data", "FILE.jsonl",
-   "prompts, one JSON object per line: text_input|input|prompt|text, optional output, max_tokens", NULL},
+  {O_INPUT_FILE, "--input-file|--input-data", "FILE",
+   "prompts: JSONL (text_input|input|prompt|text, optional output, max_tokens; or chat messages, AIPerf "
+   "single_turn), perf_analyzer input data or ShareGPT JSON, told apart by content (docs/inputs.md)", NULL},
   {O_TOKENIZER, "--tokenizer|--tokenizer-path", "PATH",
    "a tokenizer.json, a sentencepiece tokenizer.model, or a model directory holding one; without it "
    "token metrics are n/a", NULL},

@@ -240,6 +240,7 @@ static int parse_line_ex(const char *line, size_t len, const char *file, size_t 
   out->max_tokens = max_tokens;
   out->input_tokens = -1;
   out->messages = msgs;
+  out->inputs = NULL;
   text = ref = msgs = NULL;
   rv = 0;
 
@@ -278,6 +279,7 @@ static void free_prompt(tp_prompt *p) {
   free(p->text);
   free(p->reference);
   free(p->messages);
+  free(p->inputs);
 }
 
 int tp__dataset_parse_buffer(tp_dataset *ds, const char *name, const char *data, size_t len,

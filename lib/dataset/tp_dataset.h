@@ -16,6 +16,9 @@ typedef struct tp_prompt {
    * holds their contents joined by "\n" (no roles, no chat template): what
    * is counted, and what APIs without messages are sent. */
   char *messages;
+  /* perf_analyzer: the entry's inputs as a compact JSON object (owned), or
+   * NULL.  A Triton gRPC run sends these tensors as given. */
+  char *inputs;
 } tp_prompt;
 
 typedef struct tp_dataset {

@@ -27,6 +27,7 @@
 
 #include "dataset/tp_dataset.h"
 #include "dataset/tp_dataset_line.h"
+#include "util/tp_base64.h"
 #include "util/tp_common.h"
 
 /* Input names and JSON values are quoted in messages; control bytes in
@@ -34,51 +35,6 @@
 static void mask_controls(char *s) {
   for (; *s; s++)
     if ((unsigned char)*s < 0x20 || *s == 0x7f) *s = '?';
-}
-
-/* ---- base64 (RFC 4648 section 4) ------------------------------------------ */
-
-static int b64_value(unsigned char c) {
-  if (c >= 'A' && c <= 'Z') return c - 'A';
-  if (c >= 'a' && c <= 'z') return c - 'a' + 26;
-  if (c >= '0' && c <= '9') return c - '0' + 52;
-  if (c == '+') return 62;
-  if (c == '/') return 63;
-  return -1;
-}
-
-int tp__base64_decode(const char *s, size_t len, unsigned char **out, size_t *outlen) {
-  *out = NULL;
-  *outlen = 0;
-  /* Padding is optional; at most two '=' and only at the end. */
-  size_t pad = 0;
-  while (len && s[len - 1] == '=' && pad < 2) {
-    len--;
-    pad++;
-  }
-  if (len % 4 == 1 || (pad && (len + pad) % 4)) return TP_EINVAL;
-  unsigned char *buf = malloc(len / 4 * 3 + 3);
-  if (!buf) return TP_ENOMEM;
-  size_t o = 0;
-  uint32_t acc = 0;
-  int bits = 0;
-  for (size_t i = 0; i < len; i++) {
-    int v = b64_value((unsigned char)s[i]);
-    if (v < 0) {
-      free(buf);
-      return TP_EINVAL;
-    }
-    acc = (acc << 6) | (uint32_t)v;
-    bits += 6;
-    if (bits >= 8) {
-      bits -= 8;
-      buf[o++] = (unsigned char)(acc >> bits);
-      acc &= (1u << bits) - 1;
-    }
-  }
-  *out = buf;
-  *outlen = o;
-  return 0;
 }
 
 /* ---- perf_analyzer --------------------------------------------------------- */
@@ -123,7 +79,7 @@ static bool input_values(const json_t *v, const json_t **first, const json_t **b
 static int b64_first_string(const json_t *b64, char **s, size_t *slen) {
   unsigned char *raw;
   size_t n;
-  int rv = tp__base64_decode(json_string_value(b64), json_string_length(b64), &raw, &n);
+  int rv = tp_base64_decode(json_string_value(b64), json_string_length(b64), &raw, &n);
   if (rv) return rv == TP_ENOMEM ? rv : 1;
   rv = 1;
   if (n >= 4) {
@@ -273,11 +229,15 @@ static int pa_entry(tp_dataset *ds, const char *name, size_t idx, const json_t *
     return TP_EINVAL;
   }
   int rv = pa_max_tokens(entry, name, idx, &p.max_tokens, err, errlen);
+  if (!rv && !(p.inputs = json_dumps(entry, JSON_COMPACT))) rv = TP_ENOMEM;
   if (!rv) {
     note_unused(unused, entry, pkey);
     rv = tp__dataset_push(ds, &p);
   }
-  if (rv) free(p.text);
+  if (rv) {
+    free(p.text);
+    free(p.inputs);
+  }
   return rv;
 }
 

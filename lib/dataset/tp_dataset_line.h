@@ -48,8 +48,4 @@ int tp__dataset_sharegpt(tp_dataset *ds, const char *name, const json_t *root, c
  * TP_ENOMEM (the prompt is then still the caller's). */
 int tp__dataset_push(tp_dataset *ds, const tp_prompt *p);
 
-/* Decodes standard base64 (RFC 4648 section 4, padding optional, no
- * whitespace) into a malloc'd buffer.  Returns 0, TP_EINVAL or TP_ENOMEM. */
-int tp__base64_decode(const char *s, size_t len, unsigned char **out, size_t *outlen);
-
 #endif

@@ -16,6 +16,7 @@
 
 #include "dataset/tp_dataset_line.h"
 #include "fuzz_inputs_common.h"
+#include "util/tp_base64.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -53,7 +54,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 
   unsigned char *out;
   size_t n;
-  if (tp__base64_decode(text, size, &out, &n) == 0) {
+  if (tp_base64_decode(text, size, &out, &n) == 0) {
     if (n > size / 4 * 3 + 2) abort();
     free(out);
   }

@@ -10,6 +10,7 @@
 #include "dataset/tp_dataset.h"
 #include "dataset/tp_dataset_line.h"
 #include "tp_test.h"
+#include "util/tp_base64.h"
 #include "util/tp_common.h"
 
 typedef struct good_case {
@@ -193,7 +194,7 @@ static void test_base64(void) {
   for (size_t i = 0; i < TP_ARRAY_LEN(t); i++) {
     unsigned char *out;
     size_t n;
-    int rv = tp__base64_decode(t[i].in, strlen(t[i].in), &out, &n);
+    int rv = tp_base64_decode(t[i].in, strlen(t[i].in), &out, &n);
     CHECK_INT(rv, t[i].rv, t[i].in);
     if (rv == 0 && t[i].out) CHECK_MEM(out, n, t[i].out, strlen(t[i].out), t[i].in);
     free(out);

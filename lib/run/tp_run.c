@@ -185,6 +185,9 @@ struct tp_run {
   char target[300];
   tp_client *client;
   bool http; /* the client is an HTTP one: its events carry usage and reasoning */
+  /* perf_analyzer input data on Triton gRPC: each request carries its
+   * entry's tensors as given (docs/inputs.md). */
+  bool file_inputs;
   char http_url[1100];
   tp_artifacts *artifacts;
   char artifact_dir[1024];
@@ -479,7 +482,12 @@ int tp_run_new(tp_run **out, const tp_config *cfg, char *err, size_t errlen) {
     if (rv) goto fail;
     rv = check_messages_use(r, err, errlen);
     if (rv) goto fail;
-    if (r->ds.note[0]) warn(r, "%s", r->ds.note);
+    /* The entry's own tensors go out unless an option must rewrite the
+     * prompt or the length, or no metadata gives their datatypes. */
+    r->file_inputs = strcmp(r->ds.format, "perf_analyzer") == 0 && cfg->service_kind == TP_SERVICE_TRITON &&
+                     !cfg->skip_preflight && !cfg->cache_bust && !cfg->prefix_tokens &&
+                     !cfg->output_tokens_deterministic && !cfg->output_tokens_mean && !cfg->n_output_tokens_means;
+    if (r->ds.note[0] && !r->file_inputs) warn(r, "%s", r->ds.note);
     if (strcmp(r->ds.format, "jsonl") == 0)
       snprintf(r->ds_desc, sizeof(r->ds_desc), "%s (%zu prompts)", cfg->input_file, r->ds.n);
     else
@@ -1023,7 +1031,7 @@ static void send_request(tp_run *r, size_t seq) {
   snprintf(id, sizeof(id), "%s%" PRIu64, r->id_prefix, rec->seq);
   uint32_t min_tokens = r->cfg.output_tokens_deterministic ? rec->max_tokens : 0;
   tp_client_send snd = {id, p->text, p->text_len, rec->max_tokens, min_tokens,
-                        r->cfg.request_timeout_ms * TP_NS_PER_MS, &x->handle};
+                        r->cfg.request_timeout_ms * TP_NS_PER_MS, &x->handle, NULL};
   if (r->cfg.cache_bust || r->n_prefixes) {
     build_sent_text(r, seq, &r->sendbuf);
     snd.prompt = (const char *)r->sendbuf.data;
@@ -1037,6 +1045,7 @@ static void send_request(tp_run *r, size_t seq) {
       snd.prompt_len = r->sendbuf.len;
     }
   }
+  if (r->file_inputs) snd.inputs = p->inputs;
   rec->sent_ns = now;
   L->in_flight++;
   if (L->in_flight > L->max_in_flight) L->max_in_flight = L->in_flight;
@@ -1981,6 +1990,7 @@ static int exec_setup(tp_run *r, char *err, size_t errlen) {
   co.cert_file = r->cfg.cert_file;
   co.key_file = r->cfg.key_file;
   co.insecure = r->cfg.insecure;
+  co.file_inputs = r->file_inputs;
   static const tp_client_cbs cbs = {req_on_event, req_on_done};
   if (r->cfg.service_kind == TP_SERVICE_TRITON) {
     rv = tp_client_triton_new(&r->client, &r->loop, &co, &cbs, err, errlen);
@@ -2016,6 +2026,16 @@ static int exec_setup(tp_run *r, char *err, size_t errlen) {
   if (!r->cfg.skip_preflight) {
     rv = r->client->ops->preflight(r->client, err, errlen);
     if (rv) return rv;
+  }
+  /* Every entry is built once now, so that a tensor the model cannot take
+   * stops the run with its entry named rather than failing requests. */
+  for (size_t i = 0; r->file_inputs && i < r->ds.n; i++) {
+    char why[400];
+    rv = tp_client_triton_check_inputs(r->client, r->ds.items[i].inputs, why, sizeof(why));
+    if (rv) {
+      tp_seterr(err, errlen, "%s: data[%zu]: %s", r->ds.source, i, why);
+      return rv;
+    }
   }
 
   if (r->cfg.metrics_url) {

@@ -54,27 +54,64 @@ def by_prompt(recs, key):
     return {k: (v.pop() if len(v) == 1 else sorted(v)) for k, v in seen.items()}
 
 
-# perf_analyzer's input data, pretty-printed, three model layouts.
+# perf_analyzer's input data on Triton gRPC: each entry's tensors are sent as
+# given, with the model's datatypes (BYTES, INT32, BOOL, FP32, base64 raw).
 pa = write("pa.json", json.dumps({"data": [
-    {"text_input": ["the of and to"], "max_tokens": [5], "stream": [True]},
-    {"PROMPT": {"content": ["in is that"], "shape": [1]}, "STREAM": [True]},
-    {"text_input": ["it was"], "sampling_parameters": ['{"max_tokens": 9}']},
+    {"text_input": ["the of and to"], "max_tokens": [5], "stream": [True], "temperature": [0.5],
+     "top_k": {"content": [3], "shape": [1]}},
+    {"text_input": {"b64": "CgAAAGluIGlzIHRoYXQ="}, "max_tokens": [4], "stream": [True]},
 ]}, indent=2))
-rc, err, recs = profile(pa, n=6)
-check(rc == 0 and len(recs) == 6, "perf_analyzer input data runs", err)
-check(by_prompt(recs, "max_tokens") == {0: 5, 1: 128, 2: 9},
-      "perf_analyzer: max_tokens from the max_tokens tensor and sampling_parameters", by_prompt(recs, "max_tokens"))
+rc, err, recs = profile(pa)
+check(rc == 0 and len(recs) == 4 and all(r["ok"] for r in recs), "perf_analyzer input data runs on the ensemble",
+      err)
+check(by_prompt(recs, "max_tokens") == {0: 5, 1: 4}, "perf_analyzer: max_tokens from the max_tokens tensor",
+      by_prompt(recs, "max_tokens"))
 if WORDS:
-    check(by_prompt(recs, "input_tokens") == {0: 4, 1: 3, 2: 2},
-          "perf_analyzer: the prompts of text_input and PROMPT arrived (input tokens)", by_prompt(recs, "input_tokens"))
-check(err.count("inputs not sent as given") == 1 and "stream STREAM" in err,
-      "perf_analyzer: the inputs tokperf sets itself are named once on stderr", err)
+    check(by_prompt(recs, "input_tokens") == {0: 4, 1: 3},
+          "perf_analyzer: the text_input prompts, list and base64, are counted", by_prompt(recs, "input_tokens"))
+    check(by_prompt(recs, "output_tokens") == {0: 5, 1: 4}, "perf_analyzer: the model honoured max_tokens",
+          by_prompt(recs, "output_tokens"))
+check("not sent as given" not in err, "perf_analyzer: nothing said dropped when the tensors are sent", err)
+# The file's own stream tensor decides: false gives one answer per request,
+# where tokperf's own requests would stream one response per token.
+pa1 = write("pa_unary.json", '{"data": [{"text_input": ["the of"], "max_tokens": [6], "stream": [false]}]}')
+rc, err, recs = profile(pa1, n=2)
+check(rc == 0 and recs and all(len(r["response_ns"]) == 1 for r in recs),
+      "perf_analyzer: the file's stream=false reached the model (one response each)",
+      [len(r["response_ns"]) for r in recs] or err)
+rc, err, recs = profile(pa1, ["--cache-bust"], n=2)
+check(rc == 0 and recs and all(len(r["response_ns"]) > 1 for r in recs) and
+      err.count("inputs not sent as given (tokperf sets them from its options): stream") == 1,
+      "perf_analyzer with --cache-bust: tokperf builds the tensors and says which were not sent", err)
+pav = write("pa_vllm.json", '{"data": [{"text_input": ["it was"], "stream": [true], '
+                            '"sampling_parameters": ["{\\"max_tokens\\": 9}"]}]}')
+rc, err, recs = profile(pav, ["-m", "vllm_model", "--backend", "vllm"], n=2)
+check(rc == 0 and by_prompt(recs, "max_tokens") == {0: 9} and
+      (not WORDS or by_prompt(recs, "output_tokens") == {0: 9}),
+      "perf_analyzer: vLLM sampling_parameters sent and read", err or by_prompt(recs, "output_tokens"))
+old = write("pa_old.json", '{"data": [{"text_input": ["a"]}, {"PROMPT": ["in is that"], "STREAM": [true]}]}')
+rc, out, err = run(["profile", "--mock", "--input-file", old])
+check(rc == 2 and old + ': data[1]: input "PROMPT": model \'ensemble\' has no such input' in err,
+      "perf_analyzer: an input the model lacks is named with its entry before the run", err)
+rc, err, recs = profile(old, ["--service-kind", "openai", "--endpoint-type", "completions"])
+check(rc == 0 and by_prompt(recs, "input_tokens" if WORDS else "max_tokens") == ({0: 1, 1: 3} if WORDS else {0: 128, 1: 128}),
+      "perf_analyzer over HTTP: the PROMPT of the old vLLM tutorial model is the prompt", err)
+check(err.count("inputs not sent as given (tokperf sets them from its options): STREAM") == 1,
+      "perf_analyzer over HTTP: the inputs not sent are named once", err)
 rc, out, err = run(["profile", "--mock", "--input-data", "random"])
 check(rc == 2 and "--input-data random (perf_analyzer's generated tensors) is not supported" in err,
       "--input-data random refused with a reason", err)
 bad = write("pa_bad.json", '{\n "data": [\n  {"text_input": ["a"]},\n  {"max_tokens": [3]}\n ]\n}\n')
 rc, out, err = run(["profile", "--mock", "--input-data", bad])
 check(rc == 2 and bad + ": data[1]: no prompt" in err, "perf_analyzer: a bad entry is named", err)
+bad = write("pa_type.json", '{"data": [{"text_input": ["a"], "max_tokens": [5]}, {"text_input": ["b"], "max_tokens": [1.5]}]}')
+rc, out, err = run(["profile", "--mock", "--input-data", bad])
+check(rc == 2 and bad + ': data[1]: input "max_tokens": expected a list holding one positive integer' in err,
+      "perf_analyzer: a value of the wrong type is named", err)
+bad = write("pa_dtype.json", '{"data": [{"text_input": ["a"], "stream": ["yes"]}]}')
+rc, out, err = run(["profile", "--mock", "--input-data", bad])
+check(rc == 2 and bad + ': data[0]: input "stream": element 0 does not fit the model\'s datatype BOOL' in err,
+      "perf_analyzer: a value the model's datatype cannot take is named", err)
 
 # AIPerf single_turn.
 ai = write("ai.jsonl", '{"text": "with his they at", "output_length": 6, "timestamp": 0}\n'

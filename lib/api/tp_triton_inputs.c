@@ -192,7 +192,10 @@ static int encode_input(file_tensor *ft, const tp_triton_tensor_meta *mi, const 
   }
   if (!shape) dims[n_dims++] = (int64_t)count;
   uint64_t product = 1;
-  for (size_t i = 0; i < n_dims; i++) product *= (uint64_t)dims[i];
+  for (size_t i = 0; i < n_dims; i++) {
+    uint64_t d = (uint64_t)dims[i];
+    product = d && product > UINT64_MAX / d ? UINT64_MAX : product * d; /* no wrap to a false match */
+  }
   if (product != count) {
     tp_seterr(err, errlen, "input \"%s\": the shape holds %llu elements but %zu are given", name,
               (unsigned long long)product, count);
@@ -294,6 +297,9 @@ int tp_triton_build_infer_inputs(tp_buf *out, const tp_triton_opts *o, const tp_
   for (size_t i = 0; i < n; i++) tp_buf_fini(&fts[i].raw);
   free(fts);
   json_decref(root);
+  /* Input names are quoted: keep a file's control bytes off the terminal. */
+  for (char *c = err; rv && rv != TP_ENOMEM && *c; c++)
+    if ((unsigned char)*c < 0x20 || *c == 0x7f) *c = '?';
   return rv;
 }
 

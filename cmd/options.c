@@ -217,8 +217,9 @@ static const tp_setting config_rows[] = {
     C("measure.grace_period_ms", "--grace-period", TP_SET_MS, grace_period_ms, "DURATION", 1, 0, G_MEASURE,
       "after Ctrl-C, how long in-flight requests may finish", "10s", 0),
 
-    C("prompts.input_file", "--input-file|--input-data", TP_SET_STR, input_file, "FILE.jsonl", 1, 0, G_PROMPTS,
-      "prompts, one JSON object per line: text_input|input|prompt|text, optional output, max_tokens",
+    C("prompts.input_file", "--input-file|--input-data", TP_SET_STR, input_file, "FILE", 1, 0, G_PROMPTS,
+      "prompts: JSONL (text_input|input|prompt|text, optional output, max_tokens; or chat messages, AIPerf "
+      "single_turn), perf_analyzer input data or ShareGPT JSON, told apart by content (docs/inputs.md)",
       "prompts.jsonl", TP_SETF_FILE),
     C("prompts.tokenizer", "--tokenizer|--tokenizer-path", TP_SET_STR, tokenizer, "PATH|ORG/NAME", 1, 0, G_PROMPTS,
       "a tokenizer.json, a sentencepiece tokenizer.model, a model directory holding one, or a model name "

@@ -70,12 +70,51 @@ static int set(json_t *o, const char *key, json_t *v) {
   return json_object_set_new(o, key, v) ? TP_ENOMEM : 0;
 }
 
+/* The value a TP_OPENAI_MESSAGES_TAG prompt stands for: the array itself
+ * for chat, else its text contents joined by "\n" as a string.  NULL when
+ * the bytes are not a list of messages. */
+static json_t *messages_prompt(const tp_openai_opts *o, const char *s, size_t len) {
+  json_t *msgs = json_loadb(s, len, 0, NULL);
+  if (!json_is_array(msgs) || json_array_size(msgs) == 0) {
+    json_decref(msgs);
+    return NULL;
+  }
+  if (o->api == TP_HTTP_API_OPENAI_CHAT) return msgs;
+  tp_buf b;
+  tp_buf_init(&b);
+  size_t i;
+  json_t *m;
+  json_array_foreach(msgs, i, m) {
+    json_t *c = json_object_get(m, "content");
+    if (i) tp_buf_append(&b, "\n", 1);
+    if (json_is_string(c)) tp_buf_append(&b, json_string_value(c), json_string_length(c));
+    size_t k;
+    json_t *part;
+    bool first = true;
+    if (json_is_array(c)) {
+      json_array_foreach(c, k, part) {
+        json_t *t = json_object_get(part, "text");
+        if (!json_is_string(t)) continue;
+        if (!first) tp_buf_append(&b, "\n", 1);
+        tp_buf_append(&b, json_string_value(t), json_string_length(t));
+        first = false;
+      }
+    }
+  }
+  json_t *text = json_stringn(b.len ? (const char *)b.data : "", b.len);
+  tp_buf_fini(&b);
+  json_decref(msgs);
+  return text;
+}
+
 static int build_openai(json_t *body, const tp_openai_opts *o, json_t *prompt, uint32_t max_tokens,
                         uint32_t min_tokens) {
   int rv = 0;
   if (o->model) rv = set(body, "model", json_string(o->model));
   if (rv) return rv;
-  if (o->api == TP_HTTP_API_OPENAI_CHAT) {
+  if (o->api == TP_HTTP_API_OPENAI_CHAT && json_is_array(prompt)) {
+    rv = set(body, "messages", json_incref(prompt));
+  } else if (o->api == TP_HTTP_API_OPENAI_CHAT) {
     json_t *msg = json_object();
     json_t *msgs = json_array();
     if (!msg || !msgs || json_array_append_new(msgs, msg)) {
@@ -145,7 +184,9 @@ static int build_generate(json_t *body, const tp_openai_opts *o, json_t *prompt,
 int tp_openai_build_request(tp_buf *out, const tp_openai_opts *o, const char *prompt, size_t prompt_len,
                             uint32_t max_tokens, uint32_t min_tokens) {
   tp_buf_reset(out);
-  json_t *p = json_stringn(prompt, prompt_len);
+  json_t *p = prompt_len && prompt[0] == TP_OPENAI_MESSAGES_TAG[0]
+                  ? messages_prompt(o, prompt + 1, prompt_len - 1)
+                  : json_stringn(prompt, prompt_len);
   if (!p) return TP_EINVAL; /* jansson refuses invalid UTF-8 */
   json_t *body = json_object();
   if (!body) {

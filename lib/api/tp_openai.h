@@ -56,6 +56,13 @@ typedef struct tp_openai_opts {
   const json_t *extra;
 } tp_openai_opts;
 
+/* A prompt that starts with this byte carries chat messages: the rest is
+ * a JSON array of {"role", "content"} objects, sent as "messages" as they
+ * are.  0xFF never occurs in UTF-8, so no real prompt starts with it; this
+ * lets the messages of an input file pass through the client's one prompt
+ * string.  Other APIs get the messages' contents joined by "\n". */
+#define TP_OPENAI_MESSAGES_TAG "\xFF"
+
 /* Builds a request body into out (replacing its content): for OpenAI
  * {"model", "prompt" | "messages":[{"role":"user","content"}],
  * "max_tokens" (when > 0), "stream", "stream_options"} and, with

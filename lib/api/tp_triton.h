@@ -116,6 +116,20 @@ int tp_triton_parse_model_metadata(const uint8_t *data, size_t len, tp_triton_mo
 int tp_triton_check_metadata(const tp_triton_model_meta *m, tp_triton_opts *o,
                              char *err, size_t errlen);
 
+/* Builds one framed ModelInferRequest whose inputs an input file gives:
+ * inputs_json is a JSON object mapping input names to a list of values,
+ * {"content": [...], "shape": [...]} or {"b64": "..."} (perf_analyzer's
+ * input data), each encoded with the datatype m declares for it
+ * (tp_triton_inputs.c says how).  Asks for text_output, and for the empty
+ * final response when streaming.  Returns 0, TP_EINVAL with a message
+ * naming the input, TP_ETOOBIG or TP_ENOMEM. */
+int tp_triton_build_infer_inputs(tp_buf *out, const tp_triton_opts *o, const tp_triton_model_meta *m,
+                                 const char *id, const char *inputs_json, char *err, size_t errlen);
+/* tp_triton_check_metadata for requests built from a file's inputs: the
+ * model must answer in text_output; the inputs themselves are checked
+ * when each request is built. */
+int tp_triton_check_file_metadata(const tp_triton_model_meta *m, tp_triton_opts *o, char *err, size_t errlen);
+
 /* One model's cumulative counters from a ModelStatisticsResponse. */
 typedef struct tp_triton_model_counters {
   char name[128];

@@ -59,6 +59,10 @@ typedef struct tp_client_send {
   /* Where the client stores a handle for cancel (may be NULL); valid until
    * on_done. */
   void **handle;
+  /* An input file's tensors for this request (perf_analyzer's form, a JSON
+   * object; borrowed), sent instead of the ones built from prompt and
+   * max_tokens by a client opened with file_inputs.  NULL = build them. */
+  const char *inputs;
 } tp_client_send;
 
 typedef struct tp_client tp_client;
@@ -104,6 +108,10 @@ typedef struct tp_client_opts {
   const char *host;
   const char *ca_file, *cert_file, *key_file;
   bool insecure;
+  /* Requests will carry an input file's tensors (tp_client_send.inputs):
+   * the Triton client keeps the model's metadata for their datatypes and
+   * checks only that the model answers in text_output. */
+  bool file_inputs;
 } tp_client_opts;
 
 /* Triton over KServe v2 gRPC (streaming ModelStreamInfer or unary
@@ -119,6 +127,12 @@ int tp_client_triton_new(tp_client **out, uv_loop_t *loop, const tp_client_opts 
 struct tp_triton_model_counters;
 int tp_client_triton_model_stats(tp_client *c, struct tp_triton_model_counters **out, size_t *n, char *err,
                                  size_t errlen);
+
+/* Checks that one input file entry (tp_client_send.inputs) can be sent to
+ * the model, by building its request once; call it after preflight on a
+ * client opened with file_inputs.  Returns 0, or TP_EINVAL with a message
+ * naming the input. */
+int tp_client_triton_check_inputs(tp_client *c, const char *inputs, char *err, size_t errlen);
 
 /* Statistics of the transport for the report. */
 uint32_t tp_client_triton_connections_opened(const tp_client *c);

@@ -21,6 +21,7 @@ typedef struct triton_client {
   tp_triton_opts topts;
   tp_h2c_pool *pool;
   tp_buf reqbuf;
+  tp_triton_model_meta *meta; /* kept with file_inputs: the inputs' datatypes */
   char **hdr; /* name, value pairs (names lower-cased, as HTTP/2 needs) */
   size_t n_hdr;
 } triton_client;
@@ -133,6 +134,13 @@ static int triton_preflight(tp_client *c, char *err, size_t errlen) {
   if (tp_triton_parse_model_metadata(u.resp.data, u.resp.len, meta)) {
     tp_seterr(err, errlen, "ModelMetadata for '%s' from %s is not a valid message", model, tc->target);
     rv = TP_EPROTO;
+  } else if (tc->opts.file_inputs) {
+    rv = tp_triton_check_file_metadata(meta, &tc->topts, err, errlen);
+    if (rv == 0) {
+      free(tc->meta);
+      tc->meta = meta;
+      meta = NULL;
+    }
   } else {
     rv = tp_triton_check_metadata(meta, &tc->topts, err, errlen);
   }
@@ -203,8 +211,11 @@ static int triton_send(tp_client *c, const tp_client_send *s, void *req) {
   x->tc = tc;
   x->req = req;
   tp_buf_reset(&tc->reqbuf);
-  int rv = tp_triton_build_infer(&tc->reqbuf, &tc->topts, s->id, s->prompt, s->prompt_len, s->max_tokens,
-                                 s->min_tokens);
+  char err[256];
+  int rv = s->inputs && tc->meta
+               ? tp_triton_build_infer_inputs(&tc->reqbuf, &tc->topts, tc->meta, s->id, s->inputs, err, sizeof(err))
+               : tp_triton_build_infer(&tc->reqbuf, &tc->topts, s->id, s->prompt, s->prompt_len, s->max_tokens,
+                                       s->min_tokens);
   /* The handle is stored first: the call may end (and free x) before
    * tp_h2c_call returns, when the connection fails at once. */
   if (s->handle) *s->handle = x;
@@ -236,6 +247,7 @@ static void triton_close(tp_client *c) {
   triton_client *tc = (triton_client *)c;
   if (tc->pool) tp_h2c_pool_close(tc->pool);
   tp_buf_fini(&tc->reqbuf);
+  free(tc->meta);
   free_headers(tc);
   free(tc);
 }
@@ -353,6 +365,20 @@ int tp_client_triton_model_stats(tp_client *c, tp_triton_model_counters **out, s
   }
   tp_buf_fini(&u.resp);
   return rv;
+}
+
+int tp_client_triton_check_inputs(tp_client *c, const char *inputs, char *err, size_t errlen) {
+  triton_client *tc = (triton_client *)c;
+  if (!tc->meta) {
+    tp_seterr(err, errlen, "the model's metadata was not read (preflight skipped?)");
+    return TP_EINVAL;
+  }
+  tp_buf b;
+  tp_buf_init(&b);
+  int rv = tp_triton_build_infer_inputs(&b, &tc->topts, tc->meta, "check", inputs, err, errlen);
+  tp_buf_fini(&b);
+  if (rv == TP_ETOOBIG) tp_seterr(err, errlen, "the request is too large");
+  return rv == TP_ENOMEM ? rv : rv ? TP_EINVAL : 0;
 }
 
 uint32_t tp_client_triton_connections_opened(const tp_client *c) {

@@ -2,6 +2,7 @@
 #ifndef TP_DATASET_H
 #define TP_DATASET_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -11,12 +12,27 @@ typedef struct tp_prompt {
   char *reference;      /* the line's "output"/"reference", or NULL */
   int64_t max_tokens;   /* the line's "max_tokens", or -1 */
   int64_t input_tokens; /* counted once by the run, -1 until then */
+  /* Chat messages as a compact JSON array (owned), or NULL.  `text` then
+   * holds their contents joined by "\n" (no roles, no chat template): what
+   * is counted, and what APIs without messages are sent. */
+  char *messages;
+  /* perf_analyzer: the entry's inputs as a compact JSON object (owned), or
+   * NULL.  A Triton gRPC run sends these tensors as given. */
+  char *inputs;
 } tp_prompt;
 
 typedef struct tp_dataset {
   tp_prompt *items;
   size_t n;
   char *source; /* file path, or "synthetic" */
+  const char *format; /* the detected form (static): "jsonl", "perf_analyzer", "sharegpt"... */
+  /* ShareGPT: the reference is the first answer, and its token count is
+   * the request's max_tokens when the run has a tokenizer (as vLLM's
+   * benchmark does). */
+  bool max_tokens_from_reference;
+  /* Fields the file holds that tokperf reads but does not use, said once
+   * on stderr by the caller ("" = nothing to say). */
+  char note[320];
 } tp_dataset;
 
 /* Reads JSON Lines: one object per line with the prompt under "text_input",
@@ -27,6 +43,17 @@ typedef struct tp_dataset {
  * expected)"; a missing file gives TP_ENOTFOUND, a read error TP_EIO, an
  * empty file TP_EINVAL.  The dataset must be freed even on failure. */
 int tp_dataset_load_jsonl(tp_dataset *ds, const char *path, char *err, size_t errlen);
+
+/* Reads an input file in any of the forms other tools take, told apart by
+ * content (docs/inputs.md):
+ * - tokperf's JSONL (above), whose lines may also be OpenAI chat lines
+ *   {"messages": [{"role", "content"}...], "max_tokens"} or AIPerf
+ *   single_turn lines {"text" | "texts", "output_length", "timestamp",
+ *   "delay"};
+ * - perf_analyzer's input data, a JSON object {"data": [{INPUT: VALUE}...]};
+ * - a ShareGPT JSON array [{"conversations": [{"from", "value"}...]}...].
+ * Errors name the file and the line or the JSON path of the entry. */
+int tp_dataset_load(tp_dataset *ds, const char *path, char *err, size_t errlen);
 
 /* Makes n synthetic prompts of about `words` words each from a fixed word
  * list, reproducible from seed. */

@@ -29,4 +29,23 @@ int tp__dataset_parse_line(const char *line, size_t len, const char *file, size_
 int tp__dataset_parse_buffer(tp_dataset *ds, const char *name, const char *data, size_t len,
                              char *err, size_t errlen);
 
+/* Tells the form of a whole input file (borrowed) and parses it into ds
+ * (tp_dataset_load without the file read).  Same results as
+ * tp__dataset_parse_buffer for JSONL. */
+int tp__dataset_parse_any(tp_dataset *ds, const char *name, const char *data, size_t len, char *err,
+                          size_t errlen);
+
+/* The two whole-document forms, for the fuzz targets and tests: `root` is
+ * the parsed document (borrowed).  ds is initialised by the caller (source
+ * set); prompts are appended.  Return 0, TP_EINVAL with a message naming
+ * `name` and the entry, or TP_ENOMEM. */
+#include <jansson.h>
+int tp__dataset_perf_analyzer(tp_dataset *ds, const char *name, const json_t *root, char *err,
+                              size_t errlen);
+int tp__dataset_sharegpt(tp_dataset *ds, const char *name, const json_t *root, char *err, size_t errlen);
+
+/* Appends one prompt (taken over) to ds, growing it.  Returns 0 or
+ * TP_ENOMEM (the prompt is then still the caller's). */
+int tp__dataset_push(tp_dataset *ds, const tp_prompt *p);
+
 #endif

@@ -25,6 +25,7 @@
 #include <jansson.h>
 #include <uv.h>
 
+#include "api/tp_openai.h"
 #include "api/tp_triton.h"
 #include "client/tp_client.h"
 #include "client/tp_client_http.h"
@@ -185,6 +186,9 @@ struct tp_run {
   char target[300];
   tp_client *client;
   bool http; /* the client is an HTTP one: its events carry usage and reasoning */
+  /* perf_analyzer input data on Triton gRPC: each request carries its
+   * entry's tensors as given (docs/inputs.md). */
+  bool file_inputs;
   char http_url[1100];
   tp_artifacts *artifacts;
   char artifact_dir[1024];
@@ -248,6 +252,22 @@ static void warn(tp_run *r, const char *fmt, ...) {
 }
 
 /* ---- construction -------------------------------------------------------- */
+
+/* Chat messages go to /v1/chat/completions as they are; a marker or a
+ * shared prefix is put before the prompt text, which for messages would
+ * mean rewriting one of them, so the two are not combined. */
+static int check_messages_use(tp_run *r, char *err, size_t errlen) {
+  if (r->cfg.service_kind != TP_SERVICE_OPENAI_CHAT || !(r->cfg.cache_bust || r->cfg.prefix_tokens)) return 0;
+  for (size_t i = 0; i < r->ds.n; i++) {
+    if (r->ds.items[i].messages) {
+      tp_seterr(err, errlen, "%s: chat \"messages\" lines cannot take --cache-bust or --prefix-tokens "
+                "(they rewrite the prompt); use prompt lines, or drop those options",
+                r->ds.source);
+      return TP_EINVAL;
+    }
+  }
+  return 0;
+}
 
 static int validate(const tp_config *c, char *err, size_t errlen) {
   if (!c->request_rates || !c->n_request_rates) {
@@ -459,9 +479,20 @@ int tp_run_new(tp_run **out, const tp_config *cfg, char *err, size_t errlen) {
     rv = load_schedule(r, err, errlen);
     if (rv) goto fail;
   } else if (cfg->input_file) {
-    rv = tp_dataset_load_jsonl(&r->ds, cfg->input_file, err, errlen);
+    rv = tp_dataset_load(&r->ds, cfg->input_file, err, errlen);
     if (rv) goto fail;
-    snprintf(r->ds_desc, sizeof(r->ds_desc), "%s (%zu prompts)", cfg->input_file, r->ds.n);
+    rv = check_messages_use(r, err, errlen);
+    if (rv) goto fail;
+    /* The entry's own tensors go out unless an option must rewrite the
+     * prompt or the length, or no metadata gives their datatypes. */
+    r->file_inputs = strcmp(r->ds.format, "perf_analyzer") == 0 && cfg->service_kind == TP_SERVICE_TRITON &&
+                     !cfg->skip_preflight && !cfg->cache_bust && !cfg->prefix_tokens &&
+                     !cfg->output_tokens_deterministic && !cfg->output_tokens_mean && !cfg->n_output_tokens_means;
+    if (r->ds.note[0] && !r->file_inputs) warn(r, "%s", r->ds.note);
+    if (strcmp(r->ds.format, "jsonl") == 0)
+      snprintf(r->ds_desc, sizeof(r->ds_desc), "%s (%zu prompts)", cfg->input_file, r->ds.n);
+    else
+      snprintf(r->ds_desc, sizeof(r->ds_desc), "%s (%zu prompts, %s)", cfg->input_file, r->ds.n, r->ds.format);
   } else if (!cfg->n_input_tokens_means) {
     rv = tp_dataset_synthetic(&r->ds, cfg->num_prompts, cfg->synthetic_input_words, cfg->random_seed);
     if (rv) {
@@ -1001,12 +1032,21 @@ static void send_request(tp_run *r, size_t seq) {
   snprintf(id, sizeof(id), "%s%" PRIu64, r->id_prefix, rec->seq);
   uint32_t min_tokens = r->cfg.output_tokens_deterministic ? rec->max_tokens : 0;
   tp_client_send snd = {id, p->text, p->text_len, rec->max_tokens, min_tokens,
-                        r->cfg.request_timeout_ms * TP_NS_PER_MS, &x->handle};
+                        r->cfg.request_timeout_ms * TP_NS_PER_MS, &x->handle, NULL};
   if (r->cfg.cache_bust || r->n_prefixes) {
     build_sent_text(r, seq, &r->sendbuf);
     snd.prompt = (const char *)r->sendbuf.data;
     snd.prompt_len = r->sendbuf.len;
+  } else if (p->messages && r->cfg.service_kind == TP_SERVICE_OPENAI_CHAT) {
+    /* The chat messages as the file gave them (tp_openai.h). */
+    tp_buf_reset(&r->sendbuf);
+    if (tp_buf_append(&r->sendbuf, TP_OPENAI_MESSAGES_TAG, 1) == 0 &&
+        tp_buf_append_str(&r->sendbuf, p->messages) == 0) {
+      snd.prompt = (const char *)r->sendbuf.data;
+      snd.prompt_len = r->sendbuf.len;
+    }
   }
+  if (r->file_inputs) snd.inputs = p->inputs;
   rec->sent_ns = now;
   L->in_flight++;
   if (L->in_flight > L->max_in_flight) L->max_in_flight = L->in_flight;
@@ -1220,6 +1260,11 @@ static void count_prompts(tp_run *r, tp_dataset *ds) {
     size_t n = 0;
     if (p->input_tokens < 0 && count_input(r, r->tok, p->text, p->text_len, &n) == 0)
       p->input_tokens = (int64_t)n;
+    /* ShareGPT: ask for as many tokens as the recorded answer had, as
+     * vLLM's benchmark does (counted like output: no special tokens). */
+    if (ds->max_tokens_from_reference && p->max_tokens < 0 && p->reference &&
+        tp_tok_count(r->tok, p->reference, strlen(p->reference), &n) == 0)
+      p->max_tokens = n ? (int64_t)n : 1;
   }
 }
 
@@ -1966,6 +2011,7 @@ static int exec_setup(tp_run *r, char *err, size_t errlen) {
   co.cert_file = r->cfg.cert_file;
   co.key_file = r->cfg.key_file;
   co.insecure = r->cfg.insecure;
+  co.file_inputs = r->file_inputs;
   static const tp_client_cbs cbs = {req_on_event, req_on_done};
   if (r->cfg.service_kind == TP_SERVICE_TRITON) {
     rv = tp_client_triton_new(&r->client, &r->loop, &co, &cbs, err, errlen);
@@ -2005,6 +2051,16 @@ static int exec_setup(tp_run *r, char *err, size_t errlen) {
     /* Without the query, which may hold a key (?key=...). */
     const char *ep = tp_client_http_endpoint(r->client);
     progress(r, "requests go to %.*s", (int)strcspn(ep, "?"), ep);
+  }
+  /* Every entry is built once now, so that a tensor the model cannot take
+   * stops the run with its entry named rather than failing requests. */
+  for (size_t i = 0; r->file_inputs && i < r->ds.n; i++) {
+    char why[400];
+    rv = tp_client_triton_check_inputs(r->client, r->ds.items[i].inputs, why, sizeof(why));
+    if (rv) {
+      tp_seterr(err, errlen, "%s: data[%zu]: %s", r->ds.source, i, why);
+      return rv;
+    }
   }
 
   if (r->cfg.metrics_url) {

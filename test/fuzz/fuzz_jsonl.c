@@ -40,6 +40,8 @@ static bool same_prompts(const tp_dataset *a, const tp_dataset *b) {
     if (!x->reference != !y->reference) return false;
     if (x->reference && strcmp(x->reference, y->reference) != 0) return false;
     if (x->max_tokens != y->max_tokens) return false;
+    if (!x->messages != !y->messages) return false;
+    if (x->messages && strcmp(x->messages, y->messages) != 0) return false;
   }
   return true;
 }
@@ -78,9 +80,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
           memcmp(pr.text, ds.items[k].text, pr.text_len) != 0 ||
           pr.max_tokens != ds.items[k].max_tokens)
         abort();
+      if (!pr.messages != !ds.items[k].messages ||
+          (pr.messages && strcmp(pr.messages, ds.items[k].messages) != 0))
+        abort();
       k++;
       free(pr.text);
       free(pr.reference);
+      free(pr.messages);
     } else if (line_rv != 0 && rv != 0 && strcmp(lerr, err) != 0) {
       abort(); /* same line, same message */
     }

@@ -147,7 +147,7 @@ static void test_load_errors(void) {
   EXPECT_ERROR("string.jsonl", "\"hello\"\n", TP_EINVAL, ":1: expected a JSON object", true);
   EXPECT_ERROR("noprompt.jsonl", "{\"text\":\"a\"}\n{\"txt\":\"b\"}\n", TP_EINVAL,
                ":2: no prompt: expected a string under \"text_input\", \"input\", \"prompt\" "
-               "or \"text\"", false);
+               "or \"text\", a list of chat \"messages\", or AIPerf's \"texts\"", false);
   EXPECT_ERROR("numprompt.jsonl", "{\"text_input\": 5, \"text\": \"b\"}\n", TP_EINVAL,
                ":1: no prompt: expected a string under \"text_input\", \"input\", \"prompt\" "
                "or \"text\" (\"text_input\" holds an integer)", false);

@@ -134,6 +134,29 @@ static void test_bodies(void) {
   CHECK_STR((const char *)b.data, "{\"prompt\":\"a\\u0000b\",\"stream\":false}",
             "NUL inside a prompt escaped");
   tp_buf_fini(&b);
+
+  /* Chat messages from an input file: sent as they are for chat, joined
+   * for the other APIs; a tag without a list of messages is refused. */
+  const char *msgs = TP_OPENAI_MESSAGES_TAG
+      "[{\"role\":\"system\",\"content\":\"be brief\"},{\"role\":\"user\",\"content\":[{\"type\":\"text\","
+      "\"text\":\"a\"},{\"type\":\"text\",\"text\":\"b\"}],\"name\":\"u1\"}]";
+  o.model = NULL;
+  o.api = TP_HTTP_API_OPENAI_CHAT;
+  check_body(&o, msgs, 5, 0,
+             "{\"messages\":[{\"role\":\"system\",\"content\":\"be brief\"},{\"role\":\"user\",\"content\":"
+             "[{\"type\":\"text\",\"text\":\"a\"},{\"type\":\"text\",\"text\":\"b\"}],\"name\":\"u1\"}],"
+             "\"max_tokens\":5,\"stream\":false}",
+             "chat: the file's messages as they are");
+  o.api = TP_HTTP_API_OPENAI_COMPLETIONS;
+  check_body(&o, msgs, 5, 0, "{\"prompt\":\"be brief\\na\\nb\",\"max_tokens\":5,\"stream\":false}",
+             "completions: message contents joined by newlines");
+  tp_buf_init(&b);
+  o.api = TP_HTTP_API_OPENAI_CHAT;
+  CHECK_INT(tp_openai_build_request(&b, &o, TP_OPENAI_MESSAGES_TAG "{}", 3, 1, 0), TP_EINVAL,
+            "a tag without a list of messages refused");
+  CHECK_INT(tp_openai_build_request(&b, &o, TP_OPENAI_MESSAGES_TAG "[]", 3, 1, 0), TP_EINVAL,
+            "an empty list of messages refused");
+  tp_buf_fini(&b);
 }
 
 static void test_extra(void) {

@@ -70,7 +70,7 @@ static int set(json_t *o, const char *key, json_t *v) {
   return json_object_set_new(o, key, v) ? TP_ENOMEM : 0;
 }
 
-/* The value a TP_OPENAI_MESSAGES_TAG prompt stands for: the array itself
+/* The value chat messages stand for: the array itself
  * for chat, else its text contents joined by "\n" as a string.  NULL when
  * the bytes are not a list of messages. */
 static json_t *messages_prompt(const tp_openai_opts *o, const char *s, size_t len) {
@@ -182,11 +182,9 @@ static int build_generate(json_t *body, const tp_openai_opts *o, json_t *prompt,
 }
 
 int tp_openai_build_request(tp_buf *out, const tp_openai_opts *o, const char *prompt, size_t prompt_len,
-                            uint32_t max_tokens, uint32_t min_tokens) {
+                            const char *messages, uint32_t max_tokens, uint32_t min_tokens) {
   tp_buf_reset(out);
-  json_t *p = prompt_len && prompt[0] == TP_OPENAI_MESSAGES_TAG[0]
-                  ? messages_prompt(o, prompt + 1, prompt_len - 1)
-                  : json_stringn(prompt, prompt_len);
+  json_t *p = messages ? messages_prompt(o, messages, strlen(messages)) : json_stringn(prompt, prompt_len);
   if (!p) return TP_EINVAL; /* jansson refuses invalid UTF-8 */
   json_t *body = json_object();
   if (!body) {

@@ -56,22 +56,19 @@ typedef struct tp_openai_opts {
   const json_t *extra;
 } tp_openai_opts;
 
-/* A prompt that starts with this byte carries chat messages: the rest is
- * a JSON array of {"role", "content"} objects, sent as "messages" as they
- * are.  0xFF never occurs in UTF-8, so no real prompt starts with it; this
- * lets the messages of an input file pass through the client's one prompt
- * string.  Other APIs get the messages' contents joined by "\n". */
-#define TP_OPENAI_MESSAGES_TAG "\xFF"
-
 /* Builds a request body into out (replacing its content): for OpenAI
  * {"model", "prompt" | "messages":[{"role":"user","content"}],
  * "max_tokens" (when > 0), "stream", "stream_options"} and, with
  * min_tokens > 0, "min_tokens" and "ignore_eos": true; for Triton
  * {"text_input", ...} (see tp_openai_opts).  Only those fields are sent:
  * strict servers (trtllm-serve) reject unknown ones.  Returns 0, TP_EINVAL
- * (the prompt is not valid UTF-8) or TP_ENOMEM. */
+ * (the prompt is not valid UTF-8) or TP_ENOMEM.  messages (NULL = none) is
+ * an input file's chat messages, a JSON array of {"role", "content"}
+ * objects: sent as "messages" as they are to chat, their contents joined by
+ * "\n" as the prompt elsewhere (prompt is then not used); TP_EINVAL when it
+ * is not a non-empty array. */
 int tp_openai_build_request(tp_buf *out, const tp_openai_opts *o, const char *prompt, size_t prompt_len,
-                            uint32_t max_tokens, uint32_t min_tokens);
+                            const char *messages, uint32_t max_tokens, uint32_t min_tokens);
 
 /* Reads extra request fields.  Each item is either a JSON object
  * ("{\"top_k\":1}") or NAME:VALUE, whose VALUE is taken as JSON when it

@@ -63,6 +63,9 @@ typedef struct tp_client_send {
    * object; borrowed), sent instead of the ones built from prompt and
    * max_tokens by a client opened with file_inputs.  NULL = build them. */
   const char *inputs;
+  /* An input file's chat messages (a JSON array; borrowed), sent as they
+   * are by a chat client.  NULL = the prompt. */
+  const char *messages;
 } tp_client_send;
 
 typedef struct tp_client tp_client;

@@ -353,7 +353,7 @@ static int http_send(tp_client *c, const tp_client_send *s, void *req) {
   static const tp_http_req_cbs cbs = {call_on_response, call_on_body, call_on_done};
   http_client *hc = (http_client *)c;
   hc->ropts.model = hc->model[0] ? hc->model : NULL;
-  int rv = tp_openai_build_request(&hc->reqbuf, &hc->ropts, s->prompt, s->prompt_len, s->max_tokens,
+  int rv = tp_openai_build_request(&hc->reqbuf, &hc->ropts, s->prompt, s->prompt_len, s->messages, s->max_tokens,
                                    s->min_tokens);
   if (rv) return rv;
   http_call *x = calloc(1, sizeof(*x));

@@ -1032,19 +1032,13 @@ static void send_request(tp_run *r, size_t seq) {
   snprintf(id, sizeof(id), "%s%" PRIu64, r->id_prefix, rec->seq);
   uint32_t min_tokens = r->cfg.output_tokens_deterministic ? rec->max_tokens : 0;
   tp_client_send snd = {id, p->text, p->text_len, rec->max_tokens, min_tokens,
-                        r->cfg.request_timeout_ms * TP_NS_PER_MS, &x->handle, NULL};
+                        r->cfg.request_timeout_ms * TP_NS_PER_MS, &x->handle, NULL, NULL};
   if (r->cfg.cache_bust || r->n_prefixes) {
     build_sent_text(r, seq, &r->sendbuf);
     snd.prompt = (const char *)r->sendbuf.data;
     snd.prompt_len = r->sendbuf.len;
   } else if (p->messages && r->cfg.service_kind == TP_SERVICE_OPENAI_CHAT) {
-    /* The chat messages as the file gave them (tp_openai.h). */
-    tp_buf_reset(&r->sendbuf);
-    if (tp_buf_append(&r->sendbuf, TP_OPENAI_MESSAGES_TAG, 1) == 0 &&
-        tp_buf_append_str(&r->sendbuf, p->messages) == 0) {
-      snd.prompt = (const char *)r->sendbuf.data;
-      snd.prompt_len = r->sendbuf.len;
-    }
+    snd.messages = p->messages; /* the chat messages as the file gave them */
   }
   if (r->file_inputs) snd.inputs = p->inputs;
   rec->sent_ns = now;

@@ -42,15 +42,20 @@ static void test_api_names(void) {
 
 /* ---- request bodies ------------------------------------------------------ */
 
-static void check_body(const tp_openai_opts *o, const char *prompt, uint32_t max_tokens, uint32_t min_tokens,
-                       const char *want, const char *what) {
+static void check_body_msgs(const tp_openai_opts *o, const char *prompt, const char *messages, uint32_t max_tokens,
+                            uint32_t min_tokens, const char *want, const char *what) {
   tp_buf b;
   tp_buf_init(&b);
   tp_buf_append_str(&b, "old content");
-  int rv = tp_openai_build_request(&b, o, prompt, strlen(prompt), max_tokens, min_tokens);
+  int rv = tp_openai_build_request(&b, o, prompt, strlen(prompt), messages, max_tokens, min_tokens);
   CHECK_INT(rv, 0, what);
   CHECK_STR((const char *)b.data, want, what);
   tp_buf_fini(&b);
+}
+
+static void check_body(const tp_openai_opts *o, const char *prompt, uint32_t max_tokens, uint32_t min_tokens,
+                       const char *want, const char *what) {
+  check_body_msgs(o, prompt, NULL, max_tokens, min_tokens, want, what);
 }
 
 static void test_bodies(void) {
@@ -126,35 +131,35 @@ static void test_bodies(void) {
 
   tp_buf b;
   tp_buf_init(&b);
-  CHECK_INT(tp_openai_build_request(&b, &o, "\xff\xfe", 2, 1, 0), TP_EINVAL, "invalid UTF-8 prompt refused");
+  CHECK_INT(tp_openai_build_request(&b, &o, "\xff\xfe", 2, NULL, 1, 0), TP_EINVAL, "invalid UTF-8 prompt refused");
   const char nul_prompt[] = "a\0b";
   o.api = TP_HTTP_API_OPENAI_COMPLETIONS;
   o.streaming = false;
-  tp_openai_build_request(&b, &o, nul_prompt, 3, 0, 0);
+  tp_openai_build_request(&b, &o, nul_prompt, 3, NULL, 0, 0);
   CHECK_STR((const char *)b.data, "{\"prompt\":\"a\\u0000b\",\"stream\":false}",
             "NUL inside a prompt escaped");
   tp_buf_fini(&b);
 
   /* Chat messages from an input file: sent as they are for chat, joined
-   * for the other APIs; a tag without a list of messages is refused. */
-  const char *msgs = TP_OPENAI_MESSAGES_TAG
+   * for the other APIs; anything but a list of messages is refused. */
+  const char *msgs =
       "[{\"role\":\"system\",\"content\":\"be brief\"},{\"role\":\"user\",\"content\":[{\"type\":\"text\","
       "\"text\":\"a\"},{\"type\":\"text\",\"text\":\"b\"}],\"name\":\"u1\"}]";
   o.model = NULL;
   o.api = TP_HTTP_API_OPENAI_CHAT;
-  check_body(&o, msgs, 5, 0,
+  check_body_msgs(&o, "ignored", msgs, 5, 0,
              "{\"messages\":[{\"role\":\"system\",\"content\":\"be brief\"},{\"role\":\"user\",\"content\":"
              "[{\"type\":\"text\",\"text\":\"a\"},{\"type\":\"text\",\"text\":\"b\"}],\"name\":\"u1\"}],"
              "\"max_tokens\":5,\"stream\":false}",
              "chat: the file's messages as they are");
   o.api = TP_HTTP_API_OPENAI_COMPLETIONS;
-  check_body(&o, msgs, 5, 0, "{\"prompt\":\"be brief\\na\\nb\",\"max_tokens\":5,\"stream\":false}",
+  check_body_msgs(&o, "ignored", msgs, 5, 0, "{\"prompt\":\"be brief\\na\\nb\",\"max_tokens\":5,\"stream\":false}",
              "completions: message contents joined by newlines");
   tp_buf_init(&b);
   o.api = TP_HTTP_API_OPENAI_CHAT;
-  CHECK_INT(tp_openai_build_request(&b, &o, TP_OPENAI_MESSAGES_TAG "{}", 3, 1, 0), TP_EINVAL,
-            "a tag without a list of messages refused");
-  CHECK_INT(tp_openai_build_request(&b, &o, TP_OPENAI_MESSAGES_TAG "[]", 3, 1, 0), TP_EINVAL,
+  CHECK_INT(tp_openai_build_request(&b, &o, "", 0, "{}", 1, 0), TP_EINVAL,
+            "messages that are not a list refused");
+  CHECK_INT(tp_openai_build_request(&b, &o, "", 0, "[]", 1, 0), TP_EINVAL,
             "an empty list of messages refused");
   tp_buf_fini(&b);
 }

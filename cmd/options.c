@@ -144,7 +144,8 @@ static const tp_setting config_rows[] = {
       "model version (empty: the server's policy)", "1", 0),
     C("server.url", "-u|--url", TP_SET_STR, url, "URL", 1, 0, G_SERVER,
       "the server: HOST:PORT for gRPC (grpc:// accepted); for HTTP APIs a base URL such as "
-      "http://host:8000/v1 (the API's path is added) or a full endpoint URL",
+      "http://host:8000/v1 (the API's path is added) or a full endpoint URL (default for HTTP APIs: "
+      "localhost:8000)",
       "localhost:8001", 0),
     CE("server.service_kind", "--service-kind", service_kind, "triton|openai",
        "triton|openai-completions|openai|triton-generate|openai-chat=2", G_SERVER,
@@ -635,6 +636,9 @@ int tp_cli_parse_profile(tp_cli *cli, int argc, char **argv) {
     return usage("profile", "--endpoint-type chat and completions go with --service-kind openai");
   }
 
+  /* Without -u, an HTTP API is looked for where GenAI-Perf and vLLM look:
+   * port 8000 (Triton's HTTP port, vLLM's default). */
+  if (!GIVEN_CFG("server.url") && c->service_kind != TP_SERVICE_TRITON) c->url = "localhost:8000";
   if (cli->api_key_file && read_api_key(cli)) return TP_EXIT_USAGE;
   if (!cli->api_key) {
     const char *k = getenv("OPENAI_API_KEY");
@@ -660,6 +664,18 @@ int tp_cli_parse_profile(tp_cli *cli, int argc, char **argv) {
   if (cli->in_means.n) {
     c->input_tokens_means = cli->in_means.v;
     c->n_input_tokens_means = cli->in_means.n;
+    /* GenAI-Perf cuts synthetic prompts with its default tokenizer when none
+     * is given: the same one, when the Hugging Face cache holds it. */
+    static const char genai_default[] = "hf-internal-testing/llama-tokenizer";
+    char *found = NULL;
+    char e[512];
+    if (!c->tokenizer && tp_tokenizer_find(genai_default, NULL, &found, e, sizeof(e)) == 0) {
+      c->tokenizer = genai_default;
+      if (!cli->quiet)
+        fprintf(stderr, "tokperf: note: no --tokenizer: prompt lengths are counted with %s, GenAI-Perf's "
+                        "default, found in the Hugging Face cache\n", genai_default);
+    }
+    free(found);
   }
   if (cli->out_means.n) {
     c->output_tokens_mean = cli->out_means.v[0];

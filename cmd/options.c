@@ -183,7 +183,8 @@ static const optdef mock_opts[] = {
   {O_M_KEEPALIVE, "--sse-keepalive-ms", "MS", "SSE keep-alive comment interval (-1: the dialect's own)", "-1"},
   {O_M_FAULT, "--fault", "KIND[:ARGS]",
    "inject a fault: rst_stream, grpc_status:CODE[:MSG], trailers_only:CODE[:MSG], http_status:CODE, "
-   "inband_error[:MSG], stall, trickle, malformed, oversize, invalid_utf8, endless, close_conn, goaway "
+   "inband_error[:MSG], stall, trickle, malformed, oversize, invalid_utf8, endless, close_conn, goaway; "
+   "mixed (every kind) or a list KIND,KIND,... (each faulted request draws one) "
    "(per request too: request parameter or JSON field tokperf_fault)", NULL},
   {O_M_FAULT_RATE, "--fault-rate", "P", "fraction of requests faulted (seeded draw)", "1"},
   {O_M_FAULT_AFTER, "--fault-after-tokens", "N", "the fault takes the place of token N (0: at arrival)", "0"},

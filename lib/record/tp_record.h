@@ -20,8 +20,10 @@ typedef struct tp_record {
   uint32_t prompt_index; /* index into the dataset */
   uint32_t max_tokens;   /* output length asked of the server */
   bool warmup;           /* sent before measuring; left out of statistics */
+  bool had_reasoning;    /* reasoning.len > 0 before the record was shed */
   uint32_t resends;      /* re-sent on a fresh connection (tp_client_done.resends) */
   uint32_t rank;         /* the MPI rank that sent it (docs/scale-out.md); 0 in a single process */
+  tp_error_class err_class; /* TP_ERRCLASS_NONE = succeeded */
 
   /* Monotonic nanoseconds (tp_now_ns).  0 = did not happen. */
   uint64_t planned_ns;    /* when the scheduler meant to send it */
@@ -37,6 +39,7 @@ typedef struct tp_record {
   uint32_t cap_resp;
   /* Arrival times of the responses that carried non-empty text. */
   uint32_t n_text_resp;
+  int grpc_status; /* gRPC status of the call, -1 = none */
 
   tp_buf text; /* the generated text (deltas appended, cumulative replaced) */
 
@@ -50,14 +53,11 @@ typedef struct tp_record {
   tp_buf reasoning;             /* reasoning_content, kept apart from the answer */
   int64_t reasoning_tokens;     /* counted like output_tokens, -1 = not counted */
 
-  tp_error_class err_class; /* TP_ERRCLASS_NONE = succeeded */
-  int grpc_status;          /* gRPC status of the call, -1 = none */
-  char *err_msg;            /* owned, NULL when none */
+  char *err_msg; /* owned, NULL when none */
 
   /* Where resp_ns, text and reasoning went when the record was shed: the
    * byte offset of its records-file line, plus 1; 0 = they are here. */
   uint64_t line_off;
-  bool had_reasoning; /* reasoning.len > 0 before the record was shed */
 } tp_record;
 
 void tp_record_init(tp_record *r);

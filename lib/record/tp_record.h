@@ -43,15 +43,17 @@ typedef struct tp_record {
 
   tp_buf text; /* the generated text (deltas appended, cumulative replaced) */
 
-  /* Token counts; -1 = not counted (no tokenizer). */
-  int64_t input_tokens;
-  int64_t output_tokens;
+  /* Token counts; -1 = not counted (no tokenizer).  32 bits: an answer is
+   * capped far below 2^31 tokens (--max-response-bytes), and a record is
+   * kept per request for the whole level. */
+  int32_t input_tokens;
+  int32_t output_tokens;
   /* Output tokens the server reported itself, -1 = not reported. */
-  int64_t server_output_tokens;
-  int64_t server_input_tokens;  /* OpenAI usage.prompt_tokens, -1 = none */
-  int64_t server_cached_tokens; /* usage.prompt_tokens_details.cached_tokens, -1 = none */
+  int32_t server_output_tokens;
+  int32_t server_input_tokens;  /* OpenAI usage.prompt_tokens, -1 = none */
+  int32_t server_cached_tokens; /* usage.prompt_tokens_details.cached_tokens, -1 = none */
+  int32_t reasoning_tokens;     /* counted like output_tokens, -1 = not counted */
   tp_buf reasoning;             /* reasoning_content, kept apart from the answer */
-  int64_t reasoning_tokens;     /* counted like output_tokens, -1 = not counted */
 
   char *err_msg; /* owned, NULL when none */
 

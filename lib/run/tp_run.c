@@ -84,8 +84,9 @@ typedef struct req_ctx {
 /* Work on a finished request off the loop: counting its tokens and writing
  * its line to the records file.  The job works on a snapshot of the record
  * (the array may move while the loop plans more requests); the heap buffers
- * the snapshot points at (text, response times) are not touched again until
- * the level ends, after every job is back. */
+ * the snapshot points at (text, response times) are not touched until the
+ * job is back on the loop (count_after), which then lets go of them once
+ * the line holds them (tp_record_shed). */
 typedef struct count_job {
   uv_work_t work;
   tp_run *run;

@@ -28,7 +28,11 @@
  * same directory and renamed, so a reader never sees half a document; the
  * profile export is streamed into its temporary file level by level and
  * renamed by tp_artifacts_finish.  responses.jsonl is a stream and is
- * appended as each level ends, so an interrupted run keeps what it had. */
+ * appended as each level ends, so an interrupted run keeps what it had.
+ * Within a level both are written a MiB at a time, and a record the run
+ * let go of has its response times and text read back from the records
+ * file (tp_export_request.from, report/tp_records.h), so writing a level
+ * holds neither the level's text nor its response times in memory. */
 #ifndef TP_EXPORT_H
 #define TP_EXPORT_H
 

@@ -36,6 +36,7 @@ tokperf's --json, the artifact directory with records.jsonl, the mock's log,
 rss.tsv and soak.json (the table as JSON, schema tokperf-soak/1).
 """
 import argparse
+import bisect
 import collections
 import json
 import os
@@ -190,43 +191,45 @@ def check_classes(out, recs):
     conn_faults = sorted(o["t_ns"] for o in read_jsonl(os.path.join(out, "mock.jsonl"), b'"ev":"fault"')
                          if o.get("kind") in CONNECTION_KINDS)
     injected = collections.Counter(kind_of.values())
-    failed = collections.Counter()
-    expected = collections.Counter()
-    collateral = collections.Counter()
+    failed = collections.Counter()     # tokperf's failures by class
+    expected = collections.Counter()   # faulted requests whose kind maps to the class
+    matched = collections.Counter()    # of those, the ones that ended in it
+    collateral = collections.Counter() # failures tied to a connection-level fault in flight
     unexplained = collections.Counter()
+    kinds_ok = 0                       # faulted requests of a kind that must succeed, and did
     examples = []
 
     def during_conn_fault(r):
-        import bisect
+        # A connection-level fault at or before the end, while the request
+        # was in flight, and no longer before the end than it takes a
+        # stream to learn of it.
         i = bisect.bisect_right(conn_faults, r["done_ns"])
-        # A fault at or before the end, while the request was in flight.
-        return i > 0 and r["sent_ns"] <= conn_faults[i - 1] and r["done_ns"] - conn_faults[i - 1] <= COLLATERAL_WINDOW_NS
+        return (i > 0 and r["sent_ns"] <= conn_faults[i - 1] and
+                r["done_ns"] - conn_faults[i - 1] <= COLLATERAL_WINDOW_NS)
 
     for r in recs:
         cls = r["error_class"]
         kind = kind_of.get(r["id"])
         want = KIND_CLASS.get(kind, "none") if kind else "none"
-        if want != "none":
-            expected[want] += 1
+        expected[want] += 1 if kind else 0
         if cls != "none":
             failed[cls] += 1
         if cls == want:
-            continue
-        if cls in COLLATERAL_CLASSES and during_conn_fault(r):
+            matched[cls] += 1
+            kinds_ok += 1 if kind and want == "none" else 0
+        elif cls in COLLATERAL_CLASSES and during_conn_fault(r):
             collateral[cls] += 1
-            # The request's own fault never came to pass: its class moves.
-            if want != "none":
-                expected[want] -= 1
-            continue
-        unexplained[cls] += 1
-        if len(examples) < 5:
-            examples.append({"id": r["id"], "fault": kind, "want": want, "got": cls, "error": r.get("error")})
-    classes = sorted(set(failed) | set(expected) | set(collateral) | set(unexplained))
-    rows = [{"class": c, "failed": failed[c], "injected": expected[c], "collateral": collateral[c],
-             "unexplained": unexplained[c]} for c in classes]
+        else:
+            unexplained[cls] += 1
+            if len(examples) < 5:
+                examples.append({"id": r["id"], "fault": kind, "want": want, "got": cls, "error": r.get("error")})
+    classes = sorted((set(failed) | set(expected) | set(collateral) | set(unexplained)) - {"none"})
+    rows = [{"class": c, "failed": failed[c], "injected": expected[c], "injected_and_ended_so": matched[c],
+             "collateral": collateral[c], "unexplained": unexplained[c]} for c in classes]
     return {"injected_by_kind": dict(sorted(injected.items())), "faulted": sum(injected.values()),
             "rows": rows, "unexplained": sum(unexplained.values()), "examples": examples,
-            "connection_faults": len(conn_faults)}
+            "connection_faults": len(conn_faults),
+            "succeeding_kinds": {"injected": expected["none"], "succeeded": kinds_ok}}
 
 
 def main():
@@ -268,7 +271,7 @@ def main():
         result["mock_faults_injected"] = mock.get("faults_injected")
     else:
         ok = False
-    r1 = rss_at(run["rss"], 60)
+    r1 = rss_at(run["rss"], 60) if seconds >= 60 else None
     rend = rss_at(run["rss"], seconds)
     result["rss_kb"] = {"minute_1": r1, "end_of_measurement": rend, "at_s": seconds,
                         "ratio": round(rend / r1, 3) if r1 and rend else None,
@@ -293,11 +296,17 @@ def main():
     print("| RSS minute 1 | %s kB |" % r1)
     print("| RSS at %g s | %s kB (ratio %s) |" % (seconds, rend, result["rss_kb"]["ratio"]))
     if "classes" in result:
-        print("\n| class | failed (tokperf) | injected (mock) | collateral of a connection fault | unexplained |")
-        print("|---|---:|---:|---:|---:|")
+        print("\n| class | failed (tokperf) | injected (mock: kind -> class) | of those, ended in it |"
+              " collateral of a connection fault | unexplained |")
+        print("|---|---:|---:|---:|---:|---:|")
         for row in result["classes"]["rows"]:
-            print("| %s | %d | %d | %d | %d |" % (row["class"], row["failed"], row["injected"], row["collateral"],
-                                                  row["unexplained"]))
+            print("| %s | %d | %d | %d | %d | %d |" % (row["class"], row["failed"], row["injected"],
+                                                       row["injected_and_ended_so"], row["collateral"],
+                                                       row["unexplained"]))
+        sk = result["classes"]["succeeding_kinds"]
+        print("\nfailed = ended in it + collateral + unexplained; an injected request that did not end in its"
+              " class was taken down first by a connection fault (collateral). Faults that must succeed"
+              " (invalid_utf8): %d injected, %d succeeded." % (sk["injected"], sk["succeeded"]))
         for e in result["classes"]["examples"]:
             print("unexplained: %s" % json.dumps(e))
     print("\nsoak: %s (%s)" % ("PASS" if ok else "FAIL", os.path.join(out, "soak.json")))

@@ -828,12 +828,14 @@ static uint64_t write_record_line(tp_run *r, const count_job *j, bool flush) {
   char *line = tp_records_format(&j->snap, &l);
   if (!line) return 0;
   uv_mutex_lock(&r->records_lock);
-  off_t at = ftello(r->records_fp);
-  bool ok = at >= 0 && fputs(line, r->records_fp) >= 0 && fputc('\n', r->records_fp) != EOF;
+  /* A pipe has no offset (-1): the line is written all the same, only it
+   * cannot be read back. */
+  off_t at = r->shed_records ? ftello(r->records_fp) : -1;
+  bool ok = fputs(line, r->records_fp) >= 0 && fputc('\n', r->records_fp) != EOF;
   if (flush && fflush(r->records_fp)) ok = false;
   uv_mutex_unlock(&r->records_lock);
   free(line);
-  return ok ? (uint64_t)at + 1 : 0;
+  return ok && at >= 0 ? (uint64_t)at + 1 : 0;
 }
 
 static void count_work(uv_work_t *w) {

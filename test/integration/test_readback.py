@@ -58,4 +58,20 @@ with open(os.path.join(art, "responses.jsonl"), "rb") as f:
         outs[o["id"]] = o["output"]
 check(len(outs) == 120 and all(outs.get(r["seq"]) == r["text"] for r in measured),
       "responses.jsonl has every measured request's text as its records line has it")
+
+# Records to a pipe: nothing can be read back, so the records keep their
+# response times and text in memory, and every line still goes out.
+art2 = os.path.join(tmp, "art2")
+p = subprocess.run([TOKPERF, "profile", "--mock", "-q", "--artifact-dir", art2, "--no-html", "--concurrency", "4",
+                    "--request-count", "20", "--output-tokens-mean", "6", "--records", "/dev/stdout"],
+                   capture_output=True, text=True, timeout=120 * SCALE)
+lines = [json.loads(l) for l in p.stdout.splitlines() if l.startswith("{") and '"response_ns"' in l]
+pe2 = {}
+if os.path.exists(os.path.join(art2, "profile_export.json")):
+    with open(os.path.join(art2, "profile_export.json")) as f:
+        pe2 = json.load(f)
+reqs2 = pe2.get("experiments", [{}])[0].get("requests", [])
+check(p.returncode == 0 and len(lines) == 20, "records to a pipe: every line is written", p.stderr[-400:])
+check(len(reqs2) == 20 and all(len(q["response_timestamps"]) == 7 for q in reqs2),
+      "records to a pipe: the exports have every response from memory")
 done()

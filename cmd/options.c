@@ -425,7 +425,8 @@ static const tp_setting mock_rows[] = {
       "SSE keep-alive comment interval (-1: the dialect's own)", "1000", 0),
     M("fault_kind", "--fault", TP_SET_STR, fault_kind, "KIND[:ARGS]", 1, 0,
       "inject a fault: rst_stream, grpc_status:CODE[:MSG], trailers_only:CODE[:MSG], http_status:CODE, "
-      "inband_error[:MSG], stall, trickle, malformed, oversize, invalid_utf8, endless, close_conn, goaway "
+      "inband_error[:MSG], stall, trickle, malformed, oversize, invalid_utf8, endless, close_conn, goaway; "
+      "mixed (every kind) or a list KIND,KIND,... (each faulted request draws one) "
       "(per request too: request parameter or JSON field tokperf_fault)",
       "http_status:503", 0),
     M("fault_rate", "--fault-rate", TP_SET_FRACTION, fault_rate, "P", 0, 1, "fraction of requests faulted (seeded draw)",

@@ -216,7 +216,7 @@ int tp_level_compute_ex(tp_level_result *out, const tp_record *recs, size_t n, c
         out->usage_input_mismatches++;
     }
     if (r->server_cached_tokens > 0) out->cached_tokens += (uint64_t)r->server_cached_tokens;
-    if (r->reasoning_tokens >= 0 && r->reasoning.len > 0) v[V_REASON][nv[V_REASON]++] = (double)r->reasoning_tokens;
+    if (r->reasoning_tokens >= 0 && tp_record_has_reasoning(r)) v[V_REASON][nv[V_REASON]++] = (double)r->reasoning_tokens;
   }
 
   tp_stat_compute(&out->ttft_ms, v[V_TTFT], nv[V_TTFT]);

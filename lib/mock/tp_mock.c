@@ -810,12 +810,12 @@ static void on_admit(tp_mock_engine *e, tp_mock_seq *s, void *user_data) {
 
 void tp__mock_job_choose_fault(tp_mock *m, tp__mock_job *j, const tp_mock_fault *given, int64_t after) {
   memset(&j->fault, 0, sizeof(j->fault));
+  uint64_t number = tp_mock_engine_next_number(m->engine);
   if (given) {
-    j->fault = *given;
+    tp_mock_fault_pick(given, m->cfg.seed, number, &j->fault);
     j->fault.after_tokens = after > 0 ? (uint32_t)TP_MIN(after, (int64_t)UINT32_MAX) : 0;
-  } else if (m->fault.kind != TP_MOCK_FAULT_NONE &&
-             tp_mock_fault_draw(m->cfg.seed, tp_mock_engine_next_number(m->engine), m->cfg.fault_rate)) {
-    j->fault = m->fault;
+  } else if (m->fault.kind != TP_MOCK_FAULT_NONE && tp_mock_fault_draw(m->cfg.seed, number, m->cfg.fault_rate)) {
+    tp_mock_fault_pick(&m->fault, m->cfg.seed, number, &j->fault);
     j->fault.after_tokens = after >= 0 ? (uint32_t)TP_MIN(after, (int64_t)UINT32_MAX) : m->cfg.fault_after_tokens;
   }
 }

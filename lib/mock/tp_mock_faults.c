@@ -15,7 +15,7 @@ const char *tp_mock_fault_name(tp_mock_fault_kind k) {
 static const char kinds_accepted[] =
     "none, rst_stream[:H2CODE], grpc_status[:CODE[:TEXT]], trailers_only[:CODE[:TEXT]], "
     "http_status[:CODE[:TEXT]], inband_error[:TEXT], stall, trickle, malformed, sse_garbage, "
-    "oversize[:BYTES], invalid_utf8, endless, close_conn, goaway[:H2CODE]";
+    "oversize[:BYTES], invalid_utf8, endless, close_conn, goaway[:H2CODE]; or mixed, or a list KIND,KIND,...";
 
 /* A decimal number in [lo, hi]; the whole of s..s+n must be digits. */
 static bool parse_num(const char *s, size_t n, uint64_t lo, uint64_t hi, uint64_t *out) {
@@ -36,7 +36,57 @@ static void set_text(tp_mock_fault *f, const char *s, size_t n) {
   f->text[n] = 0;
 }
 
+static int parse_one(const char *spec, size_t len, tp_mock_fault *out, char *err, size_t errlen);
+
+static void mix_add(tp_mock_fault *out, const tp_mock_fault *one) {
+  out->mix[out->n_mix].kind = one->kind;
+  out->mix[out->n_mix].code = one->code;
+  out->mix[out->n_mix].size_bytes = one->size_bytes;
+  out->n_mix++;
+}
+
+/* "mixed", or a list KIND[:NUMBER],KIND[:NUMBER],... */
+static int parse_mix(const char *spec, size_t len, tp_mock_fault *out, char *err, size_t errlen) {
+  tp_mock_fault one;
+  if (len == 5 && memcmp(spec, "mixed", 5) == 0) {
+    for (int k = TP_MOCK_FAULT_NONE + 1; k < TP_MOCK_FAULT_COUNT; k++) {
+      parse_one(fault_names[k], strlen(fault_names[k]), &one, NULL, 0);
+      mix_add(out, &one);
+    }
+  } else {
+    for (size_t at = 0; at <= len;) {
+      const char *comma = memchr(spec + at, ',', len - at);
+      size_t il = comma ? (size_t)(comma - (spec + at)) : len - at;
+      if (out->n_mix == TP_MOCK_FAULT_MIX_MAX) {
+        tp_seterr(err, errlen, "a fault list holds at most %d kinds", TP_MOCK_FAULT_MIX_MAX);
+        return TP_EINVAL;
+      }
+      int rv = parse_one(spec + at, il, &one, err, errlen);
+      if (rv) return rv;
+      if (one.text[0] || one.kind == TP_MOCK_FAULT_NONE) {
+        tp_seterr(err, errlen, "fault list item '%.*s': a list takes kinds and numbers, no 'none' and no texts",
+                  (int)TP_MIN(il, 64), spec + at);
+        return TP_EINVAL;
+      }
+      mix_add(out, &one);
+      at += il + 1;
+    }
+  }
+  /* The first kind stands for the mix where one kind is asked for. */
+  out->kind = out->mix[0].kind;
+  out->code = out->mix[0].code;
+  out->size_bytes = out->mix[0].size_bytes;
+  return 0;
+}
+
 int tp_mock_fault_parse(const char *spec, size_t len, tp_mock_fault *out, char *err, size_t errlen) {
+  memset(out, 0, sizeof(*out));
+  if (memchr(spec, ',', len) || (len == 5 && memcmp(spec, "mixed", 5) == 0))
+    return parse_mix(spec, len, out, err, errlen);
+  return parse_one(spec, len, out, err, errlen);
+}
+
+static int parse_one(const char *spec, size_t len, tp_mock_fault *out, char *err, size_t errlen) {
   memset(out, 0, sizeof(*out));
   const char *colon = memchr(spec, ':', len);
   size_t kl = colon ? (size_t)(colon - spec) : len;
@@ -116,6 +166,18 @@ bool tp_mock_fault_draw(uint64_t seed, uint64_t number, double rate) {
   uint64_t x = mix(mix(seed ^ 0x6661756c74ULL /* "fault" */) ^ number);
   double u = (double)(x >> 11) * 0x1.0p-53;
   return u < rate;
+}
+
+void tp_mock_fault_pick(const tp_mock_fault *f, uint64_t seed, uint64_t number, tp_mock_fault *out) {
+  *out = *f;
+  if (!f->n_mix) return;
+  uint64_t x = mix(mix(seed ^ 0x6d6978ULL /* "mix" */) ^ number);
+  size_t i = (size_t)(x % f->n_mix);
+  out->kind = f->mix[i].kind;
+  out->code = f->mix[i].code;
+  out->size_bytes = f->mix[i].size_bytes;
+  out->text[0] = 0;
+  out->n_mix = 0;
 }
 
 int tp_mock_fault_grpc_status(const tp_mock_fault *f) {

@@ -34,6 +34,13 @@
  *   goaway[:H2CODE]             gRPC: GOAWAY and tear the connection down;
  *                               HTTP: `Connection: close` after the response
  *
+ * A mix (a soak that meets every fault at once): `mixed` stands for every
+ * kind but none with its defaults, and `KIND[:NUMBER],KIND[:NUMBER],...`
+ * for the kinds listed (no texts; up to TP_MOCK_FAULT_MIX_MAX).  Each
+ * faulted request then carries one kind of the mix, drawn evenly from the
+ * seed and the request number (tp_mock_fault_pick), so a run is repeatable
+ * and the log names the kind each request got.
+ *
  * A fault fires when the request's token number `after_tokens` would be sent
  * (0-based), replacing that token; with after_tokens 0 the faults that answer
  * with an error fire at once, when the request arrives (on the next loop
@@ -73,6 +80,7 @@ typedef enum tp_mock_fault_kind { TP_MOCK_FAULTS(TP_MOCK_FAULT_ENUM) TP_MOCK_FAU
 
 #define TP_MOCK_OVERSIZE_DEFAULT_BYTES (80u << 20)
 #define TP_MOCK_FAULT_TEXT_BYTES 256
+#define TP_MOCK_FAULT_MIX_MAX 16
 
 typedef struct tp_mock_fault {
   tp_mock_fault_kind kind;
@@ -80,6 +88,14 @@ typedef struct tp_mock_fault {
   uint32_t size_bytes; /* oversize: the declared size */
   uint32_t after_tokens;
   char text[TP_MOCK_FAULT_TEXT_BYTES]; /* message; "" = a default one */
+  /* A mix: a faulted request takes one of these (tp_mock_fault_pick);
+   * n_mix 0 = the kind above. */
+  uint8_t n_mix;
+  struct {
+    tp_mock_fault_kind kind;
+    int code;
+    uint32_t size_bytes;
+  } mix[TP_MOCK_FAULT_MIX_MAX];
 } tp_mock_fault;
 
 /* "rst_stream" for TP_MOCK_FAULT_RST_STREAM; "?" out of range. */
@@ -96,6 +112,11 @@ int tp_mock_fault_parse(const char *spec, size_t len, tp_mock_fault *out, char *
  * rate.  The same seed and number always give the same answer, whatever the
  * order and timing of requests. */
 bool tp_mock_fault_draw(uint64_t seed, uint64_t number, double rate);
+
+/* The fault request number `number` carries: f itself, or for a mix the
+ * kind drawn from (seed, number), evenly over the mix, with its number and
+ * after_tokens (out->n_mix is 0).  out may not be f. */
+void tp_mock_fault_pick(const tp_mock_fault *f, uint64_t seed, uint64_t number, tp_mock_fault *out);
 
 /* The gRPC status a fault ends a call with (grpc_status, trailers_only,
  * http_status mapped like Triton's HTTP/gRPC error table; inband_error on a

@@ -43,6 +43,16 @@ int tp_record_add_response(tp_record *r, uint64_t t_ns, bool has_text) {
   return 0;
 }
 
+void tp_record_shed(tp_record *r, uint64_t line_off) {
+  r->had_reasoning = tp_record_has_reasoning(r);
+  free(r->resp_ns);
+  r->resp_ns = NULL;
+  r->cap_resp = 0;
+  tp_buf_fini(&r->text);
+  tp_buf_fini(&r->reasoning);
+  r->line_off = line_off + 1;
+}
+
 void tp_record_fail(tp_record *r, tp_error_class cls, int grpc_status,
                     const char *msg, size_t msg_len) {
   if (r->err_class != TP_ERRCLASS_NONE) return;

@@ -1,7 +1,11 @@
 /* The per-request record: everything measured about one request.
  *
- * Records are kept whole for every request so that statistics are exact
- * (no histograms) and so that exports are views of the same data. */
+ * A record is kept for every request so that statistics are exact (no
+ * histograms) and so that exports are views of the same data.  While a
+ * request runs its record holds every response time and the text; once the
+ * request's line is in the records file (report/tp_records.h) the run lets
+ * go of those (tp_record_shed) and the exports read them back from the
+ * line, so what stays in memory per request is this fixed-size struct. */
 #ifndef TP_RECORD_H
 #define TP_RECORD_H
 
@@ -16,8 +20,10 @@ typedef struct tp_record {
   uint32_t prompt_index; /* index into the dataset */
   uint32_t max_tokens;   /* output length asked of the server */
   bool warmup;           /* sent before measuring; left out of statistics */
+  bool had_reasoning;    /* reasoning.len > 0 before the record was shed */
   uint32_t resends;      /* re-sent on a fresh connection (tp_client_done.resends) */
   uint32_t rank;         /* the MPI rank that sent it (docs/scale-out.md); 0 in a single process */
+  tp_error_class err_class; /* TP_ERRCLASS_NONE = succeeded */
 
   /* Monotonic nanoseconds (tp_now_ns).  0 = did not happen. */
   uint64_t planned_ns;    /* when the scheduler meant to send it */
@@ -34,28 +40,40 @@ typedef struct tp_record {
   uint32_t cap_resp;
   /* Arrival times of the responses that carried non-empty text. */
   uint32_t n_text_resp;
+  int grpc_status; /* gRPC status of the call, -1 = none */
 
   tp_buf text; /* the generated text (deltas appended, cumulative replaced) */
 
-  /* Token counts; -1 = not counted (no tokenizer). */
-  int64_t input_tokens;
-  int64_t output_tokens;
+  /* Token counts; -1 = not counted (no tokenizer).  32 bits: an answer is
+   * capped far below 2^31 tokens (--max-response-bytes), and a record is
+   * kept per request for the whole level. */
+  int32_t input_tokens;
+  int32_t output_tokens;
   /* Output tokens the server reported itself, -1 = not reported. */
-  int64_t server_output_tokens;
-  int64_t server_input_tokens;  /* OpenAI usage.prompt_tokens, -1 = none */
-  int64_t server_cached_tokens; /* usage.prompt_tokens_details.cached_tokens, -1 = none */
+  int32_t server_output_tokens;
+  int32_t server_input_tokens;  /* OpenAI usage.prompt_tokens, -1 = none */
+  int32_t server_cached_tokens; /* usage.prompt_tokens_details.cached_tokens, -1 = none */
+  int32_t reasoning_tokens;     /* counted like output_tokens, -1 = not counted */
   tp_buf reasoning;             /* reasoning_content, kept apart from the answer */
-  int64_t reasoning_tokens;     /* counted like output_tokens, -1 = not counted */
 
-  tp_error_class err_class; /* TP_ERRCLASS_NONE = succeeded */
-  int grpc_status;          /* gRPC status of the call, -1 = none */
-  char *err_msg;            /* owned, NULL when none */
+  char *err_msg; /* owned, NULL when none */
+
+  /* Where resp_ns, text and reasoning went when the record was shed: the
+   * byte offset of its records-file line, plus 1; 0 = they are here. */
+  uint64_t line_off;
 } tp_record;
 
 void tp_record_init(tp_record *r);
 void tp_record_fini(tp_record *r);
 /* Appends an arrival time; returns 0 or TP_ENOMEM. */
 int tp_record_add_response(tp_record *r, uint64_t t_ns, bool has_text);
+/* Lets go of the response times, text and reasoning (kept in the records
+ * file at byte line_off); n_resp, n_text_resp and every other field stay. */
+void tp_record_shed(tp_record *r, uint64_t line_off);
+/* Whether the request produced reasoning text, shed or not. */
+static inline bool tp_record_has_reasoning(const tp_record *r) {
+  return r->reasoning.len > 0 || r->had_reasoning;
+}
 /* Marks the request failed (keeps the first error only). */
 void tp_record_fail(tp_record *r, tp_error_class cls, int grpc_status,
                     const char *msg, size_t msg_len);

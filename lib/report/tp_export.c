@@ -20,6 +20,7 @@
 #include <jansson.h>
 
 #include "report/tp_html.h"
+#include "report/tp_records.h"
 
 /* ------------------------------------------------------------------------ */
 /* Small shared helpers                                                     */
@@ -258,6 +259,31 @@ static const char *rec_text(const tp_record *r, size_t *len) {
   return r->text.data ? (const char *)r->text.data : "";
 }
 
+/* The whole record of q: its response times and text read back from the
+ * records file when the run let go of them (tp_records.h).  *full stays
+ * valid until the next call for a request with the same reader. */
+static int whole(const tp_export_request *q, tp_record *full) {
+  return tp_records_load(q->from, q->rec, full, NULL, 0);
+}
+
+/* Where a writer spills its buffer as it goes, so that a level of millions
+ * of requests never sits whole in memory; NULL = keep it all in the
+ * buffer (the public writers). */
+typedef struct sink {
+  int fd;   /* >= 0: write here */
+  FILE *fp; /* else here */
+} sink;
+
+#define SPILL_BYTES (1u << 20)
+
+static int sink_spill(tp_buf *out, const sink *k) {
+  if (!k || out->len < SPILL_BYTES) return 0;
+  int bad = k->fd >= 0 ? write_all(k->fd, out->data, out->len) : fwrite(out->data, 1, out->len, k->fp) != out->len;
+  if (bad) return TP_EIO;
+  tp_buf_reset(out);
+  return 0;
+}
+
 /* ------------------------------------------------------------------------ */
 /* Accuracy                                                                 */
 
@@ -384,8 +410,11 @@ int tp_accuracy_compute(tp_accuracy *acc, const tp_export_request *reqs, size_t 
   memset(acc, 0, sizeof(*acc));
   for (size_t i = 0; i < n; i++) {
     if (!scorable(&reqs[i])) continue;
+    tp_record full;
+    int lrv = whole(&reqs[i], &full);
+    if (lrv) return lrv;
     size_t tl;
-    const char *t = rec_text(reqs[i].rec, &tl);
+    const char *t = rec_text(&full, &tl);
     const char *ref = reqs[i].reference;
     double f = tp_rouge_l_f1(t, tl, ref, strlen(ref));
     if (f < 0) return TP_ENOMEM;
@@ -448,8 +477,8 @@ static bool measured_ok(const tp_export_request *q) {
   return measured(q) && tp_record_ok(q->rec);
 }
 
-int tp_export_pa_experiment(tp_buf *out, const tp_export_level *lv, uint32_t default_max_tokens,
-                            uint64_t anchor_mono_ns, uint64_t anchor_wall_ns) {
+static int pa_experiment(tp_buf *out, const sink *sk, const tp_export_level *lv, uint32_t default_max_tokens,
+                         uint64_t anchor_mono_ns, uint64_t anchor_wall_ns) {
   const tp_level_result *lr = lv->lr;
   const tp_export_request *reqs = lv->reqs;
   size_t n = lv->n;
@@ -469,7 +498,10 @@ int tp_export_pa_experiment(tp_buf *out, const tp_export_level *lv, uint32_t def
                      lr->load_mode == TP_LOAD_RATE && isfinite(lr->request_rate) ? lr->request_rate : 0.0);
   for (size_t j = 0; j < k && rv == 0; j++) {
     const tp_export_request *q = &reqs[idx[j]];
-    const tp_record *r = q->rec;
+    tp_record full;
+    rv = whole(q, &full);
+    if (rv) break;
+    const tp_record *r = &full;
     uint32_t max_tokens = q->max_tokens ? q->max_tokens : default_max_tokens;
     rv = tp_buf_printf(out, "%s{\"timestamp\":%" PRIu64 ",\"request_inputs\":{\"text_input\":", j ? "," : "",
                        W(r->sent_ns));
@@ -492,6 +524,7 @@ int tp_export_pa_experiment(tp_buf *out, const tp_export_level *lv, uint32_t def
     /* A distributed run says which rank sent it (docs/scale-out.md). */
     if (!rv && lr->ranks) rv = tp_buf_printf(out, ",\"rank\":%" PRIu32, r->rank);
     if (!rv) rv = tp_buf_append(out, "}", 1);
+    if (!rv) rv = sink_spill(out, sk);
   }
   free(idx);
   if (rv) return rv;
@@ -512,6 +545,11 @@ int tp_export_pa_experiment(tp_buf *out, const tp_export_level *lv, uint32_t def
   if (!rv) rv = tp_buf_append(out, "]}", 2);
 #undef W
   return rv;
+}
+
+int tp_export_pa_experiment(tp_buf *out, const tp_export_level *lv, uint32_t default_max_tokens,
+                            uint64_t anchor_mono_ns, uint64_t anchor_wall_ns) {
+  return pa_experiment(out, NULL, lv, default_max_tokens, anchor_mono_ns, anchor_wall_ns);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -720,15 +758,18 @@ static int json_tokens(tp_buf *out, int64_t v) {
   return v >= 0 ? tp_buf_printf(out, "%" PRId64, v) : tp_buf_append_str(out, "null");
 }
 
-int tp_export_responses_jsonl(tp_buf *out, const tp_level_result *lr, const tp_export_request *reqs,
-                              size_t n) {
+static int responses_jsonl(tp_buf *out, const sink *sk, const tp_level_result *lr, const tp_export_request *reqs,
+                           size_t n) {
   char name[128];
   tp__level_name(lr, name, sizeof(name));
   int rv = 0;
   for (size_t i = 0; i < n && rv == 0; i++) {
     const tp_export_request *q = &reqs[i];
     if (!measured(q)) continue;
-    const tp_record *r = q->rec;
+    tp_record full;
+    rv = whole(q, &full);
+    if (rv) break;
+    const tp_record *r = &full;
     size_t tl;
     const char *t = rec_text(r, &tl);
     rv = tp_buf_append_str(out, "{\"level\":");
@@ -777,8 +818,14 @@ int tp_export_responses_jsonl(tp_buf *out, const tp_level_result *lr, const tp_e
                            tp_exact_match(t, tl, q->reference, strlen(q->reference)) ? "true" : "false", f);
     }
     if (!rv) rv = tp_buf_append(out, "}\n", 2);
+    if (!rv) rv = sink_spill(out, sk);
   }
   return rv;
+}
+
+int tp_export_responses_jsonl(tp_buf *out, const tp_level_result *lr, const tp_export_request *reqs,
+                              size_t n) {
+  return responses_jsonl(out, NULL, lr, reqs, n);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -901,6 +948,14 @@ static char *level_dir(tp_artifacts *a, const tp_level_result *lr) {
   return join_path(a->dir, name);
 }
 
+/* The message of a failed read-back of the level's records, NULL when none
+ * failed. */
+static const char *read_back_error(const tp_export_request *reqs, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    if (reqs[i].from) return tp_records_reader_error(reqs[i].from);
+  return NULL;
+}
+
 int tp_artifacts_add_level(tp_artifacts *a, const tp_export_level *lv_in, tp_accuracy *acc_out, char *err,
                            size_t errlen) {
   const tp_level_result *lr = lv_in->lr;
@@ -929,8 +984,13 @@ int tp_artifacts_add_level(tp_artifacts *a, const tp_export_level *lv_in, tp_acc
   /* 1. The profile export: one experiment, streamed into the temporary
    * file so a long sweep never holds every level's records. */
   uint32_t def_max = a->cfg && a->cfg->output_tokens_mean ? a->cfg->output_tokens_mean : 128;
+  sink pe_sink = {a->pe_fd, NULL};
   if (a->pe_levels) rv = tp_buf_append(&b, ",", 1);
-  if (!rv) rv = tp_export_pa_experiment(&b, lv_in, def_max, a->anchor_mono_ns, a->anchor_wall_ns);
+  if (!rv) rv = pa_experiment(&b, &pe_sink, lv_in, def_max, a->anchor_mono_ns, a->anchor_wall_ns);
+  if (rv == TP_EIO && !read_back_error(reqs, n)) {
+    rv = io_err(err, errlen, "write", a->pe_tmp, errno);
+    goto done;
+  }
   if (rv) goto done;
   if (write_all(a->pe_fd, b.data, b.len)) {
     rv = io_err(err, errlen, "write", a->pe_tmp, errno);
@@ -985,7 +1045,12 @@ int tp_artifacts_add_level(tp_artifacts *a, const tp_export_level *lv_in, tp_acc
   /* 3. responses.jsonl, appended and flushed so an interrupted run keeps
    * every finished level. */
   tp_buf_reset(&b);
-  rv = tp_export_responses_jsonl(&b, lr, reqs, n);
+  sink resp_sink = {-1, a->resp};
+  rv = responses_jsonl(&b, &resp_sink, lr, reqs, n);
+  if (rv == TP_EIO && !read_back_error(reqs, n)) {
+    rv = io_err(err, errlen, "write", a->resp_path, errno);
+    goto done;
+  }
   if (rv) goto done;
   if ((b.len && fwrite(b.data, 1, b.len, a->resp) != b.len) || fflush(a->resp)) {
     rv = io_err(err, errlen, "write", a->resp_path, errno);
@@ -1012,7 +1077,10 @@ int tp_artifacts_add_level(tp_artifacts *a, const tp_export_level *lv_in, tp_acc
   if (acc_out) *acc_out = acc;
 
 done:
-  if (rv == TP_ENOMEM) tp_seterr(err, errlen, "cannot write the artifacts of a level: out of memory");
+  if (rv && read_back_error(reqs, n))
+    tp_seterr(err, errlen, "%s", read_back_error(reqs, n));
+  else if (rv == TP_ENOMEM)
+    tp_seterr(err, errlen, "cannot write the artifacts of a level: out of memory");
   tp_buf_fini(&b);
   return rv;
 }

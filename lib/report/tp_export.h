@@ -28,7 +28,11 @@
  * same directory and renamed, so a reader never sees half a document; the
  * profile export is streamed into its temporary file level by level and
  * renamed by tp_artifacts_finish.  responses.jsonl is a stream and is
- * appended as each level ends, so an interrupted run keeps what it had. */
+ * appended as each level ends, so an interrupted run keeps what it had.
+ * Within a level both are written a MiB at a time, and a record the run
+ * let go of has its response times and text read back from the records
+ * file (tp_export_request.from, report/tp_records.h), so writing a level
+ * holds neither the level's text nor its response times in memory. */
 #ifndef TP_EXPORT_H
 #define TP_EXPORT_H
 
@@ -40,6 +44,8 @@
 #include "record/tp_record.h"
 #include "util/tp_common.h"
 
+struct tp_records_reader;
+
 /* One request as the exports see it: the record and what was sent. */
 typedef struct tp_export_request {
   const tp_record *rec; /* borrowed */
@@ -47,6 +53,9 @@ typedef struct tp_export_request {
   size_t prompt_len;
   const char *reference; /* borrowed, NUL-terminated expected answer; NULL = none */
   uint32_t max_tokens;   /* max_tokens sent; 0 = the configured default */
+  /* Borrowed: where a shed record's response times and text are read back
+   * (report/tp_records.h); NULL when the record holds them. */
+  struct tp_records_reader *from;
 } tp_export_request;
 
 /* One finished level as the exports see it. */
@@ -96,7 +105,8 @@ bool tp_exact_match(const char *cand, size_t cand_len, const char *ref, size_t r
  * (TP_ENOMEM) only when out of memory. */
 double tp_rouge_l_f1(const char *cand, size_t cand_len, const char *ref, size_t ref_len);
 
-/* Scores reqs[0..n) into acc (zeroed first).  Returns 0 or TP_ENOMEM. */
+/* Scores reqs[0..n) into acc (zeroed first).  Returns 0, TP_ENOMEM, or the
+ * error of reading a shed record back. */
 int tp_accuracy_compute(tp_accuracy *acc, const tp_export_request *reqs, size_t n);
 
 /* Adds b into a (counts and sums) and recomputes the rates. */
@@ -125,7 +135,8 @@ void tp_accuracy_merge(tp_accuracy *a, const tp_accuracy *b);
  * window_boundaries: the level's measurement window when it had one (see
  * tp_export_level), else from the first measured send for duration_s, the
  * span the throughputs were divided by.  default_max_tokens fills
- * max_tokens when a request says 0.  Returns 0 or TP_ENOMEM. */
+ * max_tokens when a request says 0.  Returns 0, TP_ENOMEM, or the error of
+ * reading a shed record back (tp_records_load). */
 int tp_export_pa_experiment(tp_buf *out, const tp_export_level *lv, uint32_t default_max_tokens,
                             uint64_t anchor_mono_ns, uint64_t anchor_wall_ns);
 
@@ -168,7 +179,8 @@ int tp_export_genai_csv(tp_buf *out, const tp_level_result *lr, bool streaming);
  *    "error": null|"class: message",
  *    "exact_match": bool, "rouge_l_f1": x (only when scored)}
  * Bytes that are not valid UTF-8 are replaced by U+FFFD so every line is
- * valid JSON.  Returns 0 or TP_ENOMEM. */
+ * valid JSON.  Returns 0, TP_ENOMEM, or the error of reading a shed record
+ * back. */
 int tp_export_responses_jsonl(tp_buf *out, const tp_level_result *lr, const tp_export_request *reqs,
                               size_t n);
 

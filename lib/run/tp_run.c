@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <jansson.h>
@@ -36,6 +37,7 @@
 #include "metrics/tp_stats.h"
 #include "record/tp_record.h"
 #include "report/tp_export.h"
+#include "report/tp_records.h"
 #include "report/tp_report.h"
 #include "run/tp_dist.h"
 #include "run/tp_gates.h"
@@ -85,8 +87,9 @@ typedef struct req_ctx {
 /* Work on a finished request off the loop: counting its tokens and writing
  * its line to the records file.  The job works on a snapshot of the record
  * (the array may move while the loop plans more requests); the heap buffers
- * the snapshot points at (text, response times) are not touched again until
- * the level ends, after every job is back. */
+ * the snapshot points at (text, response times) are not touched until the
+ * job is back on the loop (count_after), which then lets go of them once
+ * the line holds them (tp_record_shed). */
 typedef struct count_job {
   uv_work_t work;
   tp_run *run;
@@ -100,6 +103,7 @@ typedef struct count_job {
   double rate;
   char *sent_text; /* owned: the full prompt when a marker or prefix was added */
   size_t sent_len;
+  uint64_t line_off; /* where its records line went, plus 1; 0 = not written */
 } count_job;
 
 typedef struct level_state {
@@ -125,6 +129,7 @@ typedef struct level_state {
   bool stop_planning;
   uint32_t in_flight, max_in_flight;
   size_t pending_counts;
+  size_t n_shed; /* records whose response times and text live in the records file only */
   bool done;
   /* Stability windows. */
   bool window_timer_on;
@@ -194,6 +199,7 @@ struct tp_run {
   char artifact_dir[1024];
   char records_default[1100];
   FILE *records_fp;
+  bool shed_records; /* the records file can be read back: finished records let go of their details */
   uv_mutex_t records_lock; /* pool threads write record lines */
   tp_gates *gates;
 
@@ -836,8 +842,6 @@ static void finalize(tp_run *r, size_t seq) {
   level_check_done(r);
 }
 
-static void format_record(json_t *o, const count_job *j);
-
 /* A prompt's tokens, with the special tokens the model's tokenizer adds
  * (BOS, ...) when tokenizer_add_special_tokens asks for them: that is how
  * most servers count a prompt.  Output and reasoning tokens never include
@@ -848,21 +852,23 @@ static int count_input(const tp_run *r, const tp_tok *tok, const char *text, siz
                                              : tp_tok_count(tok, text, len, n);
 }
 
-/* One line of the records file (any thread: the file has its lock). */
-static void write_record_line(tp_run *r, const count_job *j, bool flush) {
-  if (!r->records_fp) return;
-  json_t *o = json_object();
-  if (!o) return;
-  format_record(o, j);
-  char *line = json_dumps(o, JSON_COMPACT | JSON_ENSURE_ASCII);
-  json_decref(o);
-  if (!line) return;
+/* One line of the records file (any thread: the file has its lock).
+ * Returns the line's byte offset plus 1, or 0 when it was not written
+ * whole. */
+static uint64_t write_record_line(tp_run *r, const count_job *j, bool flush) {
+  if (!r->records_fp) return 0;
+  tp_records_line l = {j->id, j->level, j->mode, j->concurrency, j->rate, r->mpi != NULL};
+  char *line = tp_records_format(&j->snap, &l);
+  if (!line) return 0;
   uv_mutex_lock(&r->records_lock);
-  fputs(line, r->records_fp);
-  fputc('\n', r->records_fp);
-  if (flush) fflush(r->records_fp);
+  /* A pipe has no offset (-1): the line is written all the same, only it
+   * cannot be read back. */
+  off_t at = r->shed_records ? ftello(r->records_fp) : -1;
+  bool ok = fputs(line, r->records_fp) >= 0 && fputc('\n', r->records_fp) != EOF;
+  if (flush && fflush(r->records_fp)) ok = false;
   uv_mutex_unlock(&r->records_lock);
   free(line);
+  return ok && at >= 0 ? (uint64_t)at + 1 : 0;
 }
 
 static void count_work(uv_work_t *w) {
@@ -887,7 +893,7 @@ static void count_work(uv_work_t *w) {
             : -1;
   }
   /* Flushed per request: a crash or a kill loses nothing already measured. */
-  write_record_line(j->run, j, true);
+  j->line_off = write_record_line(j->run, j, true);
 }
 
 static void count_after(uv_work_t *w, int status) {
@@ -897,6 +903,13 @@ static void count_after(uv_work_t *w, int status) {
     r->lv.recs[j->seq].output_tokens = j->snap.output_tokens;
     r->lv.recs[j->seq].input_tokens = j->snap.input_tokens;
     r->lv.recs[j->seq].reasoning_tokens = j->snap.reasoning_tokens;
+  }
+  /* Its line holds the response times and the text now: memory keeps only
+   * the fixed-size record, and the exports read the rest back.  Text the
+   * line cannot give back byte for byte stays here. */
+  if (status == 0 && j->line_off && r->shed_records && tp_records_lossless(&j->snap)) {
+    tp_record_shed(&r->lv.recs[j->seq], j->line_off - 1);
+    r->lv.n_shed++;
   }
   free(j->sent_text);
   r->lv.pending_counts--;
@@ -1770,7 +1783,16 @@ static int run_level(tp_run *r, size_t li, char *err, size_t errlen) {
     size_t nm;
     tp_scraper_level_end(r->scraper, lv, &r->server_metrics[li], &nm);
   }
-  if (r->artifacts) {
+  tp_records_reader *from = NULL;
+  if (r->artifacts && L->n_shed) {
+    /* The shed records' response times and text are read back from their
+     * lines (flushed already; the merged ones of other ranks are not shed). */
+    char rerr[600];
+    fflush(r->records_fp);
+    if (tp_records_reader_open(&from, r->cfg.records_path, rerr, sizeof(rerr)))
+      warn(r, "the level's exports lack response times and text: %s", rerr);
+  }
+  if (r->artifacts && (from || !L->n_shed)) {
     /* Between levels nothing is in flight, so files written here delay no
      * timestamp. */
     tp_export_request *reqs = calloc(L->n_planned ? L->n_planned : 1, sizeof(*reqs));
@@ -1782,6 +1804,7 @@ static int run_level(tp_run *r, size_t li, char *err, size_t errlen) {
         reqs[i].prompt_len = p->text_len;
         reqs[i].reference = p->reference;
         reqs[i].max_tokens = L->recs[i].max_tokens;
+        reqs[i].from = from;
       }
       tp_export_level el = {lv, reqs, L->n_planned, lo.window_start_ns, lo.window_end_ns};
       tp_accuracy acc;
@@ -1795,6 +1818,7 @@ static int run_level(tp_run *r, size_t li, char *err, size_t errlen) {
       free(reqs);
     }
   }
+  tp_records_reader_free(from);
   if (lo.window_end_ns) {
     lv->window_start_s = (double)(lo.window_start_ns - L->t0) / 1e9;
     lv->window_end_s = (double)(lo.window_end_ns - L->t0) / 1e9;
@@ -1813,60 +1837,6 @@ static int run_level(tp_run *r, size_t li, char *err, size_t errlen) {
   L->offsets = NULL;
   L->waiting = NULL;
   return 0;
-}
-
-/* JSON strings must be valid UTF-8; a server may send anything.  Invalid
- * bytes become U+FFFD (and a NUL byte U+FFFD too), the rest is kept. */
-static json_t *json_text(const uint8_t *p, size_t n) {
-  json_t *v = json_stringn(p ? (const char *)p : "", p ? n : 0);
-  if (v) return v;
-  tp_buf b;
-  tp_buf_init(&b);
-  for (size_t i = 0; i < n;) {
-    size_t len = tp_utf8_valid_prefix(p + i, n - i);
-    if (len && tp_buf_append(&b, p + i, len)) break;
-    i += len;
-    if (i < n) {
-      tp_buf_append(&b, "\xef\xbf\xbd", 3);
-      i++;
-    }
-  }
-  v = json_stringn(b.data ? (const char *)b.data : "", b.len);
-  tp_buf_fini(&b);
-  return v ? v : json_string("");
-}
-
-static void format_record(json_t *o, const count_job *j) {
-  const tp_record *rec = &j->snap;
-  if (j->mode == TP_LOAD_CONCURRENCY) json_object_set_new(o, "concurrency", json_integer(j->concurrency));
-  if (j->mode == TP_LOAD_RATE) json_object_set_new(o, "request_rate", json_real(j->rate));
-  json_object_set_new(o, "id", json_string(j->id));
-  json_object_set_new(o, "level", json_integer((json_int_t)j->level));
-  if (j->run->mpi) json_object_set_new(o, "rank", json_integer(rec->rank));
-  json_object_set_new(o, "seq", json_integer((json_int_t)rec->seq));
-  json_object_set_new(o, "warmup", json_boolean(rec->warmup));
-  json_object_set_new(o, "resends", json_integer(rec->resends));
-  json_object_set_new(o, "prompt_index", json_integer(rec->prompt_index));
-  json_object_set_new(o, "max_tokens", json_integer(rec->max_tokens));
-  json_object_set_new(o, "planned_ns", json_integer((json_int_t)rec->planned_ns));
-  json_object_set_new(o, "sent_ns", json_integer((json_int_t)rec->sent_ns));
-  json_object_set_new(o, "first_token_ns", json_integer((json_int_t)rec->first_token_ns));
-  json_object_set_new(o, "second_token_ns", json_integer((json_int_t)rec->second_token_ns));
-  json_object_set_new(o, "last_token_ns", json_integer((json_int_t)rec->last_token_ns));
-  json_object_set_new(o, "done_ns", json_integer((json_int_t)rec->done_ns));
-  json_t *rs = json_array();
-  for (uint32_t i = 0; i < rec->n_resp; i++) json_array_append_new(rs, json_integer((json_int_t)rec->resp_ns[i]));
-  json_object_set_new(o, "response_ns", rs);
-  json_object_set_new(o, "input_tokens", rec->input_tokens >= 0 ? json_integer(rec->input_tokens) : json_null());
-  json_object_set_new(o, "output_tokens", rec->output_tokens >= 0 ? json_integer(rec->output_tokens) : json_null());
-  json_object_set_new(o, "server_output_tokens",
-                      rec->server_output_tokens >= 0 ? json_integer(rec->server_output_tokens) : json_null());
-  json_object_set_new(o, "ok", json_boolean(tp_record_ok(rec)));
-  json_object_set_new(o, "error_class", json_string(tp_error_class_name(rec->err_class)));
-  json_object_set_new(o, "grpc_status", rec->grpc_status >= 0 ? json_integer(rec->grpc_status) : json_null());
-  json_object_set_new(o, "error", rec->err_msg ? json_text((const uint8_t *)rec->err_msg, strlen(rec->err_msg)) : json_null());
-  json_object_set_new(o, "text", json_text(rec->text.data, rec->text.len));
-  if (rec->reasoning.len) json_object_set_new(o, "reasoning", json_text(rec->reasoning.data, rec->reasoning.len));
 }
 
 /* ---- the run ---------------------------------------------------------------- */
@@ -2098,6 +2068,11 @@ static int exec_setup(tp_run *r, char *err, size_t errlen) {
       tp_seterr(err, errlen, "cannot write --records file %s: %s", r->cfg.records_path, strerror(errno));
       return TP_EIO;
     }
+    /* A regular file can be read back at the level's end, so finished
+     * records need not keep their response times and text in memory (a
+     * pipe or a terminal cannot: there they stay). */
+    struct stat st;
+    r->shed_records = fstat(fileno(r->records_fp), &st) == 0 && S_ISREG(st.st_mode);
   }
 
   return 0;

@@ -86,6 +86,30 @@ for kind, extra, classes, exact in MATRIX:
     rows.append((name, "%d/%d" % (lv["failed"], nreq), ",".join("%s=%d" % kv for kv in sorted(ebc.items())),
                  "%d" % faults))
 
+# A mix of per-request faults: each faulted request draws one kind, and
+# each fails in its kind's class (the mock's log names the kind).
+mlog = os.path.join(tmp, "mix.jsonl")
+mrec = os.path.join(tmp, "mix_records.jsonl")
+p, doc, secs = profile(FAST + ["--concurrency", "16", "--request-count", "96", "--output-tokens-mean", "8",
+                               "--mock-fault", "rst_stream,grpc_status,malformed,inband_error",
+                               "--mock-fault-rate", "0.5", "--mock-log", mlog, "--records", mrec])
+want = {"rst_stream": "stream_reset", "grpc_status": "grpc_status", "malformed": "protocol",
+        "inband_error": "server_error"}
+kinds = {}
+if os.path.exists(mlog):
+    for raw in open(mlog, "rb"):
+        if b'"ev":"request"' in raw:
+            o = json.loads(raw.decode("utf-8", "replace"))
+            if "fault" in o:
+                kinds[o["id"]] = o["fault"]
+mrecs = [json.loads(l) for l in open(mrec)] if os.path.exists(mrec) else []
+check(doc is not None and len(mrecs) == 96 and set(kinds.values()) == set(want),
+      "mixed faults: every kind of the list was drawn", "kinds %r" % sorted(set(kinds.values())))
+check(all(r["error_class"] == want.get(kinds.get(r["id"]), "none") for r in mrecs) and
+      doc["levels"][0]["failed"] == len(kinds) == doc.get("mock", {}).get("faults_injected"),
+      "mixed faults: each faulted request failed in its kind's class, the others succeeded")
+rows.append(("mixed", "%d/96" % (doc["levels"][0]["failed"] if doc else -1), "", "%d" % len(kinds)))
+
 # Trickle: slow but whole answers, no failures.
 p, doc, secs = profile(FAST + ["--concurrency", "4", "--request-count", "8", "--output-tokens-mean", "4",
                                "--mock-fault", "trickle"])

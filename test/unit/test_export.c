@@ -139,13 +139,13 @@ static void test_accuracy_compute(void) {
   for (int i = 0; i < 7; i++) mk_rec(&r[i], (uint64_t)i, MONO0 + 1000, t, ht, 2, texts[i], 5, 3);
   r[4].warmup = true;
   tp_record_fail(&r[5], TP_ERRCLASS_TIMEOUT, -1, "deadline", 8);
-  tp_export_request q[7] = {{&r[0], "Capital of France?", 18, "Paris", 0},
-                            {&r[1], "Capital of Germany?", 19, "Berlin", 0},
-                            {&r[2], "2+2?", 4, "4", 0},
-                            {&r[3], "cat?", 4, "the cat sat on the mat", 0},
-                            {&r[4], "warm", 4, "Rome", 0},
-                            {&r[5], "failed", 6, "Oslo", 0},
-                            {&r[6], "no reference", 12, NULL, 0}};
+  tp_export_request q[7] = {{&r[0], "Capital of France?", 18, "Paris", 0, NULL},
+                            {&r[1], "Capital of Germany?", 19, "Berlin", 0, NULL},
+                            {&r[2], "2+2?", 4, "4", 0, NULL},
+                            {&r[3], "cat?", 4, "the cat sat on the mat", 0, NULL},
+                            {&r[4], "warm", 4, "Rome", 0, NULL},
+                            {&r[5], "failed", 6, "Oslo", 0, NULL},
+                            {&r[6], "no reference", 12, NULL, 0, NULL}};
   tp_accuracy acc;
   CHECK_INT(tp_accuracy_compute(&acc, q, 7), 0, "accuracy computes");
   CHECK_INT(acc.scored, 4,
@@ -200,7 +200,7 @@ static void fixture_init(fixture *f, uint32_t conc) {
   static const char *prompts[5] = {"Say \"hi\"\n", "p1", "p2", "p3", "p4 \x01"};
   static const char *refs[5] = {"Hello \"world\"", NULL, "partial", "warm", "caf\xc3\xa9"};
   for (int i = 0; i < 5; i++)
-    f->q[i] = (tp_export_request){&f->r[i], prompts[i], strlen(prompts[i]), refs[i], i == 1 ? 64 : 0};
+    f->q[i] = (tp_export_request){&f->r[i], prompts[i], strlen(prompts[i]), refs[i], i == 1 ? 64 : 0, NULL};
   tp_level_compute(&f->lr, f->r, 5);
   f->lr.concurrency = conc;
 }

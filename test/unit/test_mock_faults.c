@@ -173,9 +173,48 @@ static void test_mapping(void) {
         "every kind but none, trickle, invalid_utf8 and endless acts once");
 }
 
+/* A mix: every faulted request carries one kind of it, evenly, the same
+ * one for the same seed and number. */
+static void test_mix(void) {
+  tp_mock_fault f, one, again;
+  char err[400];
+  CHECK_INT(tp_mock_fault_parse("mixed", 5, &f, err, sizeof(err)), 0, "mixed parses");
+  CHECK_INT(f.n_mix, TP_MOCK_FAULT_COUNT - 1, "mixed holds every kind but none");
+  const char *list = "stall,oversize:2000000,rst_stream:8,close_conn";
+  CHECK_INT(tp_mock_fault_parse(list, strlen(list), &f, err, sizeof(err)), 0, "a list parses");
+  CHECK_INT(f.n_mix, 4, "a list holds its kinds");
+  int seen[TP_MOCK_FAULT_COUNT] = {0};
+  bool args_kept = true, same = true;
+  for (uint64_t n = 0; n < 4000; n++) {
+    tp_mock_fault_pick(&f, 7, n, &one);
+    tp_mock_fault_pick(&f, 7, n, &again);
+    same &= one.kind == again.kind;
+    seen[one.kind]++;
+    if (one.kind == TP_MOCK_FAULT_OVERSIZE) args_kept &= one.size_bytes == 2000000;
+    if (one.kind == TP_MOCK_FAULT_RST_STREAM) args_kept &= one.code == 8;
+    if (one.n_mix) same = false;
+  }
+  CHECK(same, "the pick is repeatable and gives one kind");
+  CHECK(args_kept, "each kind keeps its number");
+  bool even = true;
+  const tp_mock_fault_kind kinds[4] = {TP_MOCK_FAULT_STALL, TP_MOCK_FAULT_OVERSIZE, TP_MOCK_FAULT_RST_STREAM,
+                                       TP_MOCK_FAULT_CLOSE_CONN};
+  for (int k = 0; k < 4; k++) even &= seen[kinds[k]] > 850 && seen[kinds[k]] < 1150;
+  CHECK(even, "kinds are drawn evenly (%d %d %d %d of 4000)", seen[kinds[0]], seen[kinds[1]], seen[kinds[2]],
+        seen[kinds[3]]);
+  tp_mock_fault_parse("goaway", 6, &f, err, sizeof(err));
+  tp_mock_fault_pick(&f, 7, 3, &one);
+  CHECK(one.kind == TP_MOCK_FAULT_GOAWAY && one.n_mix == 0, "a single kind is picked as itself");
+  CHECK(tp_mock_fault_parse("stall,inband_error:x", 20, &f, err, sizeof(err)) == TP_EINVAL && strstr(err, "no texts"),
+        "a list item with a text is refused: %s", err);
+  CHECK(tp_mock_fault_parse("stall,bogus", 11, &f, err, sizeof(err)) == TP_EINVAL && strstr(err, "bogus"),
+        "an unknown kind in a list is named: %s", err);
+}
+
 int main(void) {
   test_parse();
   test_draw();
+  test_mix();
   test_mapping();
   return tp_test_done();
 }

@@ -1,0 +1,59 @@
+/* The records file (--records; records.jsonl in an artifact directory): one
+ * JSON line per request, written as each request ends.
+ *
+ * The file is also where a request's per-response data lives once it is
+ * over.  A finished record lets go of its response times, text and
+ * reasoning (tp_record_shed) after its line is written, and the exports
+ * read them back from the line (tp_records_load), so memory over a long run
+ * grows by one fixed-size record per request, not by every response. */
+#ifndef TP_RECORDS_H
+#define TP_RECORDS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "record/tp_record.h"
+#include "util/tp_common.h"
+
+/* What a line says besides the record itself. */
+typedef struct tp_records_line {
+  const char *id;       /* the request id sent to the server */
+  size_t level;         /* index of the level in the run */
+  tp_load_mode mode;    /* "concurrency" or "request_rate" is written from it */
+  uint32_t concurrency;
+  double rate;
+  bool with_rank;       /* a distributed run: write "rank" */
+} tp_records_line;
+
+/* One line of the records file as owned text (free()), without the newline;
+ * NULL when out of memory.  Text that is not valid UTF-8 has each bad byte
+ * replaced by U+FFFD (JSON strings must be UTF-8). */
+char *tp_records_format(const tp_record *rec, const tp_records_line *line);
+
+/* Whether rec's line gives back its text and reasoning byte for byte: both
+ * valid UTF-8 without NUL bytes.  Only such records may be shed. */
+bool tp_records_lossless(const tp_record *rec);
+
+/* Reads lines of a records file back (not thread-safe; one per level or
+ * run). */
+typedef struct tp_records_reader tp_records_reader;
+
+/* Opens path for reading.  Returns 0, or TP_EIO / TP_ENOMEM with "cannot
+ * read back the records file PATH: reason" in err. */
+int tp_records_reader_open(tp_records_reader **out, const char *path, char *err, size_t errlen);
+void tp_records_reader_free(tp_records_reader *rd);
+
+/* The whole of rec: when rec was shed (rec->line_off != 0), *full is a copy
+ * of rec whose resp_ns, text and reasoning are read back from its line and
+ * belong to the reader until its next call; otherwise *full is a shallow
+ * copy of rec.  rd may be NULL when nothing was shed.  Returns 0, or
+ * TP_EIO / TP_EPROTO / TP_ENOMEM with the file, the byte offset and what is
+ * wrong in err. */
+int tp_records_load(tp_records_reader *rd, const tp_record *rec, tp_record *full, char *err, size_t errlen);
+
+/* The message of the reader's last tp_records_load when it failed, else
+ * NULL. */
+const char *tp_records_reader_error(const tp_records_reader *rd);
+
+#endif

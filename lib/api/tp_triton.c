@@ -453,7 +453,8 @@ typedef struct out_info {
 
 static out_info classify(const out_tensor *o) {
   out_info i = {OUT_OTHER, o->has_typed, o->typed};
-  if (cstr_is(o->name, LIT(TEXT_OUTPUT)))
+  /* TEXT: the output of vLLM's quick-deploy tutorial model. */
+  if (cstr_is(o->name, LIT(TEXT_OUTPUT)) || cstr_is(o->name, LIT("TEXT")))
     i.kind = OUT_TEXT;
   else if (cstr_is(o->name, LIT(NUM_OUTPUT_TOKENS)))
     i.kind = OUT_TOKENS;

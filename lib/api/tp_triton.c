@@ -6,6 +6,7 @@
 
 #include "grpc_service.pb-c.h"
 #include "transport/tp_grpc.h"
+#include "tokperf/tokperf.h"
 
 /* Request building.  Inputs always travel as raw_input_contents (what
  * Triton's own clients send; protocols.md §3.3), one entry per input in the

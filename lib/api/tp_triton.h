@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "util/tp_common.h"
+#include "tokperf/tokperf.h"
 
 #define TP_TRITON_SERVICE "/inference.GRPCInferenceService/"
 

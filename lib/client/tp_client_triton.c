@@ -9,6 +9,7 @@
 #include "transport/tp_grpc.h"
 #include "transport/tp_h2c.h"
 #include "util/tp_wake.h"
+#include "tokperf/tokperf.h"
 
 #define PREFLIGHT_TIMEOUT_NS (10 * TP_NS_PER_S)
 

@@ -8,6 +8,7 @@
 #include "tp_report.h"
 #include "report/tp_export.h"
 #include "metrics/tp_metric.h"
+#include "tokperf/tokperf.h"
 
 #include <errno.h>
 #include <fcntl.h>

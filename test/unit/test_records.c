@@ -41,7 +41,7 @@ static void make_records(tp_record *r, size_t n, size_t resp_per_req) {
     }
     if (i % 5 == 1) tp_buf_append_str(&r[i].text, " caf\xc3\xa9 \xe2\x82\xac \"q\" \\ \n\t");
     if (i % 13 == 7) tp_buf_append_str(&r[i].reasoning, "think \xf0\x9f\x98\x80 first");
-    if (i % 17 == 9) tp_buf_append(&r[i].text, "bad \xff\xfe byte\0nul", 17); /* not lossless */
+    if (i % 17 == 9) tp_buf_append(&r[i].text, "bad \xff\xfe byte\0nul", 15); /* not lossless */
     r[i].done_ns = k ? r[i].resp_ns[k - 1] : r[i].sent_ns + 5;
     r[i].input_tokens = 10 + (int64_t)i;
     r[i].output_tokens = (int64_t)k;

@@ -200,9 +200,13 @@ json_t *tp_report_repeats_json(const tp_report_input *in) {
                                                : lr->load_mode == TP_LOAD_SCHEDULE ? "schedule"
                                                                                    : "concurrency"));
     json_object_set_new(o, "concurrency", json_integer(lr->concurrency));
-    json_object_set_new(o, "request_rate", json_real(lr->request_rate));
-    json_object_set_new(o, "input_tokens_mean", json_integer(lr->input_tokens_mean));
-    json_object_set_new(o, "output_tokens_mean", json_integer(lr->output_tokens_mean));
+    /* The point's keys as a level spells them, so compare matches both alike. */
+    json_object_set_new(o, "request_rate_rps", lr->load_mode == TP_LOAD_RATE ? json_real(lr->request_rate)
+                                                                             : json_null());
+    json_object_set_new(o, "input_tokens_target", lr->input_tokens_mean ? json_integer(lr->input_tokens_mean)
+                                                                        : json_null());
+    json_object_set_new(o, "output_tokens_target", lr->output_tokens_mean ? json_integer(lr->output_tokens_mean)
+                                                                          : json_null());
     json_object_set_new(o, "first_level", json_integer((json_int_t)g));
     json_object_set_new(o, "runs", json_integer((json_int_t)n));
     for (size_t i = 0; i < nm; i++) {

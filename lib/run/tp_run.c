@@ -2149,6 +2149,7 @@ int tp_run_exec(tp_run *r, char *err, size_t errlen) {
   if (r->artifacts) {
     /* Also after an interruption: what was measured is written. */
     char aerr[512];
+    if (r->search) tp_artifacts_set_search(r->artifacts, tp_sweep_search_summary(r->search));
     if (tp_artifacts_finish(r->artifacts, aerr, sizeof(aerr))) warn(r, "cannot finish the artifacts: %s", aerr);
   }
   if (r->interrupted) {

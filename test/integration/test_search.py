@@ -48,8 +48,8 @@ MOCK = ["--mock", "--mock-max-batch", str(B), "--mock-ttft-ms", "10", "--mock-it
 out = os.path.join(tmp, "search.json")
 rc, so, se = run(["profile"] + MOCK + ["--search", "concurrency", "--search-min", "1", "--search-max", "64",
                                       "--search-precision", "1", "--slo", "ttft.p99 <= 30ms",
-                                      "--request-count", "32", "--warmup-request-count", "8", "--no-artifacts",
-                                      "-q", "--json", out])
+                                      "--request-count", "32", "--warmup-request-count", "8", "--artifact-dir",
+                                      os.path.join(tmp, "art"), "-q", "--json", out])
 check(rc == 0, "a concurrency search against the mock runs", se)
 s = load(out).get("search", {}) if rc == 0 else {}
 probes = s.get("probes", [])
@@ -63,6 +63,13 @@ check(len(probes) >= 3 and all("ttft.p99 <= 30ms" in p["slos"] for p in probes),
 check(all(p["passed"] == (p["load"] <= B) for p in probes),
       "every probe up to %d passed and every one above failed" % B,
       "\n".join("%g %s %s" % (p["load"], p["passed"], p["slos"]) for p in probes))
+html = ""
+if os.path.exists(os.path.join(tmp, "art", "report.html")):
+    with open(os.path.join(tmp, "art", "report.html")) as f:
+        html = f.read()
+sec = html[html.find("<h2>Capacity search"):]
+check('data-chart="search"' in sec and sec.count('class="probe ') == len(probes) and
+      sec.count("<tr><td>") == len(probes), "report.html has the probe chart and its numbers in a table beside it")
 check("Capacity search" in so and "Boundary: 8" in so and "First failing probe" in so,
       "the text report has the search's table and its boundary", so[-3000:])
 

@@ -2174,6 +2174,7 @@ int tp_run_mock_stats(const tp_run *r, tp_mock_stats *out) {
 const char *tp_run_artifact_dir(const tp_run *r) { return r->artifacts ? r->artifact_dir : ""; }
 
 int tp_run_check_gates(const tp_run *r, FILE *out) {
+  if (r->search) return tp_sweep_search_check(r->search, r->gates, r->levels, out);
   return tp_gates_check(r->gates, r->levels, r->n_levels, r->cfg.max_error_rate, out);
 }
 

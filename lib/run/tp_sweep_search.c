@@ -134,3 +134,15 @@ void tp_sweep_search_free(tp_sweep_search *s) {
   tp_gates_free(s->gates);
   free(s);
 }
+
+int tp_sweep_search_check(const tp_sweep_search *s, const tp_gates *asserts, const tp_level_result *levels,
+                          FILE *out) {
+  const tp_search_summary *m = &s->sum;
+  for (size_t i = m->n_probes; i-- > 0;)
+    if (m->have_pass && m->probes[i].passed && m->probes[i].load == m->boundary)
+      return tp_gates_check(asserts, &levels[m->probes[i].level], 1, -1, out);
+  if (m->n_probes)
+    fprintf(out, "tokperf: capacity search: no probe met every SLO (down to %g); the capacity is below "
+                 "--search-min\n", m->min);
+  return m->n_probes ? 1 : 0;
+}

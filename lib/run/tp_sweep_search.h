@@ -8,6 +8,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 
 #include "report/tp_report.h"
 #include "run/tp_gates.h"
@@ -32,6 +33,12 @@ void tp_sweep_search_judge(tp_sweep_search *s, double load, const tp_level_resul
 /* A view of the search for the reports (valid while s lives). */
 const tp_search_summary *tp_sweep_search_summary(const tp_sweep_search *s);
 void tp_sweep_search_free(tp_sweep_search *s);
+/* The run's CI gates under a search: probes above the capacity fail by
+ * design, so --assert is checked at the boundary's level only, and a
+ * search where no probe met every SLO fails.  Returns the failures, each
+ * printed to out. */
+int tp_sweep_search_check(const tp_sweep_search *s, const tp_gates *asserts, const tp_level_result *levels,
+                          FILE *out);
 
 /* Pure: whether a level meets the SLOs (gates from tp_gates_new, n of them)
  * and the error-rate bound (< 0 = none), filling row's figures. */

@@ -101,6 +101,15 @@ s = load(out).get("search", {}) if rc == 0 else {}
 check(rc == 0 and s.get("slos") == ["latency.avg <= 75ms"] and s.get("max") == 32 and s.get("boundary") is not None,
       "--binary-search --latency-threshold 75 searches the --concurrency-range under latency.avg <= 75ms",
       se + json.dumps(s)[:1500])
+# Below the range: the first probe fails at --search-min, and the run fails.
+out = os.path.join(tmp, "below.json")
+rc, so, se = run(["profile"] + MOCK + ["--search", "concurrency", "--search-min", "12", "--search-max", "64",
+                                      "--slo", "ttft.p99 <= 30ms", "--request-count", "24", "--no-artifacts",
+                                      "-q", "--json", out])
+s = load(out).get("search", {}) if os.path.exists(out) else {}
+check(rc == 1 and s.get("boundary") is None and s.get("outcome", "").startswith("every probe failed")
+      and "no probe met every SLO" in se, "a capacity below --search-min is reported and fails the run (exit 1)",
+      se + json.dumps(s)[:800])
 rc, so, se = run(["profile", "--mock", "--slo", "ttft.p99 <= 1s", "--no-artifacts", "-q"])
 check(rc == 2 and "--slo goes with --search" in se, "--slo without --search is refused with the way out", se)
 rc, so, se = run(["profile", "--mock", "--search", "concurrency", "--no-artifacts", "-q"])

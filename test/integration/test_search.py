@@ -41,13 +41,15 @@ def load(path):
 
 # ---- capacity search -------------------------------------------------------
 B = 8
-MOCK = ["--mock", "--mock-max-batch", str(B), "--mock-ttft-ms", "10", "--mock-itl-ms", "3",
+MOCK = ["--mock", "--mock-max-batch", str(B), "--mock-ttft-ms", "10", "--mock-itl-ms", "6",
         "--mock-output-tokens", "16", "--mock-prefill-queue-ms", "0", "--mock-prefill-us-per-token", "0",
         "--mock-itl-us-per-seq", "0"]
-# Up to B: TTFT about 10 ms; beyond: 10 ms + a decode of 16 x 3 ms = 58 ms.
+# Up to B: TTFT about 10 ms; beyond: 10 ms + a whole sequence, 10 + 15 x 6
+# = 100 ms, later.  The bound of 50 ms leaves 40 ms for a busy machine's
+# scheduling hiccups.
 out = os.path.join(tmp, "search.json")
 rc, so, se = run(["profile"] + MOCK + ["--search", "concurrency", "--search-min", "1", "--search-max", "64",
-                                      "--search-precision", "1", "--slo", "ttft.p99 <= 30ms",
+                                      "--search-precision", "1", "--slo", "ttft.p99 <= 50ms",
                                       "--request-count", "32", "--warmup-request-count", "8", "--artifact-dir",
                                       os.path.join(tmp, "art"), "-q", "--json", out])
 check(rc == 0, "a concurrency search against the mock runs", se)
@@ -58,7 +60,7 @@ check(s.get("boundary") is not None and abs(s["boundary"] - B) <= 1,
       "the boundary found (%s) is within the precision (1) of the true one (%d)" % (s.get("boundary"), B))
 check(s.get("last_passing") == s.get("boundary") and s.get("first_failing") is not None
       and s["first_failing"] > s["boundary"], "the last passing and first failing probes are reported")
-check(len(probes) >= 3 and all("ttft.p99 <= 30ms" in p["slos"] for p in probes),
+check(len(probes) >= 3 and all("ttft.p99 <= 50ms" in p["slos"] for p in probes),
       "every probe is listed with its SLO figure (%d probes)" % len(probes))
 check(all(p["passed"] == (p["load"] <= B) for p in probes),
       "every probe up to %d passed and every one above failed" % B,
@@ -74,18 +76,19 @@ check("Capacity search" in so and "Boundary: 8" in so and "First failing probe" 
       "the text report has the search's table and its boundary", so[-3000:])
 
 # A request-rate search with a relative precision: the mock serves B
-# sequences at once, each 10 ms + 15 x 3 ms = 55 ms long, so it keeps up
-# with B / 0.055 = 145 requests/s; below that TTFT stays near 10 ms, above
-# it the queue grows through the level.  The bracket found must hold the
-# true capacity (widened by the 10% precision: a 1 s level near capacity
-# is noisy).
+# sequences at once, each 10 ms + 15 x 6 ms = 100 ms long, so it keeps up
+# with B / 0.1 = 80 requests/s; below that TTFT stays near 10 ms, above
+# it the queue grows through the level, so that by the middle of a 2 s
+# level the median request waits far beyond the bound (the median, not
+# p99: one scheduling hiccup of a busy machine must not fail a probe).  The
+# bracket found must hold the true capacity (widened by the 10% precision).
 out = os.path.join(tmp, "search_rate.json")
 rc, so, se = run(["profile"] + MOCK + ["--search", "request-rate", "--search-min", "10", "--search-max", "640",
-                                      "--search-precision", "10%", "--slo", "ttft.p99 <= 30ms",
-                                      "--slo", "error_rate <= 1%", "--duration", "1s", "--no-artifacts",
+                                      "--search-precision", "10%", "--slo", "ttft.p50 <= 50ms",
+                                      "--slo", "error_rate <= 1%", "--duration", "2s", "--no-artifacts",
                                       "-q", "--json", out])
 s = load(out).get("search", {}) if rc == 0 else {}
-CAP = B / 0.055
+CAP = B / 0.100
 check(rc == 0 and s.get("mode") == "request_rate" and s.get("boundary") is not None
       and s.get("first_failing") is not None and s["boundary"] <= CAP * 1.1 and s["first_failing"] >= CAP * 0.9
       and (s["first_failing"] - s["boundary"]) <= 0.1 * s["boundary"] + 1e-9,
@@ -94,17 +97,17 @@ check(rc == 0 and s.get("mode") == "request_rate" and s.get("boundary") is not N
 
 # perf_analyzer's spelling.
 out = os.path.join(tmp, "pa.json")
-rc, so, se = run(["profile"] + MOCK + ["--binary-search", "--latency-threshold", "75",
+rc, so, se = run(["profile"] + MOCK + ["--binary-search", "--latency-threshold", "150",
                                       "--concurrency-range", "1:32", "--request-count", "32", "--no-artifacts",
                                       "-q", "--json", out])
 s = load(out).get("search", {}) if rc == 0 else {}
-check(rc == 0 and s.get("slos") == ["latency.avg <= 75ms"] and s.get("max") == 32 and s.get("boundary") is not None,
-      "--binary-search --latency-threshold 75 searches the --concurrency-range under latency.avg <= 75ms",
+check(rc == 0 and s.get("slos") == ["latency.avg <= 150ms"] and s.get("max") == 32 and s.get("boundary") is not None,
+      "--binary-search --latency-threshold 150 searches the --concurrency-range under latency.avg <= 150ms",
       se + json.dumps(s)[:1500])
 # Below the range: the first probe fails at --search-min, and the run fails.
 out = os.path.join(tmp, "below.json")
 rc, so, se = run(["profile"] + MOCK + ["--search", "concurrency", "--search-min", "12", "--search-max", "64",
-                                      "--slo", "ttft.p99 <= 30ms", "--request-count", "24", "--no-artifacts",
+                                      "--slo", "ttft.p99 <= 50ms", "--request-count", "24", "--no-artifacts",
                                       "-q", "--json", out])
 s = load(out).get("search", {}) if os.path.exists(out) else {}
 check(rc == 1 and s.get("boundary") is None and s.get("outcome", "").startswith("every probe failed")

@@ -22,6 +22,7 @@
 #define G_MEASURE "Measurement"
 #define G_PROMPTS "Prompts and tokens"
 #define G_GOALS "Goals and CI gates"
+#define G_SEARCH "Capacity search"
 #define G_CONN "Connections and limits"
 #define G_OUTPUT "Output"
 #define G_MOCK "Built-in mock server"
@@ -128,6 +129,33 @@ static void format_http_port(const void *base, const tp_setting *s, char *out, s
     snprintf(out, outlen, "8000");
   else
     snprintf(out, outlen, "%d", p);
+}
+
+/* --search-precision: "10%" is a fraction of the last passing load,
+ * a bare number an amount in the load's unit (requests/s or requests in
+ * flight). */
+static int parse_precision(void *base, const tp_setting *s, const char *v, char *err, size_t errlen) {
+  (void)s;
+  tp_config *c = base;
+  char *end;
+  double x = strtod(v, &end);
+  bool pct = *end == '%';
+  if (end == v || !(x > 0) || (pct ? end[1] != 0 : *end != 0) || (pct && x >= 100)) {
+    snprintf(err, errlen, "expected a percentage of the load (10%%) or an amount in the load's unit (2)");
+    return TP_EINVAL;
+  }
+  c->search_rel_precision = pct ? x / 100 : 0;
+  c->search_abs_precision = pct ? 0 : x;
+  return 0;
+}
+
+static void format_precision(const void *base, const tp_setting *s, char *out, size_t outlen) {
+  (void)s;
+  const tp_config *c = base;
+  if (c->search_abs_precision > 0)
+    snprintf(out, outlen, "%g", c->search_abs_precision);
+  else
+    snprintf(out, outlen, "%g%%", 100 * (c->search_rel_precision > 0 ? c->search_rel_precision : 0.1));
 }
 
 /* ---- the run's settings (tp_config) ------------------------------------------ */
@@ -252,6 +280,24 @@ static const tp_setting config_rows[] = {
     C("prompts.num_prefixes", "--num-prefixes", TP_SET_U32, num_prefixes, "K", 1, 100000, G_PROMPTS,
       "how many different shared prefixes, used in turn", "4", 0),
 
+    CE("search.mode", "--search", search, "request-rate|concurrency", "none|request-rate|concurrency|rate=1",
+       G_SEARCH, "find the highest request rate or concurrency at which every --slo holds (docs/search.md)",
+       "concurrency"),
+    C("search.min", "--search-min", TP_SET_F64, search_min, "LOAD", 1e-9, 1e9, G_SEARCH,
+      "the lowest load probed, and the first probe (default 1)", "1", TP_SETF_UNSET0),
+    C("search.max", "--search-max", TP_SET_F64, search_max, "LOAD", 1e-9, 1e9, G_SEARCH,
+      "the highest load probed (default 1024)", "256", TP_SETF_UNSET0),
+    CUSTOM_ROW("search.precision", "--search-precision", "P%|AMOUNT", G_SEARCH,
+               "stop when the last passing and first failing loads are this close: a percentage of the passing "
+               "load, or an amount in requests/s or requests in flight (concurrency: at least 1)",
+               "5%", 0, parse_precision, format_precision),
+    C("search.max_probes", "--search-max-probes", TP_SET_U32, search_max_probes, "N", 1, 64, G_SEARCH,
+      "stop after this many probes and report the bracket so far (default 12)", "8", TP_SETF_UNSET0),
+    C("measure.num_profile_runs", "--num-profile-runs", TP_SET_U32, num_profile_runs, "N", 1, 1000, G_MEASURE,
+      "run every level N times; the report gives each metric's mean, standard deviation and 95% confidence "
+      "interval over the runs, and compare calls only differences beyond them regressions",
+      "5", TP_SETF_UNSET0),
+
     CUSTOM_ROW("goals.goodput", "--goodput", "BOUNDS", G_GOALS,
                "goodput bounds in ms, e.g. 'ttft:200 itl:25 latency:5000'", "ttft:200 itl:25", 0, parse_goodput,
                format_goodput),
@@ -333,6 +379,10 @@ static const tp_setting cli_rows[] = {
       "CI gate, repeatable: 'ttft.p99 <= 250ms', 'output_token_throughput >= 1000', 'error_rate <= 1%' "
       "(any metric of docs/metrics.md)",
       "ttft.p99 <= 250ms", 0),
+    L("search.slos", "--slo", TP_SET_STR_LIST, slos, "EXPR", NULL, 1, 0, NULL, G_SEARCH,
+      "with --search, repeatable: a bound every passing probe meets, in --assert's syntax: 'ttft.p99 <= 300ms', "
+      "'itl.p99 <= 30ms', 'error_rate <= 1%', 'goodput_fraction >= 0.95' (with --goodput)",
+      "ttft.p99 <= 300ms", 0),
     L("goals.max_error_rate", "--max-error-rate", TP_SET_FRACTION, max_error_rate, "R", NULL, 0, 1, NULL, G_GOALS,
       "fail the run (exit 1) when a level's error rate exceeds R (or R%); default: no limit", "1%", TP_SETF_UNSET0),
     L("server.api_key_file", "--api-key-file", TP_SET_STR, api_key_file, "FILE", NULL, 1, 0, NULL, G_SERVER,
@@ -370,15 +420,15 @@ static const tp_setting cli_rows[] = {
       "report.html with every chart and its numbers is written to the artifact directory anyway (unless "
       "--no-html)",
       NULL, TP_SETF_NOOP | TP_SETF_NOECHO),
-    L("compat.binary_search", "--binary-search", TP_SET_FLAG, noop_flag, NULL, NULL, 1, 0, NULL, G_COMPAT,
-      "perf_analyzer's latency-bounded search is not in tokperf: give the levels to try, and bound them with "
-      "--assert 'latency.p99 <= MS'",
-      NULL, TP_SETF_NOOP | TP_SETF_NOECHO),
-    L("compat.latency_threshold", "--latency-threshold|-l", TP_SET_STR_LIST, noop_values, "MS", NULL,
-      1, 0, NULL, G_COMPAT,
-      "perf_analyzer's latency-bounded search is not in tokperf: give the levels to try, and bound them with "
-      "--assert 'latency.p99 <= MS'",
-      "500", TP_SETF_NOOP | TP_SETF_NOECHO),
+    L("compat.binary_search", "--binary-search", TP_SET_FLAG, binary_search, NULL, NULL, 1, 0, NULL, G_COMPAT,
+      "perf_analyzer: with --latency-threshold, --search over the --concurrency-range (or --request-rate-range) "
+      "from its first to its last value",
+      NULL, TP_SETF_NOECHO),
+    L("compat.latency_threshold", "--latency-threshold|-l", TP_SET_F64, latency_threshold_ms, "MS", NULL,
+      1e-9, 1e9, NULL, G_COMPAT,
+      "perf_analyzer: the bound 'latency.avg <= MS': with --binary-search the search's SLO, else a gate "
+      "(--assert) on every level",
+      "500", TP_SETF_NOECHO),
     L("compat.latency_report_file", "-f|--latency-report-file", TP_SET_STR_LIST, noop_values, "FILE", NULL, 1, 0,
       NULL, G_COMPAT,
       "perf_analyzer's CSV is not written: the artifact directory holds profile_export_genai_perf.csv, and --json "
@@ -598,6 +648,53 @@ static int apply_other_tools(tp_cli *cli, const unsigned char *given_cfg, unsign
   return 0;
 }
 
+/* The capacity search (docs/search.md), and perf_analyzer's spelling of
+ * it: --binary-search over the --concurrency-range (or
+ * --request-rate-range) under --latency-threshold, the bound on the
+ * average latency.  Without --binary-search the threshold is a gate on
+ * every level. */
+static int map_search(tp_cli *cli, const unsigned char *given) {
+  tp_config *c = &cli->cfg;
+  if (was_given(cli_rows, CLI_N, given, "compat.latency_threshold")) {
+    snprintf(cli->latency_slo, sizeof(cli->latency_slo), "latency.avg <= %gms", cli->latency_threshold_ms);
+    tp_str_list *l = cli->binary_search ? &cli->slos : &cli->asserts;
+    if (l->n >= TP_STR_LIST_MAX) return usage("profile", "--latency-threshold: too many --slo/--assert values");
+    l->v[l->n++] = cli->latency_slo;
+  } else if (cli->binary_search) {
+    return usage("profile", "--binary-search needs --latency-threshold MS (perf_analyzer's bound on the average "
+                            "latency); or give --search with --slo");
+  }
+  if (cli->binary_search) {
+    if (c->search)
+      return usage("profile", "--binary-search is perf_analyzer's --search: give one of them");
+    bool rate = cli->rates.n > 0;
+    c->search = rate ? TP_SEARCH_REQUEST_RATE : TP_SEARCH_CONCURRENCY;
+    if (rate || given[CLI_CONCURRENCY]) {
+      size_t n = rate ? cli->rates.n : cli->concurrency.n;
+      double first = rate ? cli->rates.v[0] : cli->concurrency.v[0];
+      double last = rate ? cli->rates.v[n - 1] : cli->concurrency.v[n - 1];
+      if (!c->search_min) c->search_min = first < last ? first : last;
+      if (!c->search_max) c->search_max = first < last ? last : first;
+    }
+  } else if (c->search) {
+    if (cli->rates.n)
+      return usage("profile", "--search chooses the request rates itself: give --search-min and --search-max "
+                              "instead of --request-rate");
+    if (given[CLI_CONCURRENCY]) {
+      if (c->search != TP_SEARCH_REQUEST_RATE || cli->concurrency.n != 1)
+        return usage("profile", "--search chooses the concurrencies itself: give --search-min and --search-max "
+                                "instead of --concurrency (with --search request-rate, one --concurrency caps "
+                                "the requests in flight)");
+      c->max_concurrency = cli->concurrency.v[0];
+    }
+  }
+  if (cli->slos.n && !c->search)
+    return usage("profile", "--slo goes with --search; for a bound checked at every level, use --assert");
+  c->slos = cli->slos.v;
+  c->n_slos = cli->slos.n;
+  return 0;
+}
+
 int tp_cli_parse_profile(tp_cli *cli, int argc, char **argv) {
   tp_settings_part parts[3];
   unsigned char given_cfg[ARRAY_N(config_rows)], given[CLI_N];
@@ -652,6 +749,8 @@ int tp_cli_parse_profile(tp_cli *cli, int argc, char **argv) {
   c->n_extra_inputs = cli->extra_inputs.n;
   c->asserts = cli->asserts.v;
   c->n_asserts = cli->asserts.n;
+  if (map_search(cli, given)) return TP_EXIT_USAGE;
+  c->n_asserts = cli->asserts.n; /* -l may have added one */
   /* An unset --max-error-rate means no limit (the library's -1). */
   if (was_given(cli_rows, CLI_N, given, "goals.max_error_rate")) c->max_error_rate = cli->max_error_rate;
   if (given[CLI_CONCURRENCY]) {

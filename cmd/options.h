@@ -28,7 +28,7 @@ typedef struct tp_cli {
   tp_mock_config mock;
   tp_u32_list concurrency, in_means, out_means;
   tp_f64_list rates;
-  tp_str_list asserts, headers, extra_inputs;
+  tp_str_list asserts, headers, extra_inputs, slos;
   const char *api_key_file;
   char *api_key; /* owned: read from OPENAI_API_KEY or --api-key-file */
   int protocol;      /* 0 grpc, 1 http */
@@ -43,6 +43,9 @@ typedef struct tp_cli {
   int output_format;   /* GenAI-Perf's older --output-format (when given) */
   int prompt_source;   /* 0 synthetic, 1 file, 2 dataset (when given) */
   bool collect_metrics;
+  bool binary_search;                 /* perf_analyzer: search the range under --latency-threshold */
+  double latency_threshold_ms;        /* perf_analyzer -l (0 = none) */
+  char latency_slo[64];               /* "latency.avg <= MSms", an SLO or a gate */
   bool noop_flag;      /* the target of flags that have no effect */
   tp_str_list noop_values;
   bool trust_remote_code;         /* accepted for GenAI-Perf, no effect */

@@ -11,6 +11,7 @@
 
 #include <jansson.h>
 
+#include "metrics/tp_ci.h"
 #include "metrics/tp_metric.h"
 #include "report/tp_export.h"
 #include "report/tp_html.h"
@@ -111,6 +112,7 @@ typedef struct doc {
   const char *path;
   json_t *root;
   json_t *levels; /* borrowed from root */
+  json_t *repeats; /* --num-profile-runs: one entry per point with intervals (borrowed; NULL = none) */
   char desc[256];
 } doc;
 
@@ -137,6 +139,8 @@ static int load_doc(doc *d, const char *path, char *err, size_t errlen) {
     return TP_EINVAL;
   }
   d->levels = json_object_get(d->root, "levels");
+  d->repeats = json_object_get(d->root, "repeats");
+  if (!json_is_array(d->repeats) || !json_array_size(d->repeats)) d->repeats = NULL;
   if (!json_is_array(d->levels)) {
     tp_seterr(err, errlen, "%s has no \"levels\" array", path);
     return TP_EINVAL;
@@ -211,6 +215,11 @@ typedef struct result {
   bool have_a, have_b;
   double a, b, change; /* change in percent, may be +-inf */
   bool worse;
+  /* Repeated runs in both documents: a and b are means over runs, and a
+   * change counts only when their 95% intervals are apart (tp_ci_apart);
+   * noise: it went the worse way, but within the intervals. */
+  bool use_ci, noise;
+  tp_ci ca, cb;
   int rule; /* index of the rule, -1 = a table row */
   bool failed, skipped;
 } result;
@@ -220,12 +229,43 @@ static double pct_change(double a, double b) {
   return (b - a) / fabs(a) * 100;
 }
 
+/* A point's interval over repeated runs (docs/search.md): "metrics" ->
+ * JSON key -> statistic ("value" for a level figure) -> mean, std, runs,
+ * ci95_half_width.  False when the document has none for it. */
+static bool repeat_value(json_t *g, const tp_metric *m, tp_stat_id st, tp_ci *ci) {
+  json_t *v = json_object_get(json_object_get(g, "metrics"), m->json_key);
+  v = json_object_get(v, m->kind == TP_METRIC_DIST ? tp_stat_name(st) : "value");
+  double mean, runs, sd = 0, half = 0;
+  if (!num(json_object_get(v, "mean"), &mean) || !num(json_object_get(v, "runs"), &runs)) return false;
+  num(json_object_get(v, "std"), &sd);
+  num(json_object_get(v, "ci95_half_width"), &half);
+  memset(ci, 0, sizeof(*ci));
+  ci->n = (size_t)runs;
+  ci->mean = mean;
+  ci->sd = sd;
+  ci->half = half;
+  ci->lo = mean - half;
+  ci->hi = mean + half;
+  return true;
+}
+
 static void eval(result *r, json_t *la, json_t *lb) {
-  r->have_a = level_value(la, r->metric, r->stat, &r->a);
-  r->have_b = level_value(lb, r->metric, r->stat, &r->b);
+  if (r->use_ci) {
+    r->have_a = repeat_value(la, r->metric, r->stat, &r->ca);
+    r->have_b = repeat_value(lb, r->metric, r->stat, &r->cb);
+    r->a = r->ca.mean;
+    r->b = r->cb.mean;
+  } else {
+    r->have_a = level_value(la, r->metric, r->stat, &r->a);
+    r->have_b = level_value(lb, r->metric, r->stat, &r->b);
+  }
   if (r->have_a && r->have_b) {
     r->change = pct_change(r->a, r->b);
     r->worse = r->metric->better < 0 ? r->b > r->a : r->metric->better > 0 ? r->b < r->a : false;
+    if (r->use_ci && r->worse && !tp_ci_apart(&r->ca, &r->cb)) {
+      r->worse = false;
+      r->noise = true;
+    }
   }
 }
 
@@ -283,7 +323,12 @@ static void print_row(FILE *out, const result *r) {
   fmt_val(a, sizeof(a), r->metric, r->have_a, r->a);
   fmt_val(b, sizeof(b), r->metric, r->have_b, r->b);
   fmt_change(c, sizeof(c), r);
-  const char *mark = !r->have_a || !r->have_b ? "" : r->worse ? "  worse" : r->a != r->b ? "  better" : "";
+  const char *mark = !r->have_a || !r->have_b ? ""
+                     : r->worse                ? "  worse"
+                     : r->noise                ? "  within noise"
+                     : r->a != r->b && (!r->use_ci || tp_ci_apart(&r->ca, &r->cb)) ? "  better"
+                     : r->use_ci && r->a != r->b ? "  within noise"
+                                                 : "";
   fprintf(out, "  %-34s %14s %14s %9s%s\n", name, a, b, c, mark);
 }
 
@@ -316,6 +361,12 @@ static void rule_message(char *buf, size_t len, const tp_compare_rule *rule, con
     snprintf(buf, len, "%s at %s: %s in A but unavailable in B", label, r->level, a);
   else if (!r->have_a)
     snprintf(buf, len, "%s at %s: unavailable in A, %s in B", label, r->level, b);
+  else if (r->use_ci)
+    snprintf(buf, len, "%s at %s: %s +- %.4g -> %s +- %.4g over %zu and %zu runs (%s, bound %c%g%%; %s)", label,
+             r->level, a, r->ca.half, b, r->cb.half, r->ca.n, r->cb.n, c, rule->direction > 0 ? '+' : '-',
+             rule->bound_pct,
+             tp_ci_apart(&r->ca, &r->cb) ? "the 95% intervals are apart: beyond noise" : "within noise: the 95% "
+                                                                                        "intervals overlap");
   else
     snprintf(buf, len, "%s at %s: %s -> %s (%s, bound %c%g%%)", label, r->level, a, b, c,
              rule->direction > 0 ? '+' : '-', rule->bound_pct);
@@ -391,7 +442,8 @@ static int write_junit(const char *path, const char *pa, const char *pb, const t
         &o,
         "    <testcase classname=\"tokperf.compare.%s\" name=\"%s\" time=\"0\"><system-out>A %s, "
         "B %s %s, change %s%s</system-out></testcase>\n",
-        cls, label, a, b, tp_unit_name(r->metric->unit), c, r->have_a && r->have_b && r->worse ? " (worse)" : "");
+        cls, label, a, b, tp_unit_name(r->metric->unit), c,
+        r->have_a && r->have_b && r->worse ? " (worse)" : r->have_a && r->have_b && r->noise ? " (within noise)" : "");
   }
   if (!rv) rv = tp_buf_append_str(&o, "  </testsuite>\n</testsuites>\n");
   if (!rv && tp__write_atomic(path, o.data, o.len)) {
@@ -440,24 +492,30 @@ int tp_compare_run(const char *json_a, const char *json_b, const char *const *fa
   if (!rv) rv = load_doc(&a, json_a, err, errlen);
   if (!rv) rv = load_doc(&b, json_b, err, errlen);
   results rs = {0};
-  size_t na = rv ? 0 : json_array_size(a.levels), nb = rv ? 0 : json_array_size(b.levels);
+  /* Both with repeated runs: points are compared by their intervals. */
+  bool use_ci = !rv && a.repeats && b.repeats;
+  json_t *pts_a = use_ci ? a.repeats : a.levels, *pts_b = use_ci ? b.repeats : b.levels;
+  size_t na = rv ? 0 : json_array_size(pts_a), nb = rv ? 0 : json_array_size(pts_b);
   bool *used_b = calloc(nb ? nb : 1, sizeof(*used_b));
   if (!rv && !used_b) rv = TP_ENOMEM;
 
   size_t matched = 0, nfail = 0;
   char first_fail[640] = "";
   if (!rv && out) fprintf(out, "A: %s (%s)\nB: %s (%s)\n", json_a, a.desc, json_b, b.desc);
+  if (use_ci && out)
+    fprintf(out, "Both ran every level repeatedly: A and B are means over runs, and a change is worse only when "
+                 "the 95%% confidence intervals are apart (else: within noise)\n");
   for (size_t i = 0; i < na && !rv; i++) {
-    json_t *la = json_array_get(a.levels, i), *lb = NULL;
+    json_t *la = json_array_get(pts_a, i), *lb = NULL;
     tp_level_result pa, pb;
     level_point(la, &pa);
     char name[128];
     tp__level_name(&pa, name, sizeof(name));
     for (size_t j = 0; j < nb && !lb; j++) {
-      level_point(json_array_get(b.levels, j), &pb);
+      level_point(json_array_get(pts_b, j), &pb);
       if (!used_b[j] && same_point(&pa, &pb)) {
         used_b[j] = true;
-        lb = json_array_get(b.levels, j);
+        lb = json_array_get(pts_b, j);
       }
     }
     if (!lb) {
@@ -483,6 +541,7 @@ int tp_compare_run(const char *json_a, const char *json_b, const char *const *fa
         snprintf(r->level, sizeof(r->level), "%s", name);
         r->metric = &all[k];
         r->stat = all[k].kind == TP_METRIC_DIST ? table_stats[q] : TP_STAT_AVG;
+        r->use_ci = use_ci;
         eval(r, la, lb);
         if (out) print_row(out, r);
       }
@@ -497,6 +556,7 @@ int tp_compare_run(const char *json_a, const char *json_b, const char *const *fa
       r->metric = rules[k].metric;
       r->stat = rules[k].stat;
       r->rule = (int)k;
+      r->use_ci = use_ci;
       eval(r, la, lb);
       if (!r->have_a && !r->have_b)
         r->skipped = true;
@@ -504,13 +564,18 @@ int tp_compare_run(const char *json_a, const char *json_b, const char *const *fa
         r->failed = true; /* a figure that vanished could hide a regression */
       else if (r->have_a && r->have_b)
         r->failed = rules[k].direction > 0 ? r->change > rules[k].bound_pct : r->change < -rules[k].bound_pct;
+      /* Beyond the bound but within the runs' noise: not a regression. */
+      if (r->failed && r->use_ci && r->have_a && r->have_b && !tp_ci_apart(&r->ca, &r->cb)) {
+        r->failed = false;
+        r->noise = true;
+      }
       if (r->failed && !nfail++) rule_message(first_fail, sizeof(first_fail), &rules[k], r);
     }
   }
   for (size_t j = 0; j < nb && !rv && out; j++)
     if (!used_b[j]) {
       char name[128];
-      level_name(json_array_get(b.levels, j), name, sizeof(name));
+      level_name(json_array_get(pts_b, j), name, sizeof(name));
       print_level_head(out, name, ": only in B\n");
     }
 

@@ -833,6 +833,7 @@ int tp_export_responses_jsonl(tp_buf *out, const tp_level_result *lr, const tp_e
 /* The artifact directory                                                   */
 
 struct tp_artifacts {
+  const struct tp_search_summary *search; /* NULL = no capacity search */
   char *dir;
   char *pe_path; /* profile export, final name */
   char *pe_tmp;  /* its temporary file */
@@ -1166,12 +1167,15 @@ int tp_artifacts_finish(tp_artifacts *a, char *err, size_t errlen) {
         .timeline_level = SIZE_MAX,
         .start_wall_ns = a->anchor_wall_ns,
         .accuracy = a->any_reference ? a->acc : NULL,
+        .search = a->search,
     };
     rv = tp_html_write(path, &in, err, errlen);
     free(path);
   }
   return rv;
 }
+
+void tp_artifacts_set_search(tp_artifacts *a, const struct tp_search_summary *s) { a->search = s; }
 
 void tp_artifacts_free(tp_artifacts *a) {
   if (!a) return;

@@ -226,6 +226,11 @@ void tp_artifacts_accuracy(const tp_artifacts *a, tp_accuracy *out);
  * with a message. */
 int tp_artifacts_finish(tp_artifacts *a, char *err, size_t errlen);
 
+/* A capacity search's probes for report.html (borrowed until finish;
+ * NULL = none). */
+struct tp_search_summary;
+void tp_artifacts_set_search(tp_artifacts *a, const struct tp_search_summary *s);
+
 /* Frees the handle; a profile export not finished is removed. */
 void tp_artifacts_free(tp_artifacts *a);
 

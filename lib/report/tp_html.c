@@ -7,6 +7,8 @@
  * tp_html_escape. */
 #include "tp_html.h"
 
+#include "report/tp_report.h"
+
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
@@ -664,6 +666,7 @@ static const char css[] =
     "table.summary th,table.summary td{border:1px solid #ccc;padding:3px 6px;text-align:right}"
     "table.summary th{background:#f2f2f2}table.summary "
     "td.lvl{text-align:left}td.na{color:#999}.err{color:#a33;font-size:.9em}"
+    ".probe.pass{fill:#2ca02c}.probe.fail{fill:#d62728}"
     "@media print{body{margin:0;max-width:none;font-size:10pt}figure,table{break-inside:avoid}"
     "h2{break-after:avoid}}";
 
@@ -711,6 +714,69 @@ static int header(tp_buf *o, const tp_html_input *in) {
     rv = tp_buf_printf(o, "<p class=\"meta\">tokperf %s%s · %zu level%s</p>\n</header>\n", tp_version(), when,
                        in->n_levels, in->n_levels == 1 ? "" : "s");
   }
+  return rv;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Capacity search (docs/search.md)                                         */
+
+/* The probes in the order run: the load of each (green: every SLO held,
+ * red: one failed), the boundary as a line; the numbers in a table
+ * beside it. */
+static int chart_search(tp_buf *o, const tp_search_summary *s) {
+  bool rate = s->mode == TP_SEARCH_REQUEST_RATE;
+  const char *unit = rate ? "request rate (requests/s)" : "concurrency";
+  double ymax = 0;
+  for (size_t i = 0; i < s->n_probes; i++) ymax = fmax(ymax, s->probes[i].load);
+  double xs, ys;
+  frame f;
+  init_frame(&f, CW, CH, 0, (double)s->n_probes + 1, 0, nice_top(ymax, &ys));
+  xs = nice_step((double)s->n_probes + 1);
+  if (xs < 1) xs = 1;
+  int rv = tp_buf_append_str(o, "<section><h2>Capacity search</h2>\n<p class=\"meta\">SLOs: ");
+  for (size_t i = 0; i < s->n_slos && !rv; i++) {
+    if (i) rv = tp_buf_append_str(o, ", ");
+    if (!rv) rv = esc(o, s->slos[i]);
+  }
+  if (!rv && s->max_error_rate >= 0)
+    rv = tp_buf_printf(o, "%serror_rate &lt;= %g", s->n_slos ? ", " : "", s->max_error_rate);
+  if (!rv) rv = tp_buf_append_str(o, ". Outcome: ");
+  if (!rv) rv = esc(o, s->outcome ? s->outcome : "");
+  if (!rv && s->have_pass) rv = tp_buf_printf(o, ". Boundary: %g", s->boundary);
+  if (!rv && s->have_fail) rv = tp_buf_printf(o, ", first failing probe: %g", s->first_fail);
+  if (!rv) rv = tp_buf_append_str(o, ".</p>\n<div class=\"hists\"><figure>");
+  if (!rv) rv = svg_open(o, "search", CW, CH, "Load of each probe, in the order probed");
+  if (!rv) rv = axes(o, &f, xs, ys, true, true, "probe", unit);
+  if (!rv && s->have_pass)
+    rv = tp_buf_printf(o, "<line class=\"p99\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"><title>boundary "
+                          "%g</title></line>",
+                       f.px0, fy(&f, s->boundary), f.px1, fy(&f, s->boundary), s->boundary);
+  for (size_t i = 0; i < s->n_probes && !rv; i++) {
+    const tp_probe_row *p = &s->probes[i];
+    rv = tp_buf_printf(o,
+                       "<circle class=\"probe %s\" cx=\"%.1f\" cy=\"%.1f\" r=\"5\"><title>probe %zu: %g, "
+                       "%s</title></circle>",
+                       p->passed ? "pass" : "fail", fx(&f, (double)(i + 1)), fy(&f, p->load), i + 1, p->load,
+                       p->passed ? "passed" : "failed");
+  }
+  if (!rv) rv = tp_buf_append_str(o, "</svg><figcaption>Green: every SLO held; red: one failed. Line: the "
+                                     "boundary.</figcaption></figure>\n<table class=\"summary\"><tr><th>Probe</th>"
+                                     "<th>Load</th><th>Result</th>");
+  for (size_t i = 0; i < s->n_slos && !rv; i++) {
+    rv = tp_buf_append_str(o, "<th>");
+    if (!rv) rv = esc(o, s->slos[i]);
+    if (!rv) rv = tp_buf_append_str(o, "</th>");
+  }
+  if (!rv) rv = tp_buf_append_str(o, "<th>Requests</th><th>Time (s)</th></tr>\n");
+  for (size_t i = 0; i < s->n_probes && !rv; i++) {
+    const tp_probe_row *p = &s->probes[i];
+    rv = tp_buf_printf(o, "<tr><td>%zu</td><td>%g</td><td>%s</td>", i + 1, p->load, p->passed ? "pass" : "fail");
+    for (size_t k = 0; k < s->n_slos && !rv; k++)
+      rv = isnan(p->value[k]) ? tp_buf_append_str(o, "<td class=\"na\">n/a</td>")
+                              : tp_buf_printf(o, "<td>%.4g%s</td>", p->value[k], p->held[k] ? "" : " ✗");
+    if (!rv) rv = tp_buf_printf(o, "<td>%" PRIu64 "</td><td>%.2f</td></tr>\n", p->requests, p->seconds);
+  }
+  if (!rv) rv = tp_buf_append_str(o, "</table></div>\n</section>\n");
   return rv;
 }
 
@@ -769,6 +835,7 @@ int tp_html_render(tp_buf *o, const tp_html_input *in) {
                              "<figcaption>Bar: send to final response (orange: failed). Dark mark: first "
                              "token.</figcaption></figure>\n</section>\n");
   }
+  if (!rv && in->search) rv = chart_search(o, in->search);
   if (!rv) rv = tp_buf_append_str(o, "<section><h2>Summary</h2>\n");
   if (!rv) rv = summary_table(o, in);
   if (!rv) rv = tp_buf_append_str(o, "</section>\n");

@@ -69,6 +69,7 @@ typedef struct tp_html_input {
   size_t timeline_level;       /* index into levels; SIZE_MAX = the last level */
   uint64_t start_wall_ns;      /* wall clock of the run start, for the header; 0 = omit */
   const tp_accuracy *accuracy; /* one per level, or NULL */
+  const struct tp_search_summary *search; /* a capacity search's probes, or NULL */
 } tp_html_input;
 
 /* Renders the page into out.  Returns 0 or TP_ENOMEM. */

@@ -5,6 +5,7 @@
  * token throughput without a tokenizer) is printed as "n/a" and written as
  * JSON null, never as 0, because 0 is a real measurement (a request that
  * generated 0 tokens). */
+#include "report/tp_report_search.h"
 #include "tp_report.h"
 #include "report/tp_export.h"
 #include "metrics/tp_metric.h"
@@ -466,6 +467,9 @@ void tp_report_text(FILE *out, const tp_report_input *in) {
     fprintf(out, "Incomplete: %zu of %zu levels lack a failed rank's share (see each level's ranks)\n", incomplete,
             in->n_levels);
 
+  tp_report_repeats_text(out, in);
+  if (in->search) tp_report_search_text(out, in->search);
+
   if (in->have_mock_stats) {
     char a[64], b[64];
     fmt_u64(a, sizeof(a), in->mock_stats.requests);
@@ -830,6 +834,9 @@ static json_t *report_json(const tp_report_input *in) {
   bad |= set(doc, "interrupted", json_boolean(in->interrupted));
   bad |= set(doc, "levels", levels);
   if (in->have_mock_stats) bad |= set(doc, "mock", mock_json(&in->mock_stats));
+  json_t *reps = tp_report_repeats_json(in);
+  if (reps) bad |= set(doc, "repeats", reps);
+  if (in->search) bad |= set(doc, "search", tp_report_search_json(in->search));
   if (bad) {
     json_decref(doc);
     return NULL;

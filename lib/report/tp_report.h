@@ -8,6 +8,35 @@
 #include "util/tp_common.h"
 #include "tokperf/tokperf.h"
 
+/* A capacity search's outcome (docs/search.md), for the reports: every
+ * probe with the figures its SLOs were judged on. */
+#define TP_SLO_MAX 16
+typedef struct tp_probe_row {
+  double load;                /* requests/s or requests in flight */
+  bool passed;
+  size_t level;               /* its index among the report's levels */
+  double value[TP_SLO_MAX];   /* the SLO's figure (NAN = unavailable) */
+  bool held[TP_SLO_MAX];
+  bool error_rate_held;       /* --max-error-rate (true when unset) */
+  uint64_t requests;          /* sent, warm-up included */
+  double seconds;             /* the level's wall time */
+} tp_probe_row;
+
+typedef struct tp_search_summary {
+  tp_search_mode mode;
+  const char *const *slos;    /* the --slo expressions (borrowed) */
+  size_t n_slos;
+  double max_error_rate;      /* < 0 = not an SLO */
+  const tp_probe_row *probes;
+  size_t n_probes;
+  const char *outcome;        /* "found", "every probe passed", ... */
+  bool have_pass, have_fail;
+  double boundary;            /* the highest load that met every SLO */
+  double first_fail;          /* the lowest load that did not */
+  double min, max, rel_precision, abs_precision;
+  unsigned max_probes;
+} tp_search_summary;
+
 typedef struct tp_report_input {
   const tp_config *cfg;          /* the effective configuration */
   const char *target;            /* "127.0.0.1:8001" (resolved server) */
@@ -18,6 +47,7 @@ typedef struct tp_report_input {
   bool interrupted;              /* the sweep stopped early */
   bool have_mock_stats;
   tp_mock_stats mock_stats;
+  const tp_search_summary *search; /* NULL = no capacity search */
 } tp_report_input;
 
 /* The per-level tables (one per level, GenAI-Perf-like, times in ms), then

@@ -41,6 +41,7 @@
 #include "report/tp_report.h"
 #include "run/tp_dist.h"
 #include "run/tp_gates.h"
+#include "run/tp_sweep_search.h"
 #include "run/tp_mpi.h"
 #include "run/tp_scrape.h"
 #include "sched/tp_sched.h"
@@ -203,6 +204,7 @@ struct tp_run {
   bool shed_records; /* the records file can be read back: finished records let go of their details */
   uv_mutex_t records_lock; /* pool threads write record lines */
   tp_gates *gates;
+  tp_sweep_search *search; /* --search: the next level comes from the last (NULL = the listed levels) */
 
   /* Server statistics: the counters before the level, and per level the
    * differences (owned arrays, one per level). */
@@ -277,6 +279,12 @@ static int check_messages_use(tp_run *r, char *err, size_t errlen) {
 }
 
 static int validate(const tp_config *c, char *err, size_t errlen) {
+  if (c->search && (c->schedule_file || c->n_input_tokens_means > 1 || c->n_output_tokens_means > 1 ||
+                    c->num_profile_runs > 1)) {
+    tp_seterr(err, errlen, "--search probes one load at a time: it goes without --schedule, lists of token "
+                           "lengths and --num-profile-runs");
+    return TP_EINVAL;
+  }
   if (!c->request_rates || !c->n_request_rates) {
     if (!c->schedule_file && (!c->n_concurrency || !c->concurrency)) {
       tp_seterr(err, errlen, "--concurrency: no levels given; expected a list like 1,4,8");
@@ -363,14 +371,17 @@ static int make_points(tp_run *r) {
   const tp_config *c = &r->cfg;
   size_t ni = c->n_input_tokens_means ? c->n_input_tokens_means : 1;
   size_t no = c->n_output_tokens_means ? c->n_output_tokens_means : 1;
-  size_t nl = c->schedule_file ? 1 : c->n_request_rates ? c->n_request_rates : c->n_concurrency;
-  r->n_points = ni * no * nl;
+  size_t nl = c->search ? tp_sweep_search_max_levels(c)
+              : c->schedule_file ? 1 : c->n_request_rates ? c->n_request_rates : c->n_concurrency;
+  /* --num-profile-runs: each point that many times in a row. */
+  size_t nr = c->num_profile_runs > 1 ? c->num_profile_runs : 1;
+  r->n_points = ni * no * nl * nr;
   r->points = calloc(r->n_points, sizeof(point));
   if (!r->points) return TP_ENOMEM;
   size_t k = 0;
   for (size_t i = 0; i < ni; i++)
     for (size_t o = 0; o < no; o++)
-      for (size_t l = 0; l < nl; l++) {
+      for (size_t l = 0; l < nl * nr; l++) {
         point *p = &r->points[k++];
         p->input_tokens = c->n_input_tokens_means ? r->in_means[i] : 0;
         p->output_tokens = c->n_output_tokens_means ? r->out_means[o] : c->output_tokens_mean;
@@ -379,11 +390,11 @@ static int make_points(tp_run *r) {
           p->concurrency = c->max_concurrency;
         } else if (c->n_request_rates) {
           p->mode = TP_LOAD_RATE;
-          p->rate = r->rates[l];
+          p->rate = r->rates[l / nr];
           p->concurrency = c->max_concurrency;
         } else {
           p->mode = TP_LOAD_CONCURRENCY;
-          p->concurrency = r->concurrency[l];
+          p->concurrency = c->search ? 0 : r->concurrency[l / nr];
         }
       }
   return 0;
@@ -479,6 +490,10 @@ int tp_run_new(tp_run **out, const tp_config *cfg, char *err, size_t errlen) {
 
   rv = tp_gates_new(&r->gates, cfg->asserts, cfg->n_asserts, err, errlen);
   if (rv) goto fail;
+  if (cfg->search) {
+    rv = tp_sweep_search_new(&r->search, cfg, err, errlen);
+    if (rv) goto fail;
+  }
   rv = make_points(r);
   if (rv) goto fail;
 
@@ -1647,6 +1662,9 @@ static int run_level(tp_run *r, size_t li, char *err, size_t errlen) {
   if (pt->input_tokens || pt->output_tokens)
     snprintf(r->id_prefix + strlen(r->id_prefix), sizeof(r->id_prefix) - strlen(r->id_prefix), "i%uo%u-",
              pt->input_tokens, pt->output_tokens);
+  if (r->cfg.num_profile_runs > 1) /* repeated runs: ids stay unique */
+    snprintf(r->id_prefix + strlen(r->id_prefix), sizeof(r->id_prefix) - strlen(r->id_prefix), "r%zu-",
+             li % r->cfg.num_profile_runs + 1);
 
   /* What to plan. */
   L->n_warmup = r->cfg.warmup_request_count;
@@ -2079,16 +2097,46 @@ static int exec_setup(tp_run *r, char *err, size_t errlen) {
   return 0;
 }
 
+/* --search: the point to measure next is the search's next load
+ * (tp_sweep_search.c); false when the search is over. */
+static bool search_point(tp_run *r, size_t li) {
+  double load;
+  if (!tp_sweep_search_next(r->search, &load)) return false;
+  point *p = &r->points[li];
+  if (r->cfg.search == TP_SEARCH_REQUEST_RATE) {
+    p->mode = TP_LOAD_RATE;
+    p->rate = load;
+    p->concurrency = r->cfg.max_concurrency;
+  } else {
+    p->mode = TP_LOAD_CONCURRENCY;
+    p->concurrency = (uint32_t)load;
+  }
+  return true;
+}
+
+static void search_judge(tp_run *r, size_t li) {
+  const point *p = &r->points[li];
+  double load = p->mode == TP_LOAD_RATE ? p->rate : (double)p->concurrency;
+  double secs = (double)(tp_now_ns() - r->lv.t0) / 1e9;
+  tp_sweep_search_judge(r->search, load, &r->levels[r->n_levels - 1], r->n_levels - 1, r->lv.n_planned, secs);
+}
+
 int tp_run_exec(tp_run *r, char *err, size_t errlen) {
   int rv = dist_open(r, err, errlen);
   if (rv) return rv;
   rv = exec_setup(r, err, errlen);
   if (r->mpi && dist_start(r, rv, err, errlen) == DIST_OUT) return 0;
   if (rv) return rv;
+  if (r->search && r->mpi) {
+    tp_seterr(err, errlen, "--search runs in one process: start it without mpirun");
+    return TP_EINVAL;
+  }
   for (size_t li = 0; li < r->n_points && !r->interrupted; li++) {
+    if (r->search && !search_point(r, li)) break;
     rv = run_level(r, li, err, errlen);
     if (rv && r->mpi && r->rank != 0) return dist_leave(r, rv, err, errlen);
     if (rv) return rv;
+    if (r->search) search_judge(r, li);
   }
   if (r->mpi) {
     tp_mpi_finish(r->mpi);
@@ -2102,6 +2150,7 @@ int tp_run_exec(tp_run *r, char *err, size_t errlen) {
   if (r->artifacts) {
     /* Also after an interruption: what was measured is written. */
     char aerr[512];
+    if (r->search) tp_artifacts_set_search(r->artifacts, tp_sweep_search_summary(r->search));
     if (tp_artifacts_finish(r->artifacts, aerr, sizeof(aerr))) warn(r, "cannot finish the artifacts: %s", aerr);
   }
   if (r->interrupted) {
@@ -2126,6 +2175,7 @@ int tp_run_mock_stats(const tp_run *r, tp_mock_stats *out) {
 const char *tp_run_artifact_dir(const tp_run *r) { return r->artifacts ? r->artifact_dir : ""; }
 
 int tp_run_check_gates(const tp_run *r, FILE *out) {
+  if (r->search) return tp_sweep_search_check(r->search, r->gates, r->levels, out);
   return tp_gates_check(r->gates, r->levels, r->n_levels, r->cfg.max_error_rate, out);
 }
 
@@ -2140,6 +2190,7 @@ static void fill_report(const tp_run *r, tp_report_input *in) {
   in->interrupted = r->interrupted;
   in->have_mock_stats = r->have_mock_stats;
   in->mock_stats = r->mock_stats;
+  in->search = r->search ? tp_sweep_search_summary(r->search) : NULL;
 }
 
 void tp_run_report_text(const tp_run *r, FILE *out) {
@@ -2188,6 +2239,7 @@ void tp_run_free(tp_run *r) {
   free(r->lv.waiting);
   free(r->done_q);
   tp_gates_free(r->gates);
+  tp_sweep_search_free(r->search);
   free(r->stats_before);
   for (size_t i = 0; r->server_stats && i < r->n_points; i++) free(r->server_stats[i]);
   free(r->server_stats);

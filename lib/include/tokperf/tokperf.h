@@ -42,6 +42,12 @@ typedef enum tp_arrival {
 } tp_arrival;
 
 /* How a level decides which requests are measured. */
+typedef enum tp_search_mode {
+  TP_SEARCH_NONE = 0,
+  TP_SEARCH_REQUEST_RATE = 1, /* open loop: the highest request rate */
+  TP_SEARCH_CONCURRENCY = 2   /* closed loop: the highest concurrency */
+} tp_search_mode;
+
 typedef enum tp_measure_mode {
   TP_MEASURE_COUNT = 0,        /* request_count requests after the warm-up */
   TP_MEASURE_DURATION = 1,     /* requests planned within duration_ms after the warm-up */
@@ -131,6 +137,26 @@ typedef struct tp_config {
   const char *const *asserts;
   size_t n_asserts;
   double max_error_rate; /* < 0 = no limit (default -1) */
+
+  /* Capacity search (docs/search.md): instead of the listed levels, probe
+   * request rates or concurrencies between search_min and search_max
+   * (bracket, then bisect; lib/run/tp_search.h) for the highest load at
+   * which every SLO holds ("metric.stat OP value", the --assert syntax,
+   * borrowed; max_error_rate counts as one too).  The search stops when the
+   * last passing and first failing loads are within the precision (a
+   * fraction of the passing load, or an absolute amount in the load's unit;
+   * relative when both are set) or after search_max_probes levels. */
+  tp_search_mode search;
+  const char *const *slos;
+  size_t n_slos;
+  double search_min, search_max;          /* 0 = 1 and 1024 */
+  double search_rel_precision;            /* 0.1 = 10 % */
+  double search_abs_precision;            /* in requests/s or requests in flight */
+  uint32_t search_max_probes;             /* 0 = 12 */
+  /* Repeated runs: every level is run this many times (0 or 1 = once); the
+   * report gives per metric the mean, standard deviation and 95%
+   * confidence interval over the runs. */
+  uint32_t num_profile_runs;
 
   const char *input_file; /* JSONL prompts; NULL = synthetic prompts */
   const char *tokenizer;  /* tokenizer.model or a directory holding one */

@@ -1,0 +1,102 @@
+/* The capacity search over levels: settings refused with the option named,
+ * a level judged against every SLO (an unavailable figure and a level
+ * where nothing succeeded fail), the search driven to a synthetic boundary
+ * through judge(), and the interval over repeated runs per metric. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "metrics/tp_metric.h"
+#include "report/tp_report_search.h"
+#include "run/tp_sweep_search.h"
+#include "tp_test.h"
+
+static tp_level_result level(double ttft_p99, uint64_t failed, uint64_t requests) {
+  tp_level_result lv;
+  memset(&lv, 0, sizeof(lv));
+  lv.load_mode = TP_LOAD_CONCURRENCY;
+  lv.ttft_ms.n = requests;
+  lv.ttft_ms.p99 = ttft_p99;
+  lv.ttft_ms.avg = ttft_p99 / 2;
+  lv.requests = requests;
+  lv.failed = failed;
+  lv.succeeded = requests - failed;
+  lv.error_rate = requests ? (double)failed / (double)requests : 0;
+  return lv;
+}
+
+int main(void) {
+  tp_config c;
+  tp_config_default(&c);
+  char err[512];
+  tp_sweep_search *s = NULL;
+  c.search = TP_SEARCH_CONCURRENCY;
+  CHECK(tp_sweep_search_new(&s, &c, err, sizeof(err)) != 0 && strstr(err, "--slo"), "no SLO: refused (%s)", err);
+  const char *slos[] = {"ttft.p99 <= 300ms", "error_rate <= 1%"};
+  c.slos = slos;
+  c.n_slos = 2;
+  c.search_min = 1.5;
+  CHECK(tp_sweep_search_new(&s, &c, err, sizeof(err)) != 0 && strstr(err, "whole"),
+        "a fractional concurrency is refused (%s)", err);
+  c.search_min = 1;
+  c.search_max = 0.5;
+  CHECK(tp_sweep_search_new(&s, &c, err, sizeof(err)) != 0 && strstr(err, "--search-max"), "max below min (%s)", err);
+  const char *bad[] = {"speed <= 3"};
+  c.search_max = 64;
+  c.slos = bad;
+  c.n_slos = 1;
+  CHECK(tp_sweep_search_new(&s, &c, err, sizeof(err)) != 0 && strncmp(err, "--slo", 5) == 0,
+        "a bad SLO names --slo (%s)", err);
+  c.slos = slos;
+  c.n_slos = 2;
+  c.search_abs_precision = 1;
+  CHECK_INT(tp_sweep_search_new(&s, &c, err, sizeof(err)), 0, "a concurrency search from 1 to 64 starts");
+
+  /* A server that holds ttft.p99 <= 300 ms up to 13 requests in flight. */
+  double load;
+  size_t n = 0;
+  while (tp_sweep_search_next(s, &load) && n < 64) {
+    tp_level_result lv = level(load <= 13 ? 200 : 400, 0, 100);
+    tp_sweep_search_judge(s, load, &lv, n++, 120, 1.5);
+  }
+  const tp_search_summary *m = tp_sweep_search_summary(s);
+  CHECK(strcmp(m->outcome, "found") == 0, "the search ends: %s", m->outcome);
+  CHECK(m->have_pass && m->boundary == 13 && m->have_fail && m->first_fail == 14, "boundary 13, first failure 14 "
+        "(%g, %g)", m->boundary, m->first_fail);
+  CHECK_INT((long)m->n_probes, (long)n, "every probe is in the table");
+  CHECK(m->probes[0].value[0] == 200 && m->probes[0].held[0] && m->probes[0].requests == 120,
+        "a probe keeps its SLO figures and cost");
+  tp_sweep_search_free(s);
+
+  /* Judging one level. */
+  c.search_abs_precision = 0;
+  CHECK_INT(tp_sweep_search_new(&s, &c, err, sizeof(err)), 0, "again");
+  tp_gates *g = NULL;
+  CHECK_INT(tp_gates_new(&g, slos, 2, err, sizeof(err)), 0, "the SLOs parse as gates");
+  tp_probe_row row;
+  memset(&row, 0, sizeof(row));
+  tp_level_result lv = level(200, 5, 100);
+  CHECK(!tp_sweep_search_eval(g, 2, -1, &lv, &row) && row.held[0] && !row.held[1],
+        "5%% errors fail error_rate <= 1%% while TTFT holds");
+  lv = level(200, 0, 100);
+  CHECK(tp_sweep_search_eval(g, 2, -1, &lv, &row), "a good level passes");
+  CHECK(!tp_sweep_search_eval(g, 2, 0.0, &(tp_level_result){.requests = 0}, &row) && isnan(row.value[0]),
+        "a level without figures fails (unavailable is no proof)");
+  lv = level(200, 100, 100);
+  lv.error_rate = 0; /* even if a bound on errors were missing */
+  CHECK(!tp_sweep_search_eval(g, 2, -1, &lv, &row), "a level where nothing succeeded fails");
+  tp_gates_free(g);
+  tp_sweep_search_free(s);
+
+  /* The interval over runs. */
+  tp_level_result runs[4];
+  double v[4] = {10, 12, 11, 13};
+  for (int i = 0; i < 4; i++) runs[i] = level(v[i], 0, 10);
+  tp_ci ci;
+  tp_repeat_ci(runs, 0, 4, tp_metric_find("ttft"), TP_STAT_P99, &ci);
+  CHECK(ci.n == 4 && fabs(ci.mean - 11.5) < 1e-9 && ci.lo < 11.5 && ci.hi > 11.5, "mean 11.5 over 4 runs");
+  CHECK_NEAR(ci.half, tp_t975(3) * ci.sd / 2, 1e-9, "half width t(3) sd / sqrt(4)");
+  tp_repeat_ci(runs, 1, 2, tp_metric_find("goodput"), TP_STAT_AVG, &ci);
+  CHECK_INT((long)ci.n, 0, "an unavailable metric has no interval");
+  return tp_test_done();
+}

@@ -546,6 +546,8 @@ struct tp_mock_config {
    * measurements against. NULL = no log. */
   const char *log_path;
   bool quiet;
+  /* The log's request lines carry the prompt ("prompt"), as read. */
+  bool log_prompts;
 
   /* HTTP/1.1 port (OpenAI /v1 and Triton /v2 endpoints, /metrics):
    * TP_MOCK_HTTP_PORT_AUTO (the default) = 8000, or any free port when

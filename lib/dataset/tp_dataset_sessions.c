@@ -48,9 +48,13 @@ bool tp__dataset_is_sessions(const char *data, size_t len) {
 }
 
 /* "text", or AIPerf's "texts" joined by "\n".  Returns the owned text or
- * NULL (*bad says whether the turn had a text of the wrong shape). */
+ * NULL with *why saying what is wrong. */
 static char *turn_text(const json_t *t, size_t *len, const char **why) {
   const json_t *s = json_object_get(t, "text");
+  if (json_is_string(s) && strlen(json_string_value(s)) != json_string_length(s)) {
+    *why = "the text holds a NUL character (\\u0000)";
+    return NULL;
+  }
   if (json_is_string(s)) {
     *len = json_string_length(s);
     return tp_strndup(json_string_value(s), *len);
@@ -72,6 +76,11 @@ static char *turn_text(const json_t *t, size_t *len, const char **why) {
       const json_t *v = parts ? json_array_get(parts, k) : e;
       if (!json_is_string(v)) {
         *why = "\"texts\" must hold strings or {\"contents\": [strings]}";
+        tp_buf_fini(&b);
+        return NULL;
+      }
+      if (strlen(json_string_value(v)) != json_string_length(v)) {
+        *why = "the text holds a NUL character (\\u0000)";
         tp_buf_fini(&b);
         return NULL;
       }
@@ -132,11 +141,11 @@ static int add_turn(tp_dataset *ds, const json_t *t, const char *name, size_t li
   int64_t d = ms_of(t, "delay_ms");
   if (d == -1) d = ms_of(t, "delay");
   const json_t *as = json_object_get(t, "assistant");
-  if (d == -2 || (as && !json_is_null(as) && !json_is_string(as))) {
+  if (d == -2 || (as && !json_is_null(as) && (!json_is_string(as) || strlen(json_string_value(as)) != json_string_length(as)))) {
     free(p.text);
     tp_seterr(err, errlen, "%s:%zu: turn %zu: %s", name, lineno, k + 1,
               d == -2 ? "\"delay_ms\" (or \"delay\") must be a non-negative number of milliseconds"
-                      : "\"assistant\" must be a string (the fixed answer)");
+                      : "\"assistant\" must be a string without NUL characters (the fixed answer)");
     return TP_EINVAL;
   }
   if (json_object_get(t, "timestamp")) *timestamps = true;

@@ -1754,7 +1754,7 @@ static int sessions_level_start(tp_run *r, char *err, size_t errlen) {
   if (L->pt.mode == TP_LOAD_SCHEDULE || c->measure_mode == TP_MEASURE_TIME_WINDOWS ||
       c->measure_mode == TP_MEASURE_COUNT_WINDOWS) {
     tp_seterr(err, errlen, "%s: a conversations file runs with --concurrency or --request-rate, measured by count "
-              "or --measurement-duration (not a schedule or stability windows)", r->ds.source);
+              "or --duration (not a schedule or stability windows)", r->ds.source);
     return TP_EINVAL;
   }
   bool open = L->pt.mode == TP_LOAD_RATE;

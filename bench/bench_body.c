@@ -29,6 +29,7 @@
 #include "api/tp_triton.h"
 #include "grpc_service.pb-c.h"
 #include "transport/tp_grpc.h"
+#include "tokperf/tokperf.h"
 
 static const char *const words[] = {" the", " of", " and", " to", " in", " is", " that", " it",
                                     " for", " was", " on", " are", " with", " as", " at", " be"};

@@ -14,7 +14,7 @@ test_pkgs=(
   python3 python3-grpcio python3-grpc-tools python3-aiohttp
   nghttp2-client nghttp2-server openssl
   chromium clang libclang-rt-14-dev valgrind
-  libopenmpi-dev openmpi-bin iproute2
+  libopenmpi-dev openmpi-bin iproute2 man-db
 )
 tools/deps.sh "${test_pkgs[@]}" || { echo "0 passed, 1 failed"; exit 1; }
 
@@ -79,12 +79,19 @@ install_check() {
   prefix=$(PKG_CONFIG_PATH=$pcdir pkg-config --variable=prefix tokperf)
   flags=$(PKG_CONFIG_PATH=$pcdir pkg-config --define-variable=prefix="$root$prefix" --cflags --libs tokperf) || return 1
   [ -x "$root$prefix/bin/tokperf" ] || { echo "no tokperf binary installed"; return 1; }
+  # The man page and the completions, generated from the option tables.
+  local page
+  page=$(find "$root" -name tokperf.1 -print -quit)
+  [ -n "$page" ] || { echo "no man page installed"; return 1; }
+  MANWIDTH=100 man -l "$page" 2>/dev/null | grep -q -- "--concurrency" || { echo "man -l $page: no --concurrency"; return 1; }
+  [ -n "$(find "$root" -path '*bash-completion/completions/tokperf' -print -quit)" ] || { echo "no bash completion"; return 1; }
+  [ -n "$(find "$root" -name _tokperf -print -quit)" ] || { echo "no zsh completion"; return 1; }
   gcc -std=c11 -Wall -o "$root/mock_sweep" examples/mock_sweep.c $flags || return 1
   (cd "$root" && timeout 120 ./mock_sweep) || return 1
   rm -rf "$root"
 }
 if install_check >build/install-check.log 2>&1; then
-  echo "ok - meson install: an example builds with gcc against the installed pkg-config file and runs"
+  echo "ok - meson install: man page, completions; an example builds with gcc against the installed pkg-config file and runs"
   passed=$((passed + 1))
 else
   echo "not ok - meson install and an example built against it (see build/install-check.log)"

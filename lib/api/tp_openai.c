@@ -1,4 +1,5 @@
 #include "tp_openai.h"
+#include "tokperf/tokperf.h"
 
 #include <stdio.h>
 #include <stdlib.h>

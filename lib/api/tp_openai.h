@@ -12,6 +12,7 @@
 #include <jansson.h>
 
 #include "util/tp_common.h"
+#include "tokperf/tokperf.h"
 
 /* The HTTP APIs.  X-macro: enum value, name (CLI and exports), default
  * path (NULL: built from the model name). */

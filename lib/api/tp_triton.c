@@ -6,6 +6,7 @@
 
 #include "grpc_service.pb-c.h"
 #include "transport/tp_grpc.h"
+#include "tokperf/tokperf.h"
 
 /* Request building.  Inputs always travel as raw_input_contents (what
  * Triton's own clients send; protocols.md §3.3), one entry per input in the
@@ -453,7 +454,8 @@ typedef struct out_info {
 
 static out_info classify(const out_tensor *o) {
   out_info i = {OUT_OTHER, o->has_typed, o->typed};
-  if (cstr_is(o->name, LIT(TEXT_OUTPUT)))
+  /* TEXT: the output of vLLM's quick-deploy tutorial model. */
+  if (cstr_is(o->name, LIT(TEXT_OUTPUT)) || cstr_is(o->name, LIT("TEXT")))
     i.kind = OUT_TEXT;
   else if (cstr_is(o->name, LIT(NUM_OUTPUT_TOKENS)))
     i.kind = OUT_TOKENS;

@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "util/tp_common.h"
+#include "tokperf/tokperf.h"
 
 #define TP_TRITON_SERVICE "/inference.GRPCInferenceService/"
 
@@ -24,6 +25,11 @@ typedef struct tp_triton_opts {
   bool has_min_tokens;     /* TRT-LLM: "min_tokens" (else "min_length") */
   bool has_min_length;
   bool has_exclude_input;  /* "exclude_input_in_output" */
+  /* The output holding the text: "text_output", or "TEXT" for the model of
+   * vLLM's quick-deploy tutorial, whose every response is the prompt and
+   * all the text so far (echo).  NULL = "text_output". */
+  const char *text_output;
+  bool echo;
 } tp_triton_opts;
 
 /* Builds one framed ModelInferRequest (5-byte gRPC prefix included) into

@@ -265,7 +265,7 @@ int tp_triton_build_infer_inputs(tp_buf *out, const tp_triton_opts *o, const tp_
     Inference__ModelInferRequest__InferRequestedOutputTensor want;
     Inference__ModelInferRequest__InferRequestedOutputTensor *wantp = &want;
     inference__model_infer_request__infer_requested_output_tensor__init(&want);
-    want.name = "text_output";
+    want.name = (char *)(o->text_output ? o->text_output : "text_output");
     req.outputs = &wantp;
     req.n_outputs = 1;
     /* As for tokperf's own requests: without it a flag-only final
@@ -304,12 +304,20 @@ int tp_triton_build_infer_inputs(tp_buf *out, const tp_triton_opts *o, const tp_
 }
 
 int tp_triton_check_file_metadata(const tp_triton_model_meta *m, tp_triton_opts *o, char *err, size_t errlen) {
-  for (size_t i = 0; i < m->n_outputs; i++)
-    if (strcmp(m->outputs[i].name, "text_output") == 0) {
-      const tp_triton_tensor_meta *s = meta_input(m, "stream");
+  for (size_t i = 0; i < m->n_outputs; i++) {
+    bool tutorial = strcmp(m->outputs[i].name, "TEXT") == 0;
+    if (strcmp(m->outputs[i].name, "text_output") == 0 || tutorial) {
+      /* vLLM's quick-deploy tutorial model answers on TEXT with the prompt
+       * and all the text so far in every response; the client turns that
+       * back into new text per response. */
+      o->text_output = tutorial ? "TEXT" : "text_output";
+      o->echo = tutorial;
+      const tp_triton_tensor_meta *s = meta_input(m, tutorial ? "STREAM" : "stream");
       o->has_stream_input = s != NULL;
       return 0;
     }
-  tp_seterr(err, errlen, "model '%s' has no output 'text_output', where tokperf reads the generated text", o->model);
+  }
+  tp_seterr(err, errlen, "model '%s' has no output 'text_output' (or 'TEXT'), where tokperf reads the generated text",
+            o->model);
   return TP_EUNSUPPORTED;
 }

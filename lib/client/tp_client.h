@@ -14,6 +14,7 @@
 #include <uv.h>
 
 #include "util/tp_common.h"
+#include "tokperf/tokperf.h"
 
 /* One decoded response, as the run needs it.  Pointers are borrowed for the
  * duration of the callback. */

@@ -11,6 +11,7 @@
 #include "client/tp_url.h"
 #include "transport/tp_http.h"
 #include "util/tp_wake.h"
+#include "tokperf/tokperf.h"
 
 #define PREFLIGHT_TIMEOUT_NS (10 * TP_NS_PER_S)
 #define PREFLIGHT_MAX_BODY (4u << 20)

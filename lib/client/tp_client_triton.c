@@ -9,6 +9,7 @@
 #include "transport/tp_grpc.h"
 #include "transport/tp_h2c.h"
 #include "util/tp_wake.h"
+#include "tokperf/tokperf.h"
 
 #define PREFLIGHT_TIMEOUT_NS (10 * TP_NS_PER_S)
 
@@ -32,7 +33,32 @@ typedef struct call_ctx {
   void *req;
   tp_call *call;
   bool final_seen;
+  /* Echo models (tp_triton_opts.echo): the prompt sent, and how many bytes
+   * of the answer's text were passed on, so that each response gives only
+   * its new text. */
+  char *prompt;
+  size_t prompt_len, seen;
+  bool echo_checked;
 } call_ctx;
+
+/* The new text of an echo model's response: past the prompt (when the text
+ * starts with it) and past what earlier responses gave. */
+static void echo_delta(call_ctx *x, const uint8_t **text, size_t *len) {
+  if (!x->echo_checked) {
+    x->echo_checked = true;
+    if (*len >= x->prompt_len && x->prompt_len && memcmp(*text, x->prompt, x->prompt_len) == 0)
+      x->seen = x->prompt_len;
+  }
+  size_t skip = x->seen <= *len ? x->seen : *len;
+  *text += skip;
+  *len -= skip;
+  x->seen += *len;
+}
+
+static void call_free(call_ctx *x) {
+  free(x->prompt);
+  free(x);
+}
 
 /* ---- checks before the run: blocking unary calls ------------------------ */
 
@@ -171,6 +197,7 @@ static void call_on_message(tp_call *c, const uint8_t *data, size_t len, uint64_
   }
   ev.text = tev.text;
   ev.text_len = tev.text_len;
+  if (x->tc->topts.echo && ev.text) echo_delta(x, &ev.text, &ev.text_len);
   ev.final = tev.final;
   ev.server_output_tokens = tev.num_output_tokens;
   char msg[300];
@@ -199,7 +226,7 @@ static void call_on_close(tp_call *c, const tp_call_result *res, void *ud) {
   }
   void *req = x->req;
   triton_client *tc = x->tc;
-  free(x);
+  call_free(x);
   tc->cbs.on_done(req, &d);
 }
 
@@ -210,6 +237,15 @@ static int triton_send(tp_client *c, const tp_client_send *s, void *req) {
   if (!x) return TP_ENOMEM;
   x->tc = tc;
   x->req = req;
+  if (tc->topts.echo && s->prompt_len) {
+    x->prompt = malloc(s->prompt_len);
+    if (!x->prompt) {
+      free(x);
+      return TP_ENOMEM;
+    }
+    memcpy(x->prompt, s->prompt, s->prompt_len);
+    x->prompt_len = s->prompt_len;
+  }
   tp_buf_reset(&tc->reqbuf);
   char err[256];
   int rv = s->inputs && tc->meta
@@ -225,7 +261,7 @@ static int triton_send(tp_client *c, const tp_client_send *s, void *req) {
                      tc->reqbuf.data, tc->reqbuf.len, s->timeout_ns, &cbs, x, &x->call);
   if (rv) {
     if (s->handle) *s->handle = NULL;
-    free(x);
+    call_free(x);
     return rv;
   }
   return 0;

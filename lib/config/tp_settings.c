@@ -14,7 +14,7 @@
 
 #include <jansson.h>
 
-#include "tokperf/tokperf.h"
+#include "tokperf/parse.h"
 #include "util/tp_common.h"
 
 #define FIELD(base, s, T) ((T *)(void *)((char *)(base) + (s)->offset))

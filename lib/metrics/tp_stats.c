@@ -4,6 +4,7 @@
  * computed.  When the two disagree, the document states the intent and this
  * file has the bug. */
 #include "tp_stats.h"
+#include "tokperf/tokperf.h"
 
 #include <math.h>
 #include <stdio.h>

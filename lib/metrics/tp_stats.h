@@ -9,6 +9,7 @@
 #include <stddef.h>
 
 #include "record/tp_record.h"
+#include "tokperf/tokperf.h"
 
 /* Fills st from values[0..n) (the array is sorted in place).  Percentiles
  * use linear interpolation between closest ranks (rank = p/100 x (n-1)),

@@ -82,11 +82,23 @@ static const tp__mock_tensor vllm_outputs[] = {
     {"num_output_tokens", "UINT32", 1, {-1}},
 };
 
+/* The model of vLLM's quick-deploy tutorial for Triton (a Python model,
+ * no batch dimension): upper-case names, and each response is the prompt
+ * followed by all the text so far. */
+static const tp__mock_tensor tutorial_inputs[] = {
+    {"PROMPT", "BYTES", 1, {1}},
+    {"STREAM", "BOOL", 1, {1}},
+    {"SAMPLING_PARAMETERS", "BYTES", 1, {1}},
+};
+static const tp__mock_tensor tutorial_outputs[] = {{"TEXT", "BYTES", 1, {-1}}};
+
 static const tp__mock_model models[] = {
     {"ensemble", "ensemble", true, ensemble_inputs, TP_ARRAY_LEN(ensemble_inputs), ensemble_outputs,
-     TP_ARRAY_LEN(ensemble_outputs), TP_MOCK_SM_ENSEMBLE},
+     TP_ARRAY_LEN(ensemble_outputs), TP_MOCK_SM_ENSEMBLE, "text_output", false},
     {"vllm_model", "vllm", false, vllm_inputs, TP_ARRAY_LEN(vllm_inputs), vllm_outputs,
-     TP_ARRAY_LEN(vllm_outputs), TP_MOCK_SM_VLLM},
+     TP_ARRAY_LEN(vllm_outputs), TP_MOCK_SM_VLLM, "text_output", false},
+    {"vllm", "python", false, tutorial_inputs, TP_ARRAY_LEN(tutorial_inputs), tutorial_outputs,
+     TP_ARRAY_LEN(tutorial_outputs), TP_MOCK_SM_VLLM, "TEXT", true},
 };
 
 const tp__mock_model *tp__mock_find_model(const char *name) {
@@ -707,7 +719,7 @@ static int queue_response(mreq *r, const char *text, size_t len, bool with_outpu
   int64_t shape[1] = {1};
   Inference__ModelInferResponse__InferOutputTensor ot =
       INFERENCE__MODEL_INFER_RESPONSE__INFER_OUTPUT_TENSOR__INIT;
-  ot.name = "text_output";
+  ot.name = (char *)r->job.model->text_output;
   ot.datatype = "BYTES";
   ot.n_shape = 1;
   ot.shape = shape;
@@ -1083,7 +1095,11 @@ static void on_token(tp_timer *t, uint64_t now_ns) {
   }
   j->tokens_sent++;
   int rv = 0;
-  if (r->streaming) {
+  if (r->streaming && j->model->echo) {
+    /* The prompt and all the text so far, every time. */
+    rv = tp_buf_append(&r->text, text, text_len);
+    if (!rv) rv = queue_response(r, (const char *)r->text.data, r->text.len, true, tok.last, tok.index + 1);
+  } else if (r->streaming) {
     /* The ensemble with empty final responses enabled sends the flag
      * separately, the way Triton's ensemble scheduler often does. */
     bool final_here = tok.last && !r->empty_final;
@@ -1353,6 +1369,10 @@ static int parse_infer(const Inference__ModelInferRequest *q, infer_args *a, cha
     }
     const char *nm = in->name;
     int64_t v;
+    /* The tutorial's model spells the same inputs in upper case. */
+    if (!strcmp(nm, "PROMPT")) nm = "text_input";
+    else if (!strcmp(nm, "STREAM")) nm = "stream";
+    else if (!strcmp(nm, "SAMPLING_PARAMETERS")) nm = "sampling_parameters";
     if (!strcmp(nm, "text_input")) {
       rv = tensor_bytes(&t, &a->prompt, &a->prompt_len, err, errlen);
       a->have_prompt = rv == 0;
@@ -1383,7 +1403,8 @@ static int parse_infer(const Inference__ModelInferRequest *q, infer_args *a, cha
   }
   if (rv) return rv;
   if (!a->have_prompt) {
-    tp_seterr(err, errlen, "[request id: %s] input 'text_input' is required for model '%s'", q->id, md->name);
+    tp_seterr(err, errlen, "[request id: %s] input '%s' is required for model '%s'", q->id, md->inputs[0].name,
+              md->name);
     return TP_EINVAL;
   }
   if (md->ensemble && !a->have_max_tokens) {
@@ -1473,7 +1494,7 @@ static void start_infer(mstream *st, const uint8_t *data, size_t len, bool unary
   r->num_tokens = !a.model->ensemble && a.num_tokens;
   /* Non-streaming answers repeat the prompt unless the request excludes it
    * (both backends default to including it). */
-  if (!r->streaming && !a.exclude_input && a.prompt_len &&
+  if ((!r->streaming || a.model->echo) && !a.exclude_input && a.prompt_len &&
       tp_buf_append(&r->text, a.prompt, a.prompt_len) != 0) {
     /* Not linked into the stream yet, so freed by hand. */
     tp_buf_fini(&r->text);

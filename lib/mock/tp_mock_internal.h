@@ -21,6 +21,7 @@
 #include "mock/tp_mock_stats.h"
 #include "util/tp_common.h"
 #include "util/tp_timer.h"
+#include "tokperf/tokperf.h"
 
 /* ---- models ---------------------------------------------------------------- */
 
@@ -40,6 +41,11 @@ typedef struct tp__mock_model {
   const tp__mock_tensor *outputs;
   size_t n_outputs;
   tp_mock_stats_model stats_model; /* where its requests are counted */
+  /* The text output's name; echo: every response holds the prompt and all
+   * the text so far (the vLLM quick-deploy tutorial's Python model, whose
+   * inputs are PROMPT, STREAM and SAMPLING_PARAMETERS and output TEXT). */
+  const char *text_output;
+  bool echo;
 } tp__mock_model;
 
 /* The served model called name, or NULL. */

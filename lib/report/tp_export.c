@@ -21,6 +21,7 @@
 
 #include "report/tp_html.h"
 #include "report/tp_records.h"
+#include "tokperf/tokperf.h"
 
 /* ------------------------------------------------------------------------ */
 /* Small shared helpers                                                     */

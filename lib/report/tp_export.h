@@ -43,6 +43,7 @@
 
 #include "record/tp_record.h"
 #include "util/tp_common.h"
+#include "tokperf/tokperf.h"
 
 struct tp_records_reader;
 

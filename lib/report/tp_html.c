@@ -16,6 +16,7 @@
 #include <time.h>
 
 #include "metrics/tp_stats.h"
+#include "tokperf/tokperf.h"
 
 #define LABEL_MAX_BYTES 96
 

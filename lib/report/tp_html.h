@@ -27,6 +27,7 @@
 
 #include "report/tp_export.h"
 #include "util/tp_common.h"
+#include "tokperf/tokperf.h"
 
 /* One request on the timeline, in ms from the level's first send. */
 typedef struct tp_html_req {

@@ -2,6 +2,7 @@
  * back.  See tp_records.h. */
 #define _FILE_OFFSET_BITS 64
 #include "tp_records.h"
+#include "tokperf/tokperf.h"
 
 #include <errno.h>
 #include <inttypes.h>

@@ -15,6 +15,7 @@
 
 #include "record/tp_record.h"
 #include "util/tp_common.h"
+#include "tokperf/tokperf.h"
 
 /* What a line says besides the record itself. */
 typedef struct tp_records_line {

@@ -8,6 +8,7 @@
 #include "tp_report.h"
 #include "report/tp_export.h"
 #include "metrics/tp_metric.h"
+#include "tokperf/tokperf.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -17,6 +18,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include <jansson.h>
@@ -124,9 +126,52 @@ static void row(FILE *out, const size_t *w, size_t ncols, const cell *cells, con
   fprintf(out, "%s\n", bar);
 }
 
+/* The width tables must fit in (the terminal's, set by tp_report_text for
+ * the report it prints; 0 = no limit, as in files and pipes). */
+static size_t table_width_limit;
+
+/* The terminal's width when out is one: TIOCGWINSZ, else $COLUMNS; 0 when
+ * out is not a terminal (a file or a pipe keeps whole tables). */
+static size_t terminal_width(FILE *out) {
+  int fd = fileno(out);
+  if (fd < 0 || !isatty(fd)) return 0;
+  struct winsize ws;
+  if (ioctl(fd, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0) return ws.ws_col;
+  const char *c = getenv("COLUMNS");
+  long v = c ? strtol(c, NULL, 10) : 0;
+  return v > 0 ? (size_t)v : 0;
+}
+
+static void table_part(FILE *out, const char *title, const cell *head, const cell *cells, size_t ncols,
+                       size_t nrows, const size_t *cols, size_t n) {
+  size_t w[MAX_COLS] = {0};
+  cell h[MAX_COLS], *rc = calloc(nrows ? nrows * n : 1, sizeof(*rc));
+  if (!rc) return;
+  for (size_t k = 0; k < n; k++) {
+    h[k] = head[cols[k]];
+    w[k] = strlen(h[k].s);
+    for (size_t r = 0; r < nrows; r++) {
+      rc[r * n + k] = cells[r * ncols + cols[k]];
+      w[k] = TP_MAX(w[k], strlen(rc[r * n + k].s));
+    }
+  }
+  size_t total = 1;
+  for (size_t c = 0; c < n; c++) total += w[c] + 3;
+  size_t tlen = strlen(title);
+  fprintf(out, "%*s%s\n", (int)(tlen < total ? (total - tlen) / 2 : 0), "", title);
+  border(out, w, n, "┏", "━", "┳", "┓");
+  row(out, w, n, h, "┃");
+  border(out, w, n, "┡", "━", "╇", "┩");
+  for (size_t r = 0; r < nrows; r++) row(out, w, n, rc + r * n, "│");
+  border(out, w, n, "└", "─", "┴", "┘");
+  free(rc);
+}
+
 /* A GenAI-Perf-style table: a centred title, a heavy header, light rows.
  * Every cell is right-aligned, which lines up both the labels (as in the
- * GenAI-Perf output) and the numbers. */
+ * GenAI-Perf output) and the numbers.  On a terminal narrower than the
+ * table, the columns are split over several tables, each repeating the
+ * first column, so no line wraps and nothing is left out. */
 static void table(FILE *out, const char *title, const cell *head, const cell *cells,
                   size_t ncols, size_t nrows) {
   size_t w[MAX_COLS] = {0};
@@ -134,15 +179,22 @@ static void table(FILE *out, const char *title, const cell *head, const cell *ce
     w[c] = strlen(head[c].s);
     for (size_t r = 0; r < nrows; r++) w[c] = TP_MAX(w[c], strlen(cells[r * ncols + c].s));
   }
-  size_t total = 1;
-  for (size_t c = 0; c < ncols; c++) total += w[c] + 3;
-  size_t tlen = strlen(title);
-  fprintf(out, "%*s%s\n", (int)(tlen < total ? (total - tlen) / 2 : 0), "", title);
-  border(out, w, ncols, "┏", "━", "┳", "┓");
-  row(out, w, ncols, head, "┃");
-  border(out, w, ncols, "┡", "━", "╇", "┩");
-  for (size_t r = 0; r < nrows; r++) row(out, w, ncols, cells + r * ncols, "│");
-  border(out, w, ncols, "└", "─", "┴", "┘");
+  size_t cols[MAX_COLS];
+  size_t limit = table_width_limit;
+  size_t c = 1;
+  bool first = true;
+  do {
+    size_t n = 0, total = 1 + w[0] + 3;
+    cols[n++] = 0;
+    while (c < ncols && (n == 1 || !limit || total + w[c] + 3 <= limit)) {
+      total += w[c] + 3;
+      cols[n++] = c++;
+    }
+    char t[200];
+    snprintf(t, sizeof(t), "%s%s", title, first ? "" : " (continued)");
+    table_part(out, t, head, cells, ncols, nrows, cols, n);
+    first = false;
+  } while (c < ncols);
 }
 
 static void set_cell(cell *c, const char *s) { snprintf(c->s, sizeof(c->s), "%s", s); }
@@ -429,6 +481,7 @@ static void print_summary(FILE *out, const tp_report_input *in) {
 }
 
 void tp_report_text(FILE *out, const tp_report_input *in) {
+  table_width_limit = terminal_width(out);
   static const tp_config no_cfg;
   const tp_config *cfg = in->cfg ? in->cfg : &no_cfg;
   const char *target = in->target ? in->target : cfg->url ? cfg->url : NA;

@@ -6,6 +6,7 @@
 #include <stdio.h>
 
 #include "util/tp_common.h"
+#include "tokperf/tokperf.h"
 
 typedef struct tp_report_input {
   const tp_config *cfg;          /* the effective configuration */

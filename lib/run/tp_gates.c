@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "metrics/tp_metric.h"
+#include "tokperf/tokperf.h"
 
 typedef enum op { OP_LE, OP_LT, OP_GE, OP_GT, OP_EQ } op;
 

@@ -16,6 +16,7 @@
 #include <stdio.h>
 
 #include "util/tp_common.h"
+#include "tokperf/tokperf.h"
 
 typedef struct tp_gates tp_gates;
 

@@ -4,6 +4,7 @@
 #include "tokenizer/tp_tok.h"
 #include "tokenizer/tp_tok_find.h"
 #include "util/tp_common.h"
+#include "tokperf/tokperf.h"
 
 int tp_tokenizer_load(tp_tokenizer **out, const char *path, char *err, size_t errlen) {
   return tp_tok_load((tp_tok **)out, path, err, errlen);

@@ -51,6 +51,7 @@
 #include "util/tp_stamp.h"
 #include "util/tp_timer.h"
 #include "util/tp_wake.h"
+#include "tokperf/tokperf.h"
 #include "run/tp_sessions.h"
 
 #define MAX_RESPONSE_BYTES (64u << 20)

@@ -8,6 +8,7 @@
 #include "api/tp_prom.h"
 #include "transport/tp_http.h"
 #include "util/tp_wake.h"
+#include "tokperf/tokperf.h"
 
 /* The figures: a Prometheus name (and a label to match, if any), how the
  * samples of one scrape combine (the mean over GPUs, the sum over engines),

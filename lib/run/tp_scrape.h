@@ -8,6 +8,7 @@
 #include <uv.h>
 
 #include "util/tp_common.h"
+#include "tokperf/tokperf.h"
 
 typedef struct tp_scraper tp_scraper;
 

@@ -9,6 +9,7 @@
 
 #include "config.h"
 #include "util/tp_common.h"
+#include "tokperf/tokperf.h"
 
 const char *tp_version(void) { return TP_VERSION; }
 

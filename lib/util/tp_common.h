@@ -9,7 +9,7 @@
 #include <stdint.h>
 #include <stdbool.h>
 
-#include "tokperf/tokperf.h"
+#include "tokperf/errors.h"
 
 #define TP_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 #define TP_MIN(a, b) ((a) < (b) ? (a) : (b))

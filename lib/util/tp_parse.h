@@ -1,9 +1,9 @@
 /* Parsers for command-line values.  They are part of the public interface
- * (declared in tokperf.h, so the CLI and other programs share them); this
- * header is kept so library code can name what it uses. */
+ * (tokperf/parse.h, so the CLI and other programs share them); this header
+ * is kept so library code can name what it uses. */
 #ifndef TP_PARSE_H
 #define TP_PARSE_H
 
-#include "tokperf/tokperf.h"
+#include "tokperf/parse.h"
 
 #endif

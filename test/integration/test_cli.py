@@ -345,5 +345,40 @@ check(p.returncode == 130, "SIGINT: exit 130", err)
 check("Request latency (ms)" in out and "interrupted" in (out + err).lower(),
       "SIGINT: the measured part is still reported", out + err)
 
+# On a terminal, tables fit its width: a wide table is split into several,
+# each repeating the first column; off a terminal they are whole.
+def run_on_pty(args, cols):
+    import fcntl
+    import pty
+    import struct
+    import termios
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 50, cols, 0, 0))
+    p = subprocess.Popen([TOKPERF] + args, stdout=slave, stderr=subprocess.DEVNULL, close_fds=True)
+    os.close(slave)
+    chunks = []
+    while True:
+        try:
+            b = os.read(master, 65536)
+        except OSError:
+            break
+        if not b:
+            break
+        chunks.append(b)
+    p.wait(timeout=60)
+    os.close(master)
+    return p.returncode, b"".join(chunks).decode("utf-8", "replace").replace("\r\n", "\n")
+
+
+args = ["profile", "--mock", "--concurrency", "1,2", "--request-count", "4", "--no-artifacts", "-q"]
+rc, out = run_on_pty(args, 100)
+box = [l for l in out.splitlines() if l[:1] in "┏┃┡│└"]
+widest = max(len(l) for l in box) if box else 0
+check(rc == 0 and widest <= 100 and "(continued)" in out and "Latency p99 ms" in out,
+      "on a 100-column terminal every table fits (split, nothing dropped)", "widest %d\n%s" % (widest, out[-1500:]))
+rc, out, err = run(args)
+check(rc == 0 and "(continued)" not in out and max(len(l) for l in out.splitlines() if l[:1] in "┏┃┡│└") > 100,
+      "off a terminal the tables stay whole")
+
 subprocess.run(["rm", "-rf", tmp])
 done()

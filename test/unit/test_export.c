@@ -44,6 +44,7 @@
 #include "metrics/tp_stats.h"
 #include "report/tp_export.h"
 #include "tp_test.h"
+#include "tokperf/tokperf.h"
 
 #define WALL0 1700000000000000000ULL /* 2023-11-14T22:13:20Z in ns */
 #define MONO0 5000000000ULL

@@ -6,6 +6,7 @@
 
 #include "run/tp_gates.h"
 #include "tp_test.h"
+#include "tokperf/tokperf.h"
 
 static tp_level_result level(double ttft_p99, double tput, uint64_t failed, uint64_t requests) {
   tp_level_result lv;

@@ -11,6 +11,7 @@
 #include "metrics/tp_stats.h"
 #include "report/tp_html.h"
 #include "tp_test.h"
+#include "tokperf/tokperf.h"
 
 #define MONO0 1000000000ULL
 

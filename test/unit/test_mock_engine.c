@@ -9,6 +9,7 @@
 #include "mock/tp_mock_engine.h"
 #include "tp_test.h"
 #include "util/tp_words.h"
+#include "tokperf/tokperf.h"
 
 #define MS 1000000ULL
 #define US 1000ULL

@@ -10,6 +10,7 @@
 #include "api/tp_openai.h"
 #include "tp_test.h"
 #include "util/tp_common.h"
+#include "tokperf/tokperf.h"
 
 /* ---- API names and paths ------------------------------------------------- */
 

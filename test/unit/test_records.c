@@ -13,6 +13,7 @@
 #include "report/tp_export.h"
 #include "report/tp_records.h"
 #include "tp_test.h"
+#include "tokperf/tokperf.h"
 
 #define WALL0 1700000000000000000ULL
 #define MONO0 5000000000ULL

@@ -6,6 +6,7 @@
 
 #include "metrics/tp_stats.h"
 #include "tp_test.h"
+#include "tokperf/tokperf.h"
 
 #define EPS 1e-9
 /* Far from zero, so "0 = did not happen" never collides with a real time. */

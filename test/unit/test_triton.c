@@ -13,6 +13,7 @@
 #include "grpc_service.pb-c.h"
 #include "tp_test.h"
 #include "transport/tp_grpc.h"
+#include "tokperf/tokperf.h"
 
 static size_t unhex(const char *hex, uint8_t *out) {
   size_t n = 0;

@@ -147,13 +147,19 @@ static void test_metadata(tp_triton_opts *o) {
   char err[256] = "";
   meta.n_outputs = 0;
   CHECK_INT(tp_triton_check_file_metadata(&meta, o, err, sizeof(err)), TP_EUNSUPPORTED, "no text_output refused");
-  CHECK_STR(err, "model 'ensemble' has no output 'text_output', where tokperf reads the generated text",
+  CHECK_STR(err, "model 'ensemble' has no output 'text_output' (or 'TEXT'), where tokperf reads the generated text",
             "the message says why");
   snprintf(meta.outputs[0].name, sizeof(meta.outputs[0].name), "text_output");
   meta.n_outputs = 1;
   o->has_stream_input = false;
   CHECK_INT(tp_triton_check_file_metadata(&meta, o, err, sizeof(err)), 0, "text_output suffices");
   CHECK(o->has_stream_input, "the stream input is noted");
+  CHECK(!o->echo && strcmp(o->text_output, "text_output") == 0, "text_output: new text per response");
+  /* vLLM's quick-deploy tutorial model: TEXT, echoing prompt and text so far. */
+  snprintf(meta.outputs[0].name, sizeof(meta.outputs[0].name), "TEXT");
+  CHECK_INT(tp_triton_check_file_metadata(&meta, o, err, sizeof(err)), 0, "TEXT is read too");
+  CHECK(o->echo && strcmp(o->text_output, "TEXT") == 0, "TEXT: the answer echoes the prompt and all text so far");
+  snprintf(meta.outputs[0].name, sizeof(meta.outputs[0].name), "text_output");
 }
 
 int main(void) {

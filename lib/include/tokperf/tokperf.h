@@ -20,48 +20,7 @@
 extern "C" {
 #endif
 
-#if defined(__GNUC__)
-#define TP_API __attribute__((visibility("default")))
-#else
-#define TP_API
-#endif
-
-/* Error codes: name, phrase. */
-#define TP_ERRORS(X)                                   \
-  X(TP_ENOMEM, "out of memory")                        \
-  X(TP_EINVAL, "invalid argument")                     \
-  X(TP_EAGAIN, "more input needed")                    \
-  X(TP_EPROTO, "protocol error")                       \
-  X(TP_EIO, "input/output error")                      \
-  X(TP_ECONNECT, "cannot connect")                     \
-  X(TP_ETIMEDOUT, "timed out")                         \
-  X(TP_ENOTFOUND, "not found")                         \
-  X(TP_ETOOBIG, "too large")                           \
-  X(TP_ECANCELED, "cancelled")                         \
-  X(TP_EUNSUPPORTED, "not supported")                  \
-  X(TP_ESERVER, "server error")                        \
-  X(TP_EINTERRUPTED, "interrupted")
-
-#define TP_ERR_ENUM(name, str) name##_,
-enum { TP_ERR_BASE_ = 0, TP_ERRORS(TP_ERR_ENUM) TP_ERR_END_ };
-#undef TP_ERR_ENUM
-/* The codes are the negated positions in the table: TP_ENOMEM == -1 ... */
-#define TP_ENOMEM (-TP_ENOMEM_)
-#define TP_EINVAL (-TP_EINVAL_)
-#define TP_EAGAIN (-TP_EAGAIN_)
-#define TP_EPROTO (-TP_EPROTO_)
-#define TP_EIO (-TP_EIO_)
-#define TP_ECONNECT (-TP_ECONNECT_)
-#define TP_ETIMEDOUT (-TP_ETIMEDOUT_)
-#define TP_ENOTFOUND (-TP_ENOTFOUND_)
-#define TP_ETOOBIG (-TP_ETOOBIG_)
-#define TP_ECANCELED (-TP_ECANCELED_)
-#define TP_EUNSUPPORTED (-TP_EUNSUPPORTED_)
-#define TP_ESERVER (-TP_ESERVER_)
-#define TP_EINTERRUPTED (-TP_EINTERRUPTED_)
-
-/* A short phrase for a TP_E* code; never NULL. */
-TP_API const char *tp_strerror(int code);
+#include "tokperf/errors.h"
 
 /* "0.1.0" */
 TP_API const char *tp_version(void);
@@ -104,24 +63,7 @@ typedef enum tp_service_kind {
   TP_SERVICE_TRITON_GENERATE = 3     /* Triton's HTTP generate / generate_stream */
 } tp_service_kind;
 
-/* Classes a failed request is counted under (the report shows a count per
- * class).  X-macro: enum value, short name used in exports. */
-#define TP_ERROR_CLASSES(X)          \
-  X(TP_ERRCLASS_NONE, "none")        \
-  X(TP_ERRCLASS_CONNECT, "connect")  \
-  X(TP_ERRCLASS_GRPC_STATUS, "grpc_status") \
-  X(TP_ERRCLASS_STREAM_RESET, "stream_reset") \
-  X(TP_ERRCLASS_TIMEOUT, "timeout")  \
-  X(TP_ERRCLASS_PROTOCOL, "protocol") \
-  X(TP_ERRCLASS_SERVER, "server_error") \
-  X(TP_ERRCLASS_CANCELLED, "cancelled") \
-  X(TP_ERRCLASS_TLS, "tls")          \
-  X(TP_ERRCLASS_HTTP_STATUS, "http_status")
 
-#define TP_ERRCLASS_ENUM(name, str) name,
-typedef enum tp_error_class { TP_ERROR_CLASSES(TP_ERRCLASS_ENUM) TP_ERRCLASS_COUNT } tp_error_class;
-#undef TP_ERRCLASS_ENUM
-TP_API const char *tp_error_class_name(tp_error_class c);
 
 typedef struct tp_mock_config tp_mock_config;
 
@@ -691,36 +633,8 @@ TP_API void tp_tokenizer_free(tp_tokenizer *t);
  * lookup at revision main by itself. */
 TP_API int tp_tokenizer_find(const char *name, const char *revision, char **path, char *err, size_t errlen);
 
-/* ------------------------------------------------------------------------ */
-/* Value parsers for command lines.  Each returns 0 or TP_EINVAL and writes
- * into err a phrase saying what was expected (the caller adds the option
- * name and the quoted value). */
-
-/* Unsigned count with an optional k/M/G suffix (powers of 1000): "10k". */
-TP_API int tp_parse_count(const char *s, uint64_t *out, char *err, size_t errlen);
-
-/* Duration: a number with unit ns, us, ms, s, m or h ("500ms", "1.5s",
- * "2m").  A bare number takes default_unit_ns (e.g. 1e6 for ms). */
-TP_API int tp_parse_duration_ns(const char *s, uint64_t default_unit_ns, uint64_t *out,
-                                char *err, size_t errlen);
-
-/* Non-negative decimal number ("0.5", "20"). */
-TP_API int tp_parse_double(const char *s, double *out, char *err, size_t errlen);
-
-/* A size in bytes with an optional k, M or G suffix, powers of 1024, and an
- * optional B ("64M", "16KiB", "4096"). */
-TP_API int tp_parse_size(const char *s, uint64_t *out, char *err, size_t errlen);
-
-/* A fraction from 0 to 1 ("0.05") or a percentage ("5%"). */
-TP_API int tp_parse_fraction(const char *s, double *out, char *err, size_t errlen);
-
-/* A list of positive integers: "1,4,8", a range "START:END[:STEP]" with an
- * additive step ("4:32:4", step 1 by default) or a multiplying one
- * ("1:64:x2"), or lists of those ("1,2,8:32:8").  Ranges include END when
- * the steps land on it.  At most max_values values; *vals is returned owned
- * (free()). */
-TP_API int tp_parse_uint_list(const char *s, uint32_t **vals, size_t *n, size_t max_values,
-                              char *err, size_t errlen);
+/* Value parsers for command lines: tokperf/parse.h. */
+#include "tokperf/parse.h"
 
 #ifdef __cplusplus
 }

@@ -22,6 +22,7 @@
 
 #include "client/tp_client_http.h"
 #include "transport/tp_http.h"
+#include "tokperf/tokperf.h"
 
 #define MAX_LIST 16
 

@@ -22,6 +22,7 @@
 #include "report/tp_compare.h"
 #include "report/tp_export.h"
 #include "report/tp_report.h"
+#include "tokperf/tokperf.h"
 
 #define MONO0 7000000000ULL
 #define WALL0 1710000000123456789ULL

@@ -1758,6 +1758,12 @@ static int sessions_level_start(tp_run *r, char *err, size_t errlen) {
               "or --duration (not a schedule or stability windows)", r->ds.source);
     return TP_EINVAL;
   }
+  if (r->mpi) {
+    /* Each rank would run every session: they are not split yet. */
+    tp_seterr(err, errlen, "%s: a conversations file does not run across MPI ranks yet; run it in one process",
+              r->ds.source);
+    return TP_EUNSUPPORTED;
+  }
   bool open = L->pt.mode == TP_LOAD_RATE;
   tp_sessions_opts o = {&r->ds, open ? TP_PACER_OPEN : TP_PACER_CLOSED, L->slots, L->offsets, L->n_offsets,
                         L->total == SIZE_MAX ? UINT64_MAX : (uint64_t)L->total};

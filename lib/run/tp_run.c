@@ -157,6 +157,7 @@ typedef struct level_state {
   tp_sessions_turn *sess_turns;
   char **sess_sent;
   size_t sess_cap;
+  size_t sess_total; /* sessions to run (SIZE_MAX = for the duration) */
   tp_buf sess_msgs;
 } level_state;
 
@@ -1775,6 +1776,7 @@ static int sessions_level_start(tp_run *r, char *err, size_t errlen) {
   }
   tp_buf_init(&L->sess_msgs);
   /* The pacer plans; the level's own planning is done. */
+  L->sess_total = L->total;
   L->total = SIZE_MAX;
   tp_timer_init(&L->plan_timer, on_sessions_timer, r);
   return 0;
@@ -1885,7 +1887,13 @@ static int run_level(tp_run *r, size_t li, char *err, size_t errlen) {
     rv = sessions_level_start(r, err, errlen);
     if (rv) return rv;
   }
-  if (r->cfg.measure_mode == TP_MEASURE_TIME_WINDOWS)
+  if (L->sess && L->sess_total == SIZE_MAX)
+    progress(r, "%s: sessions of %s for %" PRIu64 " ms, each turn with its history", desc, r->ds.source,
+             r->cfg.duration_ms);
+  else if (L->sess)
+    progress(r, "%s: %zu sessions of %s (+%zu warm-up), each turn with its history", desc,
+             L->sess_total - L->n_warmup, r->ds.source, L->n_warmup);
+  else if (r->cfg.measure_mode == TP_MEASURE_TIME_WINDOWS)
     progress(r, "%s: measuring in windows of %" PRIu64 " ms until three agree within %g%%", desc,
              r->cfg.measurement_interval_ms, r->cfg.stability_percentage);
   else if (r->cfg.measure_mode == TP_MEASURE_COUNT_WINDOWS)

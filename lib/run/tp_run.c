@@ -1698,8 +1698,9 @@ static void plan_session_turn(tp_run *r, const tp_sessions_turn *t) {
       L->measure_end_ns = rec->planned_ns + r->cfg.duration_ms * TP_NS_PER_MS;
   }
   send_request(r, seq);
-  /* Not sent (no callback follows): the session ends with it. */
-  if (L->recs[seq].done_ns && !L->recs[seq].sent_ns) tp_sessions_done(L->sess, t, false, NULL, 0, tp_now_ns());
+  /* A send never ends inside send_request: an end already there means it
+   * was not sent (no callback follows), and the session ends with it. */
+  if (L->recs[seq].done_ns) tp_sessions_done(L->sess, t, false, NULL, 0, tp_now_ns());
 }
 
 /* Sends every turn that may leave now, then arms the timer for the next

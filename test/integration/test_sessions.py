@@ -110,6 +110,27 @@ for kind in ("chat", "completions", "triton"):
           "%s: records carry session_id and turn" % kind)
     check("Per turn (sessions)" in p.stdout, "%s: the text report has the per-turn table" % kind, p.stdout[-1500:])
 
+# A failed turn ends its session (a user would not go on): with a third of
+# the requests failing, fewer later turns are sent, and the run still ends.
+art = os.path.join(tmp, "art_faults")
+p = subprocess.run([TOKPERF, "profile", "--mock", "--mock-fault", "http_status:503", "--mock-fault-rate", "0.3",
+                    "--service-kind", "openai", "--endpoint-type", "chat", "--input-file", conv, "--concurrency", "2",
+                    "--request-count", "6", "--artifact-dir", art, "--json", art + ".json", "-q"],
+                   capture_output=True, text=True, timeout=120 * SCALE)
+lv = json.load(open(art + ".json"))["levels"][0] if p.returncode == 0 else {}
+reqs = [t["requests"] for t in lv.get("turns", [])]
+failed_turns = {}
+with open(os.path.join(art, "records.jsonl")) if p.returncode == 0 else open(os.devnull) as f:
+    for line in f:
+        r = json.loads(line)
+        if not r["ok"]:
+            failed_turns[r["session"]] = r["turn"]
+with open(os.path.join(art, "records.jsonl")) if p.returncode == 0 else open(os.devnull) as f:
+    after = [json.loads(x) for x in f if x.strip()]
+after = [r for r in after if r["session"] in failed_turns and r["turn"] > failed_turns[r["session"]]]
+check(p.returncode == 0 and failed_turns and not after and sum(reqs) < 24 and lv["sessions"]["completed"] < 6,
+      "a failed turn ends its session: no later turn of it is sent", json.dumps([reqs, failed_turns]))
+
 # A bad conversations file is named by file and line.
 bad = os.path.join(tmp, "bad.jsonl")
 with open(bad, "w") as f:

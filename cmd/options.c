@@ -497,6 +497,8 @@ static const tp_setting mock_rows[] = {
       "close connections with no request in progress for this long (gRPC: GOAWAY first; 0: never)", "5000", 0),
     M("prefix_cache", "--prefix-cache", TP_SET_FLAG, prefix_cache, NULL, 1, 0,
       "cache prompt prefixes: the cached part skips prefill time", NULL, 0),
+    M("log_prompts", "--log-prompts", TP_SET_FLAG, log_prompts, NULL, 1, 0,
+      "with a log: each request's line holds its prompt as the mock read it (chat contents joined)", NULL, 0),
     M("prefix_cache_block_words", "--prefix-cache-block-words", TP_SET_U32, prefix_cache_block_words, "N", 1,
       1000000, "prefix cache block size in words", "32", 0),
     M("prefix_cache_blocks", "--prefix-cache-blocks", TP_SET_U32, prefix_cache_blocks, "N", 1, 100000000,

@@ -442,6 +442,10 @@ nomem:
 void tp_dataset_free(tp_dataset *ds) {
   if (!ds) return;
   for (size_t i = 0; i < ds->n; i++) free_prompt(&ds->items[i]);
+  for (size_t i = 0; ds->turns && i < ds->n; i++) free(ds->turns[i].assistant);
+  for (size_t i = 0; i < ds->n_sessions; i++) free(ds->sessions[i].id);
+  free(ds->turns);
+  free(ds->sessions);
   free(ds->items);
   free(ds->source);
   memset(ds, 0, sizeof(*ds));

@@ -21,6 +21,22 @@ typedef struct tp_prompt {
   char *inputs;
 } tp_prompt;
 
+/* A conversations file (docs/sessions.md): one session per line, each a
+ * list of turns.  Each turn is also a prompt of the dataset (its user text,
+ * max_tokens), in file order; a session's turns are items[first ..
+ * first + turns - 1]. */
+typedef struct tp_session {
+  char *id;     /* owned: the line's "session_id", or "line N" */
+  size_t first; /* its first turn's prompt index */
+  uint32_t turns;
+} tp_session;
+
+/* Per turn (parallel to items in a conversations file). */
+typedef struct tp_turn {
+  uint64_t delay_ms; /* think time before this turn (after the previous turn's answer) */
+  char *assistant;   /* owned: the fixed answer sent as history instead of the model's, or NULL */
+} tp_turn;
+
 typedef struct tp_dataset {
   tp_prompt *items;
   size_t n;
@@ -33,6 +49,11 @@ typedef struct tp_dataset {
   /* Fields the file holds that tokperf reads but does not use, said once
    * on stderr by the caller ("" = nothing to say). */
   char note[320];
+  /* A conversations file: its sessions, and per item its turn (both NULL
+   * and 0 otherwise). */
+  tp_session *sessions;
+  size_t n_sessions;
+  tp_turn *turns;
 } tp_dataset;
 
 /* Reads JSON Lines: one object per line with the prompt under "text_input",
@@ -52,6 +73,8 @@ int tp_dataset_load_jsonl(tp_dataset *ds, const char *path, char *err, size_t er
  *   "delay"};
  * - perf_analyzer's input data, a JSON object {"data": [{INPUT: VALUE}...]};
  * - a ShareGPT JSON array [{"conversations": [{"from", "value"}...]}...].
+ * - a conversations file (JSONL whose first line has a "turns" list:
+ *   tokperf's sessions and AIPerf's multi_turn, docs/sessions.md).
  * Errors name the file and the line or the JSON path of the entry. */
 int tp_dataset_load(tp_dataset *ds, const char *path, char *err, size_t errlen);
 

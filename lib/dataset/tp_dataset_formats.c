@@ -361,6 +361,7 @@ int tp__dataset_parse_any(tp_dataset *ds, const char *name, const char *data, si
     p += 3;
     n -= 3;
   }
+  if (tp__dataset_is_sessions(p, n)) return tp__dataset_sessions(ds, name, data, len, err, errlen);
   size_t i = 0;
   while (i < n && (p[i] == ' ' || p[i] == '\t' || p[i] == '\r' || p[i] == '\n')) i++;
   if (i == n || (p[i] != '{' && p[i] != '[')) return tp__dataset_parse_buffer(ds, name, data, len, err, errlen);

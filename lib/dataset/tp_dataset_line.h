@@ -44,6 +44,15 @@ int tp__dataset_perf_analyzer(tp_dataset *ds, const char *name, const json_t *ro
                               size_t errlen);
 int tp__dataset_sharegpt(tp_dataset *ds, const char *name, const json_t *root, char *err, size_t errlen);
 
+/* A conversations file (docs/sessions.md): true when the first non-blank
+ * line of the document is an object with a "turns" list. */
+bool tp__dataset_is_sessions(const char *data, size_t len);
+/* Parses a conversations file into ds (initialised here, like
+ * tp__dataset_parse_buffer).  Returns 0, TP_EINVAL with "FILE:LINE: ..."
+ * in err, or TP_ENOMEM; ds must be freed whatever the result. */
+int tp__dataset_sessions(tp_dataset *ds, const char *name, const char *data, size_t len, char *err,
+                         size_t errlen);
+
 /* Appends one prompt (taken over) to ds, growing it.  Returns 0 or
  * TP_ENOMEM (the prompt is then still the caller's). */
 int tp__dataset_push(tp_dataset *ds, const tp_prompt *p);

@@ -292,7 +292,7 @@ static void log_flush(tp_mock *m, bool force) {
   tp_buf_reset(&m->logbuf);
 }
 
-void tp__mock_log_request(tp_mock *m, tp__mock_job *j, uint64_t t_ns) {
+void tp__mock_log_request(tp_mock *m, tp__mock_job *j, uint64_t t_ns, const char *prompt, size_t prompt_len) {
   if (!m->log) return;
   tp_buf *b = &m->logbuf;
   tp_buf_append_str(b, "{\"ev\":\"request\",\"id\":");
@@ -305,6 +305,10 @@ void tp__mock_log_request(tp_mock *m, tp__mock_job *j, uint64_t t_ns) {
   if (j->fault.kind != TP_MOCK_FAULT_NONE)
     tp_buf_printf(b, ",\"fault\":\"%s\",\"fault_after\":%u", tp_mock_fault_name(j->fault.kind),
                   j->fault.after_tokens);
+  if (m->cfg.log_prompts && prompt) {
+    tp_buf_append_str(b, ",\"prompt\":");
+    tp_mock_json_str(b, prompt, prompt_len);
+  }
   tp_buf_append_str(b, "}\n");
   log_flush(m, false);
 }
@@ -855,7 +859,7 @@ int tp__mock_job_submit(tp_mock *m, tp__mock_job *j, tp_mock_seq_params *p, uint
     j->submitted = true;
   }
   tp__mock_count(&m->n_requests, 1);
-  tp__mock_log_request(m, j, now_ns);
+  tp__mock_log_request(m, j, now_ns, p->prompt, p->prompt_len);
   if (j->fault.kind == TP_MOCK_FAULT_ENDLESS) tp__mock_job_fault_fired(m, j, now_ns);
   return 0;
 }

@@ -204,7 +204,8 @@ void tp__mock_job_fini(tp__mock_job *j);
 
 /* ---- log ------------------------------------------------------------------------- */
 
-void tp__mock_log_request(tp_mock *m, tp__mock_job *j, uint64_t t_ns);
+/* prompt (may be NULL) is written when cfg.log_prompts asks for it. */
+void tp__mock_log_request(tp_mock *m, tp__mock_job *j, uint64_t t_ns, const char *prompt, size_t prompt_len);
 /* With deferred_off NULL the line carries t_ns.  Otherwise the time is left
  * blank (a fixed-width field) and *deferred_off says where, for
  * tp__mock_log_fill once the response is handed to the socket; *deferred_off

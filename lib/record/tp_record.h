@@ -24,6 +24,10 @@ typedef struct tp_record {
   uint32_t resends;      /* re-sent on a fresh connection (tp_client_done.resends) */
   uint32_t rank;         /* the MPI rank that sent it (docs/scale-out.md); 0 in a single process */
   tp_error_class err_class; /* TP_ERRCLASS_NONE = succeeded */
+  /* Multi-turn sessions (docs/sessions.md): the session's number in the
+   * level plus 1 (0 = not a session's turn), and the turn, from 0. */
+  uint32_t session;
+  uint32_t turn;
 
   /* Monotonic nanoseconds (tp_now_ns).  0 = did not happen. */
   uint64_t planned_ns;    /* when the scheduler meant to send it */

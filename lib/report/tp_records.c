@@ -46,6 +46,13 @@ char *tp_records_format(const tp_record *rec, const tp_records_line *l) {
   json_object_set_new(o, "warmup", json_boolean(rec->warmup));
   json_object_set_new(o, "resends", json_integer(rec->resends));
   json_object_set_new(o, "prompt_index", json_integer(rec->prompt_index));
+  if (rec->session) {
+    /* Sessions (docs/sessions.md): the file's id, the session's number in
+     * the level (a file's session may run more than once) and the turn. */
+    json_object_set_new(o, "session_id", json_string(l->session_id ? l->session_id : ""));
+    json_object_set_new(o, "session", json_integer((json_int_t)rec->session - 1));
+    json_object_set_new(o, "turn", json_integer(rec->turn));
+  }
   json_object_set_new(o, "max_tokens", json_integer(rec->max_tokens));
   json_object_set_new(o, "planned_ns", json_integer((json_int_t)rec->planned_ns));
   json_object_set_new(o, "sent_ns", json_integer((json_int_t)rec->sent_ns));

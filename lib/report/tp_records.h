@@ -25,6 +25,7 @@ typedef struct tp_records_line {
   uint32_t concurrency;
   double rate;
   bool with_rank;       /* a distributed run: write "rank" */
+  const char *session_id; /* a session's turn (rec->session > 0): the file's session id */
 } tp_records_line;
 
 /* One line of the records file as owned text (free()), without the newline;

@@ -247,6 +247,45 @@ static void print_ranks(FILE *out, const tp_level_result *lr) {
             "are missing from this level\n", lr->ranks - lr->ranks_reporting, lr->ranks);
 }
 
+/* Multi-turn sessions (docs/sessions.md): a row per turn index. */
+static void fmt_or_na(char *buf, size_t len, double v, int decimals) {
+  if (v < 0)
+    snprintf(buf, len, NA);
+  else
+    fmt_num(buf, len, v, decimals);
+}
+
+static void print_turns(FILE *out, const tp_level_result *lr) {
+  enum { COLS = 9, MAX_TURNS = 64 };
+  cell head[COLS], cells[MAX_TURNS * COLS];
+  const char *h[COLS] = {"Turn", "Requests", "TTFT avg (ms)", "TTFT p99 (ms)", "ITL avg (ms)", "Latency avg (ms)",
+                         "Input tokens", "Cached tokens", "Output tokens"};
+  for (int c = 0; c < COLS; c++) set_cell(&head[c], h[c]);
+  size_t rows = lr->n_turns < MAX_TURNS ? lr->n_turns : MAX_TURNS;
+  for (size_t i = 0; i < rows; i++) {
+    const tp_turn_stats *t = &lr->turns[i];
+    cell *c = cells + i * COLS;
+    snprintf(c[0].s, sizeof(c[0].s), "%u", t->turn + 1);
+    snprintf(c[1].s, sizeof(c[1].s), "%" PRIu64, t->requests);
+    fmt_or_na(c[2].s, sizeof(c[2].s), t->ttft_ms_avg, 2);
+    fmt_or_na(c[3].s, sizeof(c[3].s), t->ttft_ms_p99, 2);
+    fmt_or_na(c[4].s, sizeof(c[4].s), t->itl_ms_avg, 2);
+    fmt_or_na(c[5].s, sizeof(c[5].s), t->latency_ms_avg, 2);
+    fmt_or_na(c[6].s, sizeof(c[6].s), t->input_tokens_avg, 1);
+    fmt_or_na(c[7].s, sizeof(c[7].s), t->cached_tokens_avg, 1);
+    fmt_or_na(c[8].s, sizeof(c[8].s), t->output_tokens_avg, 1);
+  }
+  fputc('\n', out);
+  table(out, "Per turn (sessions)", head, cells, COLS, rows);
+  if (lr->n_turns > rows) fprintf(out, "note: %zu more turns in the JSON report\n", lr->n_turns - rows);
+  const tp_session_summary *s = &lr->sessions;
+  char tok[64];
+  fmt_or_na(tok, sizeof(tok), s->tokens_avg, 1);
+  fprintf(out, "Sessions: %" PRIu64 " measured, %" PRIu64 " completed, %.2f turns each; time per session (s, think "
+          "time included) avg %.3f p99 %.3f; tokens per session (input + output) %s\n",
+          s->sessions, s->completed, s->turns_avg, s->time_s_avg, s->time_s_p99, tok);
+}
+
 static void print_level(FILE *out, const tp_report_input *in, const tp_level_result *lr,
                         bool *noted_tokens) {
   cell head[STAT_COLS], cells[MAX_TABLE_ROWS * STAT_COLS];
@@ -291,6 +330,7 @@ static void print_level(FILE *out, const tp_report_input *in, const tp_level_res
   fprintf(out, "Measured window (s): %s, max in flight (requests): %" PRIu32 "\n", a,
           lr->max_in_flight);
   if (lr->ranks) print_ranks(out, lr);
+  if (lr->n_turns) print_turns(out, lr);
   if (lr->trials)
     fprintf(out, "Stability: %" PRIu32 " windows, %s\n", lr->trials,
             lr->stable ? "the last three agreed" : "the last three never agreed within the percentage");
@@ -783,6 +823,29 @@ static json_t *level_json(const tp_level_result *lr) {
   bad |= set(o, "stable", lr->trials ? json_boolean(lr->stable) : json_null());
   bad |= set(o, "window_s", lr->window_end_s > 0 ? json_pack("[f,f]", lr->window_start_s, lr->window_end_s)
                                                     : json_null());
+  /* Only in sessions runs (docs/sessions.md), like "mpi" below. */
+  if (lr->n_turns) {
+    json_t *turns = json_array();
+    for (size_t i = 0; turns && i < lr->n_turns; i++) {
+      const tp_turn_stats *t = &lr->turns[i];
+      json_array_append_new(turns, json_pack("{s:i,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o}", "turn", (int)t->turn,
+          "requests", u64(t->requests), "succeeded", u64(t->succeeded),
+          "ttft_ms_avg", real_or_null(t->ttft_ms_avg < 0 ? NAN : t->ttft_ms_avg),
+          "ttft_ms_p50", real_or_null(t->ttft_ms_p50 < 0 ? NAN : t->ttft_ms_p50),
+          "ttft_ms_p99", real_or_null(t->ttft_ms_p99 < 0 ? NAN : t->ttft_ms_p99),
+          "itl_ms_avg", real_or_null(t->itl_ms_avg < 0 ? NAN : t->itl_ms_avg),
+          "latency_ms_avg", real_or_null(t->latency_ms_avg < 0 ? NAN : t->latency_ms_avg),
+          "input_tokens_avg", real_or_null(t->input_tokens_avg < 0 ? NAN : t->input_tokens_avg),
+          "cached_tokens_avg", real_or_null(t->cached_tokens_avg < 0 ? NAN : t->cached_tokens_avg),
+          "output_tokens_avg", real_or_null(t->output_tokens_avg < 0 ? NAN : t->output_tokens_avg)));
+    }
+    bad |= set(o, "turns", turns);
+    const tp_session_summary *ss = &lr->sessions;
+    bad |= set(o, "sessions", json_pack("{s:o,s:o,s:f,s:f,s:f,s:o}", "sessions", u64(ss->sessions), "completed",
+                                        u64(ss->completed), "turns_avg", ss->turns_avg, "time_s_avg", ss->time_s_avg,
+                                        "time_s_p99", ss->time_s_p99, "tokens_avg",
+                                        real_or_null(ss->tokens_avg < 0 ? NAN : ss->tokens_avg)));
+  }
   /* Only in distributed runs, so a single process's document is unchanged. */
   if (lr->ranks) bad |= set(o, "mpi", mpi_json(lr));
   if (bad) {

@@ -53,6 +53,7 @@
 #include "util/tp_timer.h"
 #include "util/tp_wake.h"
 #include "tokperf/tokperf.h"
+#include "run/tp_sessions.h"
 
 #define MAX_RESPONSE_BYTES (64u << 20)
 #define DEFAULT_MAX_TOKENS 128
@@ -106,6 +107,7 @@ typedef struct count_job {
   char *sent_text; /* owned: the full prompt when a marker or prefix was added */
   size_t sent_len;
   uint64_t line_off; /* where its records line went, plus 1; 0 = not written */
+  const char *session_id; /* a session's turn: the file's id (borrowed from the dataset) */
 } count_job;
 
 typedef struct level_state {
@@ -149,6 +151,15 @@ typedef struct level_state {
   uint32_t slots;
   uint64_t seq_base, seq_step;
   size_t total_all;
+  /* Multi-turn sessions (a conversations file, docs/sessions.md): NULL
+   * otherwise.  Per request: its turn, and the text it sent (kept for the
+   * token count only when a tokenizer counts). */
+  tp_sessions *sess;
+  tp_sessions_turn *sess_turns;
+  char **sess_sent;
+  size_t sess_cap;
+  size_t sess_total; /* sessions to run (SIZE_MAX = for the duration) */
+  tp_buf sess_msgs;
 } level_state;
 
 struct tp_run {
@@ -805,6 +816,12 @@ static void plan_request(tp_run *r, uint64_t planned_ns) {
 }
 
 static void build_sent_text(tp_run *r, size_t seq, tp_buf *out);
+static void sessions_fill_send(tp_run *r, size_t seq, tp_client_send *snd);
+static void sessions_on_done(tp_run *r, size_t seq);
+static void sessions_pump(tp_run *r, uint64_t now);
+static int sessions_level_start(tp_run *r, char *err, size_t errlen);
+static void sessions_level_stats(tp_run *r, tp_level_result *lv);
+static void sessions_level_end(tp_run *r);
 static void finish_done(tp_run *r, size_t seq);
 static void on_done_defer(tp_defer *d);
 
@@ -873,7 +890,7 @@ static int count_input(const tp_run *r, const tp_tok *tok, const char *text, siz
  * whole. */
 static uint64_t write_record_line(tp_run *r, const count_job *j, bool flush) {
   if (!r->records_fp) return 0;
-  tp_records_line l = {j->id, j->level, j->mode, j->concurrency, j->rate, r->mpi != NULL};
+  tp_records_line l = {j->id, j->level, j->mode, j->concurrency, j->rate, r->mpi != NULL, j->session_id};
   char *line = tp_records_format(&j->snap, &l);
   if (!line) return 0;
   uv_mutex_lock(&r->records_lock);
@@ -945,11 +962,17 @@ static void finish_done(tp_run *r, size_t seq) {
       j->tok = r->tok;
       j->snap = *rec;
       snprintf(j->id, sizeof(j->id), "%s%" PRIu64, r->id_prefix, rec->seq);
+      if (rec->session) j->session_id = L->ds->sessions[L->sess_turns[seq].session_index].id;
       j->level = r->n_levels;
       j->mode = L->pt.mode;
       j->concurrency = L->pt.concurrency;
       j->rate = L->pt.rate;
-      if (r->cfg.cache_bust || r->n_prefixes) {
+      if (L->sess) {
+        /* A turn sent its whole history: that is its input. */
+        j->sent_text = L->sess_sent ? L->sess_sent[seq] : NULL;
+        j->sent_len = j->sent_text ? strlen(j->sent_text) : 0;
+        if (L->sess_sent) L->sess_sent[seq] = NULL;
+      } else if (r->cfg.cache_bust || r->n_prefixes) {
         build_sent_text(r, seq, &r->sendbuf);
         j->sent_text = tp_strndup((const char *)r->sendbuf.data, r->sendbuf.len);
         j->sent_len = r->sendbuf.len;
@@ -1014,7 +1037,9 @@ static void req_on_done(void *req, const tp_client_done *d) {
   note_done(L, rec);
 
   /* Refill first, so the next request leaves before any bookkeeping. */
-  if (!r->interrupted) {
+  if (L->sess) {
+    sessions_on_done(r, seq);
+  } else if (!r->interrupted) {
     if (L->pt.mode == TP_LOAD_CONCURRENCY) {
       if (!L->stop_planning) plan_request(r, tp_now_ns());
     } else if (L->wait_len) {
@@ -1070,6 +1095,7 @@ static void send_request(tp_run *r, size_t seq) {
     snd.messages = p->messages; /* the chat messages as the file gave them */
   }
   if (r->file_inputs) snd.inputs = p->inputs;
+  if (L->sess) sessions_fill_send(r, seq, &snd);
   rec->sent_ns = now;
   L->in_flight++;
   if (L->in_flight > L->max_in_flight) L->max_in_flight = L->in_flight;
@@ -1205,6 +1231,12 @@ static void on_interrupt(uv_async_t *a) {
     note_done(L, rec);
   }
   tp_timer_stop(r->timers, &L->plan_timer);
+  if (L->sess) {
+    /* Turns not yet due never leave, and none waiting for the cap either. */
+    tp_sessions_stop_at(L->sess, tp_now_ns(), tp_now_ns(), true);
+    tp_sessions_drop_waiting(L->sess, tp_now_ns());
+    L->stop_planning = true;
+  }
   /* In-flight requests get the grace period to finish; then they are
    * cancelled, so a stalled server cannot hold the results hostage. */
   if (L->in_flight && r->client->ops->cancel_all) {
@@ -1635,6 +1667,161 @@ static int dist_leave(tp_run *r, int rv, char *err, size_t errlen) {
   return 0;
 }
 
+/* ---- multi-turn sessions (docs/sessions.md, run/tp_sessions.h) ------------- */
+
+static void on_sessions_timer(tp_timer *t, uint64_t now_ns);
+
+/* Room for request seq's turn (and sent text) beside the records. */
+static int sessions_grow(level_state *L, size_t seq) {
+  if (seq < L->sess_cap) return 0;
+  size_t cap = L->sess_cap ? L->sess_cap * 2 : 256;
+  while (cap <= seq) cap *= 2;
+  tp_sessions_turn *t = realloc(L->sess_turns, cap * sizeof(*t));
+  if (!t) return TP_ENOMEM;
+  L->sess_turns = t;
+  char **sent = realloc(L->sess_sent, cap * sizeof(*sent));
+  if (!sent) return TP_ENOMEM;
+  memset(sent + L->sess_cap, 0, (cap - L->sess_cap) * sizeof(*sent));
+  L->sess_sent = sent;
+  L->sess_cap = cap;
+  return 0;
+}
+
+/* One turn released by the pacer: recorded and sent like any request. */
+static void plan_session_turn(tp_run *r, const tp_sessions_turn *t) {
+  level_state *L = &r->lv;
+  tp_record *rec = grow_records(r);
+  if (!rec || sessions_grow(L, L->n_planned)) {
+    /* Out of memory: the session ends, nothing more starts. */
+    tp_sessions_done(L->sess, t, false, NULL, 0, tp_now_ns());
+    tp_sessions_stop_at(L->sess, 0, tp_now_ns(), true);
+    return;
+  }
+  size_t seq = L->n_planned++;
+  L->sess_turns[seq] = *t;
+  rec->seq = seq;
+  rec->planned_ns = t->it.planned_ns;
+  rec->prompt_index = (uint32_t)t->prompt_index;
+  rec->session = (uint32_t)t->it.session + 1;
+  rec->turn = t->it.turn;
+  /* The warm-up count is of sessions: all their turns are warm-up. */
+  rec->warmup = L->warmup_end_ns ? rec->planned_ns < L->warmup_end_ns : t->it.session < L->n_warmup;
+  rec->max_tokens = draw_max_tokens(r, &L->ds->items[rec->prompt_index], seq);
+  if (!rec->warmup && !L->measure_start_ns) {
+    L->measure_start_ns = rec->planned_ns;
+    if (r->cfg.measure_mode == TP_MEASURE_DURATION)
+      L->measure_end_ns = rec->planned_ns + r->cfg.duration_ms * TP_NS_PER_MS;
+  }
+  send_request(r, seq);
+  /* A send never ends inside send_request: an end already there means it
+   * was not sent (no callback follows), and the session ends with it. */
+  if (L->recs[seq].done_ns) tp_sessions_done(L->sess, t, false, NULL, 0, tp_now_ns());
+}
+
+/* Sends every turn that may leave now, then arms the timer for the next
+ * think time or session start. */
+static void sessions_pump(tp_run *r, uint64_t now) {
+  level_state *L = &r->lv;
+  tp_sessions_turn t;
+  while (!r->interrupted) {
+    /* Past the measured duration no session starts; those under way end. */
+    if (L->measure_end_ns) tp_sessions_stop_at(L->sess, L->measure_end_ns, now, false);
+    if (!tp_sessions_next(L->sess, now, &t)) break;
+    plan_session_turn(r, &t);
+    now = tp_now_ns();
+  }
+  uint64_t due = tp_sessions_next_due(L->sess);
+  if (due != UINT64_MAX && !r->interrupted)
+    tp_timer_start(r->timers, &L->plan_timer, due);
+  else
+    tp_timer_stop(r->timers, &L->plan_timer);
+  L->stop_planning = r->interrupted || tp_sessions_finished(L->sess);
+}
+
+static void on_sessions_timer(tp_timer *t, uint64_t now_ns) {
+  tp_run *r = t->data;
+  sessions_pump(r, now_ns);
+  level_check_done(r);
+}
+
+/* What a turn sends: the history as chat messages, or as text. */
+static void sessions_fill_send(tp_run *r, size_t seq, tp_client_send *snd) {
+  level_state *L = &r->lv;
+  bool chat = r->cfg.service_kind == TP_SERVICE_OPENAI_CHAT;
+  if (tp_sessions_build(L->sess, &L->sess_turns[seq], chat, &r->sendbuf, &L->sess_msgs)) return;
+  snd->prompt = (const char *)r->sendbuf.data;
+  snd->prompt_len = r->sendbuf.len;
+  snd->messages = chat ? (const char *)L->sess_msgs.data : NULL;
+  if (r->tok && L->sess_sent) L->sess_sent[seq] = tp_strndup(snd->prompt, snd->prompt_len);
+}
+
+/* A turn ended: its answer joins the history, and the session's next turn
+ * (after its think time) or a new session may leave. */
+static void sessions_on_done(tp_run *r, size_t seq) {
+  level_state *L = &r->lv;
+  tp_record *rec = &L->recs[seq];
+  uint64_t now = tp_now_ns();
+  tp_sessions_done(L->sess, &L->sess_turns[seq], tp_record_ok(rec), (const char *)rec->text.data, rec->text.len,
+                   rec->done_ns ? rec->done_ns : now);
+  if (!r->interrupted) sessions_pump(r, now);
+}
+
+static int sessions_level_start(tp_run *r, char *err, size_t errlen) {
+  level_state *L = &r->lv;
+  const tp_config *c = &r->cfg;
+  if (L->pt.mode == TP_LOAD_SCHEDULE || c->measure_mode == TP_MEASURE_TIME_WINDOWS ||
+      c->measure_mode == TP_MEASURE_COUNT_WINDOWS) {
+    tp_seterr(err, errlen, "%s: a conversations file runs with --concurrency or --request-rate, measured by count "
+              "or --duration (not a schedule or stability windows)", r->ds.source);
+    return TP_EINVAL;
+  }
+  if (r->mpi) {
+    /* Each rank would run every session: they are not split yet. */
+    tp_seterr(err, errlen, "%s: a conversations file does not run across MPI ranks yet; run it in one process",
+              r->ds.source);
+    return TP_EUNSUPPORTED;
+  }
+  bool open = L->pt.mode == TP_LOAD_RATE;
+  tp_sessions_opts o = {&r->ds, open ? TP_PACER_OPEN : TP_PACER_CLOSED, L->slots, L->offsets, L->n_offsets,
+                        L->total == SIZE_MAX ? UINT64_MAX : (uint64_t)L->total};
+  int rv = tp_sessions_new(&L->sess, &o);
+  if (rv) {
+    tp_seterr(err, errlen, "%s: cannot start the sessions (%s)", r->ds.source,
+              rv == TP_ENOMEM ? "out of memory" : "no concurrency or rate");
+    return rv;
+  }
+  tp_buf_init(&L->sess_msgs);
+  /* The pacer plans; the level's own planning is done. */
+  L->sess_total = L->total;
+  L->total = SIZE_MAX;
+  tp_timer_init(&L->plan_timer, on_sessions_timer, r);
+  return 0;
+}
+
+static void sessions_level_stats(tp_run *r, tp_level_result *lv) {
+  level_state *L = &r->lv;
+  tp_turn_stats *ts = NULL;
+  size_t n = 0;
+  if (tp_sessions_stats(L->recs, L->n_planned, &ts, &n, &lv->sessions) == 0) {
+    lv->turns = ts;
+    lv->n_turns = n;
+  }
+}
+
+static void sessions_level_end(tp_run *r) {
+  level_state *L = &r->lv;
+  if (!L->sess) return;
+  for (size_t i = 0; i < L->sess_cap; i++) free(L->sess_sent[i]);
+  free(L->sess_sent);
+  free(L->sess_turns);
+  tp_buf_fini(&L->sess_msgs);
+  tp_sessions_free(L->sess);
+  L->sess = NULL;
+  L->sess_sent = NULL;
+  L->sess_turns = NULL;
+  L->sess_cap = 0;
+}
+
 static int run_level(tp_run *r, size_t li, char *err, size_t errlen) {
   const point *pt = &r->points[li];
   level_state *L = &r->lv;
@@ -1675,6 +1862,9 @@ static int run_level(tp_run *r, size_t li, char *err, size_t errlen) {
     else if (pt->mode == TP_LOAD_RATE)
       measured = TP_MAX(16, (uint64_t)llround(4 * pt->rate));
   }
+  /* A conversations file: the counts are of sessions, and by default each
+   * of the file's sessions runs once. */
+  if (r->ds.n_sessions && L->ds == &r->ds && !r->cfg.request_count) measured = r->ds.n_sessions;
   switch (r->cfg.measure_mode) {
     case TP_MEASURE_COUNT: L->total = pt->mode == TP_LOAD_SCHEDULE && !r->cfg.request_count
                                           ? L->n_warmup + r->n_trace
@@ -1712,7 +1902,17 @@ static int run_level(tp_run *r, size_t li, char *err, size_t errlen) {
     L->n_offsets = n;
   }
 
-  if (r->cfg.measure_mode == TP_MEASURE_TIME_WINDOWS)
+  if (r->ds.n_sessions && L->ds == &r->ds) {
+    rv = sessions_level_start(r, err, errlen);
+    if (rv) return rv;
+  }
+  if (L->sess && L->sess_total == SIZE_MAX)
+    progress(r, "%s: sessions of %s for %" PRIu64 " ms, each turn with its history", desc, r->ds.source,
+             r->cfg.duration_ms);
+  else if (L->sess)
+    progress(r, "%s: %zu sessions of %s (+%zu warm-up), each turn with its history", desc,
+             L->sess_total - L->n_warmup, r->ds.source, L->n_warmup);
+  else if (r->cfg.measure_mode == TP_MEASURE_TIME_WINDOWS)
     progress(r, "%s: measuring in windows of %" PRIu64 " ms until three agree within %g%%", desc,
              r->cfg.measurement_interval_ms, r->cfg.stability_percentage);
   else if (r->cfg.measure_mode == TP_MEASURE_COUNT_WINDOWS)
@@ -1741,7 +1941,10 @@ static int run_level(tp_run *r, size_t li, char *err, size_t errlen) {
     uv_timer_start(&r->progress_timer, on_progress, PROGRESS_MS, PROGRESS_MS);
   }
 
-  if (pt->mode == TP_LOAD_CONCURRENCY) {
+  if (L->sess) {
+    tp_sessions_start(L->sess, L->t0);
+    sessions_pump(r, L->t0);
+  } else if (pt->mode == TP_LOAD_CONCURRENCY) {
     for (uint32_t i = 0; i < L->slots && !L->stop_planning && !r->interrupted; i++) plan_request(r, L->t0);
   } else {
     on_plan_timer(&L->plan_timer, L->t0);
@@ -1793,6 +1996,7 @@ static int run_level(tp_run *r, size_t li, char *err, size_t errlen) {
   lv->input_tokens_mean = pt->input_tokens;
   lv->output_tokens_mean = r->cfg.n_output_tokens_means ? pt->output_tokens : 0;
   lv->max_in_flight = L->max_in_flight;
+  if (L->sess) sessions_level_stats(r, lv);
   lv->trials = L->trials;
   lv->stable = L->stable;
   if (r->mpi) dist_fill_level(r, li, lv);
@@ -1855,6 +2059,7 @@ static int run_level(tp_run *r, size_t li, char *err, size_t errlen) {
   free(L->waiting);
   L->offsets = NULL;
   L->waiting = NULL;
+  sessions_level_end(r);
   return 0;
 }
 
@@ -2246,6 +2451,7 @@ void tp_run_free(tp_run *r) {
   for (size_t i = 0; r->server_metrics && i < r->n_points; i++) free(r->server_metrics[i]);
   free(r->server_metrics);
   free(r->points);
+  for (size_t i = 0; r->levels && i < r->n_levels; i++) free((void *)r->levels[i].turns);
   free(r->levels);
   free(r->concurrency);
   free(r->rates);

@@ -60,7 +60,7 @@ static size_t write_and_shed(const char *path, tp_record *r, tp_record *shed, si
   for (size_t i = 0; i < n; i++) {
     char id[32];
     snprintf(id, sizeof(id), "c4-%zu", i);
-    tp_records_line l = {id, 0, TP_LOAD_CONCURRENCY, 4, 0, false};
+    tp_records_line l = {id, 0, TP_LOAD_CONCURRENCY, 4, 0, false, NULL};
     char *line = tp_records_format(&r[i], &l);
     long at = ftell(f);
     fputs(line, f);
@@ -99,7 +99,7 @@ static void test_format_and_lossless(void) {
   tp_record_add_response(&r, 100, true);
   tp_buf_append_str(&r.text, "ok");
   CHECK(tp_records_lossless(&r), "valid UTF-8 text is given back byte for byte");
-  tp_records_line l = {"c1-3", 2, TP_LOAD_RATE, 0, 2.5, false};
+  tp_records_line l = {"c1-3", 2, TP_LOAD_RATE, 0, 2.5, false, NULL};
   char *line = tp_records_format(&r, &l);
   CHECK(line && strstr(line, "\"request_rate\":2.5") && strstr(line, "\"id\":\"c1-3\"") &&
             strstr(line, "\"response_ns\":[100]") && strstr(line, "\"text\":\"ok\"") && !strchr(line, '\n'),

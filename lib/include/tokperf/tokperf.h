@@ -298,6 +298,27 @@ typedef struct tp_rank_info {
 /* Every figure of one level.  Times are in milliseconds, token throughputs
  * in tokens per second, request throughput in requests per second.  The
  * definitions are written down in docs/metrics.md. */
+/* Multi-turn sessions (docs/sessions.md): the measured turns of one turn
+ * index (0 = first), and the sessions of a level. */
+typedef struct tp_turn_stats {
+  uint32_t turn;
+  uint64_t requests, succeeded;
+  double ttft_ms_avg, ttft_ms_p50, ttft_ms_p99;
+  double itl_ms_avg;
+  double latency_ms_avg;
+  double input_tokens_avg;  /* the whole history sent; -1 = not counted */
+  double cached_tokens_avg; /* the server's usage.prompt_tokens_details.cached_tokens; -1 = not reported */
+  double output_tokens_avg; /* -1 = not counted */
+} tp_turn_stats;
+
+typedef struct tp_session_summary {
+  uint64_t sessions;  /* measured sessions (0 = not a sessions run) */
+  uint64_t completed; /* every turn answered */
+  double turns_avg;
+  double time_s_avg, time_s_p99; /* first turn sent to last answer, think times included */
+  double tokens_avg;             /* input + output tokens of all its turns; -1 = not counted */
+} tp_session_summary;
+
 typedef struct tp_level_result {
   tp_load_mode load_mode;
   uint32_t concurrency;       /* the level's concurrency, or the cap in rate mode (0 = none) */
@@ -376,6 +397,10 @@ typedef struct tp_level_result {
   const tp_server_metric *server_metrics;
   size_t n_server_metrics;
   double prefix_cache_hit_rate;
+  /* Sessions: per turn index (owned by the run) and the summary. */
+  const tp_turn_stats *turns;
+  size_t n_turns;
+  tp_session_summary sessions;
   uint32_t metrics_scrapes;
   uint32_t metrics_scrape_failures;
 
@@ -489,6 +514,8 @@ struct tp_mock_config {
    * measurements against. NULL = no log. */
   const char *log_path;
   bool quiet;
+  /* The log's request lines carry the prompt ("prompt"), as read. */
+  bool log_prompts;
 
   /* HTTP/1.1 port (OpenAI /v1 and Triton /v2 endpoints, /metrics):
    * TP_MOCK_HTTP_PORT_AUTO (the default) = 8000, or any free port when

@@ -1,0 +1,142 @@
+#!/usr/bin/env python3
+"""Multi-turn sessions (docs/sessions.md) against the mock, with the mock's
+own log (--mock-log, --mock-log-prompts) as the reference: each turn is sent
+with the whole history (earlier user texts and the model's actual answers,
+or the file's fixed answer), the think time between a turn's answer and the
+next turn's send is honoured, cached tokens rise with turns, and with the
+mock's prefix cache later turns start faster than the first.  Prints TAP."""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from tp_check import SCALE, check, done  # noqa: E402
+
+TOKPERF = sys.argv[1]
+WORDS = os.environ.get("TP_WORDS_MODEL")  # a tokenizer whose tokens are words
+tmp = tempfile.mkdtemp(prefix="tp_sessions_")
+LONG = " ".join(["the", "of", "and", "to"] * 24)  # words the words tokenizer knows
+DELAY_MS = 150
+conv = os.path.join(tmp, "conv.jsonl")
+with open(conv, "w") as f:
+    for s in range(3):
+        f.write(json.dumps({"session_id": "s%d" % s, "turns": [
+            {"text": "start%d %s" % (s, LONG), "max_tokens": 6},
+            {"text": "second%d question" % s, "max_tokens": 6, "delay_ms": DELAY_MS},
+            {"text": "third%d question" % s, "max_tokens": 6, "delay_ms": DELAY_MS,
+             **({"assistant": "FIXED%d answer" % s} if s == 2 else {})},
+            {"text": "fourth%d question" % s, "max_tokens": 6},
+        ]}) + "\n")
+
+
+def run(kind, endpoint=None):
+    art = os.path.join(tmp, "art_" + kind)
+    log = os.path.join(tmp, "mock_%s.jsonl" % kind)
+    args = [TOKPERF, "profile", "--mock", "--mock-prefix-cache", "--mock-prefill-us-per-token", "1000",
+            "--mock-log", log, "--mock-log-prompts", "--input-file", conv, "--concurrency", "2",
+            "--artifact-dir", art, "--json", art + ".json", "-q"]
+    if WORDS:  # the whole history sent is counted as the turn's input
+        args += ["--tokenizer", WORDS]
+    if endpoint:  # else Triton over gRPC, the history sent as text
+        args += ["--service-kind", "openai", "--endpoint-type", endpoint]
+    p = subprocess.run(args, capture_output=True, text=True, timeout=120 * SCALE)
+    recs, events, level = [], [], {}
+    if p.returncode == 0:
+        with open(os.path.join(art, "records.jsonl")) as f:
+            recs = [json.loads(x) for x in f if x.strip()]
+        with open(log) as f:
+            events = [json.loads(x) for x in f if x.strip()]
+        with open(art + ".json") as f:
+            level = json.load(f)["levels"][0]
+    return p, recs, events, level
+
+
+for kind in ("chat", "completions", "triton"):
+    p, recs, events, level = run(kind, None if kind == "triton" else kind)
+    check(p.returncode == 0 and len(recs) == 12 and all(r["ok"] for r in recs),
+          "%s: 3 sessions of 4 turns ran" % kind, p.stderr[-2000:])
+    if not recs:
+        continue
+    reqs = {e["id"]: e for e in events if e["ev"] == "request"}
+    answers, finals = {}, {}
+    for e in events:
+        if e["ev"] == "response":
+            answers[e["id"]] = answers.get(e["id"], "") + e.get("text", "")
+            finals[e["id"]] = max(finals.get(e["id"], 0), e["t_ns"])
+    # A session's requests in the log: those whose prompt starts with its
+    # first turn's text, in send order (its turns leave one after the other).
+    sessions = {}
+    for rid, e in sorted(reqs.items(), key=lambda kv: kv[1]["t_ns"]):
+        sessions.setdefault(e["prompt"].split()[0], []).append(rid)
+    hist_ok, gap_ok, cached_ok = True, True, True
+    for s, rids in sessions.items():
+        if len(rids) != 4:
+            hist_ok = False
+            continue
+        for k in range(1, 4):
+            prev, cur = reqs[rids[k - 1]], reqs[rids[k]]
+            prev_ans = answers.get(rids[k - 1], "")
+            i = s[len("start"):]
+            if k == 3 and i == "2":
+                prev_ans = "FIXED2 answer"
+            # The history: the previous prompt whole, then its answer.
+            body = prev["prompt"].rstrip("\n")
+            if body not in cur["prompt"] or prev_ans.strip() not in cur["prompt"]:
+                hist_ok = False
+            if k in (1, 2) and cur["t_ns"] - finals[rids[k - 1]] < DELAY_MS * 1_000_000:
+                gap_ok = False
+    check(len(sessions) == 3 and hist_ok, "%s: the log's prompt of turn k holds turns 1..k-1 and their answers" % kind,
+          json.dumps({s: [reqs[r]["prompt"][-80:] for r in rids] for s, rids in sessions.items()})[:1500])
+    check(gap_ok, "%s: the think time passed between an answer and the next turn's send (log times)" % kind)
+    turns = level.get("turns", [])
+    check(len(turns) == 4 and [t["requests"] for t in turns] == [3, 3, 3, 3], "%s: a JSON row per turn" % kind,
+          json.dumps(turns)[:800])
+    if len(turns) == 4 and kind != "triton":  # Triton reports no usage
+        cached = [t["cached_tokens_avg"] for t in turns]
+        check(all(c is not None for c in cached) and cached[0] == 0 and 0 < cached[1] <= cached[2] < cached[3], "%s: cached tokens rise with turns %s" % (kind, cached))
+    if len(turns) == 4 and (WORDS or kind != "triton"):
+        inputs = [t["input_tokens_avg"] for t in turns]
+        check(inputs[0] < inputs[1] < inputs[2] < inputs[3], "%s: input tokens grow %s" % (kind, inputs))
+    if len(turns) == 4:
+        ttft = [t["ttft_ms_avg"] for t in turns]
+        check(all(x < ttft[0] for x in ttft[1:]), "%s: later turns' TTFT below the first's (prefix cache) %s"
+              % (kind, ttft))
+    ss = level.get("sessions", {})
+    check(ss.get("sessions") == 3 and ss.get("completed") == 3 and ss.get("time_s_avg", 0) >= 2 * DELAY_MS / 1000,
+          "%s: session summary (3 sessions, time includes think time)" % kind, json.dumps(ss))
+    check(all(r.get("session_id", "").startswith("s") and 0 <= r.get("turn", -1) < 4 for r in recs),
+          "%s: records carry session_id and turn" % kind)
+    check("Per turn (sessions)" in p.stdout, "%s: the text report has the per-turn table" % kind, p.stdout[-1500:])
+
+# A failed turn ends its session (a user would not go on): with a third of
+# the requests failing, fewer later turns are sent, and the run still ends.
+art = os.path.join(tmp, "art_faults")
+p = subprocess.run([TOKPERF, "profile", "--mock", "--mock-fault", "http_status:503", "--mock-fault-rate", "0.3",
+                    "--service-kind", "openai", "--endpoint-type", "chat", "--input-file", conv, "--concurrency", "2",
+                    "--request-count", "6", "--artifact-dir", art, "--json", art + ".json", "-q"],
+                   capture_output=True, text=True, timeout=120 * SCALE)
+lv = json.load(open(art + ".json"))["levels"][0] if p.returncode == 0 else {}
+reqs = [t["requests"] for t in lv.get("turns", [])]
+failed_turns = {}
+with open(os.path.join(art, "records.jsonl")) if p.returncode == 0 else open(os.devnull) as f:
+    for line in f:
+        r = json.loads(line)
+        if not r["ok"]:
+            failed_turns[r["session"]] = r["turn"]
+with open(os.path.join(art, "records.jsonl")) if p.returncode == 0 else open(os.devnull) as f:
+    after = [json.loads(x) for x in f if x.strip()]
+after = [r for r in after if r["session"] in failed_turns and r["turn"] > failed_turns[r["session"]]]
+check(p.returncode == 0 and failed_turns and not after and sum(reqs) < 24 and lv["sessions"]["completed"] < 6,
+      "a failed turn ends its session: no later turn of it is sent", json.dumps([reqs, failed_turns]))
+
+# A bad conversations file is named by file and line.
+bad = os.path.join(tmp, "bad.jsonl")
+with open(bad, "w") as f:
+    f.write('{"session_id": "x", "turns": [{"text": "a"}]}\n{"session_id": "y", "turns": [{"max_tokens": 3}]}\n')
+p = subprocess.run([TOKPERF, "profile", "--mock", "--input-file", bad, "-q"], capture_output=True, text=True,
+                   timeout=60 * SCALE)
+check(p.returncode != 0 and "bad.jsonl:2: turn 1" in p.stderr, "a bad turn is named by file:line and turn",
+      p.stderr[-500:])
+done()

@@ -418,6 +418,8 @@ static const tp_setting mock_rows[] = {
       "fixed output length (0: the request's max_tokens, default 128)", "32", 0),
     M("eos_prob", "--eos-prob", TP_SET_F64, eos_prob, "P", 0, 1, "per-token end-of-sequence probability", "0.01",
       0),
+    M("reasoning_tokens", "--reasoning-tokens", TP_SET_U32, reasoning_tokens, "N", 0, 10000000,
+      "streamed chat answers begin with N reasoning tokens (reasoning_content deltas)", "16", 0),
     M("seed", "--seed", TP_SET_U64, seed, "N", 1, 0, "seed of the generated text and end-of-sequence draws", "7", 0),
     CUSTOM_ROW("http_dialect", "--http-dialect", "vllm|llamacpp|tgi|trtllm-serve", G_MOCK,
                "SSE stream dialect of the OpenAI endpoints", "llamacpp", 0, parse_dialect, format_dialect),

@@ -31,6 +31,7 @@ typedef struct tp_record {
   uint64_t first_resp_ns; /* first response message of any kind */
   uint64_t first_token_ns; /* first response carrying non-empty text */
   uint64_t second_token_ns; /* the second such response (time to second token) */
+  uint64_t first_answer_ns; /* first response with answer text, after any reasoning */
   uint64_t last_token_ns;  /* last response carrying non-empty text */
   uint64_t done_ns;        /* final response, error, or stream end */
 

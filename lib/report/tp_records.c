@@ -50,6 +50,7 @@ char *tp_records_format(const tp_record *rec, const tp_records_line *l) {
   json_object_set_new(o, "sent_ns", json_integer((json_int_t)rec->sent_ns));
   json_object_set_new(o, "first_token_ns", json_integer((json_int_t)rec->first_token_ns));
   json_object_set_new(o, "second_token_ns", json_integer((json_int_t)rec->second_token_ns));
+  json_object_set_new(o, "first_answer_ns", json_integer((json_int_t)rec->first_answer_ns));
   json_object_set_new(o, "last_token_ns", json_integer((json_int_t)rec->last_token_ns));
   json_object_set_new(o, "done_ns", json_integer((json_int_t)rec->done_ns));
   json_t *rs = json_array();

@@ -279,9 +279,13 @@ static void print_level(FILE *out, const tp_report_input *in, const tp_level_res
     fprintf(out, "Server usage: %" PRIu64 " requests reported token counts; they differ from the client's in %"
             PRIu64 " (output) and %" PRIu64 " (input); %" PRIu64 " prompt tokens served from its cache\n",
             lr->usage_reported, lr->usage_output_mismatches, lr->usage_input_mismatches, lr->cached_tokens);
-  if (lr->reasoning_tokens.n)
+  if (lr->reasoning_tokens.n) {
     fprintf(out, "Reasoning tokens (counted apart): avg %.1f, max %.0f\n", lr->reasoning_tokens.avg,
             lr->reasoning_tokens.max);
+    if (lr->ttfo_ms.n)
+      fprintf(out, "Time to first output token (after reasoning, ms): avg %.2f, p50 %.2f, p99 %.2f\n",
+              lr->ttfo_ms.avg, lr->ttfo_ms.p50, lr->ttfo_ms.p99);
+  }
   if (lr->accuracy_scored)
     fprintf(out, "Accuracy against %" PRIu64 " references: exact match %.2f%%, ROUGE-L F1 %.4f\n",
             lr->accuracy_scored, 100 * lr->exact_match_rate, lr->rouge_l_f1);

@@ -73,6 +73,7 @@ void tp_dist_shift_record(tp_record *rec, int64_t offset_ns) {
   rec->first_resp_ns = shift(rec->first_resp_ns, offset_ns);
   rec->first_token_ns = shift(rec->first_token_ns, offset_ns);
   rec->second_token_ns = shift(rec->second_token_ns, offset_ns);
+  rec->first_answer_ns = shift(rec->first_answer_ns, offset_ns);
   rec->last_token_ns = shift(rec->last_token_ns, offset_ns);
   rec->done_ns = shift(rec->done_ns, offset_ns);
   for (uint32_t i = 0; i < rec->n_resp; i++) rec->resp_ns[i] = shift(rec->resp_ns[i], offset_ns);
@@ -112,6 +113,7 @@ static int put_record(tp_buf *b, const tp_record *r) {
   rv |= put64(b, r->first_resp_ns);
   rv |= put64(b, r->first_token_ns);
   rv |= put64(b, r->second_token_ns);
+  rv |= put64(b, r->first_answer_ns);
   rv |= put64(b, r->last_token_ns);
   rv |= put64(b, r->done_ns);
   rv |= put32(b, r->n_resp);
@@ -201,6 +203,7 @@ static int get_record(reader *rd, tp_record *r) {
   r->first_resp_ns = get64(rd);
   r->first_token_ns = get64(rd);
   r->second_token_ns = get64(rd);
+  r->first_answer_ns = get64(rd);
   r->last_token_ns = get64(rd);
   r->done_ns = get64(rd);
   uint32_t n_resp = get32(rd);

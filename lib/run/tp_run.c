@@ -802,6 +802,7 @@ static void req_on_event(void *req, const tp_client_event *ev, uint64_t arrival_
   /* Reasoning text is a generated token for timing, but kept apart. */
   tp_buf *into = hev && hev->reasoning ? &rec->reasoning : &rec->text;
   if (has_text) {
+    if (into == &rec->text && !rec->first_answer_ns) rec->first_answer_ns = arrival_ns;
     if (x->cumulative) tp_buf_reset(into);
     tp_buf_append(into, ev->text, ev->text_len);
   }

@@ -126,6 +126,35 @@ if WORDS:
               "every answer has the target output tokens")
         check(out.count("LLM metrics, concurrency 2, input") == 4, "one table per point")
 
+# 6b. A reasoning model (issue #15): 8 reasoning tokens then 16 answer tokens,
+#     one every 10 ms.  ITL runs over every generated token (10 ms, not the
+#     240 ms span over 15 answer gaps); the time to first output token is
+#     the first answer token, 8 tokens after the first reasoning one.
+if WORDS:
+    rc, out, err, doc, recs = run(["--service-kind", "openai", "--endpoint-type", "chat", "-m", "ensemble",
+                                   "--tokenizer", WORDS, "--mock-reasoning-tokens", "8", "--mock-output-tokens", "24",
+                                   "--output-tokens-mean", "24", "--mock-itl-ms", "10", "--mock-itl-us-per-seq", "0",
+                                   "--mock-ttft-ms", "20", "--mock-prefill-us-per-token", "0",
+                                   "--concurrency", "1", "--request-count", "4"])
+    check(rc == 0 and doc, "reasoning run: exit 0", err)
+    if doc:
+        lv = doc["levels"][0]
+        check(lv["reasoning_tokens"]["avg"] == 8 and lv["output_tokens"]["avg"] == 16,
+              "reasoning tokens counted apart from the answer's",
+              "%r %r" % (lv["reasoning_tokens"], lv["output_tokens"]))
+        itl = lv["inter_token_latency_ms"]["avg"]
+        check(abs(itl - 10) < 1.0, "ITL over reasoning and answer tokens: %.2f ms (10 ms per token)" % itl)
+        tpot = lv["time_per_output_token_ms"]["avg"]
+        check(abs(tpot - 10) < 1.0, "TPOT over every generated token: %.2f ms" % tpot)
+        ttft = lv["time_to_first_token_ms"]["avg"]
+        ttfo = lv["time_to_first_output_token_ms"]["avg"]
+        check(abs(ttfo - ttft - 80) < 8, "time to first output token = TTFT + 8 reasoning tokens (%.1f vs %.1f ms)"
+              % (ttfo, ttft))
+        check(all(r["first_answer_ns"] - r["first_token_ns"] >= 70e6 for r in recs),
+              "records.jsonl: first_answer_ns after the reasoning")
+        check("Time to first output token" in out, "the report shows the time to first output token")
+        check(lv["output_length_mismatches"] == 0, "max_tokens bounds reasoning and answer together")
+
 # 7. Trace replay with a speed-up.
 trace = os.path.join(tmp, "trace.jsonl")
 with open(trace, "w") as f:

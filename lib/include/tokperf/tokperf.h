@@ -357,6 +357,7 @@ typedef struct tp_level_result {
   /* The figures other tools report under their own definitions
    * (docs/metrics.md, "Side by side with other tools"). */
   tp_stat ttst_ms;                 /* second text response - first (GenAI-Perf) */
+  tp_stat ttfo_ms;                 /* first answer text after reasoning - sent */
   tp_stat tpot_ms;                 /* (done - first token) / (tokens - 1) (vLLM) */
   tp_stat output_tps_per_user_itl; /* 1000 / ITL ms (GenAI-Perf's per-user throughput) */
   tp_stat responses; /* responses per request */
@@ -515,6 +516,9 @@ struct tp_mock_config {
   uint32_t output_tokens;
   double eos_prob;
   uint64_t seed;
+  /* Streamed chat answers begin with this many reasoning tokens, sent as
+   * `reasoning_content` deltas (vLLM's reasoning parsers); 0 = none. */
+  uint32_t reasoning_tokens;
 
   /* JSON lines: one per request received and per response sent, with
    * monotonic nanosecond times (tp clock), for tests to hold the client's

@@ -104,6 +104,7 @@ typedef struct count_job {
   char *sent_text; /* owned: the full prompt when a marker or prefix was added */
   size_t sent_len;
   uint64_t line_off; /* where its records line went, plus 1; 0 = not written */
+  int measured;      /* tp_records_line.measured */
 } count_job;
 
 typedef struct level_state {
@@ -199,6 +200,7 @@ struct tp_run {
   char artifact_dir[1024];
   char records_default[1100];
   FILE *records_fp;
+  uint64_t records_marked_to; /* records file bytes whose "measured" is final */
   bool shed_records; /* the records file can be read back: finished records let go of their details */
   uv_mutex_t records_lock; /* pool threads write record lines */
   tp_gates *gates;
@@ -858,7 +860,7 @@ static int count_input(const tp_run *r, const tp_tok *tok, const char *text, siz
  * whole. */
 static uint64_t write_record_line(tp_run *r, const count_job *j, bool flush) {
   if (!r->records_fp) return 0;
-  tp_records_line l = {j->id, j->level, j->mode, j->concurrency, j->rate, r->mpi != NULL};
+  tp_records_line l = {j->id, j->level, j->mode, j->concurrency, j->rate, r->mpi != NULL, j->measured};
   char *line = tp_records_format(&j->snap, &l);
   if (!line) return 0;
   uv_mutex_lock(&r->records_lock);
@@ -919,6 +921,38 @@ static void count_after(uv_work_t *w, int status) {
   finalize(r, seq);
 }
 
+/* Whether a request that just ended is measured, as far as is known now:
+ * stability windows are chosen at the level's end (mark_measured_lines). */
+static int measured_as_written(const tp_run *r, const tp_record *rec) {
+  const level_state *L = &r->lv;
+  bool windows = r->cfg.measure_mode == TP_MEASURE_TIME_WINDOWS || r->cfg.measure_mode == TP_MEASURE_COUNT_WINDOWS;
+  if (rec->warmup || (L->measure_end_ns && rec->planned_ns >= L->measure_end_ns)) return TP_RECORD_UNMEASURED;
+  return windows ? TP_RECORD_PENDING : TP_RECORD_MEASURED;
+}
+
+/* The level's record of a records-file line, if this process sent it. */
+static bool line_measured(void *ctx, uint64_t gseq, uint32_t rank) {
+  const tp_run *r = ctx;
+  const level_state *L = &r->lv;
+  if (rank != (uint32_t)r->rank || gseq < L->seq_base || (gseq - L->seq_base) % L->seq_step) return false;
+  uint64_t i = (gseq - L->seq_base) / L->seq_step;
+  return i < L->n_planned && L->recs[i].seq == gseq && !L->recs[i].warmup;
+}
+
+/* Stability windows: the lines of the level were written before the last
+ * three windows were chosen, "measured" false; the chosen ones are set
+ * true in place.  Every line of the level is in the file by now (no count
+ * is pending at the level's end). */
+static void mark_measured_lines(tp_run *r) {
+  if (!r->records_fp || !r->cfg.records_path) return;
+  char err[600];
+  snprintf(err, sizeof(err), "cannot flush the records file %s", r->cfg.records_path);
+  if (fflush(r->records_fp) ||
+      tp_records_mark_measured(r->cfg.records_path, &r->records_marked_to, r->n_levels, line_measured, r, err,
+                               sizeof(err)))
+    warn(r, "%s: its lines of this level say \"measured\": false", err);
+}
+
 static void finish_done(tp_run *r, size_t seq) {
   level_state *L = &r->lv;
   tp_record *rec = &L->recs[seq];
@@ -934,6 +968,7 @@ static void finish_done(tp_run *r, size_t seq) {
       j->mode = L->pt.mode;
       j->concurrency = L->pt.concurrency;
       j->rate = L->pt.rate;
+      j->measured = measured_as_written(r, rec);
       if (r->cfg.cache_bust || r->n_prefixes) {
         build_sent_text(r, seq, &r->sendbuf);
         j->sent_text = tp_strndup((const char *)r->sendbuf.data, r->sendbuf.len);
@@ -1419,6 +1454,7 @@ static void write_merged_record(tp_run *r, const tp_record *rec) {
   j.mode = r->lv.pt.mode;
   j.concurrency = r->lv.pt.concurrency;
   j.rate = r->lv.pt.rate;
+  j.measured = rec->warmup ? TP_RECORD_UNMEASURED : TP_RECORD_MEASURED;
   write_record_line(r, &j, false);
 }
 
@@ -1754,6 +1790,7 @@ static int run_level(tp_run *r, size_t li, char *err, size_t errlen) {
       tp_record *rec = &L->recs[i];
       if (rec->done_ns < lo.window_start_ns || rec->done_ns > lo.window_end_ns) rec->warmup = true;
     }
+    mark_measured_lines(r);
   } else if (L->measure_end_ns) {
     for (size_t i = 0; i < L->n_planned; i++)
       if (L->recs[i].planned_ns >= L->measure_end_ns) L->recs[i].warmup = true;

@@ -48,6 +48,7 @@ if doc:
     check(len(planned) == 800 and all(abs(g - 2500000) <= 1 for g in gaps),
           "constant arrivals planned exactly 2.5 ms apart", "gaps %r" % sorted(set(gaps))[:5])
     check(all(r["sent_ns"] >= r["planned_ns"] for r in recs), "no request left before its planned time")
+    check(all(r["measured"] is True for r in recs), "a request-count level: every record says measured")
     check(lv["send_lag_ms"]["n"] == 800 and lv["time_to_first_token_from_planned_ms"]["avg"] >=
           lv["time_to_first_token_ms"]["avg"], "send lag and planned-time TTFT reported")
 
@@ -101,6 +102,12 @@ if doc:
     check(lv["window_s"] and lv["requests"] >= 100, "the last three windows are measured",
           "requests %r window %r" % (lv["requests"], lv["window_s"]))
     check("Stability: " in out and "the last three agreed" in out, "the report says so")
+    # Issue #15: records.jsonl is written before the windows are chosen; its
+    # "measured" flags still give the measured set.
+    meas = [r for r in recs if r["measured"] is True]
+    check(all(isinstance(r["measured"], bool) for r in recs) and len(meas) == lv["requests"] < len(recs),
+          "records.jsonl: %d records marked measured = the level's requests (%d of %d)"
+          % (len(meas), lv["requests"], len(recs)))
 rc, out, err, doc, recs = run(["--mock-ttft-ms", "10", "--mock-itl-ms", "5", "--mock-max-batch", "2",
                                "--request-rate", "200", "--measurement-interval", "300ms", "--max-trials", "4",
                                "--output-tokens-mean", "8"])
@@ -110,6 +117,8 @@ if doc:
     check(lv["stable"] is False and lv["stability_trials"] == 4, "an overloaded (drifting) mock never converges",
           "trials %r stable %r" % (lv["stability_trials"], lv["stable"]))
     check("never agreed" in err and "never agreed" in out, "and the run says so", err[-600:])
+    n_meas = sum(1 for r in recs if r["measured"] is True)
+    check(n_meas == lv["requests"], "time windows: %d records marked measured = requests %d" % (n_meas, lv["requests"]))
 
 # 6. Sweeps over input and output length (exact-length synthetic prompts).
 if WORDS:

@@ -164,6 +164,32 @@ if WORDS:
         check("Time to first output token" in out, "the report shows the time to first output token")
         check(lv["output_length_mismatches"] == 0, "max_tokens bounds reasoning and answer together")
 
+# 6c. --cache-bust and --prefix-tokens (issue #15): the exports give the text
+#     sent, marker and prefix first, and input tokens are counted on it.
+if WORDS:
+    art = os.path.join(tmp, "bust")
+    rc, out, err, doc, recs = run(FAST + ["--tokenizer", WORDS, "--cache-bust", "--prefix-tokens", "8",
+                                          "--num-prefixes", "1", "--concurrency", "1", "--request-count", "3",
+                                          "--output-tokens-mean", "2", "--artifact-dir", art])
+    check(rc == 0 and doc, "cache-bust run with a prefix: exit 0", err)
+    try:
+        resp = [json.loads(l) for l in open(os.path.join(art, "responses.jsonl"))]
+        pe = json.load(open(os.path.join(art, "profile_export.json")))
+        sent = [q["request_inputs"]["text_input"] for q in pe["experiments"][0]["requests"]]
+    except (OSError, ValueError, KeyError, IndexError) as e:
+        resp, sent = [], []
+        check(False, "the exports are there", repr(e))
+    marker = r"^\[[0-9a-f]{16}\] "
+    import re
+    check(len(resp) == 3 and all(re.match(marker, q["prompt"]) for q in resp),
+          "responses.jsonl: every prompt is the text sent, the cache-bust marker first",
+          resp and resp[0]["prompt"][:40])
+    check(len(sent) == 3 and all(re.match(marker, t) for t in sent) and len(set(t[:19] for t in sent)) == 3,
+          "profile_export.json: text_input is the text sent, a marker of its own each", sent and sent[0][:40])
+    check(all(q["input_tokens"] >= 64 + 8 for q in resp),
+          "input tokens counted on the text sent (prompt 64 + prefix 8 + marker)",
+          [q["input_tokens"] for q in resp])
+
 # 7. Trace replay with a speed-up.
 trace = os.path.join(tmp, "trace.jsonl")
 with open(trace, "w") as f:

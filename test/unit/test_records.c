@@ -90,7 +90,7 @@ static size_t write_and_shed(const char *path, tp_record *r, tp_record *shed, si
 static void fill_reqs(tp_export_request *q, const tp_record *r, size_t n, tp_records_reader *from) {
   static const char *refs[3] = {" w1 w2", NULL, "caf\xc3\xa9"};
   for (size_t i = 0; i < n; i++)
-    q[i] = (tp_export_request){&r[i], "prompt \xc3\xa9", 8, refs[i % 3], i % 4 ? 0 : 16, from};
+    q[i] = (tp_export_request){&r[i], "prompt \xc3\xa9", 8, refs[i % 3], i % 4 ? 0 : 16, from, {0}, {0}};
 }
 
 static void test_format_and_lossless(void) {

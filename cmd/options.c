@@ -227,6 +227,11 @@ static const tp_setting config_rows[] = {
       "found offline in the Hugging Face cache ($HF_HUB_CACHE, $HF_HOME/hub, ~/.cache/huggingface/hub); "
       "without it token metrics are n/a",
       "/models/llama2/tokenizer.model", TP_SETF_FILE),
+    CE("prompts.token_source", "--token-source", token_source, "auto|client|server", "auto|client|server",
+       G_PROMPTS,
+       "where token counts come from: the server's (OpenAI usage, vLLM num_output_tokens), the client's "
+       "tokenizer, or auto: the server's when it reports them, else the tokenizer",
+       "server"),
     C("prompts.tokenizer_add_special_tokens", "--tokenizer-add-special-tokens", TP_SET_FLAG,
       tokenizer_add_special_tokens, NULL, 1, 0, G_PROMPTS,
       "count input tokens with the special tokens the tokenizer adds (BOS...), as most servers count prompts; "

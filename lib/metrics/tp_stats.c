@@ -95,6 +95,19 @@ static int64_t generated_tokens(const tp_record *r) {
   return n;
 }
 
+/* The client tokenizer's counts, whichever counts the record reports
+ * (--token-source); -1 = not counted. */
+static int64_t client_input_tokens(const tp_record *r) {
+  return r->server_counts & TP_RECORD_SERVER_INPUT ? r->client_input_tokens : r->input_tokens;
+}
+
+static int64_t client_generated_tokens(const tp_record *r) {
+  int64_t n = r->server_counts & TP_RECORD_SERVER_OUTPUT ? r->client_output_tokens : r->output_tokens;
+  if (n < 0) return -1;
+  if (r->reasoning_tokens > 0 && tp_record_has_reasoning(r)) n += r->reasoning_tokens;
+  return n;
+}
+
 enum {
   V_TTFT, V_ITL, V_LAT, V_OUT, V_IN, V_TPS, V_RESP, V_LAG, V_PTTFT, V_PLAT, V_REASON,
   V_TTST, V_TPOT, V_TPS_ITL, V_TTFO, V_COUNT
@@ -120,6 +133,7 @@ int tp_level_compute_ex(tp_level_result *out, const tp_record *recs, size_t n, c
   uint64_t n_sent = 0;
   bool goodput = o && (o->goodput_ttft_ms > 0 || o->goodput_itl_ms > 0 || o->goodput_latency_ms > 0);
   uint64_t out_tokens_sum = 0, in_tokens_sum = 0;
+  double out_diff_sum = 0, in_diff_sum = 0;
   const tp_record *first_failed = NULL;
 
   for (size_t i = 0; i < n; i++) {
@@ -220,18 +234,34 @@ int tp_level_compute_ex(tp_level_result *out, const tp_record *recs, size_t n, c
       in_tokens_sum += (uint64_t)r->input_tokens;
       v[V_IN][nv[V_IN]++] = (double)r->input_tokens;
     }
+    if (r->server_counts & TP_RECORD_SERVER_OUTPUT) out->tokens_from_server_output++;
+    if (r->server_counts & TP_RECORD_SERVER_INPUT) out->tokens_from_server_input++;
     /* The server's own counts beside the client's. */
     if (r->server_output_tokens >= 0 || r->server_input_tokens >= 0) {
       out->usage_reported++;
-      if (r->server_output_tokens >= 0 && r->output_tokens >= 0 && r->server_output_tokens != r->output_tokens)
-        out->usage_output_mismatches++;
-      if (r->server_input_tokens >= 0 && r->input_tokens >= 0 && r->server_input_tokens != r->input_tokens)
-        out->usage_input_mismatches++;
+      /* A server's completion count includes the reasoning tokens. */
+      int64_t cgen = client_generated_tokens(r), cin = client_input_tokens(r);
+      if (r->server_output_tokens >= 0 && cgen >= 0) {
+        double d = fabs((double)r->server_output_tokens - (double)cgen);
+        out->usage_output_compared++;
+        out_diff_sum += d;
+        if (d > out->usage_output_diff_max) out->usage_output_diff_max = d;
+        if (d > 0) out->usage_output_mismatches++;
+      }
+      if (r->server_input_tokens >= 0 && cin >= 0) {
+        double d = fabs((double)r->server_input_tokens - (double)cin);
+        out->usage_input_compared++;
+        in_diff_sum += d;
+        if (d > out->usage_input_diff_max) out->usage_input_diff_max = d;
+        if (d > 0) out->usage_input_mismatches++;
+      }
     }
     if (r->server_cached_tokens > 0) out->cached_tokens += (uint64_t)r->server_cached_tokens;
     if (r->reasoning_tokens >= 0 && tp_record_has_reasoning(r)) v[V_REASON][nv[V_REASON]++] = (double)r->reasoning_tokens;
   }
 
+  if (out->usage_output_compared) out->usage_output_diff_mean = out_diff_sum / (double)out->usage_output_compared;
+  if (out->usage_input_compared) out->usage_input_diff_mean = in_diff_sum / (double)out->usage_input_compared;
   tp_stat_compute(&out->ttft_ms, v[V_TTFT], nv[V_TTFT]);
   tp_stat_compute(&out->itl_ms, v[V_ITL], nv[V_ITL]);
   tp_stat_compute(&out->latency_ms, v[V_LAT], nv[V_LAT]);

@@ -194,6 +194,52 @@ static void print_ranks(FILE *out, const tp_level_result *lr) {
             "are missing from this level\n", lr->ranks - lr->ranks_reporting, lr->ranks);
 }
 
+/* Where a level's output or input token counts came from: "server",
+ * "client", "mixed" (some requests each), or "none" (nothing counted). */
+static const char *token_source_name(const tp_level_result *lr, bool output) {
+  uint64_t server = output ? lr->tokens_from_server_output : lr->tokens_from_server_input;
+  uint64_t counted = output ? lr->output_tokens.n : lr->input_tokens.n;
+  if (!counted) return "none";
+  if (!server) return "client";
+  return server >= counted ? "server" : "mixed";
+}
+
+static const char *token_source_label(const tp_level_result *lr, bool output) {
+  const char *s = token_source_name(lr, output);
+  if (!strcmp(s, "server")) return "the server's";
+  if (!strcmp(s, "client")) return "the client's tokenizer";
+  if (!strcmp(s, "mixed")) return "the server's where it reported them, else the client's tokenizer";
+  return "not counted";
+}
+
+/* The server's token counts against the client's.  A side the client did
+ * not count (no tokenizer) has nothing to differ from: it says so rather
+ * than "0". */
+static void print_usage_side(FILE *out, const char *side, bool counted, uint64_t mismatches, double mean,
+                             double max) {
+  if (counted)
+    fprintf(out, "%" PRIu64 " (%s; by %.1f tokens on average, at most %.0f)", mismatches, side, mean, max);
+  else
+    fprintf(out, "no request (%s: the client did not count)", side);
+}
+
+static void print_usage(FILE *out, const tp_level_result *lr) {
+  fprintf(out, "Server usage: %" PRIu64 " requests reported token counts; ", lr->usage_reported);
+  if (!lr->usage_output_compared && !lr->usage_input_compared) {
+    fputs("the client did not count tokens to compare them with (no --tokenizer)", out);
+  } else {
+    fputs("they differ from the client's in ", out);
+    print_usage_side(out, "output", lr->usage_output_compared > 0, lr->usage_output_mismatches,
+                     lr->usage_output_diff_mean, lr->usage_output_diff_max);
+    fputs(" and ", out);
+    print_usage_side(out, "input", lr->usage_input_compared > 0, lr->usage_input_mismatches,
+                     lr->usage_input_diff_mean, lr->usage_input_diff_max);
+  }
+  fprintf(out, "; %" PRIu64 " prompt tokens served from its cache\n", lr->cached_tokens);
+  fprintf(out, "Token counts used (--token-source): output %s; input %s\n",
+          token_source_label(lr, true), token_source_label(lr, false));
+}
+
 static void print_level(FILE *out, const tp_report_input *in, const tp_level_result *lr,
                         bool *noted_tokens) {
   cell head[STAT_COLS], cells[MAX_TABLE_ROWS * STAT_COLS];
@@ -275,10 +321,7 @@ static void print_level(FILE *out, const tp_report_input *in, const tp_level_res
   }
   if (lr->prefix_cache_hit_rate >= 0)
     fprintf(out, "Server prefix-cache hit rate: %.2f%%\n", 100 * lr->prefix_cache_hit_rate);
-  if (lr->usage_reported)
-    fprintf(out, "Server usage: %" PRIu64 " requests reported token counts; they differ from the client's in %"
-            PRIu64 " (output) and %" PRIu64 " (input); %" PRIu64 " prompt tokens served from its cache\n",
-            lr->usage_reported, lr->usage_output_mismatches, lr->usage_input_mismatches, lr->cached_tokens);
+  if (lr->usage_reported) print_usage(out, lr);
   if (lr->reasoning_tokens.n) {
     fprintf(out, "Reasoning tokens (counted apart): avg %.1f, max %.0f\n", lr->reasoning_tokens.avg,
             lr->reasoning_tokens.max);
@@ -721,6 +764,18 @@ static json_t *level_json(const tp_level_result *lr) {
   bad |= set(o, "server_usage_reported", u64(lr->usage_reported));
   bad |= set(o, "server_usage_output_mismatches", u64(lr->usage_output_mismatches));
   bad |= set(o, "server_usage_input_mismatches", u64(lr->usage_input_mismatches));
+  bad |= set(o, "server_usage_output_compared", u64(lr->usage_output_compared));
+  bad |= set(o, "server_usage_input_compared", u64(lr->usage_input_compared));
+  bad |= set(o, "server_usage_output_diff_mean", lr->usage_output_compared ? json_real(lr->usage_output_diff_mean)
+                                                                          : json_null());
+  bad |= set(o, "server_usage_output_diff_max", lr->usage_output_compared ? json_real(lr->usage_output_diff_max)
+                                                                         : json_null());
+  bad |= set(o, "server_usage_input_diff_mean", lr->usage_input_compared ? json_real(lr->usage_input_diff_mean)
+                                                                        : json_null());
+  bad |= set(o, "server_usage_input_diff_max", lr->usage_input_compared ? json_real(lr->usage_input_diff_max)
+                                                                       : json_null());
+  bad |= set(o, "output_tokens_source", json_string(token_source_name(lr, true)));
+  bad |= set(o, "input_tokens_source", json_string(token_source_name(lr, false)));
   bad |= set(o, "server_cached_tokens", u64(lr->cached_tokens));
   bad |= set(o, "accuracy", lr->accuracy_scored ? json_pack("{s:I,s:f,s:f}", "scored", (json_int_t)lr->accuracy_scored,
                                                             "exact_match_rate", lr->exact_match_rate,

@@ -125,6 +125,9 @@ static int put_record(tp_buf *b, const tp_record *r) {
   rv |= put64(b, (uint64_t)r->server_input_tokens);
   rv |= put64(b, (uint64_t)r->server_cached_tokens);
   rv |= put64(b, (uint64_t)r->reasoning_tokens);
+  rv |= put64(b, (uint64_t)r->client_output_tokens);
+  rv |= put64(b, (uint64_t)r->client_input_tokens);
+  rv |= put32(b, r->server_counts);
   rv |= put32(b, (uint32_t)r->err_class);
   rv |= put32(b, (uint32_t)r->grpc_status);
   rv |= put_bytes(b, r->text.data ? r->text.data : (const uint8_t *)"", r->text.len);
@@ -224,6 +227,9 @@ static int get_record(reader *rd, tp_record *r) {
   r->server_input_tokens = (int64_t)get64(rd);
   r->server_cached_tokens = (int64_t)get64(rd);
   r->reasoning_tokens = (int64_t)get64(rd);
+  r->client_output_tokens = (int32_t)(int64_t)get64(rd);
+  r->client_input_tokens = (int32_t)(int64_t)get64(rd);
+  r->server_counts = (uint8_t)get32(rd);
   uint32_t cls = get32(rd);
   r->grpc_status = (int)(int32_t)get32(rd);
   if (rd->bad || cls >= TP_ERRCLASS_COUNT) return TP_EPROTO;

@@ -836,12 +836,11 @@ static void req_on_event(void *req, const tp_client_event *ev, uint64_t arrival_
   }
 }
 
-static void window_on_completion(tp_run *r, const tp_record *rec);
+static void window_on_completion(tp_run *r, tp_record *rec);
 
-/* A request is complete (tokens counted): write it, feed the windows. */
+/* A request is complete (tokens counted, line written). */
 static void finalize(tp_run *r, size_t seq) {
-  level_state *L = &r->lv;
-  window_on_completion(r, &L->recs[seq]);
+  (void)seq;
   level_check_done(r);
 }
 
@@ -899,6 +898,33 @@ static void count_work(uv_work_t *w) {
   j->line_off = write_record_line(j->run, j, true);
 }
 
+/* --token-source: output_tokens and input_tokens become the counts the
+ * report uses, the server's or the client's; the client's stay in
+ * client_*.  A server's completion count includes the reasoning tokens,
+ * which the client counts apart: they are taken off when it counted them. */
+static void choose_token_counts(const tp_run *r, tp_record *rec) {
+  tp_token_source src = r->cfg.token_source;
+  rec->client_output_tokens = rec->output_tokens;
+  rec->client_input_tokens = rec->input_tokens;
+  rec->server_counts = 0;
+  if (src == TP_TOKEN_SOURCE_CLIENT) return;
+  if (rec->server_output_tokens >= 0) {
+    int32_t n = rec->server_output_tokens;
+    if (rec->reasoning_tokens > 0 && tp_record_has_reasoning(rec))
+      n = n > rec->reasoning_tokens ? n - rec->reasoning_tokens : 0;
+    rec->output_tokens = n;
+    rec->server_counts |= TP_RECORD_SERVER_OUTPUT;
+  } else if (src == TP_TOKEN_SOURCE_SERVER) {
+    rec->output_tokens = -1;
+  }
+  if (rec->server_input_tokens >= 0) {
+    rec->input_tokens = rec->server_input_tokens;
+    rec->server_counts |= TP_RECORD_SERVER_INPUT;
+  } else if (src == TP_TOKEN_SOURCE_SERVER) {
+    rec->input_tokens = -1;
+  }
+}
+
 static void count_after(uv_work_t *w, int status) {
   count_job *j = w->data;
   tp_run *r = j->run;
@@ -907,6 +933,7 @@ static void count_after(uv_work_t *w, int status) {
     r->lv.recs[j->seq].input_tokens = j->snap.input_tokens;
     r->lv.recs[j->seq].reasoning_tokens = j->snap.reasoning_tokens;
   }
+  choose_token_counts(r, &r->lv.recs[j->seq]);
   /* Its line holds the response times and the text now: memory keeps only
    * the fixed-size record, and the exports read the rest back.  Text the
    * line cannot give back byte for byte stays here. */
@@ -977,12 +1004,19 @@ static void finish_done(tp_run *r, size_t seq) {
       j->work.data = j;
       if (uv_queue_work(&r->loop, &j->work, count_work, count_after) == 0) {
         L->pending_counts++;
+        /* The windows are fed as the request ends, not once its tokens are
+         * counted: a count that finished after its window closed would
+         * leave the request out of that window's throughput (and, past
+         * the last window, out of every one). The windows need no tokens. */
+        window_on_completion(r, rec);
         return;
       }
       free(j->sent_text);
       free(j);
     }
   }
+  window_on_completion(r, rec);
+  choose_token_counts(r, rec);
   finalize(r, seq);
 }
 
@@ -999,20 +1033,41 @@ static void on_done_defer(tp_defer *d) {
  * first block differs), then a shared prefix (--prefix-tokens), then the
  * prompt.  Rebuilt from the seed when needed, so nothing is stored per
  * request. */
+/* The pieces sent before the prompt: the marker (written into marker) and
+ * the prefix with its space; unused pieces are NULL. */
+static void sent_head(const tp_run *r, size_t seq, char marker[24], const char *head[3], size_t len[3]) {
+  const level_state *L = &r->lv;
+  /* The number across ranks, so markers stay unique in a distributed run. */
+  uint64_t gseq = L->recs[seq].seq;
+  for (int i = 0; i < 3; i++) {
+    head[i] = NULL;
+    len[i] = 0;
+  }
+  if (r->cfg.cache_bust) {
+    snprintf(marker, 24, "[%016llx] ",
+             (unsigned long long)tp_rng_mix(r->cfg.random_seed ^ 0xcb, ((uint64_t)r->cur_level << 40) | gseq));
+    head[0] = marker;
+    len[0] = strlen(marker);
+  }
+  if (r->n_prefixes) {
+    size_t k = gseq % r->n_prefixes;
+    head[1] = r->prefixes[k];
+    len[1] = r->prefix_len[k];
+    head[2] = " ";
+    len[2] = 1;
+  }
+}
+
 static void build_sent_text(tp_run *r, size_t seq, tp_buf *out) {
   level_state *L = &r->lv;
   const tp_prompt *p = &L->ds->items[L->recs[seq].prompt_index];
-  /* The number across ranks, so markers stay unique in a distributed run. */
-  uint64_t gseq = L->recs[seq].seq;
+  char marker[24];
+  const char *head[3];
+  size_t len[3];
+  sent_head(r, seq, marker, head, len);
   tp_buf_reset(out);
-  if (r->cfg.cache_bust)
-    tp_buf_printf(out, "[%016llx] ", (unsigned long long)tp_rng_mix(r->cfg.random_seed ^ 0xcb,
-                                                                     ((uint64_t)r->cur_level << 40) | gseq));
-  if (r->n_prefixes) {
-    size_t k = gseq % r->n_prefixes;
-    tp_buf_append(out, r->prefixes[k], r->prefix_len[k]);
-    tp_buf_append(out, " ", 1);
-  }
+  for (int i = 0; i < 3; i++)
+    if (head[i]) tp_buf_append(out, head[i], len[i]);
   tp_buf_append(out, p->text, p->text_len);
 }
 
@@ -1029,7 +1084,9 @@ static void req_on_done(void *req, const tp_client_done *d) {
   if (d->err_class != TP_ERRCLASS_NONE)
     tp_record_fail(rec, d->err_class, d->status, d->message, strlen(d->message));
   if (!rec->done_ns) rec->done_ns = d->end_ns;
-  rec->input_tokens = L->ds->items[rec->prompt_index].input_tokens;
+  /* The dataset's count is the prompt's; a marker or prefix in front is
+   * counted with it by the tokenizer (count_work), or not at all. */
+  rec->input_tokens = r->cfg.cache_bust || r->n_prefixes ? -1 : L->ds->items[rec->prompt_index].input_tokens;
   L->in_flight--;
   note_done(L, rec);
 
@@ -1148,11 +1205,17 @@ static void open_windows(tp_run *r, uint64_t start_ns) {
   }
 }
 
-static void window_on_completion(tp_run *r, const tp_record *rec) {
+/* A request that ended is counted in the open window, and remembers which:
+ * the measured requests are those the last three windows counted, so the
+ * windows' throughput and the level's figures are over the same requests
+ * (a request whose end was seen a little after its window closed counts
+ * in the next one). */
+static void window_on_completion(tp_run *r, tp_record *rec) {
   level_state *L = &r->lv;
   bool windows = r->cfg.measure_mode == TP_MEASURE_TIME_WINDOWS || r->cfg.measure_mode == TP_MEASURE_COUNT_WINDOWS;
   if (!windows || !L->win_start_ns || L->stop_planning || rec->warmup) return;
-  if (rec->done_ns < L->win_start_ns || !tp_record_ok(rec)) return;
+  if (rec->done_ns < L->win_edges_ns[0] || !tp_record_ok(rec)) return;
+  rec->window = (uint8_t)(L->trials + 1);
   L->win_done++;
   L->win_lat_sum_ms += (double)(rec->done_ns - rec->sent_ns) / 1e6;
   if (r->cfg.measure_mode == TP_MEASURE_COUNT_WINDOWS && L->win_done >= r->cfg.measurement_request_count)
@@ -1788,7 +1851,11 @@ static int run_level(tp_run *r, size_t li, char *err, size_t errlen) {
     lo.window_end_ns = L->win_edges_ns[L->trials];
     for (size_t i = 0; i < L->n_planned; i++) {
       tp_record *rec = &L->recs[i];
-      if (rec->done_ns < lo.window_start_ns || rec->done_ns > lo.window_end_ns) rec->warmup = true;
+      /* Counted by one of the last three windows (window_on_completion);
+       * a failed request by the span it ended in. */
+      bool in = tp_record_ok(rec) ? rec->window > first && rec->window <= L->trials
+                                  : rec->done_ns >= lo.window_start_ns && rec->done_ns <= lo.window_end_ns;
+      if (!in) rec->warmup = true;
     }
     mark_measured_lines(r);
   } else if (L->measure_end_ns) {
@@ -1834,12 +1901,16 @@ static int run_level(tp_run *r, size_t li, char *err, size_t errlen) {
     /* Between levels nothing is in flight, so files written here delay no
      * timestamp. */
     tp_export_request *reqs = calloc(L->n_planned ? L->n_planned : 1, sizeof(*reqs));
-    if (reqs) {
+    /* The exports give the text sent: the markers are kept for them. */
+    char(*markers)[24] = r->cfg.cache_bust ? calloc(L->n_planned ? L->n_planned : 1, 24) : NULL;
+    if (reqs && (markers || !r->cfg.cache_bust)) {
       for (size_t i = 0; i < L->n_planned; i++) {
         const tp_prompt *p = &L->ds->items[L->recs[i].prompt_index];
         reqs[i].rec = &L->recs[i];
         reqs[i].prompt = p->text;
         reqs[i].prompt_len = p->text_len;
+        char scratch[24];
+        sent_head(r, i, markers ? markers[i] : scratch, reqs[i].head, reqs[i].head_len);
         reqs[i].reference = p->reference;
         reqs[i].max_tokens = L->recs[i].max_tokens;
         reqs[i].from = from;
@@ -1853,8 +1924,9 @@ static int run_level(tp_run *r, size_t li, char *err, size_t errlen) {
       lv->accuracy_scored = acc.scored;
       lv->exact_match_rate = acc.exact_match_rate;
       lv->rouge_l_f1 = acc.rouge_l_f1;
-      free(reqs);
     }
+    free(reqs);
+    free(markers);
   }
   tp_records_reader_free(from);
   if (lo.window_end_ns) {

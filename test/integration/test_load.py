@@ -190,6 +190,66 @@ if WORDS:
           "input tokens counted on the text sent (prompt 64 + prefix 8 + marker)",
           [q["input_tokens"] for q in resp])
 
+# 6d. Issue #15: without a tokenizer the usage line does not claim 0
+#     differences; it says the client did not count.
+rc, out, err, doc, recs = run(FAST + ["--service-kind", "openai", "--endpoint-type", "chat", "-m", "ensemble",
+                                      "--concurrency", "1", "--request-count", "2", "--output-tokens-mean", "4"])
+check(rc == 0 and "the client did not count" in out and "differ from the client's in 0" not in out,
+      "usage line without a tokenizer says the client did not count", [l for l in out.splitlines() if "usage" in l])
+
+# 6f. Issue #15: token counts from the server.  Without a tokenizer, a run
+#     against a server that reports usage has token metrics (auto); with
+#     --token-source client it has none; with a tokenizer that disagrees the
+#     report gives the size of the difference.
+OAI = FAST + ["--service-kind", "openai", "--endpoint-type", "chat", "-m", "ensemble", "--concurrency", "2",
+              "--request-count", "4", "--output-tokens-mean", "12"]
+rc, out, err, doc, recs = run(OAI)
+if doc:
+    lv = doc["levels"][0]
+    check(lv["output_tokens"] and lv["output_tokens"]["avg"] == 12 and lv["inter_token_latency_ms"] and
+          lv["output_token_throughput_tps"] and lv["output_tokens_source"] == "server",
+          "no tokenizer, server usage: token metrics from the server's counts (auto)",
+          "%r %r" % (lv["output_tokens"], lv.get("output_tokens_source")))
+    check("output the server's" in out, "the report names the source")
+else:
+    check(False, "openai run: exit 0", err)
+rc, out, err, doc, recs = run(OAI + ["--token-source", "client"])
+check(doc and doc["levels"][0]["output_tokens"] is None and doc["levels"][0]["output_tokens_source"] == "none",
+      "--token-source client without a tokenizer: no token metrics", err[-300:])
+PROSE = os.environ.get("TP_PROSE_MODEL")
+if PROSE:
+    rc, out, err, doc, recs = run(OAI + ["--tokenizer", PROSE])
+    lv = doc["levels"][0] if doc else {}
+    check(lv.get("server_usage_output_mismatches", 0) > 0 and lv["server_usage_output_diff_mean"] > 0 and
+          lv["server_usage_output_diff_max"] >= lv["server_usage_output_diff_mean"] and
+          lv["server_usage_input_diff_max"] >= lv["server_usage_input_diff_mean"] > 0,
+          "a tokenizer that disagrees: the size of the difference, mean and max, output and input",
+          {k: v for k, v in lv.items() if "usage" in k})
+    check("tokens on average, at most" in out, "and the report line gives it")
+    check(lv.get("output_tokens", {}).get("avg") == 12, "auto: the server's counts are the ones used")
+    diffs = [abs(r["server_output_tokens"] - r["output_tokens"]) for r in recs]
+    check(recs and max(diffs) == lv["server_usage_output_diff_max"],
+          "records.jsonl keeps the client's count beside the server's; their largest gap is the max", diffs)
+    rc, out, err, doc, recs = run(OAI + ["--tokenizer", PROSE, "--token-source", "client"])
+    check(doc and doc["levels"][0]["output_tokens"]["avg"] != 12 and
+          doc["levels"][0]["output_tokens_source"] == "client", "--token-source client: the tokenizer's counts")
+
+# 6e. Issue #15: a stability window counts a request as it ends, not when
+#     its tokens are counted (a slow count used to leave it out of its
+#     window, so the last three windows held more requests than 3 x 50).
+TOKM = os.environ.get("TP_PROSE_MODEL") or WORDS
+if TOKM:
+    rc, out, err, doc, recs = run(["--tokenizer", TOKM, "--mock-ttft-ms", "1", "--mock-itl-ms", "0.02",
+                                   "--mock-itl-us-per-seq", "0", "--mock-prefill-us-per-token", "0",
+                                   "--concurrency", "64", "--measurement-mode", "count_windows",
+                                   "--measurement-request-count", "50", "--stability-percentage", "80",
+                                   "--output-tokens-mean", "3000"], timeout=240)
+    check(rc == 0 and doc, "count windows with slow token counting: exit 0", err[-300:])
+    if doc:
+        n = doc["levels"][0]["requests"]
+        check(n == 150, "the last three windows of 50 hold 150 requests (%d; a request whose count "
+              "ended after its window closed was left out of it)" % n)
+
 # 7. Trace replay with a speed-up.
 trace = os.path.join(tmp, "trace.jsonl")
 with open(trace, "w") as f:

@@ -76,6 +76,13 @@ typedef enum tp_backend {
   TP_BACKEND_VLLM = 1         /* vLLM backend tensors */
 } tp_backend;
 
+/* Where the token counts of the report come from (--token-source). */
+typedef enum tp_token_source {
+  TP_TOKEN_SOURCE_AUTO = 0, /* the server's when it reports them, else the client's tokenizer */
+  TP_TOKEN_SOURCE_CLIENT,   /* the client's tokenizer only */
+  TP_TOKEN_SOURCE_SERVER    /* the server's counts only (OpenAI usage, vLLM num_output_tokens) */
+} tp_token_source;
+
 typedef enum tp_arrival {
   TP_ARRIVAL_CONSTANT = 0, /* exactly 1/rate apart */
   TP_ARRIVAL_POISSON = 1,  /* exponential gaps with mean 1/rate */
@@ -196,6 +203,7 @@ typedef struct tp_config {
    * adds (BOS, ...), as the server's prompt count usually does; output
    * tokens never include them.  Needs tokenizer. */
   bool tokenizer_add_special_tokens;
+  tp_token_source token_source; /* default auto */
   uint64_t random_seed;
 
   /* Output length asked of the server: max_tokens (0 = per-prompt value or
@@ -399,6 +407,16 @@ typedef struct tp_level_result {
    * tokens it says it served from its cache. */
   uint64_t usage_reported;
   uint64_t usage_output_mismatches, usage_input_mismatches;
+  /* Requests whose count both the server and the client gave (0: the
+   * client counted nothing to compare, e.g. no tokenizer). */
+  uint64_t usage_output_compared, usage_input_compared;
+  /* The size of the difference, |server - client| tokens, over the
+   * compared requests: mean and largest, output and input. */
+  double usage_output_diff_mean, usage_output_diff_max;
+  double usage_input_diff_mean, usage_input_diff_max;
+  /* Successful requests whose reported output / input tokens are the
+   * server's count (--token-source), the rest being the client's. */
+  uint64_t tokens_from_server_output, tokens_from_server_input;
   uint64_t cached_tokens;
   /* Reasoning text (OpenAI reasoning_content), counted apart. */
   tp_stat reasoning_tokens;

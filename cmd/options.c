@@ -36,7 +36,7 @@ static int parse_goodput(void *base, const tp_setting *s, const char *v, char *e
   tp_config *c = base;
   char buf[256];
   snprintf(buf, sizeof(buf), "%s", v);
-  double ttft = 0, itl = 0, lat = 0;
+  double ttft = 0, itl = 0, lat = 0, tpot = 0;
   int n = 0;
   for (char *save = NULL, *tok = strtok_r(buf, " ,", &save); tok; tok = strtok_r(NULL, " ,", &save)) {
     char *colon = strchr(tok, ':');
@@ -52,11 +52,19 @@ static int parse_goodput(void *base, const tp_setting *s, const char *v, char *e
       return TP_EINVAL;
     }
     double ms = (double)ns / 1e6;
-    if (strcmp(tok, "ttft") == 0) ttft = ms;
+    /* tokperf's names, GenAI-Perf's (whose inter_token_latency is
+     * tokperf's TPOT, docs/metrics.md) and vLLM bench serve's. */
+    if (strcmp(tok, "ttft") == 0 || strcmp(tok, "time_to_first_token") == 0) ttft = ms;
     else if (strcmp(tok, "itl") == 0) itl = ms;
-    else if (strcmp(tok, "latency") == 0 || strcmp(tok, "e2e") == 0) lat = ms;
+    else if (strcmp(tok, "tpot") == 0 || strcmp(tok, "inter_token_latency") == 0) tpot = ms;
+    else if (strcmp(tok, "latency") == 0 || strcmp(tok, "e2e") == 0 || strcmp(tok, "e2el") == 0 ||
+             strcmp(tok, "request_latency") == 0)
+      lat = ms;
     else {
-      snprintf(err, errlen, "bounds are ttft, itl and latency");
+      snprintf(err, errlen,
+               "'%s' is no bound: ttft, itl, tpot, latency (GenAI-Perf: time_to_first_token, "
+               "inter_token_latency, request_latency; vLLM: ttft, tpot, e2el)",
+               tok);
       return TP_EINVAL;
     }
     n++;
@@ -68,6 +76,7 @@ static int parse_goodput(void *base, const tp_setting *s, const char *v, char *e
   c->goodput_ttft_ms = ttft;
   c->goodput_itl_ms = itl;
   c->goodput_latency_ms = lat;
+  c->goodput_tpot_ms = tpot;
   return 0;
 }
 
@@ -79,8 +88,11 @@ static void format_goodput(const void *base, const tp_setting *s, char *out, siz
   const struct {
     const char *name;
     double v;
-  } b[] = {{"ttft", c->goodput_ttft_ms}, {"itl", c->goodput_itl_ms}, {"latency", c->goodput_latency_ms}};
-  for (size_t i = 0; i < 3; i++) {
+  } b[] = {{"ttft", c->goodput_ttft_ms},
+           {"itl", c->goodput_itl_ms},
+           {"tpot", c->goodput_tpot_ms},
+           {"latency", c->goodput_latency_ms}};
+  for (size_t i = 0; i < sizeof(b) / sizeof(b[0]); i++) {
     if (!(b[i].v > 0) || used >= outlen) continue;
     int w = snprintf(out + used, outlen - used, "%s%s:%g", used ? " " : "", b[i].name, b[i].v);
     if (w > 0) used += (size_t)w;
@@ -258,7 +270,7 @@ static const tp_setting config_rows[] = {
       "how many different shared prefixes, used in turn", "4", 0),
 
     CUSTOM_ROW("goals.goodput", "--goodput", "BOUNDS", G_GOALS,
-               "goodput bounds in ms, e.g. 'ttft:200 itl:25 latency:5000'", "ttft:200 itl:25", 0, parse_goodput,
+               "goodput bounds in ms, e.g. 'ttft:200 itl:25 tpot:30 latency:5000' (also GenAI-Perf's and vLLM's names)", "ttft:200 itl:25", 0, parse_goodput,
                format_goodput),
 
     C("connection.connections", "--connections", TP_SET_U32, connections, "N", 1, 4096, G_CONN,

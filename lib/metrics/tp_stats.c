@@ -131,7 +131,8 @@ int tp_level_compute_ex(tp_level_result *out, const tp_record *recs, size_t n, c
 
   uint64_t min_sent_ns = 0, max_done_ns = 0, max_sent_ns = 0;
   uint64_t n_sent = 0;
-  bool goodput = o && (o->goodput_ttft_ms > 0 || o->goodput_itl_ms > 0 || o->goodput_latency_ms > 0);
+  bool goodput = o && (o->goodput_ttft_ms > 0 || o->goodput_itl_ms > 0 || o->goodput_latency_ms > 0 ||
+                       o->goodput_tpot_ms > 0);
   uint64_t out_tokens_sum = 0, in_tokens_sum = 0;
   double out_diff_sum = 0, in_diff_sum = 0;
   const tp_record *first_failed = NULL;
@@ -174,7 +175,7 @@ int tp_level_compute_ex(tp_level_result *out, const tp_record *recs, size_t n, c
     double lat_ms = 0, x;
     bool have_lat = span_ms(r->sent_ns, r->done_ns, &lat_ms);
     if (have_lat) v[V_LAT][nv[V_LAT]++] = lat_ms;
-    double ttft = -1, itl = -1;
+    double ttft = -1, itl = -1, tpot = -1;
     if (span_ms(r->sent_ns, r->first_token_ns, &x)) v[V_TTFT][nv[V_TTFT]++] = ttft = x;
     /* Time to second token: needs no tokenizer, only two text responses. */
     if (span_ms(r->first_token_ns, r->second_token_ns, &x)) v[V_TTST][nv[V_TTST]++] = x;
@@ -206,7 +207,7 @@ int tp_level_compute_ex(tp_level_result *out, const tp_record *recs, size_t n, c
        * trailing usage-only response included), over the tokens after the
        * first; a unary answer has one too, as vLLM gives it. */
       if (gen >= 2 && span_ms(r->first_token_ns, r->done_ns, &x))
-        v[V_TPOT][nv[V_TPOT]++] = x / (double)(gen - 1);
+        v[V_TPOT][nv[V_TPOT]++] = tpot = x / (double)(gen - 1);
       /* max_tokens bounds reasoning and answer together. */
       if (r->max_tokens > 0 && (uint64_t)gen != r->max_tokens) out->length_mismatches++;
     }
@@ -228,6 +229,16 @@ int tp_level_compute_ex(tp_level_result *out, const tp_record *recs, size_t n, c
         }
       }
       if (o->goodput_latency_ms > 0) ok &= have_lat && lat_ms <= o->goodput_latency_ms;
+      /* TPOT the same way as ITL: no count, no figure, unless fewer than
+       * two tokens.  A request unjudged on both bounds counts once. */
+      if (o->goodput_tpot_ms > 0) {
+        if (tpot >= 0) {
+          ok &= tpot <= o->goodput_tpot_ms;
+        } else if (r->output_tokens < 0 || gen >= 2) {
+          ok = false;
+          if (!(o->goodput_itl_ms > 0 && itl < 0)) out->goodput_unjudged++;
+        }
+      }
       if (ok) out->goodput_requests++;
     }
     if (r->input_tokens >= 0) {

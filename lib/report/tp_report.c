@@ -306,8 +306,10 @@ static void print_level(FILE *out, const tp_report_input *in, const tp_level_res
     fmt_num(a, sizeof(a), lr->goodput_rps, 2);
     fprintf(out, "Goodput (requests/s): %s, %.2f%% of requests met every bound\n", a, 100 * lr->goodput_fraction);
     if (lr->goodput_unjudged)
-      fprintf(out, "note: the ITL bound could not judge %" PRIu64 " requests (no tokenizer counted their tokens, or "
-              "their text came in one response); they count as not meeting it\n", lr->goodput_unjudged);
+      fprintf(out, "note: the %s bound could not judge %" PRIu64 " requests (no tokenizer counted their tokens, or "
+              "their text came in one response); they count as not meeting it\n",
+              in->cfg && in->cfg->goodput_itl_ms <= 0 && in->cfg->goodput_tpot_ms > 0 ? "TPOT" : "ITL",
+              lr->goodput_unjudged);
   }
   if (lr->n_server_metrics || lr->metrics_scrapes || lr->metrics_scrape_failures) {
     fprintf(out, "Server metrics (%" PRIu32 " scrapes, %" PRIu32 " failed):", lr->metrics_scrapes,
@@ -601,6 +603,7 @@ static json_t *config_json(const tp_config *cfg) {
   if (cfg->goodput_ttft_ms > 0) json_object_set_new(gp, "ttft_ms", json_real(cfg->goodput_ttft_ms));
   if (cfg->goodput_itl_ms > 0) json_object_set_new(gp, "itl_ms", json_real(cfg->goodput_itl_ms));
   if (cfg->goodput_latency_ms > 0) json_object_set_new(gp, "latency_ms", json_real(cfg->goodput_latency_ms));
+  if (cfg->goodput_tpot_ms > 0) json_object_set_new(gp, "tpot_ms", json_real(cfg->goodput_tpot_ms));
   bad |= set(o, "goodput", gp);
   json_t *as = json_array();
   for (size_t i = 0; i < cfg->n_asserts && cfg->asserts; i++) json_array_append_new(as, json_string(cfg->asserts[i]));

@@ -1845,6 +1845,7 @@ static int run_level(tp_run *r, size_t li, char *err, size_t errlen) {
   lo.goodput_ttft_ms = r->cfg.goodput_ttft_ms;
   lo.goodput_itl_ms = r->cfg.goodput_itl_ms;
   lo.goodput_latency_ms = r->cfg.goodput_latency_ms;
+  lo.goodput_tpot_ms = r->cfg.goodput_tpot_ms;
   if (windows && L->trials > 0) {
     uint32_t first = L->trials >= 3 ? L->trials - 3 : 0;
     lo.window_start_ns = L->win_edges_ns[first];

@@ -191,6 +191,7 @@ typedef struct tp_config {
 
   /* Goodput bounds in ms (0 = no bound on that metric). */
   double goodput_ttft_ms, goodput_itl_ms, goodput_latency_ms;
+  double goodput_tpot_ms; /* time per output token (tpot; GenAI-Perf's inter_token_latency) */
   /* CI gates: "metric.stat OP value[unit]" (borrowed).  A failed gate makes
    * tp_run_check_gates report it. */
   const char *const *asserts;

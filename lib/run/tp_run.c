@@ -1032,9 +1032,9 @@ static void on_done_defer(tp_defer *d) {
 /* The text a request sends: a unique marker first (--cache-bust, so even the
  * first block differs), then a shared prefix (--prefix-tokens), then the
  * prompt.  Rebuilt from the seed when needed, so nothing is stored per
- * request. */
-/* The pieces sent before the prompt: the marker (written into marker) and
- * the prefix with its space; unused pieces are NULL. */
+ * request.  sent_head gives the pieces before the prompt: the marker
+ * (written into marker) and the prefix with its space; unused pieces are
+ * NULL. */
 static void sent_head(const tp_run *r, size_t seq, char marker[24], const char *head[3], size_t len[3]) {
   const level_state *L = &r->lv;
   /* The number across ranks, so markers stay unique in a distributed run. */

@@ -37,7 +37,7 @@ static int parse_goodput(void *base, const tp_setting *s, const char *v, char *e
   tp_config *c = base;
   char buf[256];
   snprintf(buf, sizeof(buf), "%s", v);
-  double ttft = 0, itl = 0, lat = 0;
+  double ttft = 0, itl = 0, lat = 0, tpot = 0;
   int n = 0;
   for (char *save = NULL, *tok = strtok_r(buf, " ,", &save); tok; tok = strtok_r(NULL, " ,", &save)) {
     char *colon = strchr(tok, ':');
@@ -53,11 +53,19 @@ static int parse_goodput(void *base, const tp_setting *s, const char *v, char *e
       return TP_EINVAL;
     }
     double ms = (double)ns / 1e6;
-    if (strcmp(tok, "ttft") == 0) ttft = ms;
+    /* tokperf's names, GenAI-Perf's (whose inter_token_latency is
+     * tokperf's TPOT, docs/metrics.md) and vLLM bench serve's. */
+    if (strcmp(tok, "ttft") == 0 || strcmp(tok, "time_to_first_token") == 0) ttft = ms;
     else if (strcmp(tok, "itl") == 0) itl = ms;
-    else if (strcmp(tok, "latency") == 0 || strcmp(tok, "e2e") == 0) lat = ms;
+    else if (strcmp(tok, "tpot") == 0 || strcmp(tok, "inter_token_latency") == 0) tpot = ms;
+    else if (strcmp(tok, "latency") == 0 || strcmp(tok, "e2e") == 0 || strcmp(tok, "e2el") == 0 ||
+             strcmp(tok, "request_latency") == 0)
+      lat = ms;
     else {
-      snprintf(err, errlen, "bounds are ttft, itl and latency");
+      snprintf(err, errlen,
+               "'%s' is no bound: ttft, itl, tpot, latency (GenAI-Perf: time_to_first_token, "
+               "inter_token_latency, request_latency; vLLM: ttft, tpot, e2el)",
+               tok);
       return TP_EINVAL;
     }
     n++;
@@ -69,6 +77,7 @@ static int parse_goodput(void *base, const tp_setting *s, const char *v, char *e
   c->goodput_ttft_ms = ttft;
   c->goodput_itl_ms = itl;
   c->goodput_latency_ms = lat;
+  c->goodput_tpot_ms = tpot;
   return 0;
 }
 
@@ -80,8 +89,11 @@ static void format_goodput(const void *base, const tp_setting *s, char *out, siz
   const struct {
     const char *name;
     double v;
-  } b[] = {{"ttft", c->goodput_ttft_ms}, {"itl", c->goodput_itl_ms}, {"latency", c->goodput_latency_ms}};
-  for (size_t i = 0; i < 3; i++) {
+  } b[] = {{"ttft", c->goodput_ttft_ms},
+           {"itl", c->goodput_itl_ms},
+           {"tpot", c->goodput_tpot_ms},
+           {"latency", c->goodput_latency_ms}};
+  for (size_t i = 0; i < sizeof(b) / sizeof(b[0]); i++) {
     if (!(b[i].v > 0) || used >= outlen) continue;
     int w = snprintf(out + used, outlen - used, "%s%s:%g", used ? " " : "", b[i].name, b[i].v);
     if (w > 0) used += (size_t)w;
@@ -255,6 +267,11 @@ static const tp_setting config_rows[] = {
       "found offline in the Hugging Face cache ($HF_HUB_CACHE, $HF_HOME/hub, ~/.cache/huggingface/hub); "
       "without it token metrics are n/a",
       "/models/llama2/tokenizer.model", TP_SETF_FILE),
+    CE("prompts.token_source", "--token-source", token_source, "auto|client|server", "auto|client|server",
+       G_PROMPTS,
+       "where token counts come from: the server's (OpenAI usage, vLLM num_output_tokens), the client's "
+       "tokenizer, or auto: the server's when it reports them, else the tokenizer",
+       "server"),
     C("prompts.tokenizer_add_special_tokens", "--tokenizer-add-special-tokens", TP_SET_FLAG,
       tokenizer_add_special_tokens, NULL, 1, 0, G_PROMPTS,
       "count input tokens with the special tokens the tokenizer adds (BOS...), as most servers count prompts; "
@@ -299,7 +316,7 @@ static const tp_setting config_rows[] = {
       "5", TP_SETF_UNSET0),
 
     CUSTOM_ROW("goals.goodput", "--goodput", "BOUNDS", G_GOALS,
-               "goodput bounds in ms, e.g. 'ttft:200 itl:25 latency:5000'", "ttft:200 itl:25", 0, parse_goodput,
+               "goodput bounds in ms, e.g. 'ttft:200 itl:25 tpot:30 latency:5000' (also GenAI-Perf's and vLLM's names)", "ttft:200 itl:25", 0, parse_goodput,
                format_goodput),
 
     C("connection.connections", "--connections", TP_SET_U32, connections, "N", 1, 4096, G_CONN,
@@ -468,6 +485,8 @@ static const tp_setting mock_rows[] = {
       "fixed output length (0: the request's max_tokens, default 128)", "32", 0),
     M("eos_prob", "--eos-prob", TP_SET_F64, eos_prob, "P", 0, 1, "per-token end-of-sequence probability", "0.01",
       0),
+    M("reasoning_tokens", "--reasoning-tokens", TP_SET_U32, reasoning_tokens, "N", 0, 10000000,
+      "streamed chat answers begin with N reasoning tokens (reasoning_content deltas)", "16", 0),
     M("seed", "--seed", TP_SET_U64, seed, "N", 1, 0, "seed of the generated text and end-of-sequence draws", "7", 0),
     CUSTOM_ROW("http_dialect", "--http-dialect", "vllm|llamacpp|tgi|trtllm-serve", G_MOCK,
                "SSE stream dialect of the OpenAI endpoints", "llamacpp", 0, parse_dialect, format_dialect),

@@ -105,7 +105,7 @@ static const tp_setting vb_rows[] = {
     VROW("metric_percentiles", "--metric-percentiles", TP_SET_STR, metric_percentiles, "LIST", "99", 1, 0, NULL,
          "percentiles printed: any of 1, 5, 10, 25, 50, 75, 90, 95, 99", "50,90,99", 0),
     VROW("goodput", "--goodput", TP_SET_STR_LIST, goodput, "KEY:MS", NULL, 1, 0, NULL,
-         "SLOs for goodput, repeatable or space-separated: ttft, tpot (bounds tokperf's per-request ITL), e2el",
+         "SLOs for goodput, repeatable or space-separated: ttft, tpot, e2el",
          "ttft:500", 0),
     VROW("save_result", "--save-result", TP_SET_FLAG, save_result, NULL, NULL, 1, 0, NULL,
          "write the result as JSON with vLLM's keys", NULL, 0),
@@ -468,7 +468,7 @@ int tp_cmd_vllm_bench(int argc, char **argv) {
       }
       *colon = 0;
       if (strcmp(t, "ttft") == 0) c->goodput_ttft_ms = ms;
-      else if (strcmp(t, "tpot") == 0) c->goodput_itl_ms = ms;
+      else if (strcmp(t, "tpot") == 0) c->goodput_tpot_ms = ms;
       else if (strcmp(t, "e2el") == 0) c->goodput_latency_ms = ms;
       else {
         tp_cli_fini(&cli);

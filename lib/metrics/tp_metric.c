@@ -36,6 +36,8 @@ static const tp_metric metrics[] = {
          "output_token_throughput_per_user_tps", "output_token_throughput_per_request", 1, 2, TP_MF_TABLE),
     DIST("ttst", "Time to second token", TP_UNIT_MS, ttst_ms, "time_to_second_token_ms",
          "time_to_second_token", -1, 2, 0),
+    DIST("ttfo", "Time to first output token", TP_UNIT_MS, ttfo_ms, "time_to_first_output_token_ms",
+         NULL, -1, 2, 0),
     DIST("tpot", "Time per output token", TP_UNIT_MS, tpot_ms, "time_per_output_token_ms", NULL, -1, 2, 0),
     DIST("output_tps_per_user_itl", "Output token throughput per user from ITL", TP_UNIT_TOKENS_PER_S,
          output_tps_per_user_itl, "output_token_throughput_per_user_from_itl_tps",

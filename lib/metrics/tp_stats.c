@@ -87,9 +87,31 @@ static bool span_ms(uint64_t from_ns, uint64_t to_ns, double *out) {
   return true;
 }
 
+/* Output tokens plus reasoning tokens (when the request had reasoning and
+ * they were counted); -1 when the output was not counted. */
+static int64_t generated_tokens(const tp_record *r) {
+  if (r->output_tokens < 0) return -1;
+  int64_t n = r->output_tokens;
+  if (r->reasoning_tokens > 0 && tp_record_has_reasoning(r)) n += r->reasoning_tokens;
+  return n;
+}
+
+/* The client tokenizer's counts, whichever counts the record reports
+ * (--token-source); -1 = not counted. */
+static int64_t client_input_tokens(const tp_record *r) {
+  return r->server_counts & TP_RECORD_SERVER_INPUT ? r->client_input_tokens : r->input_tokens;
+}
+
+static int64_t client_generated_tokens(const tp_record *r) {
+  int64_t n = r->server_counts & TP_RECORD_SERVER_OUTPUT ? r->client_output_tokens : r->output_tokens;
+  if (n < 0) return -1;
+  if (r->reasoning_tokens > 0 && tp_record_has_reasoning(r)) n += r->reasoning_tokens;
+  return n;
+}
+
 enum {
   V_TTFT, V_ITL, V_LAT, V_OUT, V_IN, V_TPS, V_RESP, V_LAG, V_PTTFT, V_PLAT, V_REASON,
-  V_TTST, V_TPOT, V_TPS_ITL, V_COUNT
+  V_TTST, V_TPOT, V_TPS_ITL, V_TTFO, V_COUNT
 };
 
 int tp_level_compute(tp_level_result *out, const tp_record *recs, size_t n) {
@@ -110,8 +132,10 @@ int tp_level_compute_ex(tp_level_result *out, const tp_record *recs, size_t n, c
 
   uint64_t min_sent_ns = 0, max_done_ns = 0, max_sent_ns = 0;
   uint64_t n_sent = 0;
-  bool goodput = o && (o->goodput_ttft_ms > 0 || o->goodput_itl_ms > 0 || o->goodput_latency_ms > 0);
+  bool goodput = o && (o->goodput_ttft_ms > 0 || o->goodput_itl_ms > 0 || o->goodput_latency_ms > 0 ||
+                       o->goodput_tpot_ms > 0);
   uint64_t out_tokens_sum = 0, in_tokens_sum = 0;
+  double out_diff_sum = 0, in_diff_sum = 0;
   const tp_record *first_failed = NULL;
 
   for (size_t i = 0; i < n; i++) {
@@ -152,16 +176,21 @@ int tp_level_compute_ex(tp_level_result *out, const tp_record *recs, size_t n, c
     double lat_ms = 0, x;
     bool have_lat = span_ms(r->sent_ns, r->done_ns, &lat_ms);
     if (have_lat) v[V_LAT][nv[V_LAT]++] = lat_ms;
-    double ttft = -1, itl = -1;
+    double ttft = -1, itl = -1, tpot = -1;
     if (span_ms(r->sent_ns, r->first_token_ns, &x)) v[V_TTFT][nv[V_TTFT]++] = ttft = x;
     /* Time to second token: needs no tokenizer, only two text responses. */
     if (span_ms(r->first_token_ns, r->second_token_ns, &x)) v[V_TTST][nv[V_TTST]++] = x;
+    /* The first answer token, after any reasoning: TTFT for other models. */
+    if (span_ms(r->sent_ns, r->first_answer_ns, &x)) v[V_TTFO][nv[V_TTFO]++] = x;
     v[V_RESP][nv[V_RESP]++] = (double)r->n_resp;
     /* From the planned time: what a user arriving on schedule waited,
      * client queueing included (coordinated omission shows here). */
     if (span_ms(r->planned_ns, r->first_token_ns, &x)) v[V_PTTFT][nv[V_PTTFT]++] = x;
     if (span_ms(r->planned_ns, r->done_ns, &x)) v[V_PLAT][nv[V_PLAT]++] = x;
 
+    /* Every generated token, reasoning and answer: the time from the first
+     * to the last of either kind is spent generating all of them. */
+    int64_t gen = generated_tokens(r);
     if (r->output_tokens >= 0) {
       out->tokens_available = true;
       out_tokens_sum += (uint64_t)r->output_tokens;
@@ -170,19 +199,18 @@ int tp_level_compute_ex(tp_level_result *out, const tp_record *recs, size_t n, c
         v[V_TPS][nv[V_TPS]++] = (double)r->output_tokens / (lat_ms / 1000.0);
       /* A unary answer brings all its text at once: it has no gaps between
        * tokens to measure, and a 0 would only drag the figure down. */
-      if (r->output_tokens >= 2 && r->n_text_resp >= 2 &&
-          span_ms(r->first_token_ns, r->last_token_ns, &x))
-      {
-        v[V_ITL][nv[V_ITL]++] = itl = x / (double)(r->output_tokens - 1);
+      if (gen >= 2 && r->n_text_resp >= 2 && span_ms(r->first_token_ns, r->last_token_ns, &x)) {
+        v[V_ITL][nv[V_ITL]++] = itl = x / (double)(gen - 1);
         /* GenAI-Perf's per-user throughput: the rate of the decode phase. */
         if (itl > 0) v[V_TPS_ITL][nv[V_TPS_ITL]++] = 1000.0 / itl;
       }
       /* vLLM's TPOT: from the first token to the end of the request (a
        * trailing usage-only response included), over the tokens after the
        * first; a unary answer has one too, as vLLM gives it. */
-      if (r->output_tokens >= 2 && span_ms(r->first_token_ns, r->done_ns, &x))
-        v[V_TPOT][nv[V_TPOT]++] = x / (double)(r->output_tokens - 1);
-      if (r->max_tokens > 0 && (uint64_t)r->output_tokens != r->max_tokens) out->length_mismatches++;
+      if (gen >= 2 && span_ms(r->first_token_ns, r->done_ns, &x))
+        v[V_TPOT][nv[V_TPOT]++] = tpot = x / (double)(gen - 1);
+      /* max_tokens bounds reasoning and answer together. */
+      if (r->max_tokens > 0 && (uint64_t)gen != r->max_tokens) out->length_mismatches++;
     }
     /* Goodput: every set bound met; a bound on a figure the request does not
      * have (no first token, no ITL) is not met, except ITL for a request
@@ -196,30 +224,56 @@ int tp_level_compute_ex(tp_level_result *out, const tp_record *recs, size_t n, c
       if (o->goodput_itl_ms > 0) {
         if (itl >= 0) {
           ok &= itl <= o->goodput_itl_ms;
-        } else if (r->output_tokens < 0 || r->output_tokens >= 2) {
+        } else if (r->output_tokens < 0 || gen >= 2) {
           ok = false;
           out->goodput_unjudged++;
         }
       }
       if (o->goodput_latency_ms > 0) ok &= have_lat && lat_ms <= o->goodput_latency_ms;
+      /* TPOT the same way as ITL: no count, no figure, unless fewer than
+       * two tokens.  A request unjudged on both bounds counts once. */
+      if (o->goodput_tpot_ms > 0) {
+        if (tpot >= 0) {
+          ok &= tpot <= o->goodput_tpot_ms;
+        } else if (r->output_tokens < 0 || gen >= 2) {
+          ok = false;
+          if (!(o->goodput_itl_ms > 0 && itl < 0)) out->goodput_unjudged++;
+        }
+      }
       if (ok) out->goodput_requests++;
     }
     if (r->input_tokens >= 0) {
       in_tokens_sum += (uint64_t)r->input_tokens;
       v[V_IN][nv[V_IN]++] = (double)r->input_tokens;
     }
+    if (r->server_counts & TP_RECORD_SERVER_OUTPUT) out->tokens_from_server_output++;
+    if (r->server_counts & TP_RECORD_SERVER_INPUT) out->tokens_from_server_input++;
     /* The server's own counts beside the client's. */
     if (r->server_output_tokens >= 0 || r->server_input_tokens >= 0) {
       out->usage_reported++;
-      if (r->server_output_tokens >= 0 && r->output_tokens >= 0 && r->server_output_tokens != r->output_tokens)
-        out->usage_output_mismatches++;
-      if (r->server_input_tokens >= 0 && r->input_tokens >= 0 && r->server_input_tokens != r->input_tokens)
-        out->usage_input_mismatches++;
+      /* A server's completion count includes the reasoning tokens. */
+      int64_t cgen = client_generated_tokens(r), cin = client_input_tokens(r);
+      if (r->server_output_tokens >= 0 && cgen >= 0) {
+        double d = fabs((double)r->server_output_tokens - (double)cgen);
+        out->usage_output_compared++;
+        out_diff_sum += d;
+        if (d > out->usage_output_diff_max) out->usage_output_diff_max = d;
+        if (d > 0) out->usage_output_mismatches++;
+      }
+      if (r->server_input_tokens >= 0 && cin >= 0) {
+        double d = fabs((double)r->server_input_tokens - (double)cin);
+        out->usage_input_compared++;
+        in_diff_sum += d;
+        if (d > out->usage_input_diff_max) out->usage_input_diff_max = d;
+        if (d > 0) out->usage_input_mismatches++;
+      }
     }
     if (r->server_cached_tokens > 0) out->cached_tokens += (uint64_t)r->server_cached_tokens;
     if (r->reasoning_tokens >= 0 && tp_record_has_reasoning(r)) v[V_REASON][nv[V_REASON]++] = (double)r->reasoning_tokens;
   }
 
+  if (out->usage_output_compared) out->usage_output_diff_mean = out_diff_sum / (double)out->usage_output_compared;
+  if (out->usage_input_compared) out->usage_input_diff_mean = in_diff_sum / (double)out->usage_input_compared;
   tp_stat_compute(&out->ttft_ms, v[V_TTFT], nv[V_TTFT]);
   tp_stat_compute(&out->itl_ms, v[V_ITL], nv[V_ITL]);
   tp_stat_compute(&out->latency_ms, v[V_LAT], nv[V_LAT]);
@@ -232,6 +286,7 @@ int tp_level_compute_ex(tp_level_result *out, const tp_record *recs, size_t n, c
   tp_stat_compute(&out->latency_from_planned_ms, v[V_PLAT], nv[V_PLAT]);
   tp_stat_compute(&out->reasoning_tokens, v[V_REASON], nv[V_REASON]);
   tp_stat_compute(&out->ttst_ms, v[V_TTST], nv[V_TTST]);
+  tp_stat_compute(&out->ttfo_ms, v[V_TTFO], nv[V_TTFO]);
   tp_stat_compute(&out->tpot_ms, v[V_TPOT], nv[V_TPOT]);
   tp_stat_compute(&out->output_tps_per_user_itl, v[V_TPS_ITL], nv[V_TPS_ITL]);
   free(block);

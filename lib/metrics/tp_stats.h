@@ -28,6 +28,7 @@ typedef struct tp_level_opts {
   uint64_t window_start_ns, window_end_ns;
   /* Goodput bounds in ms; 0 = no bound on that metric. */
   double goodput_ttft_ms, goodput_itl_ms, goodput_latency_ms;
+  double goodput_tpot_ms; /* vLLM's TPOT and GenAI-Perf's inter_token_latency */
 } tp_level_opts;
 
 /* tp_level_compute with options (NULL = none). */

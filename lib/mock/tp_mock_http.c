@@ -854,6 +854,7 @@ static void start_openai(hconn *c, const tp_mock_http_req *h, const uint8_t *bod
   r->w.created = r->created;
   r->w.include_usage = include_usage;
   r->w.continuous_usage = continuous;
+  r->w.reasoning_tokens = m->cfg.reasoning_tokens;
   int64_t ka = m->cfg.sse_keepalive_ms;
   if (ka < 0) ka = d == TP_MOCK_DIALECT_TGI ? TGI_KEEPALIVE_MS : 0;
   r->keepalive_every_ns = (uint64_t)ka * TP_NS_PER_MS;

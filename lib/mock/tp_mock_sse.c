@@ -160,6 +160,14 @@ static void llamacpp_tail(tp_buf *b, const tp_mock_sse_writer *w, bool chunk) {
                 object_name(w->api, chunk));
 }
 
+/* The delta key of a chat chunk's text: the first reasoning_tokens tokens
+ * are the model's reasoning (vLLM's `reasoning_content`), the rest the
+ * answer.  w->tokens already counts the token being written. */
+static const char *text_key(const tp_mock_sse_writer *w, bool with_text) {
+  bool reasoning = with_text && w->tokens > 0 && w->tokens <= w->reasoning_tokens;
+  return reasoning ? "\"reasoning_content\":" : "\"content\":";
+}
+
 /* One choice of a streamed chunk.  role: the chat delta gets a role;
  * finish: NULL while unfinished. */
 static void choice(tp_buf *b, const tp_mock_sse_writer *w, const char *text, size_t len, bool with_text,
@@ -176,7 +184,7 @@ static void choice(tp_buf *b, const tp_mock_sse_writer *w, const char *text, siz
       tp_buf_append_str(b, ",\"index\":0,\"delta\":{");
       if (role) tp_buf_append_str(b, "\"role\":\"assistant\",\"content\":null");
       if (with_text) {
-        tp_buf_append_str(b, "\"content\":");
+        tp_buf_append_str(b, text_key(w, with_text));
         tp_mock_json_str(b, text, len);
       }
       tp_buf_append_str(b, "}}");
@@ -202,7 +210,7 @@ static void choice(tp_buf *b, const tp_mock_sse_writer *w, const char *text, siz
     if (role && d == TP_MOCK_DIALECT_VLLM) tp_buf_append_str(b, ",\"content\":\"\"");
     if (with_text) {
       if (comma) tp_buf_append(b, ",", 1);
-      tp_buf_append_str(b, "\"content\":");
+      tp_buf_append_str(b, text_key(w, with_text));
       tp_mock_json_str(b, text, len);
     }
     tp_buf_append(b, "}", 1);

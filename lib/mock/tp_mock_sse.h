@@ -78,6 +78,9 @@ typedef struct tp_mock_sse_writer {
   uint64_t created;  /* Unix seconds */
   bool include_usage;
   bool continuous_usage; /* usage on every chunk (vLLM, trtllm-serve) */
+  /* Chat streams: the first this many tokens go out as
+   * `reasoning_content` deltas, the rest as `content`. */
+  uint32_t reasoning_tokens;
   /* State. */
   uint32_t tokens;
   bool done;

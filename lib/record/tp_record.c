@@ -12,6 +12,8 @@ void tp_record_init(tp_record *r) {
   r->server_input_tokens = -1;
   r->server_cached_tokens = -1;
   r->reasoning_tokens = -1;
+  r->client_output_tokens = -1;
+  r->client_input_tokens = -1;
   tp_buf_init(&r->reasoning);
   r->grpc_status = -1;
 }

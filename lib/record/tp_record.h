@@ -21,6 +21,8 @@ typedef struct tp_record {
   uint32_t max_tokens;   /* output length asked of the server */
   bool warmup;           /* sent before measuring; left out of statistics */
   bool had_reasoning;    /* reasoning.len > 0 before the record was shed */
+  uint8_t window;        /* the stability window that counted it, from 1; 0 = none */
+  uint8_t server_counts; /* TP_RECORD_SERVER_OUTPUT / _INPUT: output_tokens / input_tokens are the server's */
   uint32_t resends;      /* re-sent on a fresh connection (tp_client_done.resends) */
   uint32_t rank;         /* the MPI rank that sent it (docs/scale-out.md); 0 in a single process */
   tp_error_class err_class; /* TP_ERRCLASS_NONE = succeeded */
@@ -35,6 +37,7 @@ typedef struct tp_record {
   uint64_t first_resp_ns; /* first response message of any kind */
   uint64_t first_token_ns; /* first response carrying non-empty text */
   uint64_t second_token_ns; /* the second such response (time to second token) */
+  uint64_t first_answer_ns; /* first response with answer text, after any reasoning */
   uint64_t last_token_ns;  /* last response carrying non-empty text */
   uint64_t done_ns;        /* final response, error, or stream end */
 
@@ -58,6 +61,10 @@ typedef struct tp_record {
   int32_t server_input_tokens;  /* OpenAI usage.prompt_tokens, -1 = none */
   int32_t server_cached_tokens; /* usage.prompt_tokens_details.cached_tokens, -1 = none */
   int32_t reasoning_tokens;     /* counted like output_tokens, -1 = not counted */
+  /* The client tokenizer's counts, kept when output_tokens / input_tokens
+   * are the server's (--token-source); -1 = not counted. */
+  int32_t client_output_tokens;
+  int32_t client_input_tokens;
   tp_buf reasoning;             /* reasoning_content, kept apart from the answer */
 
   char *err_msg; /* owned, NULL when none */
@@ -66,6 +73,9 @@ typedef struct tp_record {
    * byte offset of its records-file line, plus 1; 0 = they are here. */
   uint64_t line_off;
 } tp_record;
+
+#define TP_RECORD_SERVER_OUTPUT 1u
+#define TP_RECORD_SERVER_INPUT 2u
 
 void tp_record_init(tp_record *r);
 void tp_record_fini(tp_record *r);

@@ -108,6 +108,18 @@ static int json_str(tp_buf *out, const char *s, size_t len) {
   return rv;
 }
 
+/* The text the request sent, as one JSON string: its head pieces, then the
+ * prompt (each piece whole UTF-8, so escaping them apart is escaping the
+ * whole). */
+static int json_sent(tp_buf *out, const tp_export_request *q) {
+  int rv = tp_buf_append(out, "\"", 1);
+  for (int i = 0; i < 3 && !rv; i++)
+    if (q->head[i]) rv = tp__json_escape(out, q->head[i], q->head_len[i]);
+  if (!rv && q->prompt) rv = tp__json_escape(out, q->prompt, q->prompt_len);
+  if (!rv) rv = tp_buf_append(out, "\"", 1);
+  return rv;
+}
+
 void tp__level_name(const tp_level_result *lr, char *buf, size_t len) {
   int o;
   switch (lr->load_mode) {
@@ -506,7 +518,7 @@ static int pa_experiment(tp_buf *out, const sink *sk, const tp_export_level *lv,
     uint32_t max_tokens = q->max_tokens ? q->max_tokens : default_max_tokens;
     rv = tp_buf_printf(out, "%s{\"timestamp\":%" PRIu64 ",\"request_inputs\":{\"text_input\":", j ? "," : "",
                        W(r->sent_ns));
-    if (!rv) rv = json_str(out, q->prompt ? q->prompt : "", q->prompt ? q->prompt_len : 0);
+    if (!rv) rv = json_sent(out, q);
     if (!rv) rv = tp_buf_printf(out, ",\"max_tokens\":%" PRIu32 "},\"response_timestamps\":[", max_tokens);
     size_t text_at = SIZE_MAX;
     for (uint32_t i = 0; i < r->n_resp && rv == 0; i++) {
@@ -780,7 +792,7 @@ static int responses_jsonl(tp_buf *out, const sink *sk, const tp_level_result *l
       rv = tp_buf_printf(
           out, ",\"concurrency\":%" PRIu32 ",\"id\":%" PRIu64 ",\"prompt_index\":%" PRIu32 ",\"prompt\":",
           lr->concurrency, r->seq, r->prompt_index);
-    if (!rv) rv = q->prompt ? json_str(out, q->prompt, q->prompt_len) : tp_buf_append_str(out, "null");
+    if (!rv) rv = q->prompt ? json_sent(out, q) : tp_buf_append_str(out, "null");
     if (!rv && q->reference) {
       rv = tp_buf_append_str(out, ",\"reference\":");
       if (!rv) rv = json_str(out, q->reference, strlen(q->reference));

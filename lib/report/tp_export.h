@@ -57,6 +57,11 @@ typedef struct tp_export_request {
   /* Borrowed: where a shed record's response times and text are read back
    * (report/tp_records.h); NULL when the record holds them. */
   struct tp_records_reader *from;
+  /* Borrowed pieces of text sent before the prompt, in order (the
+   * --cache-bust marker, a --prefix-tokens prefix and its space); NULL =
+   * none.  The exports give the text sent: these, then the prompt. */
+  const char *head[3];
+  size_t head_len[3];
 } tp_export_request;
 
 /* One finished level as the exports see it. */

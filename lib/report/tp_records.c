@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include <jansson.h>
@@ -58,6 +59,7 @@ char *tp_records_format(const tp_record *rec, const tp_records_line *l) {
   json_object_set_new(o, "sent_ns", json_integer((json_int_t)rec->sent_ns));
   json_object_set_new(o, "first_token_ns", json_integer((json_int_t)rec->first_token_ns));
   json_object_set_new(o, "second_token_ns", json_integer((json_int_t)rec->second_token_ns));
+  json_object_set_new(o, "first_answer_ns", json_integer((json_int_t)rec->first_answer_ns));
   json_object_set_new(o, "last_token_ns", json_integer((json_int_t)rec->last_token_ns));
   json_object_set_new(o, "done_ns", json_integer((json_int_t)rec->done_ns));
   json_t *rs = json_array();
@@ -74,9 +76,70 @@ char *tp_records_format(const tp_record *rec, const tp_records_line *l) {
                       rec->err_msg ? json_text((const uint8_t *)rec->err_msg, strlen(rec->err_msg)) : json_null());
   json_object_set_new(o, "text", json_text(rec->text.data, rec->text.len));
   if (rec->reasoning.len) json_object_set_new(o, "reasoning", json_text(rec->reasoning.data, rec->reasoning.len));
-  char *line = json_dumps(o, JSON_COMPACT | JSON_ENSURE_ASCII);
+  char *body = json_dumps(o, JSON_COMPACT | JSON_ENSURE_ASCII);
   json_decref(o);
+  if (!body) return NULL;
+  /* "measured" first, at a fixed place, so it can be set in place. */
+  const char *m = l->measured == TP_RECORD_MEASURED ? "true," : "false,";
+  size_t klen = strlen(TP_RECORDS_MEASURED_KEY), mlen = strlen(m), blen = strlen(body);
+  char *line = malloc(klen + mlen + blen);
+  if (line) {
+    memcpy(line, TP_RECORDS_MEASURED_KEY, klen);
+    memcpy(line + klen, m, mlen);
+    memcpy(line + klen + mlen, body + 1, blen); /* past body's '{', with its NUL */
+  }
+  free(body);
   return line;
+}
+
+int tp_records_mark_measured(const char *path, uint64_t *from, size_t level,
+                             bool (*measured)(void *ctx, uint64_t seq, uint32_t rank), void *ctx, char *err,
+                             size_t errlen) {
+  struct stat st;
+  if (stat(path, &st) || !S_ISREG(st.st_mode)) {
+    tp_seterr(err, errlen, "cannot mark the measured requests in the records file %s: not a regular file", path);
+    return TP_EIO;
+  }
+  FILE *fp = fopen(path, "r+b");
+  if (!fp || fseeko(fp, (off_t)*from, SEEK_SET)) {
+    tp_seterr(err, errlen, "cannot mark the measured requests in the records file %s: %s", path, strerror(errno));
+    if (fp) fclose(fp);
+    return TP_EIO;
+  }
+  const size_t klen = strlen(TP_RECORDS_MEASURED_KEY);
+  char *line = NULL;
+  size_t cap = 0;
+  ssize_t n;
+  off_t at = (off_t)*from;
+  int rv = 0;
+  while ((n = getline(&line, &cap, fp)) > 0) {
+    off_t next = at + n;
+    if ((size_t)n > klen + 5 && memcmp(line, TP_RECORDS_MEASURED_KEY, klen) == 0 &&
+        memcmp(line + klen, "false", 5) == 0)
+    {
+      json_t *o = json_loadb(line, (size_t)n, 0, NULL);
+      json_t *lv = json_object_get(o, "level"), *sq = json_object_get(o, "seq"), *rk = json_object_get(o, "rank");
+      if (json_is_integer(lv) && (size_t)json_integer_value(lv) == level && json_is_integer(sq) &&
+          measured(ctx, (uint64_t)json_integer_value(sq), rk ? (uint32_t)json_integer_value(rk) : 0))
+      {
+        if (fseeko(fp, at + (off_t)klen, SEEK_SET) || fwrite("true ", 1, 5, fp) != 5 || fseeko(fp, next, SEEK_SET)) {
+          tp_seterr(err, errlen, "cannot mark the measured requests in the records file %s at byte %lld: %s", path,
+                    (long long)at, strerror(errno));
+          rv = TP_EIO;
+        }
+      }
+      json_decref(o);
+      if (rv) break;
+    }
+    at = next;
+  }
+  free(line);
+  if (fclose(fp) && !rv) {
+    tp_seterr(err, errlen, "cannot mark the measured requests in the records file %s: %s", path, strerror(errno));
+    rv = TP_EIO;
+  }
+  if (!rv) *from = (uint64_t)at;
+  return rv;
 }
 
 static bool lossless_text(const tp_buf *b) {

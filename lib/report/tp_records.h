@@ -26,7 +26,25 @@ typedef struct tp_records_line {
   double rate;
   bool with_rank;       /* a distributed run: write "rank" */
   const char *session_id; /* a session's turn (rec->session > 0): the file's session id */
+  /* Whether the record counts in the level's statistics; PENDING when it
+   * is not known yet as the line is written (stability windows, chosen at
+   * the level's end): written false, then set by tp_records_mark_measured. */
+  enum { TP_RECORD_UNMEASURED = 0, TP_RECORD_MEASURED, TP_RECORD_PENDING } measured;
 } tp_records_line;
+
+/* Every line begins with this key, so its value can be set in place:
+ * `false` or `true ` (padded to the same width; JSON allows the space). */
+#define TP_RECORDS_MEASURED_KEY "{\"measured\":"
+
+/* Sets "measured" to true on the lines of level `level` in the records file
+ * at path, from byte *from to the end, whose record measured(ctx, seq, rank)
+ * says was measured; *from is moved to the end, where the next level's
+ * lines begin.  Lines already written true are left alone.  The file must
+ * be a regular file (all lines flushed).  Returns 0, or TP_EIO with the
+ * file and the reason in err. */
+int tp_records_mark_measured(const char *path, uint64_t *from, size_t level,
+                             bool (*measured)(void *ctx, uint64_t seq, uint32_t rank), void *ctx, char *err,
+                             size_t errlen);
 
 /* One line of the records file as owned text (free()), without the newline;
  * NULL when out of memory.  Text that is not valid UTF-8 has each bad byte

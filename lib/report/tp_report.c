@@ -286,6 +286,52 @@ static void print_turns(FILE *out, const tp_level_result *lr) {
           s->sessions, s->completed, s->turns_avg, s->time_s_avg, s->time_s_p99, tok);
 }
 
+/* Where a level's output or input token counts came from: "server",
+ * "client", "mixed" (some requests each), or "none" (nothing counted). */
+static const char *token_source_name(const tp_level_result *lr, bool output) {
+  uint64_t server = output ? lr->tokens_from_server_output : lr->tokens_from_server_input;
+  uint64_t counted = output ? lr->output_tokens.n : lr->input_tokens.n;
+  if (!counted) return "none";
+  if (!server) return "client";
+  return server >= counted ? "server" : "mixed";
+}
+
+static const char *token_source_label(const tp_level_result *lr, bool output) {
+  const char *s = token_source_name(lr, output);
+  if (!strcmp(s, "server")) return "the server's";
+  if (!strcmp(s, "client")) return "the client's tokenizer";
+  if (!strcmp(s, "mixed")) return "the server's where it reported them, else the client's tokenizer";
+  return "not counted";
+}
+
+/* The server's token counts against the client's.  A side the client did
+ * not count (no tokenizer) has nothing to differ from: it says so rather
+ * than "0". */
+static void print_usage_side(FILE *out, const char *side, bool counted, uint64_t mismatches, double mean,
+                             double max) {
+  if (counted)
+    fprintf(out, "%" PRIu64 " (%s; by %.1f tokens on average, at most %.0f)", mismatches, side, mean, max);
+  else
+    fprintf(out, "no request (%s: the client did not count)", side);
+}
+
+static void print_usage(FILE *out, const tp_level_result *lr) {
+  fprintf(out, "Server usage: %" PRIu64 " requests reported token counts; ", lr->usage_reported);
+  if (!lr->usage_output_compared && !lr->usage_input_compared) {
+    fputs("the client did not count tokens to compare them with (no --tokenizer)", out);
+  } else {
+    fputs("they differ from the client's in ", out);
+    print_usage_side(out, "output", lr->usage_output_compared > 0, lr->usage_output_mismatches,
+                     lr->usage_output_diff_mean, lr->usage_output_diff_max);
+    fputs(" and ", out);
+    print_usage_side(out, "input", lr->usage_input_compared > 0, lr->usage_input_mismatches,
+                     lr->usage_input_diff_mean, lr->usage_input_diff_max);
+  }
+  fprintf(out, "; %" PRIu64 " prompt tokens served from its cache\n", lr->cached_tokens);
+  fprintf(out, "Token counts used (--token-source): output %s; input %s\n",
+          token_source_label(lr, true), token_source_label(lr, false));
+}
+
 static void print_level(FILE *out, const tp_report_input *in, const tp_level_result *lr,
                         bool *noted_tokens) {
   cell head[STAT_COLS], cells[MAX_TABLE_ROWS * STAT_COLS];
@@ -353,8 +399,10 @@ static void print_level(FILE *out, const tp_report_input *in, const tp_level_res
     fmt_num(a, sizeof(a), lr->goodput_rps, 2);
     fprintf(out, "Goodput (requests/s): %s, %.2f%% of requests met every bound\n", a, 100 * lr->goodput_fraction);
     if (lr->goodput_unjudged)
-      fprintf(out, "note: the ITL bound could not judge %" PRIu64 " requests (no tokenizer counted their tokens, or "
-              "their text came in one response); they count as not meeting it\n", lr->goodput_unjudged);
+      fprintf(out, "note: the %s bound could not judge %" PRIu64 " requests (no tokenizer counted their tokens, or "
+              "their text came in one response); they count as not meeting it\n",
+              in->cfg && in->cfg->goodput_itl_ms <= 0 && in->cfg->goodput_tpot_ms > 0 ? "TPOT" : "ITL",
+              lr->goodput_unjudged);
   }
   if (lr->n_server_metrics || lr->metrics_scrapes || lr->metrics_scrape_failures) {
     fprintf(out, "Server metrics (%" PRIu32 " scrapes, %" PRIu32 " failed):", lr->metrics_scrapes,
@@ -368,13 +416,14 @@ static void print_level(FILE *out, const tp_report_input *in, const tp_level_res
   }
   if (lr->prefix_cache_hit_rate >= 0)
     fprintf(out, "Server prefix-cache hit rate: %.2f%%\n", 100 * lr->prefix_cache_hit_rate);
-  if (lr->usage_reported)
-    fprintf(out, "Server usage: %" PRIu64 " requests reported token counts; they differ from the client's in %"
-            PRIu64 " (output) and %" PRIu64 " (input); %" PRIu64 " prompt tokens served from its cache\n",
-            lr->usage_reported, lr->usage_output_mismatches, lr->usage_input_mismatches, lr->cached_tokens);
-  if (lr->reasoning_tokens.n)
+  if (lr->usage_reported) print_usage(out, lr);
+  if (lr->reasoning_tokens.n) {
     fprintf(out, "Reasoning tokens (counted apart): avg %.1f, max %.0f\n", lr->reasoning_tokens.avg,
             lr->reasoning_tokens.max);
+    if (lr->ttfo_ms.n)
+      fprintf(out, "Time to first output token (after reasoning, ms): avg %.2f, p50 %.2f, p99 %.2f\n",
+              lr->ttfo_ms.avg, lr->ttfo_ms.p50, lr->ttfo_ms.p99);
+  }
   if (lr->accuracy_scored)
     fprintf(out, "Accuracy against %" PRIu64 " references: exact match %.2f%%, ROUGE-L F1 %.4f\n",
             lr->accuracy_scored, 100 * lr->exact_match_rate, lr->rouge_l_f1);
@@ -651,6 +700,7 @@ static json_t *config_json(const tp_config *cfg) {
   if (cfg->goodput_ttft_ms > 0) json_object_set_new(gp, "ttft_ms", json_real(cfg->goodput_ttft_ms));
   if (cfg->goodput_itl_ms > 0) json_object_set_new(gp, "itl_ms", json_real(cfg->goodput_itl_ms));
   if (cfg->goodput_latency_ms > 0) json_object_set_new(gp, "latency_ms", json_real(cfg->goodput_latency_ms));
+  if (cfg->goodput_tpot_ms > 0) json_object_set_new(gp, "tpot_ms", json_real(cfg->goodput_tpot_ms));
   bad |= set(o, "goodput", gp);
   json_t *as = json_array();
   for (size_t i = 0; i < cfg->n_asserts && cfg->asserts; i++) json_array_append_new(as, json_string(cfg->asserts[i]));
@@ -814,6 +864,18 @@ static json_t *level_json(const tp_level_result *lr) {
   bad |= set(o, "server_usage_reported", u64(lr->usage_reported));
   bad |= set(o, "server_usage_output_mismatches", u64(lr->usage_output_mismatches));
   bad |= set(o, "server_usage_input_mismatches", u64(lr->usage_input_mismatches));
+  bad |= set(o, "server_usage_output_compared", u64(lr->usage_output_compared));
+  bad |= set(o, "server_usage_input_compared", u64(lr->usage_input_compared));
+  bad |= set(o, "server_usage_output_diff_mean", lr->usage_output_compared ? json_real(lr->usage_output_diff_mean)
+                                                                          : json_null());
+  bad |= set(o, "server_usage_output_diff_max", lr->usage_output_compared ? json_real(lr->usage_output_diff_max)
+                                                                         : json_null());
+  bad |= set(o, "server_usage_input_diff_mean", lr->usage_input_compared ? json_real(lr->usage_input_diff_mean)
+                                                                        : json_null());
+  bad |= set(o, "server_usage_input_diff_max", lr->usage_input_compared ? json_real(lr->usage_input_diff_max)
+                                                                       : json_null());
+  bad |= set(o, "output_tokens_source", json_string(token_source_name(lr, true)));
+  bad |= set(o, "input_tokens_source", json_string(token_source_name(lr, false)));
   bad |= set(o, "server_cached_tokens", u64(lr->cached_tokens));
   bad |= set(o, "accuracy", lr->accuracy_scored ? json_pack("{s:I,s:f,s:f}", "scored", (json_int_t)lr->accuracy_scored,
                                                             "exact_match_rate", lr->exact_match_rate,

@@ -73,6 +73,7 @@ void tp_dist_shift_record(tp_record *rec, int64_t offset_ns) {
   rec->first_resp_ns = shift(rec->first_resp_ns, offset_ns);
   rec->first_token_ns = shift(rec->first_token_ns, offset_ns);
   rec->second_token_ns = shift(rec->second_token_ns, offset_ns);
+  rec->first_answer_ns = shift(rec->first_answer_ns, offset_ns);
   rec->last_token_ns = shift(rec->last_token_ns, offset_ns);
   rec->done_ns = shift(rec->done_ns, offset_ns);
   for (uint32_t i = 0; i < rec->n_resp; i++) rec->resp_ns[i] = shift(rec->resp_ns[i], offset_ns);
@@ -112,6 +113,7 @@ static int put_record(tp_buf *b, const tp_record *r) {
   rv |= put64(b, r->first_resp_ns);
   rv |= put64(b, r->first_token_ns);
   rv |= put64(b, r->second_token_ns);
+  rv |= put64(b, r->first_answer_ns);
   rv |= put64(b, r->last_token_ns);
   rv |= put64(b, r->done_ns);
   rv |= put32(b, r->n_resp);
@@ -123,6 +125,9 @@ static int put_record(tp_buf *b, const tp_record *r) {
   rv |= put64(b, (uint64_t)r->server_input_tokens);
   rv |= put64(b, (uint64_t)r->server_cached_tokens);
   rv |= put64(b, (uint64_t)r->reasoning_tokens);
+  rv |= put64(b, (uint64_t)r->client_output_tokens);
+  rv |= put64(b, (uint64_t)r->client_input_tokens);
+  rv |= put32(b, r->server_counts);
   rv |= put32(b, (uint32_t)r->err_class);
   rv |= put32(b, (uint32_t)r->grpc_status);
   rv |= put_bytes(b, r->text.data ? r->text.data : (const uint8_t *)"", r->text.len);
@@ -201,6 +206,7 @@ static int get_record(reader *rd, tp_record *r) {
   r->first_resp_ns = get64(rd);
   r->first_token_ns = get64(rd);
   r->second_token_ns = get64(rd);
+  r->first_answer_ns = get64(rd);
   r->last_token_ns = get64(rd);
   r->done_ns = get64(rd);
   uint32_t n_resp = get32(rd);
@@ -221,6 +227,9 @@ static int get_record(reader *rd, tp_record *r) {
   r->server_input_tokens = (int64_t)get64(rd);
   r->server_cached_tokens = (int64_t)get64(rd);
   r->reasoning_tokens = (int64_t)get64(rd);
+  r->client_output_tokens = (int32_t)(int64_t)get64(rd);
+  r->client_input_tokens = (int32_t)(int64_t)get64(rd);
+  r->server_counts = (uint8_t)get32(rd);
   uint32_t cls = get32(rd);
   r->grpc_status = (int)(int32_t)get32(rd);
   if (rd->bad || cls >= TP_ERRCLASS_COUNT) return TP_EPROTO;

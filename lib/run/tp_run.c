@@ -108,6 +108,7 @@ typedef struct count_job {
   size_t sent_len;
   uint64_t line_off; /* where its records line went, plus 1; 0 = not written */
   const char *session_id; /* a session's turn: the file's id (borrowed from the dataset) */
+  int measured;      /* tp_records_line.measured */
 } count_job;
 
 typedef struct level_state {
@@ -212,6 +213,7 @@ struct tp_run {
   char artifact_dir[1024];
   char records_default[1100];
   FILE *records_fp;
+  uint64_t records_marked_to; /* records file bytes whose "measured" is final */
   bool shed_records; /* the records file can be read back: finished records let go of their details */
   uv_mutex_t records_lock; /* pool threads write record lines */
   tp_gates *gates;
@@ -835,6 +837,7 @@ static void req_on_event(void *req, const tp_client_event *ev, uint64_t arrival_
   /* Reasoning text is a generated token for timing, but kept apart. */
   tp_buf *into = hev && hev->reasoning ? &rec->reasoning : &rec->text;
   if (has_text) {
+    if (into == &rec->text && !rec->first_answer_ns) rec->first_answer_ns = arrival_ns;
     if (x->cumulative) tp_buf_reset(into);
     tp_buf_append(into, ev->text, ev->text_len);
   }
@@ -866,12 +869,11 @@ static void req_on_event(void *req, const tp_client_event *ev, uint64_t arrival_
   }
 }
 
-static void window_on_completion(tp_run *r, const tp_record *rec);
+static void window_on_completion(tp_run *r, tp_record *rec);
 
-/* A request is complete (tokens counted): write it, feed the windows. */
+/* A request is complete (tokens counted, line written). */
 static void finalize(tp_run *r, size_t seq) {
-  level_state *L = &r->lv;
-  window_on_completion(r, &L->recs[seq]);
+  (void)seq;
   level_check_done(r);
 }
 
@@ -890,7 +892,8 @@ static int count_input(const tp_run *r, const tp_tok *tok, const char *text, siz
  * whole. */
 static uint64_t write_record_line(tp_run *r, const count_job *j, bool flush) {
   if (!r->records_fp) return 0;
-  tp_records_line l = {j->id, j->level, j->mode, j->concurrency, j->rate, r->mpi != NULL, j->session_id};
+  tp_records_line l = {j->id, j->level, j->mode, j->concurrency, j->rate, r->mpi != NULL, j->session_id,
+                       j->measured};
   char *line = tp_records_format(&j->snap, &l);
   if (!line) return 0;
   uv_mutex_lock(&r->records_lock);
@@ -929,6 +932,33 @@ static void count_work(uv_work_t *w) {
   j->line_off = write_record_line(j->run, j, true);
 }
 
+/* --token-source: output_tokens and input_tokens become the counts the
+ * report uses, the server's or the client's; the client's stay in
+ * client_*.  A server's completion count includes the reasoning tokens,
+ * which the client counts apart: they are taken off when it counted them. */
+static void choose_token_counts(const tp_run *r, tp_record *rec) {
+  tp_token_source src = r->cfg.token_source;
+  rec->client_output_tokens = rec->output_tokens;
+  rec->client_input_tokens = rec->input_tokens;
+  rec->server_counts = 0;
+  if (src == TP_TOKEN_SOURCE_CLIENT) return;
+  if (rec->server_output_tokens >= 0) {
+    int32_t n = rec->server_output_tokens;
+    if (rec->reasoning_tokens > 0 && tp_record_has_reasoning(rec))
+      n = n > rec->reasoning_tokens ? n - rec->reasoning_tokens : 0;
+    rec->output_tokens = n;
+    rec->server_counts |= TP_RECORD_SERVER_OUTPUT;
+  } else if (src == TP_TOKEN_SOURCE_SERVER) {
+    rec->output_tokens = -1;
+  }
+  if (rec->server_input_tokens >= 0) {
+    rec->input_tokens = rec->server_input_tokens;
+    rec->server_counts |= TP_RECORD_SERVER_INPUT;
+  } else if (src == TP_TOKEN_SOURCE_SERVER) {
+    rec->input_tokens = -1;
+  }
+}
+
 static void count_after(uv_work_t *w, int status) {
   count_job *j = w->data;
   tp_run *r = j->run;
@@ -937,6 +967,7 @@ static void count_after(uv_work_t *w, int status) {
     r->lv.recs[j->seq].input_tokens = j->snap.input_tokens;
     r->lv.recs[j->seq].reasoning_tokens = j->snap.reasoning_tokens;
   }
+  choose_token_counts(r, &r->lv.recs[j->seq]);
   /* Its line holds the response times and the text now: memory keeps only
    * the fixed-size record, and the exports read the rest back.  Text the
    * line cannot give back byte for byte stays here. */
@@ -949,6 +980,38 @@ static void count_after(uv_work_t *w, int status) {
   size_t seq = j->seq;
   free(j);
   finalize(r, seq);
+}
+
+/* Whether a request that just ended is measured, as far as is known now:
+ * stability windows are chosen at the level's end (mark_measured_lines). */
+static int measured_as_written(const tp_run *r, const tp_record *rec) {
+  const level_state *L = &r->lv;
+  bool windows = r->cfg.measure_mode == TP_MEASURE_TIME_WINDOWS || r->cfg.measure_mode == TP_MEASURE_COUNT_WINDOWS;
+  if (rec->warmup || (L->measure_end_ns && rec->planned_ns >= L->measure_end_ns)) return TP_RECORD_UNMEASURED;
+  return windows ? TP_RECORD_PENDING : TP_RECORD_MEASURED;
+}
+
+/* The level's record of a records-file line, if this process sent it. */
+static bool line_measured(void *ctx, uint64_t gseq, uint32_t rank) {
+  const tp_run *r = ctx;
+  const level_state *L = &r->lv;
+  if (rank != (uint32_t)r->rank || gseq < L->seq_base || (gseq - L->seq_base) % L->seq_step) return false;
+  uint64_t i = (gseq - L->seq_base) / L->seq_step;
+  return i < L->n_planned && L->recs[i].seq == gseq && !L->recs[i].warmup;
+}
+
+/* Stability windows: the lines of the level were written before the last
+ * three windows were chosen, "measured" false; the chosen ones are set
+ * true in place.  Every line of the level is in the file by now (no count
+ * is pending at the level's end). */
+static void mark_measured_lines(tp_run *r) {
+  if (!r->records_fp || !r->cfg.records_path) return;
+  char err[600];
+  snprintf(err, sizeof(err), "cannot flush the records file %s", r->cfg.records_path);
+  if (fflush(r->records_fp) ||
+      tp_records_mark_measured(r->cfg.records_path, &r->records_marked_to, r->n_levels, line_measured, r, err,
+                               sizeof(err)))
+    warn(r, "%s: its lines of this level say \"measured\": false", err);
 }
 
 static void finish_done(tp_run *r, size_t seq) {
@@ -967,6 +1030,7 @@ static void finish_done(tp_run *r, size_t seq) {
       j->mode = L->pt.mode;
       j->concurrency = L->pt.concurrency;
       j->rate = L->pt.rate;
+      j->measured = measured_as_written(r, rec);
       if (L->sess) {
         /* A turn sent its whole history: that is its input. */
         j->sent_text = L->sess_sent ? L->sess_sent[seq] : NULL;
@@ -980,12 +1044,19 @@ static void finish_done(tp_run *r, size_t seq) {
       j->work.data = j;
       if (uv_queue_work(&r->loop, &j->work, count_work, count_after) == 0) {
         L->pending_counts++;
+        /* The windows are fed as the request ends, not once its tokens are
+         * counted: a count that finished after its window closed would
+         * leave the request out of that window's throughput (and, past
+         * the last window, out of every one). The windows need no tokens. */
+        window_on_completion(r, rec);
         return;
       }
       free(j->sent_text);
       free(j);
     }
   }
+  window_on_completion(r, rec);
+  choose_token_counts(r, rec);
   finalize(r, seq);
 }
 
@@ -1001,21 +1072,42 @@ static void on_done_defer(tp_defer *d) {
 /* The text a request sends: a unique marker first (--cache-bust, so even the
  * first block differs), then a shared prefix (--prefix-tokens), then the
  * prompt.  Rebuilt from the seed when needed, so nothing is stored per
- * request. */
+ * request.  sent_head gives the pieces before the prompt: the marker
+ * (written into marker) and the prefix with its space; unused pieces are
+ * NULL. */
+static void sent_head(const tp_run *r, size_t seq, char marker[24], const char *head[3], size_t len[3]) {
+  const level_state *L = &r->lv;
+  /* The number across ranks, so markers stay unique in a distributed run. */
+  uint64_t gseq = L->recs[seq].seq;
+  for (int i = 0; i < 3; i++) {
+    head[i] = NULL;
+    len[i] = 0;
+  }
+  if (r->cfg.cache_bust) {
+    snprintf(marker, 24, "[%016llx] ",
+             (unsigned long long)tp_rng_mix(r->cfg.random_seed ^ 0xcb, ((uint64_t)r->cur_level << 40) | gseq));
+    head[0] = marker;
+    len[0] = strlen(marker);
+  }
+  if (r->n_prefixes) {
+    size_t k = gseq % r->n_prefixes;
+    head[1] = r->prefixes[k];
+    len[1] = r->prefix_len[k];
+    head[2] = " ";
+    len[2] = 1;
+  }
+}
+
 static void build_sent_text(tp_run *r, size_t seq, tp_buf *out) {
   level_state *L = &r->lv;
   const tp_prompt *p = &L->ds->items[L->recs[seq].prompt_index];
-  /* The number across ranks, so markers stay unique in a distributed run. */
-  uint64_t gseq = L->recs[seq].seq;
+  char marker[24];
+  const char *head[3];
+  size_t len[3];
+  sent_head(r, seq, marker, head, len);
   tp_buf_reset(out);
-  if (r->cfg.cache_bust)
-    tp_buf_printf(out, "[%016llx] ", (unsigned long long)tp_rng_mix(r->cfg.random_seed ^ 0xcb,
-                                                                     ((uint64_t)r->cur_level << 40) | gseq));
-  if (r->n_prefixes) {
-    size_t k = gseq % r->n_prefixes;
-    tp_buf_append(out, r->prefixes[k], r->prefix_len[k]);
-    tp_buf_append(out, " ", 1);
-  }
+  for (int i = 0; i < 3; i++)
+    if (head[i]) tp_buf_append(out, head[i], len[i]);
   tp_buf_append(out, p->text, p->text_len);
 }
 
@@ -1032,7 +1124,9 @@ static void req_on_done(void *req, const tp_client_done *d) {
   if (d->err_class != TP_ERRCLASS_NONE)
     tp_record_fail(rec, d->err_class, d->status, d->message, strlen(d->message));
   if (!rec->done_ns) rec->done_ns = d->end_ns;
-  rec->input_tokens = L->ds->items[rec->prompt_index].input_tokens;
+  /* The dataset's count is the prompt's; a marker or prefix in front is
+   * counted with it by the tokenizer (count_work), or not at all. */
+  rec->input_tokens = r->cfg.cache_bust || r->n_prefixes ? -1 : L->ds->items[rec->prompt_index].input_tokens;
   L->in_flight--;
   note_done(L, rec);
 
@@ -1154,11 +1248,17 @@ static void open_windows(tp_run *r, uint64_t start_ns) {
   }
 }
 
-static void window_on_completion(tp_run *r, const tp_record *rec) {
+/* A request that ended is counted in the open window, and remembers which:
+ * the measured requests are those the last three windows counted, so the
+ * windows' throughput and the level's figures are over the same requests
+ * (a request whose end was seen a little after its window closed counts
+ * in the next one). */
+static void window_on_completion(tp_run *r, tp_record *rec) {
   level_state *L = &r->lv;
   bool windows = r->cfg.measure_mode == TP_MEASURE_TIME_WINDOWS || r->cfg.measure_mode == TP_MEASURE_COUNT_WINDOWS;
   if (!windows || !L->win_start_ns || L->stop_planning || rec->warmup) return;
-  if (rec->done_ns < L->win_start_ns || !tp_record_ok(rec)) return;
+  if (rec->done_ns < L->win_edges_ns[0] || !tp_record_ok(rec)) return;
+  rec->window = (uint8_t)(L->trials + 1);
   L->win_done++;
   L->win_lat_sum_ms += (double)(rec->done_ns - rec->sent_ns) / 1e6;
   if (r->cfg.measure_mode == TP_MEASURE_COUNT_WINDOWS && L->win_done >= r->cfg.measurement_request_count)
@@ -1466,6 +1566,7 @@ static void write_merged_record(tp_run *r, const tp_record *rec) {
   j.mode = r->lv.pt.mode;
   j.concurrency = r->lv.pt.concurrency;
   j.rate = r->lv.pt.rate;
+  j.measured = rec->warmup ? TP_RECORD_UNMEASURED : TP_RECORD_MEASURED;
   write_record_line(r, &j, false);
 }
 
@@ -1967,14 +2068,20 @@ static int run_level(tp_run *r, size_t li, char *err, size_t errlen) {
   lo.goodput_ttft_ms = r->cfg.goodput_ttft_ms;
   lo.goodput_itl_ms = r->cfg.goodput_itl_ms;
   lo.goodput_latency_ms = r->cfg.goodput_latency_ms;
+  lo.goodput_tpot_ms = r->cfg.goodput_tpot_ms;
   if (windows && L->trials > 0) {
     uint32_t first = L->trials >= 3 ? L->trials - 3 : 0;
     lo.window_start_ns = L->win_edges_ns[first];
     lo.window_end_ns = L->win_edges_ns[L->trials];
     for (size_t i = 0; i < L->n_planned; i++) {
       tp_record *rec = &L->recs[i];
-      if (rec->done_ns < lo.window_start_ns || rec->done_ns > lo.window_end_ns) rec->warmup = true;
+      /* Counted by one of the last three windows (window_on_completion);
+       * a failed request by the span it ended in. */
+      bool in = tp_record_ok(rec) ? rec->window > first && rec->window <= L->trials
+                                  : rec->done_ns >= lo.window_start_ns && rec->done_ns <= lo.window_end_ns;
+      if (!in) rec->warmup = true;
     }
+    mark_measured_lines(r);
   } else if (L->measure_end_ns) {
     for (size_t i = 0; i < L->n_planned; i++)
       if (L->recs[i].planned_ns >= L->measure_end_ns) L->recs[i].warmup = true;
@@ -2019,12 +2126,16 @@ static int run_level(tp_run *r, size_t li, char *err, size_t errlen) {
     /* Between levels nothing is in flight, so files written here delay no
      * timestamp. */
     tp_export_request *reqs = calloc(L->n_planned ? L->n_planned : 1, sizeof(*reqs));
-    if (reqs) {
+    /* The exports give the text sent: the markers are kept for them. */
+    char(*markers)[24] = r->cfg.cache_bust ? calloc(L->n_planned ? L->n_planned : 1, 24) : NULL;
+    if (reqs && (markers || !r->cfg.cache_bust)) {
       for (size_t i = 0; i < L->n_planned; i++) {
         const tp_prompt *p = &L->ds->items[L->recs[i].prompt_index];
         reqs[i].rec = &L->recs[i];
         reqs[i].prompt = p->text;
         reqs[i].prompt_len = p->text_len;
+        char scratch[24];
+        sent_head(r, i, markers ? markers[i] : scratch, reqs[i].head, reqs[i].head_len);
         reqs[i].reference = p->reference;
         reqs[i].max_tokens = L->recs[i].max_tokens;
         reqs[i].from = from;
@@ -2038,8 +2149,9 @@ static int run_level(tp_run *r, size_t li, char *err, size_t errlen) {
       lv->accuracy_scored = acc.scored;
       lv->exact_match_rate = acc.exact_match_rate;
       lv->rouge_l_f1 = acc.rouge_l_f1;
-      free(reqs);
     }
+    free(reqs);
+    free(markers);
   }
   tp_records_reader_free(from);
   if (lo.window_end_ns) {

@@ -48,6 +48,7 @@ if doc:
     check(len(planned) == 800 and all(abs(g - 2500000) <= 1 for g in gaps),
           "constant arrivals planned exactly 2.5 ms apart", "gaps %r" % sorted(set(gaps))[:5])
     check(all(r["sent_ns"] >= r["planned_ns"] for r in recs), "no request left before its planned time")
+    check(all(r["measured"] is True for r in recs), "a request-count level: every record says measured")
     check(lv["send_lag_ms"]["n"] == 800 and lv["time_to_first_token_from_planned_ms"]["avg"] >=
           lv["time_to_first_token_ms"]["avg"], "send lag and planned-time TTFT reported")
 
@@ -101,6 +102,12 @@ if doc:
     check(lv["window_s"] and lv["requests"] >= 100, "the last three windows are measured",
           "requests %r window %r" % (lv["requests"], lv["window_s"]))
     check("Stability: " in out and "the last three agreed" in out, "the report says so")
+    # Issue #15: records.jsonl is written before the windows are chosen; its
+    # "measured" flags still give the measured set.
+    meas = [r for r in recs if r["measured"] is True]
+    check(all(isinstance(r["measured"], bool) for r in recs) and len(meas) == lv["requests"] < len(recs),
+          "records.jsonl: %d records marked measured = the level's requests (%d of %d)"
+          % (len(meas), lv["requests"], len(recs)))
 rc, out, err, doc, recs = run(["--mock-ttft-ms", "10", "--mock-itl-ms", "5", "--mock-max-batch", "2",
                                "--request-rate", "200", "--measurement-interval", "300ms", "--max-trials", "4",
                                "--output-tokens-mean", "8"])
@@ -110,6 +117,8 @@ if doc:
     check(lv["stable"] is False and lv["stability_trials"] == 4, "an overloaded (drifting) mock never converges",
           "trials %r stable %r" % (lv["stability_trials"], lv["stable"]))
     check("never agreed" in err and "never agreed" in out, "and the run says so", err[-600:])
+    n_meas = sum(1 for r in recs if r["measured"] is True)
+    check(n_meas == lv["requests"], "time windows: %d records marked measured = requests %d" % (n_meas, lv["requests"]))
 
 # 6. Sweeps over input and output length (exact-length synthetic prompts).
 if WORDS:
@@ -125,6 +134,121 @@ if WORDS:
         check(all(l["output_tokens"]["avg"] == l["output_tokens_target"] for l in doc["levels"]),
               "every answer has the target output tokens")
         check(out.count("LLM metrics, concurrency 2, input") == 4, "one table per point")
+
+# 6b. A reasoning model (issue #15): 8 reasoning tokens then 16 answer tokens,
+#     one every 10 ms.  ITL runs over every generated token (10 ms, not the
+#     240 ms span over 15 answer gaps); the time to first output token is
+#     the first answer token, 8 tokens after the first reasoning one.
+if WORDS:
+    rc, out, err, doc, recs = run(["--service-kind", "openai", "--endpoint-type", "chat", "-m", "ensemble",
+                                   "--tokenizer", WORDS, "--mock-reasoning-tokens", "8", "--mock-output-tokens", "24",
+                                   "--output-tokens-mean", "24", "--mock-itl-ms", "10", "--mock-itl-us-per-seq", "0",
+                                   "--mock-ttft-ms", "20", "--mock-prefill-us-per-token", "0",
+                                   "--concurrency", "1", "--request-count", "4"])
+    check(rc == 0 and doc, "reasoning run: exit 0", err)
+    if doc:
+        lv = doc["levels"][0]
+        check(lv["reasoning_tokens"]["avg"] == 8 and lv["output_tokens"]["avg"] == 16,
+              "reasoning tokens counted apart from the answer's",
+              "%r %r" % (lv["reasoning_tokens"], lv["output_tokens"]))
+        itl = lv["inter_token_latency_ms"]["avg"]
+        check(abs(itl - 10) < 1.0, "ITL over reasoning and answer tokens: %.2f ms (10 ms per token)" % itl)
+        tpot = lv["time_per_output_token_ms"]["avg"]
+        check(abs(tpot - 10) < 1.0, "TPOT over every generated token: %.2f ms" % tpot)
+        ttft = lv["time_to_first_token_ms"]["avg"]
+        ttfo = lv["time_to_first_output_token_ms"]["avg"]
+        check(abs(ttfo - ttft - 80) < 8, "time to first output token = TTFT + 8 reasoning tokens (%.1f vs %.1f ms)"
+              % (ttfo, ttft))
+        check(all(r["first_answer_ns"] - r["first_token_ns"] >= 70e6 for r in recs),
+              "records.jsonl: first_answer_ns after the reasoning")
+        check("Time to first output token" in out, "the report shows the time to first output token")
+        check(lv["output_length_mismatches"] == 0, "max_tokens bounds reasoning and answer together")
+
+# 6c. --cache-bust and --prefix-tokens (issue #15): the exports give the text
+#     sent, marker and prefix first, and input tokens are counted on it.
+if WORDS:
+    art = os.path.join(tmp, "bust")
+    rc, out, err, doc, recs = run(FAST + ["--tokenizer", WORDS, "--cache-bust", "--prefix-tokens", "8",
+                                          "--num-prefixes", "1", "--concurrency", "1", "--request-count", "3",
+                                          "--output-tokens-mean", "2", "--artifact-dir", art])
+    check(rc == 0 and doc, "cache-bust run with a prefix: exit 0", err)
+    try:
+        resp = [json.loads(l) for l in open(os.path.join(art, "responses.jsonl"))]
+        pe = json.load(open(os.path.join(art, "profile_export.json")))
+        sent = [q["request_inputs"]["text_input"] for q in pe["experiments"][0]["requests"]]
+    except (OSError, ValueError, KeyError, IndexError) as e:
+        resp, sent = [], []
+        check(False, "the exports are there", repr(e))
+    marker = r"^\[[0-9a-f]{16}\] "
+    import re
+    check(len(resp) == 3 and all(re.match(marker, q["prompt"]) for q in resp),
+          "responses.jsonl: every prompt is the text sent, the cache-bust marker first",
+          resp and resp[0]["prompt"][:40])
+    check(len(sent) == 3 and all(re.match(marker, t) for t in sent) and len(set(t[:19] for t in sent)) == 3,
+          "profile_export.json: text_input is the text sent, a marker of its own each", sent and sent[0][:40])
+    check(all(q["input_tokens"] >= 64 + 8 for q in resp),
+          "input tokens counted on the text sent (prompt 64 + prefix 8 + marker)",
+          [q["input_tokens"] for q in resp])
+
+# 6d. Issue #15: without a tokenizer the usage line does not claim 0
+#     differences; it says the client did not count.
+rc, out, err, doc, recs = run(FAST + ["--service-kind", "openai", "--endpoint-type", "chat", "-m", "ensemble",
+                                      "--concurrency", "1", "--request-count", "2", "--output-tokens-mean", "4"])
+check(rc == 0 and "the client did not count" in out and "differ from the client's in 0" not in out,
+      "usage line without a tokenizer says the client did not count", [l for l in out.splitlines() if "usage" in l])
+
+# 6f. Issue #15: token counts from the server.  Without a tokenizer, a run
+#     against a server that reports usage has token metrics (auto); with
+#     --token-source client it has none; with a tokenizer that disagrees the
+#     report gives the size of the difference.
+OAI = FAST + ["--service-kind", "openai", "--endpoint-type", "chat", "-m", "ensemble", "--concurrency", "2",
+              "--request-count", "4", "--output-tokens-mean", "12"]
+rc, out, err, doc, recs = run(OAI)
+if doc:
+    lv = doc["levels"][0]
+    check(lv["output_tokens"] and lv["output_tokens"]["avg"] == 12 and lv["inter_token_latency_ms"] and
+          lv["output_token_throughput_tps"] and lv["output_tokens_source"] == "server",
+          "no tokenizer, server usage: token metrics from the server's counts (auto)",
+          "%r %r" % (lv["output_tokens"], lv.get("output_tokens_source")))
+    check("output the server's" in out, "the report names the source")
+else:
+    check(False, "openai run: exit 0", err)
+rc, out, err, doc, recs = run(OAI + ["--token-source", "client"])
+check(doc and doc["levels"][0]["output_tokens"] is None and doc["levels"][0]["output_tokens_source"] == "none",
+      "--token-source client without a tokenizer: no token metrics", err[-300:])
+PROSE = os.environ.get("TP_PROSE_MODEL")
+if PROSE:
+    rc, out, err, doc, recs = run(OAI + ["--tokenizer", PROSE])
+    lv = doc["levels"][0] if doc else {}
+    check(lv.get("server_usage_output_mismatches", 0) > 0 and lv["server_usage_output_diff_mean"] > 0 and
+          lv["server_usage_output_diff_max"] >= lv["server_usage_output_diff_mean"] and
+          lv["server_usage_input_diff_max"] >= lv["server_usage_input_diff_mean"] > 0,
+          "a tokenizer that disagrees: the size of the difference, mean and max, output and input",
+          {k: v for k, v in lv.items() if "usage" in k})
+    check("tokens on average, at most" in out, "and the report line gives it")
+    check(lv.get("output_tokens", {}).get("avg") == 12, "auto: the server's counts are the ones used")
+    diffs = [abs(r["server_output_tokens"] - r["output_tokens"]) for r in recs]
+    check(recs and max(diffs) == lv["server_usage_output_diff_max"],
+          "records.jsonl keeps the client's count beside the server's; their largest gap is the max", diffs)
+    rc, out, err, doc, recs = run(OAI + ["--tokenizer", PROSE, "--token-source", "client"])
+    check(doc and doc["levels"][0]["output_tokens"]["avg"] != 12 and
+          doc["levels"][0]["output_tokens_source"] == "client", "--token-source client: the tokenizer's counts")
+
+# 6e. Issue #15: a stability window counts a request as it ends, not when
+#     its tokens are counted (a slow count used to leave it out of its
+#     window, so the last three windows held more requests than 3 x 50).
+TOKM = os.environ.get("TP_PROSE_MODEL") or WORDS
+if TOKM:
+    rc, out, err, doc, recs = run(["--tokenizer", TOKM, "--mock-ttft-ms", "1", "--mock-itl-ms", "0.02",
+                                   "--mock-itl-us-per-seq", "0", "--mock-prefill-us-per-token", "0",
+                                   "--concurrency", "64", "--measurement-mode", "count_windows",
+                                   "--measurement-request-count", "50", "--stability-percentage", "80",
+                                   "--output-tokens-mean", "3000"], timeout=240)
+    check(rc == 0 and doc, "count windows with slow token counting: exit 0", err[-300:])
+    if doc:
+        n = doc["levels"][0]["requests"]
+        check(n == 150, "the last three windows of 50 hold 150 requests (%d; a request whose count "
+              "ended after its window closed was left out of it)" % n)
 
 # 7. Trace replay with a speed-up.
 trace = os.path.join(tmp, "trace.jsonl")
@@ -166,6 +290,29 @@ check(lv.get("goodput_fraction") == 0.0 and lv.get("goodput_unjudged") == lv.get
       "ITL bound without a tokenizer: 0% met, 10 unjudged", {k: lv.get(k) for k in ("goodput_fraction",
                                                                                   "goodput_unjudged", "succeeded")})
 check("could not judge 10 requests" in out, "and the report says the bound could not judge them", out[-600:])
+
+# 8a. Issue #15: GenAI-Perf's and vLLM's goodput key names.  GenAI-Perf's
+#     inter_token_latency and vLLM's tpot are tokperf's TPOT.
+G = FAST + ["--concurrency", "2", "--request-count", "6", "--output-tokens-mean", "4"]
+for spec in ("time_to_first_token:1000 request_latency:5000", "ttft:1000 e2el:5000"):
+    rc, out, err, doc, recs = run(G + ["--goodput", spec])
+    check(rc == 0 and doc and doc["levels"][0]["goodput_fraction"] == 1.0, "--goodput '%s' accepted, all met" % spec,
+          err[-300:])
+rc, out, err, doc, recs = run(G + ["--goodput", "time_to_first_token:1"])
+check(doc and doc["levels"][0]["goodput_fraction"] == 0.0, "time_to_first_token:1 is a TTFT bound (none met)")
+rc, out, err, doc, recs = run(G + ["--goodput", "bogus:5"])
+check(rc == 2 and "inter_token_latency" in err and "e2el" in err, "an unknown key lists every name", err[-300:])
+if WORDS:
+    for spec, frac in (("tpot:1000", 1.0), ("inter_token_latency:1000", 1.0), ("tpot:0.01", 0.0)):
+        rc, out, err, doc, recs = run(G + ["--tokenizer", WORDS, "--goodput", spec])
+        lv = doc["levels"][0] if doc else {}
+        check(lv.get("goodput_fraction") == frac and doc["config"]["goodput"].get("tpot_ms") is not None,
+              "--goodput %s: a TPOT bound, %.0f%% met" % (spec, 100 * frac),
+              {k: lv.get(k) for k in ("goodput_fraction", "goodput_unjudged")})
+rc, out, err, doc, recs = run(G + ["--goodput", "tpot:1000"])
+lv = doc["levels"][0] if doc else {}
+check(lv.get("goodput_fraction") == 0.0 and lv.get("goodput_unjudged") == 6,
+      "a TPOT bound without token counts: unjudged, like ITL")
 
 # 8b. The other tools' figures against the mock's own timing (2 ms between
 # tokens, one token per response): time to second token, TPOT and 1/ITL.

@@ -140,13 +140,13 @@ static void test_accuracy_compute(void) {
   for (int i = 0; i < 7; i++) mk_rec(&r[i], (uint64_t)i, MONO0 + 1000, t, ht, 2, texts[i], 5, 3);
   r[4].warmup = true;
   tp_record_fail(&r[5], TP_ERRCLASS_TIMEOUT, -1, "deadline", 8);
-  tp_export_request q[7] = {{&r[0], "Capital of France?", 18, "Paris", 0, NULL},
-                            {&r[1], "Capital of Germany?", 19, "Berlin", 0, NULL},
-                            {&r[2], "2+2?", 4, "4", 0, NULL},
-                            {&r[3], "cat?", 4, "the cat sat on the mat", 0, NULL},
-                            {&r[4], "warm", 4, "Rome", 0, NULL},
-                            {&r[5], "failed", 6, "Oslo", 0, NULL},
-                            {&r[6], "no reference", 12, NULL, 0, NULL}};
+  tp_export_request q[7] = {{&r[0], "Capital of France?", 18, "Paris", 0, NULL, {0}, {0}},
+                            {&r[1], "Capital of Germany?", 19, "Berlin", 0, NULL, {0}, {0}},
+                            {&r[2], "2+2?", 4, "4", 0, NULL, {0}, {0}},
+                            {&r[3], "cat?", 4, "the cat sat on the mat", 0, NULL, {0}, {0}},
+                            {&r[4], "warm", 4, "Rome", 0, NULL, {0}, {0}},
+                            {&r[5], "failed", 6, "Oslo", 0, NULL, {0}, {0}},
+                            {&r[6], "no reference", 12, NULL, 0, NULL, {0}, {0}}};
   tp_accuracy acc;
   CHECK_INT(tp_accuracy_compute(&acc, q, 7), 0, "accuracy computes");
   CHECK_INT(acc.scored, 4,
@@ -201,7 +201,7 @@ static void fixture_init(fixture *f, uint32_t conc) {
   static const char *prompts[5] = {"Say \"hi\"\n", "p1", "p2", "p3", "p4 \x01"};
   static const char *refs[5] = {"Hello \"world\"", NULL, "partial", "warm", "caf\xc3\xa9"};
   for (int i = 0; i < 5; i++)
-    f->q[i] = (tp_export_request){&f->r[i], prompts[i], strlen(prompts[i]), refs[i], i == 1 ? 64 : 0, NULL};
+    f->q[i] = (tp_export_request){&f->r[i], prompts[i], strlen(prompts[i]), refs[i], i == 1 ? 64 : 0, NULL, {0}, {0}};
   tp_level_compute(&f->lr, f->r, 5);
   f->lr.concurrency = conc;
 }
@@ -471,6 +471,39 @@ static void test_genai_json(void) {
   free(text);
 }
 
+/* --cache-bust and --prefix-tokens: the exports give the text sent (marker,
+ * prefix, prompt), not the dataset's prompt (issue #15). */
+static void test_sent_text(void) {
+  fixture f;
+  fixture_init(&f, 2);
+  for (int i = 0; i < 5; i++) {
+    f.q[i].head[0] = "[00000000000000ab] ";
+    f.q[i].head_len[0] = 19;
+    f.q[i].head[1] = "shared \"prefix\"";
+    f.q[i].head_len[1] = 15;
+    f.q[i].head[2] = " ";
+    f.q[i].head_len[2] = 1;
+  }
+  tp_buf b;
+  tp_buf_init(&b);
+  CHECK_INT(tp_export_responses_jsonl(&b, &f.lr, f.q, 5), 0, "responses render");
+  const char *nl = memchr(b.data, '\n', b.len);
+  json_t *o = nl ? json_loadb((const char *)b.data, (size_t)(nl - (const char *)b.data), 0, NULL) : NULL;
+  CHECK_STR(json_string_value(json_object_get(o, "prompt")), "[00000000000000ab] shared \"prefix\" Say \"hi\"\n",
+            "responses.jsonl: the prompt is the text sent, marker and prefix first");
+  json_decref(o);
+  tp_buf_reset(&b);
+  tp_export_level el = {&f.lr, f.q, 5, 0, 0};
+  CHECK_INT(tp_export_pa_experiment(&b, &el, 128, MONO0, WALL0), 0, "experiment renders");
+  json_t *e = json_loadb((const char *)b.data, b.len, 0, NULL);
+  json_t *in0 = json_object_get(json_array_get(json_object_get(e, "requests"), 0), "request_inputs");
+  CHECK_STR(json_string_value(json_object_get(in0, "text_input")), "[00000000000000ab] shared \"prefix\" p1",
+            "profile export: text_input is the text sent");
+  json_decref(e);
+  tp_buf_fini(&b);
+  fixture_fini(&f);
+}
+
 static void test_responses_jsonl(void) {
   fixture f;
   fixture_init(&f, 2);
@@ -676,6 +709,7 @@ int main(void) {
   test_genai_csv();
   test_genai_json();
   test_responses_jsonl();
+  test_sent_text();
   test_artifacts();
   return tp_test_done();
 }

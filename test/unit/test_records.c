@@ -12,6 +12,8 @@
 #include "metrics/tp_stats.h"
 #include "report/tp_export.h"
 #include "report/tp_records.h"
+#include <jansson.h>
+
 #include "tp_test.h"
 #include "tokperf/tokperf.h"
 
@@ -60,7 +62,7 @@ static size_t write_and_shed(const char *path, tp_record *r, tp_record *shed, si
   for (size_t i = 0; i < n; i++) {
     char id[32];
     snprintf(id, sizeof(id), "c4-%zu", i);
-    tp_records_line l = {id, 0, TP_LOAD_CONCURRENCY, 4, 0, false, NULL};
+    tp_records_line l = {id, 0, TP_LOAD_CONCURRENCY, 4, 0, false, NULL, TP_RECORD_MEASURED};
     char *line = tp_records_format(&r[i], &l);
     long at = ftell(f);
     fputs(line, f);
@@ -89,7 +91,7 @@ static size_t write_and_shed(const char *path, tp_record *r, tp_record *shed, si
 static void fill_reqs(tp_export_request *q, const tp_record *r, size_t n, tp_records_reader *from) {
   static const char *refs[3] = {" w1 w2", NULL, "caf\xc3\xa9"};
   for (size_t i = 0; i < n; i++)
-    q[i] = (tp_export_request){&r[i], "prompt \xc3\xa9", 8, refs[i % 3], i % 4 ? 0 : 16, from};
+    q[i] = (tp_export_request){&r[i], "prompt \xc3\xa9", 8, refs[i % 3], i % 4 ? 0 : 16, from, {0}, {0}};
 }
 
 static void test_format_and_lossless(void) {
@@ -99,7 +101,7 @@ static void test_format_and_lossless(void) {
   tp_record_add_response(&r, 100, true);
   tp_buf_append_str(&r.text, "ok");
   CHECK(tp_records_lossless(&r), "valid UTF-8 text is given back byte for byte");
-  tp_records_line l = {"c1-3", 2, TP_LOAD_RATE, 0, 2.5, false, NULL};
+  tp_records_line l = {"c1-3", 2, TP_LOAD_RATE, 0, 2.5, false, NULL, TP_RECORD_MEASURED};
   char *line = tp_records_format(&r, &l);
   CHECK(line && strstr(line, "\"request_rate\":2.5") && strstr(line, "\"id\":\"c1-3\"") &&
             strstr(line, "\"response_ns\":[100]") && strstr(line, "\"text\":\"ok\"") && !strchr(line, '\n'),
@@ -208,10 +210,64 @@ static void test_exports_identical(const char *dir, size_t resp_per_req) {
   free(qs);
 }
 
+static bool odd_seq(void *ctx, uint64_t seq, uint32_t rank) {
+  (void)ctx;
+  return rank == 0 && seq % 2 == 1;
+}
+
+/* Stability mode: lines written "measured": false before the windows are
+ * chosen; marking sets the chosen ones of the level, in place, and leaves
+ * every line valid JSON and the file's length unchanged. */
+static void test_mark_measured(const char *dir) {
+  char path[128];
+  snprintf(path, sizeof(path), "%s/marks.jsonl", dir);
+  FILE *f = fopen(path, "w");
+  for (int i = 0; i < 6; i++) {
+    tp_record r;
+    tp_record_init(&r);
+    r.seq = (uint64_t)(i % 4);
+    tp_buf_append_str(&r.text, "x");
+    tp_records_line l = {"id", i < 4 ? 0 : 1, TP_LOAD_CONCURRENCY, 1, 0, false, NULL,
+                         i == 0 ? TP_RECORD_UNMEASURED : TP_RECORD_PENDING};
+    char *line = tp_records_format(&r, &l);
+    fprintf(f, "%s\n", line);
+    free(line);
+    tp_record_fini(&r);
+  }
+  long len = ftell(f);
+  fclose(f);
+  uint64_t from = 0;
+  char err[256] = "";
+  CHECK_INT(tp_records_mark_measured(path, &from, 0, odd_seq, NULL, err, sizeof(err)), 0, "marking a regular file succeeds");
+  CHECK((long)from == len, "marking moves the start to the file's end");
+  f = fopen(path, "r");
+  char buf[4096];
+  int n = 0, measured = 0, valid = 0;
+  while (fgets(buf, sizeof(buf), f)) {
+    json_t *o = json_loads(buf, 0, NULL);
+    if (o) valid++;
+    if (json_is_true(json_object_get(o, "measured"))) {
+      measured++;
+      CHECK(json_integer_value(json_object_get(o, "level")) == 0 &&
+                json_integer_value(json_object_get(o, "seq")) % 2 == 1,
+            "only the level's chosen records are marked");
+    }
+    json_decref(o);
+    n++;
+  }
+  fclose(f);
+  CHECK(n == 6 && valid == 6 && measured == 2, "2 of 6 lines marked measured, all still JSON (%d/%d/%d)", n, valid,
+        measured);
+  CHECK(tp_records_mark_measured("/dev/null", &from, 0, odd_seq, NULL, err, sizeof(err)) == TP_EIO &&
+            strstr(err, "/dev/null"),
+        "a records file that is not a regular file is named in the error");
+}
+
 int main(void) {
   char dir[] = "/tmp/tp_records_XXXXXX";
   if (!mkdtemp(dir)) return 1;
   test_format_and_lossless();
+  test_mark_measured(dir);
   test_exports_identical(dir, 6);
   /* Long answers: over a MiB of export per level, so the spill path runs. */
   char big[64];

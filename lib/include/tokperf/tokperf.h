@@ -35,6 +35,13 @@ typedef enum tp_backend {
   TP_BACKEND_VLLM = 1         /* vLLM backend tensors */
 } tp_backend;
 
+/* Where the token counts of the report come from (--token-source). */
+typedef enum tp_token_source {
+  TP_TOKEN_SOURCE_AUTO = 0, /* the server's when it reports them, else the client's tokenizer */
+  TP_TOKEN_SOURCE_CLIENT,   /* the client's tokenizer only */
+  TP_TOKEN_SOURCE_SERVER    /* the server's counts only (OpenAI usage, vLLM num_output_tokens) */
+} tp_token_source;
+
 typedef enum tp_arrival {
   TP_ARRIVAL_CONSTANT = 0, /* exactly 1/rate apart */
   TP_ARRIVAL_POISSON = 1,  /* exponential gaps with mean 1/rate */
@@ -132,6 +139,7 @@ typedef struct tp_config {
 
   /* Goodput bounds in ms (0 = no bound on that metric). */
   double goodput_ttft_ms, goodput_itl_ms, goodput_latency_ms;
+  double goodput_tpot_ms; /* time per output token (tpot; GenAI-Perf's inter_token_latency) */
   /* CI gates: "metric.stat OP value[unit]" (borrowed).  A failed gate makes
    * tp_run_check_gates report it. */
   const char *const *asserts;
@@ -164,6 +172,7 @@ typedef struct tp_config {
    * adds (BOS, ...), as the server's prompt count usually does; output
    * tokens never include them.  Needs tokenizer. */
   bool tokenizer_add_special_tokens;
+  tp_token_source token_source; /* default auto */
   uint64_t random_seed;
 
   /* Output length asked of the server: max_tokens (0 = per-prompt value or
@@ -346,6 +355,7 @@ typedef struct tp_level_result {
   /* The figures other tools report under their own definitions
    * (docs/metrics.md, "Side by side with other tools"). */
   tp_stat ttst_ms;                 /* second text response - first (GenAI-Perf) */
+  tp_stat ttfo_ms;                 /* first answer text after reasoning - sent */
   tp_stat tpot_ms;                 /* (done - first token) / (tokens - 1) (vLLM) */
   tp_stat output_tps_per_user_itl; /* 1000 / ITL ms (GenAI-Perf's per-user throughput) */
   tp_stat responses; /* responses per request */
@@ -387,6 +397,16 @@ typedef struct tp_level_result {
    * tokens it says it served from its cache. */
   uint64_t usage_reported;
   uint64_t usage_output_mismatches, usage_input_mismatches;
+  /* Requests whose count both the server and the client gave (0: the
+   * client counted nothing to compare, e.g. no tokenizer). */
+  uint64_t usage_output_compared, usage_input_compared;
+  /* The size of the difference, |server - client| tokens, over the
+   * compared requests: mean and largest, output and input. */
+  double usage_output_diff_mean, usage_output_diff_max;
+  double usage_input_diff_mean, usage_input_diff_max;
+  /* Successful requests whose reported output / input tokens are the
+   * server's count (--token-source), the rest being the client's. */
+  uint64_t tokens_from_server_output, tokens_from_server_input;
   uint64_t cached_tokens;
   /* Reasoning text (OpenAI reasoning_content), counted apart. */
   tp_stat reasoning_tokens;
@@ -508,6 +528,9 @@ struct tp_mock_config {
   uint32_t output_tokens;
   double eos_prob;
   uint64_t seed;
+  /* Streamed chat answers begin with this many reasoning tokens, sent as
+   * `reasoning_content` deltas (vLLM's reasoning parsers); 0 = none. */
+  uint32_t reasoning_tokens;
 
   /* JSON lines: one per request received and per response sent, with
    * monotonic nanosecond times (tp clock), for tests to hold the client's

@@ -75,7 +75,7 @@ static void make_level(level *L, uint32_t conc, size_t n, double slow) {
       tp_buf_printf(&r->text, " the answer was %zu", i % 50 + 7);
     r->input_tokens = 30;
     r->output_tokens = NRESP;
-    L->q[i] = (tp_export_request){r, p, strlen(p), ref, 64, NULL};
+    L->q[i] = (tp_export_request){r, p, strlen(p), ref, 64, NULL, {0}, {0}};
   }
   if (conc == 4 && n > 5) tp_record_fail(&L->r[5], TP_ERRCLASS_TIMEOUT, 4, "deadline exceeded", 17);
   tp_level_compute(&L->lr, L->r, n);

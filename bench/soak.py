@@ -197,6 +197,7 @@ def check_classes(out, recs):
     collateral = collections.Counter() # failures tied to a connection-level fault in flight
     unexplained = collections.Counter()
     kinds_ok = 0                       # faulted requests of a kind that must succeed, and did
+    resent_ok = collections.Counter()  # by kind: answered after a re-send the server's GOAWAY allowed
     examples = []
 
     def during_conn_fault(r):
@@ -217,6 +218,11 @@ def check_classes(out, recs):
         if cls == want:
             matched[cls] += 1
             kinds_ok += 1 if kind and want == "none" else 0
+        elif cls == "none" and kind and r.get("resends", 0) > 0:
+            # The server said (a GOAWAY's last_stream_id below the stream,
+            # or REFUSED_STREAM) that it never processed the request: it was
+            # re-sent on another connection and answered, as it should be.
+            resent_ok[kind] += 1
         elif cls in COLLATERAL_CLASSES and during_conn_fault(r):
             collateral[cls] += 1
         else:
@@ -228,7 +234,7 @@ def check_classes(out, recs):
              "collateral": collateral[c], "unexplained": unexplained[c]} for c in classes]
     return {"injected_by_kind": dict(sorted(injected.items())), "faulted": sum(injected.values()),
             "rows": rows, "unexplained": sum(unexplained.values()), "examples": examples,
-            "connection_faults": len(conn_faults),
+            "connection_faults": len(conn_faults), "resent_and_answered": dict(sorted(resent_ok.items())),
             "succeeding_kinds": {"injected": expected["none"], "succeeded": kinds_ok}}
 
 
@@ -293,6 +299,7 @@ def main():
             cl["faulted"], rc["lines"], result["mock_faults_injected"],
             ", ".join("%s %d" % kv for kv in cl["injected_by_kind"].items())))
         print("| unexplained failures | %d |" % cl["unexplained"])
+        print("| faulted, re-sent (GOAWAY said unprocessed) and answered | %s |" % (json.dumps(cl.get("resent_and_answered", {})) or "{}"))
     print("| RSS minute 1 | %s kB |" % r1)
     print("| RSS at %g s | %s kB (ratio %s) |" % (seconds, rend, result["rss_kb"]["ratio"]))
     if "classes" in result:

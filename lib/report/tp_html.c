@@ -780,6 +780,63 @@ static int chart_search(tp_buf *o, const tp_search_summary *s) {
   return rv;
 }
 
+/* ------------------------------------------------------------------------ */
+/* Multi-turn sessions (docs/sessions.md)                                   */
+
+/* Time to first token by turn index, one line per level: a server that
+ * reuses the cached history answers later turns sooner although their
+ * prompts grow.  The numbers are in a table beside it. */
+static int chart_turns(tp_buf *o, const tp_html_level *lv) {
+  const tp_level_result *lr = &lv->lr;
+  double ymax = 0;
+  for (size_t i = 0; i < lr->n_turns; i++) ymax = fmax(ymax, lr->turns[i].ttft_ms_p99);
+  double xs, ys;
+  frame f;
+  init_frame(&f, CW, CH, 0.5, (double)lr->n_turns + 0.5, 0, nice_top(ymax > 0 ? ymax : 1, &ys));
+  xs = nice_step((double)lr->n_turns);
+  if (xs < 1) xs = 1;
+  char name[128];
+  tp__level_name(lr, name, sizeof(name));
+  int rv = tp_buf_append_str(o, "<section><h2>Per turn, ");
+  if (!rv) rv = esc(o, name);
+  if (!rv)
+    rv = tp_buf_printf(o, "</h2>\n<p class=\"meta\">%" PRIu64 " sessions measured, %" PRIu64
+                          " completed, %.2f turns each; %.3f s per session on average (think time "
+                          "included).</p>\n<div class=\"hists\"><figure>",
+                       lr->sessions.sessions, lr->sessions.completed, lr->sessions.turns_avg,
+                       lr->sessions.time_s_avg);
+  if (!rv) rv = svg_open(o, "turns", CW, CH, "Time to first token by turn");
+  if (!rv) rv = axes(o, &f, xs, ys, true, true, "turn", "time to first token (ms)");
+  for (int which = 0; which < 2 && !rv; which++) {
+    /* avg as a line of points, p99 as open circles */
+    for (size_t i = 0; i < lr->n_turns && !rv; i++) {
+      const tp_turn_stats *t = &lr->turns[i];
+      double v = which ? t->ttft_ms_p99 : t->ttft_ms_avg;
+      if (!(v >= 0)) continue;
+      rv = tp_buf_printf(o,
+                         "<circle class=\"%s\" cx=\"%.1f\" cy=\"%.1f\" r=\"%d\"><title>turn %u: TTFT %s "
+                         "%.2f ms</title></circle>",
+                         which ? "probe fail" : "probe pass", fx(&f, (double)t->turn + 1), fy(&f, v),
+                         which ? 3 : 5, t->turn + 1, which ? "p99" : "avg", v);
+    }
+  }
+  if (!rv)
+    rv = tp_buf_append_str(o, "</svg><figcaption>Filled: average; small: p99.</figcaption></figure>\n"
+                              "<table class=\"summary\"><tr><th>Turn</th><th>Requests</th><th>TTFT avg (ms)</th>"
+                              "<th>TTFT p99 (ms)</th><th>ITL avg (ms)</th><th>Latency avg (ms)</th>"
+                              "<th>Input tokens</th><th>Cached tokens</th><th>Output tokens</th></tr>\n");
+  for (size_t i = 0; i < lr->n_turns && !rv; i++) {
+    const tp_turn_stats *t = &lr->turns[i];
+    rv = tp_buf_printf(o, "<tr><td>%u</td><td>%" PRIu64 "</td>", t->turn + 1, t->requests);
+    const double v[] = {t->ttft_ms_avg,      t->ttft_ms_p99,       t->itl_ms_avg,      t->latency_ms_avg,
+                        t->input_tokens_avg, t->cached_tokens_avg, t->output_tokens_avg};
+    for (size_t k = 0; k < sizeof(v) / sizeof(v[0]) && !rv; k++) rv = cell_num(o, v[k] >= 0, v[k], k < 4 ? 2 : 1);
+    if (!rv) rv = tp_buf_append_str(o, "</tr>\n");
+  }
+  if (!rv) rv = tp_buf_append_str(o, "</table></div>\n</section>\n");
+  return rv;
+}
+
 int tp_html_render(tp_buf *o, const tp_html_input *in) {
   int rv = header(o, in);
   if (!rv)
@@ -836,6 +893,8 @@ int tp_html_render(tp_buf *o, const tp_html_input *in) {
                              "token.</figcaption></figure>\n</section>\n");
   }
   if (!rv && in->search) rv = chart_search(o, in->search);
+  for (size_t i = 0; i < in->n_levels && !rv; i++)
+    if (in->levels[i].lr.n_turns) rv = chart_turns(o, &in->levels[i]);
   if (!rv) rv = tp_buf_append_str(o, "<section><h2>Summary</h2>\n");
   if (!rv) rv = summary_table(o, in);
   if (!rv) rv = tp_buf_append_str(o, "</section>\n");

@@ -59,6 +59,9 @@ for kind in ("chat", "completions", "triton"):
           "%s: 3 sessions of 4 turns ran" % kind, p.stderr[-2000:])
     if not recs:
         continue
+    html = open(os.path.join(tmp, "art_" + kind, "report.html"), encoding="utf-8").read()
+    check("Time to first token by turn" in html and html.count("<tr><td>") >= 4 and "Cached tokens" in html,
+          "%s: report.html has the per-turn chart with its numbers in a table" % kind)
     reqs = {e["id"]: e for e in events if e["ev"] == "request"}
     answers, finals = {}, {}
     for e in events:

@@ -617,3 +617,110 @@ int tp_compare_run(const char *json_a, const char *json_b, const char *const *fa
   free(rules);
   return rv;
 }
+
+/* ------------------------------------------------------------------------ */
+/* The comparison page (--html): two or more runs                           */
+
+int tp_compare_html(const char *const *paths, size_t n, const char *html_path, char *err, size_t errlen) {
+  if (n < 2) {
+    tp_seterr(err, errlen, "--html compares two or more --json documents");
+    return TP_EINVAL;
+  }
+  doc *docs = calloc(n, sizeof(*docs));
+  const char **runs = calloc(n, sizeof(*runs));
+  if (!docs || !runs) {
+    free(docs);
+    free(runs);
+    return TP_ENOMEM;
+  }
+  int rv = 0;
+  for (size_t i = 0; i < n && !rv; i++) {
+    rv = load_doc(&docs[i], paths[i], err, errlen);
+    runs[i] = paths[i];
+  }
+  /* The levels of the first run that every other run has too. */
+  size_t na = rv ? 0 : json_array_size(docs[0].levels);
+  json_t **rows = calloc((na ? na : 1) * n, sizeof(*rows)); /* [level][run] */
+  char(*names)[128] = calloc(na ? na : 1, sizeof(*names));
+  const char **level_names = calloc(na ? na : 1, sizeof(*level_names));
+  if (!rv && (!rows || !names || !level_names)) rv = TP_ENOMEM;
+  size_t nl = 0;
+  for (size_t i = 0; i < na && !rv; i++) {
+    json_t *la = json_array_get(docs[0].levels, i);
+    tp_level_result pa, pb;
+    level_point(la, &pa);
+    bool all = true;
+    rows[nl * n] = la;
+    for (size_t d = 1; d < n && all; d++) {
+      json_t *found = NULL;
+      for (size_t j = 0; j < json_array_size(docs[d].levels) && !found; j++) {
+        level_point(json_array_get(docs[d].levels, j), &pb);
+        if (same_point(&pa, &pb)) found = json_array_get(docs[d].levels, j);
+      }
+      rows[nl * n + d] = found;
+      all = found != NULL;
+    }
+    if (!all) continue;
+    tp__level_name(&pa, names[nl], sizeof(names[nl]));
+    level_names[nl] = names[nl];
+    nl++;
+  }
+  if (!rv && !nl) {
+    tp_seterr(err, errlen, "the documents have no level in common");
+    rv = TP_EINVAL;
+  }
+  /* A chart per headline metric of the registry: a distribution's average
+   * and p99, a level figure as it is. */
+  size_t nm;
+  const tp_metric *all_m = tp_metrics(&nm);
+  tp_html_cmp_metric *ms = calloc(nm * 2, sizeof(*ms));
+  size_t nms = 0;
+  if (!rv && !ms) rv = TP_ENOMEM;
+  for (size_t k = 0; k < nm && !rv; k++) {
+    const tp_metric *m = &all_m[k];
+    if (!(m->flags & TP_MF_COMPARE)) continue;
+    static const tp_stat_id dist_stats[] = {TP_STAT_AVG, TP_STAT_P99};
+    size_t nst = m->kind == TP_METRIC_DIST ? 2 : 1;
+    for (size_t q = 0; q < nst && !rv; q++) {
+      tp_html_cmp_metric *hm = &ms[nms];
+      metric_label(hm->name, sizeof(hm->name), m, m->kind == TP_METRIC_DIST ? dist_stats[q] : TP_STAT_AVG);
+      snprintf(hm->unit, sizeof(hm->unit), "%s", tp_unit_name(m->unit));
+      hm->better = m->better;
+      hm->values = malloc(nl * n * sizeof(double));
+      if (!hm->values) {
+        rv = TP_ENOMEM;
+        break;
+      }
+      nms++;
+      for (size_t l = 0; l < nl; l++)
+        for (size_t d = 0; d < n; d++) {
+          double v;
+          hm->values[l * n + d] =
+              level_value(rows[l * n + d], m, m->kind == TP_METRIC_DIST ? dist_stats[q] : TP_STAT_AVG, &v) ? v
+                                                                                                            : NAN;
+        }
+    }
+  }
+  if (!rv) {
+    tp_html_cmp in = {runs, n, level_names, nl, ms, nms};
+    tp_buf o;
+    tp_buf_init(&o);
+    rv = tp_html_compare_render(&o, &in);
+    if (!rv && tp__write_atomic(html_path, o.data, o.len)) {
+      tp_seterr(err, errlen, "cannot write %s: %s (see --html)", html_path, strerror(errno));
+      rv = TP_EIO;
+    } else if (rv) {
+      tp_seterr(err, errlen, "cannot write %s: out of memory", html_path);
+    }
+    tp_buf_fini(&o);
+  }
+  for (size_t i = 0; i < nms; i++) free(ms[i].values);
+  free(ms);
+  free(rows);
+  free(names);
+  free(level_names);
+  for (size_t i = 0; i < n; i++) json_decref(docs[i].root);
+  free(docs);
+  free(runs);
+  return rv;
+}

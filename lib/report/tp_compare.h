@@ -67,4 +67,10 @@ int tp_compare_parse_rule(const char *s, tp_compare_rule *out, char *err, size_t
 int tp_compare_run(const char *json_a, const char *json_b, const char *const *fail_on, size_t n, FILE *out,
                    const char *junit_path, char *err, size_t errlen);
 
+/* Writes html_path: a page comparing the documents at paths (two or
+ * more, in order) level by level over the levels they all have, a chart
+ * per headline metric with its numbers in a table.  Returns 0 or a
+ * negative TP_E* code with a message in err. */
+int tp_compare_html(const char *const *paths, size_t n, const char *html_path, char *err, size_t errlen);
+
 #endif

@@ -920,3 +920,100 @@ int tp_html_write(const char *path, const tp_html_input *in, char *err, size_t e
   tp_buf_fini(&b);
   return rv;
 }
+
+/* ------------------------------------------------------------------------ */
+/* Comparison of runs (tokperf compare --html)                              */
+
+static const char *const run_colours[] = {"#4c78a8", "#f58518", "#54a24b", "#e45756", "#72b7b2", "#b279a2"};
+
+static int chart_compare_metric(tp_buf *o, const tp_html_cmp *in, const tp_html_cmp_metric *m) {
+  double ymax = 0;
+  size_t nv = in->n_levels * in->n_runs;
+  for (size_t i = 0; i < nv; i++)
+    if (isfinite(m->values[i])) ymax = fmax(ymax, m->values[i]);
+  double ys;
+  frame f;
+  init_frame(&f, CW, CH, 0, (double)in->n_levels, 0, nice_top(ymax > 0 ? ymax : 1, &ys));
+  int rv = tp_buf_append_str(o, "<section><h2>");
+  if (!rv) rv = esc(o, m->name);
+  if (!rv) rv = tp_buf_printf(o, " (%s)</h2>\n<p class=\"meta\">%s</p>\n<div class=\"hists\"><figure>", m->unit,
+                              m->better < 0   ? "Lower is better."
+                              : m->better > 0 ? "Higher is better."
+                                              : "");
+  if (!rv) rv = svg_open(o, "compare", CW, CH, m->name);
+  if (!rv) rv = axes(o, &f, 1e300, ys, false, true, "level", m->unit);
+  double slot = (f.px1 - f.px0) / (double)(in->n_levels ? in->n_levels : 1);
+  double bw = slot * 0.8 / (double)(in->n_runs ? in->n_runs : 1);
+  for (size_t l = 0; l < in->n_levels && !rv; l++) {
+    for (size_t r = 0; r < in->n_runs && !rv; r++) {
+      double v = m->values[l * in->n_runs + r];
+      if (!isfinite(v)) continue;
+      double x = f.px0 + slot * (double)l + slot * 0.1 + bw * (double)r;
+      double y = fy(&f, v);
+      rv = tp_buf_printf(o, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"%s\"><title>",
+                         x, y, bw, f.py0 - y, run_colours[r % (sizeof(run_colours) / sizeof(run_colours[0]))]);
+      if (!rv) rv = esc(o, in->runs[r]);
+      if (!rv) rv = tp_buf_append_str(o, ", ");
+      if (!rv) rv = esc(o, in->levels[l]);
+      if (!rv) rv = tp_buf_printf(o, ": %.4g %s</title></rect>", v, m->unit);
+    }
+    if (!rv) {
+      rv = tp_buf_printf(o, "<text class=\"tick\" x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">",
+                         f.px0 + slot * ((double)l + 0.5), f.py0 + 16);
+      if (!rv) rv = esc(o, in->levels[l]);
+      if (!rv) rv = tp_buf_append_str(o, "</text>");
+    }
+  }
+  if (!rv) rv = tp_buf_append_str(o, "</svg><figcaption>");
+  for (size_t r = 0; r < in->n_runs && !rv; r++) {
+    rv = tp_buf_printf(o, "%s<span style=\"color:%s\">&#9632;</span> ", r ? " · " : "",
+                       run_colours[r % (sizeof(run_colours) / sizeof(run_colours[0]))]);
+    if (!rv) rv = esc(o, in->runs[r]);
+  }
+  if (!rv) rv = tp_buf_append_str(o, "</figcaption></figure>\n<table class=\"summary\"><tr><th>Level</th>");
+  for (size_t r = 0; r < in->n_runs && !rv; r++) {
+    rv = tp_buf_append_str(o, "<th>");
+    if (!rv) rv = esc(o, in->runs[r]);
+    if (!rv) rv = tp_buf_append_str(o, "</th>");
+  }
+  if (!rv && in->n_runs >= 2) rv = tp_buf_append_str(o, "<th>Last vs first</th>");
+  if (!rv) rv = tp_buf_append_str(o, "</tr>\n");
+  for (size_t l = 0; l < in->n_levels && !rv; l++) {
+    rv = tp_buf_append_str(o, "<tr><td>");
+    if (!rv) rv = esc(o, in->levels[l]);
+    if (!rv) rv = tp_buf_append_str(o, "</td>");
+    for (size_t r = 0; r < in->n_runs && !rv; r++) {
+      double v = m->values[l * in->n_runs + r];
+      rv = cell_num(o, isfinite(v), v, 2);
+    }
+    if (!rv && in->n_runs >= 2) {
+      double a = m->values[l * in->n_runs], b = m->values[l * in->n_runs + in->n_runs - 1];
+      if (isfinite(a) && isfinite(b) && a != 0)
+        rv = tp_buf_printf(o, "<td>%+.1f%%</td>", (b - a) / fabs(a) * 100);
+      else
+        rv = tp_buf_append_str(o, "<td class=\"na\">n/a</td>");
+    }
+    if (!rv) rv = tp_buf_append_str(o, "</tr>\n");
+  }
+  if (!rv) rv = tp_buf_append_str(o, "</table></div>\n</section>\n");
+  return rv;
+}
+
+int tp_html_compare_render(tp_buf *o, const tp_html_cmp *in) {
+  int rv = tp_buf_printf(o,
+                         "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+                         "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
+                         "<title>tokperf compare</title>\n<style>%s</style>\n</head>\n<body>\n<header><h1>tokperf "
+                         "compare</h1>\n<p class=\"meta\">",
+                         css);
+  for (size_t r = 0; r < in->n_runs && !rv; r++) {
+    rv = tp_buf_printf(o, "%sRun %zu: ", r ? " · " : "", r + 1);
+    if (!rv) rv = esc(o, in->runs[r]);
+  }
+  if (!rv)
+    rv = tp_buf_printf(o, "</p>\n<p class=\"meta\">tokperf %s · %zu level%s in common</p>\n</header>\n",
+                       tp_version(), in->n_levels, in->n_levels == 1 ? "" : "s");
+  for (size_t i = 0; i < in->n_metrics && !rv; i++) rv = chart_compare_metric(o, in, &in->metrics[i]);
+  if (!rv) rv = tp_buf_append_str(o, "</body>\n</html>\n");
+  return rv;
+}

@@ -84,4 +84,25 @@ int tp_html_write(const char *path, const tp_html_input *in, char *err, size_t e
  * replaced by spaces and invalid UTF-8 by U+FFFD.  Returns 0 or TP_ENOMEM. */
 int tp_html_escape(tp_buf *out, const char *s, size_t len);
 
+/* A comparison page of two or more runs (tokperf compare --html): for each
+ * metric, a bar per run at each level in common, and the numbers in a
+ * table beside the chart. */
+typedef struct tp_html_cmp_metric {
+  char name[64];  /* "ttft.p99" */
+  char unit[32];  /* "ms" */
+  int better;     /* -1 lower, +1 higher, 0 neither */
+  double *values; /* n_levels * n_runs, row per level; NAN = unavailable (owned by the caller) */
+} tp_html_cmp_metric;
+
+typedef struct tp_html_cmp {
+  const char *const *runs;   /* labels (file names) */
+  size_t n_runs;
+  const char *const *levels; /* "concurrency 8" */
+  size_t n_levels;
+  const tp_html_cmp_metric *metrics;
+  size_t n_metrics;
+} tp_html_cmp;
+
+int tp_html_compare_render(tp_buf *o, const tp_html_cmp *in);
+
 #endif

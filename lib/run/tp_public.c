@@ -49,6 +49,10 @@ void tp_tokenizer_free(tp_tokenizer *t) { tp_tok_free((tp_tok *)t); }
 /* The public face of run comparison (lib/report/tp_compare). */
 #include "report/tp_compare.h"
 
+int tp_compare_html_page(const char *const *paths, size_t n, const char *html_path, char *err, size_t errlen) {
+  return tp_compare_html(paths, n, html_path, err, errlen);
+}
+
 int tp_compare(const char *json_a, const char *json_b, const char *const *fail_on, size_t n, FILE *out,
                const char *junit_path, char *err, size_t errlen) {
   return tp_compare_run(json_a, json_b, fail_on, n, out, junit_path, err, errlen);

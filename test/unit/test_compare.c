@@ -300,6 +300,25 @@ static void test_compare(void) {
   CHECK(rv == TP_EIO && strstr(err, "cannot write /nonexistent/dir/j.xml"),
         "unwritable JUnit path: TP_EIO (%s)", err);
 
+  /* The page of two or more runs: the levels all have in common (4 and 8,
+   * not B's 16), a chart and table per headline metric. */
+  char page[600];
+  snprintf(page, sizeof(page), "%s/cmp.html", tmpdir);
+  const char *three[] = {pa, pb, pa};
+  rv = tp_compare_html(three, 3, page, err, sizeof(err));
+  CHECK_INT(rv, 0, "a page of three runs is written");
+  FILE *pf = fopen(page, "r");
+  char *h = pf ? slurp(pf) : NULL;
+  if (pf) fclose(pf);
+  CHECK(h && strstr(h, "2 levels in common") && strstr(h, "<h2>ttft.p99 (ms)</h2>") &&
+            strstr(h, "<h2>error_rate (fraction)</h2>") && strstr(h, "concurrency 8") && !strstr(h, "concurrency 16"),
+        "it charts the registry's headline metrics over the levels in common");
+  CHECK(h && strstr(h, "<td>360.00</td>") && strstr(h, "<td>300.00</td>"), "with the numbers in a table (ttft.p99 300 and 360)");
+  free(h);
+  unlink(page);
+  const char *one[] = {pa};
+  CHECK_INT(tp_compare_html(one, 1, page, err, sizeof(err)), TP_EINVAL, "one run is not a comparison");
+
   const char *names[] = {"a.json", "b.json", "c.json", "d.json", "junk.json", "junit.xml"};
   for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
     char p[600];

@@ -621,6 +621,13 @@ TP_API const char *tp_run_artifact_dir(const tp_run *run);
 TP_API int tp_compare(const char *json_a, const char *json_b, const char *const *fail_on, size_t n,
                       FILE *out, const char *junit_path, char *err, size_t errlen);
 
+/* Writes html_path: a page comparing two or more --json documents (paths,
+ * in order) level by level, a chart per headline metric with its numbers in
+ * a table beside it.  Returns 0 or a negative TP_E* code with a message in
+ * err. */
+TP_API int tp_compare_html_page(const char *const *paths, size_t n, const char *html_path, char *err,
+                                size_t errlen);
+
 /* The names of the metrics gates and comparison rules take (the metric
  * registry, docs/metrics.md), comma-separated; with dist_only, only those
  * that take a statistic.  For help texts. */

@@ -44,7 +44,7 @@ import subprocess
 import sys
 import time
 
-# Every fault kind of lib/mock/tp_mock_faults.h.  oversize is asked at 4 MB,
+# Every fault kind of mock/tp_mock_faults.h.  oversize is asked at 4 MB,
 # not its 80 MiB default, so a soak on a small machine measures the client,
 # not the copying of 80 MiB messages.
 FAULTS = ("rst_stream,grpc_status,trailers_only,http_status,inband_error,stall,trickle,malformed,"

@@ -1,4 +1,4 @@
-/* Unit tests for the mock server's timing model (lib/mock/tp_mock_engine.c).
+/* Unit tests for the mock server's timing model (mock/tp_mock_engine.c).
  * The clock is injected: every "now" below is a made-up time, so the
  * deadlines are exact. */
 #include <stdint.h>

@@ -1,4 +1,4 @@
-/* Unit tests for the mock's fault specs and draws (lib/mock/tp_mock_faults.c). */
+/* Unit tests for the mock's fault specs and draws (mock/tp_mock_faults.c). */
 #include <stdlib.h>
 #include <string.h>
 

@@ -1,5 +1,5 @@
 /* Unit tests for the mock's HTTP/1.1 request-head parser
- * (lib/mock/tp_mock_http_parse.c): a table of heads, each also fed in two
+ * (mock/tp_mock_http_parse.c): a table of heads, each also fed in two
  * pieces at every split offset and byte by byte (with the parser's resume
  * hint), and parsed ending right before an unmapped page. */
 #include <stdlib.h>

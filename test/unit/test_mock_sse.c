@@ -1,4 +1,4 @@
-/* Unit tests for what the mock's HTTP side writes (lib/mock/tp_mock_sse.c):
+/* Unit tests for what the mock's HTTP side writes (mock/tp_mock_sse.c):
  * the OpenAI stream of each dialect (event framing, key order, role and
  * finish chunks, usage, [DONE]), error shapes, whole bodies and Triton's
  * generate JSON, checked against protocols.md 7 and 8. */

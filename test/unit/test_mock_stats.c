@@ -1,4 +1,4 @@
-/* Unit tests for the mock's server-side statistics (lib/mock/tp_mock_stats.c):
+/* Unit tests for the mock's server-side statistics (mock/tp_mock_stats.c):
  * made-up request records in, exact ModelStatistics sums out; the
  * Prometheus text checked line by line (HELP and TYPE before samples,
  * cumulative buckets, +Inf = count); Triton's statistics JSON parsed back. */

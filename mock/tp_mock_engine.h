@@ -33,7 +33,7 @@
 #include <stdint.h>
 
 #include "util/tp_common.h"
-#include "tokperf/tokperf.h"
+#include "tokperf/mock.h"
 
 /* Output length when the request does not say (TensorRT-LLM's ensemble
  * requires max_tokens; vLLM's own default is 16, but 128 keeps the mock

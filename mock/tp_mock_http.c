@@ -31,7 +31,7 @@
 #include "mock/tp_mock_internal.h"
 #include "mock/tp_mock_sse.h"
 #include "util/tp_stamp.h"
-#include "tokperf/tokperf.h"
+#include "tokperf/mock.h"
 
 #define HTTP_MAX_BODY_BYTES (64u << 20)
 #define HTTP_WRITE_HIGH_WATER_BYTES (4u << 20)

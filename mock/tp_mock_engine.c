@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "util/tp_words.h"
-#include "tokperf/tokperf.h"
+#include "tokperf/mock.h"
 
 struct tp_mock_engine {
   /* Timing parameters converted once to nanoseconds (doubles, so that

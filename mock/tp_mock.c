@@ -17,7 +17,7 @@
  * The same loop serves HTTP/1.1 on a second port (tp_mock_http.c); both
  * sides share the timing model, the faults, the statistics and the log
  * through tp_mock_internal.h. */
-#include "tokperf/tokperf.h"
+#include "tokperf/mock.h"
 
 #include <errno.h>
 #include <pthread.h>

@@ -21,7 +21,7 @@
 #include "mock/tp_mock_stats.h"
 #include "util/tp_common.h"
 #include "util/tp_timer.h"
-#include "tokperf/tokperf.h"
+#include "tokperf/mock.h"
 
 /* ---- models ---------------------------------------------------------------- */
 

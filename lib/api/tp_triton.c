@@ -705,7 +705,7 @@ static int fill_from_infer_response(const Inference__ModelInferResponse *r, tp_t
     const char *name = r->outputs[i]->name;
     if (!name) continue;
     const ProtobufCBinaryData *raw = i < r->n_raw_output_contents ? &r->raw_output_contents[i] : NULL;
-    if (strcmp(name, TEXT_OUTPUT) == 0) {
+    if (strcmp(name, TEXT_OUTPUT) == 0 || strcmp(name, "TEXT") == 0) {
       if (raw && raw->len > 0) {
         if (!first_bytes_element(raw, &ev->text, &ev->text_len)) return TP_EPROTO;
       } else if (r->outputs[i]->contents && r->outputs[i]->contents->n_bytes_contents > 0) {

@@ -380,5 +380,39 @@ rc, out, err = run(args)
 check(rc == 0 and "(continued)" not in out and max(len(l) for l in out.splitlines() if l[:1] in "┏┃┡│└") > 100,
       "off a terminal the tables stay whole")
 
+# On a terminal, progress is one status line redrawn in place: the level of
+# how many, in the user's words, requests done, in flight, failed, the live
+# TTFT and the time left; off a terminal, plain lines (checked above).
+def stderr_on_pty(args, cols):
+    import fcntl
+    import pty
+    import struct
+    import termios
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 50, cols, 0, 0))
+    p = subprocess.Popen([TOKPERF] + args, stdout=subprocess.DEVNULL, stderr=slave, close_fds=True)
+    os.close(slave)
+    chunks = []
+    while True:
+        try:
+            b = os.read(master, 65536)
+        except OSError:
+            break
+        if not b:
+            break
+        chunks.append(b)
+    p.wait(timeout=120)
+    os.close(master)
+    return p.returncode, b"".join(chunks).decode("utf-8", "replace")
+
+
+rc, err = stderr_on_pty(["profile", "--mock", "--concurrency", "1,2", "--request-count", "4", "--mock-itl-ms", "40",
+                         "--output-tokens-mean", "40", "--no-artifacts"], 160)
+status = [l for l in err.split("\r") if "level " in l]
+check(rc == 0 and any("level 1/2 concurrency 1" in l and "of 4 done" in l and "in flight" in l for l in status)
+      and any("TTFT p50" in l and "s left" in l for l in status) and any("level 2/2 concurrency 2" in l for l in status),
+      "on a terminal, a live status line: level k of N by name, done, in flight, live TTFT, time left",
+      "\n".join(status[:6]) or err[-800:])
+
 subprocess.run(["rm", "-rf", tmp])
 done()

@@ -881,7 +881,10 @@ void tp_cli_help_profile(FILE *out) {
                "Sends prompts to a model at each concurrency level (or request rate), holding exactly that\n"
                "many requests in flight, and reports time to first token, inter-token latency, request\n"
                "latency, token counts and throughputs (definitions: docs/metrics.md). Durations take units:\n"
-               "500ms, 30s, 2m; sizes 64k, 16M; fractions 0.05 or 5%%.\n\n");
+               "500ms, 30s, 2m; sizes 64k, 16M; fractions 0.05 or 5%%.\n\n"
+               "GenAI-Perf's, perf_analyzer's and llm_perf.py's flags are taken with their meanings (where\n"
+               "GenAI-Perf and vLLM differ, GenAI-Perf's); vLLM's `bench serve` flags, with vLLM's meanings:\n"
+               "tokperf vllm-bench --help.\n\n");
   tp_settings_part parts[3];
   size_t np = profile_parts(defaults_cli(), parts, NULL, NULL);
   tp_settings_help(out, parts, np, 0);

@@ -574,6 +574,7 @@ int tp_settings_parse(const tp_settings_part *parts, size_t n_parts, int argc, c
     const char *eq = a[1] == '-' ? strchr(a, '=') : NULL;
     size_t len = eq ? (size_t)(eq - a) : strlen(a);
     size_t k = 0;
+    int flag_at = i; /* before a value moves i on */
     const tp_setting *s = find_flag(parts, n_parts, a, len, &k);
     if (!s) {
       tp_seterr(err, errlen, "unknown option '%.*s'", (int)len, a);
@@ -594,7 +595,7 @@ int tp_settings_parse(const tp_settings_part *parts, size_t n_parts, int argc, c
       return TP_EINVAL;
     }
     bool said = false;
-    for (int j = 0; j < i && (s->flags_mask & TP_SETF_NOOP); j++) {
+    for (int j = 0; j < flag_at && (s->flags_mask & TP_SETF_NOOP); j++) {
       size_t k2 = 0;
       const char *b = argv[j];
       const char *beq = b[0] == '-' && b[1] == '-' ? strchr(b, '=') : NULL;

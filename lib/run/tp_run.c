@@ -59,6 +59,7 @@
 #define DEFAULT_MAX_TOKENS 128
 #define MAX_WINDOWS 64
 #define PROGRESS_MS 1000
+#define LIVE_TTFT_N 1024
 
 /* One point of the sweep. */
 typedef struct point {
@@ -161,6 +162,13 @@ typedef struct level_state {
   size_t sess_cap;
   size_t sess_total; /* sessions to run (SIZE_MAX = for the duration) */
   tp_buf sess_msgs;
+  /* The live status line on a terminal: the level's name, and the time to
+   * first token of the latest requests (a ring; its percentiles are taken
+   * once a second from a sorted copy). */
+  char desc[96];
+  size_t index;
+  double live_ttft[LIVE_TTFT_N];
+  size_t live_n;
 } level_state;
 
 struct tp_run {
@@ -760,6 +768,8 @@ static void open_windows(tp_run *r, uint64_t start_ns);
 static inline void note_done(level_state *L, const tp_record *rec) {
   L->n_done++;
   if (rec->err_class != TP_ERRCLASS_NONE) L->n_failed++;
+  else if (rec->first_token_ns > rec->sent_ns && rec->sent_ns)
+    L->live_ttft[L->live_n++ % LIVE_TTFT_N] = (double)(rec->first_token_ns - rec->sent_ns) / 1e6;
 }
 
 static void plan_request(tp_run *r, uint64_t planned_ns) {
@@ -1352,6 +1362,11 @@ void tp_run_interrupt(tp_run *r) {
   uv_async_send(&r->interrupt_async);
 }
 
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
 static void on_progress(uv_timer_t *t) {
   tp_run *r = t->data;
   level_state *L = &r->lv;
@@ -1371,9 +1386,30 @@ static void on_progress(uv_timer_t *t) {
   double secs = (double)(now - L->t0) / 1e9;
   char total[32] = "";
   if (L->total_all != SIZE_MAX) snprintf(total, sizeof(total), " of %zu", L->total_all);
-  fprintf(r->cfg.progress, "%stokperf: %s%zu%s done, %zu in flight, %.1f requests/s, %zu failed, %.0f s%s",
-          r->progress_tty ? "\r\033[K" : "", r->id_prefix, done, total, in_flight,
-          secs > 0 ? (double)done / secs : 0, failed, secs, r->progress_tty ? "" : "\n");
+  double rate = secs > 0 ? (double)done / secs : 0;
+  if (!r->progress_tty) {
+    fprintf(r->cfg.progress, "tokperf: %s%zu%s done, %zu in flight, %.1f requests/s, %zu failed, %.0f s\n",
+            r->id_prefix, done, total, in_flight, rate, failed, secs);
+    fflush(r->cfg.progress);
+    return;
+  }
+  /* On a terminal, one status line redrawn in place: which level of how
+   * many, in the user's words, how far, how fast, how the latest requests
+   * fare, and about how long is left. */
+  char ttft[64] = "";
+  size_t n = L->live_n < LIVE_TTFT_N ? L->live_n : LIVE_TTFT_N;
+  if (n) {
+    double v[LIVE_TTFT_N];
+    memcpy(v, L->live_ttft, n * sizeof(double));
+    qsort(v, n, sizeof(double), cmp_double);
+    snprintf(ttft, sizeof(ttft), ", TTFT p50 %.1f p99 %.1f ms", v[(n - 1) / 2], v[(size_t)((double)(n - 1) * 0.99)]);
+  }
+  char left[32] = "";
+  if (L->total_all != SIZE_MAX && rate > 0 && L->total_all > done)
+    snprintf(left, sizeof(left), ", ~%.0f s left", (double)(L->total_all - done) / rate);
+  fprintf(r->cfg.progress,
+          "\r\033[Ktokperf: level %zu/%zu %s: %zu%s done, %zu in flight, %zu failed, %.1f requests/s%s, %.0f s%s",
+          L->index + 1, r->n_points, L->desc, done, total, in_flight, failed, rate, ttft, secs, left);
   fflush(r->cfg.progress);
 }
 
@@ -1943,6 +1979,9 @@ static int run_level(tp_run *r, size_t li, char *err, size_t errlen) {
 
   char desc[96];
   describe_point(pt, desc, sizeof(desc));
+  snprintf(L->desc, sizeof(L->desc), "%s", desc);
+  L->index = li;
+  L->live_n = 0;
   if (pt->mode == TP_LOAD_CONCURRENCY)
     snprintf(r->id_prefix, sizeof(r->id_prefix), "c%u-", pt->concurrency);
   else

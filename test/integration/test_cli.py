@@ -380,5 +380,79 @@ rc, out, err = run(args)
 check(rc == 0 and "(continued)" not in out and max(len(l) for l in out.splitlines() if l[:1] in "┏┃┡│└") > 100,
       "off a terminal the tables stay whole")
 
+# Other tools' flag families (the seeds test runs whole command lines): each
+# mapping, and a clear error for each bad form.
+M = ["profile", "--mock", "--no-artifacts", "--request-count", "4", "-q"]
+rc, out, err = run(M + ["--prompt-source", "dataset"])
+check(rc == 2 and "--prompt-source dataset" in err and "--input-file" in err,
+      "GenAI-Perf --prompt-source dataset: exit 2, says to give --input-file", err)
+rc, out, err = run(M + ["--prompt-source", "file"])
+check(rc == 2 and "needs --input-file" in err, "--prompt-source file without a file: exit 2", err)
+rc, out, err = run(M + ["--concurrency", "1,2", "--request-rate", "5"])
+check(rc == 2 and "give one value" in err, "a list of concurrencies beside --request-rate: exit 2, one cap asked", err)
+js = os.path.join(tmp, "cap.json")
+rc, out, err = run(M + ["--concurrency", "3", "--request-rate", "50", "--json", js])
+doc = json.load(open(js)) if rc == 0 and os.path.exists(js) else None
+check(doc and doc["levels"][0]["concurrency"] == 3 and doc["levels"][0]["mode"] == "request_rate",
+      "--concurrency beside --request-rate is the in-flight cap", err)
+rc, out, err = run(M + ["--async", "--async", "-v", "--shape", "text_input:1"])
+check(rc == 0 and err.count("--async is accepted for compatibility and has no effect") == 1 and "-v" in err
+      and "--shape" in err, "perf_analyzer's --async, -v, --shape: accepted, each said once to have no effect", err)
+rc, out, err = run(["profile", "--mock", "--no-artifacts", "-q", "-p", "300", "-s", "50", "--max-trials", "3",
+                    "--json", js])
+doc = json.load(open(js)) if rc == 0 and os.path.exists(js) else None
+check(doc and doc["levels"][0]["stability_trials"] >= 3, "perf_analyzer's -p (ms) and -s: stability windows", err)
+rc, out, err = run(M + ["--output-format", "vllm", "-m", "vllm_model", "--json", js])
+doc = json.load(open(js)) if rc == 0 and os.path.exists(js) else None
+check(doc and doc["config"].get("backend") == "vllm", "GenAI-Perf's --output-format vllm is the vLLM backend",
+      (doc or {}).get("config", err))
+rc, out, err = run(M + ["--output-format", "llama"])
+check(rc == 2 and "--output-format 'llama'" in err and "trtllm" in err, "a bad --output-format lists the forms", err)
+for bad, what in [(["--request-rate", "fast"], "--request-rate 'fast'"),
+                  (["--metric-percentiles", "42"], "--metric-percentiles '42'"),
+                  (["--percentile-metrics", "ttft,speed"], "--percentile-metrics"),
+                  (["--dataset-name", "sharegpt"], "--dataset-path"),
+                  (["--backend", "nope"], "--backend 'nope'")]:
+    rc, out, err = run(["vllm-bench", "--mock", "-q"] + bad)
+    check(rc == 2 and what in err, "vllm-bench %s: exit 2, named" % " ".join(bad), err)
+rc, out, err = run(["vllm-bench", "--mock", "-q", "--num-prompts", "6", "--random-input-len", "16",
+                    "--random-output-len", "4", "--request-rate", "inf", "--max-concurrency", "3", "--disable-tqdm"])
+check(rc == 0 and "Successful requests:                     6" in out and "Maximum request concurrency:             3"
+      in out, "vllm-bench: --num-prompts is the request count, --request-rate inf within --max-concurrency", out + err)
+
+# On a terminal, progress is one status line redrawn in place: the level of
+# how many, in the user's words, requests done, in flight, failed, the live
+# TTFT and the time left; off a terminal, plain lines (checked above).
+def stderr_on_pty(args, cols):
+    import fcntl
+    import pty
+    import struct
+    import termios
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 50, cols, 0, 0))
+    p = subprocess.Popen([TOKPERF] + args, stdout=subprocess.DEVNULL, stderr=slave, close_fds=True)
+    os.close(slave)
+    chunks = []
+    while True:
+        try:
+            b = os.read(master, 65536)
+        except OSError:
+            break
+        if not b:
+            break
+        chunks.append(b)
+    p.wait(timeout=120)
+    os.close(master)
+    return p.returncode, b"".join(chunks).decode("utf-8", "replace")
+
+
+rc, err = stderr_on_pty(["profile", "--mock", "--concurrency", "1,2", "--request-count", "4", "--mock-itl-ms", "40",
+                         "--output-tokens-mean", "40", "--no-artifacts"], 160)
+status = [l for l in err.split("\r") if "level " in l]
+check(rc == 0 and any("level 1/2 concurrency 1" in l and "of 4 done" in l and "in flight" in l for l in status)
+      and any("TTFT p50" in l and "s left" in l for l in status) and any("level 2/2 concurrency 2" in l for l in status),
+      "on a terminal, a live status line: level k of N by name, done, in flight, live TTFT, time left",
+      "\n".join(status[:6]) or err[-800:])
+
 subprocess.run(["rm", "-rf", tmp])
 done()

@@ -40,7 +40,7 @@ static void help(FILE *out) {
           "Options:\n");
   snprintf(line, sizeof(line),
            "METRIC[.STAT]:[+|-]N%%: fail when B is worse than A by more than N%%. Repeatable. METRIC is any "
-           "of: %s. These take a STAT (avg min max p99 p95 p90 p75 p50 p25 std): %s.",
+           "of: %s. These take a STAT (avg min max std p1 p5 p10 p25 p50 p75 p90 p95 p99): %s.",
            all, dist);
   wrapped(out, "  --fail-on RULE", line);
   fprintf(out,

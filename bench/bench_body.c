@@ -19,7 +19,7 @@
  *
  * The messages are built with the project's protobuf-c code, so their bytes
  * are exactly what the real adapter and the Python stubs parse; they carry
- * their text in raw_output_contents, as Triton does (protocols.md §3). */
+ * their text in raw_output_contents, as Triton does. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -773,7 +773,7 @@ static int queue_response(mreq *r, const char *text, size_t len, bool with_outpu
 }
 
 /* An in-band error on a ModelStreamInfer stream: error_message and
- * infer_response.id only (protocols.md 4.3); the stream stays usable. */
+ * infer_response.id only; the stream stays usable. */
 static void queue_stream_error(mstream *st, const char *id, const char *msg) {
   Inference__ModelInferResponse resp = INFERENCE__MODEL_INFER_RESPONSE__INIT;
   resp.id = (char *)id;

@@ -12,7 +12,7 @@
  *                               (default 2, INTERNAL_ERROR); HTTP: TCP reset
  *   grpc_status[:CODE[:TEXT]]   gRPC: end the call with that status (default
  *                               14, UNAVAILABLE) after HEADERS; HTTP: the
- *                               mapped HTTP status (protocols.md 2.7)
+ *                               mapped HTTP status
  *   trailers_only[:CODE[:TEXT]] gRPC: the same as one Trailers-Only HEADERS
  *                               block when nothing was sent yet; HTTP: as
  *                               grpc_status

@@ -870,7 +870,7 @@ static void start_openai(hconn *c, const tp_mock_http_req *h, const uint8_t *bod
   tp_buf_fini(&prompt);
 }
 
-/* A generate key: top level or inside "parameters" (protocols.md 7.2). */
+/* A generate key: top level or inside "parameters". */
 static json_t *gen_key(json_t *root, json_t *params, const char *k) {
   json_t *v = json_object_get(root, k);
   return v ? v : params ? json_object_get(params, k) : NULL;

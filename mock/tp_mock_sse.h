@@ -1,11 +1,11 @@
 /* What the mock's HTTP side writes: OpenAI-compatible streams in the
  * dialects of four servers, their non-streaming bodies and error bodies,
- * and Triton's generate JSON (protocols.md sections 7 and 8).
+ * and Triton's generate JSON.
  *
  * Pure formatting: bytes out into a tp_buf, no I/O, no clock (`created` is
  * given), so the unit tests check every dialect's shapes exactly.
  *
- * Dialects (protocols.md 8.7), as the mock writes them:
+ * Dialects, as the mock writes them:
  *   vllm          `data: {json}\n\n`; chat: a role-only first chunk
  *                 (`"role":"assistant","content":""`), chunks without a
  *                 usage key; completions: every chunk has `"usage":null`
@@ -115,7 +115,7 @@ int tp_mock_oai_error_body(tp_buf *out, tp_mock_dialect d, const char *message, 
 /* The error type name of an HTTP status ("BadRequestError" for 400, ...). */
 const char *tp_mock_error_type(int http_status);
 
-/* Triton generate (protocols.md 7.3/7.4): the response JSON, and the same
+/* Triton generate: the response JSON, and the same
  * as one SSE event ("data: " + JSON + "\n\n").  id may be NULL (no key). */
 int tp_mock_generate_json(tp_buf *out, const char *model, const char *id, const char *text, size_t len);
 int tp_mock_generate_event(tp_buf *out, const char *model, const char *id, const char *text, size_t len);

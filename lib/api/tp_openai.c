@@ -133,7 +133,7 @@ static int build_openai(json_t *body, const tp_openai_opts *o, json_t *prompt, u
   }
   if (rv) return rv;
   /* max_tokens rather than max_completion_tokens for chat: vLLM, SGLang and
-   * trtllm-serve all take it (protocols.md §8.2). */
+   * trtllm-serve all take it. */
   if (max_tokens && (rv = set(body, "max_tokens", json_integer(max_tokens)))) return rv;
   if ((rv = set(body, "stream", json_boolean(o->streaming)))) return rv;
   if (o->streaming && o->include_usage) {

@@ -1,5 +1,5 @@
 /* HTTP JSON adapters: OpenAI-compatible completions and chat
- * (protocols.md §8) and Triton's generate extension (§7).  Request bodies
+ * and Triton's generate extension.  Request bodies
  * out, decoded chunks in; no sockets here, so everything is testable with
  * byte buffers.  JSON goes through jansson. */
 #ifndef TP_OPENAI_H
@@ -44,7 +44,7 @@ typedef struct tp_openai_opts {
   /* Streaming OpenAI requests ask for stream_options.include_usage so the
    * server's own token counts come back in a last chunk. */
   bool include_usage;
-  /* Triton generate: the model's input layout (protocols.md §5.1, §6).
+  /* Triton generate: the model's input layout.
    * TensorRT-LLM takes max_tokens/stream/min_length at the top level (they
    * are tensors); vLLM takes `stream` as a tensor and the sampling values
    * in "parameters". */

@@ -1,5 +1,5 @@
 /* Server-Sent Events (text/event-stream) parser, after the WHATWG HTML
- * standard's "event stream interpretation" (protocols.md §8.3).
+ * standard's "event stream interpretation".
  *
  * Bytes in, events out through a callback; no I/O.  The parser is
  * incremental: a line, a line end (a CR closing one feed and the LF opening

@@ -9,7 +9,7 @@
 #include "tokperf/tokperf.h"
 
 /* Request building.  Inputs always travel as raw_input_contents (what
- * Triton's own clients send; protocols.md §3.3), one entry per input in the
+ * Triton's own clients send), one entry per input in the
  * order of `inputs`. */
 
 #define MAX_INPUTS 8
@@ -31,7 +31,7 @@ static void add_input(req_builder *b, const tp_triton_opts *o, const char *name,
   inference__model_infer_request__infer_input_tensor__init(t);
   t->name = (char *)name;
   t->datatype = (char *)datatype;
-  /* Batching models take [batch, 1]; others exactly [1] (protocols.md §2.6). */
+  /* Batching models take [batch, 1]; others exactly [1]. */
   b->shapes[i][0] = 1;
   b->shapes[i][1] = 1;
   t->shape = b->shapes[i];
@@ -77,7 +77,7 @@ int tp_triton_build_infer(tp_buf *out, const tp_triton_opts *o, const char *id,
       add_scalar(&b, o, "min_length", "INT32", min_tokens, 4);
     if (o->has_stream_input) add_scalar(&b, o, "stream", "BOOL", o->streaming, 1);
     /* A non-streaming answer otherwise starts with the prompt, which would
-     * be counted as generated text (protocols.md §4.5). */
+     * be counted as generated text. */
     if (o->has_exclude_input) add_scalar(&b, o, "exclude_input_in_output", "BOOL", 1, 1);
   } else {
     if (o->has_stream_input) add_scalar(&b, o, "stream", "BOOL", o->streaming, 1);
@@ -115,7 +115,7 @@ int tp_triton_build_infer(tp_buf *out, const tp_triton_opts *o, const char *id,
   b.req.n_outputs = 1;
 
   /* Without this parameter a flag-only final response is dropped by Triton
-   * and the end of the request is never seen (protocols.md §4.2). */
+   * and the end of the request is never seen. */
   Inference__ModelInferRequest__ParametersEntry pe;
   Inference__ModelInferRequest__ParametersEntry *pep = &pe;
   Inference__InferParameter pv;

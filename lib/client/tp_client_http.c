@@ -307,7 +307,7 @@ static void call_on_done(tp_http_req *r, const tp_http_result *res, void *ud) {
     bool cut = tp_sse_pending(&x->sse) && !x->done_seen;
     /* OpenAI servers end with [DONE]; a stream without it was cut short,
      * unless the last choice said it finished (servers older than [DONE]).
-     * Triton's generate_stream never sends one (protocols.md §7.4). */
+     * Triton's generate_stream never sends one. */
     bool openai = hc->api != TP_HTTP_API_TRITON_GENERATE;
     if (cut || (openai && !x->done_seen && !x->finish_seen && !x->error_seen)) {
       snprintf(msg, sizeof(msg), "stream from %.*s ended %s", URL_SHOWN(hc->path),

@@ -1,5 +1,5 @@
 /* The Triton client: the KServe v2 adapter (tp_triton) over the HTTP/2 gRPC
- * pool (tp_h2c).  One gRPC call per inference request (protocols.md §4.7). */
+ * pool (tp_h2c).  One gRPC call per inference request. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -17,7 +17,7 @@
 #include "util/tp_stamp.h"
 
 /* Flow-control windows.  Token streams are small, but hundreds of streams
- * share one connection window, which starts at 64 KiB (protocols.md §1.10). */
+ * share one connection window, which starts at 64 KiB. */
 #define STREAM_WINDOW_BYTES (16 << 20)
 #define CONN_WINDOW_BYTES (256 << 20)
 #define READ_BUF_BYTES (256 << 10)
@@ -849,7 +849,7 @@ static int call_submit(conn *cn, tp_call *c) {
   NV(":path", c->path);
   NV(":authority", p->authority);
   if (c->timeout_ns) {
-    /* grpc-timeout as early as possible (protocols.md §1.2): the call's
+    /* grpc-timeout as early as possible: the call's
      * own, or for a re-send what is left of it. */
     uint64_t t = c->timeout_ns;
     if (c->resends) {

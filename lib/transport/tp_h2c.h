@@ -2,8 +2,8 @@
  * driven by one libuv loop through nghttp2.
  *
  * Each call is one HTTP/2 stream: HEADERS, the request message(s) with
- * END_STREAM, then response messages until the trailers (protocols.md
- * §4.7: one ModelStreamInfer call per inference request).  The pool opens
+ * END_STREAM, then response messages until the trailers (one
+ * ModelStreamInfer call per inference request).  The pool opens
  * up to `connections` connections, waits for each server's SETTINGS before
  * opening streams on it, never exceeds its MAX_CONCURRENT_STREAMS (further
  * calls wait in a FIFO queue, or go to another connection), and stops using

@@ -1,7 +1,7 @@
 /* Fuzz target: the gRPC Length-Prefixed-Message reader.
  *
  * The input is a byte stream as it would arrive in DATA frames.  It is
- * framed once by a direct reading of protocols.md 1.3 (the model below),
+ * framed once by a direct reading of the gRPC Length-Prefixed-Message rule (the model below),
  * then fed to tp_grpc_reader in one piece, one byte at a time, split in two
  * at many offsets and in uneven chunks.  Every way of feeding must deliver
  * exactly the model's messages, in order, with the same compressed flag,

@@ -2,7 +2,7 @@
  * decoder (lib/api/tp_openai.c) on every event it yields.
  *
  * The input is a response body.  A model reads it in one pass by a direct
- * reading of the event-stream rules (protocols.md §8.3): BOM, line ends,
+ * reading of the event-stream rules: BOM, line ends,
  * fields, dispatch, the size limit.  The parser is then fed the same bytes
  * whole, one byte at a time with empty feeds in between, in two pieces at
  * many offsets and in uneven chunks; every way must give the model's events

@@ -1,5 +1,5 @@
 /* Tests for gRPC framing and header formats (lib/transport/tp_grpc.c),
- * written from tp_grpc.h and protocols.md section 1 as an independent
+ * written from tp_grpc.h and the gRPC over HTTP/2 specification as an independent
  * check of the implementation. */
 #include <inttypes.h>
 #include <stdbool.h>
@@ -57,7 +57,7 @@ static int feed(tp_grpc_reader *r, collector *c, const uint8_t *p, size_t len) {
 
 /* ---- the reference stream ------------------------------------------------ */
 
-/* The non-final streamed response of protocols.md 2.3 (framed, 89 bytes). */
+/* A non-final streamed response (framed, 89 bytes). */
 static const uint8_t me_framed[] = {
   0x00, 0x00, 0x00, 0x00, 0x54, 0x12, 0x52, 0x0a, 0x0a, 'v', 'l', 'l', 'm', '_', 'm', 'o',
   'd', 'e', 'l', 0x12, 0x01, 0x31, 0x1a, 0x02, 'r', '1', 0x22, 0x1b, 0x0a, 0x15, 't', 'r',
@@ -136,12 +136,12 @@ static void test_reader_whole(void) {
   tp_grpc_reader_fini(&r);
   collector_reset(&c);
 
-  /* The worked example of protocols.md: one framed response of 89 bytes. */
+  /* The worked example: one framed response of 89 bytes. */
   tp_grpc_reader_init(&r, 1 << 20);
   rv = feed(&r, &c, me_framed, sizeof(me_framed));
   CHECK(rv == 0 && c.n == 1 && c.m[0].len == 84 && !c.m[0].compressed &&
             memcmp(c.m[0].data, me_framed + 5, 84) == 0,
-        "protocols.md 2.3 framed response: one 84-byte message");
+        "framed streamed response: one 84-byte message");
   tp_grpc_reader_fini(&r);
   collector_reset(&c);
 
@@ -307,7 +307,7 @@ static void test_reader_reuse(void) {
 static void test_put_prefix(void) {
   uint8_t p[TP_GRPC_PREFIX_BYTES];
   tp_grpc_put_prefix(p, 112);
-  CHECK_MEM(p, 5, "\x00\x00\x00\x00\x70", 5, "prefix for 112 bytes (protocols.md 2.3)");
+  CHECK_MEM(p, 5, "\x00\x00\x00\x00\x70", 5, "prefix for 112 bytes");
   tp_grpc_put_prefix(p, 0);
   CHECK_MEM(p, 5, "\x00\x00\x00\x00\x00", 5, "prefix for an empty message");
   tp_grpc_put_prefix(p, 0x01020304);

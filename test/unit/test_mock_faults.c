@@ -148,7 +148,7 @@ static void test_mapping(void) {
     f.code = g2h[i][0];
     if (tp_mock_fault_http_status(&f) != g2h[i][1] || tp_mock_fault_grpc_status(&f) != g2h[i][0]) ok = 0;
   }
-  CHECK(ok, "grpc_status maps to HTTP statuses (protocols.md 2.7) and keeps its gRPC code");
+  CHECK(ok, "grpc_status maps to HTTP statuses and keeps its gRPC code");
   static const int h2g[][2] = {{400, 3}, {401, 16}, {403, 7}, {404, 5}, {429, 8},
                                {500, 13}, {501, 12}, {502, 14}, {503, 14}, {504, 14}};
   ok = 1;

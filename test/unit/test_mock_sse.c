@@ -1,7 +1,7 @@
 /* Unit tests for what the mock's HTTP side writes (mock/tp_mock_sse.c):
  * the OpenAI stream of each dialect (event framing, key order, role and
  * finish chunks, usage, [DONE]), error shapes, whole bodies and Triton's
- * generate JSON, checked against protocols.md 7 and 8. */
+ * generate JSON, checked against the OpenAI and Triton generate formats. */
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>

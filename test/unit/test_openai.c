@@ -1,5 +1,5 @@
 /* Tests for the HTTP JSON adapters (lib/api/tp_openai.c): request bodies
- * byte for byte, chunk decoding on the shapes protocols.md §7 and §8 show,
+ * byte for byte, chunk decoding on the shapes the OpenAI and Triton generate APIs send,
  * error texts, and extra inputs. */
 #include <stdbool.h>
 #include <stdint.h>

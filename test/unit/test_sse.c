@@ -1,5 +1,5 @@
 /* Tests for the SSE parser (lib/api/tp_sse.c), written from the WHATWG
- * event-stream rules as summarised in protocols.md §8.3.  Every table
+ * event-stream rules (HTML standard, server-sent events).  Every table
  * stream is fed whole, byte by byte, in two pieces cut at every offset and
  * in three pieces cut at every pair of offsets; each way must give the same
  * events, result and end state as the table says. */

@@ -1,5 +1,5 @@
 /* The Triton adapter against the byte-exact worked examples of the KServe v2
- * wire format (protocols.md §2.3, §3.1, §5.6), decoded by hand here rather
+ * wire format, decoded by hand here rather
  * than by the code under test; and the in-place response decoder (issue
  * #8) against the protobuf-c decoder it replaced, on hand-made byte strings
  * for every wire-format edge, on messages protobuf-c packs, at every
@@ -28,7 +28,7 @@ static size_t unhex(const char *hex, uint8_t *out) {
   return n;
 }
 
-/* ModelStreamInferResponse carrying " me" (protocols.md §2.3), unframed. */
+/* ModelStreamInferResponse carrying " me", unframed. */
 static size_t example_me(uint8_t *out) {
   uint8_t *p = out;
   p += unhex("12 52 0a 0a", p);

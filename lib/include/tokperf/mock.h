@@ -76,7 +76,7 @@ struct tp_mock_config {
    * grpc_port is 0 (so a mock asked for a free gRPC port never collides on
    * 8000); 0 = any free port; -1 = no HTTP. */
   int http_port;
-  /* SSE dialect of OpenAI streams (protocols.md 8.7): "vllm" (default),
+  /* SSE dialect of OpenAI streams: "vllm" (default),
    * "llamacpp", "tgi" or "trtllm-serve". */
   const char *http_dialect;
   /* SSE keep-alive comment every this many ms on OpenAI streams; -1 (the

@@ -315,7 +315,7 @@ async def generate(request, streaming):
         await s.event({"model_name": model, "model_version": "1", "text_output": w}, "token")
         if i < n - 1:
             await asyncio.sleep(delay)
-    # No [DONE]: the stream ends with the chunked body (protocols.md §7.4).
+    # No [DONE]: the stream ends with the chunked body.
     await s.end()
     return s.resp
 

@@ -147,7 +147,7 @@ def words():
 
 
 # --------------------------------------------------------------------------
-# Raw tensors (protocols.md section 3.1)
+# Raw tensors
 
 
 def bytes_element(s):
@@ -396,8 +396,8 @@ _UNIT_S = {"H": 3600.0, "M": 60.0, "S": 1.0, "m": 1e-3, "u": 1e-6, "n": 1e-9}
 
 
 def parse_grpc_timeout(v):
-    """grpc-timeout value in seconds, or None when malformed (protocols.md
-    section 1.2)."""
+    """grpc-timeout value in seconds, or None when malformed (the gRPC over HTTP/2
+    specification, PROTOCOL-HTTP2.md)."""
     m = GRPC_TIMEOUT_RE.match(v)
     if not m:
         return None

@@ -410,7 +410,7 @@ class Client:
     def unary(self):
         pb, t, to = self.pb, self.tap, RPC_TIMEOUT_S
         # Non-streaming answers repeat the prompt unless the request sets
-        # exclude_input_in_output (protocols.md 4.5).
+        # exclude_input_in_output.
         for exclude, prefix in ((True, ""), (None, PROMPT)):
             name = "ModelInfer ensemble%s" % (" exclude_input_in_output" if exclude else "")
             rid = "u%d" % (1 if exclude else 2)

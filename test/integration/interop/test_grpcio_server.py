@@ -50,9 +50,9 @@ MODELS = {
     "vllm_model": ("vllm", VLLM_INPUTS, [("text_output", "BYTES", [-1])], True, "ok"),
     # A TensorRT-LLM v0.16+ ensemble: it takes exclude_input_in_output, and
     # its non-streaming answer repeats the prompt unless that is true
-    # (protocols.md 4.5 and 5.1).
+    #.
     # vLLM backend r23.10-r24.02: every streamed response holds all the text
-    # so far (protocols.md 4.5).
+    # so far.
     "vllm_cumulative": ("vllm", VLLM_INPUTS, [("text_output", "BYTES", [-1])], True, "cumulative"),
     "ensemble_echo": ("ensemble", TRTLLM_INPUTS + [("exclude_input_in_output", "BOOL", [-1, 1])],
                       [("text_output", "BYTES", [-1, -1])], True, "echo"),
@@ -282,7 +282,7 @@ def make_servicer(pb, pbg, words):
                         if spec[4] == "cumulative":
                             t = "".join(toks[:i + 1])
                         # vLLM attaches FINAL to its last data response; the
-                        # ensemble may send it alone (protocols.md 4.2).
+                        # ensemble may send it alone.
                         yield pb.ModelStreamInferResponse(
                             infer_response=self.response(req, t, vllm and i == len(toks) - 1))
                     want_empty = d["params"].get("triton_enable_empty_final_response")

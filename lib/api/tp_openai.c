@@ -162,7 +162,7 @@ static int build_generate(json_t *body, const tp_openai_opts *o, json_t *prompt,
   if (o->exclude_input && (rv = set(body, "exclude_input_in_output", json_true()))) return rv;
   if (o->backend == TP_BACKEND_VLLM) {
     /* Keys under "parameters" become request parameters, which the vLLM
-     * backend reads as sampling parameters (§6.3, §7.2). */
+     * backend reads as sampling parameters. */
     json_t *params = json_object();
     if (!params) return TP_ENOMEM;
     if (max_tokens) rv = set(params, "max_tokens", json_integer(max_tokens));
@@ -174,7 +174,7 @@ static int build_generate(json_t *body, const tp_openai_opts *o, json_t *prompt,
     }
     return set(body, "parameters", params);
   }
-  /* TensorRT-LLM ensemble / BLS: these names are input tensors (§5.1). */
+  /* TensorRT-LLM ensemble / BLS: these names are input tensors. */
   if (max_tokens && (rv = set(body, "max_tokens", json_integer(max_tokens)))) return rv;
   if (min_tokens &&
       (rv = set(body, o->trtllm_min_tokens ? "min_tokens" : "min_length", json_integer(min_tokens))))

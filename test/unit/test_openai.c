@@ -219,7 +219,7 @@ typedef struct dec_case {
 #define TG TP_HTTP_API_TRITON_GENERATE
 
 static const dec_case dec_cases[] = {
-    {"completions chunk (§8.4)", C,
+    {"completions chunk", C,
      "{\"id\":\"cmpl-1\",\"object\":\"text_completion\",\"created\":1700000000,\"model\":\"m\",\"choices\":[{"
      "\"index\":0,"
      "\"text\":\" Hello\",\"logprobs\":null,\"finish_reason\":null,\"stop_reason\":null}],\"usage\":null}",

@@ -6,14 +6,13 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from tp_check import SCALE, check, done, free_port  # noqa: E402
+from tp_check import SCALE, check, done, free_port, wait_port  # noqa: E402
 
 TOKPERF = sys.argv[1]
 WORDS = os.environ.get("TP_WORDS_MODEL")
@@ -161,13 +160,7 @@ mock_port = free_port()
 mock = subprocess.Popen([TOKPERF, "mock", "--grpc-port", str(mock_port), "--ttft-ms", "2", "--itl-ms", "1",
                          "--output-tokens", "6"], stderr=subprocess.PIPE, text=True)
 try:
-    deadline = time.time() + 10 * SCALE
-    while time.time() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", mock_port), timeout=1).close()
-            break
-        except OSError:
-            time.sleep(0.05)
+    wait_port(mock_port, 10 * SCALE)
     url = "127.0.0.1:%d" % mock_port
     rc, out, err = run(["profile", "-u", url, "-m", "no_such_model", "--request-count", "2"])
     check(rc == 3 and "no_such_model" in err and ("not ready" in err or "not found" in err),
@@ -347,14 +340,18 @@ check("Request latency (ms)" in out and "interrupted" in (out + err).lower(),
 
 # On a terminal, tables fit its width: a wide table is split into several,
 # each repeating the first column; off a terminal they are whole.
-def run_on_pty(args, cols):
+def run_on_pty(args, cols, stream="stdout"):
+    """Runs tokperf with one stream (stdout or stderr) on a pseudo-terminal
+    of cols columns; returns the exit status and what that stream wrote."""
     import fcntl
     import pty
     import struct
     import termios
     master, slave = pty.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 50, cols, 0, 0))
-    p = subprocess.Popen([TOKPERF] + args, stdout=slave, stderr=subprocess.DEVNULL, close_fds=True)
+    outs = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
+    outs[stream] = slave
+    p = subprocess.Popen([TOKPERF] + args, stdout=outs["stdout"], stderr=outs["stderr"], close_fds=True)
     os.close(slave)
     chunks = []
     while True:
@@ -365,7 +362,7 @@ def run_on_pty(args, cols):
         if not b:
             break
         chunks.append(b)
-    p.wait(timeout=60)
+    p.wait(timeout=120)
     os.close(master)
     return p.returncode, b"".join(chunks).decode("utf-8", "replace").replace("\r\n", "\n")
 
@@ -423,31 +420,8 @@ check(rc == 0 and "Successful requests:                     6" in out and "Maxim
 # On a terminal, progress is one status line redrawn in place: the level of
 # how many, in the user's words, requests done, in flight, failed, the live
 # TTFT and the time left; off a terminal, plain lines (checked above).
-def stderr_on_pty(args, cols):
-    import fcntl
-    import pty
-    import struct
-    import termios
-    master, slave = pty.openpty()
-    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 50, cols, 0, 0))
-    p = subprocess.Popen([TOKPERF] + args, stdout=subprocess.DEVNULL, stderr=slave, close_fds=True)
-    os.close(slave)
-    chunks = []
-    while True:
-        try:
-            b = os.read(master, 65536)
-        except OSError:
-            break
-        if not b:
-            break
-        chunks.append(b)
-    p.wait(timeout=120)
-    os.close(master)
-    return p.returncode, b"".join(chunks).decode("utf-8", "replace")
-
-
-rc, err = stderr_on_pty(["profile", "--mock", "--concurrency", "1,2", "--request-count", "4", "--mock-itl-ms", "40",
-                         "--output-tokens-mean", "40", "--no-artifacts"], 160)
+rc, err = run_on_pty(["profile", "--mock", "--concurrency", "1,2", "--request-count", "4", "--mock-itl-ms", "40",
+                      "--output-tokens-mean", "40", "--no-artifacts"], 160, "stderr")
 status = [l for l in err.split("\r") if "level " in l]
 check(rc == 0 and any("level 1/2 concurrency 1" in l and "of 4 done" in l and "in flight" in l for l in status)
       and any("TTFT p50" in l and "s left" in l for l in status) and any("level 2/2 concurrency 2" in l for l in status),

@@ -8,14 +8,13 @@ the matrix is also printed as a table for the closing note."""
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from tp_check import SCALE, check, done, free_port  # noqa: E402
+from tp_check import SCALE, check, done, free_port, wait_port  # noqa: E402
 
 TOKPERF = sys.argv[1]
 WORDS = os.environ.get("TP_WORDS_MODEL")
@@ -136,13 +135,7 @@ for r in rows:
 def start_mock(port):
     m = subprocess.Popen([TOKPERF, "mock", "-q", "--grpc-port", str(port), "--http-port", "-1", "--ttft-ms", "5",
                           "--itl-ms", "5"], stderr=subprocess.DEVNULL)
-    deadline = time.time() + 10 * SCALE
-    while time.time() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            break
-        except OSError:
-            time.sleep(0.05)
+    wait_port(port, 10 * SCALE)
     return m
 
 

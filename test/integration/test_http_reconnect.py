@@ -30,7 +30,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from tp_check import SCALE, check, done, free_port  # noqa: E402
+from tp_check import SCALE, check, done, free_port, wait_port  # noqa: E402
 
 TOKPERF = sys.argv[1]
 N = int(os.environ.get("TP_RECONNECT_REQUESTS", "1000"))
@@ -53,13 +53,8 @@ def start_mock(extra):
     port = free_port()
     m = subprocess.Popen([TOKPERF, "mock", "-q", "--grpc-port", "0", "--http-port", str(port), "--ttft-ms", "1",
                           "--itl-ms", "1", "--output-tokens", "3"] + extra, stderr=subprocess.PIPE)
-    deadline = time.time() + 10 * SCALE
-    while time.time() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            return m, port
-        except OSError:
-            time.sleep(0.05)
+    if wait_port(port, 10 * SCALE):
+        return m, port
     m.kill()
     return None, port
 

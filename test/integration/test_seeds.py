@@ -21,10 +21,9 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from tp_check import SCALE, check, done, free_port  # noqa: E402
+from tp_check import SCALE, check, done, free_port, wait_port  # noqa: E402
 
 TOKPERF = os.path.abspath(sys.argv[1])
 SRC = os.environ["TP_SOURCE_ROOT"]
@@ -38,18 +37,7 @@ mock = subprocess.Popen([TOKPERF, "mock", "--host", "127.0.0.1", "--grpc-port", 
                          "--output-tokens", "8", "-q"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 
 
-def wait_port(port, deadline):
-    import socket
-    while time.time() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            return True
-        except OSError:
-            time.sleep(0.05)
-    return False
-
-
-ok = wait_port(grpc_port, time.time() + 10 * SCALE) and wait_port(http_port, time.time() + 10 * SCALE)
+ok = wait_port(grpc_port, 10 * SCALE) and wait_port(http_port, 10 * SCALE)
 check(ok, "the mock listens on its gRPC and HTTP ports")
 
 # The input files, under the names the command lines give.

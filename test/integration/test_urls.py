@@ -9,15 +9,13 @@ Prints TAP."""
 import http.server
 import json
 import os
-import socket
 import subprocess
 import sys
 import tempfile
 import threading
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from tp_check import SCALE, check, done, free_port  # noqa: E402
+from tp_check import SCALE, check, done, free_port, wait_port  # noqa: E402
 
 TOKPERF = sys.argv[1]
 tmp = tempfile.mkdtemp(prefix="tp_urls_")
@@ -29,23 +27,12 @@ def run(args, timeout=60):
     return p.returncode, p.stdout, p.stderr
 
 
-def wait_port(port):
-    deadline = time.time() + 10 * SCALE
-    while time.time() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            return True
-        except OSError:
-            time.sleep(0.05)
-    return False
-
-
 def start_mock(*extra):
     grpc, http = free_port(), free_port()
     p = subprocess.Popen([TOKPERF, "mock", "--grpc-port", str(grpc), "--http-port", str(http), "--ttft-ms", "1",
                           "--itl-ms", "1", "--output-tokens", "4", "-q", *extra],
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    if not (wait_port(grpc) and wait_port(http)):
+    if not (wait_port(grpc, 10 * SCALE) and wait_port(http, 10 * SCALE)):
         p.kill()
         raise RuntimeError("the mock did not start")
     return p, grpc, http

@@ -15,6 +15,7 @@ import interop_common as ic  # noqa: E402
 # Sanitizer builds set TP_TEST_TIMEOUT_MULTIPLIER: every timeout is scaled by it.
 SCALE = ic.time_scale()
 free_port = ic.free_port
+wait_port = ic.wait_port  # (port, timeout_s): True once 127.0.0.1:port accepts
 
 _tap = ic.Tap()
 

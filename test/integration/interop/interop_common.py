@@ -21,6 +21,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 import traceback
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -402,6 +403,18 @@ def parse_grpc_timeout(v):
     if not m:
         return None
     return int(m.group(1)) * _UNIT_S[m.group(2)]
+
+
+def wait_port(port, timeout_s):
+    """True once 127.0.0.1:port accepts a connection, False after timeout_s."""
+    end = time.monotonic() + timeout_s
+    while time.monotonic() < end:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return True
+        except OSError:
+            time.sleep(0.05)
+    return False
 
 
 def free_port():

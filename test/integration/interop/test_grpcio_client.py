@@ -18,7 +18,6 @@ import json
 import queue
 import re
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -107,17 +106,6 @@ class Mock:
                 pass
 
 
-def wait_connectable(port, timeout_s):
-    end = time.monotonic() + timeout_s
-    while time.monotonic() < end:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            return True
-        except OSError:
-            time.sleep(0.05)
-    return False
-
-
 def start_mock(tap, tokperf):
     """Starts the mock on port 0 and reads the port back; when the mock does
     not announce it, fails that check and retries on a port picked here so
@@ -131,7 +119,7 @@ def start_mock(tap, tokperf):
     m.kill()
     port = ic.free_port()
     m = Mock(tokperf, port)
-    if m.announced_port(10 * SCALE) is None and not wait_connectable(port, 10 * SCALE):
+    if m.announced_port(10 * SCALE) is None and not ic.wait_port(port, 10 * SCALE):
         m.kill()
         raise RuntimeError("tokperf mock did not start on port %d: %r" % (port, m.stderr[-5:]))
     return m, port

@@ -49,6 +49,48 @@ static void add_scalar(req_builder *b, const tp_triton_opts *o, const char *name
   add_input(b, o, name, datatype, p, bytes);
 }
 
+int tp__triton_pack_request(tp_buf *out, Inference__ModelInferRequest *req, const tp_triton_opts *o) {
+  /* Ask for the text output only; otherwise every output (logits included)
+   * may come back as empty tensors. */
+  Inference__ModelInferRequest__InferRequestedOutputTensor want;
+  Inference__ModelInferRequest__InferRequestedOutputTensor *wantp = &want;
+  inference__model_infer_request__infer_requested_output_tensor__init(&want);
+  want.name = (char *)(o->text_output ? o->text_output : "text_output");
+  req->outputs = &wantp;
+  req->n_outputs = 1;
+
+  /* Without this parameter a flag-only final response is dropped by Triton
+   * and the end of the request is never seen. */
+  Inference__ModelInferRequest__ParametersEntry pe;
+  Inference__ModelInferRequest__ParametersEntry *pep = &pe;
+  Inference__InferParameter pv;
+  if (o->streaming) {
+    inference__model_infer_request__parameters_entry__init(&pe);
+    inference__infer_parameter__init(&pv);
+    pv.parameter_choice_case = INFERENCE__INFER_PARAMETER__PARAMETER_CHOICE_BOOL_PARAM;
+    pv.bool_param = 1;
+    pe.key = "triton_enable_empty_final_response";
+    pe.value = &pv;
+    req->parameters = &pep;
+    req->n_parameters = 1;
+  }
+
+  size_t len = inference__model_infer_request__get_packed_size(req);
+  int rv = len > UINT32_MAX ? TP_ETOOBIG : tp_buf_reserve(out, TP_GRPC_PREFIX_BYTES + len);
+  if (rv == 0) {
+    tp_grpc_put_prefix(out->data + out->len, (uint32_t)len);
+    inference__model_infer_request__pack(req, out->data + out->len + TP_GRPC_PREFIX_BYTES);
+    out->len += TP_GRPC_PREFIX_BYTES + len;
+    out->data[out->len] = 0;
+  }
+  /* The request points at this frame's locals no longer. */
+  req->outputs = NULL;
+  req->n_outputs = 0;
+  req->parameters = NULL;
+  req->n_parameters = 0;
+  return rv;
+}
+
 int tp_triton_build_infer(tp_buf *out, const tp_triton_opts *o, const char *id,
                           const char *prompt, size_t prompt_len,
                           uint32_t max_tokens, uint32_t min_tokens) {
@@ -105,39 +147,7 @@ int tp_triton_build_infer(tp_buf *out, const tp_triton_opts *o, const char *id,
   b.req.raw_input_contents = b.raw;
   b.req.n_raw_input_contents = b.n;
 
-  /* Ask for text_output only; otherwise every output (logits included) may
-   * come back as empty tensors. */
-  Inference__ModelInferRequest__InferRequestedOutputTensor want;
-  Inference__ModelInferRequest__InferRequestedOutputTensor *wantp = &want;
-  inference__model_infer_request__infer_requested_output_tensor__init(&want);
-  want.name = "text_output";
-  b.req.outputs = &wantp;
-  b.req.n_outputs = 1;
-
-  /* Without this parameter a flag-only final response is dropped by Triton
-   * and the end of the request is never seen. */
-  Inference__ModelInferRequest__ParametersEntry pe;
-  Inference__ModelInferRequest__ParametersEntry *pep = &pe;
-  Inference__InferParameter pv;
-  if (o->streaming) {
-    inference__model_infer_request__parameters_entry__init(&pe);
-    inference__infer_parameter__init(&pv);
-    pv.parameter_choice_case = INFERENCE__INFER_PARAMETER__PARAMETER_CHOICE_BOOL_PARAM;
-    pv.bool_param = 1;
-    pe.key = "triton_enable_empty_final_response";
-    pe.value = &pv;
-    b.req.parameters = &pep;
-    b.req.n_parameters = 1;
-  }
-
-  size_t len = inference__model_infer_request__get_packed_size(&b.req);
-  int rv = len > UINT32_MAX ? TP_ETOOBIG : tp_buf_reserve(out, TP_GRPC_PREFIX_BYTES + len);
-  if (rv == 0) {
-    tp_grpc_put_prefix(out->data + out->len, (uint32_t)len);
-    inference__model_infer_request__pack(&b.req, out->data + out->len + TP_GRPC_PREFIX_BYTES);
-    out->len += TP_GRPC_PREFIX_BYTES + len;
-    out->data[out->len] = 0;
-  }
+  int rv = tp__triton_pack_request(out, &b.req, o);
   free(text);
   free(sp);
   return rv;

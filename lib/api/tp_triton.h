@@ -32,6 +32,13 @@ typedef struct tp_triton_opts {
   bool echo;
 } tp_triton_opts;
 
+/* Completes req (the text output asked for; for streaming, the parameter
+ * that keeps a flag-only final response) and appends it to out framed with
+ * its 5-byte gRPC prefix: the tail shared by tokperf's own requests and an
+ * input file's tensors.  Returns 0, TP_ETOOBIG or TP_ENOMEM. */
+struct Inference__ModelInferRequest;
+int tp__triton_pack_request(tp_buf *out, struct Inference__ModelInferRequest *req, const tp_triton_opts *o);
+
 /* Builds one framed ModelInferRequest (5-byte gRPC prefix included) into
  * out.  max_tokens 0 = leave to the server; min_tokens > 0 asks the server
  * not to stop before that many (TRT-LLM min_length/min_tokens, vLLM

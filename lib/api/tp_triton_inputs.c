@@ -262,37 +262,10 @@ int tp_triton_build_infer_inputs(tp_buf *out, const tp_triton_opts *o, const tp_
     req.n_inputs = n;
     req.raw_input_contents = raws;
     req.n_raw_input_contents = n;
-    Inference__ModelInferRequest__InferRequestedOutputTensor want;
-    Inference__ModelInferRequest__InferRequestedOutputTensor *wantp = &want;
-    inference__model_infer_request__infer_requested_output_tensor__init(&want);
-    want.name = (char *)(o->text_output ? o->text_output : "text_output");
-    req.outputs = &wantp;
-    req.n_outputs = 1;
-    /* As for tokperf's own requests: without it a flag-only final
-     * response is dropped and the end is never seen. */
-    Inference__ModelInferRequest__ParametersEntry pe;
-    Inference__ModelInferRequest__ParametersEntry *pep = &pe;
-    Inference__InferParameter pv;
-    if (o->streaming) {
-      inference__model_infer_request__parameters_entry__init(&pe);
-      inference__infer_parameter__init(&pv);
-      pv.parameter_choice_case = INFERENCE__INFER_PARAMETER__PARAMETER_CHOICE_BOOL_PARAM;
-      pv.bool_param = 1;
-      pe.key = "triton_enable_empty_final_response";
-      pe.value = &pv;
-      req.parameters = &pep;
-      req.n_parameters = 1;
-    }
-    size_t len = inference__model_infer_request__get_packed_size(&req);
-    rv = len > UINT32_MAX ? TP_ETOOBIG : tp_buf_reserve(out, TP_GRPC_PREFIX_BYTES + len);
-    if (rv == 0) {
-      tp_grpc_put_prefix(out->data + out->len, (uint32_t)len);
-      inference__model_infer_request__pack(&req, out->data + out->len + TP_GRPC_PREFIX_BYTES);
-      out->len += TP_GRPC_PREFIX_BYTES + len;
-      out->data[out->len] = 0;
-    } else {
-      tp_seterr(err, errlen, "the request is too large");
-    }
+    /* The requested output and the streaming parameter, as for
+     * tokperf's own requests. */
+    rv = tp__triton_pack_request(out, &req, o);
+    if (rv) tp_seterr(err, errlen, "the request is too large");
   }
   for (size_t i = 0; i < n; i++) tp_buf_fini(&fts[i].raw);
   free(fts);

@@ -25,16 +25,11 @@
 #include <stdint.h>
 #include <stdio.h>
 
+/* TP_API, and the TP_E* codes the calls return. */
+#include "tokperf/errors.h"
+
 #ifdef __cplusplus
 extern "C" {
-#endif
-
-#ifndef TP_API
-#if defined(__GNUC__)
-#define TP_API __attribute__((visibility("default")))
-#else
-#define TP_API
-#endif
 #endif
 
 /* Inline lists.  The limits are far above any real sweep; a longer list is

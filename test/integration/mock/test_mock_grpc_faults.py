@@ -112,6 +112,24 @@ def nghttp_frames(port, method, body, timeout_s=5, copies=1):
         ic.remove_tmpdir(d)
 
 
+def sequential_calls(c, port, prefix, n, pause_s):
+    """n unary ModelInfer calls one after the other on one channel, pause_s
+    apart; the status of each ("OK" or the gRPC code)."""
+    pb = c.pb
+    ch = grpc.insecure_channel("127.0.0.1:%d" % port)
+    stub = c.pbg.GRPCInferenceServiceStub(ch)
+    codes = []
+    for i in range(n):
+        try:
+            stub.ModelInfer(vllm_request(pb, "%s%d" % (prefix, i), stream=False), timeout=T)
+            codes.append("OK")
+        except grpc.RpcError as e:
+            codes.append(str(e.code()))
+        time.sleep(pause_s)
+    ch.close()
+    return codes
+
+
 def framed(msg):
     b = msg.SerializeToString()
     return b"\x00" + struct.pack(">I", len(b)) + b
@@ -353,17 +371,7 @@ def connection_faults(c):
     # goaway_after_streams: one channel, sequential calls, a new connection every 2 streams.
     h = mc.Harness(c.exe, ttft_ms=1, itl_ms=0.5, output_tokens=2, goaway_after_streams=2)
     try:
-        ch = grpc.insecure_channel("127.0.0.1:%d" % h.grpc_port)
-        stub = c.pbg.GRPCInferenceServiceStub(ch)
-        codes = []
-        for i in range(6):
-            try:
-                stub.ModelInfer(vllm_request(pb, "g%d" % i, stream=False), timeout=T)
-                codes.append("OK")
-            except grpc.RpcError as e:
-                codes.append(str(e.code()))
-            time.sleep(0.05)
-        ch.close()
+        codes = sequential_calls(c, h.grpc_port, "g", 6, 0.05)
         st = h.stats()
         tap.check(codes == ["OK"] * 6 and st["connections"] == 3,
                   "goaway_after_streams 2: 6 calls on one channel all succeed over 3 connections",
@@ -441,17 +449,7 @@ def closing_connections(c):
     # close_after_stream: a GOAWAY after every finished stream.
     h = mc.Harness(c.exe, ttft_ms=1, itl_ms=0.5, output_tokens=2, close_after_stream=1)
     try:
-        ch = grpc.insecure_channel("127.0.0.1:%d" % h.grpc_port)
-        stub = c.pbg.GRPCInferenceServiceStub(ch)
-        codes = []
-        for i in range(4):
-            try:
-                stub.ModelInfer(vllm_request(pb, "c%d" % i, stream=False), timeout=T)
-                codes.append("OK")
-            except grpc.RpcError as e:
-                codes.append(str(e.code()))
-            time.sleep(0.05)
-        ch.close()
+        codes = sequential_calls(c, h.grpc_port, "c", 4, 0.05)
         st = h.stats()
         tap.check(codes == ["OK"] * 4 and st["connections"] == 4,
                   "close_after_stream: 4 calls on one channel all succeed over 4 connections",
@@ -490,17 +488,7 @@ def closing_connections(c):
     # idle_close_ms: a connection without a stream in progress for 100 ms.
     h = mc.Harness(c.exe, ttft_ms=1, itl_ms=0.5, output_tokens=2, idle_close_ms=100)
     try:
-        ch = grpc.insecure_channel("127.0.0.1:%d" % h.grpc_port)
-        stub = c.pbg.GRPCInferenceServiceStub(ch)
-        codes = []
-        for i in range(2):
-            try:
-                stub.ModelInfer(vllm_request(pb, "i%d" % i, stream=False), timeout=T)
-                codes.append("OK")
-            except grpc.RpcError as e:
-                codes.append(str(e.code()))
-            time.sleep(0.4)
-        ch.close()
+        codes = sequential_calls(c, h.grpc_port, "i", 2, 0.4)
         st = h.stats()
         tap.check(codes == ["OK"] * 2 and st["connections"] == 2,
                   "idle_close_ms 100: 2 calls 400 ms apart succeed over 2 connections",

@@ -377,6 +377,28 @@ rc, out, err = run(args)
 check(rc == 0 and "(continued)" not in out and max(len(l) for l in out.splitlines() if l[:1] in "┏┃┡│└") > 100,
       "off a terminal the tables stay whole")
 
+# Every usage error of the command line: exit 2, the option and what to do
+# named.  (An API key file that is empty is made here.)
+empty_key = os.path.join(tmp, "empty.key")
+open(empty_key, "w").close()
+for args, want in [
+        (["profile", "--mock", "-H", "no colon"], "--header 'no colon': expected 'Name: value'"),
+        (["profile", "--mock", "--duration", "5s", "--measurement-interval", "1s"], "exclude each other"),
+        (["profile", "--service-kind", "openai", "--endpoint-type", "generate"],
+         "--endpoint-type generate goes with --service-kind triton -i http"),
+        (["profile", "--endpoint-type", "chat"], "--endpoint-type chat and completions go with --service-kind openai"),
+        (["profile", "--service-kind", "openai", "--api-key-file", empty_key], "the file's first line is empty"),
+        (["profile", "--mock", "--tokenizer-revision", "v1"], "needs --tokenizer ORG/NAME"),
+        (["profile", "--mock", "--mock", "--no-usage=yes"], "--no-usage takes no value"),
+        (["profile", "--mock", "--concurrency", "0"], "--concurrency '0'"),
+        (["profile", "--mock", "--max-error-rate", "150%"], "--max-error-rate '150%'"),
+        (["profile", "--mock", "--mock-http-dialect", "nginx"], "expected vllm, llamacpp, tgi or trtllm-serve"),
+        (["mock", "--http-port", "70000"], "--http-port '70000': expected a port"),
+        (["compare", "a.json", "b.json", "c.json"], "more than two documents are compared only as a page"),
+        (["completion", "fish"], "unknown shell 'fish'")]:
+    rc, out, err = run(args)
+    check(rc == 2 and want in err, "usage error, exit 2: %s" % want, "rc %d: %s" % (rc, err[-400:]))
+
 # Other tools' flag families (the seeds test runs whole command lines): each
 # mapping, and a clear error for each bad form.
 M = ["profile", "--mock", "--no-artifacts", "--request-count", "4", "-q"]

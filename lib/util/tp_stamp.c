@@ -123,16 +123,20 @@ static bool same_ts(const struct timespec *a, const struct timespec *b) {
   return a->tv_sec == b->tv_sec && a->tv_nsec == b->tv_nsec;
 }
 
-/* A kernel stamp on the monotonic line, never later than the batch's. */
-static uint64_t clamp_to_batch(const struct timespec *ts, uint64_t batch) {
+/* A kernel stamp on the monotonic line, or the batch's when it cannot be
+ * converted.  A stamp newer than the batch's is kept: bytes that arrived
+ * after the batch began (a read walks the queue up to what is there now)
+ * taken at the batch's time would be early, before the peer sent them.  The
+ * conversion never gives a time later than now (tp_stamp_from_realtime). */
+static uint64_t kernel_or_batch(const struct timespec *ts, uint64_t batch) {
   uint64_t t = tp_stamp_from_realtime(ts);
-  return t && t < batch ? t : batch;
+  return t ? t : batch;
 }
 
 uint64_t tp_stamp_fd(uv_loop_t *loop, int fd, size_t len) {
   uint64_t batch = tp_stamp_now(loop);
   struct timespec ts;
-  return peek_stamp(fd, len, &ts) ? clamp_to_batch(&ts, batch) : batch;
+  return peek_stamp(fd, len, &ts) ? kernel_or_batch(&ts, batch) : batch;
 }
 
 uint64_t tp_stamp_fd_group(uv_loop_t *loop, int fd, size_t len, size_t *group_len) {
@@ -141,7 +145,7 @@ uint64_t tp_stamp_fd_group(uv_loop_t *loop, int fd, size_t len, size_t *group_le
   struct timespec last, head;
   size_t avail = peek_stamp(fd, len, &last);
   if (!avail || !peek_stamp(fd, 1, &head)) return batch;
-  if (same_ts(&head, &last)) return clamp_to_batch(&head, batch);
+  if (same_ts(&head, &last)) return kernel_or_batch(&head, batch);
   /* Stamps do not decrease along the queue (segments queue in arrival
    * order; merged ones keep the newest): find the last byte whose segment
    * still has the head's stamp.  Invariant: byte lo-1 has it, byte hi-1
@@ -157,5 +161,5 @@ uint64_t tp_stamp_fd_group(uv_loop_t *loop, int fd, size_t len, size_t *group_le
       hi = mid;
   }
   *group_len = lo;
-  return clamp_to_batch(&head, batch);
+  return kernel_or_batch(&head, batch);
 }

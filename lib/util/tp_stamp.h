@@ -42,9 +42,9 @@ int tp_stamp_enable_fd(int fd);
  * len bytes waiting in fd's receive queue: every byte a read of up to len
  * bytes takes in arrived then or before, so a time derived from it is never
  * early.  Bytes that arrived together (one segment, or segments the kernel
- * merged, which keep the newest stamp) get their exact arrival time.  Never
- * later than tp_stamp_now(loop), which it returns when the socket holds no
- * data or carries no kernel stamp.  The peek walks the queue without copying
+ * merged, which keep the newest stamp) get their exact arrival time, even
+ * when that is after the batch began.  Returns tp_stamp_now(loop) when the
+ * socket holds no data or carries no kernel stamp.  The peek walks the queue without copying
  * (MSG_PEEK | MSG_TRUNC). */
 uint64_t tp_stamp_fd(uv_loop_t *loop, int fd, size_t len);
 /* Like tp_stamp_fd, but exact when the waiting bytes arrived at different

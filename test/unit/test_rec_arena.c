@@ -1,0 +1,119 @@
+/* tp_rec_arena: a level's records on an unlinked file.  Checks that the
+ * array behaves as memory (zeroed growth, contents kept across moves and
+ * releases) and that released pages leave the process's resident memory,
+ * read from /proc/self/statm. */
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "record/tp_rec_arena.h"
+#include "tp_test.h"
+
+static size_t resident_bytes(void) {
+  FILE *f = fopen("/proc/self/statm", "r");
+  unsigned long size = 0, res = 0;
+  if (!f) return 0;
+  if (fscanf(f, "%lu %lu", &size, &res) != 2) res = 0;
+  fclose(f);
+  return (size_t)res * (size_t)sysconf(_SC_PAGESIZE);
+}
+
+static size_t entries(const char *dir) {
+  DIR *d = opendir(dir);
+  size_t n = 0;
+  if (!d) return 0;
+  for (struct dirent *e; (e = readdir(d));)
+    if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) n++;
+  closedir(d);
+  return n;
+}
+
+static void fill(tp_record *r, size_t from, size_t to) {
+  for (size_t i = from; i < to; i++) {
+    r[i].seq = i;
+    r[i].sent_ns = 1000 + i;
+    r[i].output_tokens = (int32_t)(i % 977);
+  }
+}
+
+static size_t count_intact(const tp_record *r, size_t n) {
+  size_t ok = 0;
+  for (size_t i = 0; i < n; i++)
+    if (r[i].seq == i && r[i].sent_ns == 1000 + i && r[i].output_tokens == (int32_t)(i % 977)) ok++;
+  return ok;
+}
+
+static void test_file_backed(const char *dir) {
+  tp_rec_arena *a = NULL;
+  CHECK_INT(tp_rec_arena_new(&a, dir), 0, "arena made");
+  CHECK(tp_rec_arena_base(a) == NULL, "empty until something is reserved");
+  CHECK_INT(tp_rec_arena_reserve(a, 1000), 0, "room for 1,000 records");
+  CHECK(tp_rec_arena_file_backed(a), "a writable directory gives a file-backed arena");
+  CHECK_INT(entries(dir), 0, "its file is unlinked at once: nothing in the directory");
+  tp_record *r = tp_rec_arena_base(a);
+  size_t zero = 0;
+  for (size_t i = 0; i < 1000; i++)
+    if (r[i].seq == 0 && r[i].sent_ns == 0 && r[i].resp_ns == NULL) zero++;
+  CHECK_INT(zero, 1000, "new records read as zeros");
+  fill(r, 0, 1000);
+
+  /* 200,000 records (tens of megabytes): the growth moves the mapping and
+   * keeps what was written. */
+  const size_t n = 200000;
+  CHECK_INT(tp_rec_arena_reserve(a, n), 0, "room for 200,000 records");
+  r = tp_rec_arena_base(a);
+  CHECK_INT(count_intact(r, 1000), 1000, "records written before growing are kept");
+  fill(r, 1000, n);
+  size_t bytes = n * sizeof(tp_record);
+  size_t before = resident_bytes();
+  tp_rec_arena_release(a, n);
+  size_t after = resident_bytes();
+  CHECK(before > after && before - after >= bytes * 9 / 10,
+        "releasing every record hands back at least 90%% of their %zu KiB (resident %zu -> %zu KiB)", bytes / 1024,
+        before / 1024, after / 1024);
+  CHECK_INT(count_intact(r, n), n, "released records read back unchanged");
+  size_t touched = resident_bytes();
+  CHECK(touched >= after + bytes * 9 / 10, "reading them back makes them resident again (%zu KiB)", touched / 1024);
+
+  /* Releasing up to a bound keeps the page that holds the bound's record. */
+  tp_rec_arena_release(a, n / 2);
+  CHECK_INT(count_intact(r, n), n, "a partial release changes nothing either");
+  size_t part_before = resident_bytes();
+  tp_rec_arena_release(a, n / 2);
+  CHECK(resident_bytes() <= part_before, "releasing to the same bound again does nothing");
+
+  tp_rec_arena_reset(a);
+  r = tp_rec_arena_base(a);
+  CHECK(r[0].seq == 0 && r[n - 1].sent_ns == 0, "a reset arena reads as zeros, at the same capacity");
+  fill(r, 0, 10);
+  CHECK_INT(count_intact(r, 10), 10, "and takes new records");
+  tp_rec_arena_free(a);
+}
+
+static void test_heap_fallback(void) {
+  tp_rec_arena *a = NULL;
+  CHECK_INT(tp_rec_arena_new(&a, "/nonexistent/tokperf-arena"), 0, "an unusable directory is not an error");
+  CHECK_INT(tp_rec_arena_reserve(a, 5000), 0, "room for 5,000 records");
+  CHECK(!tp_rec_arena_file_backed(a), "the records are heap memory");
+  tp_record *r = tp_rec_arena_base(a);
+  fill(r, 0, 5000);
+  CHECK_INT(tp_rec_arena_reserve(a, 20000), 0, "growing");
+  r = tp_rec_arena_base(a);
+  CHECK_INT(count_intact(r, 5000), 5000, "heap growth keeps the records");
+  CHECK(r[19999].seq == 0 && r[19999].sent_ns == 0, "heap growth reads as zeros");
+  tp_rec_arena_release(a, 20000);
+  CHECK_INT(count_intact(r, 5000), 5000, "release does nothing on the heap");
+  tp_rec_arena_free(a);
+}
+
+int main(void) {
+  char dir[] = "/tmp/tp_arena_XXXXXX";
+  if (!mkdtemp(dir)) return 1;
+  test_file_backed(dir);
+  test_heap_fallback();
+  rmdir(dir);
+  return tp_test_done();
+}

@@ -1,5 +1,6 @@
 /* `tokperf compare A.json B.json`: every headline metric side by side with
  * its change, and CI rules that fail on a regression. */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,83 +29,54 @@ static void wrapped(FILE *out, const char *label, const char *text) {
   fputc('\n', out);
 }
 
-static void help(FILE *out) {
-  char dist[512], all[1024], line[2048];
-  tp_metric_list(dist, sizeof(dist), true);
-  tp_metric_list(all, sizeof(all), false);
-  fprintf(out,
-          "Usage: tokperf compare A.json B.json [--fail-on RULE]... [--junit FILE] [--html FILE]\n"
-          "       tokperf compare A.json B.json C.json... --html FILE\n\n"
-          "Compares two runs' --json documents level by level (matched by sweep point): every headline\n"
-          "metric side by side with its change in percent, worsened ones marked.\n\n"
-          "Options:\n");
-  snprintf(line, sizeof(line),
-           "METRIC[.STAT]:[+|-]N%%: fail when B is worse than A by more than N%%. Repeatable. METRIC is any "
-           "of: %s. These take a STAT (avg min max std p1 p5 p10 p25 p50 p75 p90 p95 p99): %s.",
-           all, dist);
-  wrapped(out, "  --fail-on RULE", line);
-  fprintf(out,
-          "  --junit FILE     write the comparisons and rules as JUnit XML\n"
-          "  --html FILE      write a page comparing the runs level by level (two or more documents:\n"
-          "                   tokperf compare A.json B.json C.json --html runs.html), a chart per\n"
-          "                   headline metric with its numbers in a table\n"
-          "  -h,--help        this help\n\n"
-          "Exit codes: 0 every rule held, 1 a rule failed, 2 bad arguments or unreadable files.\n\n"
-          "Example:\n  tokperf compare baseline.json run.json --fail-on 'ttft.p99:+10%%' --junit compare.xml\n");
+typedef struct cmp_opts {
+  tp_str_list fail_on;
+  const char *junit, *html;
+  const char *files[16];
+  size_t n_files;
+  bool help;
+} cmp_opts;
+
+#define CROW(key, flags, type, field, arg, help, ex, mask) \
+  {key, flags, type, offsetof(cmp_opts, field), arg, NULL, 1, 0, NULL, "Options", help, ex, mask, NULL, NULL}
+
+static const tp_setting cmp_rows[] = {
+    CROW("fail_on", "--fail-on", TP_SET_STR_LIST, fail_on, "RULE",
+         "METRIC[.STAT]:[+|-]N%: fail when B is worse than A by more than N%; repeatable (the metrics are "
+         "listed below)",
+         "ttft.p99:+10%", 0),
+    CROW("junit", "--junit", TP_SET_STR, junit, "FILE", "write the comparisons and rules as JUnit XML",
+         "compare.xml", TP_SETF_FILE),
+    CROW("html", "--html", TP_SET_STR, html, "FILE",
+         "write a page comparing the runs level by level (two or more documents), a chart per headline metric "
+         "with its numbers in a table",
+         "runs.html", TP_SETF_FILE),
+};
+
+static tp_settings_part cmp_part(void *base) {
+  return (tp_settings_part){cmp_rows, sizeof(cmp_rows) / sizeof(cmp_rows[0]), base, "", NULL};
 }
 
-int tp_cmd_compare(int argc, char **argv) {
-  const char *files[16] = {NULL};
-  const char *html = NULL;
-  const char **rules = calloc((size_t)argc + 1, sizeof(*rules));
-  size_t n_rules = 0, n_files = 0;
-  const char *junit = NULL;
+tp_settings_part tp_cmd_compare_defaults(void) {
+  static cmp_opts d; /* no row has a default: all zero */
+  return cmp_part(&d);
+}
+
+/* Runs the comparison the options ask for; returns the exit code. */
+static int compare(const cmp_opts *o) {
+  const char *const *files = o->files;
+  const char *html = o->html, *junit = o->junit;
+  const char *const *rules = o->fail_on.v;
+  size_t n_rules = o->fail_on.n, n_files = o->n_files;
   int code = TP_EXIT_OK;
-  for (int i = 0; i < argc; i++) {
-    const char *a = argv[i];
-    if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-      help(stdout);
-      free(rules);
-      return TP_EXIT_OK;
-    } else if (strcmp(a, "--html") == 0 && i + 1 < argc) {
-      html = argv[++i];
-    } else if (strncmp(a, "--html=", 7) == 0) {
-      html = a + 7;
-    } else if ((strcmp(a, "--fail-on") == 0 || strcmp(a, "--junit") == 0) && i + 1 < argc) {
-      if (a[2] == 'f')
-        rules[n_rules++] = argv[++i];
-      else
-        junit = argv[++i];
-    } else if (strncmp(a, "--fail-on=", 10) == 0) {
-      rules[n_rules++] = a + 10;
-    } else if (strncmp(a, "--junit=", 8) == 0) {
-      junit = a + 8;
-    } else if (a[0] != '-' && n_files < sizeof(files) / sizeof(files[0])) {
-      files[n_files++] = a;
-    } else {
-      fprintf(stderr, "tokperf compare: unexpected argument '%s'\ntry 'tokperf compare --help'\n", a);
-      free(rules);
-      return TP_EXIT_USAGE;
-    }
-  }
-  if (n_files < 2 || (n_files > 2 && (!html || n_rules || junit))) {
-    fprintf(stderr, "tokperf compare: %s\ntry 'tokperf compare --help'\n",
-            n_files < 2 ? "two --json documents are needed (A.json B.json)"
-                        : "more than two documents are compared only as a page (--html FILE), without "
-                          "--fail-on or --junit");
-    free(rules);
-    return TP_EXIT_USAGE;
-  }
   char err[1024] = "";
   if (html) {
     if (tp_compare_html_page(files, n_files, html, err, sizeof(err))) {
       fprintf(stderr, "tokperf compare: %s\n", err);
-      free(rules);
       return TP_EXIT_USAGE;
     }
     fprintf(stderr, "tokperf compare: wrote %s\n", html);
     if (n_files > 2) {
-      free(rules);
       return TP_EXIT_OK;
     }
   }
@@ -115,6 +87,60 @@ int tp_cmd_compare(int argc, char **argv) {
   } else if (rv > 0) {
     code = TP_EXIT_THRESHOLD;
   }
-  free(rules);
+  return code;
+}
+
+static void help(FILE *out) {
+  tp_settings_part part = tp_cmd_compare_defaults();
+  char dist[512], all[1024], line[2048];
+  tp_metric_list(dist, sizeof(dist), true);
+  tp_metric_list(all, sizeof(all), false);
+  fprintf(out,
+          "Usage: tokperf compare A.json B.json [--fail-on RULE]... [--junit FILE] [--html FILE]\n"
+          "       tokperf compare A.json B.json C.json... --html FILE\n\n"
+          "Compares two runs' --json documents level by level (matched by sweep point): every headline\n"
+          "metric side by side with its change in percent, worsened ones marked.\n\n");
+  tp_settings_help(out, &part, 1, 0);
+  fputc('\n', out);
+  snprintf(line, sizeof(line), "%s. These take a STAT (avg min max std p1 p5 p10 p25 p50 p75 p90 p95 p99): %s.",
+           all, dist);
+  wrapped(out, "RULE's METRIC:", line);
+  fprintf(out,
+          "\nExit codes: 0 every rule held, 1 a rule failed, 2 bad arguments or unreadable files.\n\n"
+          "Example:\n  tokperf compare baseline.json run.json --fail-on 'ttft.p99:+10%%' --junit compare.xml\n");
+}
+
+static int take_file(void *ud, const char *arg, char *err, size_t errlen) {
+  cmp_opts *o = ud;
+  if (o->n_files == sizeof(o->files) / sizeof(o->files[0])) {
+    snprintf(err, errlen, "too many documents: %zu at most", sizeof(o->files) / sizeof(o->files[0]));
+    return TP_EINVAL;
+  }
+  o->files[o->n_files++] = arg;
+  return 0;
+}
+
+static int usage(const char *msg) {
+  fprintf(stderr, "tokperf compare: %s\ntry 'tokperf compare --help'\n", msg);
+  return TP_EXIT_USAGE;
+}
+
+int tp_cmd_compare(int argc, char **argv) {
+  cmp_opts o;
+  memset(&o, 0, sizeof(o));
+  tp_settings_part part = cmp_part(&o);
+  char perr[512] = "";
+  int code = TP_EXIT_OK;
+  if (tp_settings_parse(&part, 1, argc, argv, take_file, &o, &o.help, perr, sizeof(perr))) {
+    code = usage(perr);
+  } else if (o.help) {
+    help(stdout);
+  } else if (o.n_files < 2 || (o.n_files > 2 && (!o.html || o.fail_on.n || o.junit))) {
+    code = usage(o.n_files < 2 ? "two --json documents are needed (A.json B.json)"
+                               : "more than two documents are compared only as a page (--html FILE), without "
+                                 "--fail-on or --junit");
+  } else {
+    code = compare(&o);
+  }
   return code;
 }

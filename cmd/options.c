@@ -916,7 +916,8 @@ void tp_cli_man(FILE *out) {
           ".SH NAME\ntokperf \\- token\\-aware load generator for LLM inference servers\n"
           ".SH SYNOPSIS\n.B tokperf profile\n[\\fIOPTIONS\\fR]\n.br\n.B tokperf mock\n[\\fIOPTIONS\\fR]\n.br\n"
           ".B tokperf tokenize\n\\-\\-tokenizer \\fIPATH\\fR [\\fIFILE\\fR]\n.br\n"
-          ".B tokperf compare\n\\fIA.json\\fR \\fIB.json\\fR [\\-\\-fail\\-on \\fIRULE\\fR]...\n"
+          ".B tokperf compare\n\\fIA.json\\fR \\fIB.json\\fR [\\-\\-fail\\-on \\fIRULE\\fR]...\n.br\n"
+          ".B tokperf vllm\\-bench\n[\\fIOPTIONS\\fR]\n"
           ".SH DESCRIPTION\n"
           "tokperf sends prompts to a Triton Inference Server (KServe v2 gRPC) or an OpenAI\\-compatible\n"
           "server at a held concurrency or request rate, and reports time to first token, inter\\-token\n"
@@ -930,6 +931,16 @@ void tp_cli_man(FILE *out) {
   np = mock_parts(defaults_cli(), parts);
   fprintf(out, ".SH \"MOCK OPTIONS\"\n");
   tp_settings_man(out, parts, np);
+  const struct {
+    const char *title;
+    tp_settings_part part;
+  } others[] = {{"TOKENIZE OPTIONS", tp_cmd_tokenize_defaults()},
+                {"COMPARE OPTIONS", tp_cmd_compare_defaults()},
+                {"VLLM\\-BENCH OPTIONS", tp_cmd_vllm_bench_defaults()}};
+  for (size_t i = 0; i < ARRAY_N(others); i++) {
+    fprintf(out, ".SH \"%s\"\n", others[i].title);
+    tp_settings_man(out, &others[i].part, 1);
+  }
   fprintf(out,
           ".SH \"EXIT STATUS\"\n.TP\n0\nthe run completed (failed requests are counted, not fatal)\n"
           ".TP\n1\na threshold (\\-\\-assert, \\-\\-max\\-error\\-rate) failed\n"
@@ -944,8 +955,10 @@ int tp_cli_completion(FILE *out, const char *shell) {
   tp_settings_part pp[3], mp[2];
   size_t npp = profile_parts(defaults_cli(), pp, NULL, NULL);
   size_t nmp = mock_parts(defaults_cli(), mp);
-  const tp_settings_command cmds[] = {
-      {"profile", pp, npp}, {"mock", mp, nmp}, {"tokenize", NULL, 0}, {"compare", NULL, 0}, {"completion", NULL, 0}};
+  tp_settings_part tp = tp_cmd_tokenize_defaults(), cp = tp_cmd_compare_defaults(),
+                   vp = tp_cmd_vllm_bench_defaults();
+  const tp_settings_command cmds[] = {{"profile", pp, npp}, {"mock", mp, nmp},     {"tokenize", &tp, 1},
+                                      {"compare", &cp, 1},  {"vllm-bench", &vp, 1}, {"completion", NULL, 0}};
   if (tp_settings_completion(out, shell, "tokperf", cmds, ARRAY_N(cmds))) {
     fprintf(stderr, "tokperf completion: unknown shell '%s' (expected bash or zsh)\n", shell ? shell : "");
     return TP_EXIT_USAGE;

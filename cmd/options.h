@@ -74,6 +74,11 @@ int tp_cmd_vllm_bench(int argc, char **argv);
 int tp_cmd_tokenize(int argc, char **argv);
 /* `tokperf compare` (cmd/compare.c); returns the exit code. */
 int tp_cmd_compare(int argc, char **argv);
+/* The option tables of tokenize, compare and vllm-bench, bound to a struct
+ * holding their defaults: for the man page and the completions. */
+tp_settings_part tp_cmd_tokenize_defaults(void);
+tp_settings_part tp_cmd_compare_defaults(void);
+tp_settings_part tp_cmd_vllm_bench_defaults(void);
 
 void tp_cli_help_main(FILE *out);
 void tp_cli_help_profile(FILE *out);

@@ -3,6 +3,7 @@
  * same library call the run counts with, so users can check a count and the
  * tests can hold tokperf against a reference tokenizer. */
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,67 +13,84 @@
 #include "options.h"
 #include "tokperf/tokperf.h"
 
+typedef struct tok_opts {
+  const char *tokenizer, *revision, *file;
+  bool ids, jsonl, special, help;
+} tok_opts;
+
+#define TROW(key, flags, type, field, arg, dflt, help, ex, mask) \
+  {key, flags, type, offsetof(tok_opts, field), arg, dflt, 1, 0, NULL, "Options", help, ex, mask, NULL, NULL}
+
+static const tp_setting tok_rows[] = {
+    TROW("tokenizer", "--tokenizer|--tokenizer-path", TP_SET_STR, tokenizer, "PATH|ORG/NAME", NULL,
+         "tokenizer.json, tokenizer.model, a model directory, or a model name found in the Hugging Face cache "
+         "(offline)",
+         "/models/Qwen2-7B", TP_SETF_FILE),
+    TROW("tokenizer_revision", "--tokenizer-revision", TP_SET_STR, revision, "REV", "main",
+         "branch, tag or commit of a model name", "v1.0", 0),
+    TROW("tokenizer_add_special_tokens", "--tokenizer-add-special-tokens", TP_SET_FLAG, special, NULL, NULL,
+         "add the special tokens the tokenizer adds (BOS...), as profile --tokenizer-add-special-tokens counts "
+         "prompts [default: off]",
+         NULL, 0),
+    TROW("ids", "--ids", TP_SET_FLAG, ids, NULL, NULL, "print the ids instead of the count", NULL, 0),
+    TROW("jsonl", "--jsonl", TP_SET_FLAG, jsonl, NULL, NULL,
+         "each line is a JSON object; its \"text\" is tokenized (so a text may hold newlines)", NULL, 0),
+};
+
+#define TOK_N (sizeof(tok_rows) / sizeof(tok_rows[0]))
+
+static tp_settings_part tok_part(void *base) { return (tp_settings_part){tok_rows, TOK_N, base, "", NULL}; }
+
+tp_settings_part tp_cmd_tokenize_defaults(void) {
+  static tok_opts d;
+  tp_settings_defaults(tok_rows, TOK_N, &d);
+  return tok_part(&d);
+}
+
 static void help(FILE *out) {
+  tp_settings_part part = tp_cmd_tokenize_defaults();
   fprintf(out,
           "Usage: tokperf tokenize --tokenizer PATH|ORG/NAME [--tokenizer-revision REV]\n"
           "                        [--tokenizer-add-special-tokens] [--ids] [--jsonl] [FILE|-]\n\n"
           "Prints, for each line of FILE (or standard input), its number of tokens, or with --ids\n"
           "its token ids as a JSON array: by default the text's own tokens, with no special\n"
-          "tokens added, the way tokperf profile counts.\n\n"
-          "Options:\n"
-          "  --tokenizer,--tokenizer-path PATH  tokenizer.json, tokenizer.model, a model directory, or a\n"
-          "                                     model name found in the Hugging Face cache (offline)\n"
-          "  --tokenizer-revision REV           branch, tag or commit of a model name [default: main]\n"
-          "  --tokenizer-add-special-tokens     add the special tokens the tokenizer adds (BOS...), as\n"
-          "                                     profile --tokenizer-add-special-tokens counts prompts\n"
-          "                                     [default: off]\n"
-          "  --ids                              print the ids instead of the count\n"
-          "  --jsonl                            each line is a JSON object; its \"text\" is tokenized\n"
-          "                                     (so a text may hold newlines)\n"
-          "  -h,--help                          this help\n\n"
-          "Exit codes: 0 done, 2 usage or input error (file:line named), 3 tokenizer not loadable.\n\n"
+          "tokens added, the way tokperf profile counts.\n\n");
+  tp_settings_help(out, &part, 1, 0);
+  fprintf(out,
+          "\n"
+          "-h or --help prints this help. Exit codes: 0 done, 2 usage or input error (file:line named), 3 tokenizer not loadable.\n\n"
           "Example:\n  echo 'Hello world' | tokperf tokenize --tokenizer /models/Qwen2-7B --ids\n");
 }
 
+/* The one file argument ("-" is standard input). */
+static int take_file(void *ud, const char *arg, char *err, size_t errlen) {
+  tok_opts *o = ud;
+  if (o->file) {
+    snprintf(err, errlen, "unexpected argument '%s' (one FILE at most)", arg);
+    return TP_EINVAL;
+  }
+  o->file = arg;
+  return 0;
+}
+
+static int usage(const char *msg) {
+  fprintf(stderr, "tokperf tokenize: %s\ntry 'tokperf tokenize --help'\n", msg);
+  return TP_EXIT_USAGE;
+}
+
 int tp_cmd_tokenize(int argc, char **argv) {
-  const char *tok_path = NULL, *file = NULL, *revision = NULL;
-  int ids = 0, jsonl = 0, special = 0;
-  for (int i = 0; i < argc; i++) {
-    const char *a = argv[i];
-    if (strcmp(a, "--tokenizer") == 0 || strcmp(a, "--tokenizer-path") == 0) {
-      if (i + 1 >= argc) {
-        fprintf(stderr, "tokperf tokenize: %s needs a value (PATH)\ntry 'tokperf tokenize --help'\n", a);
-        return TP_EXIT_USAGE;
-      }
-      tok_path = argv[++i];
-    } else if (strcmp(a, "--tokenizer-revision") == 0) {
-      if (i + 1 >= argc) {
-        fprintf(stderr, "tokperf tokenize: %s needs a value (REV)\ntry 'tokperf tokenize --help'\n", a);
-        return TP_EXIT_USAGE;
-      }
-      revision = argv[++i];
-    } else if (strncmp(a, "--tokenizer=", 12) == 0) {
-      tok_path = a + 12;
-    } else if (strcmp(a, "--tokenizer-add-special-tokens") == 0) {
-      special = 1;
-    } else if (strcmp(a, "--ids") == 0) {
-      ids = 1;
-    } else if (strcmp(a, "--jsonl") == 0) {
-      jsonl = 1;
-    } else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-      help(stdout);
-      return TP_EXIT_OK;
-    } else if ((a[0] != '-' || strcmp(a, "-") == 0) && !file) {
-      file = a;
-    } else {
-      fprintf(stderr, "tokperf tokenize: unexpected argument '%s'\ntry 'tokperf tokenize --help'\n", a);
-      return TP_EXIT_USAGE;
-    }
+  tok_opts opt;
+  tp_settings_defaults(tok_rows, TOK_N, &opt);
+  tp_settings_part part = tok_part(&opt);
+  char perr[512] = "";
+  if (tp_settings_parse(&part, 1, argc, argv, take_file, &opt, &opt.help, perr, sizeof(perr))) return usage(perr);
+  if (opt.help) {
+    help(stdout);
+    return TP_EXIT_OK;
   }
-  if (!tok_path) {
-    fprintf(stderr, "tokperf tokenize: --tokenizer PATH is needed\ntry 'tokperf tokenize --help'\n");
-    return TP_EXIT_USAGE;
-  }
+  if (!opt.tokenizer) return usage("--tokenizer PATH is needed");
+  const char *tok_path = opt.tokenizer, *file = opt.file, *revision = opt.revision;
+  bool ids = opt.ids, jsonl = opt.jsonl, special = opt.special;
   const char *name = file && strcmp(file, "-") != 0 ? file : "<stdin>";
   FILE *in = file && strcmp(file, "-") != 0 ? fopen(file, "r") : stdin;
   if (!in) {

@@ -126,6 +126,12 @@ static const tp_setting vb_rows[] = {
 
 #define VB_N (sizeof(vb_rows) / sizeof(vb_rows[0]))
 
+tp_settings_part tp_cmd_vllm_bench_defaults(void) {
+  static vb d;
+  tp_settings_defaults(vb_rows, VB_N, &d);
+  return (tp_settings_part){vb_rows, VB_N, &d, "", NULL};
+}
+
 /* The statistic of tp_stat for a percentile vLLM may ask for. */
 static bool percentile_of(const tp_stat *st, int p, double *out) {
   switch (p) {

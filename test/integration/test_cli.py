@@ -52,6 +52,10 @@ check(rc == 0 and man.startswith(".TH TOKPERF 1") and "\\-\\-concurrency" in man
 rc, comp, err = run(["completion", "bash"])
 check(rc == 0 and "--concurrency" in comp and "--mock-itl-ms" in comp and "profile" in comp,
       "tokperf completion bash lists the subcommands and their flags", comp[:200])
+check(all(w in comp for w in ("--ids", "--fail-on", "--junit", "--random-input-len", "vllm-bench")),
+      "tokperf completion bash: tokenize, compare and vllm-bench complete their flags from their tables", comp[-600:])
+check(all(h in man for h in ('.SH "TOKENIZE OPTIONS"', '.SH "COMPARE OPTIONS"', '.SH "VLLM\\-BENCH OPTIONS"'))
+      and "\\-\\-fail\\-on" in man, "tokperf man documents tokenize, compare and vllm-bench options", man[-300:])
 rc, comp, err = run(["completion", "zsh"])
 check(rc == 0 and "--concurrency" in comp and "compdef" in comp, "tokperf completion zsh", comp[:200])
 rc, comp, err = run(["completion", "fish"])
@@ -395,6 +399,10 @@ for args, want in [
         (["profile", "--mock", "--mock-http-dialect", "nginx"], "expected vllm, llamacpp, tgi or trtllm-serve"),
         (["mock", "--http-port", "70000"], "--http-port '70000': expected a port"),
         (["compare", "a.json", "b.json", "c.json"], "more than two documents are compared only as a page"),
+        (["compare", "a.json", "b.json", "--junit"], "--junit needs a value"),
+        (["compare", "a.json", "--bogus", "b.json"], "unknown option '--bogus'"),
+        (["tokenize", "--tokenizer", "x", "a.txt", "b.txt"], "unexpected argument 'b.txt' (one FILE at most)"),
+        (["tokenize", "--ids"], "--tokenizer PATH is needed"),
         (["completion", "fish"], "unknown shell 'fish'")]:
     rc, out, err = run(args)
     check(rc == 2 and want in err, "usage error, exit 2: %s" % want, "rc %d: %s" % (rc, err[-400:]))

@@ -74,6 +74,7 @@ int tp_buf_printf(tp_buf *b, const char *fmt, ...) {
 
 char *tp_buf_steal(tp_buf *b, size_t *len) {
   if (tp_buf_reserve(b, 0)) return NULL;
+  b->data[b->len] = 0; /* a buffer never appended to has fresh storage */
   char *p = (char *)b->data;
   if (len) *len = b->len;
   memset(b, 0, sizeof(*b));

@@ -67,6 +67,9 @@ typedef struct tp_client_send {
   /* An input file's chat messages (a JSON array; borrowed), sent as they
    * are by a chat client.  NULL = the prompt. */
   const char *messages;
+  /* 0, or the number of the session this request is a turn of: a session
+   * keeps to one connection where the protocol allows (session_end). */
+  uint64_t session;
 } tp_client_send;
 
 typedef struct tp_client tp_client;
@@ -89,6 +92,9 @@ typedef struct tp_client_ops {
   void (*cancel)(tp_client *c, void *handle);
   /* Cancels every request in flight (may be NULL: not offered). */
   void (*cancel_all)(tp_client *c);
+  /* A session (tp_client_send.session) is over: its connection is let go
+   * (may be NULL: the client keeps no per-session state). */
+  void (*session_end)(tp_client *c, uint64_t session);
 } tp_client_ops;
 
 struct tp_client {

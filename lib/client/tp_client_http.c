@@ -366,7 +366,8 @@ static int http_send(tp_client *c, const tp_client_send *s, void *req) {
   tp_buf_init(&x->body);
   tp_buf_init(&x->held.text);
   held_clear(&x->held);
-  tp_http_req_opts ro = {true, hc->path, hc->reqbuf.data, hc->reqbuf.len, hc->opts.streaming, s->timeout_ns};
+  tp_http_req_opts ro = {true, hc->path, hc->reqbuf.data, hc->reqbuf.len, hc->opts.streaming, s->timeout_ns,
+                         s->session};
   rv = tp_http_request(hc->http, &ro, &cbs, x, &x->hreq);
   if (rv) {
     call_free(x);
@@ -417,7 +418,7 @@ static int unary_get(http_client *hc, const char *path, unary_ctx *u) {
   tp_buf_fini(&u->body);
   memset(u, 0, sizeof(*u));
   u->loop = hc->loop;
-  tp_http_req_opts ro = {false, path, NULL, 0, false, PREFLIGHT_TIMEOUT_NS};
+  tp_http_req_opts ro = {false, path, NULL, 0, false, PREFLIGHT_TIMEOUT_NS, 0};
   int rv = tp_http_request(hc->http, &ro, &cbs, u, NULL);
   if (rv) return rv;
   while (!u->done) uv_run(hc->loop, UV_RUN_ONCE);
@@ -624,8 +625,12 @@ static void http_close(tp_client *c) {
   free(hc);
 }
 
-static const tp_client_ops http_ops = {"http",     http_preflight, http_send,
-                                       http_close, http_cancel,    http_cancel_all};
+static void http_session_end(tp_client *c, uint64_t session) {
+  tp_http_session_end(((http_client *)(void *)c)->http, session);
+}
+
+static const tp_client_ops http_ops = {"http",      http_preflight,  http_send,       http_close,
+                                       http_cancel, http_cancel_all, http_session_end};
 
 /* Where requests go (see tp_url.h for how --url and --endpoint combine);
  * base gets the URL's origin for tp_http. */

@@ -256,9 +256,9 @@ static int triton_send(tp_client *c, const tp_client_send *s, void *req) {
    * tp_h2c_call returns, when the connection fails at once. */
   if (s->handle) *s->handle = x;
   if (rv == 0)
-    rv = tp_h2c_call(tc->pool,
-                     tc->opts.streaming ? TP_TRITON_SERVICE "ModelStreamInfer" : TP_TRITON_SERVICE "ModelInfer",
-                     tc->reqbuf.data, tc->reqbuf.len, s->timeout_ns, &cbs, x, &x->call);
+    rv = tp_h2c_call_session(tc->pool, s->session,
+                             tc->opts.streaming ? TP_TRITON_SERVICE "ModelStreamInfer" : TP_TRITON_SERVICE "ModelInfer",
+                             tc->reqbuf.data, tc->reqbuf.len, s->timeout_ns, &cbs, x, &x->call);
   if (rv) {
     if (s->handle) *s->handle = NULL;
     call_free(x);
@@ -317,8 +317,12 @@ static int split_headers(triton_client *tc, const char *const *h, size_t n, char
   return 0;
 }
 
-static const tp_client_ops triton_ops = {"triton-grpc", triton_preflight, triton_send, triton_close,
-                                         triton_cancel, triton_cancel_all};
+static void triton_session_end(tp_client *c, uint64_t session) {
+  tp_h2c_session_end(((triton_client *)(void *)c)->pool, session);
+}
+
+static const tp_client_ops triton_ops = {"triton-grpc",   triton_preflight,  triton_send,       triton_close,
+                                         triton_cancel, triton_cancel_all, triton_session_end};
 
 int tp_client_triton_new(tp_client **out, uv_loop_t *loop, const tp_client_opts *o,
                          const tp_client_cbs *cbs, char *err, size_t errlen) {

@@ -15,6 +15,7 @@
 #include "config.h"
 #include "transport/tp_grpc.h"
 #include "util/tp_stamp.h"
+#include "util/tp_u64map.h"
 
 /* Flow-control windows.  Token streams are small, but hundreds of streams
  * share one connection window, which starts at 64 KiB. */
@@ -63,6 +64,7 @@ struct tp_call {
   bool conn_reused;       /* its connection had finished a stream before */
   uint32_t resends;
   uint64_t avoid_serial;  /* a re-send does not go back to this connection */
+  uint64_t session;       /* 0, or the session whose connection it keeps to */
 };
 
 /* A request's last frame and where it ends in the connection's write. */
@@ -128,7 +130,18 @@ struct tp_h2c_pool {
   uint32_t conns_opened;
   char user_agent[48];
   SSL_CTX *ssl_ctx; /* NULL = plain h2c */
+  /* Per session in flight, the serial of the connection its turns go to
+   * (tp_h2c_call_session): a session keeps to one connection while that
+   * connection lives, as a chat client holding its channel would. */
+  tp_u64map pins;
 };
+
+static void pool_free(tp_h2c_pool *p) {
+  if (p->ssl_ctx) SSL_CTX_free(p->ssl_ctx);
+  tp_u64map_fini(&p->pins);
+  free(p->authority);
+  free(p);
+}
 
 static void conn_flush(conn *c);
 static void conn_fail(conn *c, const char *why);
@@ -439,11 +452,7 @@ static void on_handle_closed(uv_handle_t *h) {
   tp_buf_fini(&c->sent_ids);
   tp_buf_fini(&c->late_ids);
   free(c);
-  if (--p->open_handles == 0 && p->closing) {
-    if (p->ssl_ctx) SSL_CTX_free(p->ssl_ctx);
-    free(p->authority);
-    free(p);
-  }
+  if (--p->open_handles == 0 && p->closing) pool_free(p);
 }
 
 static void conn_unlink(conn *c) {
@@ -896,9 +905,10 @@ static void on_retry(uv_timer_t *t) {
 static void pool_dispatch(tp_h2c_pool *p) {
   if (p->closing) return;
   while (p->pending_head) {
-    conn *best = NULL, *avoided = NULL;
+    conn *best = NULL, *avoided = NULL, *pinned = NULL;
     bool connecting = false;
-    uint64_t avoid = p->pending_head->avoid_serial;
+    uint64_t avoid = p->pending_head->avoid_serial, pin = 0;
+    if (p->pending_head->session) tp_u64map_get(&p->pins, p->pending_head->session, &pin);
     for (conn *c = p->conns; c; c = c->next) {
       if (c->state == C_CONNECTING) connecting = true;
       if (c->state != C_READY || c->n_streams >= c->max_streams) continue;
@@ -907,8 +917,11 @@ static void pool_dispatch(tp_h2c_pool *p) {
         avoided = c;
         continue;
       }
+      if (pin && c->serial == pin) pinned = c;
       if (!best || c->n_streams < best->n_streams) best = c;
     }
+    /* A session's turn goes where its earlier turns went, while it can. */
+    if (pinned) best = pinned;
     /* ...unless no other can be opened. */
     if (!best && avoided && !connecting && p->n_live >= p->opts.connections + MAX_EXTRA_CONNS) best = avoided;
     if (!best) {
@@ -933,6 +946,8 @@ static void pool_dispatch(tp_h2c_pool *p) {
     }
     tp_call *c = p->pending_head;
     pending_remove(p, c);
+    /* Out of memory only loses the pin: the next turn picks afresh. */
+    if (c->session && best->serial != pin) (void)tp_u64map_put(&p->pins, c->session, best->serial);
     int rv = call_submit(best, c);
     if (rv) {
       call_set_local(c, TP_GRPC_INTERNAL, TP_ERRCLASS_PROTOCOL, "cannot start stream: %s",
@@ -1051,10 +1066,18 @@ int tp_h2c_pool_new(tp_h2c_pool **out, uv_loop_t *loop, const tp_h2c_opts *o, ch
 
 int tp_h2c_call(tp_h2c_pool *p, const char *path, const uint8_t *body, size_t len,
                 uint64_t timeout_ns, const tp_call_cbs *cbs, void *user_data, tp_call **out) {
+  return tp_h2c_call_session(p, 0, path, body, len, timeout_ns, cbs, user_data, out);
+}
+
+void tp_h2c_session_end(tp_h2c_pool *p, uint64_t session) { tp_u64map_del(&p->pins, session, NULL); }
+
+int tp_h2c_call_session(tp_h2c_pool *p, uint64_t session, const char *path, const uint8_t *body, size_t len,
+                        uint64_t timeout_ns, const tp_call_cbs *cbs, void *user_data, tp_call **out) {
   if (p->closing || !cbs || !cbs->on_close || !cbs->on_message) return TP_EINVAL;
   tp_call *c = calloc(1, sizeof(*c));
   if (!c) return TP_ENOMEM;
   c->pool = p;
+  c->session = session;
   c->cbs = *cbs;
   c->user_data = user_data;
   c->grpc_status = -1;
@@ -1124,11 +1147,7 @@ uint32_t tp_h2c_connections_opened(const tp_h2c_pool *p) { return p->conns_opene
 
 static void on_sweep_closed(uv_handle_t *h) {
   tp_h2c_pool *p = h->data;
-  if (--p->open_handles == 0) {
-    if (p->ssl_ctx) SSL_CTX_free(p->ssl_ctx);
-    free(p->authority);
-    free(p);
-  }
+  if (--p->open_handles == 0) pool_free(p);
 }
 
 void tp_h2c_pool_close(tp_h2c_pool *p) {

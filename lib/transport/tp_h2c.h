@@ -81,6 +81,15 @@ int tp_h2c_pool_new(tp_h2c_pool **out, uv_loop_t *loop, const tp_h2c_opts *o, ch
 int tp_h2c_call(tp_h2c_pool *p, const char *path, const uint8_t *body, size_t len,
                 uint64_t timeout_ns, const tp_call_cbs *cbs, void *user_data, tp_call **out);
 
+/* The same for one turn of a session (session != 0): its turns go to one
+ * connection, the first turn's, while that connection stays open and has
+ * room; a re-send or a closed connection moves the session to another,
+ * which its later turns then keep to. */
+int tp_h2c_call_session(tp_h2c_pool *p, uint64_t session, const char *path, const uint8_t *body, size_t len,
+                        uint64_t timeout_ns, const tp_call_cbs *cbs, void *user_data, tp_call **out);
+/* The session is over: its connection is free for anyone. */
+void tp_h2c_session_end(tp_h2c_pool *p, uint64_t session);
+
 /* Cancels a call (RST_STREAM CANCEL); on_close follows with CANCELLED. */
 void tp_h2c_cancel(tp_call *c);
 

@@ -12,6 +12,7 @@
 #include <curl/curl.h>
 
 #include "config.h"
+#include "transport/tp_http_share.h"
 
 /* One uv_poll per socket libcurl asks us to watch. */
 typedef struct sock_ctx {
@@ -40,6 +41,7 @@ struct tp_http_req {
   tp_error_class local_class;
   char local_msg[256];
   char errbuf[CURL_ERROR_SIZE];
+  uint64_t session; /* 0, or the session whose share (connection) it uses */
 };
 
 struct tp_http {
@@ -65,6 +67,7 @@ struct tp_http {
   int open_handles;
   bool closing;
   char user_agent[48];
+  tp_u64map shares; /* per session in flight: its connection (tp_http_share.h) */
 };
 
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
@@ -355,6 +358,7 @@ static void finish(tp_http_req *r, CURLcode code, uint64_t end_ns) {
   if (r->added) curl_multi_remove_handle(h->multi, r->easy);
   curl_easy_cleanup(r->easy);
   r->easy = NULL;
+  if (r->session) tp__http_share_put(&h->shares, r->session);
   req_unlink(r);
   r->cbs.on_done(r, &res, r->user_data);
   free(r);
@@ -436,6 +440,21 @@ static int sockopt_cb(void *ud, curl_socket_t fd, curlsocktype purpose) {
   (void)ud;
   if (purpose == CURLSOCKTYPE_IPCXN) (void)tp_stamp_enable_fd(fd);
   return CURL_SOCKOPT_OK;
+}
+
+/* libcurl closes a socket: a connection of a session's share can be closed
+ * when the share is cleaned up, outside any transfer of the multi handle,
+ * and then nothing tells sock_cb to stop watching it.  The watcher goes
+ * first, so a new socket given the same number is never watched by it. */
+static int closesocket_cb(void *ud, curl_socket_t fd) {
+  tp_http *h = ud;
+  for (sock_ctx *sc = h->socks; sc; sc = sc->next)
+    if (sc->fd == fd) {
+      if (h->multi) curl_multi_assign(h->multi, fd, NULL);
+      sock_close(sc);
+      break;
+    }
+  return close(fd);
 }
 
 static size_t write_cb(char *ptr, size_t size, size_t nmemb, void *ud) {
@@ -720,6 +739,16 @@ int tp_http_request(tp_http *h, const tp_http_req_opts *ro, const tp_http_req_cb
   SET(CURLOPT_USERAGENT, h->user_agent);
   SET(CURLOPT_TCP_NODELAY, 1L);
   SET(CURLOPT_SOCKOPTFUNCTION, sockopt_cb);
+  SET(CURLOPT_CLOSESOCKETFUNCTION, closesocket_cb);
+  SET(CURLOPT_CLOSESOCKETDATA, (void *)h);
+  if (ro->session) {
+    /* Without a share (out of memory) the turn still goes, on any connection. */
+    CURLSH *sh = tp__http_share_take(&h->shares, ro->session);
+    if (sh) {
+      SET(CURLOPT_SHARE, sh);
+      r->session = ro->session;
+    }
+  }
   SET(CURLOPT_FOLLOWLOCATION, 0L);
   SET(CURLOPT_HTTP_VERSION, h->http1_only ? (long)CURL_HTTP_VERSION_1_1 : (long)CURL_HTTP_VERSION_2TLS);
   /* Over TLS, wait for the first connection's ALPN answer before opening
@@ -746,6 +775,7 @@ int tp_http_request(tp_http *h, const tp_http_req_opts *ro, const tp_http_req_cb
   tp_buf_fini(&url); /* libcurl copied it */
   if (c != CURLE_OK) {
     curl_easy_cleanup(e);
+    if (r->session) tp__http_share_put(&h->shares, r->session);
     free(r);
     return c == CURLE_OUT_OF_MEMORY ? TP_ENOMEM : TP_EINVAL;
   }
@@ -755,6 +785,7 @@ int tp_http_request(tp_http *h, const tp_http_req_opts *ro, const tp_http_req_cb
   } else {
     if (curl_multi_add_handle(h->multi, e) != CURLM_OK) {
       curl_easy_cleanup(e);
+      if (r->session) tp__http_share_put(&h->shares, r->session);
       free(r);
       return TP_EINVAL;
     }
@@ -802,6 +833,10 @@ size_t tp_http_active(const tp_http *h) {
   return h->n_reqs;
 }
 
+void tp_http_session_end(tp_http *h, uint64_t session) {
+  if (session) tp__http_share_end(&h->shares, session);
+}
+
 void tp_http_close(tp_http *h) {
   /* First, so that on_done callbacks cannot start new requests. */
   h->closing = true;
@@ -818,6 +853,7 @@ void tp_http_close(tp_http *h) {
    * watching them. */
   curl_multi_cleanup(h->multi);
   h->multi = NULL;
+  tp__http_shares_free(&h->shares);
   while (h->socks) sock_close(h->socks);
   uv_timer_stop(&h->timer);
   uv_timer_stop(&h->defer);

@@ -118,6 +118,9 @@ typedef struct tp_http_req_opts {
   size_t body_len;
   bool accept_sse;     /* Accept: text/event-stream (else application/json) */
   uint64_t timeout_ns; /* whole request, 0 = none */
+  /* 0, or a session's number: the session's requests keep to one
+   * connection of their own (tp_http_share.h) until tp_http_session_end. */
+  uint64_t session;
 } tp_http_req_opts;
 
 /* Creates the HTTP client.  Returns 0, or TP_EINVAL with a message (a bad
@@ -169,5 +172,7 @@ size_t tp_http_active(const tp_http *h);
  * call), closes every connection, and frees h once libuv has closed the
  * handles (the loop must run for that). */
 void tp_http_close(tp_http *h);
+/* A session is over: its connection closes once its last request ends. */
+void tp_http_session_end(tp_http *h, uint64_t session);
 
 #endif

@@ -12,7 +12,9 @@
  * (repeatable), --extra X (repeatable), --endpoint P, --ca-file F, --cert F,
  * --key F, --insecure, --http1, --no-usage, --preflight (run it first; stop
  * when it fails), --skip-send, --cancel-after N (ops->cancel at a request's
- * Nth event), --cancel-all-after N (ops->cancel_all at the first Nth event). */
+ * Nth event), --cancel-all-after N (ops->cancel_all at the first Nth event),
+ * --session-turns T (requests go as sessions of T turns, one after another
+ * per session; --concurrency sessions at once). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,6 +39,8 @@ typedef struct driver {
   uint32_t cancel_after;     /* cancel a request at its Nth event (0 = never) */
   uint32_t cancel_all_after; /* cancel_all at any request's Nth event (0 = never) */
   bool cancelled_all;
+  uint32_t session_turns; /* > 0: requests go as sessions of this many turns */
+  uint64_t sessions;      /* sessions started */
 } driver;
 
 typedef struct dreq {
@@ -45,6 +49,8 @@ typedef struct dreq {
   uint64_t start_ns;
   json_t *events;
   void *handle; /* for ops->cancel */
+  uint64_t session; /* 0 = none */
+  uint32_t turn;
 } dreq;
 
 static void out(json_t *o) {
@@ -102,7 +108,7 @@ static void on_event(void *req, const tp_client_event *ev, uint64_t arrival_ns) 
   }
 }
 
-static void start_one(driver *d);
+static void start_one(driver *d, uint64_t session, uint32_t turn);
 
 static void on_done(void *req, const tp_client_done *dn) {
   dreq *r = req;
@@ -118,21 +124,33 @@ static void on_done(void *req, const tp_client_done *dn) {
   json_object_set_new(o, "status", json_integer(dn->status));
   json_object_set_new(o, "message", json_string(dn->message ? dn->message : ""));
   json_object_set_new(o, "events", r->events);
+  json_object_set_new(o, "session", json_integer((json_int_t)r->session));
   out(o);
+  uint64_t session = r->session;
+  uint32_t turn = r->turn;
   free(r);
   d->done++;
-  if (d->started < d->requests) start_one(d);
+  /* A session's next turn follows its answer; the last one ends it. */
+  bool more = d->started < d->requests;
+  if (session && turn + 1 < d->session_turns && more) {
+    start_one(d, session, turn + 1);
+    return;
+  }
+  if (session) d->client->ops->session_end(d->client, session);
+  if (more) start_one(d, d->session_turns ? ++d->sessions : 0, 0);
 }
 
-static void start_one(driver *d) {
+static void start_one(driver *d, uint64_t session, uint32_t turn) {
   dreq *r = calloc(1, sizeof(*r));
   r->d = d;
+  r->session = session;
+  r->turn = turn;
   r->i = d->started++;
   r->events = json_array();
   const char *p = d->prompts[r->i % d->n_prompts];
   char id[32];
   snprintf(id, sizeof(id), "r%u", r->i);
-  tp_client_send s = {id, p, strlen(p), d->max_tokens, d->min_tokens, d->timeout_ns, &r->handle, NULL, NULL};
+  tp_client_send s = {id, p, strlen(p), d->max_tokens, d->min_tokens, d->timeout_ns, &r->handle, NULL, NULL, session};
   r->start_ns = tp_now_ns();
   int rv = d->client->ops->send(d->client, &s, r);
   if (rv) {
@@ -189,6 +207,8 @@ int main(int argc, char **argv) {
       if (d.n_prompts < MAX_LIST) d.prompts[d.n_prompts++] = v;
     } else if (ARG("--requests")) {
       d.requests = (uint32_t)atoi(v);
+    } else if (ARG("--session-turns")) {
+      d.session_turns = (uint32_t)atoi(v);
     } else if (ARG("--concurrency")) {
       d.concurrency = (uint32_t)atoi(v);
     } else if (ARG("--max-tokens")) {
@@ -265,7 +285,7 @@ int main(int argc, char **argv) {
     if (rv) skip_send = true;
   }
   if (!skip_send) {
-    for (uint32_t k = 0; k < d.concurrency && d.started < d.requests; k++) start_one(&d);
+    for (uint32_t k = 0; k < d.concurrency && d.started < d.requests; k++) start_one(&d, d.session_turns ? ++d.sessions : 0, 0);
     while (d.done < d.requests) uv_run(&d.loop, UV_RUN_ONCE);
   }
   o = json_object();

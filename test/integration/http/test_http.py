@@ -284,6 +284,32 @@ def run_all(plain, tls, nomodels, cert, key):
               len(conns), res["summary"]["connections"]))
     loop_clean(res, "chat")
 
+    # ---- sessions: each keeps to one connection of its own ------------------
+    # 12 requests as 4 sessions of 3 turns, 2 sessions at once: every turn of
+    # a session arrives on its session's connection, and no two sessions
+    # share one (without sessions, 2 connections would carry all 12).
+    k0 = len(plain.stats()["requests"])
+    args = ["--api", "openai-chat", "--model", "m1", "--max-tokens", 2, "--requests", 12, "--concurrency", 2,
+            "--session-turns", 3] + base
+    for i in range(12):
+        args += ["--prompt", "session turn %d" % i]
+    res = drive(*args)
+    reqs = res["request"]
+    posts = [r for r in plain.requests_since(k0) if r["method"] == "POST"]
+    by_session = {}
+    for r in reqs:
+        srv_req = server_req_for(posts, r["prompt"])
+        by_session.setdefault(r["session"], []).append(srv_req["conn"] if srv_req else None)
+    check(len(reqs) == 12 and all(r["class"] == "none" for r in reqs) and sorted(by_session) == [1, 2, 3, 4] and
+          all(len(v) == 3 for v in by_session.values()),
+          "sessions: 12 turns of 4 sessions succeeded", by_session)
+    check(all(None not in v and len(set(v)) == 1 for v in by_session.values()),
+          "sessions: every turn of a session came over one connection", by_session)
+    check(len({v[0] for v in by_session.values() if v}) == 4 and res["summary"]["connections"] == 4,
+          "sessions: each session had a connection of its own (server %d, client %d)" % (
+              len({v[0] for v in by_session.values() if v}), res["summary"]["connections"]))
+    loop_clean(res, "sessions")
+
     # ---- completions: CRLF, data: without space, split writes, comments --------
     k0 = len(plain.stats()["requests"])
     res = drive("--api", "openai-completions", "--model", "m2", "--max-tokens", 4, "--prompt",

@@ -2,9 +2,9 @@
  *
  * Everything here is a view of the per-request records and of the level
  * figures tp_level_compute produced; no latency or throughput is computed a
- * second time.  What this module adds is the accuracy of the generated
- * text against a reference answer (exact match and ROUGE-L F1), which no
- * other module computes.
+ * second time.  The accuracy of the generated text against a reference
+ * answer is scored by metrics/tp_accuracy.h; what this module adds is
+ * scoring a level's requests read back from the records.
  *
  * An artifact directory holds, for a sweep:
  *
@@ -41,6 +41,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "metrics/tp_accuracy.h"
 #include "record/tp_record.h"
 #include "util/tp_common.h"
 #include "tokperf/tokperf.h"
@@ -86,37 +87,9 @@ uint64_t tp_export_wall_ns(uint64_t anchor_mono_ns, uint64_t anchor_wall_ns, uin
 /* ------------------------------------------------------------------------ */
 /* Accuracy                                                                 */
 
-/* Accuracy of one level (or of a whole run) against reference answers.
- * Scored requests: measured (not warm-up), succeeded, with a reference.
- * Failed requests are not scored; they are counted in the error figures. */
-typedef struct tp_accuracy {
-  uint64_t scored;         /* requests scored */
-  uint64_t exact;          /* of those, exact matches */
-  double exact_match_rate; /* exact / scored, 0..1; 0 when scored == 0 */
-  double rouge_l_f1;       /* mean ROUGE-L F1 over scored, 0..1; 0 when scored == 0 */
-  double rouge_l_f1_sum;   /* the sum behind the mean, so runs can be merged */
-} tp_accuracy;
-
-/* Exact match: the generated text equals the reference once leading and
- * trailing whitespace (space, tab, CR, LF, VT, FF) is stripped from both.
- * Byte comparison, case-sensitive. */
-bool tp_exact_match(const char *cand, size_t cand_len, const char *ref, size_t ref_len);
-
-/* ROUGE-L F1 over whitespace-separated tokens: with L the length of the
- * longest common subsequence of the two token lists, P = L / candidate
- * tokens, R = L / reference tokens, F1 = 2PR / (P + R).  0 when either side
- * has no token or L == 0 (the convention of the common rouge-score
- * implementation).  Case-sensitive; punctuation stays part of its token.
- * Time O(m x n), memory O(m + n) tokens.  Returns a negative value
- * (TP_ENOMEM) only when out of memory. */
-double tp_rouge_l_f1(const char *cand, size_t cand_len, const char *ref, size_t ref_len);
-
 /* Scores reqs[0..n) into acc (zeroed first).  Returns 0, TP_ENOMEM, or the
  * error of reading a shed record back. */
 int tp_accuracy_compute(tp_accuracy *acc, const tp_export_request *reqs, size_t n);
-
-/* Adds b into a (counts and sums) and recomputes the rates. */
-void tp_accuracy_merge(tp_accuracy *a, const tp_accuracy *b);
 
 /* ------------------------------------------------------------------------ */
 /* Writers of one file each (used by tp_artifacts; public for tests)        */

@@ -1,0 +1,57 @@
+/* What the export writers share inside report/ (tp_export_util.c): not
+ * part of tp_export.h, whose readers are the run and the tests. */
+#ifndef TP_EXPORT_INTERNAL_H
+#define TP_EXPORT_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+
+#include "tp_export.h"
+
+/* Where a writer spills its buffer as it goes, so that a level of millions
+ * of requests never sits whole in memory; NULL = keep it all in the
+ * buffer (the public writers). */
+typedef struct tp__sink {
+  int fd;   /* >= 0: write here */
+  FILE *fp; /* else here */
+} tp__sink;
+
+#define TP__SPILL_BYTES (1u << 20)
+
+/* Writes out's bytes to the sink once they reach TP__SPILL_BYTES (never
+ * with k NULL) and empties out.  Returns 0 or TP_EIO. */
+int tp__sink_spill(tp_buf *out, const tp__sink *k);
+
+/* Writes all n bytes, retrying on EINTR.  Returns 0 or -1 with errno. */
+int tp__write_all(int fd, const void *data, size_t n);
+/* Opens a new temporary file next to path.  Returns the fd and the owned
+ * name in *tmp_out, or -1 with errno set. */
+int tp__open_temp(const char *path, char **tmp_out);
+/* fsync, close and rename tmp to path; on failure removes tmp.  Returns 0
+ * or -1 with errno set. */
+int tp__commit_temp(int fd, const char *tmp, const char *path);
+/* mkdir -p.  Returns 0 or -1 with errno set. */
+int tp__make_dirs(const char *path);
+/* dir "/" name, owned (free()); NULL when out of memory. */
+char *tp__join_path(const char *dir, const char *name);
+
+/* s as a JSON string with its quotes.  Returns 0 or TP_ENOMEM. */
+int tp__json_str(tp_buf *out, const char *s, size_t len);
+/* The text q sent (its head pieces, then the prompt) as one JSON string. */
+int tp__json_sent(tp_buf *out, const tp_export_request *q);
+
+/* The record's text ("" when none) and its length. */
+const char *tp__rec_text(const tp_record *r, size_t *len);
+/* The whole record of q, read back from the records file when the run let
+ * go of its response times and text. */
+int tp__whole(const tp_export_request *q, tp_record *full);
+/* A measured request: not warm-up. */
+bool tp__measured(const tp_export_request *q);
+
+/* perf_analyzer's experiment of one level, spilled to sk as it grows (NULL
+ * = kept in out); see tp_export_pa_experiment. */
+int tp__pa_experiment(tp_buf *out, const tp__sink *sk, const tp_export_level *lv, uint32_t default_max_tokens,
+                      uint64_t anchor_mono_ns, uint64_t anchor_wall_ns);
+
+#endif

@@ -24,7 +24,6 @@ static bool scorable(const tp_export_request *q) {
   return q->rec && !q->rec->warmup && tp_record_ok(q->rec) && q->reference;
 }
 
-
 int tp_accuracy_compute(tp_accuracy *acc, const tp_export_request *reqs, size_t n) {
   memset(acc, 0, sizeof(*acc));
   for (size_t i = 0; i < n; i++) {
@@ -52,8 +51,8 @@ static int json_tokens(tp_buf *out, int64_t v) {
   return v >= 0 ? tp_buf_printf(out, "%" PRId64, v) : tp_buf_append_str(out, "null");
 }
 
-static int responses_jsonl(tp_buf *out, const tp__sink *sk, const tp_level_result *lr, const tp_export_request *reqs,
-                           size_t n) {
+static int responses_jsonl(tp_buf *out, const tp__sink *sk, const tp_level_result *lr,
+                           const tp_export_request *reqs, size_t n) {
   char name[128];
   tp__level_name(lr, name, sizeof(name));
   int rv = 0;
@@ -271,7 +270,8 @@ static int add_pa(tp_artifacts *a, tp_buf *b, const tp_export_level *lv, char *e
   tp__sink pe_sink = {a->pe_fd, NULL};
   int rv = a->pe_levels ? tp_buf_append(b, ",", 1) : 0;
   if (!rv) rv = tp__pa_experiment(b, &pe_sink, lv, def_max, a->anchor_mono_ns, a->anchor_wall_ns);
-  if (rv == TP_EIO && !read_back_error(lv->reqs, lv->n)) return io_err(err, errlen, "write", a->pe_tmp, errno);
+  if (rv == TP_EIO && !read_back_error(lv->reqs, lv->n))
+    return io_err(err, errlen, "write", a->pe_tmp, errno);
   if (rv) return rv;
   if (tp__write_all(a->pe_fd, b->data, b->len)) return io_err(err, errlen, "write", a->pe_tmp, errno);
   a->pe_levels++;
@@ -289,28 +289,41 @@ static char *stem_path(const tp_artifacts *a, const char *dir, const char *suffi
   return p;
 }
 
-/* GenAI-Perf's files in the level's directory. */
-static int add_genai(tp_artifacts *a, tp_buf *b, const tp_level_result *lr, const char *ldir, char *err,
-                     size_t errlen) {
-  char *jpath = stem_path(a, ldir, "_genai_perf.json"), *cpath = stem_path(a, ldir, "_genai_perf.csv");
-  char *js = jpath && cpath ? tp_export_genai_json(lr, a->cfg, a->pe_path, ldir) : NULL;
-  int rv = 0;
-  if (!js) {
-    rv = TP_ENOMEM;
-  } else {
-    tp_buf_reset(b);
-    rv = tp_buf_append(b, js, strlen(js));
-    if (!rv) rv = tp_buf_append(b, "\n", 1);
-    if (!rv) rv = write_file(jpath, b->data, b->len, err, errlen);
+/* One JSON text (owned, consumed) as a file with a final newline. */
+static int write_json_text(tp_buf *b, char *js, const char *path, char *err, size_t errlen) {
+  if (!js || !path) {
     free(js);
+    return TP_ENOMEM;
   }
-  if (!rv) {
+  tp_buf_reset(b);
+  int rv = tp_buf_append(b, js, strlen(js));
+  if (!rv) rv = tp_buf_append(b, "\n", 1);
+  if (!rv) rv = write_file(path, b->data, b->len, err, errlen);
+  free(js);
+  return rv;
+}
+
+/* GenAI-Perf's and AIPerf's summaries in the level's directory. */
+static int add_summaries(tp_artifacts *a, tp_buf *b, const tp_level_result *lr, const char *ldir, char *err,
+                         size_t errlen) {
+  bool streaming = a->cfg ? a->cfg->streaming : true;
+  static const char *const suffix[] = {"_genai_perf.json", "_genai_perf.csv", "_aiperf.json", "_aiperf.csv"};
+  char *path[4];
+  for (int i = 0; i < 4; i++) path[i] = stem_path(a, ldir, suffix[i]);
+  int rv = write_json_text(b, tp_export_genai_json(lr, a->cfg, a->pe_path, ldir), path[0], err, errlen);
+  if (!rv && path[1]) {
     tp_buf_reset(b);
-    rv = tp_export_genai_csv(b, lr, a->cfg ? a->cfg->streaming : true);
-    if (!rv) rv = write_file(cpath, b->data, b->len, err, errlen);
+    rv = tp_export_genai_csv(b, lr, streaming);
+    if (!rv) rv = write_file(path[1], b->data, b->len, err, errlen);
   }
-  free(jpath);
-  free(cpath);
+  if (!rv) rv = write_json_text(b, tp_export_aiperf_json(lr, streaming), path[2], err, errlen);
+  if (!rv && path[3]) {
+    tp_buf_reset(b);
+    rv = tp_export_aiperf_csv(b, lr, streaming);
+    if (!rv) rv = write_file(path[3], b->data, b->len, err, errlen);
+  }
+  if (!rv && (!path[1] || !path[3])) rv = TP_ENOMEM;
+  for (int i = 0; i < 4; i++) free(path[i]);
   return rv;
 }
 
@@ -322,7 +335,7 @@ static int add_level_files(tp_artifacts *a, tp_buf *b, const tp_level_result *lr
   if (tp__make_dirs(ldir))
     rv = io_err(err, errlen, "create", ldir, errno);
   else
-    rv = add_genai(a, b, lr, ldir, err, errlen);
+    rv = add_summaries(a, b, lr, ldir, err, errlen);
   free(ldir);
   return rv;
 }
@@ -333,7 +346,8 @@ static int add_responses(tp_artifacts *a, tp_buf *b, const tp_export_level *lv, 
   tp_buf_reset(b);
   tp__sink resp_sink = {-1, a->resp};
   int rv = responses_jsonl(b, &resp_sink, lv->lr, lv->reqs, lv->n);
-  if (rv == TP_EIO && !read_back_error(lv->reqs, lv->n)) return io_err(err, errlen, "write", a->resp_path, errno);
+  if (rv == TP_EIO && !read_back_error(lv->reqs, lv->n))
+    return io_err(err, errlen, "write", a->resp_path, errno);
   if (rv) return rv;
   if ((b->len && fwrite(b->data, 1, b->len, a->resp) != b->len) || fflush(a->resp))
     return io_err(err, errlen, "write", a->resp_path, errno);
@@ -474,7 +488,9 @@ int tp_artifacts_finish(tp_artifacts *a, char *err, size_t errlen) {
   return rv;
 }
 
-void tp_artifacts_set_search(tp_artifacts *a, const struct tp_search_summary *s) { a->search = s; }
+void tp_artifacts_set_search(tp_artifacts *a, const struct tp_search_summary *s) {
+  a->search = s;
+}
 
 void tp_artifacts_free(tp_artifacts *a) {
   if (!a) return;

@@ -1,4 +1,5 @@
-/* GenAI-Perf's per-level summary files (tp_export.h). */
+/* GenAI-Perf's per-level summary files (tp_export.h): the figures are
+ * the registry's (tp_export_summary.c); this adds GenAI-Perf's input_config. */
 #include "tp_export_internal.h"
 
 #include <inttypes.h>
@@ -31,40 +32,6 @@ static json_t *jstr(const char *s) {
 
 static json_t *jreal(double v) {
   return isfinite(v) ? json_real(v) : json_null();
-}
-
-/* GenAI-Perf's statistics block, in its key order. */
-static json_t *genai_stat(const tp_stat *st, const char *unit) {
-  json_t *o = json_object();
-  if (!o) return NULL;
-  int bad = jset(o, "unit", json_string(unit));
-  bad |= jset(o, "avg", jreal(st->avg));
-  bad |= jset(o, "p99", jreal(st->p99));
-  bad |= jset(o, "p95", jreal(st->p95));
-  bad |= jset(o, "p90", jreal(st->p90));
-  bad |= jset(o, "p75", jreal(st->p75));
-  bad |= jset(o, "p50", jreal(st->p50));
-  bad |= jset(o, "p25", jreal(st->p25));
-  bad |= jset(o, "max", jreal(st->max));
-  bad |= jset(o, "min", jreal(st->min));
-  bad |= jset(o, "std", jreal(st->std));
-  if (bad) {
-    json_decref(o);
-    return NULL;
-  }
-  return o;
-}
-
-static json_t *genai_scalar(double v, const char *unit) {
-  json_t *o = json_object();
-  if (!o) return NULL;
-  int bad = jset(o, "unit", json_string(unit));
-  bad |= jset(o, "avg", jreal(v));
-  if (bad) {
-    json_decref(o);
-    return NULL;
-  }
-  return o;
 }
 
 static json_t *genai_input_config(const tp_level_result *lr, const tp_config *cfg, const char *pe_path,
@@ -126,85 +93,14 @@ static json_t *genai_input_config(const tp_level_result *lr, const tp_config *cf
 
 char *tp_export_genai_json(const tp_level_result *lr, const tp_config *cfg, const char *profile_export_path,
                            const char *artifact_dir) {
-  json_t *doc = json_object();
+  json_t *doc = tp__summary_json(lr, TP_EXPORT_GENAI_PERF, cfg ? cfg->streaming : true);
   if (!doc) return NULL;
-  int bad = 0;
-  /* GenAI-Perf's order: request metrics and system metrics interleaved as
-   * its Statistics dict holds them. */
-  if (lr->requests)
-    bad |= jset(doc, "request_throughput", genai_scalar(lr->request_throughput, "requests/sec"));
-  if (lr->latency_ms.n) bad |= jset(doc, "request_latency", genai_stat(&lr->latency_ms, "ms"));
-  if (lr->ttft_ms.n) bad |= jset(doc, "time_to_first_token", genai_stat(&lr->ttft_ms, "ms"));
-  if (lr->itl_ms.n) bad |= jset(doc, "inter_token_latency", genai_stat(&lr->itl_ms, "ms"));
-  if (lr->tokens_available)
-    bad |= jset(doc, "output_token_throughput", genai_scalar(lr->output_token_throughput, "tokens/sec"));
-  if (lr->output_tps_per_user.n)
-    bad |=
-        jset(doc, "output_token_throughput_per_request", genai_stat(&lr->output_tps_per_user, "tokens/sec"));
-  if (lr->output_tokens.n)
-    bad |= jset(doc, "output_sequence_length", genai_stat(&lr->output_tokens, "tokens"));
-  if (lr->input_tokens.n) bad |= jset(doc, "input_sequence_length", genai_stat(&lr->input_tokens, "tokens"));
-  bad |= jset(doc, "input_config", genai_input_config(lr, cfg, profile_export_path, artifact_dir));
+  int bad = jset(doc, "input_config", genai_input_config(lr, cfg, profile_export_path, artifact_dir));
   char *text = bad ? NULL : json_dumps(doc, JSON_INDENT(2) | JSON_REAL_PRECISION(15));
   json_decref(doc);
   return text;
 }
 
-/* Python's f"{v:,.2f}": two decimals, a comma between thousands. */
-static void fmt_thousands(char *buf, size_t len, double v) {
-  char raw[64];
-  snprintf(raw, sizeof(raw), "%.2f", v);
-  const char *digits = raw[0] == '-' ? raw + 1 : raw;
-  size_t int_len = strcspn(digits, ".");
-  char tmp[96];
-  size_t o = 0;
-  if (raw[0] == '-') tmp[o++] = '-';
-  for (size_t i = 0; i < int_len && o + 2 < sizeof(tmp); i++) {
-    if (i && (int_len - i) % 3 == 0) tmp[o++] = ',';
-    tmp[o++] = digits[i];
-  }
-  snprintf(tmp + o, sizeof(tmp) - o, "%s", digits + int_len);
-  snprintf(buf, len, "%s", tmp);
-}
-
-/* One CSV field, quoted when it holds a comma, as Python's csv writer
- * (QUOTE_MINIMAL) does. */
-static int csv_field(tp_buf *out, const char *s, bool first) {
-  int rv = first ? 0 : tp_buf_append(out, ",", 1);
-  if (rv) return rv;
-  if (strchr(s, ',') || strchr(s, '"')) {
-    rv = tp_buf_append(out, "\"", 1);
-    for (const char *p = s; *p && !rv; p++)
-      rv = *p == '"' ? tp_buf_append(out, "\"\"", 2) : tp_buf_append(out, p, 1);
-    if (!rv) rv = tp_buf_append(out, "\"", 1);
-    return rv;
-  }
-  return tp_buf_append_str(out, s);
-}
-
-static int csv_stat_row(tp_buf *out, const char *label, const tp_stat *st) {
-  if (!st->n) return 0;
-  const double v[9] = {st->avg, st->min, st->max, st->p99, st->p95, st->p90, st->p75, st->p50, st->p25};
-  int rv = csv_field(out, label, true);
-  for (int i = 0; i < 9 && !rv; i++) {
-    char b[64];
-    fmt_thousands(b, sizeof(b), v[i]);
-    rv = csv_field(out, b, false);
-  }
-  if (!rv) rv = tp_buf_append(out, "\r\n", 2);
-  return rv;
-}
-
 int tp_export_genai_csv(tp_buf *out, const tp_level_result *lr, bool streaming) {
-  int rv = tp_buf_append_str(out, "Metric,avg,min,max,p99,p95,p90,p75,p50,p25\r\n");
-  if (!rv && streaming) rv = csv_stat_row(out, "Time To First Token (ms)", &lr->ttft_ms);
-  if (!rv && streaming) rv = csv_stat_row(out, "Inter Token Latency (ms)", &lr->itl_ms);
-  if (!rv) rv = csv_stat_row(out, "Request Latency (ms)", &lr->latency_ms);
-  if (!rv) rv = csv_stat_row(out, "Output Sequence Length", &lr->output_tokens);
-  if (!rv) rv = csv_stat_row(out, "Input Sequence Length", &lr->input_tokens);
-  if (!rv) rv = tp_buf_append_str(out, "\r\nMetric,Value\r\n");
-  if (!rv && lr->tokens_available)
-    rv = tp_buf_printf(out, "Output Token Throughput (per sec),%.2f\r\n", lr->output_token_throughput);
-  if (!rv) rv = tp_buf_printf(out, "Request Throughput (per sec),%.2f\r\n", lr->request_throughput);
-  return rv;
+  return tp__summary_csv(out, lr, TP_EXPORT_GENAI_PERF, streaming);
 }

@@ -7,6 +7,8 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include <jansson.h>
+
 #include "tp_export.h"
 
 /* Where a writer spills its buffer as it goes, so that a level of millions
@@ -53,5 +55,11 @@ bool tp__measured(const tp_export_request *q);
  * = kept in out); see tp_export_pa_experiment. */
 int tp__pa_experiment(tp_buf *out, const tp__sink *sk, const tp_export_level *lv, uint32_t default_max_tokens,
                       uint64_t anchor_mono_ns, uint64_t anchor_wall_ns);
+
+/* The figures of one level as tool writes them, walking the metric
+ * registry (tp_export_summary.c): an object with one member per exported
+ * row; NULL when out of memory.  The CSV is appended to out. */
+json_t *tp__summary_json(const tp_level_result *lr, tp_export_tool tool, bool streaming);
+int tp__summary_csv(tp_buf *out, const tp_level_result *lr, tp_export_tool tool, bool streaming);
 
 #endif

@@ -10,7 +10,7 @@ static bool measured_ok(const tp_export_request *q) {
 }
 
 int tp__pa_experiment(tp_buf *out, const tp__sink *sk, const tp_export_level *lv, uint32_t default_max_tokens,
-                         uint64_t anchor_mono_ns, uint64_t anchor_wall_ns) {
+                      uint64_t anchor_mono_ns, uint64_t anchor_wall_ns) {
   const tp_level_result *lr = lv->lr;
   const tp_export_request *reqs = lv->reqs;
   size_t n = lv->n;

@@ -269,10 +269,10 @@ int tp__whole(const tp_export_request *q, tp_record *full) {
   return tp_records_load(q->from, q->rec, full, NULL, 0);
 }
 
-
 int tp__sink_spill(tp_buf *out, const tp__sink *k) {
   if (!k || out->len < TP__SPILL_BYTES) return 0;
-  int bad = k->fd >= 0 ? tp__write_all(k->fd, out->data, out->len) : fwrite(out->data, 1, out->len, k->fp) != out->len;
+  int bad = k->fd >= 0 ? tp__write_all(k->fd, out->data, out->len)
+                       : fwrite(out->data, 1, out->len, k->fp) != out->len;
   if (bad) return TP_EIO;
   tp_buf_reset(out);
   return 0;

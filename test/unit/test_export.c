@@ -342,7 +342,10 @@ static void genai_test_level(tp_level_result *lr) {
   lr->succeeded = 3;
   lr->tokens_available = true;
   set_stat_values(&lr->ttft_ms, (double[]){7, 8, 9}, 3);
-  set_stat_values(&lr->itl_ms, (double[]){10, 11, 12}, 3);
+  /* GenAI-Perf's and AIPerf's inter_token_latency is tokperf's TPOT
+   * (docs/metrics.md); tokperf's ITL, set apart here, is in neither. */
+  set_stat_values(&lr->tpot_ms, (double[]){10, 11, 12}, 3);
+  set_stat_values(&lr->itl_ms, (double[]){30, 31, 32}, 3);
   set_stat_values(&lr->latency_ms, (double[]){4, 5, 6}, 3);
   set_stat_values(&lr->output_tokens, (double[]){1, 2, 3}, 3);
   set_stat_values(&lr->input_tokens, (double[]){5, 6, 7}, 3);
@@ -398,7 +401,7 @@ static void test_summary_csv(void) {
    * comma, quoted by Python's csv writer; its Value column and AIPerf's
    * values have none. */
   set_stat_values(&lr.latency_ms, (double[]){1234.5, 1234.5}, 2);
-  lr.itl_ms.n = 0;
+  lr.tpot_ms.n = 0;
   lr.output_token_throughput = 12345.678;
   tp_buf b;
   tp_buf_init(&b);
@@ -489,7 +492,7 @@ static void test_summary_json(void) {
   check_json(text, "aiperf.json", NULL);
   free(text);
 
-  lr.itl_ms.n = 0;
+  lr.tpot_ms.n = 0;
   lr.input_tokens.n = 0;
   text = tp_export_genai_json(&lr, NULL, NULL, NULL);
   d = text ? json_loads(text, 0, &je) : NULL;

@@ -49,6 +49,7 @@
 
 #include <jansson.h>
 
+#include "metrics/tp_metric.h"
 #include "metrics/tp_stats.h"
 #include "report/tp_export.h"
 #include "tp_test.h"
@@ -463,6 +464,33 @@ static void check_json(const char *text, const char *file, const char *skip) {
   free(wtext);
 }
 
+/* Each tool's keys name one row each, so no exported figure hides another;
+ * and the keys the canonical files hold are there. */
+static void test_registry_keys(void) {
+  size_t n;
+  const tp_metric *m = tp_metrics(&n);
+  bool unique = true;
+  size_t genai = 0, aiperf = 0;
+  for (size_t i = 0; i < n; i++) {
+    genai += m[i].genai_key != NULL;
+    aiperf += m[i].aiperf_key != NULL;
+    for (size_t j = 0; j < i; j++)
+      if ((m[i].aiperf_key && m[j].aiperf_key && !strcmp(m[i].aiperf_key, m[j].aiperf_key)) ||
+          (m[i].genai_key && m[j].genai_key && !strcmp(m[i].genai_key, m[j].genai_key)))
+        unique = false;
+  }
+  CHECK(unique, "GenAI-Perf and AIPerf keys are unique in the registry");
+  CHECK(genai == 11 && aiperf == 13, "11 GenAI-Perf keys and 13 AIPerf keys (%zu, %zu)", genai, aiperf);
+  CHECK_STR(tp_unit_genai(TP_UNIT_TOKENS_PER_S_USER), "tokens/sec/user", "the per-user unit, GenAI-Perf");
+  CHECK_STR(tp_unit_aiperf(TP_UNIT_TOKENS_PER_S_USER), "tokens/sec/user", "the per-user unit, AIPerf");
+  CHECK_STR(tp_unit_name(TP_UNIT_TOKENS_PER_S_USER), "tokens/s", "the per-user unit, tokperf's report");
+  CHECK_STR(tp_unit_genai(TP_UNIT_REQUESTS), "count", "GenAI-Perf's request_count unit");
+  CHECK_STR(tp_unit_aiperf(TP_UNIT_S), "sec", "AIPerf's benchmark_duration unit");
+  CHECK_STR(tp_metric_find("tpot")->genai_key, "inter_token_latency", "the tools' ITL is tokperf's TPOT");
+  CHECK(tp_metric_find("itl")->genai_key == NULL && tp_metric_find("itl")->aiperf_key == NULL,
+        "tokperf's own ITL is exported under no tool's key");
+}
+
 static void test_summary_json(void) {
   tp_level_result lr;
   genai_test_level(&lr);
@@ -755,6 +783,7 @@ int main(void) {
   test_accuracy_functions();
   test_accuracy_compute();
   test_pa_experiment();
+  test_registry_keys();
   test_summary_csv();
   test_summary_json();
   test_responses_jsonl();

@@ -1,7 +1,9 @@
 /* Exports for other tools: responses.jsonl, accuracy, and the artifact
  * directory that holds every export.  See tp_export.h for the layouts;
- * the writers of the other files are tp_export_pa.c (perf_analyzer) and
- * tp_export_genai.c (GenAI-Perf), their shared helpers tp_export_util.c.
+ * the writers of the other files are tp_export_pa.c (perf_analyzer),
+ * tp_export_summary.c (GenAI-Perf's and AIPerf's summaries, from the metric
+ * registry) with tp_export_genai.c (GenAI-Perf's input_config), and their
+ * shared helpers are tp_export_util.c.
  *
  * Views only: timestamps and texts come from the records, figures from
  * tp_level_result. */

@@ -1,5 +1,7 @@
-/* What the export writers share inside report/ (tp_export_util.c): not
- * part of tp_export.h, whose readers are the run and the tests. */
+/* What the export writers share inside report/: the helpers of
+ * tp_export_util.c, perf_analyzer's streamed experiment (tp_export_pa.c)
+ * and the registry walk of the tools' summaries (tp_export_summary.c).
+ * Not part of tp_export.h, whose readers are the run and the tests. */
 #ifndef TP_EXPORT_INTERNAL_H
 #define TP_EXPORT_INTERNAL_H
 
@@ -21,8 +23,8 @@ typedef struct tp__sink {
 
 #define TP__SPILL_BYTES (1u << 20)
 
-/* Writes out's bytes to the sink once they reach TP__SPILL_BYTES (never
- * with k NULL) and empties out.  Returns 0 or TP_EIO. */
+/* Writes out's bytes to the sink once they reach TP__SPILL_BYTES and
+ * empties out; with k NULL keeps them all.  Returns 0 or TP_EIO. */
 int tp__sink_spill(tp_buf *out, const tp__sink *k);
 
 /* Writes all n bytes, retrying on EINTR.  Returns 0 or -1 with errno. */

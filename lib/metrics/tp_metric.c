@@ -12,75 +12,80 @@
 #define OFF(f) offsetof(tp_level_result, f)
 /* The optional last argument is the sweep summary's column head (a
  * string literal, joined to "" so that leaving it out gives ""). */
-#define DIST(name, label, unit, field, json, genai, better, dec, flags, ...) \
-  { name, label, TP_METRIC_DIST, unit, OFF(field), json, genai, better, dec, flags, "" __VA_ARGS__ }
-#define VALUE(name, label, unit, field, json, genai, better, dec, flags, ...) \
-  { name, label, TP_METRIC_VALUE, unit, OFF(field), json, genai, better, dec, flags, "" __VA_ARGS__ }
-#define COUNT(name, label, unit, field, json, better, flags) \
-  { name, label, TP_METRIC_COUNT, unit, OFF(field), json, NULL, better, 0, flags, "" }
+#define DIST(name, label, unit, field, json, genai, aiperf, better, dec, flags, ...) \
+  { name, label, TP_METRIC_DIST, unit, OFF(field), json, genai, aiperf, better, dec, flags, "" __VA_ARGS__ }
+#define VALUE(name, label, unit, field, json, genai, aiperf, better, dec, flags, ...) \
+  { name, label, TP_METRIC_VALUE, unit, OFF(field), json, genai, aiperf, better, dec, flags, "" __VA_ARGS__ }
+#define COUNT(name, label, unit, field, json, genai, aiperf, better, flags) \
+  { name, label, TP_METRIC_COUNT, unit, OFF(field), json, genai, aiperf, better, 0, flags, "" }
 
 /* Report order: the per-request distributions, then the level's rates and
  * counts.  Each row's definition is in docs/metrics.md. */
 static const tp_metric metrics[] = {
     DIST("ttft", "Time to first token", TP_UNIT_MS, ttft_ms, "time_to_first_token_ms", "time_to_first_token",
-         -1, 2, TP_MF_TABLE | TP_MF_SUMMARY | TP_MF_COMPARE, "TTFT"),
-    DIST("itl", "Inter token latency", TP_UNIT_MS, itl_ms, "inter_token_latency_ms", "inter_token_latency",
-         -1, 2, TP_MF_TABLE | TP_MF_SUMMARY | TP_MF_COMPARE, "ITL"),
-    DIST("latency", "Request latency", TP_UNIT_MS, latency_ms, "request_latency_ms", "request_latency", -1, 2,
-         TP_MF_TABLE | TP_MF_SUMMARY | TP_MF_COMPARE, "Latency"),
+         "time_to_first_token", -1, 2, TP_MF_TABLE | TP_MF_SUMMARY | TP_MF_COMPARE | TP_MF_STREAMING, "TTFT"),
+    DIST("itl", "Inter token latency", TP_UNIT_MS, itl_ms, "inter_token_latency_ms", NULL, NULL, -1, 2,
+         TP_MF_TABLE | TP_MF_SUMMARY | TP_MF_COMPARE | TP_MF_STREAMING, "ITL"),
+    DIST("latency", "Request latency", TP_UNIT_MS, latency_ms, "request_latency_ms", "request_latency",
+         "request_latency", -1, 2, TP_MF_TABLE | TP_MF_SUMMARY | TP_MF_COMPARE, "Latency"),
     DIST("output_tokens", "Output tokens", TP_UNIT_TOKENS, output_tokens, "output_tokens",
-         "output_sequence_length", 0, 1, TP_MF_TABLE),
+         "output_sequence_length", "output_sequence_length", 0, 1, TP_MF_TABLE),
     DIST("input_tokens", "Input tokens", TP_UNIT_TOKENS, input_tokens, "input_tokens",
-         "input_sequence_length", 0, 1, TP_MF_TABLE),
+         "input_sequence_length", "input_sequence_length", 0, 1, TP_MF_TABLE),
     DIST("output_tps_per_user", "Output token throughput per user", TP_UNIT_TOKENS_PER_S, output_tps_per_user,
-         "output_token_throughput_per_user_tps", "output_token_throughput_per_request", 1, 2, TP_MF_TABLE),
+         "output_token_throughput_per_user_tps", NULL, NULL, 1, 2, TP_MF_TABLE),
     DIST("ttst", "Time to second token", TP_UNIT_MS, ttst_ms, "time_to_second_token_ms",
-         "time_to_second_token", -1, 2, 0),
-    DIST("ttfo", "Time to first output token", TP_UNIT_MS, ttfo_ms, "time_to_first_output_token_ms",
+         "time_to_second_token", "time_to_second_token", -1, 2, TP_MF_STREAMING),
+    DIST("ttfo", "Time to first output token", TP_UNIT_MS, ttfo_ms, "time_to_first_output_token_ms", NULL,
          NULL, -1, 2, 0),
-    DIST("tpot", "Time per output token", TP_UNIT_MS, tpot_ms, "time_per_output_token_ms", NULL, -1, 2, 0),
-    DIST("output_tps_per_user_itl", "Output token throughput per user from ITL", TP_UNIT_TOKENS_PER_S,
+    DIST("tpot", "Time per output token", TP_UNIT_MS, tpot_ms, "time_per_output_token_ms",
+         "inter_token_latency", "inter_token_latency", -1, 2, TP_MF_STREAMING),
+    DIST("output_tps_per_user_itl", "Output token throughput per user from ITL", TP_UNIT_TOKENS_PER_S_USER,
          output_tps_per_user_itl, "output_token_throughput_per_user_from_itl_tps",
-         "output_token_throughput_per_user", 1, 2, 0),
-    DIST("responses", "Responses per request", TP_UNIT_RESPONSES, responses, "responses_per_request", NULL, 0,
-         1, 0),
-    DIST("send_lag", "Send lag", TP_UNIT_MS, send_lag_ms, "send_lag_ms", NULL, -1, 3, 0),
+         "output_token_throughput_per_user", "output_token_throughput_per_user", 1, 2, TP_MF_STREAMING),
+    DIST("responses", "Responses per request", TP_UNIT_RESPONSES, responses, "responses_per_request", NULL,
+         NULL, 0, 1, 0),
+    DIST("send_lag", "Send lag", TP_UNIT_MS, send_lag_ms, "send_lag_ms", NULL, NULL, -1, 3, 0),
     DIST("ttft_from_planned", "Time to first token from the planned time", TP_UNIT_MS, ttft_from_planned_ms,
-         "time_to_first_token_from_planned_ms", NULL, -1, 2, 0),
+         "time_to_first_token_from_planned_ms", NULL, NULL, -1, 2, 0),
     DIST("latency_from_planned", "Request latency from the planned time", TP_UNIT_MS, latency_from_planned_ms,
-         "request_latency_from_planned_ms", NULL, -1, 2, 0),
+         "request_latency_from_planned_ms", NULL, NULL, -1, 2, 0),
     DIST("reasoning_tokens", "Reasoning tokens", TP_UNIT_TOKENS, reasoning_tokens, "reasoning_tokens", NULL,
-         0, 1, 0),
+         NULL, 0, 1, 0),
     VALUE("request_throughput", "Request throughput", TP_UNIT_REQUESTS_PER_S, request_throughput,
-          "request_throughput_rps", "request_throughput", 1, 2, TP_MF_SUMMARY | TP_MF_COMPARE, "Request/s"),
+          "request_throughput_rps", "request_throughput", "request_throughput", 1, 2,
+          TP_MF_SUMMARY | TP_MF_COMPARE, "Request/s"),
     VALUE("output_token_throughput", "Output token throughput", TP_UNIT_TOKENS_PER_S, output_token_throughput,
-          "output_token_throughput_tps", "output_token_throughput", 1, 2,
+          "output_token_throughput_tps", "output_token_throughput", "output_token_throughput", 1, 2,
           TP_MF_SUMMARY | TP_MF_TOKENS | TP_MF_COMPARE, "Output tok/s"),
     VALUE("input_token_throughput", "Input token throughput", TP_UNIT_TOKENS_PER_S, input_token_throughput,
-          "input_token_throughput_tps", NULL, 1, 2, TP_MF_SUMMARY | TP_MF_INPUT_TOKENS | TP_MF_COMPARE,
+          "input_token_throughput_tps", NULL, NULL, 1, 2, TP_MF_SUMMARY | TP_MF_INPUT_TOKENS | TP_MF_COMPARE,
           "Input tok/s"),
-    VALUE("goodput", "Goodput", TP_UNIT_REQUESTS_PER_S, goodput_rps, "goodput_rps", "request_goodput", 1, 2,
-          TP_MF_GOODPUT),
+    VALUE("goodput", "Goodput", TP_UNIT_REQUESTS_PER_S, goodput_rps, "goodput_rps", "request_goodput",
+          "goodput", 1, 2, TP_MF_GOODPUT),
     VALUE("goodput_fraction", "Goodput fraction", TP_UNIT_FRACTION, goodput_fraction, "goodput_fraction",
-          NULL, 1, 4, TP_MF_GOODPUT),
-    VALUE("error_rate", "Error rate", TP_UNIT_FRACTION, error_rate, "error_rate", NULL, -1, 4, TP_MF_COMPARE),
+          NULL, NULL, 1, 4, TP_MF_GOODPUT),
+    VALUE("error_rate", "Error rate", TP_UNIT_FRACTION, error_rate, "error_rate", NULL, NULL, -1, 4,
+          TP_MF_COMPARE),
     VALUE("achieved_send_rate", "Achieved send rate", TP_UNIT_REQUESTS_PER_S, achieved_send_rate,
-          "achieved_send_rate_rps", NULL, 0, 2, 0),
-    VALUE("duration", "Duration", TP_UNIT_S, duration_s, "duration_s", NULL, 0, 2, 0),
+          "achieved_send_rate_rps", NULL, NULL, 0, 2, 0),
+    VALUE("duration", "Duration", TP_UNIT_S, duration_s, "duration_s", NULL, "benchmark_duration", 0, 2, 0),
     VALUE("prefix_cache_hit_rate", "Prefix-cache hit rate", TP_UNIT_FRACTION, prefix_cache_hit_rate,
-          "prefix_cache_hit_rate", NULL, 1, 4, TP_MF_NONNEG),
-    VALUE("exact_match_rate", "Exact match", TP_UNIT_FRACTION, exact_match_rate, "exact_match_rate", NULL, 1,
-          4, TP_MF_ACCURACY),
-    VALUE("rouge_l_f1", "ROUGE-L F1", TP_UNIT_FRACTION, rouge_l_f1, "rouge_l_f1", NULL, 1, 4, TP_MF_ACCURACY),
-    COUNT("requests", "Requests", TP_UNIT_REQUESTS, requests, "requests", 0, 0),
-    COUNT("succeeded", "Succeeded", TP_UNIT_REQUESTS, succeeded, "succeeded", 1, 0),
-    COUNT("failed", "Failed", TP_UNIT_REQUESTS, failed, "failed", -1, 0),
-    COUNT("reconnects", "Reconnects", TP_UNIT_REQUESTS, reconnects, "reconnects", -1, 0),
-    COUNT("late_sends", "Late sends", TP_UNIT_REQUESTS, late_sends, "late_sends", -1, 0),
-    COUNT("goodput_unjudged", "Goodput unjudged", TP_UNIT_REQUESTS, goodput_unjudged, "goodput_unjudged", -1,
-          TP_MF_GOODPUT),
+          "prefix_cache_hit_rate", NULL, NULL, 1, 4, TP_MF_NONNEG),
+    VALUE("exact_match_rate", "Exact match", TP_UNIT_FRACTION, exact_match_rate, "exact_match_rate", NULL,
+          NULL, 1, 4, TP_MF_ACCURACY),
+    VALUE("rouge_l_f1", "ROUGE-L F1", TP_UNIT_FRACTION, rouge_l_f1, "rouge_l_f1", NULL, NULL, 1, 4,
+          TP_MF_ACCURACY),
+    COUNT("requests", "Requests", TP_UNIT_REQUESTS, requests, "requests", "request_count", "request_count", 0,
+          0),
+    COUNT("succeeded", "Succeeded", TP_UNIT_REQUESTS, succeeded, "succeeded", NULL, NULL, 1, 0),
+    COUNT("failed", "Failed", TP_UNIT_REQUESTS, failed, "failed", NULL, "error_request_count", -1, 0),
+    COUNT("reconnects", "Reconnects", TP_UNIT_REQUESTS, reconnects, "reconnects", NULL, NULL, -1, 0),
+    COUNT("late_sends", "Late sends", TP_UNIT_REQUESTS, late_sends, "late_sends", NULL, NULL, -1, 0),
+    COUNT("goodput_unjudged", "Goodput unjudged", TP_UNIT_REQUESTS, goodput_unjudged, "goodput_unjudged",
+          NULL, NULL, -1, TP_MF_GOODPUT),
     COUNT("output_length_mismatches", "Output length mismatches", TP_UNIT_REQUESTS, length_mismatches,
-          "output_length_mismatches", -1, 0),
+          "output_length_mismatches", NULL, NULL, -1, 0),
 };
 
 static const struct {
@@ -93,9 +98,9 @@ static const struct {
 };
 
 static const struct {
-  const char *name, *genai;
+  const char *name, *genai, *aiperf;
 } units[] = {
-#define TP_UNIT_ROW(e, s, g) {s, g},
+#define TP_UNIT_ROW(e, s, g, a) {s, g, a},
     TP_UNITS(TP_UNIT_ROW)
 #undef TP_UNIT_ROW
 };
@@ -126,6 +131,10 @@ const char *tp_unit_name(tp_unit u) {
 }
 const char *tp_unit_genai(tp_unit u) {
   return (unsigned)u < TP_UNIT_COUNT ? units[u].genai : "";
+}
+
+const char *tp_unit_aiperf(tp_unit u) {
+  return (unsigned)u < TP_UNIT_COUNT ? units[u].aiperf : "";
 }
 
 double tp_stat_get(const tp_stat *st, tp_stat_id id) {

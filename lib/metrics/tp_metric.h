@@ -3,7 +3,7 @@
  * A metric is one row: its name (as gates, compare rules and goodput
  * bounds write it), its label, kind and unit, where it lives in
  * tp_level_result, its key in tokperf's JSON document and in GenAI-Perf's
- * export, which direction is better, when it is unavailable, and where it
+ * and AIPerf's exports, which direction is better, when it is unavailable, and where it
  * is shown.  Every report, export, gate and comparison walks these rows,
  * so adding a metric is one row here plus its computation in tp_stats.c.
  * Definitions are in docs/metrics.md, one per row. */
@@ -23,48 +23,56 @@ typedef enum tp_metric_kind {
 
 /* Units.  A threshold (gate, goodput bound) may carry a unit of the same
  * family: "250ms" or "0.25s" for times, "1%" or "0.01" for fractions. */
-#define TP_UNITS(X)                                   \
-  X(TP_UNIT_MS, "ms", "ms")                           \
-  X(TP_UNIT_S, "s", "s")                              \
-  X(TP_UNIT_TOKENS, "tokens", "tokens")               \
-  X(TP_UNIT_TOKENS_PER_S, "tokens/s", "tokens/sec")   \
-  X(TP_UNIT_REQUESTS, "requests", "requests")         \
-  X(TP_UNIT_REQUESTS_PER_S, "requests/s", "requests/sec") \
-  X(TP_UNIT_RESPONSES, "responses", "responses")      \
-  X(TP_UNIT_FRACTION, "fraction", "")
+/* Each unit: tokperf's spelling, then GenAI-Perf's and AIPerf's in their
+ * exports.  A rate per user is tokens/s to tokperf, and a unit of its own
+ * only because both tools spell it "tokens/sec/user". */
+#define TP_UNITS(X)                                                              \
+  X(TP_UNIT_MS, "ms", "ms", "ms")                                                \
+  X(TP_UNIT_S, "s", "sec", "sec")                                                \
+  X(TP_UNIT_TOKENS, "tokens", "tokens", "tokens")                                \
+  X(TP_UNIT_TOKENS_PER_S, "tokens/s", "tokens/sec", "tokens/sec")                \
+  X(TP_UNIT_TOKENS_PER_S_USER, "tokens/s", "tokens/sec/user", "tokens/sec/user") \
+  X(TP_UNIT_REQUESTS, "requests", "count", "requests")                           \
+  X(TP_UNIT_REQUESTS_PER_S, "requests/s", "requests/sec", "requests/sec")        \
+  X(TP_UNIT_RESPONSES, "responses", "responses", "responses")                    \
+  X(TP_UNIT_FRACTION, "fraction", "", "")
 
-#define TP_UNIT_ENUM(e, s, g) e,
+#define TP_UNIT_ENUM(e, s, g, a) e,
 typedef enum tp_unit { TP_UNITS(TP_UNIT_ENUM) TP_UNIT_COUNT } tp_unit;
 #undef TP_UNIT_ENUM
 
 /* Row flags: when a figure is unavailable, and where it is shown. */
 enum {
-  TP_MF_TOKENS = 1,        /* unavailable unless a tokenizer counted output tokens */
-  TP_MF_INPUT_TOKENS = 2,  /* unavailable unless input tokens were counted */
-  TP_MF_GOODPUT = 4,       /* unavailable unless goodput bounds were set */
-  TP_MF_NONNEG = 8,        /* a negative value means unavailable */
-  TP_MF_TABLE = 16,        /* a row of the per-level statistics table */
-  TP_MF_SUMMARY = 32,      /* columns of the sweep summary (avg and p99 for a distribution) */
-  TP_MF_ACCURACY = 64,     /* unavailable unless references were scored */
-  TP_MF_COMPARE = 128      /* a row of tokperf compare's side-by-side table */
+  TP_MF_TOKENS = 1,       /* unavailable unless a tokenizer counted output tokens */
+  TP_MF_INPUT_TOKENS = 2, /* unavailable unless input tokens were counted */
+  TP_MF_GOODPUT = 4,      /* unavailable unless goodput bounds were set */
+  TP_MF_NONNEG = 8,       /* a negative value means unavailable */
+  TP_MF_TABLE = 16,       /* a row of the per-level statistics table */
+  TP_MF_SUMMARY = 32,     /* columns of the sweep summary (avg and p99 for a distribution) */
+  TP_MF_ACCURACY = 64,    /* unavailable unless references were scored */
+  TP_MF_COMPARE = 128,    /* a row of tokperf compare's side-by-side table */
+  /* A timing between tokens: left out of the GenAI-Perf and AIPerf
+   * exports of a run without streaming, as those tools leave it out. */
+  TP_MF_STREAMING = 256
 };
 
 typedef struct tp_metric {
-  const char *name;      /* "ttft" */
-  const char *label;     /* "Time to first token" */
+  const char *name;  /* "ttft" */
+  const char *label; /* "Time to first token" */
   tp_metric_kind kind;
   tp_unit unit;
-  size_t offset;         /* of the tp_stat, double or uint64_t in tp_level_result */
-  const char *json_key;  /* "time_to_first_token_ms" */
-  const char *genai_key; /* GenAI-Perf's name, or NULL */
-  int better;            /* -1 lower is better, +1 higher is better, 0 neither */
-  int decimals;          /* shown in text tables */
-  unsigned flags;        /* TP_MF_* */
-  const char *abbrev;    /* the sweep summary's column head ("TTFT"); "" = the name */
+  size_t offset;          /* of the tp_stat, double or uint64_t in tp_level_result */
+  const char *json_key;   /* "time_to_first_token_ms" */
+  const char *genai_key;  /* GenAI-Perf's name, or NULL */
+  const char *aiperf_key; /* AIPerf's name, or NULL */
+  int better;             /* -1 lower is better, +1 higher is better, 0 neither */
+  int decimals;           /* shown in text tables */
+  unsigned flags;         /* TP_MF_* */
+  const char *abbrev;     /* the sweep summary's column head ("TTFT"); "" = the name */
 } tp_metric;
 
 /* The statistics of a distribution, in the order tables show them. */
-#define TP_STATS(X)         \
+#define TP_STATS(X)          \
   X(TP_STAT_AVG, "avg", avg) \
   X(TP_STAT_MIN, "min", min) \
   X(TP_STAT_MAX, "max", max) \
@@ -90,9 +98,10 @@ const tp_metric *tp_metric_find(const char *name);
 /* "avg" for TP_STAT_AVG; the statistic named name (-1 when none). */
 const char *tp_stat_name(tp_stat_id id);
 int tp_stat_find(const char *name);
-/* "ms", and GenAI-Perf's spelling ("tokens/sec"). */
+/* "ms", and GenAI-Perf's and AIPerf's spellings ("tokens/sec"). */
 const char *tp_unit_name(tp_unit u);
 const char *tp_unit_genai(tp_unit u);
+const char *tp_unit_aiperf(tp_unit u);
 
 /* The statistic id of st. */
 double tp_stat_get(const tp_stat *st, tp_stat_id id);

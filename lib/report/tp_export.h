@@ -2,9 +2,9 @@
  *
  * Everything here is a view of the per-request records and of the level
  * figures tp_level_compute produced; no latency or throughput is computed a
- * second time.  What this module adds is the accuracy of the generated
- * text against a reference answer (exact match and ROUGE-L F1), which no
- * other module computes.
+ * second time.  The accuracy of the generated text against a reference
+ * answer is scored by metrics/tp_accuracy.h; what this module adds is
+ * scoring a level's requests read back from the records.
  *
  * An artifact directory holds, for a sweep:
  *
@@ -17,6 +17,8 @@
  *                                        concurrency<N>, request_rate<R> or
  *                                        schedule, then _input<I>/_output<O>
  *                                        for swept lengths
+ *   <dir>/<level>/<stem>_aiperf.json     AIPerf's summary of the level
+ *   <dir>/<level>/<stem>_aiperf.csv      (profile_export_aiperf.json ...)
  *   <dir>/responses.jsonl                every measured request's prompt,
  *                                        reference and generated text
  *   <dir>/accuracy.json                  exact match and ROUGE-L per level
@@ -41,6 +43,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "metrics/tp_accuracy.h"
 #include "record/tp_record.h"
 #include "util/tp_common.h"
 #include "tokperf/tokperf.h"
@@ -86,37 +89,9 @@ uint64_t tp_export_wall_ns(uint64_t anchor_mono_ns, uint64_t anchor_wall_ns, uin
 /* ------------------------------------------------------------------------ */
 /* Accuracy                                                                 */
 
-/* Accuracy of one level (or of a whole run) against reference answers.
- * Scored requests: measured (not warm-up), succeeded, with a reference.
- * Failed requests are not scored; they are counted in the error figures. */
-typedef struct tp_accuracy {
-  uint64_t scored;         /* requests scored */
-  uint64_t exact;          /* of those, exact matches */
-  double exact_match_rate; /* exact / scored, 0..1; 0 when scored == 0 */
-  double rouge_l_f1;       /* mean ROUGE-L F1 over scored, 0..1; 0 when scored == 0 */
-  double rouge_l_f1_sum;   /* the sum behind the mean, so runs can be merged */
-} tp_accuracy;
-
-/* Exact match: the generated text equals the reference once leading and
- * trailing whitespace (space, tab, CR, LF, VT, FF) is stripped from both.
- * Byte comparison, case-sensitive. */
-bool tp_exact_match(const char *cand, size_t cand_len, const char *ref, size_t ref_len);
-
-/* ROUGE-L F1 over whitespace-separated tokens: with L the length of the
- * longest common subsequence of the two token lists, P = L / candidate
- * tokens, R = L / reference tokens, F1 = 2PR / (P + R).  0 when either side
- * has no token or L == 0 (the convention of the common rouge-score
- * implementation).  Case-sensitive; punctuation stays part of its token.
- * Time O(m x n), memory O(m + n) tokens.  Returns a negative value
- * (TP_ENOMEM) only when out of memory. */
-double tp_rouge_l_f1(const char *cand, size_t cand_len, const char *ref, size_t ref_len);
-
 /* Scores reqs[0..n) into acc (zeroed first).  Returns 0, TP_ENOMEM, or the
  * error of reading a shed record back. */
 int tp_accuracy_compute(tp_accuracy *acc, const tp_export_request *reqs, size_t n);
-
-/* Adds b into a (counts and sums) and recomputes the rates. */
-void tp_accuracy_merge(tp_accuracy *a, const tp_accuracy *b);
 
 /* ------------------------------------------------------------------------ */
 /* Writers of one file each (used by tp_artifacts; public for tests)        */
@@ -146,34 +121,50 @@ void tp_accuracy_merge(tp_accuracy *a, const tp_accuracy *b);
 int tp_export_pa_experiment(tp_buf *out, const tp_export_level *lv, uint32_t default_max_tokens,
                             uint64_t anchor_mono_ns, uint64_t anchor_wall_ns);
 
+/* The tools whose per-level summaries are exported.  Each row of the
+ * metric registry with the tool's key (tp_metric.genai_key, .aiperf_key)
+ * is one metric of both of its files, under that key and in the tool's
+ * unit spelling (tp_unit_genai, tp_unit_aiperf). */
+typedef enum tp_export_tool { TP_EXPORT_GENAI_PERF, TP_EXPORT_AIPERF } tp_export_tool;
+
 /* GenAI-Perf's <stem>_genai_perf.json for one level, as text: one object
- * per metric with GenAI-Perf's key, "unit" and statistics
- *   request_throughput {unit "requests/sec", avg}
- *   request_latency, time_to_first_token, inter_token_latency {unit "ms",
- *     avg, p99, p95, p90, p75, p50, p25, max, min, std}
- *   output_token_throughput {unit "tokens/sec", avg}
- *   output_token_throughput_per_request {unit "tokens/sec", ...stats}
- *   output_sequence_length, input_sequence_length {unit "tokens", ...stats}
- * then "input_config" with GenAI-Perf's argument names.  A metric with no
- * values is left out, as GenAI-Perf leaves it out.  The figures are
- * tokperf's (docs/metrics.md): inter_token_latency is tokperf's ITL, which
- * spans first to last text response rather than GenAI-Perf's first response
- * to final response.  Returns owned text (free()) or NULL when out of
- * memory. */
+ * per exported metric,
+ *   a distribution {"unit", "avg", "p1", "p5", "p10", "p25", "p50", "p75",
+ *     "p90", "p95", "p99", "min", "max", "std"}
+ *   a level figure or count {"unit", "avg"}
+ * in registry order, then "input_config" with GenAI-Perf's argument names.
+ * A metric with no value (tp_metric_available) is left out, as GenAI-Perf
+ * leaves it out, and so are the timings between tokens (TP_MF_STREAMING)
+ * when cfg says the run did not stream.  The figures are tokperf's
+ * (docs/metrics.md, where the differences from GenAI-Perf's are listed).
+ * Returns owned text (free()) or NULL when out of memory. */
 char *tp_export_genai_json(const tp_level_result *lr, const tp_config *cfg, const char *profile_export_path,
                            const char *artifact_dir);
 
 /* GenAI-Perf's <stem>_genai_perf.csv for one level, appended to out: the
- * header "Metric,avg,min,max,p99,p95,p90,p75,p50,p25"; rows "Time To First
- * Token (ms)", "Inter Token Latency (ms)", "Request Latency (ms)", "Output
- * Sequence Length", "Input Sequence Length" with values as "{:,.2f}" (a
- * value with a thousands comma is quoted, as Python's csv module does); an
- * empty row; "Metric,Value"; "Output Token Throughput (per sec)" and
- * "Request Throughput (per sec)" with "{:.2f}".  CRLF line ends (Python
- * csv's default).  Without streaming the TTFT and ITL rows are left out, as
- * GenAI-Perf leaves them out; so is any metric with no values.  Returns 0
- * or TP_ENOMEM. */
+ * header "Metric,avg,min,max,p1,p5,p10,p25,p50,p75,p90,p95,p99,std", one
+ * row per exported distribution labelled as GenAI-Perf labels it (the key
+ * in title case, then " (unit)" unless the unit is tokens: "Time To First
+ * Token (ms)", "Output Sequence Length") with values as "{:,.2f}" (quoted
+ * when it holds a thousands comma, as Python's csv module does); an empty
+ * row; "Metric,Value" and one row per exported level figure or count
+ * ("Request Throughput (requests/sec),12.50", "{:.2f}").  CRLF line ends.
+ * Without streaming the TP_MF_STREAMING rows are left out.  Returns 0 or
+ * TP_ENOMEM. */
 int tp_export_genai_csv(tp_buf *out, const tp_level_result *lr, bool streaming);
+
+/* AIPerf's <stem>_aiperf.json (profile_export_aiperf.json by default) for
+ * one level: the same objects as tp_export_genai_json under AIPerf's keys
+ * and units (request_count {"unit": "requests", "avg": n},
+ * benchmark_duration {"unit": "sec", ...}), no input_config.  Returns
+ * owned text or NULL when out of memory. */
+char *tp_export_aiperf_json(const tp_level_result *lr, bool streaming);
+
+/* AIPerf's <stem>_aiperf.csv for one level: laid out as
+ * tp_export_genai_csv, labelled as AIPerf labels it ("Time to First Token
+ * (ms)", "Output Sequence Length (tokens)", a count without a unit:
+ * "Request Count") and every value as "{:.2f}".  Returns 0 or TP_ENOMEM. */
+int tp_export_aiperf_csv(tp_buf *out, const tp_level_result *lr, bool streaming);
 
 /* Appends one JSON line per measured request (warm-up excluded, failed
  * included) to out:

@@ -108,9 +108,11 @@ static int write_report(const char *path, const tp_config *cfg, level *lv) {
 static void stat_json(FILE *f, const char *name, const tp_stat *st) {
   fprintf(
       f,
-      "\"%s\": {\"n\": %zu, \"avg\": %.17g, \"min\": %.17g, \"max\": %.17g, \"p25\": %.17g, \"p50\": %.17g, "
-      "\"p75\": %.17g, \"p90\": %.17g, \"p95\": %.17g, \"p99\": %.17g, \"std\": %.17g}",
-      name, st->n, st->avg, st->min, st->max, st->p25, st->p50, st->p75, st->p90, st->p95, st->p99, st->std);
+      "\"%s\": {\"n\": %zu, \"avg\": %.17g, \"min\": %.17g, \"max\": %.17g, \"p1\": %.17g, \"p5\": %.17g, "
+      "\"p10\": %.17g, \"p25\": %.17g, \"p50\": %.17g, \"p75\": %.17g, \"p90\": %.17g, \"p95\": %.17g, "
+      "\"p99\": %.17g, \"std\": %.17g}",
+      name, st->n, st->avg, st->min, st->max, st->p1, st->p5, st->p10, st->p25, st->p50, st->p75, st->p90,
+      st->p95, st->p99, st->std);
 }
 
 int main(int argc, char **argv) {
@@ -201,6 +203,12 @@ int main(int argc, char **argv) {
     stat_json(f, "input_tokens", &lr->input_tokens);
     fputs(", ", f);
     stat_json(f, "output_tps_per_user", &lr->output_tps_per_user);
+    fputs(", ", f);
+    stat_json(f, "tpot_ms", &lr->tpot_ms);
+    fputs(", ", f);
+    stat_json(f, "ttst_ms", &lr->ttst_ms);
+    fputs(", ", f);
+    stat_json(f, "output_tps_per_user_itl", &lr->output_tps_per_user_itl);
     fprintf(f,
             ", \"accuracy\": {\"scored\": %" PRIu64 ", \"exact\": %" PRIu64
             ", \"exact_match_rate\": %.17g, \"rouge_l_f1\": %.17g}}%s\n",

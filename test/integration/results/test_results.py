@@ -14,13 +14,15 @@ Facts about the formats, from the tools' sources and documents:
     is res_timestamps[-1] - req_timestamp; the benchmark duration is
     max(res_timestamps[-1]) - min(req_timestamp); request throughput is
     len(requests) / duration.
-  - GenAI-Perf's CSV (csv_exporter.py): header Metric,avg,min,max,p99,p95,
-    p90,p75,p50,p25; rows "Time To First Token (ms)", "Inter Token Latency
-    (ms)", "Request Latency (ms)", "Output Sequence Length", "Input Sequence
-    Length"; an empty row; "Metric,Value"; "Output Token Throughput (per
-    sec)", "Request Throughput (per sec)".
-  - GenAI-Perf's JSON: metric name -> {"unit", "avg", "p99" ... "std"},
-    plus "input_config".
+  - GenAI-Perf's CSV (csv_exporter.py): header Metric,avg,min,max,p1,p5,
+    p10,p25,p50,p75,p90,p95,p99,std; one row per request metric, labelled
+    with its key in title case and " (unit)" unless the unit is tokens
+    ("Time To First Token (ms)", "Output Sequence Length"); an empty row;
+    "Metric,Value"; "Request Throughput (requests/sec)" and the like.
+  - GenAI-Perf's JSON: metric name -> {"unit", "avg", "p1" ... "p99",
+    "min", "max", "std"}, a system metric {"unit", "avg"}, plus
+    "input_config"; its inter_token_latency is (latency - TTFT) / (tokens -
+    1), tokperf's time per output token.
   - JUnit XML: <testsuites> of <testsuite name tests failures> holding
     <testcase classname name> with <failure message> or <skipped>.
 """
@@ -107,37 +109,51 @@ try:
             raw = f.read()
         check("\r\n" in raw and raw.count("\n") == raw.count("\r\n"), "csv %d: CRLF line ends" % c)
         rows = list(csv.reader(raw.splitlines()))
-        check(rows[0] == ["Metric", "avg", "min", "max", "p99", "p95", "p90", "p75", "p50", "p25"],
-              "csv %d: GenAI-Perf's header" % c, rows[0])
-        names = [r[0] for r in rows[1:6]]
-        check(names == ["Time To First Token (ms)", "Inter Token Latency (ms)", "Request Latency (ms)",
-                        "Output Sequence Length", "Input Sequence Length"],
-              "csv %d: GenAI-Perf's request metric rows" % c, names)
-        check(rows[6] == [] and rows[7] == ["Metric", "Value"], "csv %d: empty row, then Metric,Value" % c)
-        check([r[0] for r in rows[8:]] == ["Output Token Throughput (per sec)", "Request Throughput (per sec)"],
-              "csv %d: system metric rows" % c, rows[8:])
-        stat_cols = ["avg", "min", "max", "p99", "p95", "p90", "p75", "p50", "p25"]
+        stat_cols = ["avg", "min", "max", "p1", "p5", "p10", "p25", "p50", "p75", "p90", "p95", "p99", "std"]
+        check(rows[0] == ["Metric"] + stat_cols, "csv %d: GenAI-Perf's header" % c, rows[0])
+        split = rows.index([]) if [] in rows else len(rows)
+        by_name = {r[0]: r[1:] for r in rows[1:split]}
+        # GenAI-Perf's row for each of tokperf's distributions (its ITL is
+        # tokperf's TPOT), where the level has values.
+        want_rows = [("Time To First Token (ms)", "ttft_ms"), ("Request Latency (ms)", "latency_ms"),
+                     ("Output Sequence Length", "output_tokens"), ("Input Sequence Length", "input_tokens"),
+                     ("Time To Second Token (ms)", "ttst_ms"), ("Inter Token Latency (ms)", "tpot_ms"),
+                     ("Output Token Throughput Per User (tokens/sec/user)", "output_tps_per_user_itl")]
+        names = [n for n, k in want_rows if lv[k]["n"]]
+        check([r[0] for r in rows[1:split]] == names, "csv %d: GenAI-Perf's request metric rows" % c,
+              [r[0] for r in rows[1:split]])
+        check(rows[split + 1:split + 2] == [["Metric", "Value"]], "csv %d: empty row, then Metric,Value" % c)
+        sys_rows = {r[0]: r[1] for r in rows[split + 2:]}
+        check(set(sys_rows) == {"Request Throughput (requests/sec)", "Output Token Throughput (tokens/sec)",
+                                "Request Count (count)"},
+              "csv %d: system metric rows" % c, rows[split + 2:])
         ok = True
-        for row, key in zip(rows[1:6], ["ttft_ms", "itl_ms", "latency_ms", "output_tokens", "input_tokens"]):
-            for col, val in zip(stat_cols, row[1:]):
+        for name, key in want_rows:
+            for col, val in zip(stat_cols, by_name.get(name, [])):
                 if not near(float(val.replace(",", "")), lv[key][col], 0.0051):
                     ok = False
         check(ok, "csv %d: every value is tokperf's figure to two decimals" % c)
-        check(near(float(rows[9][1]), lv["request_throughput"], 0.0051), "csv %d: request throughput value" % c)
+        check(near(float(sys_rows.get("Request Throughput (requests/sec)", "nan")), lv["request_throughput"], 0.0051),
+              "csv %d: request throughput value" % c)
+        check(sys_rows.get("Request Count (count)") == "%.2f" % lv["requests"], "csv %d: request count" % c)
 
         with open(os.path.join(d, "profile_export_genai_perf.json")) as f:
             gj = json.load(f)
         units = {k: v["unit"] for k, v in gj.items() if k != "input_config"}
-        check(units == {"request_throughput": "requests/sec", "request_latency": "ms", "time_to_first_token": "ms",
-                        "inter_token_latency": "ms", "output_token_throughput": "tokens/sec",
-                        "output_token_throughput_per_request": "tokens/sec", "output_sequence_length": "tokens",
-                        "input_sequence_length": "tokens"},
-              "json %d: GenAI-Perf's metric names and units" % c, units)
-        check(set(gj["time_to_first_token"].keys()) ==
-              {"unit", "avg", "p99", "p95", "p90", "p75", "p50", "p25", "max", "min", "std"},
-              "json %d: GenAI-Perf's statistic keys" % c)
+        want_units = {"request_throughput": "requests/sec", "request_latency": "ms", "time_to_first_token": "ms",
+                      "output_token_throughput": "tokens/sec", "output_sequence_length": "tokens",
+                      "input_sequence_length": "tokens", "request_count": "count"}
+        for key, k2, unit in (("tpot_ms", "inter_token_latency", "ms"), ("ttst_ms", "time_to_second_token", "ms"),
+                              ("output_tps_per_user_itl", "output_token_throughput_per_user", "tokens/sec/user")):
+            if lv[key]["n"]:
+                want_units[k2] = unit
+        check(units == want_units, "json %d: GenAI-Perf's metric names and units" % c, units)
+        check(list(gj["time_to_first_token"].keys()) ==
+              ["unit", "avg", "p1", "p5", "p10", "p25", "p50", "p75", "p90", "p95", "p99", "min", "max", "std"],
+              "json %d: GenAI-Perf's statistic keys, in its order" % c)
         check(near(gj["time_to_first_token"]["p99"], lv["ttft_ms"]["p99"], 1e-9) and
-              near(gj["inter_token_latency"]["avg"], lv["itl_ms"]["avg"], 1e-9) and
+              near(gj["time_to_first_token"]["p1"], lv["ttft_ms"]["p1"], 1e-9) and
+              (not lv["tpot_ms"]["n"] or near(gj["inter_token_latency"]["avg"], lv["tpot_ms"]["avg"], 1e-9)) and
               near(gj["output_token_throughput"]["avg"], lv["output_token_throughput"], 1e-6),
               "json %d: values are tokperf's figures" % c)
         check(gj["input_config"]["concurrency"] == c and gj["input_config"]["model"] == [expect["model"]],

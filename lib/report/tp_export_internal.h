@@ -1,0 +1,67 @@
+/* What the export writers share inside report/: the helpers of
+ * tp_export_util.c, perf_analyzer's streamed experiment (tp_export_pa.c)
+ * and the registry walk of the tools' summaries (tp_export_summary.c).
+ * Not part of tp_export.h, whose readers are the run and the tests. */
+#ifndef TP_EXPORT_INTERNAL_H
+#define TP_EXPORT_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+
+#include <jansson.h>
+
+#include "tp_export.h"
+
+/* Where a writer spills its buffer as it goes, so that a level of millions
+ * of requests never sits whole in memory; NULL = keep it all in the
+ * buffer (the public writers). */
+typedef struct tp__sink {
+  int fd;   /* >= 0: write here */
+  FILE *fp; /* else here */
+} tp__sink;
+
+#define TP__SPILL_BYTES (1u << 20)
+
+/* Writes out's bytes to the sink once they reach TP__SPILL_BYTES and
+ * empties out; with k NULL keeps them all.  Returns 0 or TP_EIO. */
+int tp__sink_spill(tp_buf *out, const tp__sink *k);
+
+/* Writes all n bytes, retrying on EINTR.  Returns 0 or -1 with errno. */
+int tp__write_all(int fd, const void *data, size_t n);
+/* Opens a new temporary file next to path.  Returns the fd and the owned
+ * name in *tmp_out, or -1 with errno set. */
+int tp__open_temp(const char *path, char **tmp_out);
+/* fsync, close and rename tmp to path; on failure removes tmp.  Returns 0
+ * or -1 with errno set. */
+int tp__commit_temp(int fd, const char *tmp, const char *path);
+/* mkdir -p.  Returns 0 or -1 with errno set. */
+int tp__make_dirs(const char *path);
+/* dir "/" name, owned (free()); NULL when out of memory. */
+char *tp__join_path(const char *dir, const char *name);
+
+/* s as a JSON string with its quotes.  Returns 0 or TP_ENOMEM. */
+int tp__json_str(tp_buf *out, const char *s, size_t len);
+/* The text q sent (its head pieces, then the prompt) as one JSON string. */
+int tp__json_sent(tp_buf *out, const tp_export_request *q);
+
+/* The record's text ("" when none) and its length. */
+const char *tp__rec_text(const tp_record *r, size_t *len);
+/* The whole record of q, read back from the records file when the run let
+ * go of its response times and text. */
+int tp__whole(const tp_export_request *q, tp_record *full);
+/* A measured request: not warm-up. */
+bool tp__measured(const tp_export_request *q);
+
+/* perf_analyzer's experiment of one level, spilled to sk as it grows (NULL
+ * = kept in out); see tp_export_pa_experiment. */
+int tp__pa_experiment(tp_buf *out, const tp__sink *sk, const tp_export_level *lv, uint32_t default_max_tokens,
+                      uint64_t anchor_mono_ns, uint64_t anchor_wall_ns);
+
+/* The figures of one level as tool writes them, walking the metric
+ * registry (tp_export_summary.c): an object with one member per exported
+ * row; NULL when out of memory.  The CSV is appended to out. */
+json_t *tp__summary_json(const tp_level_result *lr, tp_export_tool tool, bool streaming);
+int tp__summary_csv(tp_buf *out, const tp_level_result *lr, tp_export_tool tool, bool streaming);
+
+#endif

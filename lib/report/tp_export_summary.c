@@ -1,0 +1,203 @@
+/* The per-level summary files of GenAI-Perf and AIPerf (tp_export.h), both
+ * written by walking the metric registry: a row with the tool's key is
+ * exported, under that key and in the tool's unit, so adding a metric to
+ * these files is giving its row the key.  The two tools lay their files
+ * out alike; where they differ (labels, number format) is in the small
+ * table of dialects below. */
+#include "tp_export_internal.h"
+
+#include <ctype.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "metrics/tp_metric.h"
+
+/* How one tool writes its summary. */
+typedef struct dialect {
+  const char *(*key)(const tp_metric *m);
+  const char *(*unit)(tp_unit u);
+  bool lower_to;        /* "Time to First Token" (AIPerf), not "Time To First Token" */
+  bool tokens_unitless; /* a row in tokens has no "(tokens)" (GenAI-Perf) */
+  bool counts_unitless; /* a count has no unit in its label (AIPerf: "Request Count") */
+  bool thousands;       /* distribution values as "1,234.50" (GenAI-Perf) */
+} dialect;
+
+static const char *genai_key(const tp_metric *m) {
+  return m->genai_key;
+}
+static const char *aiperf_key(const tp_metric *m) {
+  return m->aiperf_key;
+}
+
+static const dialect dialects[] = {
+    [TP_EXPORT_GENAI_PERF] = {genai_key, tp_unit_genai, false, true, false, true},
+    [TP_EXPORT_AIPERF] = {aiperf_key, tp_unit_aiperf, true, false, true, false},
+};
+
+/* The statistics of a distribution: in the JSON in the order both tools'
+ * statistics dicts hold them, in the CSV in their header's order. */
+static const tp_stat_id json_order[] = {TP_STAT_AVG, TP_STAT_P1,  TP_STAT_P5,  TP_STAT_P10, TP_STAT_P25,
+                                        TP_STAT_P50, TP_STAT_P75, TP_STAT_P90, TP_STAT_P95, TP_STAT_P99,
+                                        TP_STAT_MIN, TP_STAT_MAX, TP_STAT_STD};
+static const tp_stat_id csv_order[] = {TP_STAT_AVG, TP_STAT_MIN, TP_STAT_MAX, TP_STAT_P1,  TP_STAT_P5,
+                                       TP_STAT_P10, TP_STAT_P25, TP_STAT_P50, TP_STAT_P75, TP_STAT_P90,
+                                       TP_STAT_P95, TP_STAT_P99, TP_STAT_STD};
+_Static_assert(sizeof(json_order) / sizeof(json_order[0]) == TP_STAT_COUNT, "every statistic once");
+_Static_assert(sizeof(csv_order) / sizeof(csv_order[0]) == TP_STAT_COUNT, "every statistic once");
+
+/* Whether row m goes into tool's files for level lr. */
+static bool exported(const dialect *d, const tp_metric *m, const tp_level_result *lr, bool streaming) {
+  if (!d->key(m)) return false;
+  if (!streaming && (m->flags & TP_MF_STREAMING)) return false;
+  return tp_metric_available(m, lr);
+}
+
+static json_t *jreal(double v) {
+  return isfinite(v) ? json_real(v) : json_null();
+}
+
+/* {"unit": ..., "avg": ..., then a distribution's other statistics}. */
+static json_t *metric_json(const dialect *d, const tp_metric *m, const tp_level_result *lr) {
+  json_t *o = json_object();
+  if (!o) return NULL;
+  int bad = json_object_set_new(o, "unit", json_string(d->unit(m->unit)));
+  size_t n = m->kind == TP_METRIC_DIST ? TP_STAT_COUNT : 1;
+  for (size_t i = 0; i < n && !bad; i++) {
+    double v = NAN;
+    tp_metric_value(m, lr, json_order[i], &v);
+    bad = json_object_set_new(o, tp_stat_name(json_order[i]), jreal(v));
+  }
+  if (bad) {
+    json_decref(o);
+    return NULL;
+  }
+  return o;
+}
+
+json_t *tp__summary_json(const tp_level_result *lr, tp_export_tool tool, bool streaming) {
+  const dialect *d = &dialects[tool];
+  json_t *doc = json_object();
+  if (!doc) return NULL;
+  size_t nm;
+  const tp_metric *all = tp_metrics(&nm);
+  for (size_t k = 0; k < nm; k++) {
+    if (!exported(d, &all[k], lr, streaming)) continue;
+    if (json_object_set_new(doc, d->key(&all[k]), metric_json(d, &all[k], lr))) {
+      json_decref(doc);
+      return NULL;
+    }
+  }
+  return doc;
+}
+
+/* The row's label: its key in title case, then " (unit)". */
+static void label(const dialect *d, const tp_metric *m, char *buf, size_t len) {
+  const char *key = d->key(m);
+  size_t o = 0;
+  bool start = true;
+  for (const char *p = key; *p && o + 1 < len; p++) {
+    if (*p == '_') {
+      buf[o++] = ' ';
+      start = true;
+      continue;
+    }
+    bool word_to = start && d->lower_to && p[0] == 't' && p[1] == 'o' && (p[2] == '_' || !p[2]);
+    buf[o++] = start && !word_to ? (char)toupper((unsigned char)*p) : *p;
+    start = false;
+  }
+  buf[o] = 0;
+  const char *unit = d->unit(m->unit);
+  bool bare = !*unit || (d->tokens_unitless && m->unit == TP_UNIT_TOKENS) ||
+              (d->counts_unitless && m->kind == TP_METRIC_COUNT);
+  if (!bare && o < len) snprintf(buf + o, len - o, " (%s)", unit);
+}
+
+/* Python's f"{v:,.2f}": two decimals, a comma between thousands. */
+static void fmt_thousands(char *buf, size_t len, double v) {
+  char raw[64];
+  snprintf(raw, sizeof(raw), "%.2f", v);
+  const char *digits = raw[0] == '-' ? raw + 1 : raw;
+  size_t int_len = strcspn(digits, ".");
+  char tmp[96];
+  size_t o = 0;
+  if (raw[0] == '-') tmp[o++] = '-';
+  for (size_t i = 0; i < int_len && o + 2 < sizeof(tmp); i++) {
+    if (i && (int_len - i) % 3 == 0) tmp[o++] = ',';
+    tmp[o++] = digits[i];
+  }
+  snprintf(tmp + o, sizeof(tmp) - o, "%s", digits + int_len);
+  snprintf(buf, len, "%s", tmp);
+}
+
+/* One CSV field, quoted when it holds a comma or a quote, as Python's csv
+ * writer (QUOTE_MINIMAL) does. */
+static int csv_field(tp_buf *out, const char *s, bool first) {
+  int rv = first ? 0 : tp_buf_append(out, ",", 1);
+  if (rv) return rv;
+  if (strchr(s, ',') || strchr(s, '"')) {
+    rv = tp_buf_append(out, "\"", 1);
+    for (const char *p = s; *p && !rv; p++)
+      rv = *p == '"' ? tp_buf_append(out, "\"\"", 2) : tp_buf_append(out, p, 1);
+    if (!rv) rv = tp_buf_append(out, "\"", 1);
+    return rv;
+  }
+  return tp_buf_append_str(out, s);
+}
+
+static int csv_dist_row(tp_buf *out, const dialect *d, const tp_metric *m, const tp_level_result *lr) {
+  char name[160];
+  label(d, m, name, sizeof(name));
+  int rv = csv_field(out, name, true);
+  for (size_t i = 0; i < TP_STAT_COUNT && !rv; i++) {
+    double v = NAN;
+    tp_metric_value(m, lr, csv_order[i], &v);
+    char b[64];
+    if (d->thousands)
+      fmt_thousands(b, sizeof(b), v);
+    else
+      snprintf(b, sizeof(b), "%.2f", v);
+    rv = csv_field(out, b, false);
+  }
+  return rv ? rv : tp_buf_append(out, "\r\n", 2);
+}
+
+static int csv_value_row(tp_buf *out, const dialect *d, const tp_metric *m, const tp_level_result *lr) {
+  char name[160], b[64];
+  label(d, m, name, sizeof(name));
+  double v = NAN;
+  tp_metric_value(m, lr, TP_STAT_AVG, &v);
+  snprintf(b, sizeof(b), "%.2f", v);
+  int rv = csv_field(out, name, true);
+  if (!rv) rv = csv_field(out, b, false);
+  return rv ? rv : tp_buf_append(out, "\r\n", 2);
+}
+
+int tp__summary_csv(tp_buf *out, const tp_level_result *lr, tp_export_tool tool, bool streaming) {
+  const dialect *d = &dialects[tool];
+  size_t nm;
+  const tp_metric *all = tp_metrics(&nm);
+  int rv = tp_buf_append_str(out, "Metric");
+  for (size_t i = 0; i < TP_STAT_COUNT && !rv; i++)
+    rv = tp_buf_printf(out, ",%s", tp_stat_name(csv_order[i]));
+  if (!rv) rv = tp_buf_append(out, "\r\n", 2);
+  for (size_t k = 0; k < nm && !rv; k++)
+    if (all[k].kind == TP_METRIC_DIST && exported(d, &all[k], lr, streaming))
+      rv = csv_dist_row(out, d, &all[k], lr);
+  if (!rv) rv = tp_buf_append_str(out, "\r\nMetric,Value\r\n");
+  for (size_t k = 0; k < nm && !rv; k++)
+    if (all[k].kind != TP_METRIC_DIST && exported(d, &all[k], lr, streaming))
+      rv = csv_value_row(out, d, &all[k], lr);
+  return rv;
+}
+
+char *tp_export_aiperf_json(const tp_level_result *lr, bool streaming) {
+  json_t *doc = tp__summary_json(lr, TP_EXPORT_AIPERF, streaming);
+  char *text = doc ? json_dumps(doc, JSON_INDENT(2) | JSON_REAL_PRECISION(15)) : NULL;
+  json_decref(doc);
+  return text;
+}
+
+int tp_export_aiperf_csv(tp_buf *out, const tp_level_result *lr, bool streaming) {
+  return tp__summary_csv(out, lr, TP_EXPORT_AIPERF, streaming);
+}

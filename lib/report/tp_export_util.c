@@ -1,0 +1,319 @@
+/* The helpers the export writers share (tp_export_internal.h): JSON
+ * strings, file writing through a temporary name, paths, and the order of
+ * a level's requests. */
+#include "tp_export_internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "report/tp_records.h"
+
+/* ------------------------------------------------------------------------ */
+/* Small shared helpers                                                     */
+
+uint64_t tp_export_wall_ns(uint64_t anchor_mono_ns, uint64_t anchor_wall_ns, uint64_t mono_ns) {
+  if (!mono_ns) return 0;
+  /* Signed offset: a time taken before the anchor (a warm-up request sent
+   * while the anchor was being read) stays correct instead of wrapping. */
+  int64_t d = (int64_t)(mono_ns - anchor_mono_ns);
+  return (uint64_t)((int64_t)anchor_wall_ns + d);
+}
+
+size_t tp__utf8_len(const unsigned char *s, size_t avail) {
+  if (!avail) return 0;
+  unsigned c = s[0];
+  if (c < 0x80) return 1;
+  size_t n;
+  unsigned min;
+  unsigned cp;
+  if (c >= 0xC2 && c <= 0xDF) {
+    n = 2;
+    min = 0x80;
+    cp = c & 0x1F;
+  } else if (c >= 0xE0 && c <= 0xEF) {
+    n = 3;
+    min = 0x800;
+    cp = c & 0x0F;
+  } else if (c >= 0xF0 && c <= 0xF4) {
+    n = 4;
+    min = 0x10000;
+    cp = c & 0x07;
+  } else {
+    return 0;
+  }
+  if (avail < n) return 0;
+  for (size_t i = 1; i < n; i++) {
+    if ((s[i] & 0xC0) != 0x80) return 0;
+    cp = (cp << 6) | (s[i] & 0x3F);
+  }
+  /* Overlong forms, UTF-16 surrogates and code points past U+10FFFF are
+   * not UTF-8; a strict JSON reader (Python's) would reject them. */
+  if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return 0;
+  return n;
+}
+
+int tp__json_escape(tp_buf *out, const char *s, size_t len) {
+  const unsigned char *p = (const unsigned char *)s;
+  size_t i = 0, run = 0; /* run: bytes since i that need no escape */
+  int rv = 0;
+  while (i + run < len && rv == 0) {
+    unsigned c = p[i + run];
+    size_t ul = c < 0x80 ? 1 : tp__utf8_len(p + i + run, len - i - run);
+    if (c >= 0x20 && c != '"' && c != '\\' && ul) {
+      run += ul;
+      continue;
+    }
+    if (run) rv = tp_buf_append(out, p + i, run);
+    i += run;
+    run = 0;
+    if (rv) break;
+    if (!ul) {
+      rv = tp_buf_append(out, "\xEF\xBF\xBD", 3);
+      i++;
+      continue;
+    }
+    switch (c) {
+      case '"': rv = tp_buf_append(out, "\\\"", 2); break;
+      case '\\': rv = tp_buf_append(out, "\\\\", 2); break;
+      case '\n': rv = tp_buf_append(out, "\\n", 2); break;
+      case '\r': rv = tp_buf_append(out, "\\r", 2); break;
+      case '\t': rv = tp_buf_append(out, "\\t", 2); break;
+      default: rv = tp_buf_printf(out, "\\u%04x", c); break;
+    }
+    i++;
+  }
+  if (rv == 0 && run) rv = tp_buf_append(out, p + i, run);
+  return rv;
+}
+
+int tp__json_str(tp_buf *out, const char *s, size_t len) {
+  int rv = tp_buf_append(out, "\"", 1);
+  if (!rv && s) rv = tp__json_escape(out, s, len);
+  if (!rv) rv = tp_buf_append(out, "\"", 1);
+  return rv;
+}
+
+/* The text the request sent, as one JSON string: its head pieces, then the
+ * prompt (each piece whole UTF-8, so escaping them apart is escaping the
+ * whole). */
+int tp__json_sent(tp_buf *out, const tp_export_request *q) {
+  int rv = tp_buf_append(out, "\"", 1);
+  for (int i = 0; i < 3 && !rv; i++)
+    if (q->head[i]) rv = tp__json_escape(out, q->head[i], q->head_len[i]);
+  if (!rv && q->prompt) rv = tp__json_escape(out, q->prompt, q->prompt_len);
+  if (!rv) rv = tp_buf_append(out, "\"", 1);
+  return rv;
+}
+
+void tp__level_name(const tp_level_result *lr, char *buf, size_t len) {
+  int o;
+  switch (lr->load_mode) {
+    case TP_LOAD_RATE: o = snprintf(buf, len, "request rate %g/s", lr->request_rate); break;
+    case TP_LOAD_SCHEDULE: o = snprintf(buf, len, "trace schedule"); break;
+    default: o = snprintf(buf, len, "concurrency %" PRIu32, lr->concurrency); break;
+  }
+  if (o > 0 && (size_t)o < len && lr->input_tokens_mean)
+    o += snprintf(buf + o, len - (size_t)o, ", input %" PRIu32 " tokens", lr->input_tokens_mean);
+  if (o > 0 && (size_t)o < len && lr->output_tokens_mean)
+    snprintf(buf + o, len - (size_t)o, ", output %" PRIu32 " tokens", lr->output_tokens_mean);
+}
+
+void tp__level_tag(const tp_level_result *lr, char *buf, size_t len) {
+  int o;
+  switch (lr->load_mode) {
+    case TP_LOAD_RATE: o = snprintf(buf, len, "%g/s", lr->request_rate); break;
+    case TP_LOAD_SCHEDULE: o = snprintf(buf, len, "trace"); break;
+    default: o = snprintf(buf, len, "%" PRIu32, lr->concurrency); break;
+  }
+  if (o > 0 && (size_t)o < len && lr->input_tokens_mean)
+    o += snprintf(buf + o, len - (size_t)o, " in%" PRIu32, lr->input_tokens_mean);
+  if (o > 0 && (size_t)o < len && lr->output_tokens_mean)
+    snprintf(buf + o, len - (size_t)o, " out%" PRIu32, lr->output_tokens_mean);
+}
+
+int tp__write_all(int fd, const void *data, size_t n) {
+  const char *p = data;
+  while (n) {
+    ssize_t w = write(fd, p, n);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      return -1;
+    }
+    p += w;
+    n -= (size_t)w;
+  }
+  return 0;
+}
+
+/* Opens a new temporary file next to path (mode 0666 so the umask applies
+ * as for any new file; mkstemp would leave it 0600).  Returns the fd and
+ * the owned name in *tmp_out, or -1 with errno set. */
+int tp__open_temp(const char *path, char **tmp_out) {
+  static unsigned counter;
+  size_t tlen = strlen(path) + 64;
+  char *tmp = malloc(tlen);
+  if (!tmp) {
+    errno = ENOMEM;
+    return -1;
+  }
+  int fd = -1;
+  for (int attempt = 0; attempt < 100 && fd < 0; attempt++) {
+    snprintf(tmp, tlen, "%s.tmp.%ld.%u", path, (long)getpid(), counter++);
+    fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (fd < 0 && errno != EEXIST) break;
+  }
+  if (fd < 0) {
+    int e = errno;
+    free(tmp);
+    errno = e;
+    return -1;
+  }
+  *tmp_out = tmp;
+  return fd;
+}
+
+/* fsync before rename: otherwise a crash can leave the new name pointing at
+ * an empty file on some filesystems.  Closes fd; on failure removes tmp. */
+int tp__commit_temp(int fd, const char *tmp, const char *path) {
+  int rv = fsync(fd);
+  int e = errno;
+  if (close(fd) && rv == 0) {
+    rv = -1;
+    e = errno;
+  }
+  if (rv == 0 && rename(tmp, path)) {
+    rv = -1;
+    e = errno;
+  }
+  if (rv) unlink(tmp);
+  errno = e;
+  return rv;
+}
+
+int tp__write_atomic(const char *path, const void *data, size_t len) {
+  char *tmp = NULL;
+  int fd = tp__open_temp(path, &tmp);
+  if (fd < 0) return -1;
+  int rv = tp__write_all(fd, data, len);
+  if (rv) {
+    int e = errno;
+    close(fd);
+    unlink(tmp);
+    free(tmp);
+    errno = e;
+    return -1;
+  }
+  rv = tp__commit_temp(fd, tmp, path);
+  int e = errno;
+  free(tmp);
+  errno = e;
+  return rv;
+}
+
+/* mkdir -p.  Returns 0 or -1 with errno set. */
+int tp__make_dirs(const char *path) {
+  char *p = tp_strndup(path, strlen(path));
+  if (!p) {
+    errno = ENOMEM;
+    return -1;
+  }
+  int rv = 0;
+  for (char *s = p + 1; rv == 0; s++) {
+    if (*s != '/' && *s != '\0') continue;
+    char save = *s;
+    *s = '\0';
+    if (mkdir(p, 0777) && errno != EEXIST) rv = -1;
+    if (rv == 0) {
+      struct stat st;
+      if (stat(p, &st))
+        rv = -1;
+      else if (!S_ISDIR(st.st_mode)) {
+        errno = ENOTDIR;
+        rv = -1;
+      }
+    }
+    *s = save;
+    if (save == '\0') break;
+  }
+  int e = errno;
+  free(p);
+  errno = e;
+  return rv;
+}
+
+char *tp__join_path(const char *dir, const char *name) {
+  size_t dl = strlen(dir), nl = strlen(name);
+  char *p = malloc(dl + nl + 2);
+  if (!p) return NULL;
+  memcpy(p, dir, dl);
+  size_t o = dl;
+  if (dl && dir[dl - 1] != '/') p[o++] = '/';
+  memcpy(p + o, name, nl + 1);
+  return p;
+}
+
+const char *tp__rec_text(const tp_record *r, size_t *len) {
+  *len = r->text.len;
+  return r->text.data ? (const char *)r->text.data : "";
+}
+
+/* The whole record of q: its response times and text read back from the
+ * records file when the run let go of them (tp_records.h).  *full stays
+ * valid until the next call for a request with the same reader. */
+int tp__whole(const tp_export_request *q, tp_record *full) {
+  return tp_records_load(q->from, q->rec, full, NULL, 0);
+}
+
+int tp__sink_spill(tp_buf *out, const tp__sink *k) {
+  if (!k || out->len < TP__SPILL_BYTES) return 0;
+  int bad = k->fd >= 0 ? tp__write_all(k->fd, out->data, out->len)
+                       : fwrite(out->data, 1, out->len, k->fp) != out->len;
+  if (bad) return TP_EIO;
+  tp_buf_reset(out);
+  return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* perf_analyzer profile export                                             */
+
+bool tp__measured(const tp_export_request *q) {
+  return q->rec && !q->rec->warmup;
+}
+
+typedef struct send_key {
+  uint64_t sent_ns;
+  uint64_t seq;
+  size_t i;
+} send_key;
+
+static int cmp_send_key(const void *a, const void *b) {
+  const send_key *x = a, *y = b;
+  if (x->sent_ns != y->sent_ns) return x->sent_ns < y->sent_ns ? -1 : 1;
+  if (x->seq != y->seq) return x->seq < y->seq ? -1 : 1;
+  return (x->i > y->i) - (x->i < y->i);
+}
+
+size_t tp__order_by_send(const tp_export_request *reqs, size_t n, bool (*keep)(const tp_export_request *),
+                         size_t **out) {
+  send_key *keys = malloc((n ? n : 1) * sizeof(*keys));
+  size_t *idx = malloc((n ? n : 1) * sizeof(*idx));
+  if (!keys || !idx) {
+    free(keys);
+    free(idx);
+    return SIZE_MAX;
+  }
+  size_t k = 0;
+  for (size_t i = 0; i < n; i++)
+    if (reqs[i].rec && (!keep || keep(&reqs[i])))
+      keys[k++] = (send_key){reqs[i].rec->sent_ns, reqs[i].rec->seq, i};
+  qsort(keys, k, sizeof(*keys), cmp_send_key);
+  for (size_t j = 0; j < k; j++) idx[j] = keys[j].i;
+  free(keys);
+  *out = idx;
+  return k;
+}

@@ -11,6 +11,8 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/types.h>
+#include <fcntl.h>
+#include <unistd.h>
 
 #include <jansson.h>
 
@@ -415,17 +417,31 @@ void tp__records_fields_fini(tp__records_fields *f) {
 /* Reading back                                                             */
 
 struct tp_records_reader {
-  FILE *fp;
+  int fd;
   char *path;
-  char *line; /* getline's buffer, reused */
-  size_t line_cap;
-  /* Where the stream stands after the last line read (UINT64_MAX: not
-   * known).  The exports read lines in file order, mostly: a line that
-   * begins there needs no seek, which would throw stdio's buffer away. */
-  uint64_t at;
+  /* A window of the file: bytes [win_off, win_off + win_len).  The exports
+   * ask for lines in request order, the file holds them in the order
+   * requests ended: close together, not in sequence.  One read of a window
+   * that reaches back a little serves the lines around it; a seek and a
+   * read per line (stdio throws its buffer away at every seek) cost a
+   * fifth of the read-back. */
+  char *win;
+  size_t win_cap, win_len;
+  uint64_t win_off;
+  bool win_eof;         /* the window ends where the file did */
+  /* The file as the window was read (size, modification time), checked
+   * again when the window is older than TRUST_NS: a file that changed under
+   * the run must still be reported, not read from a stale window. */
+  off_t win_size;
+  struct timespec win_mtim;
+  uint64_t win_checked_ns;
   tp__records_fields f; /* what the last load filled in; reused */
   char last_err[512];   /* the last load's failure, "" = none */
 };
+
+#define WINDOW ((size_t)1 << 20)
+#define BEHIND ((uint64_t)256 << 10)
+#define TRUST_NS ((uint64_t)100 * 1000)
 
 const char *tp_records_reader_error(const tp_records_reader *rd) {
   return rd && rd->last_err[0] ? rd->last_err : NULL;
@@ -439,24 +455,23 @@ int tp_records_reader_open(tp_records_reader **out, const char *path, char *err,
     tp_seterr(err, errlen, "cannot read back the records file %s: out of memory", path);
     return TP_ENOMEM;
   }
-  rd->fp = fopen(path, "r");
-  if (!rd->fp) {
+  rd->fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (rd->fd < 0) {
     tp_seterr(err, errlen, "cannot read back the records file %s: %s (the exports need its response times)",
               path, strerror(errno));
     free(rd->path);
     free(rd);
     return TP_EIO;
   }
-  rd->at = UINT64_MAX;
   *out = rd;
   return 0;
 }
 
 void tp_records_reader_free(tp_records_reader *rd) {
   if (!rd) return;
-  if (rd->fp) fclose(rd->fp);
+  close(rd->fd);
   free(rd->path);
-  free(rd->line);
+  free(rd->win);
   tp__records_fields_fini(&rd->f);
   free(rd);
 }
@@ -490,6 +505,77 @@ int tp_records_load(tp_records_reader *rd, const tp_record *rec, tp_record *full
   return rv;
 }
 
+static int read_window(tp_records_reader *rd, uint64_t start, size_t want) {
+  if (want > rd->win_cap) {
+    char *w = realloc(rd->win, want);
+    if (!w) return TP_ENOMEM;
+    rd->win = w;
+    rd->win_cap = want;
+  }
+  size_t got = 0;
+  while (got < want) {
+    ssize_t r = pread(rd->fd, rd->win + got, want - got, (off_t)(start + got));
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) {
+      rd->win_len = 0; /* nothing trustworthy is left in the window */
+      return TP_EIO;
+    }
+    if (r == 0) break;
+    got += (size_t)r;
+  }
+  rd->win_off = start;
+  rd->win_len = got;
+  rd->win_eof = got < want;
+  struct stat st;
+  if (fstat(rd->fd, &st) == 0) {
+    rd->win_size = st.st_size;
+    rd->win_mtim = st.st_mtim;
+  }
+  rd->win_checked_ns = tp_now_ns();
+  return 0;
+}
+
+/* Drops the window when the file is no longer the one it was read from. */
+static void check_window(tp_records_reader *rd) {
+  uint64_t now = tp_now_ns();
+  if (!rd->win_len || now - rd->win_checked_ns < TRUST_NS) return;
+  rd->win_checked_ns = now;
+  struct stat st;
+  if (fstat(rd->fd, &st) != 0 || st.st_size != rd->win_size || st.st_mtim.tv_sec != rd->win_mtim.tv_sec ||
+      st.st_mtim.tv_nsec != rd->win_mtim.tv_nsec)
+    rd->win_len = 0;
+}
+
+/* The line that begins at byte off: *line, and *n bytes with its newline
+ * (without one at the file's end; 0 when the file ends at off or before).
+ * Returns 0, TP_EIO (errno set) or TP_ENOMEM. */
+static int line_at(tp_records_reader *rd, uint64_t off, const char **line, size_t *n) {
+  uint64_t start = off > BEHIND ? (off - BEHIND) & ~(uint64_t)4095 : 0;
+  size_t want = WINDOW;
+  check_window(rd);
+  for (;;) {
+    if (rd->win_len && off >= rd->win_off && off - rd->win_off <= rd->win_len) {
+      size_t at = (size_t)(off - rd->win_off), left = rd->win_len - at;
+      const char *p = rd->win + at, *nl = memchr(p, '\n', left);
+      if (nl || rd->win_eof) {
+        *line = p;
+        *n = nl ? (size_t)(nl - p) + 1 : left;
+        return 0;
+      }
+      /* The line runs past the window: a window from the line, twice as
+       * long when the line filled a whole one. */
+      start = off;
+      want = at == 0 ? 2 * rd->win_len : WINDOW;
+    }
+    int rv = read_window(rd, start, want);
+    if (rv) return rv;
+    if (rd->win_eof && off - rd->win_off >= rd->win_len) { /* start <= off: the file ends before the line */
+      *n = 0;
+      return 0;
+    }
+  }
+}
+
 static int load(tp_records_reader *rd, const tp_record *rec, tp_record *full, char *err, size_t errlen) {
   *full = *rec;
   if (!rec->line_off) return 0;
@@ -499,23 +585,16 @@ static int load(tp_records_reader *rd, const tp_record *rec, tp_record *full, ch
     return TP_EINVAL;
   }
   uint64_t off = rec->line_off - 1;
-  if (off != rd->at && fseeko(rd->fp, (off_t)off, SEEK_SET) != 0) {
-    rd->at = UINT64_MAX;
+  const char *line;
+  size_t n;
+  int rv = line_at(rd, off, &line, &n);
+  if (rv) {
     tp_seterr(err, errlen, "cannot read back the records file %s at byte %" PRIu64 ": %s", rd->path, off,
-              strerror(errno));
-    return TP_EIO;
+              rv == TP_ENOMEM ? "out of memory" : strerror(errno));
+    return rv;
   }
-  bool sought = off != rd->at;
-  ssize_t n = getline(&rd->line, &rd->line_cap, rd->fp);
-  if (n <= 0 && !sought) {
-    /* Read from where the last line ended: the stream may hold a stale
-     * end of file from before the file grew, so look again from the line. */
-    clearerr(rd->fp);
-    n = fseeko(rd->fp, (off_t)off, SEEK_SET) == 0 ? getline(&rd->line, &rd->line_cap, rd->fp) : -1;
-  }
-  rd->at = n > 0 ? off + (uint64_t)n : UINT64_MAX;
-  if (n <= 0) return bad_line(rd, off, rec, "is missing (the file is shorter)", err, errlen);
-  int rv = tp__records_scan(rd->line, (size_t)n, &rd->f);
+  if (n == 0) return bad_line(rd, off, rec, "is missing (the file is shorter)", err, errlen);
+  rv = tp__records_scan(line, n, &rd->f);
   if (rv == TP_ENOMEM) {
     tp_seterr(err, errlen, "cannot read back the records file %s: out of memory", rd->path);
     return rv;

@@ -397,6 +397,57 @@ static void test_scan_own_lines(void) {
   for (size_t i = 0; i < NREC; i++) tp_record_fini(&r[i]);
 }
 
+/* The read-back's window over the file: lines read in any order, across
+ * window edges, one longer than two windows, the last without a newline. */
+static void test_read_window(const char *dir) {
+  enum { N = 3000 };
+  char path[600];
+  snprintf(path, sizeof(path), "%s/window.jsonl", dir);
+  FILE *fp = fopen(path, "w");
+  static tp_record recs[N];
+  for (size_t i = 0; i < N; i++) {
+    tp_record_init(&recs[i]);
+    recs[i].seq = i;
+    recs[i].sent_ns = 1000 + i;
+    tp_record_add_response(&recs[i], 2000 + i, true);
+    tp_record_add_response(&recs[i], 3000 + i, false);
+    recs[i].done_ns = 3000 + i;
+    size_t len = i == 1234 ? (3u << 20) : 50 + (i * 7919) % 900;
+    for (size_t k = 0; k < len; k++) tp_buf_append(&recs[i].text, &"abcdefgh"[(i + k) % 8], 1);
+    tp_records_line l = {"id", 0, TP_LOAD_CONCURRENCY, 1, 0, false, NULL, TP_RECORD_MEASURED};
+    char *line = tp_records_format(&recs[i], &l);
+    recs[i].line_off = (uint64_t)ftell(fp) + 1;
+    fputs(line, fp);
+    if (i + 1 < N) fputc('\n', fp);
+    free(line);
+  }
+  fclose(fp);
+  tp_records_reader *rd = NULL;
+  char err[700];
+  CHECK_INT(tp_records_reader_open(&rd, path, err, sizeof(err)), 0, "the reader opens");
+  size_t good = 0;
+  for (size_t j = 0; j < 2 * N; j++) {
+    /* forwards, then a stride that jumps back and forth across the file */
+    size_t i = j < N ? j : (j * 1103) % N;
+    tp_record shed = recs[i], full;
+    shed.n_resp = recs[i].n_resp;
+    int rv = tp_records_load(rd, &shed, &full, err, sizeof(err));
+    if (rv == 0 && full.n_resp == 2 && full.resp_ns[0] == 2000 + i && full.resp_ns[1] == 3000 + i &&
+        full.text.len == recs[i].text.len && memcmp(full.text.data, recs[i].text.data, full.text.len) == 0)
+      good++;
+    else
+      CHECK(0, "line %zu read back (rv %d: %s)", i, rv, err);
+  }
+  CHECK(good == 2 * N, "all %d lines read back, in order and out of it, the 3 MiB one included", 2 * N);
+  /* A line past the file's end is missing, named as such. */
+  tp_record past = recs[N - 1], full;
+  past.line_off += 1u << 24;
+  CHECK(tp_records_load(rd, &past, &full, err, sizeof(err)) == TP_EPROTO && strstr(err, "missing"),
+        "a line past the end is missing: %s", err);
+  tp_records_reader_free(rd);
+  for (size_t i = 0; i < N; i++) tp_record_fini(&recs[i]);
+}
+
 int main(void) {
   char dir[] = "/tmp/tp_records_XXXXXX";
   if (!mkdtemp(dir)) return 1;
@@ -404,6 +455,7 @@ int main(void) {
   test_scan_table();
   test_scan_own_lines();
   test_mark_measured(dir);
+  test_read_window(dir);
   test_exports_identical(dir, 6);
   /* Long answers: over a MiB of export per level, so the spill path runs. */
   char big[64];

@@ -226,10 +226,12 @@ static int sc_string(scan *s, tp_buf *out) {
   if (!sc_at(s, '"')) return TP_EPROTO;
   for (;;) {
     const unsigned char *run = s->p;
-    while (s->p < s->end && *s->p != '"' && *s->p != '\\' && *s->p >= 0x20) s->p++;
+    unsigned hi = 0;
+    while (s->p < s->end && *s->p != '"' && *s->p != '\\' && *s->p >= 0x20) hi |= *s->p++;
     size_t n = (size_t)(s->p - run);
-    /* A run ends only at ASCII bytes, which no valid sequence holds. */
-    if (n && tp_utf8_valid_prefix(run, n) != n) return TP_EPROTO;
+    /* A run ends only at ASCII bytes, which no valid sequence holds; a run
+     * of ASCII (every line tokperf writes) needs no check. */
+    if ((hi & 0x80) && tp_utf8_valid_prefix(run, n) != n) return TP_EPROTO;
     if (n && out && tp_buf_append(out, run, n)) return TP_ENOMEM;
     if (s->p >= s->end || *s->p < 0x20) return TP_EPROTO;
     if (*s->p++ == '"') return 0;
@@ -354,21 +356,48 @@ static int sc_resp(scan *s, tp__records_fields *f) {
   }
 }
 
-static bool key_is(const tp_buf *k, const char *name) {
+typedef struct key {
+  const unsigned char *p;
+  size_t n;
+} key;
+
+static bool key_is(key k, const char *name) {
   size_t n = strlen(name);
-  return k->len == n && memcmp(k->data, name, n) == 0;
+  return k.n == n && memcmp(k.p, name, n) == 0;
+}
+
+/* A member's name: where it stands in the line when it is plain ASCII
+ * without escapes (as every name tokperf writes), else decoded into
+ * scratch. */
+static int sc_key(scan *s, tp_buf *scratch, key *k) {
+  sc_ws(s);
+  if (s->p < s->end && *s->p == '"') {
+    const unsigned char *q = s->p + 1;
+    while (q < s->end && *q != '"' && *q != '\\' && *q >= 0x20 && *q < 0x80) q++;
+    if (q < s->end && *q == '"') {
+      k->p = s->p + 1;
+      k->n = (size_t)(q - k->p);
+      s->p = q + 1;
+      return 0;
+    }
+  }
+  tp_buf_reset(scratch);
+  int rv = sc_string(s, scratch);
+  k->p = scratch->data ? scratch->data : (const unsigned char *)"";
+  k->n = scratch->len;
+  return rv;
 }
 
 /* The value of one member, kept when it is one the read-back needs. */
-static int sc_member(scan *s, tp__records_fields *f, const tp_buf *key) {
-  if (key_is(key, "seq")) {
+static int sc_member(scan *s, tp__records_fields *f, key name) {
+  if (key_is(name, "seq")) {
     sc_ws(s);
     f->has_seq = false;
     if (s->p < s->end && (*s->p == '-' || digit(s, s->p))) return sc_number(s, &f->has_seq, &f->seq);
     return sc_skip(s, 1);
   }
-  if (key_is(key, "response_ns")) return sc_resp(s, f);
-  tp_buf *into = key_is(key, "text") ? &f->text : key_is(key, "reasoning") ? &f->reasoning : NULL;
+  if (key_is(name, "response_ns")) return sc_resp(s, f);
+  tp_buf *into = key_is(name, "text") ? &f->text : key_is(name, "reasoning") ? &f->reasoning : NULL;
   if (!into) return sc_skip(s, 1);
   tp_buf_reset(into);
   sc_ws(s);
@@ -381,18 +410,18 @@ int tp__records_scan(const char *line, size_t n, tp__records_fields *f) {
   f->n_resp = 0;
   tp_buf_reset(&f->text);
   tp_buf_reset(&f->reasoning);
-  tp_buf key;
-  tp_buf_init(&key);
+  tp_buf scratch; /* a name with escapes, decoded */
+  tp_buf_init(&scratch);
   int rv = sc_at(&s, '{') ? 0 : TP_EPROTO;
   if (rv == 0 && !sc_at(&s, '}')) {
     for (;;) {
-      tp_buf_reset(&key);
-      if ((rv = sc_string(&s, &key)) != 0) break;
+      key name;
+      if ((rv = sc_key(&s, &scratch, &name)) != 0) break;
       if (!sc_at(&s, ':')) {
         rv = TP_EPROTO;
         break;
       }
-      if ((rv = sc_member(&s, f, &key)) != 0) break;
+      if ((rv = sc_member(&s, f, name)) != 0) break;
       if (sc_at(&s, '}')) break;
       if (!sc_at(&s, ',')) {
         rv = TP_EPROTO;
@@ -400,7 +429,7 @@ int tp__records_scan(const char *line, size_t n, tp__records_fields *f) {
       }
     }
   }
-  tp_buf_fini(&key);
+  tp_buf_fini(&scratch);
   sc_ws(&s);
   if (rv == 0 && s.p != s.end) rv = TP_EPROTO;
   return rv;

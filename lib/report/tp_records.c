@@ -11,6 +11,8 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/types.h>
+#include <fcntl.h>
+#include <unistd.h>
 
 #include <jansson.h>
 
@@ -151,19 +153,324 @@ bool tp_records_lossless(const tp_record *rec) {
 }
 
 /* ------------------------------------------------------------------------ */
+/* Reading a line                                                           */
+
+/* JSON (RFC 8259) read in place: only the fields the read-back needs are
+ * kept, everything else is checked and skipped. */
+typedef struct scan {
+  const unsigned char *p, *end;
+} scan;
+
+/* Deeper than any line this file writes (2); a line nested deeper was not
+ * written by tokperf, and recursion stays bounded. */
+#define SCAN_MAX_DEPTH 256
+
+static void sc_ws(scan *s) {
+  while (s->p < s->end && (*s->p == ' ' || *s->p == '\t' || *s->p == '\n' || *s->p == '\r')) s->p++;
+}
+
+static bool sc_at(scan *s, unsigned char c) {
+  sc_ws(s);
+  if (s->p >= s->end || *s->p != c) return false;
+  s->p++;
+  return true;
+}
+
+static int hex4(const unsigned char *p, uint32_t *v) {
+  uint32_t x = 0;
+  for (int i = 0; i < 4; i++) {
+    unsigned c = p[i], l = c | 0x20u;
+    if (c >= '0' && c <= '9')
+      x = x << 4 | (c - '0');
+    else if (l >= 'a' && l <= 'f')
+      x = x << 4 | (l - 'a' + 10);
+    else
+      return -1;
+  }
+  *v = x;
+  return 0;
+}
+
+static size_t put_utf8(unsigned char *o, uint32_t cp) {
+  if (cp < 0x80) return o[0] = (unsigned char)cp, 1;
+  if (cp < 0x800) return o[0] = (unsigned char)(0xC0 | cp >> 6), o[1] = (unsigned char)(0x80 | (cp & 0x3F)), 2;
+  if (cp < 0x10000) {
+    o[0] = (unsigned char)(0xE0 | cp >> 12);
+    o[1] = (unsigned char)(0x80 | (cp >> 6 & 0x3F));
+    o[2] = (unsigned char)(0x80 | (cp & 0x3F));
+    return 3;
+  }
+  o[0] = (unsigned char)(0xF0 | cp >> 18);
+  o[1] = (unsigned char)(0x80 | (cp >> 12 & 0x3F));
+  o[2] = (unsigned char)(0x80 | (cp >> 6 & 0x3F));
+  o[3] = (unsigned char)(0x80 | (cp & 0x3F));
+  return 4;
+}
+
+/* \uXXXX at s->p (past the backslash and u), a surrogate pair whole. */
+static int sc_unicode(scan *s, uint32_t *cp) {
+  if (s->end - s->p < 4 || hex4(s->p, cp)) return TP_EPROTO;
+  s->p += 4;
+  if (*cp >= 0xDC00 && *cp <= 0xDFFF) return TP_EPROTO;
+  if (*cp < 0xD800 || *cp > 0xDBFF) return 0;
+  uint32_t lo;
+  if (s->end - s->p < 6 || s->p[0] != '\\' || s->p[1] != 'u' || hex4(s->p + 2, &lo) || lo < 0xDC00 || lo > 0xDFFF)
+    return TP_EPROTO;
+  s->p += 6;
+  *cp = 0x10000 + ((*cp - 0xD800) << 10) + (lo - 0xDC00);
+  return 0;
+}
+
+/* A string at s->p, decoded into out (NULL: only checked). */
+static int sc_string(scan *s, tp_buf *out) {
+  if (!sc_at(s, '"')) return TP_EPROTO;
+  for (;;) {
+    const unsigned char *run = s->p;
+    unsigned hi = 0;
+    while (s->p < s->end && *s->p != '"' && *s->p != '\\' && *s->p >= 0x20) hi |= *s->p++;
+    size_t n = (size_t)(s->p - run);
+    /* A run ends only at ASCII bytes, which no valid sequence holds; a run
+     * of ASCII (every line tokperf writes) needs no check. */
+    if ((hi & 0x80) && tp_utf8_valid_prefix(run, n) != n) return TP_EPROTO;
+    if (n && out && tp_buf_append(out, run, n)) return TP_ENOMEM;
+    if (s->p >= s->end || *s->p < 0x20) return TP_EPROTO;
+    if (*s->p++ == '"') return 0;
+    if (s->p >= s->end) return TP_EPROTO;
+    unsigned char c = *s->p++, u[4];
+    size_t k = 1;
+    switch (c) {
+      case '"': case '\\': case '/': u[0] = c; break;
+      case 'b': u[0] = '\b'; break;
+      case 'f': u[0] = '\f'; break;
+      case 'n': u[0] = '\n'; break;
+      case 'r': u[0] = '\r'; break;
+      case 't': u[0] = '\t'; break;
+      case 'u': {
+        uint32_t cp;
+        if (sc_unicode(s, &cp)) return TP_EPROTO;
+        k = put_utf8(u, cp);
+        break;
+      }
+      default: return TP_EPROTO;
+    }
+    if (out && tp_buf_append(out, u, k)) return TP_ENOMEM;
+  }
+}
+
+static bool digit(const scan *s, const unsigned char *p) { return p < s->end && *p >= '0' && *p <= '9'; }
+
+/* A number; *is_int when it has neither fraction nor exponent, and then *v
+ * its value as a signed 64-bit integer (beyond that range it is refused,
+ * as by a reader that keeps integers as such). */
+static int sc_number(scan *s, bool *is_int, uint64_t *v) {
+  sc_ws(s);
+  const unsigned char *p = s->p;
+  bool neg = p < s->end && *p == '-', over = false;
+  p += neg;
+  if (!digit(s, p)) return TP_EPROTO;
+  uint64_t x = 0;
+  if (*p == '0')
+    p++;
+  else
+    for (; digit(s, p); p++) {
+      unsigned d = *p - '0';
+      if (x > (UINT64_MAX - d) / 10) over = true;
+      x = x * 10 + d;
+    }
+  *is_int = true;
+  if (p < s->end && *p == '.') {
+    *is_int = false;
+    if (!digit(s, ++p)) return TP_EPROTO;
+    while (digit(s, p)) p++;
+  }
+  if (p < s->end && (*p | 0x20) == 'e') {
+    *is_int = false;
+    p++;
+    if (p < s->end && (*p == '+' || *p == '-')) p++;
+    if (!digit(s, p)) return TP_EPROTO;
+    while (digit(s, p)) p++;
+  }
+  if (*is_int && (over || x > (uint64_t)INT64_MAX + neg)) return TP_EPROTO;
+  s->p = p;
+  *v = neg ? 0 - x : x;
+  return 0;
+}
+
+static int sc_word(scan *s, const char *w) {
+  size_t n = strlen(w);
+  if ((size_t)(s->end - s->p) < n || memcmp(s->p, w, n) != 0) return TP_EPROTO;
+  s->p += n;
+  return 0;
+}
+
+/* Any value, checked and skipped. */
+static int sc_skip(scan *s, int depth) {
+  sc_ws(s);
+  if (s->p >= s->end) return TP_EPROTO;
+  unsigned char c = *s->p;
+  bool is_int;
+  uint64_t v;
+  if (c == '"') return sc_string(s, NULL);
+  if (c == 't') return sc_word(s, "true");
+  if (c == 'f') return sc_word(s, "false");
+  if (c == 'n') return sc_word(s, "null");
+  if (c != '{' && c != '[') return sc_number(s, &is_int, &v);
+  if (depth >= SCAN_MAX_DEPTH) return TP_EPROTO;
+  unsigned char close = c == '{' ? '}' : ']';
+  s->p++;
+  if (sc_at(s, close)) return 0;
+  for (;;) {
+    int rv;
+    if (close == '}' && ((rv = sc_string(s, NULL)) != 0 || (rv = sc_at(s, ':') ? 0 : TP_EPROTO) != 0)) return rv;
+    if ((rv = sc_skip(s, depth + 1)) != 0) return rv;
+    if (sc_at(s, close)) return 0;
+    if (!sc_at(s, ',')) return TP_EPROTO;
+  }
+}
+
+static int sc_resp(scan *s, tp__records_fields *f) {
+  f->has_resp = f->resp_ints = false;
+  f->n_resp = 0;
+  sc_ws(s);
+  if (s->p >= s->end || *s->p != '[') return sc_skip(s, 1);
+  s->p++;
+  f->has_resp = f->resp_ints = true;
+  if (sc_at(s, ']')) return 0;
+  for (;;) {
+    sc_ws(s);
+    bool is_int = false;
+    uint64_t v = 0;
+    int rv = s->p < s->end && (*s->p == '-' || digit(s, s->p)) ? sc_number(s, &is_int, &v) : sc_skip(s, 2);
+    if (rv) return rv;
+    if (!is_int) f->resp_ints = false;
+    if (f->n_resp == f->cap_resp) {
+      size_t cap = f->cap_resp ? 2 * f->cap_resp : 16;
+      uint64_t *p = realloc(f->resp_ns, cap * sizeof(*p));
+      if (!p) return TP_ENOMEM;
+      f->resp_ns = p;
+      f->cap_resp = cap;
+    }
+    f->resp_ns[f->n_resp++] = v;
+    if (sc_at(s, ']')) return 0;
+    if (!sc_at(s, ',')) return TP_EPROTO;
+  }
+}
+
+typedef struct key {
+  const unsigned char *p;
+  size_t n;
+} key;
+
+static bool key_is(key k, const char *name) {
+  size_t n = strlen(name);
+  return k.n == n && memcmp(k.p, name, n) == 0;
+}
+
+/* A member's name: where it stands in the line when it is plain ASCII
+ * without escapes (as every name tokperf writes), else decoded into
+ * scratch. */
+static int sc_key(scan *s, tp_buf *scratch, key *k) {
+  sc_ws(s);
+  if (s->p < s->end && *s->p == '"') {
+    const unsigned char *q = s->p + 1;
+    while (q < s->end && *q != '"' && *q != '\\' && *q >= 0x20 && *q < 0x80) q++;
+    if (q < s->end && *q == '"') {
+      k->p = s->p + 1;
+      k->n = (size_t)(q - k->p);
+      s->p = q + 1;
+      return 0;
+    }
+  }
+  tp_buf_reset(scratch);
+  int rv = sc_string(s, scratch);
+  k->p = scratch->data ? scratch->data : (const unsigned char *)"";
+  k->n = scratch->len;
+  return rv;
+}
+
+/* The value of one member, kept when it is one the read-back needs. */
+static int sc_member(scan *s, tp__records_fields *f, key name) {
+  if (key_is(name, "seq")) {
+    sc_ws(s);
+    f->has_seq = false;
+    if (s->p < s->end && (*s->p == '-' || digit(s, s->p))) return sc_number(s, &f->has_seq, &f->seq);
+    return sc_skip(s, 1);
+  }
+  if (key_is(name, "response_ns")) return sc_resp(s, f);
+  tp_buf *into = key_is(name, "text") ? &f->text : key_is(name, "reasoning") ? &f->reasoning : NULL;
+  if (!into) return sc_skip(s, 1);
+  tp_buf_reset(into);
+  sc_ws(s);
+  return s->p < s->end && *s->p == '"' ? sc_string(s, into) : sc_skip(s, 1);
+}
+
+int tp__records_scan(const char *line, size_t n, tp__records_fields *f) {
+  scan s = {(const unsigned char *)line, (const unsigned char *)line + n};
+  f->has_seq = f->has_resp = f->resp_ints = false;
+  f->n_resp = 0;
+  tp_buf_reset(&f->text);
+  tp_buf_reset(&f->reasoning);
+  tp_buf scratch; /* a name with escapes, decoded */
+  tp_buf_init(&scratch);
+  int rv = sc_at(&s, '{') ? 0 : TP_EPROTO;
+  if (rv == 0 && !sc_at(&s, '}')) {
+    for (;;) {
+      key name;
+      if ((rv = sc_key(&s, &scratch, &name)) != 0) break;
+      if (!sc_at(&s, ':')) {
+        rv = TP_EPROTO;
+        break;
+      }
+      if ((rv = sc_member(&s, f, name)) != 0) break;
+      if (sc_at(&s, '}')) break;
+      if (!sc_at(&s, ',')) {
+        rv = TP_EPROTO;
+        break;
+      }
+    }
+  }
+  tp_buf_fini(&scratch);
+  sc_ws(&s);
+  if (rv == 0 && s.p != s.end) rv = TP_EPROTO;
+  return rv;
+}
+
+void tp__records_fields_fini(tp__records_fields *f) {
+  free(f->resp_ns);
+  tp_buf_fini(&f->text);
+  tp_buf_fini(&f->reasoning);
+  memset(f, 0, sizeof(*f));
+}
+
+/* ------------------------------------------------------------------------ */
 /* Reading back                                                             */
 
 struct tp_records_reader {
-  FILE *fp;
+  int fd;
   char *path;
-  char *line; /* getline's buffer, reused */
-  size_t line_cap;
-  /* What the last load filled in; reused from call to call. */
-  uint64_t *resp_ns;
-  uint32_t cap_resp;
-  tp_buf text, reasoning;
-  char last_err[512]; /* the last load's failure, "" = none */
+  /* A window of the file: bytes [win_off, win_off + win_len).  The exports
+   * ask for lines in request order, the file holds them in the order
+   * requests ended: close together, not in sequence.  One read of a window
+   * that reaches back a little serves the lines around it; a seek and a
+   * read per line (stdio throws its buffer away at every seek) cost a
+   * fifth of the read-back. */
+  char *win;
+  size_t win_cap, win_len;
+  uint64_t win_off;
+  bool win_eof;         /* the window ends where the file did */
+  /* The file as the window was read (size, modification time), checked
+   * again when the window is older than TRUST_NS: a file that changed under
+   * the run must still be reported, not read from a stale window. */
+  off_t win_size;
+  struct timespec win_mtim;
+  uint64_t win_checked_ns;
+  tp__records_fields f; /* what the last load filled in; reused */
+  char last_err[512];   /* the last load's failure, "" = none */
 };
+
+#define WINDOW ((size_t)1 << 20)
+#define BEHIND ((uint64_t)256 << 10)
+#define TRUST_NS ((uint64_t)100 * 1000)
 
 const char *tp_records_reader_error(const tp_records_reader *rd) {
   return rd && rd->last_err[0] ? rd->last_err : NULL;
@@ -177,28 +484,24 @@ int tp_records_reader_open(tp_records_reader **out, const char *path, char *err,
     tp_seterr(err, errlen, "cannot read back the records file %s: out of memory", path);
     return TP_ENOMEM;
   }
-  rd->fp = fopen(path, "r");
-  if (!rd->fp) {
+  rd->fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (rd->fd < 0) {
     tp_seterr(err, errlen, "cannot read back the records file %s: %s (the exports need its response times)",
               path, strerror(errno));
     free(rd->path);
     free(rd);
     return TP_EIO;
   }
-  tp_buf_init(&rd->text);
-  tp_buf_init(&rd->reasoning);
   *out = rd;
   return 0;
 }
 
 void tp_records_reader_free(tp_records_reader *rd) {
   if (!rd) return;
-  if (rd->fp) fclose(rd->fp);
+  close(rd->fd);
   free(rd->path);
-  free(rd->line);
-  free(rd->resp_ns);
-  tp_buf_fini(&rd->text);
-  tp_buf_fini(&rd->reasoning);
+  free(rd->win);
+  tp__records_fields_fini(&rd->f);
   free(rd);
 }
 
@@ -211,35 +514,14 @@ static int bad_line(const tp_records_reader *rd, uint64_t off, const tp_record *
   return TP_EPROTO;
 }
 
-static int take_text(tp_buf *into, json_t *v) {
-  tp_buf_reset(into);
-  if (!json_is_string(v)) return 0;
-  size_t n = json_string_length(v);
-  return n ? tp_buf_append(into, json_string_value(v), n) : 0;
-}
-
-/* Fills the reader's buffers from the parsed line. */
-static int fill(tp_records_reader *rd, uint64_t off, const tp_record *rec, json_t *o, char *err, size_t errlen) {
-  json_t *seq = json_object_get(o, "seq");
-  if (!json_is_integer(seq) || (uint64_t)json_integer_value(seq) != rec->seq)
-    return bad_line(rd, off, rec, "is another request's", err, errlen);
-  json_t *rs = json_object_get(o, "response_ns");
-  if (!json_is_array(rs) || json_array_size(rs) != rec->n_resp)
+/* Checks that the line read is rec's. */
+static int check(const tp_records_reader *rd, uint64_t off, const tp_record *rec, char *err, size_t errlen) {
+  const tp__records_fields *f = &rd->f;
+  if (!f->has_seq || f->seq != rec->seq) return bad_line(rd, off, rec, "is another request's", err, errlen);
+  if (!f->has_resp || f->n_resp != rec->n_resp)
     return bad_line(rd, off, rec, "has another number of response times", err, errlen);
-  if (rec->n_resp > rd->cap_resp) {
-    uint64_t *p = realloc(rd->resp_ns, rec->n_resp * sizeof(*p));
-    if (!p) return TP_ENOMEM;
-    rd->resp_ns = p;
-    rd->cap_resp = rec->n_resp;
-  }
-  for (uint32_t i = 0; i < rec->n_resp; i++) {
-    json_t *t = json_array_get(rs, i);
-    if (!json_is_integer(t)) return bad_line(rd, off, rec, "has a response time that is not an integer", err, errlen);
-    rd->resp_ns[i] = (uint64_t)json_integer_value(t);
-  }
-  int rv = take_text(&rd->text, json_object_get(o, "text"));
-  if (!rv) rv = take_text(&rd->reasoning, json_object_get(o, "reasoning"));
-  return rv;
+  if (!f->resp_ints) return bad_line(rd, off, rec, "has a response time that is not an integer", err, errlen);
+  return 0;
 }
 
 static int load(tp_records_reader *rd, const tp_record *rec, tp_record *full, char *err, size_t errlen);
@@ -252,6 +534,77 @@ int tp_records_load(tp_records_reader *rd, const tp_record *rec, tp_record *full
   return rv;
 }
 
+static int read_window(tp_records_reader *rd, uint64_t start, size_t want) {
+  if (want > rd->win_cap) {
+    char *w = realloc(rd->win, want);
+    if (!w) return TP_ENOMEM;
+    rd->win = w;
+    rd->win_cap = want;
+  }
+  size_t got = 0;
+  while (got < want) {
+    ssize_t r = pread(rd->fd, rd->win + got, want - got, (off_t)(start + got));
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) {
+      rd->win_len = 0; /* nothing trustworthy is left in the window */
+      return TP_EIO;
+    }
+    if (r == 0) break;
+    got += (size_t)r;
+  }
+  rd->win_off = start;
+  rd->win_len = got;
+  rd->win_eof = got < want;
+  struct stat st;
+  if (fstat(rd->fd, &st) == 0) {
+    rd->win_size = st.st_size;
+    rd->win_mtim = st.st_mtim;
+  }
+  rd->win_checked_ns = tp_now_ns();
+  return 0;
+}
+
+/* Drops the window when the file is no longer the one it was read from. */
+static void check_window(tp_records_reader *rd) {
+  uint64_t now = tp_now_ns();
+  if (!rd->win_len || now - rd->win_checked_ns < TRUST_NS) return;
+  rd->win_checked_ns = now;
+  struct stat st;
+  if (fstat(rd->fd, &st) != 0 || st.st_size != rd->win_size || st.st_mtim.tv_sec != rd->win_mtim.tv_sec ||
+      st.st_mtim.tv_nsec != rd->win_mtim.tv_nsec)
+    rd->win_len = 0;
+}
+
+/* The line that begins at byte off: *line, and *n bytes with its newline
+ * (without one at the file's end; 0 when the file ends at off or before).
+ * Returns 0, TP_EIO (errno set) or TP_ENOMEM. */
+static int line_at(tp_records_reader *rd, uint64_t off, const char **line, size_t *n) {
+  uint64_t start = off > BEHIND ? (off - BEHIND) & ~(uint64_t)4095 : 0;
+  size_t want = WINDOW;
+  check_window(rd);
+  for (;;) {
+    if (rd->win_len && off >= rd->win_off && off - rd->win_off <= rd->win_len) {
+      size_t at = (size_t)(off - rd->win_off), left = rd->win_len - at;
+      const char *p = rd->win + at, *nl = memchr(p, '\n', left);
+      if (nl || rd->win_eof) {
+        *line = p;
+        *n = nl ? (size_t)(nl - p) + 1 : left;
+        return 0;
+      }
+      /* The line runs past the window: a window from the line, twice as
+       * long when the line filled a whole one. */
+      start = off;
+      want = at == 0 ? 2 * rd->win_len : WINDOW;
+    }
+    int rv = read_window(rd, start, want);
+    if (rv) return rv;
+    if (rd->win_eof && off - rd->win_off >= rd->win_len) { /* start <= off: the file ends before the line */
+      *n = 0;
+      return 0;
+    }
+  }
+}
+
 static int load(tp_records_reader *rd, const tp_record *rec, tp_record *full, char *err, size_t errlen) {
   *full = *rec;
   if (!rec->line_off) return 0;
@@ -261,29 +614,26 @@ static int load(tp_records_reader *rd, const tp_record *rec, tp_record *full, ch
     return TP_EINVAL;
   }
   uint64_t off = rec->line_off - 1;
-  if (fseeko(rd->fp, (off_t)off, SEEK_SET) != 0) {
+  const char *line;
+  size_t n;
+  int rv = line_at(rd, off, &line, &n);
+  if (rv) {
     tp_seterr(err, errlen, "cannot read back the records file %s at byte %" PRIu64 ": %s", rd->path, off,
-              strerror(errno));
-    return TP_EIO;
+              rv == TP_ENOMEM ? "out of memory" : strerror(errno));
+    return rv;
   }
-  ssize_t n = getline(&rd->line, &rd->line_cap, rd->fp);
-  if (n <= 0) return bad_line(rd, off, rec, "is missing (the file is shorter)", err, errlen);
-  json_error_t je;
-  /* JSON_ALLOW_NUL: a line never holds \u0000 (NUL bytes become U+FFFD),
-   * but a reader must not stop at one. */
-  json_t *o = json_loadb(rd->line, (size_t)n, JSON_ALLOW_NUL, &je);
-  if (!json_is_object(o)) {
-    json_decref(o);
-    return bad_line(rd, off, rec, "is not a JSON object", err, errlen);
+  if (n == 0) return bad_line(rd, off, rec, "is missing (the file is shorter)", err, errlen);
+  rv = tp__records_scan(line, n, &rd->f);
+  if (rv == TP_ENOMEM) {
+    tp_seterr(err, errlen, "cannot read back the records file %s: out of memory", rd->path);
+    return rv;
   }
-  int rv = fill(rd, off, rec, o, err, errlen);
-  json_decref(o);
-  if (rv == TP_ENOMEM) tp_seterr(err, errlen, "cannot read back the records file %s: out of memory", rd->path);
-  if (rv) return rv;
-  full->resp_ns = rd->resp_ns;
+  if (rv) return bad_line(rd, off, rec, "is not a JSON object", err, errlen);
+  if ((rv = check(rd, off, rec, err, errlen)) != 0) return rv;
+  full->resp_ns = rd->f.resp_ns;
   full->cap_resp = rec->n_resp;
-  full->text = rd->text;
-  full->reasoning = rd->reasoning;
+  full->text = rd->f.text;
+  full->reasoning = rd->f.reasoning;
   full->line_off = 0;
   return 0;
 }

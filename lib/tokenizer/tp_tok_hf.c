@@ -1164,7 +1164,7 @@ int tp_tok_hf_load(tp_tok **out, const char *file, unsigned flags, char *err, si
     return TP_EINVAL;
   }
   size_t size = (size_t)st.st_size;
-  char *buf = malloc(size ? size : 1);
+  char *buf = tp__json_big_alloc(size);
   if (buf == NULL) {
     fclose(f);
     tp_seterr(err, errlen, "cannot load tokenizer '%s': out of memory", file);

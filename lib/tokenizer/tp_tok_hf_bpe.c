@@ -304,9 +304,9 @@ static int load_vocab(tp__bpe *m, const tp__json *d, uint32_t vocab, char *why, 
     tp_seterr(why, whylen, "model.vocab holds more than 4 GiB of token text");
     return TP_EINVAL;
   }
-  m->pool = malloc(bytes ? bytes : 1);
+  m->pool = tp__json_big_alloc(bytes);
   m->vmask = table_size(count) - 1;
-  m->vtab = malloc((m->vmask + 1) * sizeof(*m->vtab));
+  m->vtab = tp__json_big_alloc((m->vmask + 1) * sizeof(*m->vtab));
   if (m->pool == NULL || m->vtab == NULL) return TP_ENOMEM;
   for (size_t i = 0; i <= m->vmask; i++) m->vtab[i].id = -1;
   m->max_id = -1;
@@ -410,7 +410,7 @@ static int run_batch(tp__bpe *m, mjob *jobs, size_t nb, const char *text, char *
 static int load_merges(tp__bpe *m, const tp__json *d, uint32_t merges, char *why, size_t whylen) {
   const tp__json_node *mn = tp__json_at(d, merges);
   m->mmask = table_size(mn->u.c.count) - 1;
-  m->mtab = malloc((m->mmask + 1) * sizeof(*m->mtab));
+  m->mtab = tp__json_big_alloc((m->mmask + 1) * sizeof(*m->mtab));
   m->mfilter = calloc((1u << FILTER_BITS) / 64, sizeof(uint64_t));
   if (m->mtab == NULL || m->mfilter == NULL) return TP_ENOMEM;
   for (size_t i = 0; i <= m->mmask; i++) m->mtab[i].key = UINT64_MAX;

@@ -54,6 +54,13 @@ typedef struct tp__json {
 int tp__json_parse(tp__json *doc, char *text, size_t len, char *why, size_t whylen);
 void tp__json_fini(tp__json *doc);
 
+/* malloc for the loader's large arrays (the file, the nodes, the tables),
+ * freed with free().  Blocks of 2 MiB and more are 2 MiB-aligned and
+ * advised as transparent huge pages: a Qwen-sized load touches ~40 MB of
+ * fresh memory, and faulting it in 4 KiB pages cost ~15% of the load
+ * (7,300 faults; 2,700 with huge pages, load 13% faster). */
+void *tp__json_big_alloc(size_t n);
+
 static inline const tp__json_node *tp__json_at(const tp__json *d, uint32_t i) {
   return &d->nodes[i];
 }

@@ -263,11 +263,199 @@ static void test_mark_measured(const char *dir) {
         "a records file that is not a regular file is named in the error");
 }
 
+/* The line reader of the read-back (tp__records_scan): what it keeps, and
+ * every kind of line it must refuse. */
+typedef struct scan_case {
+  const char *line;
+  int rv;            /* 0 or TP_EPROTO */
+  int has_seq;       /* expected when rv == 0 */
+  uint64_t seq;
+  int has_resp, resp_ints;
+  size_t n_resp;
+  uint64_t resp_last;
+  const char *text; /* NULL: not checked */
+  size_t text_len;
+} scan_case;
+
+static void test_scan_table(void) {
+  static const scan_case cases[] = {
+      {"{\"seq\":7,\"response_ns\":[1,2,3],\"text\":\"ab\"}\n", 0, 1, 7, 1, 1, 3, 3, "ab", 2},
+      {"  {\"seq\" : 7 , \"response_ns\" : [ ] , \"text\" : null }  \r\n", 0, 1, 7, 1, 1, 0, 0, "", 0},
+      {"{}", 0, 0, 0, 0, 0, 0, 0, "", 0},
+      /* escapes, \u with a surrogate pair, raw UTF-8 */
+      {"{\"text\":\"a\\\"\\\\\\/\\b\\f\\n\\r\\t\\u00e9\\ud83d\\ude00\xc3\xa9\"}", 0, 0, 0, 0, 0, 0, 0,
+       "a\"\\/\b\f\n\r\t\xc3\xa9\xf0\x9f\x98\x80\xc3\xa9", 17},
+      {"{\"text\":\"nul\\u0000in\"}", 0, 0, 0, 0, 0, 0, 0, "nul\0in", 6},
+      /* a key spelt with an escape is the same key */
+      {"{\"s\\u0065q\":9}", 0, 1, 9, 0, 0, 0, 0, NULL, 0},
+      /* the last of repeated keys counts */
+      {"{\"seq\":1,\"seq\":2,\"text\":\"x\",\"text\":5}", 0, 1, 2, 0, 0, 0, 0, "", 0},
+      {"{\"seq\":1,\"seq\":\"2\"}", 0, 0, 0, 0, 0, 0, 0, NULL, 0},
+      /* other members of every kind are skipped */
+      {"{\"a\":{\"b\":[1,-2.5e+3,true,false,null,{}],\"c\":\"\"},\"seq\":-0,\"response_ns\":[9223372036854775807]}", 0,
+       1, 0, 1, 1, 1, 9223372036854775807ULL, NULL, 0},
+      /* response times that are not all integers, or not an array */
+      {"{\"response_ns\":[1,2.0,\"3\"]}", 0, 0, 0, 1, 0, 3, 0, NULL, 0},
+      {"{\"response_ns\":{\"a\":1}}", 0, 0, 0, 0, 0, 0, 0, NULL, 0},
+      {"{\"seq\":1.5}", 0, 0, 0, 0, 0, 0, 0, NULL, 0},
+      {"{\"reasoning\":\"r\",\"text\":\"t\"}", 0, 0, 0, 0, 0, 0, 0, "t", 1},
+      /* refused */
+      {"", TP_EPROTO, 0, 0, 0, 0, 0, 0, NULL, 0},
+      {"[1]", TP_EPROTO, 0, 0, 0, 0, 0, 0, NULL, 0},
+      {"{\"seq\":1", TP_EPROTO, 0, 0, 0, 0, 0, 0, NULL, 0},
+      {"{\"seq\":1,}", TP_EPROTO, 0, 0, 0, 0, 0, 0, NULL, 0},
+      {"{\"seq\" 1}", TP_EPROTO, 0, 0, 0, 0, 0, 0, NULL, 0},
+      {"{seq:1}", TP_EPROTO, 0, 0, 0, 0, 0, 0, NULL, 0},
+      {"{\"seq\":1}x", TP_EPROTO, 0, 0, 0, 0, 0, 0, NULL, 0},
+      {"{\"seq\":1}{}", TP_EPROTO, 0, 0, 0, 0, 0, 0, NULL, 0},
+      {"{\"seq\":01}", TP_EPROTO, 0, 0, 0, 0, 0, 0, NULL, 0},
+      {"{\"seq\":-}", TP_EPROTO, 0, 0, 0, 0, 0, 0, NULL, 0},
+      {"{\"seq\":1.}", TP_EPROTO, 0, 0, 0, 0, 0, 0, NULL, 0},
+      {"{\"seq\":1e}", TP_EPROTO, 0, 0, 0, 0, 0, 0, NULL, 0},
+      {"{\"seq\":9223372036854775808}", TP_EPROTO, 0, 0, 0, 0, 0, 0, NULL, 0},
+      {"{\"seq\":99999999999999999999}", TP_EPROTO, 0, 0, 0, 0, 0, 0, NULL, 0},
+      {"{\"a\":tru}", TP_EPROTO, 0, 0, 0, 0, 0, 0, NULL, 0},
+      {"{\"a\":[1,]}", TP_EPROTO, 0, 0, 0, 0, 0, 0, NULL, 0},
+      {"{\"a\":{\"b\"}}", TP_EPROTO, 0, 0, 0, 0, 0, 0, NULL, 0},
+      {"{\"response_ns\":[1 2]}", TP_EPROTO, 0, 0, 0, 0, 0, 0, NULL, 0},
+      {"{\"text\":\"open}", TP_EPROTO, 0, 0, 0, 0, 0, 0, NULL, 0},
+      {"{\"text\":\"tab\there\"}", TP_EPROTO, 0, 0, 0, 0, 0, 0, NULL, 0},
+      {"{\"text\":\"\\x\"}", TP_EPROTO, 0, 0, 0, 0, 0, 0, NULL, 0},
+      {"{\"text\":\"\\u12g4\"}", TP_EPROTO, 0, 0, 0, 0, 0, 0, NULL, 0},
+      {"{\"text\":\"\\ud83d\"}", TP_EPROTO, 0, 0, 0, 0, 0, 0, NULL, 0},
+      {"{\"text\":\"\\ude00\"}", TP_EPROTO, 0, 0, 0, 0, 0, 0, NULL, 0},
+      {"{\"text\":\"\\ud83d\\u0041\"}", TP_EPROTO, 0, 0, 0, 0, 0, 0, NULL, 0},
+      {"{\"text\":\"bad \xff byte\"}", TP_EPROTO, 0, 0, 0, 0, 0, 0, NULL, 0},
+      {"{\"text\":\"cut \xc3\"}", TP_EPROTO, 0, 0, 0, 0, 0, 0, NULL, 0},
+      {"{\"a\":\"\xed\xa0\x80\"}", TP_EPROTO, 0, 0, 0, 0, 0, 0, NULL, 0},
+  };
+  tp__records_fields f;
+  memset(&f, 0, sizeof(f));
+  for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    const scan_case *c = &cases[i];
+    int rv = tp__records_scan(c->line, strlen(c->line), &f);
+    CHECK(rv == c->rv, "scan case %zu (%s): rv %d, want %d", i, c->line, rv, c->rv);
+    if (rv || c->rv) continue;
+    CHECK(f.has_seq == (c->has_seq != 0) && (!c->has_seq || f.seq == c->seq), "scan case %zu: seq", i);
+    CHECK(f.has_resp == (c->has_resp != 0) && f.resp_ints == (c->resp_ints != 0) && f.n_resp == c->n_resp,
+          "scan case %zu: response_ns kind and count (%d %d %zu)", i, f.has_resp, f.resp_ints, f.n_resp);
+    if (c->n_resp && c->resp_ints) CHECK(f.resp_ns[f.n_resp - 1] == c->resp_last, "scan case %zu: last time", i);
+    if (c->text) CHECK_MEM(f.text.data, f.text.len, c->text, c->text_len, "scan case text");
+  }
+  /* The NUL case's length counts the NUL (strlen would stop at it). */
+  const char nul[] = "{\"seq\":3,\"text\":\"a\0b\"}";
+  CHECK_INT(tp__records_scan(nul, sizeof(nul) - 1, &f), TP_EPROTO, "a raw NUL byte inside a string is refused");
+  /* Deep nesting is refused, not a stack overflow. */
+  tp_buf deep;
+  tp_buf_init(&deep);
+  tp_buf_append_str(&deep, "{\"a\":");
+  for (int i = 0; i < 100000; i++) tp_buf_append(&deep, "[", 1);
+  CHECK_INT(tp__records_scan((const char *)deep.data, deep.len, &f), TP_EPROTO, "100,000 nested arrays are refused");
+  tp_buf_fini(&deep);
+  /* Many response times: the array grows. */
+  tp_buf many;
+  tp_buf_init(&many);
+  tp_buf_append_str(&many, "{\"response_ns\":[");
+  for (int i = 0; i < 5000; i++) tp_buf_printf(&many, "%s%d", i ? "," : "", i * 3);
+  tp_buf_append_str(&many, "]}");
+  CHECK_INT(tp__records_scan((const char *)many.data, many.len, &f), 0, "5,000 response times are read");
+  CHECK(f.n_resp == 5000 && f.resp_ints && f.resp_ns[4999] == 14997, "all 5,000 kept in order");
+  tp_buf_fini(&many);
+  tp__records_fields_fini(&f);
+}
+
+/* Every line tp_records_format writes is read back to the record's own
+ * fields, and agrees with a general JSON reader. */
+static void test_scan_own_lines(void) {
+  tp_record r[NREC];
+  make_records(r, NREC, 5);
+  tp__records_fields f;
+  memset(&f, 0, sizeof(f));
+  for (size_t i = 0; i < NREC; i++) {
+    tp_records_line l = {"c4-x", 0, TP_LOAD_CONCURRENCY, 4, 0, false, NULL, TP_RECORD_MEASURED};
+    char *line = tp_records_format(&r[i], &l);
+    CHECK_INT(tp__records_scan(line, strlen(line), &f), 0, "an own line is read");
+    json_t *o = json_loads(line, JSON_ALLOW_NUL, NULL);
+    json_t *rs = json_object_get(o, "response_ns");
+    CHECK(f.has_seq && f.seq == r[i].seq && f.n_resp == r[i].n_resp && f.n_resp == json_array_size(rs),
+          "line %zu: seq and response count", i);
+    for (size_t k = 0; k < f.n_resp; k++)
+      CHECK(f.resp_ns[k] == r[i].resp_ns[k] && f.resp_ns[k] == (uint64_t)json_integer_value(json_array_get(rs, k)),
+            "line %zu: response time %zu", i, k);
+    json_t *t = json_object_get(o, "text");
+    CHECK_MEM(f.text.data, f.text.len, json_string_value(t), json_string_length(t), "text as jansson reads it");
+    json_t *rz = json_object_get(o, "reasoning");
+    CHECK(f.reasoning.len == (rz ? json_string_length(rz) : 0) &&
+              (!rz || memcmp(f.reasoning.data, json_string_value(rz), f.reasoning.len) == 0),
+          "line %zu: reasoning as jansson reads it", i);
+    if (tp_records_lossless(&r[i]))
+      CHECK_MEM(f.text.data, f.text.len, r[i].text.data, r[i].text.len, "a lossless record's text comes back");
+    json_decref(o);
+    free(line);
+  }
+  tp__records_fields_fini(&f);
+  for (size_t i = 0; i < NREC; i++) tp_record_fini(&r[i]);
+}
+
+/* The read-back's window over the file: lines read in any order, across
+ * window edges, one longer than two windows, the last without a newline. */
+static void test_read_window(const char *dir) {
+  enum { N = 3000 };
+  char path[600];
+  snprintf(path, sizeof(path), "%s/window.jsonl", dir);
+  FILE *fp = fopen(path, "w");
+  static tp_record recs[N];
+  for (size_t i = 0; i < N; i++) {
+    tp_record_init(&recs[i]);
+    recs[i].seq = i;
+    recs[i].sent_ns = 1000 + i;
+    tp_record_add_response(&recs[i], 2000 + i, true);
+    tp_record_add_response(&recs[i], 3000 + i, false);
+    recs[i].done_ns = 3000 + i;
+    size_t len = i == 1234 ? (3u << 20) : 50 + (i * 7919) % 900;
+    for (size_t k = 0; k < len; k++) tp_buf_append(&recs[i].text, &"abcdefgh"[(i + k) % 8], 1);
+    tp_records_line l = {"id", 0, TP_LOAD_CONCURRENCY, 1, 0, false, NULL, TP_RECORD_MEASURED};
+    char *line = tp_records_format(&recs[i], &l);
+    recs[i].line_off = (uint64_t)ftell(fp) + 1;
+    fputs(line, fp);
+    if (i + 1 < N) fputc('\n', fp);
+    free(line);
+  }
+  fclose(fp);
+  tp_records_reader *rd = NULL;
+  char err[700];
+  CHECK_INT(tp_records_reader_open(&rd, path, err, sizeof(err)), 0, "the reader opens");
+  size_t good = 0;
+  for (size_t j = 0; j < 2 * N; j++) {
+    /* forwards, then a stride that jumps back and forth across the file */
+    size_t i = j < N ? j : (j * 1103) % N;
+    tp_record shed = recs[i], full;
+    shed.n_resp = recs[i].n_resp;
+    int rv = tp_records_load(rd, &shed, &full, err, sizeof(err));
+    if (rv == 0 && full.n_resp == 2 && full.resp_ns[0] == 2000 + i && full.resp_ns[1] == 3000 + i &&
+        full.text.len == recs[i].text.len && memcmp(full.text.data, recs[i].text.data, full.text.len) == 0)
+      good++;
+    else
+      CHECK(0, "line %zu read back (rv %d: %s)", i, rv, err);
+  }
+  CHECK(good == 2 * N, "all %d lines read back, in order and out of it, the 3 MiB one included", 2 * N);
+  /* A line past the file's end is missing, named as such. */
+  tp_record past = recs[N - 1], full;
+  past.line_off += 1u << 24;
+  CHECK(tp_records_load(rd, &past, &full, err, sizeof(err)) == TP_EPROTO && strstr(err, "missing"),
+        "a line past the end is missing: %s", err);
+  tp_records_reader_free(rd);
+  for (size_t i = 0; i < N; i++) tp_record_fini(&recs[i]);
+}
+
 int main(void) {
   char dir[] = "/tmp/tp_records_XXXXXX";
   if (!mkdtemp(dir)) return 1;
   test_format_and_lossless();
+  test_scan_table();
+  test_scan_own_lines();
   test_mark_measured(dir);
+  test_read_window(dir);
   test_exports_identical(dir, 6);
   /* Long answers: over a MiB of export per level, so the spill path runs. */
   char big[64];

@@ -370,7 +370,52 @@ static void test_level_edge_cases(void) {
   free_recs(recs, 1);
 }
 
+static int cmp_ref(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+/* Arrays large enough for the radix sort (512 values and more) give the
+ * statistics a plain comparison sort gives: negative values, zeros of both
+ * signs, infinities, ties, one value repeated, values of one scale (whose
+ * high digits all keys share). */
+static void test_stat_large_sorts(void) {
+  static const size_t sizes[] = {511, 512, 513, 4096, 100000};
+  uint64_t x = 88172645463325252ULL;
+  for (size_t si = 0; si < sizeof(sizes) / sizeof(sizes[0]); si++) {
+    for (int kind = 0; kind < 4; kind++) {
+      size_t n = sizes[si];
+      double *v = malloc(n * sizeof(double)), *ref = malloc(n * sizeof(double));
+      for (size_t i = 0; i < n; i++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        double u = (double)(x >> 11) / 9007199254740992.0;
+        v[i] = kind == 0   ? (u - 0.5) * 1e6
+               : kind == 1 ? 20.0 + u /* one scale: ms close together */
+               : kind == 2 ? (double)(x % 5)
+                           : 7.25;
+        if (kind == 0 && i % 97 == 0) v[i] = i % 2 ? -0.0 : 0.0;
+        if (kind == 0 && i == 3) v[i] = INFINITY;
+        if (kind == 0 && i == 4) v[i] = -INFINITY;
+      }
+      memcpy(ref, v, n * sizeof(double));
+      qsort(ref, n, sizeof(double), cmp_ref);
+      tp_stat st;
+      tp_stat_compute(&st, v, n);
+      int sorted = 1;
+      for (size_t i = 0; i < n; i++)
+        if (!(v[i] == ref[i])) sorted = 0;
+      CHECK(sorted, "n=%zu kind %d: values sorted as a comparison sort sorts them", n, kind);
+      double p50 = ref[(n - 1) / 2] + (ref[(n - 1) / 2 + ((n - 1) % 2 ? 1 : 0)] - ref[(n - 1) / 2]) * 0.5 * ((n - 1) % 2);
+      CHECK(st.min == ref[0] && st.max == ref[n - 1] && (kind == 0 || fabs(st.p50 - p50) <= 1e-12 * fabs(p50)),
+            "n=%zu kind %d: min, max and median (%g %g %g)", n, kind, st.min, st.max, st.p50);
+      free(v);
+      free(ref);
+    }
+  }
+}
+
 int main(void) {
+  test_stat_large_sorts();
   test_stat_one_to_ten();
   test_stat_small();
   test_level_metrics();

@@ -2,8 +2,8 @@
  * part of a request that is the same over gRPC and HTTP (its sequence in the
  * timing model, its token timer, its fault), the log and the counters.
  *
- * tp_mock.c owns the lifecycle and the gRPC side, tp_mock_http.c the
- * HTTP/1.1 side; both run on the server's one loop thread.  Only the
+ * tp_mock.c owns the lifecycle, tp_mock_grpc*.c the gRPC side, tp_mock_http.c
+ * the HTTP/1.1 side; both run on the server's one loop thread.  Only the
  * counters in `tp_mock` marked atomic are read from other threads
  * (tp_mock_get_stats). */
 #ifndef TP_MOCK_INTERNAL_H
@@ -79,7 +79,7 @@ typedef enum tp__mock_outcome {
 
 /* ---- the server -------------------------------------------------------------- */
 
-typedef struct conn conn;   /* a gRPC (HTTP/2) connection, tp_mock.c */
+typedef struct conn conn;   /* a gRPC (HTTP/2) connection, tp_mock_grpc.h */
 typedef struct hconn hconn; /* an HTTP/1.1 connection, tp_mock_http.c */
 
 struct tp_mock {
@@ -161,6 +161,10 @@ void tp__mock_want_flush(tp_mock *m);
 
 /* ---- jobs ---------------------------------------------------------------------- */
 
+/* The timing model's admission callback: arms the admitted job's token
+ * timer and notes the batch size and the prefix cache counters. */
+void tp__mock_on_admit(tp_mock_engine *e, tp_mock_seq *s, void *user_data);
+
 /* Decides j's fault: the per-request spec when one came (given = true; a
  * spec of "none" means no fault), else the server-wide fault_kind for the
  * drawn fraction fault_rate of requests.  after_tokens comes from the
@@ -215,6 +219,11 @@ void tp__mock_log_response(tp_mock *m, tp__mock_job *j, uint32_t index, uint64_t
                            size_t len, bool final, size_t *deferred_off);
 void tp__mock_log_fill(tp_mock *m, size_t off, uint64_t t_ns);
 void tp__mock_log_error(tp_mock *m, const char *id, const char *msg, uint64_t t_ns);
+/* Logs that j's fault fired. */
+void tp__mock_log_fault(tp_mock *m, tp__mock_job *j, uint64_t t_ns);
+/* Writes the log gathered in memory: with force, all of it; else once it
+ * holds a large piece and no time is left blank. */
+void tp__mock_log_flush(tp_mock *m, bool force);
 
 /* ---- the HTTP side (tp_mock_http.c) --------------------------------------------- */
 

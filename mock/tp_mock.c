@@ -67,8 +67,9 @@ static void on_check(uv_check_t *h) {
 uint64_t tp__mock_read_stamp(tp_mock *m, uv_tcp_t *tcp, size_t *read_len) {
   uv_os_fd_t fd;
   *read_len = sizeof(m->readbuf);
-  return uv_fileno((uv_handle_t *)tcp, &fd) == 0 ? tp_stamp_fd_group(&m->loop, fd, sizeof(m->readbuf), read_len)
-                                                 : tp_stamp_now(&m->loop);
+  return uv_fileno((uv_handle_t *)tcp, &fd) == 0
+             ? tp_stamp_fd_group(&m->loop, fd, sizeof(m->readbuf), read_len)
+             : tp_stamp_now(&m->loop);
 }
 
 bool tp__mock_accept(tp_mock *m, uv_stream_t *server, uv_tcp_t *tcp, uv_close_cb on_closed) {
@@ -267,7 +268,8 @@ static int mock_setup(tp_mock **out, const tp_mock_config *cfg, char *err, size_
     return TP_EINVAL;
   }
   if (m->http_port < -1 || m->http_port > 65535) {
-    tp_seterr(err, errlen, "tokperf mock: invalid HTTP port %d (use 0..65535, 0 = any free port, -1 = no HTTP)",
+    tp_seterr(err, errlen,
+              "tokperf mock: invalid HTTP port %d (use 0..65535, 0 = any free port, -1 = no HTTP)",
               cfg->http_port);
     mock_free(m);
     return TP_EINVAL;
@@ -461,8 +463,10 @@ int tp_mock_run(const tp_mock_config *cfg, char *err, size_t errlen) {
     host_port(hp, sizeof(hp), m->host, m->port);
     if (m->http_on) {
       host_port(hh, sizeof(hh), m->host, m->http_port);
-      fprintf(stderr, "tokperf mock: listening on %s (gRPC) and %s (HTTP, %s dialect) (models: ensemble, vllm_model)\n",
-              hp, hh, m->cfg.http_dialect ? m->cfg.http_dialect : "vllm");
+      fprintf(
+          stderr,
+          "tokperf mock: listening on %s (gRPC) and %s (HTTP, %s dialect) (models: ensemble, vllm_model)\n",
+          hp, hh, m->cfg.http_dialect ? m->cfg.http_dialect : "vllm");
     } else {
       fprintf(stderr, "tokperf mock: listening on %s (models: ensemble, vllm_model)\n", hp);
     }
@@ -474,4 +478,3 @@ int tp_mock_run(const tp_mock_config *cfg, char *err, size_t errlen) {
   mock_free(m);
   return 0;
 }
-

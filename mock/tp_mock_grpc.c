@@ -352,7 +352,8 @@ static void on_idle_close(tp_timer *t, uint64_t now_ns) {
 
 static void conn_arm_idle(conn *c) {
   tp_mock *m = c->m;
-  if (!m->cfg.idle_close_ms || c->streams || c->goaway_sent || c->closing || c->lingering || !m->timers) return;
+  if (!m->cfg.idle_close_ms || c->streams || c->goaway_sent || c->closing || c->lingering || !m->timers)
+    return;
   tp_timer_start(m->timers, &c->idle_timer, tp_now_ns() + m->cfg.idle_close_ms * TP_NS_PER_MS);
 }
 
@@ -548,7 +549,6 @@ void tp__mock_grpc_on_connection(uv_stream_t *server, int status) {
   conn_arm_idle(c);
   tp__mock_conn_dirty(c);
 }
-
 
 int tp__mock_grpc_callbacks_new(void **out) {
   nghttp2_session_callbacks *cbs;

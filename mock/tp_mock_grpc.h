@@ -30,7 +30,6 @@ typedef enum method {
   M_MODEL_STATISTICS,
 } method;
 
-
 typedef struct mstream mstream;
 typedef struct mreq mreq;
 
@@ -39,14 +38,14 @@ struct mreq {
   tp__mock_job job; /* first member: the job is the request */
   mstream *st;
   mreq *prev, *next; /* in st->reqs */
-  char *version;    /* as requested, echoed in an empty final response */
-  bool stalled;     /* a stall or oversize fault fired: silent until the client leaves */
-  bool unary;       /* answered as a ModelInferResponse */
-  bool streaming;   /* delta text per token, else one response at the end */
-  bool empty_final; /* ensemble + triton_enable_empty_final_response */
-  bool num_tokens;  /* vLLM return_num_output_tokens */
-  tp_buf text;      /* whole text for non-streaming answers */
-  uint32_t index;   /* responses queued so far */
+  char *version;     /* as requested, echoed in an empty final response */
+  bool stalled;      /* a stall or oversize fault fired: silent until the client leaves */
+  bool unary;        /* answered as a ModelInferResponse */
+  bool streaming;    /* delta text per token, else one response at the end */
+  bool empty_final;  /* ensemble + triton_enable_empty_final_response */
+  bool num_tokens;   /* vLLM return_num_output_tokens */
+  tp_buf text;       /* whole text for non-streaming answers */
+  uint32_t index;    /* responses queued so far */
 };
 
 struct mstream {
@@ -67,7 +66,7 @@ struct mstream {
   bool trickle;          /* trickle fault: one byte per TRICKLE_NS */
   bool trickle_ready;    /* the next byte may go */
   tp_timer trickle_timer;
-  uint64_t zeros_left;   /* oversize fault: body bytes still to make up, after `out` */
+  uint64_t zeros_left; /* oversize fault: body bytes still to make up, after `out` */
   int status;
   char *message;
   tp_grpc_reader reader;
@@ -92,7 +91,7 @@ struct conn {
   bool goaway_sent;
   int32_t goaway_last; /* the last_stream_id announced, once goaway_sent */
   int32_t last_id;     /* the highest stream taken for processing */
-  uint32_t n_streams; /* inference streams begun (goaway_after_streams) */
+  uint32_t n_streams;  /* inference streams begun (goaway_after_streams) */
   /* idle_close_ms: armed while no stream is in progress. */
   tp_timer idle_timer;
   /* The session is over: our side is shut down and reads are discarded
@@ -111,7 +110,6 @@ typedef struct blank_time {
   size_t off;         /* where in the log */
   uint64_t queued_ns; /* used instead if the bytes never leave */
 } blank_time;
-
 
 /* ---- connections (tp_mock_grpc.c) ------------------------------------------ */
 

@@ -107,7 +107,8 @@ static void fire_fault(mreq *r, uint64_t now_ns) {
     case TP_MOCK_FAULT_MALFORMED: {
       /* A framed message whose protobuf is cut short: infer_response (field
        * 2) announces 127 bytes and six follow. */
-      static const uint8_t garbage[] = {0x00, 0x00, 0x00, 0x00, 0x08, 0x12, 0x7f, 0x0a, 0x02, 'h', 'i', 0xff, 0xff};
+      static const uint8_t garbage[] = {0x00, 0x00, 0x00, 0x00, 0x08, 0x12, 0x7f,
+                                        0x0a, 0x02, 'h',  'i',  0xff, 0xff};
       tp__mock_job_end(m, &r->job, TP__MOCK_FAILED, now_ns);
       if (tp__mock_stream_queue_raw(st, garbage, sizeof(garbage)) != 0) {
         tp__mock_stream_finish(st, TP_GRPC_INTERNAL, "cannot queue the response");
@@ -177,7 +178,8 @@ static void on_token(tp_timer *t, uint64_t now_ns) {
   if (r->streaming && j->model->echo) {
     /* The prompt and all the text so far, every time. */
     rv = tp_buf_append(&r->text, text, text_len);
-    if (!rv) rv = tp__mock_queue_response(r, (const char *)r->text.data, r->text.len, true, tok.last, tok.index + 1);
+    if (!rv)
+      rv = tp__mock_queue_response(r, (const char *)r->text.data, r->text.len, true, tok.last, tok.index + 1);
   } else if (r->streaming) {
     /* The ensemble with empty final responses enabled sends the flag
      * separately, the way Triton's ensemble scheduler often does. */
@@ -270,4 +272,3 @@ void tp__mock_start_infer(mstream *st, const uint8_t *data, size_t len, bool una
   inference__model_infer_request__free_unpacked(q, NULL);
   if (rv) tp__mock_stream_finish(st, TP_GRPC_RESOURCE_EXHAUSTED, "out of memory");
 }
-

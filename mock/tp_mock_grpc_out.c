@@ -26,7 +26,7 @@
 
 #define WRITE_CHUNK_BYTES (256u << 10)    /* one uv_write gathers up to this */
 #define WRITE_HIGH_WATER_BYTES (4u << 20) /* stop pulling from nghttp2 above */
-#define TRICKLE_NS (1000000ull) /* trickle fault: one byte per ms */
+#define TRICKLE_NS (1000000ull)           /* trickle fault: one byte per ms */
 /* A connection the mock closes (GOAWAY, then its half-close) waits this
  * long for the client to close its side before it is dropped. */
 #define LINGER_NS (2000ull * 1000000ull)
@@ -236,7 +236,8 @@ static ssize_t on_data_read(nghttp2_session *h2, int32_t sid, uint8_t *buf, size
     /* One byte per DATA frame, TRICKLE_NS apart. */
     if (!st->trickle_ready) {
       tp_mock *m = st->c->m;
-      if (!tp_timer_active(&st->trickle_timer)) tp_timer_start(m->timers, &st->trickle_timer, tp_now_ns() + TRICKLE_NS);
+      if (!tp_timer_active(&st->trickle_timer))
+        tp_timer_start(m->timers, &st->trickle_timer, tp_now_ns() + TRICKLE_NS);
       st->deferred = true;
       return NGHTTP2_ERR_DEFERRED;
     }
@@ -397,7 +398,7 @@ static int bytes_element(tp_mock *m, const char *text, size_t len, ProtobufCBina
  * decides to send, which is what the client's arrival times are compared
  * with. */
 int tp__mock_queue_response(mreq *r, const char *text, size_t len, bool with_outputs, bool final,
-                          uint32_t n_tokens) {
+                            uint32_t n_tokens) {
   mstream *st = r->st;
   tp_mock *m = st->c->m;
   Inference__InferParameter fp = INFERENCE__INFER_PARAMETER__INIT;
@@ -503,4 +504,3 @@ int tp__mock_queue_backend_error(mreq *r, const char *msg) {
   if (!rv) tp__mock_log_error(r->st->c->m, r->job.id, msg, tp_now_ns());
   return rv;
 }
-

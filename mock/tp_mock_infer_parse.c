@@ -17,7 +17,6 @@ static uint32_t get_le32(const uint8_t *p) {
   return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
-
 typedef struct tensor_ref {
   const Inference__ModelInferRequest__InferInputTensor *in;
   const ProtobufCBinaryData *raw; /* NULL when the data is typed */
@@ -247,9 +246,12 @@ int tp__mock_parse_infer(const Inference__ModelInferRequest *q, infer_args *a, c
     const char *nm = in->name;
     int64_t v;
     /* The tutorial's model spells the same inputs in upper case. */
-    if (!strcmp(nm, "PROMPT")) nm = "text_input";
-    else if (!strcmp(nm, "STREAM")) nm = "stream";
-    else if (!strcmp(nm, "SAMPLING_PARAMETERS")) nm = "sampling_parameters";
+    if (!strcmp(nm, "PROMPT"))
+      nm = "text_input";
+    else if (!strcmp(nm, "STREAM"))
+      nm = "stream";
+    else if (!strcmp(nm, "SAMPLING_PARAMETERS"))
+      nm = "sampling_parameters";
     if (!strcmp(nm, "text_input")) {
       rv = tensor_bytes(&t, &a->prompt, &a->prompt_len, err, errlen);
       a->have_prompt = rv == 0;
@@ -280,8 +282,8 @@ int tp__mock_parse_infer(const Inference__ModelInferRequest *q, infer_args *a, c
   }
   if (rv) return rv;
   if (!a->have_prompt) {
-    tp_seterr(err, errlen, "[request id: %s] input '%s' is required for model '%s'", q->id, md->inputs[0].name,
-              md->name);
+    tp_seterr(err, errlen, "[request id: %s] input '%s' is required for model '%s'", q->id,
+              md->inputs[0].name, md->name);
     return TP_EINVAL;
   }
   if (md->ensemble && !a->have_max_tokens) {
@@ -309,7 +311,8 @@ int tp__mock_parse_infer(const Inference__ModelInferRequest *q, infer_args *a, c
     } else if (!strcmp(k, "tokperf_fault_after")) {
       int64_t v;
       if (!param_int(p, &v) || v < 0) {
-        tp_seterr(err, errlen, "[request id: %s] parameter 'tokperf_fault_after' must be a count >= 0", q->id);
+        tp_seterr(err, errlen, "[request id: %s] parameter 'tokperf_fault_after' must be a count >= 0",
+                  q->id);
         return TP_EINVAL;
       }
       a->fault_after = v;
@@ -334,4 +337,3 @@ int tp__mock_parse_infer(const Inference__ModelInferRequest *q, infer_args *a, c
   a->sp.prompt_tokens = tp_mock_count_words((const char *)a->prompt, a->prompt_len);
   return 0;
 }
-

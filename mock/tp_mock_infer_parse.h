@@ -22,7 +22,7 @@ typedef struct infer_args {
   bool num_tokens;
   bool empty_final;
   bool have_max_tokens;
-  bool have_fault;    /* the request asked for a fault (tokperf_fault) */
+  bool have_fault; /* the request asked for a fault (tokperf_fault) */
   tp_mock_fault fault;
   int64_t fault_after; /* tokperf_fault_after, -1 = not given */
   tp_mock_seq_params sp;

@@ -30,9 +30,11 @@ void tp__mock_job_choose_fault(tp_mock *m, tp__mock_job *j, const tp_mock_fault 
   if (given) {
     tp_mock_fault_pick(given, m->cfg.seed, number, &j->fault);
     j->fault.after_tokens = after > 0 ? (uint32_t)TP_MIN(after, (int64_t)UINT32_MAX) : 0;
-  } else if (m->fault.kind != TP_MOCK_FAULT_NONE && tp_mock_fault_draw(m->cfg.seed, number, m->cfg.fault_rate)) {
+  } else if (m->fault.kind != TP_MOCK_FAULT_NONE &&
+             tp_mock_fault_draw(m->cfg.seed, number, m->cfg.fault_rate)) {
     tp_mock_fault_pick(&m->fault, m->cfg.seed, number, &j->fault);
-    j->fault.after_tokens = after >= 0 ? (uint32_t)TP_MIN(after, (int64_t)UINT32_MAX) : m->cfg.fault_after_tokens;
+    j->fault.after_tokens =
+        after >= 0 ? (uint32_t)TP_MIN(after, (int64_t)UINT32_MAX) : m->cfg.fault_after_tokens;
   }
 }
 
@@ -76,11 +78,12 @@ bool tp__mock_job_fault_due(const tp__mock_job *j) {
          j->tokens_sent == j->fault.after_tokens;
 }
 
-bool tp__mock_job_token_text(tp_mock *m, tp__mock_job *j, const tp_mock_token *tok, char *bad, const char **text,
-                             size_t *len, uint64_t now_ns) {
+bool tp__mock_job_token_text(tp_mock *m, tp__mock_job *j, const tp_mock_token *tok, char *bad,
+                             const char **text, size_t *len, uint64_t now_ns) {
   *text = tok->text;
   *len = tok->text_len;
-  if (j->fault.kind == TP_MOCK_FAULT_NONE || j->fault_fired || j->tokens_sent != j->fault.after_tokens) return false;
+  if (j->fault.kind == TP_MOCK_FAULT_NONE || j->fault_fired || j->tokens_sent != j->fault.after_tokens)
+    return false;
   if (j->fault.kind == TP_MOCK_FAULT_INVALID_UTF8) {
     /* 0xff and 0xfe never occur in UTF-8. */
     bad[0] = (char)0xff;

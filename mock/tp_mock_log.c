@@ -92,7 +92,7 @@ void tp__mock_log_fault(tp_mock *m, tp__mock_job *j, uint64_t t_ns) {
   tp_buf_append_str(b, "{\"ev\":\"fault\",\"id\":");
   tp_mock_json_str(b, j->id, strlen(j->id));
   tp_buf_printf(b, ",\"n\":%llu,\"t_ns\":%llu,\"kind\":\"%s\",\"after\":%u}\n",
-                (unsigned long long)j->seq.number, (unsigned long long)t_ns, tp_mock_fault_name(j->fault.kind),
-                j->fault.after_tokens);
+                (unsigned long long)j->seq.number, (unsigned long long)t_ns,
+                tp_mock_fault_name(j->fault.kind), j->fault.after_tokens);
   tp__mock_log_flush(m, false);
 }

@@ -232,6 +232,48 @@ static void on_listen_timer(uv_timer_t *t) {
   if (start_listening(m, err, sizeof(err)) != 0 && !m->cfg.quiet) fprintf(stderr, "%s\n", err);
 }
 
+/* Checks what the configuration holds beyond the timing model: the
+ * fault, its rate, the HTTP port and settings.  Returns 0 or TP_EINVAL
+ * with a message. */
+static int check_config(tp_mock *m, char *err, size_t errlen) {
+  const tp_mock_config *cfg = &m->cfg;
+  if (m->fault_spec) {
+    char ferr[400];
+    if (tp_mock_fault_parse(m->fault_spec, strlen(m->fault_spec), &m->fault, ferr, sizeof(ferr)) != 0) {
+      tp_seterr(err, errlen, "tokperf mock: fault_kind '%s': %s", m->fault_spec, ferr);
+      return TP_EINVAL;
+    }
+  }
+  if (!(cfg->fault_rate >= 0 && cfg->fault_rate <= 1)) {
+    tp_seterr(err, errlen, "tokperf mock: fault_rate %g is outside 0..1", cfg->fault_rate);
+    return TP_EINVAL;
+  }
+  if (m->http_port < -1 || m->http_port > 65535) {
+    tp_seterr(err, errlen,
+              "tokperf mock: invalid HTTP port %d (use 0..65535, 0 = any free port, -1 = no HTTP)",
+              cfg->http_port);
+    return TP_EINVAL;
+  }
+  return tp__mock_http_check_config(m, err, errlen);
+}
+
+/* The loop's own handles: the check that flushes output, the idle that
+ * keeps a flush from waiting, the stop signal, the late-listening timer
+ * and the gRPC listener. */
+static void init_handles(tp_mock *m) {
+  uv_check_init(&m->loop, &m->check);
+  m->check.data = m;
+  uv_check_start(&m->check, on_check);
+  uv_idle_init(&m->loop, &m->idle);
+  m->idle.data = m;
+  uv_async_init(&m->loop, &m->stop_async, on_stop_async);
+  m->stop_async.data = m;
+  uv_timer_init(&m->loop, &m->listen_timer);
+  m->listen_timer.data = m;
+  uv_tcp_init(&m->loop, &m->listener);
+  m->listener.data = m;
+}
+
 /* Builds everything up to a listening socket.  On failure the loop is
  * closed again and m freed. */
 static int mock_setup(tp_mock **out, const tp_mock_config *cfg, char *err, size_t errlen) {
@@ -254,27 +296,7 @@ static int mock_setup(tp_mock **out, const tp_mock_config *cfg, char *err, size_
     mock_free(m);
     return TP_ENOMEM;
   }
-  if (m->fault_spec) {
-    char ferr[400];
-    if (tp_mock_fault_parse(m->fault_spec, strlen(m->fault_spec), &m->fault, ferr, sizeof(ferr)) != 0) {
-      tp_seterr(err, errlen, "tokperf mock: fault_kind '%s': %s", m->fault_spec, ferr);
-      mock_free(m);
-      return TP_EINVAL;
-    }
-  }
-  if (!(cfg->fault_rate >= 0 && cfg->fault_rate <= 1)) {
-    tp_seterr(err, errlen, "tokperf mock: fault_rate %g is outside 0..1", cfg->fault_rate);
-    mock_free(m);
-    return TP_EINVAL;
-  }
-  if (m->http_port < -1 || m->http_port > 65535) {
-    tp_seterr(err, errlen,
-              "tokperf mock: invalid HTTP port %d (use 0..65535, 0 = any free port, -1 = no HTTP)",
-              cfg->http_port);
-    mock_free(m);
-    return TP_EINVAL;
-  }
-  int rv = tp__mock_http_check_config(m, err, errlen);
+  int rv = check_config(m, err, errlen);
   if (rv) {
     mock_free(m);
     return rv;
@@ -311,17 +333,7 @@ static int mock_setup(tp_mock **out, const tp_mock_config *cfg, char *err, size_
     mock_free(m);
     return rv;
   }
-  uv_check_init(&m->loop, &m->check);
-  m->check.data = m;
-  uv_check_start(&m->check, on_check);
-  uv_idle_init(&m->loop, &m->idle);
-  m->idle.data = m;
-  uv_async_init(&m->loop, &m->stop_async, on_stop_async);
-  m->stop_async.data = m;
-  uv_timer_init(&m->loop, &m->listen_timer);
-  m->listen_timer.data = m;
-  uv_tcp_init(&m->loop, &m->listener);
-  m->listener.data = m;
+  init_handles(m);
   rv = bind_all(m, err, errlen);
   if (!rv) {
     if (m->cfg.refuse_connections_ms > 0)

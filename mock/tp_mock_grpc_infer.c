@@ -59,6 +59,54 @@ static void req_done(mreq *r, tp__mock_outcome how) {
     tp__mock_stream_maybe_done(st);
 }
 
+/* The malformed fault: a framed message whose protobuf is cut short:
+ * infer_response (field 2) announces 127 bytes and six follow. */
+static void fire_malformed(mreq *r, uint64_t now_ns) {
+  static const uint8_t garbage[] = {0x00, 0x00, 0x00, 0x00, 0x08, 0x12, 0x7f,
+                                    0x0a, 0x02, 'h',  'i',  0xff, 0xff};
+  mstream *st = r->st;
+  tp_mock *m = st->c->m;
+  tp__mock_job_end(m, &r->job, TP__MOCK_FAILED, now_ns);
+  if (tp__mock_stream_queue_raw(st, garbage, sizeof(garbage)) != 0) {
+    tp__mock_stream_finish(st, TP_GRPC_INTERNAL, "cannot queue the response");
+    return;
+  }
+  tp__mock_count(&m->n_responses, 1);
+  req_done(r, TP__MOCK_FAILED);
+}
+
+/* The oversize fault: a message of size_bytes (zeros, which are not
+ * protobuf either): a client with a smaller limit refuses it, from its
+ * prefix or once it is in.  The request then goes silent; the stream is of
+ * no more use, since its framing now holds the whole body. */
+static void fire_oversize(mreq *r, const tp_mock_fault *f, uint64_t now_ns) {
+  mstream *st = r->st;
+  uint8_t prefix[TP_GRPC_PREFIX_BYTES];
+  tp_grpc_put_prefix(prefix, f->size_bytes);
+  if (tp__mock_stream_queue_raw(st, prefix, sizeof(prefix)) != 0) {
+    tp__mock_stream_finish(st, TP_GRPC_INTERNAL, "cannot queue the response");
+    return;
+  }
+  st->zeros_left = f->size_bytes;
+  tp__mock_count(&st->c->m->n_responses, 1);
+  req_stall(r, now_ns);
+}
+
+/* The goaway fault.  A request that got nothing yet is declared
+ * unprocessed (its stream id above last-stream-id: the client may retry it
+ * elsewhere). */
+static void fire_goaway(mreq *r, const tp_mock_fault *f, uint64_t now_ns) {
+  mstream *st = r->st;
+  conn *c = st->c;
+  int32_t last = r->job.responses ? st->id : TP_MAX(st->id - 2, 0);
+  tp__mock_job_end(c->m, &r->job, TP__MOCK_FAILED, now_ns);
+  st->finished = true;
+  c->goaway_sent = true;
+  c->goaway_last = last;
+  nghttp2_session_terminate_session2(c->h2, last, (uint32_t)f->code);
+  tp__mock_conn_dirty(c);
+}
+
 /* Carries out r's fault, which is due now (in place of token number
  * after_tokens).  May free r, its stream and its connection. */
 static void fire_fault(mreq *r, uint64_t now_ns) {
@@ -104,53 +152,14 @@ static void fire_fault(mreq *r, uint64_t now_ns) {
       req_done(r, TP__MOCK_FAILED);
       return;
     case TP_MOCK_FAULT_STALL: req_stall(r, now_ns); return;
-    case TP_MOCK_FAULT_MALFORMED: {
-      /* A framed message whose protobuf is cut short: infer_response (field
-       * 2) announces 127 bytes and six follow. */
-      static const uint8_t garbage[] = {0x00, 0x00, 0x00, 0x00, 0x08, 0x12, 0x7f,
-                                        0x0a, 0x02, 'h',  'i',  0xff, 0xff};
-      tp__mock_job_end(m, &r->job, TP__MOCK_FAILED, now_ns);
-      if (tp__mock_stream_queue_raw(st, garbage, sizeof(garbage)) != 0) {
-        tp__mock_stream_finish(st, TP_GRPC_INTERNAL, "cannot queue the response");
-        return;
-      }
-      tp__mock_count(&m->n_responses, 1);
-      req_done(r, TP__MOCK_FAILED);
-      return;
-    }
-    case TP_MOCK_FAULT_OVERSIZE: {
-      /* A message of size_bytes (zeros, which are not protobuf either):
-       * a client with a smaller limit refuses it, from its prefix or once
-       * it is in.  The request then goes silent; the stream is of no more
-       * use, since its framing now holds the whole body. */
-      uint8_t prefix[TP_GRPC_PREFIX_BYTES];
-      tp_grpc_put_prefix(prefix, f->size_bytes);
-      if (tp__mock_stream_queue_raw(st, prefix, sizeof(prefix)) != 0) {
-        tp__mock_stream_finish(st, TP_GRPC_INTERNAL, "cannot queue the response");
-        return;
-      }
-      st->zeros_left = f->size_bytes;
-      tp__mock_count(&m->n_responses, 1);
-      req_stall(r, now_ns);
-      return;
-    }
+    case TP_MOCK_FAULT_MALFORMED: fire_malformed(r, now_ns); return;
+    case TP_MOCK_FAULT_OVERSIZE: fire_oversize(r, f, now_ns); return;
     case TP_MOCK_FAULT_CLOSE_CONN:
       tp__mock_job_end(m, &r->job, TP__MOCK_FAILED, now_ns);
       /* What is queued but not written yet is lost, as with a crash. */
       tp__mock_conn_close(c);
       return;
-    case TP_MOCK_FAULT_GOAWAY: {
-      /* A request that got nothing yet is declared unprocessed (its stream
-       * id above last-stream-id: the client may retry it elsewhere). */
-      int32_t last = r->job.responses ? st->id : TP_MAX(st->id - 2, 0);
-      tp__mock_job_end(m, &r->job, TP__MOCK_FAILED, now_ns);
-      st->finished = true;
-      c->goaway_sent = true;
-      c->goaway_last = last;
-      nghttp2_session_terminate_session2(c->h2, last, (uint32_t)f->code);
-      tp__mock_conn_dirty(c);
-      return;
-    }
+    case TP_MOCK_FAULT_GOAWAY: fire_goaway(r, f, now_ns); return;
     default: return;
   }
 }
@@ -160,20 +169,21 @@ static void on_token(tp_timer *t, uint64_t now_ns) {
   mstream *st = r->st;
   tp_mock *m = st->c->m;
   tp__mock_job *j = &r->job;
-  if (tp__mock_job_fault_due(j)) {
+  tp_mock_token tok;
+  char bad[sizeof(tok.text) + 2];
+  const char *text;
+  size_t text_len;
+  bool trickle = false;
+  tp__mock_tick k = tp__mock_job_tick(m, j, now_ns, &tok, bad, &text, &text_len, &trickle);
+  if (k == TP__MOCK_TICK_FAULT) {
     fire_fault(r, now_ns);
     return;
   }
-  tp_mock_token tok;
-  if (tp_mock_engine_next(m->engine, &j->seq, now_ns, &tok) != 0) return;
-  const char *text;
-  size_t text_len;
-  char bad[sizeof(tok.text) + 2];
-  if (tp__mock_job_token_text(m, j, &tok, bad, &text, &text_len, now_ns)) {
+  if (k == TP__MOCK_TICK_NONE) return;
+  if (trickle) {
     st->trickle = true;
     st->trickle_ready = true;
   }
-  j->tokens_sent++;
   int rv = 0;
   if (r->streaming && j->model->echo) {
     /* The prompt and all the text so far, every time. */

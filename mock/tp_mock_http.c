@@ -205,6 +205,70 @@ static int stats_index(const char *name) {
   return -1;
 }
 
+/* /v2/models/{m}[/versions/{v}][/{action}] (p and plen after "/v2/models/").
+ * Returns false when no such endpoint is served here. */
+static bool dispatch_model(hconn *c, const tp_mock_http_req *h, const char *p, size_t plen,
+                           const uint8_t *body, size_t body_len, bool get, bool post) {
+  model_path mp;
+  char err[300];
+  if (!parse_model_path(p, plen, &mp)) {
+    tp__mock_http_triton_error(c, 404, "Not Found");
+    return true;
+  }
+  if (strcmp(mp.action, "stats") == 0) {
+    int i = stats_index(mp.model);
+    if (i < 0 || (mp.has_version && strcmp(mp.version, "1") != 0)) {
+      snprintf(err, sizeof(err), "requested model '%s' is not available", mp.model);
+      tp__mock_http_triton_error(c, 400, err);
+      return true;
+    }
+    respond_stats(c, i);
+    return true;
+  }
+  const tp__mock_model *md = tp__mock_find_model(mp.model);
+  bool bad_version = md && mp.has_version && strcmp(mp.version, "1") != 0;
+  if (!md || bad_version) {
+    if (bad_version)
+      snprintf(err, sizeof(err), "Request for unknown model: '%s' version %s is not found", mp.model,
+               mp.version);
+    else
+      snprintf(err, sizeof(err), "Request for unknown model: '%s' is not found", mp.model);
+    /* Triton answers a readiness probe of an unknown model with 400. */
+    tp__mock_http_triton_error(c, strcmp(mp.action, "ready") == 0 ? 400 : 404, err);
+    return true;
+  }
+  if (mp.action[0] == 0 || strcmp(mp.action, "ready") == 0) {
+    if (!get) {
+      tp__mock_http_triton_error(c, 405, "Method Not Allowed");
+      return true;
+    }
+    if (mp.action[0])
+      tp__mock_http_respond(c, 200, "text/plain", "", 0);
+    else
+      respond_model_metadata(c, md);
+    return true;
+  }
+  if (strcmp(mp.action, "generate") == 0 || strcmp(mp.action, "generate_stream") == 0) {
+    if (!post) {
+      tp__mock_http_triton_error(c, 405, "Method Not Allowed");
+      return true;
+    }
+    tp__mock_http_start_generate(c, h, md, body, body_len, mp.action[8] == '_');
+    return true;
+  }
+  return false;
+}
+
+static void respond_server_metadata(hconn *c) {
+  tp_buf b;
+  tp_buf_init(&b);
+  tp_buf_append_str(&b, "{\"name\":\"tokperf-mock\",\"version\":\"" TP_VERSION
+                        "\",\"extensions\":[\"parameters\",\"binary_tensor_data\",\"statistics\","
+                        "\"generate\"]}");
+  tp__mock_http_respond_buf(c, 200, "application/json", &b);
+  tp_buf_fini(&b);
+}
+
 /* Answers one request whose head and body are complete. */
 static void dispatch(hconn *c, const tp_mock_http_req *h, const uint8_t *body, size_t body_len) {
   tp_mock *m = c->m;
@@ -250,68 +314,16 @@ static void dispatch(hconn *c, const tp_mock_http_req *h, const uint8_t *body, s
     return;
   }
   if (seg_eq(p, plen, "/v2")) {
-    tp_buf b;
-    tp_buf_init(&b);
-    tp_buf_append_str(&b, "{\"name\":\"tokperf-mock\",\"version\":\"" TP_VERSION
-                          "\",\"extensions\":[\"parameters\",\"binary_tensor_data\",\"statistics\","
-                          "\"generate\"]}");
-    tp__mock_http_respond_buf(c, 200, "application/json", &b);
-    tp_buf_fini(&b);
+    respond_server_metadata(c);
     return;
   }
   if (seg_eq(p, plen, "/v2/models/stats")) {
     respond_stats(c, TP_MOCK_SM_COUNT);
     return;
   }
-  if (plen > 11 && memcmp(p, "/v2/models/", 11) == 0) {
-    model_path mp;
-    char err[300];
-    if (!parse_model_path(p + 11, plen - 11, &mp)) {
-      tp__mock_http_triton_error(c, 404, "Not Found");
-      return;
-    }
-    if (strcmp(mp.action, "stats") == 0) {
-      int i = stats_index(mp.model);
-      if (i < 0 || (mp.has_version && strcmp(mp.version, "1") != 0)) {
-        snprintf(err, sizeof(err), "requested model '%s' is not available", mp.model);
-        tp__mock_http_triton_error(c, 400, err);
-        return;
-      }
-      respond_stats(c, i);
-      return;
-    }
-    const tp__mock_model *md = tp__mock_find_model(mp.model);
-    bool bad_version = md && mp.has_version && strcmp(mp.version, "1") != 0;
-    if (!md || bad_version) {
-      if (bad_version)
-        snprintf(err, sizeof(err), "Request for unknown model: '%s' version %s is not found", mp.model,
-                 mp.version);
-      else
-        snprintf(err, sizeof(err), "Request for unknown model: '%s' is not found", mp.model);
-      /* Triton answers a readiness probe of an unknown model with 400. */
-      tp__mock_http_triton_error(c, strcmp(mp.action, "ready") == 0 ? 400 : 404, err);
-      return;
-    }
-    if (mp.action[0] == 0 || strcmp(mp.action, "ready") == 0) {
-      if (!get) {
-        tp__mock_http_triton_error(c, 405, "Method Not Allowed");
-        return;
-      }
-      if (mp.action[0])
-        tp__mock_http_respond(c, 200, "text/plain", "", 0);
-      else
-        respond_model_metadata(c, md);
-      return;
-    }
-    if (strcmp(mp.action, "generate") == 0 || strcmp(mp.action, "generate_stream") == 0) {
-      if (!post) {
-        tp__mock_http_triton_error(c, 405, "Method Not Allowed");
-        return;
-      }
-      tp__mock_http_start_generate(c, h, md, body, body_len, mp.action[8] == '_');
-      return;
-    }
-  }
+  if (plen > 11 && memcmp(p, "/v2/models/", 11) == 0 &&
+      dispatch_model(c, h, p + 11, plen - 11, body, body_len, get, post))
+    return;
   if (plen >= 4 && memcmp(p, "/v1/", 4) == 0)
     tp__mock_http_oai_error(c, d, 404, "Not Found");
   else

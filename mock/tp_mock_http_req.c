@@ -92,6 +92,55 @@ static void hreq_stall(hreq *r, uint64_t now_ns) {
   if (r->job.submitted) tp_mock_engine_cancel(m->engine, &r->job.seq, now_ns);
 }
 
+/* The malformed fault: an event whose data is not JSON, or a body cut
+ * short. */
+static void http_fire_malformed(hreq *r, uint64_t now_ns) {
+  hconn *c = r->c;
+  tp_mock *m = c->m;
+  tp__mock_job_end(m, &r->job, TP__MOCK_FAILED, now_ns);
+  if (r->stream) {
+    /* An event whose data is not JSON, then the stream ends as usual. */
+    static const char garbage[] = "data: {\"choices\": [{\"text\": \"\\ud8\n\n";
+    tp__mock_http_stream_data(r, garbage, sizeof(garbage) - 1);
+    if (is_openai(r) && r->w.dialect != TP_MOCK_DIALECT_TGI) {
+      static const char done[] = "data: [DONE]\n\n";
+      tp__mock_http_stream_data(r, done, sizeof(done) - 1);
+    }
+    tp__mock_http_stream_end(r);
+  } else {
+    static const char garbage[] = "{\"id\":\"cmpl-broken\",\"choices\":[{\"text\":";
+    tp__mock_http_respond(c, 200, "application/json", garbage, sizeof(garbage) - 1);
+  }
+  tp__mock_count(&m->n_responses, 1);
+  hreq_done(r, TP__MOCK_FAILED);
+}
+
+/* The oversize fault: a chunk (or body) that declares size_bytes and
+ * carries them, then nothing more. */
+static void http_fire_oversize(hreq *r, const tp_mock_fault *f, uint64_t now_ns) {
+  hconn *c = r->c;
+  tp_mock *m = c->m;
+  if (r->stream && !c->http10) {
+    tp__mock_http_stream_head(r);
+    tp_buf_printf(&c->out, "%x\r\ndata: ", (unsigned)f->size_bytes);
+    c->fill_left = f->size_bytes > 6 ? f->size_bytes - 6 : 0;
+  } else if (r->stream) {
+    tp__mock_http_stream_head(r);
+    tp_buf_append_str(&c->out, "data: ");
+    c->fill_left = f->size_bytes > 6 ? f->size_bytes - 6 : 0;
+  } else {
+    tp_buf_printf(&c->out,
+                  "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %u\r\n"
+                  "Connection: keep-alive\r\n\r\n{\"text\":\"",
+                  f->size_bytes);
+    r->head_sent = true;
+    c->fill_left = f->size_bytes > 9 ? f->size_bytes - 9 : 0;
+  }
+  tp__mock_count(&m->n_responses, 1);
+  hreq_stall(r, now_ns);
+  tp__mock_hconn_dirty(c);
+}
+
 /* Carries out r's fault, due now.  May free r and close its connection. */
 static void http_fire(hreq *r, uint64_t now_ns) {
   hconn *c = r->c;
@@ -121,48 +170,8 @@ static void http_fire(hreq *r, uint64_t now_ns) {
       if (r->stream) tp__mock_http_stream_head(r);
       hreq_stall(r, now_ns);
       return;
-    case TP_MOCK_FAULT_MALFORMED: {
-      tp__mock_job_end(m, &r->job, TP__MOCK_FAILED, now_ns);
-      if (r->stream) {
-        /* An event whose data is not JSON, then the stream ends as usual. */
-        static const char garbage[] = "data: {\"choices\": [{\"text\": \"\\ud8\n\n";
-        tp__mock_http_stream_data(r, garbage, sizeof(garbage) - 1);
-        if (is_openai(r) && r->w.dialect != TP_MOCK_DIALECT_TGI) {
-          static const char done[] = "data: [DONE]\n\n";
-          tp__mock_http_stream_data(r, done, sizeof(done) - 1);
-        }
-        tp__mock_http_stream_end(r);
-      } else {
-        static const char garbage[] = "{\"id\":\"cmpl-broken\",\"choices\":[{\"text\":";
-        tp__mock_http_respond(c, 200, "application/json", garbage, sizeof(garbage) - 1);
-      }
-      tp__mock_count(&m->n_responses, 1);
-      hreq_done(r, TP__MOCK_FAILED);
-      return;
-    }
-    case TP_MOCK_FAULT_OVERSIZE:
-      /* A chunk (or body) that declares size_bytes and carries them, then
-       * nothing more. */
-      if (r->stream && !c->http10) {
-        tp__mock_http_stream_head(r);
-        tp_buf_printf(&c->out, "%x\r\ndata: ", (unsigned)f->size_bytes);
-        c->fill_left = f->size_bytes > 6 ? f->size_bytes - 6 : 0;
-      } else if (r->stream) {
-        tp__mock_http_stream_head(r);
-        tp_buf_append_str(&c->out, "data: ");
-        c->fill_left = f->size_bytes > 6 ? f->size_bytes - 6 : 0;
-      } else {
-        tp_buf_printf(&c->out,
-                      "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %u\r\n"
-                      "Connection: keep-alive\r\n\r\n{\"text\":\"",
-                      f->size_bytes);
-        r->head_sent = true;
-        c->fill_left = f->size_bytes > 9 ? f->size_bytes - 9 : 0;
-      }
-      tp__mock_count(&m->n_responses, 1);
-      hreq_stall(r, now_ns);
-      tp__mock_hconn_dirty(c);
-      return;
+    case TP_MOCK_FAULT_MALFORMED: http_fire_malformed(r, now_ns); return;
+    case TP_MOCK_FAULT_OVERSIZE: http_fire_oversize(r, f, now_ns); return;
     case TP_MOCK_FAULT_CLOSE_CONN:
       /* FIN in the middle of the response, once what is queued is out;
        * nothing pipelined behind it is answered. */
@@ -185,82 +194,105 @@ static void on_keepalive(tp_timer *t, uint64_t now_ns) {
   tp_timer_start(r->c->m->timers, t, now_ns + r->keepalive_every_ns);
 }
 
+/* The event carrying one token of a streamed answer. */
+static int http_token_event(hreq *r, const tp_mock_token *tok, const char *text, size_t len,
+                            uint64_t now_ns) {
+  tp_mock *m = r->c->m;
+  tp__mock_job *j = &r->job;
+  const char *finish = j->seq.hit_length ? "length" : "stop";
+  tp_buf b;
+  tp_buf_init(&b);
+  int rv;
+  tp__mock_job_response(m, j, now_ns);
+  if (is_openai(r)) {
+    tp_mock_usage u;
+    tp_mock_timings tm;
+    usage_of(r, &u);
+    timings_of(r, now_ns, &tm);
+    rv = tp_mock_sse_token(&b, &r->w, text, len, tok->last, finish, &u, &tm);
+  } else {
+    rv = tp_mock_generate_event(&b, r->model_name, r->has_id ? j->id : NULL, text, len);
+  }
+  if (!rv) {
+    tp__mock_http_stream_data(r, b.data, b.len);
+    tp__mock_count(&m->n_responses, 1);
+    tp__mock_log_response(m, j, r->index++, now_ns, text, len, tok->last, NULL);
+    if (tok->last) tp__mock_http_stream_end(r);
+  }
+  tp_buf_fini(&b);
+  return rv;
+}
+
+/* The whole answer of a request that does not stream, once its last token
+ * is in r->text. */
+static int http_answer_whole(hreq *r, uint64_t now_ns) {
+  tp_mock *m = r->c->m;
+  tp__mock_job *j = &r->job;
+  const char *finish = j->seq.hit_length ? "length" : "stop";
+  tp_buf b;
+  tp_buf_init(&b);
+  int rv;
+  tp__mock_job_response(m, j, now_ns);
+  if (is_openai(r)) {
+    tp_mock_usage u;
+    tp_mock_timings tm;
+    usage_of(r, &u);
+    timings_of(r, now_ns, &tm);
+    rv = tp_mock_oai_body(&b, &r->w, (const char *)r->text.data, r->text.len, finish, &u, &tm);
+  } else {
+    rv = tp_mock_generate_json(&b, r->model_name, r->has_id ? j->id : NULL, (const char *)r->text.data,
+                               r->text.len);
+  }
+  if (!rv) {
+    if (r->api == API_GENERATE_STREAM) {
+      /* generate_stream without the stream input: one event. */
+      tp_buf ev;
+      tp_buf_init(&ev);
+      rv = tp_buf_append_str(&ev, "data: ");
+      if (!rv) rv = tp_buf_append(&ev, b.data, b.len);
+      if (!rv) rv = tp_buf_append(&ev, "\n\n", 2);
+      if (!rv) {
+        tp__mock_http_stream_data(r, ev.data, ev.len);
+        tp__mock_http_stream_end(r);
+      }
+      tp_buf_fini(&ev);
+    } else {
+      tp__mock_http_respond_buf(r->c, 200, "application/json", &b);
+    }
+    tp__mock_count(&m->n_responses, 1);
+    tp__mock_log_response(m, j, r->index++, now_ns, (const char *)r->text.data, r->text.len, true, NULL);
+  }
+  tp_buf_fini(&b);
+  return rv;
+}
+
 static void on_http_token(tp_timer *t, uint64_t now_ns) {
   hreq *r = t->data;
   hconn *c = r->c;
   tp_mock *m = c->m;
   tp__mock_job *j = &r->job;
-  if (tp__mock_job_fault_due(j)) {
+  tp_mock_token tok;
+  char bad[sizeof(tok.text) + 2];
+  const char *text;
+  size_t len;
+  bool trickle = false;
+  tp__mock_tick k = tp__mock_job_tick(m, j, now_ns, &tok, bad, &text, &len, &trickle);
+  if (k == TP__MOCK_TICK_FAULT) {
     http_fire(r, now_ns);
     return;
   }
-  tp_mock_token tok;
-  if (tp_mock_engine_next(m->engine, &j->seq, now_ns, &tok) != 0) return;
-  const char *text;
-  size_t len;
-  char bad[sizeof(tok.text) + 2];
-  if (tp__mock_job_token_text(m, j, &tok, bad, &text, &len, now_ns)) {
+  if (k == TP__MOCK_TICK_NONE) return;
+  if (trickle) {
     c->trickle = true;
     c->trickle_ready = true;
   }
-  j->tokens_sent++;
-  const char *finish = j->seq.hit_length ? "length" : "stop";
-  tp_buf b;
-  tp_buf_init(&b);
-  int rv = 0;
+  int rv;
   if (r->stream) {
-    tp__mock_job_response(m, j, now_ns);
-    if (is_openai(r)) {
-      tp_mock_usage u;
-      tp_mock_timings tm;
-      usage_of(r, &u);
-      timings_of(r, now_ns, &tm);
-      rv = tp_mock_sse_token(&b, &r->w, text, len, tok.last, finish, &u, &tm);
-    } else {
-      rv = tp_mock_generate_event(&b, r->model_name, r->has_id ? j->id : NULL, text, len);
-    }
-    if (!rv) {
-      tp__mock_http_stream_data(r, b.data, b.len);
-      tp__mock_count(&m->n_responses, 1);
-      tp__mock_log_response(m, j, r->index++, now_ns, text, len, tok.last, NULL);
-      if (tok.last) tp__mock_http_stream_end(r);
-    }
+    rv = http_token_event(r, &tok, text, len, now_ns);
   } else {
     rv = tp_buf_append(&r->text, text, len);
-    if (!rv && tok.last) {
-      tp__mock_job_response(m, j, now_ns);
-      if (is_openai(r)) {
-        tp_mock_usage u;
-        tp_mock_timings tm;
-        usage_of(r, &u);
-        timings_of(r, now_ns, &tm);
-        rv = tp_mock_oai_body(&b, &r->w, (const char *)r->text.data, r->text.len, finish, &u, &tm);
-      } else {
-        rv = tp_mock_generate_json(&b, r->model_name, r->has_id ? j->id : NULL, (const char *)r->text.data,
-                                   r->text.len);
-      }
-      if (!rv) {
-        if (r->api == API_GENERATE_STREAM) {
-          /* generate_stream without the stream input: one event. */
-          tp_buf ev;
-          tp_buf_init(&ev);
-          rv = tp_buf_append_str(&ev, "data: ");
-          if (!rv) rv = tp_buf_append(&ev, b.data, b.len);
-          if (!rv) rv = tp_buf_append(&ev, "\n\n", 2);
-          if (!rv) {
-            tp__mock_http_stream_data(r, ev.data, ev.len);
-            tp__mock_http_stream_end(r);
-          }
-          tp_buf_fini(&ev);
-        } else {
-          tp__mock_http_respond_buf(c, 200, "application/json", &b);
-        }
-        tp__mock_count(&m->n_responses, 1);
-        tp__mock_log_response(m, j, r->index++, now_ns, (const char *)r->text.data, r->text.len, true, NULL);
-      }
-    }
+    if (!rv && tok.last) rv = http_answer_whole(r, now_ns);
   }
-  tp_buf_fini(&b);
   if (rv) {
     hreq_error(r, 500, "tokperf mock: out of memory", now_ns);
     return;

@@ -194,6 +194,21 @@ bool tp__mock_job_fault_due(const tp__mock_job *j);
 bool tp__mock_job_token_text(tp_mock *m, tp__mock_job *j, const tp_mock_token *tok, char *bad, const char **text,
                              size_t *len, uint64_t now_ns);
 
+/* What a token timer of a job found due. */
+typedef enum tp__mock_tick {
+  TP__MOCK_TICK_NONE = 0, /* nothing to send (the timing model has no token yet) */
+  TP__MOCK_TICK_FAULT,    /* j's discrete fault is due: the transport fires it */
+  TP__MOCK_TICK_TOKEN     /* a token to send, counted as sent */
+} tp__mock_tick;
+
+/* The first steps of a token timer's callback, the same on both
+ * transports: j's due fault, else the next token from the timing model
+ * (*tok) with its text as tp__mock_job_token_text gives it (*text, *len;
+ * bad must hold sizeof(tok->text) + 2 bytes; *trickle set when the trickle
+ * fault starts with this token). */
+tp__mock_tick tp__mock_job_tick(tp_mock *m, tp__mock_job *j, uint64_t now_ns, tp_mock_token *tok, char *bad,
+                               const char **text, size_t *len, bool *trickle);
+
 /* Notes one response carrying tokens of j, queued at now_ns (first
  * response time, inter-token gaps, response count).  The responses counter
  * of tp_mock_stats is the transport's to count. */

@@ -101,6 +101,15 @@ bool tp__mock_job_token_text(tp_mock *m, tp__mock_job *j, const tp_mock_token *t
   return false;
 }
 
+tp__mock_tick tp__mock_job_tick(tp_mock *m, tp__mock_job *j, uint64_t now_ns, tp_mock_token *tok, char *bad,
+                               const char **text, size_t *len, bool *trickle) {
+  if (tp__mock_job_fault_due(j)) return TP__MOCK_TICK_FAULT;
+  if (tp_mock_engine_next(m->engine, &j->seq, now_ns, tok) != 0) return TP__MOCK_TICK_NONE;
+  *trickle = tp__mock_job_token_text(m, j, tok, bad, text, len, now_ns);
+  j->tokens_sent++;
+  return TP__MOCK_TICK_TOKEN;
+}
+
 void tp__mock_job_response(tp_mock *m, tp__mock_job *j, uint64_t now_ns) {
   if (j->responses == 0)
     j->first_response_ns = now_ns;

@@ -64,35 +64,6 @@ static void on_check(uv_check_t *h) {
   tp__mock_log_flush(m, false);
 }
 
-uint64_t tp__mock_read_stamp(tp_mock *m, uv_tcp_t *tcp, size_t *read_len) {
-  uv_os_fd_t fd;
-  *read_len = sizeof(m->readbuf);
-  return uv_fileno((uv_handle_t *)tcp, &fd) == 0
-             ? tp_stamp_fd_group(&m->loop, fd, sizeof(m->readbuf), read_len)
-             : tp_stamp_now(&m->loop);
-}
-
-bool tp__mock_accept(tp_mock *m, uv_stream_t *server, uv_tcp_t *tcp, uv_close_cb on_closed) {
-  uv_tcp_init(&m->loop, tcp);
-  if (uv_accept(server, (uv_stream_t *)tcp) != 0) {
-    uv_close((uv_handle_t *)tcp, on_closed);
-    return false;
-  }
-  tp__mock_count(&m->n_connections, 1);
-  if (m->refused_so_far < m->cfg.refuse_connections) {
-    /* refuse_connections: accepted, then reset (RST): the client's connect
-     * succeeded and its first read fails with ECONNRESET. */
-    m->refused_so_far++;
-    tp__mock_count(&m->n_refused, 1);
-    if (uv_tcp_close_reset(tcp, on_closed) != 0) uv_close((uv_handle_t *)tcp, on_closed);
-    return false;
-  }
-  uv_tcp_nodelay(tcp, 1);
-  uv_os_fd_t fd;
-  if (uv_fileno((uv_handle_t *)tcp, &fd) == 0) (void)tp_stamp_enable_fd(fd);
-  return true;
-}
-
 /* ---- lifecycle ----------------------------------------------------------------------- */
 
 static void shutdown_loop(tp_mock *m) {
@@ -155,14 +126,6 @@ static void host_port(char *out, size_t n, const char *host, int port) {
     snprintf(out, n, "%s:%d", host, port);
 }
 
-static int bound_port(uv_tcp_t *t) {
-  struct sockaddr_storage ss;
-  int sl = sizeof(ss);
-  if (uv_tcp_getsockname(t, (struct sockaddr *)&ss, &sl) != 0) return 0;
-  return ss.ss_family == AF_INET6 ? ntohs(((struct sockaddr_in6 *)&ss)->sin6_port)
-                                  : ntohs(((struct sockaddr_in *)&ss)->sin_port);
-}
-
 /* Binds the gRPC listener (and the HTTP one) without listening yet, so the
  * ports are known and taken even while refuse_connections_ms holds off
  * listening: a bound socket that does not listen answers connects with a
@@ -192,14 +155,11 @@ static int bind_all(tp_mock *m, char *err, size_t errlen) {
   memset(&addr, 0, sizeof(addr));
   memcpy(&addr, gai.addrinfo->ai_addr, TP_MIN((size_t)gai.addrinfo->ai_addrlen, sizeof(addr)));
   uv_freeaddrinfo(gai.addrinfo);
-  if (addr.ss_family == AF_INET6)
-    ((struct sockaddr_in6 *)&addr)->sin6_port = htons((uint16_t)m->cfg.grpc_port);
-  else
-    ((struct sockaddr_in *)&addr)->sin_port = htons((uint16_t)m->cfg.grpc_port);
+  tp__mock_set_port(&addr, m->cfg.grpc_port);
   rv = uv_tcp_bind(&m->listener, (const struct sockaddr *)&addr, 0);
   /* libuv keeps EADDRINUSE for listen() to report; an unbound socket shows
    * port 0, which tells it now. */
-  if (rv == 0) m->port = bound_port(&m->listener);
+  if (rv == 0) m->port = tp__mock_bound_port(&m->listener);
   if (rv == 0 && (m->port == 0 || (m->cfg.grpc_port && m->port != m->cfg.grpc_port))) rv = UV_EADDRINUSE;
   if (rv != 0) {
     tp_seterr(err, errlen,

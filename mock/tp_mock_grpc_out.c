@@ -26,7 +26,6 @@
 
 #define WRITE_CHUNK_BYTES (256u << 10)    /* one uv_write gathers up to this */
 #define WRITE_HIGH_WATER_BYTES (4u << 20) /* stop pulling from nghttp2 above */
-#define TRICKLE_NS (1000000ull)           /* trickle fault: one byte per ms */
 /* A connection the mock closes (GOAWAY, then its half-close) waits this
  * long for the client to close its side before it is dropped. */
 #define LINGER_NS (2000ull * 1000000ull)
@@ -72,13 +71,6 @@ void tp__mock_fill_blanks(tp_mock *m, tp_buf *buf, size_t from, uint64_t t_ns) {
   tp_buf_reset(buf);
 }
 
-typedef struct wreq {
-  uv_write_t req;
-  conn *c;
-  char *data;
-  size_t len;
-} wreq;
-
 static void put_le32(uint8_t *p, uint32_t v) {
   p[0] = (uint8_t)v;
   p[1] = (uint8_t)(v >> 8);
@@ -107,12 +99,9 @@ void tp__mock_grpc_flush(tp_mock *m) {
   }
 }
 
-static void on_write(uv_write_t *req, int status) {
-  wreq *w = (wreq *)req;
-  conn *c = w->c;
-  c->write_bytes -= w->len;
-  free(w->data);
-  free(w);
+static void on_write(void *data, size_t len, int status) {
+  conn *c = data;
+  c->write_bytes -= len;
   if (c->closing) return;
   if (status < 0) {
     tp__mock_conn_close(c);
@@ -180,23 +169,14 @@ void tp__mock_conn_flush(conn *c) {
       tp_buf_fini(&b);
       break;
     }
-    wreq *w = malloc(sizeof(*w));
-    if (!w) {
-      tp_buf_fini(&b);
-      tp__mock_conn_close(c);
-      return;
-    }
-    w->c = c;
-    w->data = tp_buf_steal(&b, &w->len);
+    size_t len;
+    char *data = tp_buf_steal(&b, &len);
     if (c->chunk_blanks.len) tp__mock_fill_blanks(c->m, &c->chunk_blanks, 0, tp_now_ns());
-    uv_buf_t ub = uv_buf_init(w->data, (unsigned)w->len);
-    if (uv_write(&w->req, (uv_stream_t *)&c->tcp, &ub, 1, on_write) != 0) {
-      free(w->data);
-      free(w);
+    if (tp__mock_write(&c->tcp, data, len, c, on_write) != 0) {
       tp__mock_conn_close(c);
       return;
     }
-    c->write_bytes += w->len;
+    c->write_bytes += len;
   }
   /* Above the high-water mark the write callback flushes again. */
   if (!c->closing && !nghttp2_session_want_read(c->h2) && !nghttp2_session_want_write(c->h2) &&
@@ -233,11 +213,11 @@ static ssize_t on_data_read(nghttp2_session *h2, int32_t sid, uint8_t *buf, size
   }
   size_t n = TP_MIN(avail, length);
   if (st->trickle && avail) {
-    /* One byte per DATA frame, TRICKLE_NS apart. */
+    /* One byte per DATA frame, TP__MOCK_TRICKLE_NS apart. */
     if (!st->trickle_ready) {
       tp_mock *m = st->c->m;
       if (!tp_timer_active(&st->trickle_timer))
-        tp_timer_start(m->timers, &st->trickle_timer, tp_now_ns() + TRICKLE_NS);
+        tp_timer_start(m->timers, &st->trickle_timer, tp_now_ns() + TP__MOCK_TRICKLE_NS);
       st->deferred = true;
       return NGHTTP2_ERR_DEFERRED;
     }

@@ -535,22 +535,12 @@ int tp__mock_http_bind(tp_mock *m, const struct sockaddr *addr, char *err, size_
   memset(&a, 0, sizeof(a));
   size_t al = addr->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
   memcpy(&a, addr, al);
-  if (a.ss_family == AF_INET6)
-    ((struct sockaddr_in6 *)&a)->sin6_port = htons((uint16_t)m->http_port);
-  else
-    ((struct sockaddr_in *)&a)->sin_port = htons((uint16_t)m->http_port);
+  tp__mock_set_port(&a, m->http_port);
   uv_tcp_init(&m->loop, &m->http_listener);
   m->http_listener.data = m;
   m->http_on = true;
   int rv = uv_tcp_bind(&m->http_listener, (const struct sockaddr *)&a, 0);
-  int port = 0;
-  if (rv == 0) {
-    struct sockaddr_storage ss;
-    int sl = sizeof(ss);
-    if (uv_tcp_getsockname(&m->http_listener, (struct sockaddr *)&ss, &sl) == 0)
-      port = ss.ss_family == AF_INET6 ? ntohs(((struct sockaddr_in6 *)&ss)->sin6_port)
-                                      : ntohs(((struct sockaddr_in *)&ss)->sin_port);
-  }
+  int port = rv == 0 ? tp__mock_bound_port(&m->http_listener) : 0;
   /* libuv keeps EADDRINUSE for listen() to report; an unbound socket
    * shows port 0. */
   if (rv == 0 && (port == 0 || (m->http_port && port != m->http_port))) rv = UV_EADDRINUSE;

@@ -13,6 +13,7 @@
 #include "mock/tp_mock_http_conn.h"
 #include "mock/tp_mock_http_parse.h"
 #include "mock/tp_mock_internal.h"
+#include "mock/tp_mock_json.h"
 #include "mock/tp_mock_sse.h"
 #include "util/tp_common.h"
 #include "util/tp_timer.h"
@@ -21,29 +22,6 @@
 #define TGI_KEEPALIVE_MS 15000
 
 /* ---- request bodies ---------------------------------------------------------------------- */
-
-static bool jint(json_t *j, int64_t *v) {
-  if (json_is_integer(j)) {
-    *v = json_integer_value(j);
-    return true;
-  }
-  if (json_is_real(j)) {
-    *v = (int64_t)json_real_value(j);
-    return true;
-  }
-  if (json_is_string(j)) {
-    char *end;
-    long long x = strtoll(json_string_value(j), &end, 10);
-    if (end == json_string_value(j) || *end) return false;
-    *v = x;
-    return true;
-  }
-  return false;
-}
-
-static uint32_t clamp_u32(int64_t v) {
-  return v <= 0 ? 0 : v > UINT32_MAX ? UINT32_MAX : (uint32_t)v;
-}
 
 /* The fault a request asks for: body field (or, for generate, a key in
  * "parameters"), then the header, which wins. */
@@ -77,7 +55,7 @@ static int request_fault(const tp_mock_http_req *h, json_t *body, json_t *params
   if (!ja && params) ja = json_object_get(params, "tokperf_fault_after");
   int64_t v;
   if (ja) {
-    if (!jint(ja, &v) || v < 0) {
+    if (!tp__mock_json_int(ja, &v, true) || v < 0) {
       tp_seterr(err, errlen, "tokperf_fault_after must be a count >= 0");
       return TP_EINVAL;
     }
@@ -187,15 +165,15 @@ void tp__mock_http_start_openai(hconn *c, const tp_mock_http_req *h, const uint8
   json_t *jm = chat ? json_object_get(root, "max_completion_tokens") : NULL;
   if (!jm || json_is_null(jm)) jm = json_object_get(root, "max_tokens");
   if (jm && !json_is_null(jm)) {
-    if (!jint(jm, &v) || v < 0) {
+    if (!tp__mock_json_int(jm, &v, true) || v < 0) {
       json_decref(root);
       tp_buf_fini(&prompt);
       tp__mock_http_oai_error(c, d, 400, "max_tokens must be an integer >= 0");
       return;
     }
-    sp.max_tokens = clamp_u32(v);
+    sp.max_tokens = tp__mock_clamp_u32(v);
   }
-  if (jint(json_object_get(root, "min_tokens"), &v)) sp.min_tokens = clamp_u32(v);
+  if (tp__mock_json_int(json_object_get(root, "min_tokens"), &v, true)) sp.min_tokens = tp__mock_clamp_u32(v);
   sp.ignore_eos = json_is_true(json_object_get(root, "ignore_eos"));
   bool stream = json_is_true(json_object_get(root, "stream"));
   json_t *so = json_object_get(root, "stream_options");
@@ -293,20 +271,21 @@ void tp__mock_http_start_generate(hconn *c, const tp_mock_http_req *h, const tp_
   memset(&sp, 0, sizeof(sp));
   int64_t v;
   json_t *jm = gen_key(root, params, "max_tokens");
-  if (jm && !jint(jm, &v)) {
+  if (jm && !tp__mock_json_int(jm, &v, true)) {
     json_decref(root);
     tp__mock_http_triton_error(c, 400, "max_tokens must be an integer");
     return;
   }
-  if (jm) sp.max_tokens = clamp_u32(v);
+  if (jm) sp.max_tokens = tp__mock_clamp_u32(v);
   if (md->ensemble && !jm) {
     snprintf(err, sizeof(err), "input 'max_tokens' is required for model '%s'", md->name);
     json_decref(root);
     tp__mock_http_triton_error(c, 400, err);
     return;
   }
-  if (jint(gen_key(root, params, "min_tokens"), &v) || jint(gen_key(root, params, "min_length"), &v))
-    sp.min_tokens = clamp_u32(v);
+  if (tp__mock_json_int(gen_key(root, params, "min_tokens"), &v, true) ||
+      tp__mock_json_int(gen_key(root, params, "min_length"), &v, true))
+    sp.min_tokens = tp__mock_clamp_u32(v);
   sp.ignore_eos = json_is_true(gen_key(root, params, "ignore_eos"));
   bool stream = json_is_true(gen_key(root, params, "stream"));
   bool exclude = json_is_true(gen_key(root, params, "exclude_input_in_output"));

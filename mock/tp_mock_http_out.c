@@ -19,14 +19,6 @@
 
 #define HTTP_WRITE_HIGH_WATER_BYTES (4u << 20)
 #define HTTP_FILL_PIECE_BYTES (64u << 10)
-#define TRICKLE_NS 1000000ull /* trickle fault: one byte per ms */
-
-typedef struct hwrite {
-  uv_write_t req;
-  hconn *c;
-  char *data;
-  size_t len;
-} hwrite;
 
 /* ---- output ------------------------------------------------------------------------------ */
 
@@ -136,12 +128,9 @@ void tp__mock_http_stream_end(hreq *r) {
   tp__mock_hconn_dirty(c);
 }
 
-static void on_hwrite(uv_write_t *req, int status) {
-  hwrite *w = (hwrite *)req;
-  hconn *c = w->c;
-  c->write_bytes -= w->len;
-  free(w->data);
-  free(w);
+static void on_hwrite(void *data, size_t len, int status) {
+  hconn *c = data;
+  c->write_bytes -= len;
   if (c->closing) return;
   if (status < 0) {
     tp__mock_hconn_close(c, false);
@@ -151,23 +140,11 @@ static void on_hwrite(uv_write_t *req, int status) {
 }
 
 static int write_bytes(hconn *c, const uint8_t *p, size_t n) {
-  hwrite *w = malloc(sizeof(*w));
   char *d = malloc(n);
-  if (!w || !d) {
-    free(w);
-    free(d);
-    return TP_ENOMEM;
-  }
+  if (!d) return TP_ENOMEM;
   memcpy(d, p, n);
-  w->c = c;
-  w->data = d;
-  w->len = n;
-  uv_buf_t ub = uv_buf_init(d, (unsigned)n);
-  if (uv_write(&w->req, (uv_stream_t *)&c->tcp, &ub, 1, on_hwrite) != 0) {
-    free(d);
-    free(w);
-    return TP_EIO;
-  }
+  int rv = tp__mock_write(&c->tcp, d, n, c, on_hwrite);
+  if (rv) return rv;
   c->write_bytes += n;
   return 0;
 }
@@ -205,7 +182,7 @@ static void hconn_flush(hconn *c) {
     if (c->trickle) {
       if (!c->trickle_ready) {
         if (!tp_timer_active(&c->trickle_timer))
-          tp_timer_start(m->timers, &c->trickle_timer, tp_now_ns() + TRICKLE_NS);
+          tp_timer_start(m->timers, &c->trickle_timer, tp_now_ns() + TP__MOCK_TRICKLE_NS);
         break;
       }
       c->trickle_ready = false;

@@ -11,6 +11,7 @@
 #include "grpc_service.pb-c.h"
 #include "mock/tp_mock_infer_parse.h"
 #include "mock/tp_mock_internal.h"
+#include "mock/tp_mock_json.h"
 #include "util/tp_common.h"
 
 static uint32_t get_le32(const uint8_t *p) {
@@ -112,41 +113,6 @@ empty:
   return TP_EINVAL;
 }
 
-static uint32_t clamp_u32(int64_t v) {
-  return v <= 0 ? 0 : v > UINT32_MAX ? UINT32_MAX : (uint32_t)v;
-}
-
-/* A JSON number, or a string holding one: the vLLM backend casts each
- * sampling parameter to its Python type, so "64" works as well as 64. */
-static bool json_int(json_t *j, int64_t *v) {
-  if (json_is_integer(j)) {
-    *v = json_integer_value(j);
-    return true;
-  }
-  if (json_is_real(j)) {
-    *v = (int64_t)json_real_value(j);
-    return true;
-  }
-  if (json_is_string(j)) {
-    char *end;
-    long long x = strtoll(json_string_value(j), &end, 10);
-    if (end == json_string_value(j)) return false;
-    *v = x;
-    return true;
-  }
-  return false;
-}
-
-/* Python's bool() on the value, as the vLLM backend applies it: a non-empty
- * string, even "false", is true. */
-static bool json_truthy(json_t *j) {
-  if (json_is_boolean(j)) return json_is_true(j);
-  if (json_is_string(j)) return json_string_length(j) > 0;
-  if (json_is_integer(j)) return json_integer_value(j) != 0;
-  if (json_is_real(j)) return json_real_value(j) != 0;
-  return false;
-}
-
 static int parse_sampling(infer_args *a, const uint8_t *p, size_t len, char *err, size_t errlen) {
   json_error_t je;
   json_t *root = json_loadb((const char *)p, len, 0, &je);
@@ -158,12 +124,13 @@ static int parse_sampling(infer_args *a, const uint8_t *p, size_t len, char *err
   int64_t v;
   json_t *j;
   if ((j = json_object_get(root, "max_tokens")) && !json_is_null(j)) {
-    if (!json_int(j, &v)) goto bad_max;
-    a->sp.max_tokens = clamp_u32(v);
+    if (!tp__mock_json_int(j, &v, false)) goto bad_max;
+    a->sp.max_tokens = tp__mock_clamp_u32(v);
     a->have_max_tokens = true;
   }
-  if ((j = json_object_get(root, "min_tokens")) && json_int(j, &v)) a->sp.min_tokens = clamp_u32(v);
-  if ((j = json_object_get(root, "ignore_eos"))) a->sp.ignore_eos = json_truthy(j);
+  if ((j = json_object_get(root, "min_tokens")) && tp__mock_json_int(j, &v, false))
+    a->sp.min_tokens = tp__mock_clamp_u32(v);
+  if ((j = json_object_get(root, "ignore_eos"))) a->sp.ignore_eos = tp__mock_json_truthy(j);
   json_decref(root);
   return 0;
 bad_max:
@@ -264,11 +231,11 @@ int tp__mock_parse_infer(const Inference__ModelInferRequest *q, infer_args *a, c
       rv = tensor_bool(&t, &a->num_tokens, err, errlen);
     } else if (!strcmp(nm, "max_tokens")) {
       if ((rv = tensor_int(&t, &v, err, errlen)) == 0) {
-        a->sp.max_tokens = clamp_u32(v);
+        a->sp.max_tokens = tp__mock_clamp_u32(v);
         a->have_max_tokens = true;
       }
     } else if (!strcmp(nm, "min_length")) {
-      if ((rv = tensor_int(&t, &v, err, errlen)) == 0) a->sp.min_tokens = clamp_u32(v);
+      if ((rv = tensor_int(&t, &v, err, errlen)) == 0) a->sp.min_tokens = tp__mock_clamp_u32(v);
     } else if (!strcmp(nm, "sampling_parameters")) {
       const uint8_t *p;
       size_t len;
@@ -321,10 +288,10 @@ int tp__mock_parse_infer(const Inference__ModelInferRequest *q, infer_args *a, c
        * the request parameters instead (what HTTP generate produces). */
       int64_t v;
       if (!strcmp(k, "max_tokens") && param_int(p, &v)) {
-        a->sp.max_tokens = clamp_u32(v);
+        a->sp.max_tokens = tp__mock_clamp_u32(v);
         a->have_max_tokens = true;
       } else if (!strcmp(k, "min_tokens") && param_int(p, &v)) {
-        a->sp.min_tokens = clamp_u32(v);
+        a->sp.min_tokens = tp__mock_clamp_u32(v);
       } else if (!strcmp(k, "ignore_eos")) {
         a->sp.ignore_eos = param_bool(p);
       }

@@ -23,6 +23,9 @@
 #include "util/tp_timer.h"
 #include "tokperf/mock.h"
 
+/* The trickle fault: one byte per millisecond, on either side. */
+#define TP__MOCK_TRICKLE_NS 1000000ull
+
 /* ---- models ---------------------------------------------------------------- */
 
 typedef struct tp__mock_tensor {
@@ -151,6 +154,10 @@ struct tp_mock {
 static inline void tp__mock_raise_max(_Atomic uint32_t *max, uint32_t v) {
   if (v > atomic_load_explicit(max, memory_order_relaxed)) atomic_store_explicit(max, v, memory_order_relaxed);
 }
+/* v in 0..UINT32_MAX: token counts asked for in a request. */
+static inline uint32_t tp__mock_clamp_u32(int64_t v) {
+  return v <= 0 ? 0 : v > UINT32_MAX ? UINT32_MAX : (uint32_t)v;
+}
 static inline void tp__mock_count(_Atomic uint64_t *c, uint64_t n) {
   atomic_fetch_add_explicit(c, n, memory_order_relaxed);
 }
@@ -240,6 +247,32 @@ void tp__mock_log_fault(tp_mock *m, tp__mock_job *j, uint64_t t_ns);
  * holds a large piece and no time is left blank. */
 void tp__mock_log_flush(tp_mock *m, bool force);
 
+/* ---- the connections of both sides (tp_mock_io.c) ---------------------------- */
+
+/* A write of len bytes of data (malloc'ed; owned from here on, also when
+ * the write cannot start) on tcp.  done(owner, len, status) runs once it
+ * completed or was cancelled, data already freed.  Returns 0, or TP_ENOMEM /
+ * TP_EIO when it did not start (done will not run). */
+typedef void (*tp__mock_write_cb)(void *owner, size_t len, int status);
+int tp__mock_write(uv_tcp_t *tcp, char *data, size_t len, void *owner, tp__mock_write_cb done);
+/* The port a bound listener holds; 0 when unbound (or unknown). */
+int tp__mock_bound_port(uv_tcp_t *t);
+/* Sets the port of an IPv4 or IPv6 address. */
+void tp__mock_set_port(struct sockaddr_storage *addr, int port);
+
+/* Accepts a connection into tcp (initialised here, tcp->data already set
+ * by the caller) for both listeners: counts it; resets the first
+ * refuse_connections ones (both ports together); and gives the rest
+ * TCP_NODELAY (tokens are tiny writes that must leave at once) and kernel
+ * receive stamps.  Returns true when the connection is ready; false when it
+ * was closed, with on_closed to follow. */
+bool tp__mock_accept(tp_mock *m, uv_stream_t *server, uv_tcp_t *tcp, uv_close_cb on_closed);
+/* The arrival time of the bytes about to be read from a connection into
+ * readbuf, with how many to read so that all of them arrived then (see
+ * tp_stamp_fd_group); called from the alloc callback, the last moment
+ * before libuv reads. */
+uint64_t tp__mock_read_stamp(tp_mock *m, uv_tcp_t *tcp, size_t *read_len);
+
 /* ---- the HTTP side (tp_mock_http.c) --------------------------------------------- */
 
 /* Checks the HTTP settings (dialect, keep-alive).  Returns 0 or TP_EINVAL
@@ -255,18 +288,5 @@ int tp__mock_http_start_listening(tp_mock *m);
 void tp__mock_http_flush(tp_mock *m);
 /* Closes the listener and every HTTP connection. */
 void tp__mock_http_shutdown(tp_mock *m);
-
-/* Accepts a connection into tcp (initialised here, tcp->data already set
- * by the caller) for both listeners: counts it; resets the first
- * refuse_connections ones (both ports together); and gives the rest
- * TCP_NODELAY (tokens are tiny writes that must leave at once) and kernel
- * receive stamps.  Returns true when the connection is ready; false when it
- * was closed, with on_closed to follow. */
-bool tp__mock_accept(tp_mock *m, uv_stream_t *server, uv_tcp_t *tcp, uv_close_cb on_closed);
-/* The arrival time of the bytes about to be read from a connection into
- * readbuf, with how many to read so that all of them arrived then (see
- * tp_stamp_fd_group); called from the alloc callback, the last moment
- * before libuv reads. */
-uint64_t tp__mock_read_stamp(tp_mock *m, uv_tcp_t *tcp, size_t *read_len);
 
 #endif

@@ -216,27 +216,24 @@ static void on_token(tp_timer *t, uint64_t now_ns) {
 /* Starts one inference request on st.  unary: ModelInfer. */
 void tp__mock_start_infer(mstream *st, const uint8_t *data, size_t len, bool unary) {
   tp_mock *m = st->c->m;
-  Inference__ModelInferRequest *q = inference__model_infer_request__unpack(NULL, len, data);
-  if (!q) {
-    tp__mock_stream_finish(st, TP_GRPC_INTERNAL, "cannot parse ModelInferRequest");
-    return;
-  }
   char err[512];
-  infer_args a;
-  int rv = tp__mock_parse_infer(q, &a, err, sizeof(err));
+  tp__mock_infer_req a;
+  int rv = tp__mock_infer_parse(data, len, &a, err, sizeof(err));
   if (rv) {
-    if (unary)
+    if (rv == TP_EPROTO)
+      tp__mock_stream_finish(st, TP_GRPC_INTERNAL, err);
+    else if (unary)
       tp__mock_stream_finish(st, rv == TP_ENOTFOUND ? TP_GRPC_NOT_FOUND : TP_GRPC_INVALID_ARGUMENT, err);
     else
-      tp__mock_queue_stream_error(st, q->id, err);
-    inference__model_infer_request__free_unpacked(q, NULL);
+      tp__mock_queue_stream_error(st, a.id, err);
+    tp__mock_infer_req_fini(&a);
     return;
   }
   mreq *r = calloc(1, sizeof(*r));
-  if (!r || !(r->job.id = strdup(q->id)) || !(r->version = strdup(q->model_version))) {
+  if (!r || !(r->job.id = strdup(a.id)) || !(r->version = strdup(a.version))) {
     if (r) free(r->job.id);
     free(r);
-    inference__model_infer_request__free_unpacked(q, NULL);
+    tp__mock_infer_req_fini(&a);
     tp__mock_stream_finish(st, TP_GRPC_RESOURCE_EXHAUSTED, "out of memory");
     return;
   }
@@ -256,7 +253,7 @@ void tp__mock_start_infer(mstream *st, const uint8_t *data, size_t len, bool una
     tp__mock_job_fini(&r->job);
     free(r->version);
     free(r);
-    inference__model_infer_request__free_unpacked(q, NULL);
+    tp__mock_infer_req_fini(&a);
     tp__mock_stream_finish(st, TP_GRPC_RESOURCE_EXHAUSTED, "out of memory");
     return;
   }
@@ -270,15 +267,13 @@ void tp__mock_start_infer(mstream *st, const uint8_t *data, size_t len, bool una
    * that request is to be answered Trailers-Only. */
   bool trailers_only = r->job.fault.kind == TP_MOCK_FAULT_TRAILERS_ONLY && r->job.fault.after_tokens == 0;
   if (!trailers_only && tp__mock_stream_start_response(st) != 0) {
-    inference__model_infer_request__free_unpacked(q, NULL);
+    tp__mock_infer_req_fini(&a);
     tp__mock_stream_finish(st, TP_GRPC_INTERNAL, "cannot start the response");
     return;
   }
-  a.sp.prompt = (const char *)a.prompt;
-  a.sp.prompt_len = a.prompt_len;
   /* Submitting assigns the request number the log line carries; no
    * response can be queued before the first timer fires. */
   rv = tp__mock_job_submit(m, &r->job, &a.sp, m->arrival_ns ? m->arrival_ns : tp_now_ns());
-  inference__model_infer_request__free_unpacked(q, NULL);
+  tp__mock_infer_req_fini(&a);
   if (rv) tp__mock_stream_finish(st, TP_GRPC_RESOURCE_EXHAUSTED, "out of memory");
 }

@@ -1,5 +1,7 @@
 /* What the mock reads out of a ModelInferRequest: the model, the prompt,
- * the streaming flags, the sampling parameters and the fault asked for. */
+ * the streaming flags, the sampling parameters and the fault asked for.
+ * Bytes in, a parsed request out: no I/O and no server state, so the
+ * whole of it is open to table tests and the fuzzer. */
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -53,11 +55,13 @@ empty:
 static int tensor_int(const tensor_ref *t, int64_t *v, char *err, size_t errlen) {
   const char *dt = t->in->datatype;
   const Inference__InferTensorContents *c = t->in->contents;
+  /* An empty raw content unpacks with data NULL: whether the data is raw
+   * goes by t->raw, never by r. */
   const uint8_t *r = t->raw ? t->raw->data : NULL;
   size_t rl = t->raw ? t->raw->len : 0;
   if (!strcmp(dt, "INT32") || !strcmp(dt, "INT16") || !strcmp(dt, "INT8")) {
     size_t w = dt[3] == '3' ? 4 : dt[3] == '1' ? 2 : 1;
-    if (r) {
+    if (t->raw) {
       if (rl < w) goto empty;
       uint32_t u = w == 4 ? get_le32(r) : w == 2 ? (uint32_t)(r[0] | r[1] << 8) : r[0];
       *v = w == 4 ? (int32_t)u : w == 2 ? (int16_t)u : (int8_t)u;
@@ -67,7 +71,7 @@ static int tensor_int(const tensor_ref *t, int64_t *v, char *err, size_t errlen)
     }
   } else if (!strcmp(dt, "UINT32") || !strcmp(dt, "UINT16") || !strcmp(dt, "UINT8")) {
     size_t w = dt[4] == '3' ? 4 : dt[4] == '1' ? 2 : 1;
-    if (r) {
+    if (t->raw) {
       if (rl < w) goto empty;
       *v = w == 4 ? get_le32(r) : w == 2 ? (uint32_t)(r[0] | r[1] << 8) : r[0];
     } else {
@@ -75,7 +79,7 @@ static int tensor_int(const tensor_ref *t, int64_t *v, char *err, size_t errlen)
       *v = c->uint_contents[0];
     }
   } else if (!strcmp(dt, "INT64") || !strcmp(dt, "UINT64")) {
-    if (r) {
+    if (t->raw) {
       if (rl < 8) goto empty;
       *v = (int64_t)((uint64_t)get_le32(r) | (uint64_t)get_le32(r + 4) << 32);
     } else if (dt[0] == 'I') {
@@ -113,7 +117,7 @@ empty:
   return TP_EINVAL;
 }
 
-static int parse_sampling(infer_args *a, const uint8_t *p, size_t len, char *err, size_t errlen) {
+static int parse_sampling(tp__mock_infer_req *a, const uint8_t *p, size_t len, char *err, size_t errlen) {
   json_error_t je;
   json_t *root = json_loadb((const char *)p, len, 0, &je);
   if (!root || !json_is_object(root)) {
@@ -146,8 +150,7 @@ static bool param_int(const Inference__InferParameter *p, int64_t *v) {
       *v = p->uint64_param > INT64_MAX ? INT64_MAX : (int64_t)p->uint64_param;
       return true;
     case INFERENCE__INFER_PARAMETER__PARAMETER_CHOICE_DOUBLE_PARAM:
-      *v = (int64_t)p->double_param;
-      return true;
+      return tp__mock_real_int(p->double_param, v);
     case INFERENCE__INFER_PARAMETER__PARAMETER_CHOICE_STRING_PARAM: {
       char *end;
       long long x = strtoll(p->string_param, &end, 10);
@@ -169,12 +172,9 @@ static bool param_bool(const Inference__InferParameter *p) {
   }
 }
 
-/* Reads what the mock needs out of a ModelInferRequest.  Returns 0, or
- * TP_ENOTFOUND (unknown model or version, grpc NOT_FOUND) / TP_EINVAL (bad
- * inputs, INVALID_ARGUMENT) with Triton-like text in err. */
-int tp__mock_parse_infer(const Inference__ModelInferRequest *q, infer_args *a, char *err, size_t errlen) {
-  memset(a, 0, sizeof(*a));
-  a->fault_after = -1;
+/* The model named, in version 1 or none. */
+static int find_model(const Inference__ModelInferRequest *q, tp__mock_infer_req *a, char *err,
+                      size_t errlen) {
   a->model = tp__mock_find_model(q->model_name);
   if (!a->model) {
     tp_seterr(err, errlen, "Request for unknown model: '%s' is not found", q->model_name);
@@ -185,108 +185,136 @@ int tp__mock_parse_infer(const Inference__ModelInferRequest *q, infer_args *a, c
               q->model_version);
     return TP_ENOTFOUND;
   }
-  const tp__mock_model *md = a->model;
-  size_t raw_next = 0;
-  bool have_sampling = false;
-  int rv = 0;
-  for (size_t i = 0; i < q->n_inputs && rv == 0; i++) {
-    const Inference__ModelInferRequest__InferInputTensor *in = q->inputs[i];
-    if (!tp__mock_model_has_input(md, in->name)) {
-      tp_seterr(err, errlen, "[request id: %s] unexpected inference input '%s' for model '%s'", q->id,
-                in->name, md->name);
-      return TP_EINVAL;
-    }
-    tensor_ref t = {in, NULL};
-    if (!in->contents) {
-      if (raw_next >= q->n_raw_input_contents) {
-        tp_seterr(err, errlen, "unable to find data for input tensor '%s' in request", in->name);
-        return TP_EINVAL;
-      }
-      t.raw = &q->raw_input_contents[raw_next++];
-    } else if (q->n_raw_input_contents) {
-      tp_seterr(err, errlen,
-                "contents field must not be specified when using raw_input_contents for '%s' "
-                "for model '%s'",
-                in->name, md->name);
-      return TP_EINVAL;
-    }
-    const char *nm = in->name;
-    int64_t v;
-    /* The tutorial's model spells the same inputs in upper case. */
-    if (!strcmp(nm, "PROMPT"))
-      nm = "text_input";
-    else if (!strcmp(nm, "STREAM"))
-      nm = "stream";
-    else if (!strcmp(nm, "SAMPLING_PARAMETERS"))
-      nm = "sampling_parameters";
-    if (!strcmp(nm, "text_input")) {
-      rv = tensor_bytes(&t, &a->prompt, &a->prompt_len, err, errlen);
-      a->have_prompt = rv == 0;
-    } else if (!strcmp(nm, "stream")) {
-      rv = tensor_bool(&t, &a->stream, err, errlen);
-    } else if (!strcmp(nm, "exclude_input_in_output")) {
-      rv = tensor_bool(&t, &a->exclude_input, err, errlen);
-      a->exclude_input_set = rv == 0;
-    } else if (!strcmp(nm, "return_num_output_tokens")) {
-      rv = tensor_bool(&t, &a->num_tokens, err, errlen);
-    } else if (!strcmp(nm, "max_tokens")) {
-      if ((rv = tensor_int(&t, &v, err, errlen)) == 0) {
-        a->sp.max_tokens = tp__mock_clamp_u32(v);
-        a->have_max_tokens = true;
-      }
-    } else if (!strcmp(nm, "min_length")) {
-      if ((rv = tensor_int(&t, &v, err, errlen)) == 0) a->sp.min_tokens = tp__mock_clamp_u32(v);
-    } else if (!strcmp(nm, "sampling_parameters")) {
-      const uint8_t *p;
-      size_t len;
-      if ((rv = tensor_bytes(&t, &p, &len, err, errlen)) == 0) {
-        rv = parse_sampling(a, p, len, err, errlen);
-        have_sampling = true;
-      }
-    }
-    /* Other declared inputs (sampling knobs, stop words) are accepted and
-     * have no effect on the mock. */
+  return 0;
+}
+
+/* Where input number i's data is: its typed contents, or the next of
+ * raw_input_contents (Triton takes them in the order of the inputs that
+ * have no contents). */
+static int locate_input(const Inference__ModelInferRequest *q, const tp__mock_infer_req *a, size_t i,
+                        size_t *raw_next, tensor_ref *t, char *err, size_t errlen) {
+  const Inference__ModelInferRequest__InferInputTensor *in = q->inputs[i];
+  if (!tp__mock_model_has_input(a->model, in->name)) {
+    tp_seterr(err, errlen, "[request id: %s] unexpected inference input '%s' for model '%s'", q->id, in->name,
+              a->model->name);
+    return TP_EINVAL;
   }
-  if (rv) return rv;
+  t->in = in;
+  t->raw = NULL;
+  if (!in->contents) {
+    if (*raw_next >= q->n_raw_input_contents) {
+      tp_seterr(err, errlen, "unable to find data for input tensor '%s' in request", in->name);
+      return TP_EINVAL;
+    }
+    t->raw = &q->raw_input_contents[(*raw_next)++];
+  } else if (q->n_raw_input_contents) {
+    tp_seterr(err, errlen,
+              "contents field must not be specified when using raw_input_contents for '%s' "
+              "for model '%s'",
+              in->name, a->model->name);
+    return TP_EINVAL;
+  }
+  return 0;
+}
+
+/* Reads one input the mock uses; other declared inputs (sampling knobs,
+ * stop words) are accepted and have no effect on it. */
+static int read_input(tp__mock_infer_req *a, const tensor_ref *t, bool *have_sampling, char *err,
+                      size_t errlen) {
+  const char *nm = t->in->name;
+  int64_t v;
+  int rv = 0;
+  /* The tutorial's model spells the same inputs in upper case. */
+  if (!strcmp(nm, "PROMPT"))
+    nm = "text_input";
+  else if (!strcmp(nm, "STREAM"))
+    nm = "stream";
+  else if (!strcmp(nm, "SAMPLING_PARAMETERS"))
+    nm = "sampling_parameters";
+  if (!strcmp(nm, "text_input")) {
+    rv = tensor_bytes(t, &a->prompt, &a->prompt_len, err, errlen);
+    a->have_prompt = rv == 0;
+  } else if (!strcmp(nm, "stream")) {
+    rv = tensor_bool(t, &a->stream, err, errlen);
+  } else if (!strcmp(nm, "exclude_input_in_output")) {
+    rv = tensor_bool(t, &a->exclude_input, err, errlen);
+    a->exclude_input_set = rv == 0;
+  } else if (!strcmp(nm, "return_num_output_tokens")) {
+    rv = tensor_bool(t, &a->num_tokens, err, errlen);
+  } else if (!strcmp(nm, "max_tokens")) {
+    if ((rv = tensor_int(t, &v, err, errlen)) == 0) {
+      a->sp.max_tokens = tp__mock_clamp_u32(v);
+      a->have_max_tokens = true;
+    }
+  } else if (!strcmp(nm, "min_length")) {
+    if ((rv = tensor_int(t, &v, err, errlen)) == 0) a->sp.min_tokens = tp__mock_clamp_u32(v);
+  } else if (!strcmp(nm, "sampling_parameters")) {
+    const uint8_t *p;
+    size_t len;
+    if ((rv = tensor_bytes(t, &p, &len, err, errlen)) == 0) {
+      rv = parse_sampling(a, p, len, err, errlen);
+      *have_sampling = true;
+    }
+  }
+  return rv;
+}
+
+static int read_inputs(const Inference__ModelInferRequest *q, tp__mock_infer_req *a, bool *have_sampling,
+                       char *err, size_t errlen) {
+  size_t raw_next = 0;
+  for (size_t i = 0; i < q->n_inputs; i++) {
+    tensor_ref t;
+    int rv = locate_input(q, a, i, &raw_next, &t, err, errlen);
+    if (!rv) rv = read_input(a, &t, have_sampling, err, errlen);
+    if (rv) return rv;
+  }
   if (!a->have_prompt) {
     tp_seterr(err, errlen, "[request id: %s] input '%s' is required for model '%s'", q->id,
-              md->inputs[0].name, md->name);
+              a->model->inputs[0].name, a->model->name);
     return TP_EINVAL;
   }
-  if (md->ensemble && !a->have_max_tokens) {
-    tp_seterr(err, errlen, "[request id: %s] input 'max_tokens' is required for model '%s'", q->id, md->name);
+  return 0;
+}
+
+/* tokperf_fault: per-request fault injection (tp_mock_faults.h has the
+ * syntax). */
+static int read_fault(const Inference__ModelInferRequest *q, const Inference__InferParameter *p,
+                      tp__mock_infer_req *a, char *err, size_t errlen) {
+  if (p->parameter_choice_case != INFERENCE__INFER_PARAMETER__PARAMETER_CHOICE_STRING_PARAM) {
+    tp_seterr(err, errlen, "[request id: %s] parameter 'tokperf_fault' must be a string", q->id);
     return TP_EINVAL;
   }
+  char ferr[400];
+  if (tp_mock_fault_parse(p->string_param, strlen(p->string_param), &a->fault, ferr, sizeof(ferr))) {
+    tp_seterr(err, errlen, "[request id: %s] parameter 'tokperf_fault': %s", q->id, ferr);
+    return TP_EINVAL;
+  }
+  a->have_fault = true;
+  return 0;
+}
+
+static int read_parameters(const Inference__ModelInferRequest *q, tp__mock_infer_req *a, bool have_sampling,
+                           char *err, size_t errlen) {
   for (size_t i = 0; i < q->n_parameters; i++) {
     const char *k = q->parameters[i]->key;
     const Inference__InferParameter *p = q->parameters[i]->value;
+    int64_t v;
     if (!p) continue;
     if (!strcmp(k, "triton_enable_empty_final_response")) {
       a->empty_final = param_bool(p);
     } else if (!strcmp(k, "tokperf_fault")) {
-      /* Per-request fault injection (tp_mock_faults.h has the syntax). */
-      if (p->parameter_choice_case != INFERENCE__INFER_PARAMETER__PARAMETER_CHOICE_STRING_PARAM) {
-        tp_seterr(err, errlen, "[request id: %s] parameter 'tokperf_fault' must be a string", q->id);
-        return TP_EINVAL;
-      }
-      char ferr[400];
-      if (tp_mock_fault_parse(p->string_param, strlen(p->string_param), &a->fault, ferr, sizeof(ferr))) {
-        tp_seterr(err, errlen, "[request id: %s] parameter 'tokperf_fault': %s", q->id, ferr);
-        return TP_EINVAL;
-      }
-      a->have_fault = true;
+      int rv = read_fault(q, p, a, err, errlen);
+      if (rv) return rv;
     } else if (!strcmp(k, "tokperf_fault_after")) {
-      int64_t v;
       if (!param_int(p, &v) || v < 0) {
         tp_seterr(err, errlen, "[request id: %s] parameter 'tokperf_fault_after' must be a count >= 0",
                   q->id);
         return TP_EINVAL;
       }
       a->fault_after = v;
-    } else if (!md->ensemble && !have_sampling) {
+    } else if (!a->model->ensemble && !have_sampling) {
       /* Without a sampling_parameters tensor the vLLM backend serializes
        * the request parameters instead (what HTTP generate produces). */
-      int64_t v;
       if (!strcmp(k, "max_tokens") && param_int(p, &v)) {
         a->sp.max_tokens = tp__mock_clamp_u32(v);
         a->have_max_tokens = true;
@@ -297,10 +325,50 @@ int tp__mock_parse_infer(const Inference__ModelInferRequest *q, infer_args *a, c
       }
     }
   }
-  if (!md->ensemble && a->stream && a->exclude_input_set && !a->exclude_input) {
+  return 0;
+}
+
+int tp__mock_infer_parse(const uint8_t *data, size_t len, tp__mock_infer_req *a, char *err, size_t errlen) {
+  memset(a, 0, sizeof(*a));
+  a->fault_after = -1;
+  a->id = "";
+  a->version = "";
+  a->msg = inference__model_infer_request__unpack(NULL, len, data);
+  if (!a->msg) {
+    tp_seterr(err, errlen, "cannot parse ModelInferRequest");
+    return TP_EPROTO;
+  }
+  const Inference__ModelInferRequest *q = a->msg;
+  a->id = q->id;
+  a->version = q->model_version;
+  bool have_sampling = false;
+  int rv = find_model(q, a, err, errlen);
+  if (!rv) rv = read_inputs(q, a, &have_sampling, err, errlen);
+  if (rv) return rv;
+  if (a->model->ensemble && !a->have_max_tokens) {
+    tp_seterr(err, errlen, "[request id: %s] input 'max_tokens' is required for model '%s'", q->id,
+              a->model->name);
+    return TP_EINVAL;
+  }
+  rv = read_parameters(q, a, have_sampling, err, errlen);
+  if (rv) return rv;
+  if (!a->model->ensemble && a->stream && a->exclude_input_set && !a->exclude_input) {
     tp_seterr(err, errlen, "When streaming, `exclude_input_in_output` = False is not allowed.");
     return TP_EINVAL;
   }
+  a->sp.prompt = (const char *)a->prompt;
+  a->sp.prompt_len = a->prompt_len;
   a->sp.prompt_tokens = tp_mock_count_words((const char *)a->prompt, a->prompt_len);
   return 0;
+}
+
+void tp__mock_infer_req_fini(tp__mock_infer_req *a) {
+  if (a->msg) inference__model_infer_request__free_unpacked(a->msg, NULL);
+  a->msg = NULL;
+  a->id = "";
+  a->version = "";
+  a->prompt = NULL;
+  a->prompt_len = 0;
+  a->sp.prompt = NULL;
+  a->sp.prompt_len = 0;
 }

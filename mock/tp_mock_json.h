@@ -7,7 +7,11 @@
 
 #include <jansson.h>
 
-/* A JSON number (a real one truncated), or a string holding one: vLLM casts
+/* d truncated towards zero, saturated to the range of int64_t; false for
+ * NaN. */
+bool tp__mock_real_int(double d, int64_t *v);
+
+/* A JSON number (a real one as tp__mock_real_int reads it), or a string holding one: vLLM casts
  * each sampling parameter to its Python type, so "64" works as well as 64.
  * whole: the string must be the number and nothing more (request bodies);
  * else a number at its start is enough (sampling_parameters, as the mock

@@ -194,29 +194,35 @@ static void on_keepalive(tp_timer *t, uint64_t now_ns) {
   tp_timer_start(r->c->m->timers, t, now_ns + r->keepalive_every_ns);
 }
 
+/* The body of one response into b: a streamed token's event, or (whole)
+ * the answer of a request that does not stream.  Notes the response. */
+static int http_body(hreq *r, const char *text, size_t len, bool last, bool whole, uint64_t now_ns,
+                     tp_buf *b) {
+  tp__mock_job *j = &r->job;
+  const char *finish = j->seq.hit_length ? "length" : "stop";
+  tp__mock_job_response(r->c->m, j, now_ns);
+  if (!is_openai(r))
+    return whole ? tp_mock_generate_json(b, r->model_name, r->has_id ? j->id : NULL, text, len)
+                 : tp_mock_generate_event(b, r->model_name, r->has_id ? j->id : NULL, text, len);
+  tp_mock_usage u;
+  tp_mock_timings tm;
+  usage_of(r, &u);
+  timings_of(r, now_ns, &tm);
+  return whole ? tp_mock_oai_body(b, &r->w, text, len, finish, &u, &tm)
+               : tp_mock_sse_token(b, &r->w, text, len, last, finish, &u, &tm);
+}
+
 /* The event carrying one token of a streamed answer. */
 static int http_token_event(hreq *r, const tp_mock_token *tok, const char *text, size_t len,
                             uint64_t now_ns) {
   tp_mock *m = r->c->m;
-  tp__mock_job *j = &r->job;
-  const char *finish = j->seq.hit_length ? "length" : "stop";
   tp_buf b;
   tp_buf_init(&b);
-  int rv;
-  tp__mock_job_response(m, j, now_ns);
-  if (is_openai(r)) {
-    tp_mock_usage u;
-    tp_mock_timings tm;
-    usage_of(r, &u);
-    timings_of(r, now_ns, &tm);
-    rv = tp_mock_sse_token(&b, &r->w, text, len, tok->last, finish, &u, &tm);
-  } else {
-    rv = tp_mock_generate_event(&b, r->model_name, r->has_id ? j->id : NULL, text, len);
-  }
+  int rv = http_body(r, text, len, tok->last, false, now_ns, &b);
   if (!rv) {
     tp__mock_http_stream_data(r, b.data, b.len);
     tp__mock_count(&m->n_responses, 1);
-    tp__mock_log_response(m, j, r->index++, now_ns, text, len, tok->last, NULL);
+    tp__mock_log_response(m, &r->job, r->index++, now_ns, text, len, tok->last, NULL);
     if (tok->last) tp__mock_http_stream_end(r);
   }
   tp_buf_fini(&b);
@@ -227,22 +233,9 @@ static int http_token_event(hreq *r, const tp_mock_token *tok, const char *text,
  * is in r->text. */
 static int http_answer_whole(hreq *r, uint64_t now_ns) {
   tp_mock *m = r->c->m;
-  tp__mock_job *j = &r->job;
-  const char *finish = j->seq.hit_length ? "length" : "stop";
   tp_buf b;
   tp_buf_init(&b);
-  int rv;
-  tp__mock_job_response(m, j, now_ns);
-  if (is_openai(r)) {
-    tp_mock_usage u;
-    tp_mock_timings tm;
-    usage_of(r, &u);
-    timings_of(r, now_ns, &tm);
-    rv = tp_mock_oai_body(&b, &r->w, (const char *)r->text.data, r->text.len, finish, &u, &tm);
-  } else {
-    rv = tp_mock_generate_json(&b, r->model_name, r->has_id ? j->id : NULL, (const char *)r->text.data,
-                               r->text.len);
-  }
+  int rv = http_body(r, (const char *)r->text.data, r->text.len, true, true, now_ns, &b);
   if (!rv) {
     if (r->api == API_GENERATE_STREAM) {
       /* generate_stream without the stream input: one event. */
@@ -260,7 +253,8 @@ static int http_answer_whole(hreq *r, uint64_t now_ns) {
       tp__mock_http_respond_buf(r->c, 200, "application/json", &b);
     }
     tp__mock_count(&m->n_responses, 1);
-    tp__mock_log_response(m, j, r->index++, now_ns, (const char *)r->text.data, r->text.len, true, NULL);
+    tp__mock_log_response(m, &r->job, r->index++, now_ns, (const char *)r->text.data, r->text.len, true,
+                          NULL);
   }
   tp_buf_fini(&b);
   return rv;

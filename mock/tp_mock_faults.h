@@ -2,8 +2,8 @@
  * written down, and which requests get one.
  *
  * Pure logic (no sockets, no clock): the server parses specs here and asks
- * which fault a request carries; the transports (tp_mock.c for gRPC,
- * tp_mock_http.c for HTTP/1.1) carry the faults out.
+ * which fault a request carries; the transports (tp_mock_grpc_infer.c for
+ * gRPC, tp_mock_http_req.c for HTTP/1.1) carry the faults out.
  *
  * A fault spec is `kind[:arg[:text]]`:
  *

@@ -2,8 +2,8 @@
  * part of a request that is the same over gRPC and HTTP (its sequence in the
  * timing model, its token timer, its fault), the log and the counters.
  *
- * tp_mock.c owns the lifecycle and the gRPC side, tp_mock_http.c the
- * HTTP/1.1 side; both run on the server's one loop thread.  Only the
+ * tp_mock.c owns the lifecycle, tp_mock_grpc*.c the gRPC side, tp_mock_http.c
+ * the HTTP/1.1 side; both run on the server's one loop thread.  Only the
  * counters in `tp_mock` marked atomic are read from other threads
  * (tp_mock_get_stats). */
 #ifndef TP_MOCK_INTERNAL_H
@@ -22,6 +22,9 @@
 #include "util/tp_common.h"
 #include "util/tp_timer.h"
 #include "tokperf/mock.h"
+
+/* The trickle fault: one byte per millisecond, on either side. */
+#define TP__MOCK_TRICKLE_NS 1000000ull
 
 /* ---- models ---------------------------------------------------------------- */
 
@@ -79,7 +82,7 @@ typedef enum tp__mock_outcome {
 
 /* ---- the server -------------------------------------------------------------- */
 
-typedef struct conn conn;   /* a gRPC (HTTP/2) connection, tp_mock.c */
+typedef struct conn conn;   /* a gRPC (HTTP/2) connection, tp_mock_grpc.h */
 typedef struct hconn hconn; /* an HTTP/1.1 connection, tp_mock_http.c */
 
 struct tp_mock {
@@ -151,6 +154,10 @@ struct tp_mock {
 static inline void tp__mock_raise_max(_Atomic uint32_t *max, uint32_t v) {
   if (v > atomic_load_explicit(max, memory_order_relaxed)) atomic_store_explicit(max, v, memory_order_relaxed);
 }
+/* v in 0..UINT32_MAX: token counts asked for in a request. */
+static inline uint32_t tp__mock_clamp_u32(int64_t v) {
+  return v <= 0 ? 0 : v > UINT32_MAX ? UINT32_MAX : (uint32_t)v;
+}
 static inline void tp__mock_count(_Atomic uint64_t *c, uint64_t n) {
   atomic_fetch_add_explicit(c, n, memory_order_relaxed);
 }
@@ -160,6 +167,10 @@ static inline void tp__mock_count(_Atomic uint64_t *c, uint64_t n) {
 void tp__mock_want_flush(tp_mock *m);
 
 /* ---- jobs ---------------------------------------------------------------------- */
+
+/* The timing model's admission callback: arms the admitted job's token
+ * timer and notes the batch size and the prefix cache counters. */
+void tp__mock_on_admit(tp_mock_engine *e, tp_mock_seq *s, void *user_data);
 
 /* Decides j's fault: the per-request spec when one came (given = true; a
  * spec of "none" means no fault), else the server-wide fault_kind for the
@@ -190,6 +201,21 @@ bool tp__mock_job_fault_due(const tp__mock_job *j);
 bool tp__mock_job_token_text(tp_mock *m, tp__mock_job *j, const tp_mock_token *tok, char *bad, const char **text,
                              size_t *len, uint64_t now_ns);
 
+/* What a token timer of a job found due. */
+typedef enum tp__mock_tick {
+  TP__MOCK_TICK_NONE = 0, /* nothing to send (the timing model has no token yet) */
+  TP__MOCK_TICK_FAULT,    /* j's discrete fault is due: the transport fires it */
+  TP__MOCK_TICK_TOKEN     /* a token to send, counted as sent */
+} tp__mock_tick;
+
+/* The first steps of a token timer's callback, the same on both
+ * transports: j's due fault, else the next token from the timing model
+ * (*tok) with its text as tp__mock_job_token_text gives it (*text, *len;
+ * bad must hold sizeof(tok->text) + 2 bytes; *trickle set when the trickle
+ * fault starts with this token). */
+tp__mock_tick tp__mock_job_tick(tp_mock *m, tp__mock_job *j, uint64_t now_ns, tp_mock_token *tok, char *bad,
+                               const char **text, size_t *len, bool *trickle);
+
 /* Notes one response carrying tokens of j, queued at now_ns (first
  * response time, inter-token gaps, response count).  The responses counter
  * of tp_mock_stats is the transport's to count. */
@@ -215,6 +241,37 @@ void tp__mock_log_response(tp_mock *m, tp__mock_job *j, uint32_t index, uint64_t
                            size_t len, bool final, size_t *deferred_off);
 void tp__mock_log_fill(tp_mock *m, size_t off, uint64_t t_ns);
 void tp__mock_log_error(tp_mock *m, const char *id, const char *msg, uint64_t t_ns);
+/* Logs that j's fault fired. */
+void tp__mock_log_fault(tp_mock *m, tp__mock_job *j, uint64_t t_ns);
+/* Writes the log gathered in memory: with force, all of it; else once it
+ * holds a large piece and no time is left blank. */
+void tp__mock_log_flush(tp_mock *m, bool force);
+
+/* ---- the connections of both sides (tp_mock_io.c) ---------------------------- */
+
+/* A write of len bytes of data (malloc'ed; owned from here on, also when
+ * the write cannot start) on tcp.  done(owner, len, status) runs once it
+ * completed or was cancelled, data already freed.  Returns 0, or TP_ENOMEM /
+ * TP_EIO when it did not start (done will not run). */
+typedef void (*tp__mock_write_cb)(void *owner, size_t len, int status);
+int tp__mock_write(uv_tcp_t *tcp, char *data, size_t len, void *owner, tp__mock_write_cb done);
+/* The port a bound listener holds; 0 when unbound (or unknown). */
+int tp__mock_bound_port(uv_tcp_t *t);
+/* Sets the port of an IPv4 or IPv6 address. */
+void tp__mock_set_port(struct sockaddr_storage *addr, int port);
+
+/* Accepts a connection into tcp (initialised here, tcp->data already set
+ * by the caller) for both listeners: counts it; resets the first
+ * refuse_connections ones (both ports together); and gives the rest
+ * TCP_NODELAY (tokens are tiny writes that must leave at once) and kernel
+ * receive stamps.  Returns true when the connection is ready; false when it
+ * was closed, with on_closed to follow. */
+bool tp__mock_accept(tp_mock *m, uv_stream_t *server, uv_tcp_t *tcp, uv_close_cb on_closed);
+/* The arrival time of the bytes about to be read from a connection into
+ * readbuf, with how many to read so that all of them arrived then (see
+ * tp_stamp_fd_group); called from the alloc callback, the last moment
+ * before libuv reads. */
+uint64_t tp__mock_read_stamp(tp_mock *m, uv_tcp_t *tcp, size_t *read_len);
 
 /* ---- the HTTP side (tp_mock_http.c) --------------------------------------------- */
 
@@ -231,18 +288,5 @@ int tp__mock_http_start_listening(tp_mock *m);
 void tp__mock_http_flush(tp_mock *m);
 /* Closes the listener and every HTTP connection. */
 void tp__mock_http_shutdown(tp_mock *m);
-
-/* Accepts a connection into tcp (initialised here, tcp->data already set
- * by the caller) for both listeners: counts it; resets the first
- * refuse_connections ones (both ports together); and gives the rest
- * TCP_NODELAY (tokens are tiny writes that must leave at once) and kernel
- * receive stamps.  Returns true when the connection is ready; false when it
- * was closed, with on_closed to follow. */
-bool tp__mock_accept(tp_mock *m, uv_stream_t *server, uv_tcp_t *tcp, uv_close_cb on_closed);
-/* The arrival time of the bytes about to be read from a connection into
- * readbuf, with how many to read so that all of them arrived then (see
- * tp_stamp_fd_group); called from the alloc callback, the last moment
- * before libuv reads. */
-uint64_t tp__mock_read_stamp(tp_mock *m, uv_tcp_t *tcp, size_t *read_len);
 
 #endif

@@ -54,6 +54,73 @@ static uint64_t diff(uint64_t later, uint64_t earlier) {
   return later > earlier ? later - earlier : 0;
 }
 
+/* An admitted request of the ensemble, in the ensemble's own figures and
+ * in those of the models it runs: preprocessing, tensorrt_llm and
+ * postprocessing.  dur, queue and infer are the request's times. */
+static void record_ensemble(tp_mock_statset *s, const tp_mock_job_record *r, uint64_t dur, uint64_t queue,
+                            uint64_t infer) {
+  tp_mock_model_stats *top = &s->models[TP_MOCK_SM_ENSEMBLE];
+  uint64_t resp = r->responses;
+  tp_mock_model_stats *pre = &s->models[TP_MOCK_SM_PREPROCESSING];
+  tp_mock_model_stats *llm = &s->models[TP_MOCK_SM_TENSORRT_LLM];
+  tp_mock_model_stats *post = &s->models[TP_MOCK_SM_POSTPROCESSING];
+  uint64_t pre_infer = TP_MOCK_PRE_INFER_NS + TP_MOCK_PRE_INFER_NS_PER_WORD * r->prompt_tokens;
+  /* Tokenizing ran whatever happened later. */
+  pre->last_inference_ms = r->wall_ms;
+  add(&pre->success, 1, TP_MOCK_PRE_QUEUE_NS + TP_MOCK_PRE_INPUT_NS + pre_infer + TP_MOCK_PRE_OUTPUT_NS);
+  add(&pre->queue, 1, TP_MOCK_PRE_QUEUE_NS);
+  add(&pre->compute_input, 1, TP_MOCK_PRE_INPUT_NS);
+  add(&pre->compute_infer, 1, pre_infer);
+  add(&pre->compute_output, 1, TP_MOCK_PRE_OUTPUT_NS);
+  pre->inference_count++;
+  pre->execution_count++;
+
+  llm->last_inference_ms = r->wall_ms;
+  if (r->ok) {
+    add(&llm->success, 1, dur);
+    add(&llm->queue, 1, queue);
+    add(&llm->compute_input, 1, TP_MOCK_LLM_INPUT_NS);
+    add(&llm->compute_infer, 1, infer);
+    add(&llm->compute_output, 1, TP_MOCK_LLM_OUTPUT_NS_PER_RESPONSE * resp);
+    llm->inference_count++;
+    llm->execution_count++;
+  } else {
+    add(&llm->fail, 1, dur);
+    if (r->cancelled) llm->cancelled++;
+  }
+
+  /* The ensemble runs postprocessing once per response tensorrt_llm
+   * streams out, also for a request that fails later. */
+  if (resp) {
+    post->last_inference_ms = r->wall_ms;
+    add(&post->success, resp,
+        resp * (TP_MOCK_POST_QUEUE_NS + TP_MOCK_POST_INPUT_NS + TP_MOCK_POST_INFER_NS + TP_MOCK_POST_OUTPUT_NS));
+    add(&post->queue, resp, resp * TP_MOCK_POST_QUEUE_NS);
+    add(&post->compute_input, resp, resp * TP_MOCK_POST_INPUT_NS);
+    add(&post->compute_infer, resp, resp * TP_MOCK_POST_INFER_NS);
+    add(&post->compute_output, resp, resp * TP_MOCK_POST_OUTPUT_NS);
+    post->inference_count += resp;
+    post->execution_count += resp;
+  }
+
+  if (r->ok) {
+    /* The ensemble's own duration holds its steps: preprocessing before
+     * the LLM, postprocessing of every response, the LLM's input and
+     * output copies, and a few microseconds of scheduling of its own, so
+     * that request = overhead + queue + compute, as Triton reports it. */
+    add(&top->success, 0,
+        TP_MOCK_PRE_QUEUE_NS + TP_MOCK_PRE_INPUT_NS + pre_infer + TP_MOCK_PRE_OUTPUT_NS + TP_MOCK_LLM_INPUT_NS +
+            resp * (TP_MOCK_LLM_OUTPUT_NS_PER_RESPONSE + TP_MOCK_POST_QUEUE_NS + TP_MOCK_POST_INPUT_NS +
+                    TP_MOCK_POST_INFER_NS + TP_MOCK_POST_OUTPUT_NS) +
+            TP_MOCK_ENSEMBLE_OVERHEAD_NS);
+    add(&top->queue, 1, TP_MOCK_PRE_QUEUE_NS + queue + resp * TP_MOCK_POST_QUEUE_NS);
+    add(&top->compute_input, 1, TP_MOCK_PRE_INPUT_NS + TP_MOCK_LLM_INPUT_NS + resp * TP_MOCK_POST_INPUT_NS);
+    add(&top->compute_infer, 1, pre_infer + infer + resp * TP_MOCK_POST_INFER_NS);
+    add(&top->compute_output, 1,
+        TP_MOCK_PRE_OUTPUT_NS + resp * (TP_MOCK_LLM_OUTPUT_NS_PER_RESPONSE + TP_MOCK_POST_OUTPUT_NS));
+  }
+}
+
 void tp_mock_statset_record(tp_mock_statset *s, const tp_mock_job_record *r) {
   tp_mock_stats_model mi = r->model == TP_MOCK_SM_VLLM ? TP_MOCK_SM_VLLM : TP_MOCK_SM_ENSEMBLE;
   tp_mock_model_stats *top = &s->models[mi];
@@ -74,64 +141,7 @@ void tp_mock_statset_record(tp_mock_statset *s, const tp_mock_job_record *r) {
   }
 
   if (mi == TP_MOCK_SM_ENSEMBLE && admitted) {
-    tp_mock_model_stats *pre = &s->models[TP_MOCK_SM_PREPROCESSING];
-    tp_mock_model_stats *llm = &s->models[TP_MOCK_SM_TENSORRT_LLM];
-    tp_mock_model_stats *post = &s->models[TP_MOCK_SM_POSTPROCESSING];
-    uint64_t pre_infer = TP_MOCK_PRE_INFER_NS + TP_MOCK_PRE_INFER_NS_PER_WORD * r->prompt_tokens;
-    /* Tokenizing ran whatever happened later. */
-    pre->last_inference_ms = r->wall_ms;
-    add(&pre->success, 1, TP_MOCK_PRE_QUEUE_NS + TP_MOCK_PRE_INPUT_NS + pre_infer + TP_MOCK_PRE_OUTPUT_NS);
-    add(&pre->queue, 1, TP_MOCK_PRE_QUEUE_NS);
-    add(&pre->compute_input, 1, TP_MOCK_PRE_INPUT_NS);
-    add(&pre->compute_infer, 1, pre_infer);
-    add(&pre->compute_output, 1, TP_MOCK_PRE_OUTPUT_NS);
-    pre->inference_count++;
-    pre->execution_count++;
-
-    llm->last_inference_ms = r->wall_ms;
-    if (r->ok) {
-      add(&llm->success, 1, dur);
-      add(&llm->queue, 1, queue);
-      add(&llm->compute_input, 1, TP_MOCK_LLM_INPUT_NS);
-      add(&llm->compute_infer, 1, infer);
-      add(&llm->compute_output, 1, TP_MOCK_LLM_OUTPUT_NS_PER_RESPONSE * resp);
-      llm->inference_count++;
-      llm->execution_count++;
-    } else {
-      add(&llm->fail, 1, dur);
-      if (r->cancelled) llm->cancelled++;
-    }
-
-    /* The ensemble runs postprocessing once per response tensorrt_llm
-     * streams out, also for a request that fails later. */
-    if (resp) {
-      post->last_inference_ms = r->wall_ms;
-      add(&post->success, resp,
-          resp * (TP_MOCK_POST_QUEUE_NS + TP_MOCK_POST_INPUT_NS + TP_MOCK_POST_INFER_NS + TP_MOCK_POST_OUTPUT_NS));
-      add(&post->queue, resp, resp * TP_MOCK_POST_QUEUE_NS);
-      add(&post->compute_input, resp, resp * TP_MOCK_POST_INPUT_NS);
-      add(&post->compute_infer, resp, resp * TP_MOCK_POST_INFER_NS);
-      add(&post->compute_output, resp, resp * TP_MOCK_POST_OUTPUT_NS);
-      post->inference_count += resp;
-      post->execution_count += resp;
-    }
-
-    if (r->ok) {
-      /* The ensemble's own duration holds its steps: preprocessing before
-       * the LLM, postprocessing of every response, the LLM's input and
-       * output copies, and a few microseconds of scheduling of its own, so
-       * that request = overhead + queue + compute, as Triton reports it. */
-      add(&top->success, 0,
-          TP_MOCK_PRE_QUEUE_NS + TP_MOCK_PRE_INPUT_NS + pre_infer + TP_MOCK_PRE_OUTPUT_NS + TP_MOCK_LLM_INPUT_NS +
-              resp * (TP_MOCK_LLM_OUTPUT_NS_PER_RESPONSE + TP_MOCK_POST_QUEUE_NS + TP_MOCK_POST_INPUT_NS +
-                      TP_MOCK_POST_INFER_NS + TP_MOCK_POST_OUTPUT_NS) +
-              TP_MOCK_ENSEMBLE_OVERHEAD_NS);
-      add(&top->queue, 1, TP_MOCK_PRE_QUEUE_NS + queue + resp * TP_MOCK_POST_QUEUE_NS);
-      add(&top->compute_input, 1, TP_MOCK_PRE_INPUT_NS + TP_MOCK_LLM_INPUT_NS + resp * TP_MOCK_POST_INPUT_NS);
-      add(&top->compute_infer, 1, pre_infer + infer + resp * TP_MOCK_POST_INFER_NS);
-      add(&top->compute_output, 1,
-          TP_MOCK_PRE_OUTPUT_NS + resp * (TP_MOCK_LLM_OUTPUT_NS_PER_RESPONSE + TP_MOCK_POST_OUTPUT_NS));
-    }
+    record_ensemble(s, r, dur, queue, infer);
   } else if (mi == TP_MOCK_SM_VLLM && admitted && r->ok) {
     add(&top->queue, 1, queue);
     add(&top->compute_input, 1, TP_MOCK_LLM_INPUT_NS);
@@ -226,9 +236,9 @@ static int hist(tp_buf *b, const char *name, const char *labels, const tp_mock_h
 #define LLM_LABELS "model=\"tensorrt_llm\",version=\"1\""
 #define VLLM_LABELS "engine=\"0\",model_name=\"vllm_model\""
 
-int tp_mock_metrics_render(tp_buf *b, const tp_mock_statset *s, const tp_mock_gauges *g) {
+/* Triton core: per-model counters, durations and the first-response histogram. */
+static int render_triton(tp_buf *b, const tp_mock_statset *s, const tp_mock_gauges *g) {
   int rv = 0;
-  char f[48];
   /* Triton core. */
   rv |= family(b, "nv_inference_request_success", "counter",
                "Number of successful inference requests, all batch sizes");
@@ -275,7 +285,13 @@ int tp_mock_metrics_render(tp_buf *b, const tp_mock_statset *s, const tp_mock_ga
              &s->first_response_ms[0], false);
   rv |= hist(b, "nv_inference_first_response_histogram_ms", "model=\"vllm_model\",version=\"1\"",
              &s->first_response_ms[1], false);
+  return rv;
+}
 
+/* The GPU, as DCGM reports it through Triton. */
+static int render_gpu(tp_buf *b, const tp_mock_gauges *g) {
+  int rv = 0;
+  char f[48];
   /* GPU (DCGM through Triton). */
   py_float(f, sizeof(f), g->gpu_utilization);
   rv |= family(b, "nv_gpu_utilization", "gauge", "GPU utilization rate [0.0 - 1.0)");
@@ -294,7 +310,14 @@ int tp_mock_metrics_render(tp_buf *b, const tp_mock_statset *s, const tp_mock_ga
   py_float(f, sizeof(f), g->energy_j);
   rv |= family(b, "nv_energy_consumption", "counter", "GPU energy consumption in joules since the Triton Server started");
   rv |= tp_buf_printf(b, "nv_energy_consumption{" GPU_LABEL "} %s\n", f);
+  return rv;
+}
 
+/* The TensorRT-LLM backend: requests, KV cache blocks, the batcher. */
+static int render_trtllm(tp_buf *b, const tp_mock_statset *s, const tp_mock_gauges *g) {
+  int rv = 0;
+  char f[48];
+  uint64_t used = TP_MIN(g->kv_blocks_used, g->kv_blocks_max);
   /* TensorRT-LLM backend. */
   rv |= family(b, "nv_trt_llm_request_metrics", "gauge", "TRT LLM request metrics");
   const struct {
@@ -311,7 +334,6 @@ int tp_mock_metrics_render(tp_buf *b, const tp_mock_statset *s, const tp_mock_ga
   for (size_t i = 0; i < TP_ARRAY_LEN(req); i++)
     rv |= tp_buf_printf(b, "nv_trt_llm_request_metrics{" LLM_LABELS ",request_type=\"%s\"} %llu\n", req[i].type,
                         (unsigned long long)req[i].v);
-  uint64_t used = TP_MIN(g->kv_blocks_used, g->kv_blocks_max);
   rv |= family(b, "nv_trt_llm_kv_cache_block_metrics", "gauge", "TRT LLM KV cache block metrics");
   rv |= tp_buf_printf(b, "nv_trt_llm_kv_cache_block_metrics{kv_cache_block_type=\"max\"," LLM_LABELS "} %llu\n",
                       (unsigned long long)g->kv_blocks_max);
@@ -340,7 +362,14 @@ int tp_mock_metrics_render(tp_buf *b, const tp_mock_statset *s, const tp_mock_ga
                       (unsigned long long)g->iterations);
   rv |= tp_buf_printf(b, "nv_trt_llm_general_metrics{general_type=\"timestamp\"," LLM_LABELS "} %llu\n",
                       (unsigned long long)g->wall_ms * 1000);
+  return rv;
+}
 
+/* vLLM, formatted as prometheus_client does. */
+static int render_vllm(tp_buf *b, const tp_mock_statset *s, const tp_mock_gauges *g) {
+  int rv = 0;
+  char f[48];
+  uint64_t used = TP_MIN(g->kv_blocks_used, g->kv_blocks_max);
   /* vLLM (prometheus_client formatting: floats, _total counters). */
   rv |= family(b, "vllm:num_requests_running", "gauge", "Number of requests in model execution batches.");
   rv |= tp_buf_printf(b, "vllm:num_requests_running{" VLLM_LABELS "} %u.0\n", g->running);
@@ -376,6 +405,14 @@ int tp_mock_metrics_render(tp_buf *b, const tp_mock_statset *s, const tp_mock_ga
   rv |= hist(b, "vllm:inter_token_latency_seconds", VLLM_LABELS, &s->itl_s, true);
   rv |= family(b, "vllm:e2e_request_latency_seconds", "histogram", "Histogram of e2e request latency in seconds.");
   rv |= hist(b, "vllm:e2e_request_latency_seconds", VLLM_LABELS, &s->e2e_s, true);
+  return rv;
+}
+
+int tp_mock_metrics_render(tp_buf *b, const tp_mock_statset *s, const tp_mock_gauges *g) {
+  int rv = render_triton(b, s, g);
+  rv |= render_gpu(b, g);
+  rv |= render_trtllm(b, s, g);
+  rv |= render_vllm(b, s, g);
   return rv ? TP_ENOMEM : 0;
 }
 

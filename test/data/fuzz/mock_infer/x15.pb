@@ -1,0 +1,4 @@
+
+ensemblex15*
+
+max_tokensINT32*

@@ -1,0 +1,5 @@
+
+
+vllm_modelx4*
+
+text_inputBYTES

@@ -23,6 +23,7 @@
 #include "api/tp_triton.h"
 #include "client/tp_client.h"
 #include "dataset/tp_dataset.h"
+#include "dataset/tp_trace.h"
 #include "metrics/tp_stats.h"
 #include "record/tp_record.h"
 #include "report/tp_export.h"
@@ -52,13 +53,6 @@ typedef struct point {
   uint32_t input_tokens;  /* 0 = the run's prompts */
   uint32_t output_tokens; /* 0 = per prompt / default */
 } point;
-
-/* One trace entry (schedule mode). */
-typedef struct trace_entry {
-  uint64_t offset_ns;
-  uint32_t prompt_index;
-  uint32_t output_tokens; /* 0 = default */
-} trace_entry;
 
 /* One per request in flight, allocated on its own so its address stays put
  * while the record array grows. */
@@ -185,7 +179,7 @@ struct tp_run {
   tp_dataset syn_ds;  /* exact-token prompts of the current point */
   bool have_syn_ds;
   uint32_t syn_ds_tokens;
-  trace_entry *trace;
+  tp_trace_entry *trace; /* schedule mode: the trace's entries */
   size_t n_trace;
   tp_tok *tok;
   char tok_desc[512];

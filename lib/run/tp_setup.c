@@ -18,56 +18,6 @@
 #include "dataset/tp_synth.h"
 #include "util/tp_stamp.h"
 
-/* Makes the prompts a trace gave only lengths for: shared prefix blocks per
- * hash id (the same id gives the same text), then fresh text for the rest. */
-static int make_trace_prompts(tp_run *r, char *err, size_t errlen) {
-  for (size_t i = 0; i < r->ds.n; i++) {
-    tp_prompt *p = &r->ds.items[i];
-    if (p->input_tokens > -2) continue;
-    uint32_t want = (uint32_t)(-(p->input_tokens + 2));
-    tp_buf b;
-    tp_buf_init(&b);
-    uint32_t covered = 0;
-    if (p->reference) {
-      for (char *s = p->reference; *s && covered + r->cfg.prefix_block_tokens <= want;) {
-        long long h = strtoll(s, &s, 10);
-        if (*s == ',') s++;
-        char *t;
-        size_t tl;
-        int rv = tp_synth_text(r->tok, r->cfg.prefix_block_tokens, tp_rng_mix(r->cfg.random_seed ^ 0x5eed, (uint64_t)h),
-                               &t, &tl);
-        if (rv) {
-          tp_buf_fini(&b);
-          tp_seterr(err, errlen, "cannot make a %u-token prefix block: %s", r->cfg.prefix_block_tokens,
-                    tp_strerror(rv));
-          return rv;
-        }
-        tp_buf_append(&b, t, tl);
-        free(t);
-        covered += r->cfg.prefix_block_tokens;
-      }
-      free(p->reference);
-      p->reference = NULL;
-    }
-    if (covered < want) {
-      char *t;
-      size_t tl;
-      int rv = tp_synth_text(r->tok, want - covered, tp_rng_mix(r->cfg.random_seed, i + 1), &t, &tl);
-      if (rv) {
-        tp_buf_fini(&b);
-        tp_seterr(err, errlen, "cannot make a prompt of %u tokens: %s", want - covered, tp_strerror(rv));
-        return rv;
-      }
-      if (b.len) tp_buf_append(&b, " ", 1);
-      tp_buf_append(&b, t, tl);
-      free(t);
-    }
-    p->text = tp_buf_steal(&b, &p->text_len);
-    p->input_tokens = -1; /* counted like any prompt */
-  }
-  return 0;
-}
-
 static void warm_work(uv_work_t *w) { (void)w; }
 
 /* -u/--url: r->target gets "host:port" (the mock's, or the URL's). */
@@ -133,7 +83,7 @@ int tpr_exec_setup(tp_run *r, char *err, size_t errlen) {
     else
       snprintf(r->tok_desc, sizeof(r->tok_desc), "%s (%s)", tp_tok_name(r->tok), r->cfg.tokenizer);
     if (r->cfg.schedule_file) {
-      rv = make_trace_prompts(r, err, errlen);
+      rv = tp_trace_make_prompts(&r->ds, r->tok, r->cfg.prefix_block_tokens, r->cfg.random_seed, err, errlen);
       if (rv) return rv;
     }
     if (r->cfg.prefix_tokens) {

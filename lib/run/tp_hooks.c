@@ -8,9 +8,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "run/tp_run_internal.h"
 #include "report/tp_records.h"
+#include "report/tp_export.h"
 #include "run/tp_dist.h"
 
 /* Server statistics around a level (Triton's ModelStatistics).  A server
@@ -21,7 +23,7 @@ static bool stats_wanted(const tp_run *r) {
          r->cfg.service_kind == TP_SERVICE_TRITON;
 }
 
-void tpr_stats_read_before(tp_run *r) {
+static void stats_read_before(tp_run *r) {
   if (!stats_wanted(r)) return;
   free(r->stats_before);
   r->stats_before = NULL;
@@ -35,7 +37,7 @@ void tpr_stats_read_before(tp_run *r) {
 
 static double per(uint64_t ns, uint64_t count) { return count ? (double)ns / (double)count / 1e3 : 0; }
 
-void tpr_stats_read_after(tp_run *r, size_t li, tp_level_result *lv) {
+static void stats_read_after(tp_run *r, size_t li, tp_level_result *lv) {
   if (!stats_wanted(r) || !r->stats_before) return;
   tp_triton_model_counters *after = NULL;
   size_t n_after = 0;
@@ -91,7 +93,7 @@ void tpr_stats_read_after(tp_run *r, size_t li, tp_level_result *lv) {
  * union of the ranks' arrivals is exactly the single-process schedule,
  * whatever the distribution.  Either way request g is numbered k + N x
  * (its index on rank k), which picks its prompt. */
-void tpr_dist_split_level(tp_run *r, const point *pt) {
+static void dist_split_level(tp_run *r, const point *pt) {
   level_state *L = &r->lv;
   uint32_t k = r->rank, n = r->n_ranks;
   L->seq_base = k;
@@ -114,7 +116,7 @@ void tpr_dist_split_level(tp_run *r, const point *pt) {
 
 /* While a level runs: heartbeats out (other ranks) or in (rank 0), and a
  * stop from rank 0 taken as an interruption. */
-void tpr_on_mpi_timer(uv_timer_t *t) {
+static void on_mpi_timer(uv_timer_t *t) {
   tp_run *r = t->data;
   level_state *L = &r->lv;
   tp_mpi_counters own = {L->n_done, L->n_failed, L->in_flight};
@@ -223,7 +225,7 @@ int tpr_dist_level_end(tp_run *r, size_t li, char *err, size_t errlen) {
 }
 
 /* Rank 0: who measured the level, how their clocks stood, who failed. */
-void tpr_dist_fill_level(tp_run *r, size_t li, tp_level_result *lv) {
+static void dist_fill_level(tp_run *r, size_t li, tp_level_result *lv) {
   tp_rank_info *ri = &r->rank_info[li * r->n_ranks];
   uint32_t reporting = 0, in_flight = 0;
   double unc_us = 0;
@@ -339,4 +341,173 @@ int tpr_dist_leave(tp_run *r, int rv, char *err, size_t errlen) {
   fprintf(stderr, "tokperf: %s%s\n", r->rank_tag, err);
   tp_mpi_fail(r->mpi, err);
   return 0;
+}
+
+/* ---- the hooks around a level ----------------------------------------------- */
+
+static int stats_begin(tp_run *r, size_t li, char *err, size_t errlen) {
+  stats_read_before(r);
+  return 0;
+}
+
+static int scrape_open(tp_run *r, char *err, size_t errlen) {
+  if (!r->cfg.metrics_url) return 0;
+  if (strcmp(r->cfg.metrics_url, "mock") == 0) {
+    if (!r->mock || tp_mock_http_port(r->mock) <= 0) {
+      tp_seterr(err, errlen, "--metrics-url mock needs --mock");
+      return TP_EINVAL;
+    }
+    snprintf(r->metrics_url, sizeof(r->metrics_url), "http://127.0.0.1:%d/metrics", tp_mock_http_port(r->mock));
+  } else {
+    snprintf(r->metrics_url, sizeof(r->metrics_url), "%s", r->cfg.metrics_url);
+  }
+  return tp_scraper_new(&r->scraper, &r->loop, r->metrics_url, r->cfg.metrics_interval_ms, &r->cfg, err, errlen);
+}
+
+static int scrape_begin(tp_run *r, size_t li, char *err, size_t errlen) {
+  if (r->scraper) tp_scraper_level_start(r->scraper);
+  return 0;
+}
+
+/* A scrape still on the wire belongs to the level: let it land. */
+static void scrape_stop(tp_run *r) {
+  while (r->scraper && tp_scraper_busy(r->scraper)) uv_run(&r->loop, UV_RUN_ONCE);
+}
+
+static void scrape_end(tp_run *r, size_t li, tp_level_result *lv) {
+  if (!r->scraper) return;
+  size_t nm;
+  tp_scraper_level_end(r->scraper, lv, &r->server_metrics[li], &nm);
+}
+
+/* This rank's part of the level, then every rank starts at one instant of
+ * rank 0's clock. */
+static int mpi_begin(tp_run *r, size_t li, char *err, size_t errlen) {
+  if (!r->mpi) return 0;
+  dist_split_level(r, &r->points[li]);
+  int rv = tp_mpi_level_begin(r->mpi, (uint32_t)li, &r->lv.t0, err, errlen);
+  if (rv) return rv;
+  uv_timer_start(&r->mpi_timer, on_mpi_timer, 100, 100);
+  return 0;
+}
+
+static void mpi_stop(tp_run *r) {
+  if (r->mpi) uv_timer_stop(&r->mpi_timer);
+}
+
+static void mpi_end(tp_run *r, size_t li, tp_level_result *lv) {
+  if (r->mpi) dist_fill_level(r, li, lv);
+}
+
+static int artifacts_open(tp_run *r, char *err, size_t errlen) {
+  if (r->cfg.no_artifacts) return 0;
+  tpr_artifact_dir_name(&r->cfg, r->artifact_dir, sizeof(r->artifact_dir));
+  struct timespec wall;
+  clock_gettime(CLOCK_REALTIME, &wall);
+  tp_artifacts_opts ao;
+  memset(&ao, 0, sizeof(ao));
+  ao.dir = r->artifact_dir;
+  ao.profile_export_file = r->cfg.profile_export_file;
+  ao.cfg = &r->cfg;
+  /* One anchor pair: wall time = anchor + (monotonic - its anchor). */
+  ao.anchor_mono_ns = tp_now_ns();
+  ao.anchor_wall_ns = (uint64_t)wall.tv_sec * TP_NS_PER_S + (uint64_t)wall.tv_nsec;
+  ao.html = !r->cfg.no_html;
+  int rv = tp_artifacts_open(&r->artifacts, &ao, err, errlen);
+  if (rv) return rv == TP_ENOMEM ? rv : TP_EIO;
+  if (!r->cfg.records_path) {
+    snprintf(r->records_default, sizeof(r->records_default), "%s/records.jsonl", r->artifact_dir);
+    r->cfg.records_path = r->records_default;
+  }
+  return 0;
+}
+
+/* The level's requests as the exports see them: the prompt, the text put
+ * before it, the reference; markers holds the --cache-bust markers. */
+static void export_requests(tp_run *r, tp_export_request *reqs, char (*markers)[24], tp_records_reader *from) {
+  level_state *L = &r->lv;
+  for (size_t i = 0; i < L->n_planned; i++) {
+    const tp_prompt *p = &L->ds->items[L->recs[i].prompt_index];
+    reqs[i].rec = &L->recs[i];
+    reqs[i].prompt = p->text;
+    reqs[i].prompt_len = p->text_len;
+    char scratch[24];
+    tpr_sent_head(r, i, markers ? markers[i] : scratch, reqs[i].head, reqs[i].head_len);
+    reqs[i].reference = p->reference;
+    reqs[i].max_tokens = L->recs[i].max_tokens;
+    reqs[i].from = from;
+  }
+}
+
+/* The level's files.  Between levels nothing is in flight, so files
+ * written here delay no timestamp. */
+static void artifacts_end(tp_run *r, size_t li, tp_level_result *lv) {
+  level_state *L = &r->lv;
+  if (!r->artifacts) return;
+  tp_records_reader *from = NULL;
+  if (L->n_shed) {
+    /* The shed records' response times and text are read back from their
+     * lines (flushed already; the merged ones of other ranks are not shed). */
+    char rerr[600];
+    fflush(r->records_fp);
+    if (tp_records_reader_open(&from, r->cfg.records_path, rerr, sizeof(rerr)))
+      tpr_warn(r, "the level's exports lack response times and text: %s", rerr);
+  }
+  if (from || !L->n_shed) {
+    tp_export_request *reqs = calloc(L->n_planned ? L->n_planned : 1, sizeof(*reqs));
+    /* The exports give the text sent: the markers are kept for them. */
+    char(*markers)[24] = r->cfg.cache_bust ? calloc(L->n_planned ? L->n_planned : 1, 24) : NULL;
+    if (reqs && (markers || !r->cfg.cache_bust)) {
+      export_requests(r, reqs, markers, from);
+      tp_export_level el = {lv, reqs, L->n_planned, L->lo.window_start_ns, L->lo.window_end_ns};
+      tp_accuracy acc;
+      memset(&acc, 0, sizeof(acc));
+      char aerr[512];
+      if (tp_artifacts_add_level(r->artifacts, &el, &acc, aerr, sizeof(aerr)))
+        tpr_warn(r, "cannot write the level's artifacts: %s", aerr);
+      lv->accuracy_scored = acc.scored;
+      lv->exact_match_rate = acc.exact_match_rate;
+      lv->rouge_l_f1 = acc.rouge_l_f1;
+    }
+    free(reqs);
+    free(markers);
+  }
+  tp_records_reader_free(from);
+}
+
+/* The hooks, walked in this order at each step: at start-up (open), before
+ * the level's first request (begin; MPI last, as it starts the clock),
+ * when the loop stopped (stop) and once the level's figures are computed
+ * (end; artifacts last, as they write those figures). */
+static const tp_level_hook hooks[] = {
+    {"server statistics", NULL, stats_begin, NULL, stats_read_after},
+    {"scraping", scrape_open, scrape_begin, scrape_stop, scrape_end},
+    {"MPI", NULL, mpi_begin, mpi_stop, mpi_end},
+    {"artifacts", artifacts_open, NULL, NULL, artifacts_end},
+};
+
+int tpr_hooks_open(tp_run *r, char *err, size_t errlen) {
+  for (size_t i = 0; i < TP_ARRAY_LEN(hooks); i++) {
+    int rv = hooks[i].open ? hooks[i].open(r, err, errlen) : 0;
+    if (rv) return rv;
+  }
+  return 0;
+}
+
+int tpr_hooks_begin(tp_run *r, size_t li, char *err, size_t errlen) {
+  for (size_t i = 0; i < TP_ARRAY_LEN(hooks); i++) {
+    int rv = hooks[i].begin ? hooks[i].begin(r, li, err, errlen) : 0;
+    if (rv) return rv;
+  }
+  return 0;
+}
+
+void tpr_hooks_stop(tp_run *r) {
+  for (size_t i = 0; i < TP_ARRAY_LEN(hooks); i++)
+    if (hooks[i].stop) hooks[i].stop(r);
+}
+
+void tpr_hooks_end(tp_run *r, size_t li, tp_level_result *lv) {
+  for (size_t i = 0; i < TP_ARRAY_LEN(hooks); i++)
+    if (hooks[i].end) hooks[i].end(r, li, lv);
 }

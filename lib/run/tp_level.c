@@ -194,7 +194,9 @@ static void describe_point(const point *pt, char *buf, size_t len) {
   if (pt->output_tokens && n > 0 && (size_t)n < len) snprintf(buf + n, len - (size_t)n, ", output %u", pt->output_tokens);
 }
 
-int tpr_run_level(tp_run *r, size_t li, char *err, size_t errlen) {
+/* The level afresh (the record array is kept for its room), its prompts,
+ * its name, and the prefix of its request ids. */
+static int level_reset(tp_run *r, size_t li, char *err, size_t errlen) {
   const point *pt = &r->points[li];
   level_state *L = &r->lv;
   tp_record *keep_recs = L->recs;
@@ -212,9 +214,7 @@ int tpr_run_level(tp_run *r, size_t li, char *err, size_t errlen) {
   tp_timer_init(&L->plan_timer, tpr_on_plan_timer, r);
   tp_rng_seed(&L->out_rng, tp_rng_mix(r->cfg.random_seed ^ 0x07f, li));
 
-  char desc[96];
-  describe_point(pt, desc, sizeof(desc));
-  snprintf(L->desc, sizeof(L->desc), "%s", desc);
+  describe_point(pt, L->desc, sizeof(L->desc));
   L->index = li;
   L->live_n = 0;
   if (pt->mode == TP_LOAD_CONCURRENCY)
@@ -227,8 +227,13 @@ int tpr_run_level(tp_run *r, size_t li, char *err, size_t errlen) {
   if (r->cfg.num_profile_runs > 1) /* repeated runs: ids stay unique */
     snprintf(r->id_prefix + strlen(r->id_prefix), sizeof(r->id_prefix) - strlen(r->id_prefix), "r%zu-",
              li % r->cfg.num_profile_runs + 1);
+  return 0;
+}
 
-  /* What to plan. */
+/* What to plan: the warm-up and the measured count, or no end (a duration,
+ * stability windows). */
+static void level_counts(tp_run *r, const point *pt) {
+  level_state *L = &r->lv;
   L->n_warmup = r->cfg.warmup_request_count;
   uint64_t measured = r->cfg.request_count;
   if (!measured) {
@@ -247,7 +252,12 @@ int tpr_run_level(tp_run *r, size_t li, char *err, size_t errlen) {
     default: L->total = SIZE_MAX; break;
   }
   if (pt->mode == TP_LOAD_SCHEDULE && L->total == SIZE_MAX) L->total = r->n_trace + L->n_warmup;
+}
 
+/* Open loop: the arrival offsets, drawn ahead from the seed (rate) or the
+ * trace's (schedule). */
+static int level_offsets(tp_run *r, size_t li, const point *pt) {
+  level_state *L = &r->lv;
   if (pt->mode == TP_LOAD_RATE) {
     /* The whole schedule is drawn ahead from the seed: a count, or enough for
      * the warm-up and measurement time with room to spare; the windows mode
@@ -264,8 +274,8 @@ int tpr_run_level(tp_run *r, size_t li, char *err, size_t errlen) {
     }
     L->offsets = malloc(n * sizeof(uint64_t));
     if (!L->offsets) return TP_ENOMEM;
-    rv = tp_sched_fill(L->offsets, n, pt->rate, r->cfg.arrival, r->cfg.burstiness,
-                       tp_sched_seed(r->cfg.random_seed, li));
+    int rv = tp_sched_fill(L->offsets, n, pt->rate, r->cfg.arrival, r->cfg.burstiness,
+                           tp_sched_seed(r->cfg.random_seed, li));
     if (rv) return rv;
     L->n_offsets = n;
   } else if (pt->mode == TP_LOAD_SCHEDULE) {
@@ -276,40 +286,40 @@ int tpr_run_level(tp_run *r, size_t li, char *err, size_t errlen) {
     for (size_t i = 0; i < n; i++) L->offsets[i] = r->trace[i % r->n_trace].offset_ns;
     L->n_offsets = n;
   }
+  return 0;
+}
 
-  if (r->ds.n_sessions && L->ds == &r->ds) {
-    rv = tpr_sessions_level_start(r, err, errlen);
-    if (rv) return rv;
-  }
+/* What the level will do, in one line. */
+static void level_announce(tp_run *r) {
+  level_state *L = &r->lv;
+  const char *desc = L->desc;
   if (L->sess && L->sess_total == SIZE_MAX)
     tpr_progress(r, "%s: sessions of %s for %" PRIu64 " ms, each turn with its history", desc, r->ds.source,
-             r->cfg.duration_ms);
+                 r->cfg.duration_ms);
   else if (L->sess)
     tpr_progress(r, "%s: %zu sessions of %s (+%zu warm-up), each turn with its history", desc,
-             L->sess_total - L->n_warmup, r->ds.source, L->n_warmup);
+                 L->sess_total - L->n_warmup, r->ds.source, L->n_warmup);
   else if (r->cfg.measure_mode == TP_MEASURE_TIME_WINDOWS)
     tpr_progress(r, "%s: measuring in windows of %" PRIu64 " ms until three agree within %g%%", desc,
-             r->cfg.measurement_interval_ms, r->cfg.stability_percentage);
+                 r->cfg.measurement_interval_ms, r->cfg.stability_percentage);
   else if (r->cfg.measure_mode == TP_MEASURE_COUNT_WINDOWS)
     tpr_progress(r, "%s: measuring in windows of %" PRIu64 " requests until three agree within %g%%", desc,
-             r->cfg.measurement_request_count, r->cfg.stability_percentage);
+                 r->cfg.measurement_request_count, r->cfg.stability_percentage);
   else if (r->cfg.measure_mode == TP_MEASURE_DURATION)
     tpr_progress(r, "%s: measuring for %" PRIu64 " ms", desc, r->cfg.duration_ms);
   else
     tpr_progress(r, "%s: %zu requests (+%zu warm-up)", desc, L->total - L->n_warmup, L->n_warmup);
+}
 
+/* The hooks begin, the clock starts (MPI's hook starts it on every rank at
+ * once) and the first requests leave; returns once the level is over and
+ * every timer of it is stopped. */
+static int level_drive(tp_run *r, size_t li, const point *pt, char *err, size_t errlen) {
+  level_state *L = &r->lv;
   L->total_all = L->total;
-  if (r->mpi) tpr_dist_split_level(r, pt);
-  tpr_stats_read_before(r);
-  if (r->scraper) tp_scraper_level_start(r->scraper);
-  if (r->mpi) {
-    /* Every rank starts at one instant of rank 0's clock. */
-    rv = tp_mpi_level_begin(r->mpi, (uint32_t)li, &L->t0, err, errlen);
-    if (rv) return rv;
-    uv_timer_start(&r->mpi_timer, tpr_on_mpi_timer, 100, 100);
-  } else {
-    L->t0 = tp_now_ns();
-  }
+  int rv = tpr_hooks_begin(r, li, err, errlen);
+  if (rv) return rv;
+  if (!r->mpi) L->t0 = tp_now_ns();
   if (r->cfg.warmup_duration_ms) L->warmup_end_ns = L->t0 + r->cfg.warmup_duration_ms * TP_NS_PER_MS;
   if (r->cfg.progress) {
     r->last_progress_ns = L->t0;
@@ -324,35 +334,38 @@ int tpr_run_level(tp_run *r, size_t li, char *err, size_t errlen) {
   } else {
     tpr_on_plan_timer(&L->plan_timer, L->t0);
   }
-  bool windows = r->cfg.measure_mode == TP_MEASURE_TIME_WINDOWS || r->cfg.measure_mode == TP_MEASURE_COUNT_WINDOWS;
   tpr_level_check_done(r);
   while (!L->done) uv_run(&r->loop, UV_RUN_DEFAULT);
   uv_timer_stop(&r->progress_timer);
   if (r->progress_tty && r->cfg.progress) fputs("\r\033[K", r->cfg.progress);
-  /* A scrape still on the wire belongs to the level: let it land. */
-  while (r->scraper && tp_scraper_busy(r->scraper)) uv_run(&r->loop, UV_RUN_ONCE);
+  tpr_hooks_stop(r);
   tp_timer_stop(r->timers, &L->plan_timer);
   uv_timer_stop(&r->window_timer);
   uv_timer_stop(&r->grace_timer);
-  if (r->mpi) uv_timer_stop(&r->mpi_timer);
+  return 0;
+}
 
-  /* Which requests are measured. */
-  tp_level_opts lo;
-  memset(&lo, 0, sizeof(lo));
-  lo.goodput_ttft_ms = r->cfg.goodput_ttft_ms;
-  lo.goodput_itl_ms = r->cfg.goodput_itl_ms;
-  lo.goodput_latency_ms = r->cfg.goodput_latency_ms;
-  lo.goodput_tpot_ms = r->cfg.goodput_tpot_ms;
+/* Which requests are measured (L->lo): stability windows, the last three
+ * windows' requests; a duration, those planned within it. */
+static void level_choose_measured(tp_run *r) {
+  level_state *L = &r->lv;
+  tp_level_opts *lo = &L->lo;
+  memset(lo, 0, sizeof(*lo));
+  lo->goodput_ttft_ms = r->cfg.goodput_ttft_ms;
+  lo->goodput_itl_ms = r->cfg.goodput_itl_ms;
+  lo->goodput_latency_ms = r->cfg.goodput_latency_ms;
+  lo->goodput_tpot_ms = r->cfg.goodput_tpot_ms;
+  bool windows = r->cfg.measure_mode == TP_MEASURE_TIME_WINDOWS || r->cfg.measure_mode == TP_MEASURE_COUNT_WINDOWS;
   if (windows && L->trials > 0) {
     uint32_t first = L->trials >= 3 ? L->trials - 3 : 0;
-    lo.window_start_ns = L->win_edges_ns[first];
-    lo.window_end_ns = L->win_edges_ns[L->trials];
+    lo->window_start_ns = L->win_edges_ns[first];
+    lo->window_end_ns = L->win_edges_ns[L->trials];
     for (size_t i = 0; i < L->n_planned; i++) {
       tp_record *rec = &L->recs[i];
       /* Counted by one of the last three windows (tpr_window_on_completion);
        * a failed request by the span it ended in. */
       bool in = tp_record_ok(rec) ? rec->window > first && rec->window <= L->trials
-                                  : rec->done_ns >= lo.window_start_ns && rec->done_ns <= lo.window_end_ns;
+                                  : rec->done_ns >= lo->window_start_ns && rec->done_ns <= lo->window_end_ns;
       if (!in) rec->warmup = true;
     }
     tpr_mark_measured_lines(r);
@@ -360,16 +373,12 @@ int tpr_run_level(tp_run *r, size_t li, char *err, size_t errlen) {
     for (size_t i = 0; i < L->n_planned; i++)
       if (L->recs[i].planned_ns >= L->measure_end_ns) L->recs[i].warmup = true;
   }
+}
 
-  if (r->mpi) {
-    /* The other ranks hand their records to rank 0 and are done with the
-     * level; rank 0 goes on with the union. */
-    rv = tpr_dist_level_end(r, li, err, errlen);
-    if (rv || r->rank != 0) return rv;
-  }
-
-  tp_level_result *lv = &r->levels[r->n_levels];
-  rv = tp_level_compute_ex(lv, L->recs, L->n_planned, &lo);
+/* The level's figures, from its records, and the hooks' part of them. */
+static int level_result(tp_run *r, size_t li, const point *pt, tp_level_result *lv) {
+  level_state *L = &r->lv;
+  int rv = tp_level_compute_ex(lv, L->recs, L->n_planned, &L->lo);
   if (rv) return rv;
   lv->load_mode = pt->mode;
   lv->concurrency = pt->concurrency;
@@ -380,65 +389,25 @@ int tpr_run_level(tp_run *r, size_t li, char *err, size_t errlen) {
   if (L->sess) tpr_sessions_level_stats(r, lv);
   lv->trials = L->trials;
   lv->stable = L->stable;
-  if (r->mpi) tpr_dist_fill_level(r, li, lv);
-  tpr_stats_read_after(r, li, lv);
   lv->prefix_cache_hit_rate = -1;
-  if (r->scraper) {
-    size_t nm;
-    tp_scraper_level_end(r->scraper, lv, &r->server_metrics[li], &nm);
+  tpr_hooks_end(r, li, lv);
+  if (L->lo.window_end_ns) {
+    lv->window_start_s = (double)(L->lo.window_start_ns - L->t0) / 1e9;
+    lv->window_end_s = (double)(L->lo.window_end_ns - L->t0) / 1e9;
   }
-  tp_records_reader *from = NULL;
-  if (r->artifacts && L->n_shed) {
-    /* The shed records' response times and text are read back from their
-     * lines (flushed already; the merged ones of other ranks are not shed). */
-    char rerr[600];
-    fflush(r->records_fp);
-    if (tp_records_reader_open(&from, r->cfg.records_path, rerr, sizeof(rerr)))
-      tpr_warn(r, "the level's exports lack response times and text: %s", rerr);
-  }
-  if (r->artifacts && (from || !L->n_shed)) {
-    /* Between levels nothing is in flight, so files written here delay no
-     * timestamp. */
-    tp_export_request *reqs = calloc(L->n_planned ? L->n_planned : 1, sizeof(*reqs));
-    /* The exports give the text sent: the markers are kept for them. */
-    char(*markers)[24] = r->cfg.cache_bust ? calloc(L->n_planned ? L->n_planned : 1, 24) : NULL;
-    if (reqs && (markers || !r->cfg.cache_bust)) {
-      for (size_t i = 0; i < L->n_planned; i++) {
-        const tp_prompt *p = &L->ds->items[L->recs[i].prompt_index];
-        reqs[i].rec = &L->recs[i];
-        reqs[i].prompt = p->text;
-        reqs[i].prompt_len = p->text_len;
-        char scratch[24];
-        tpr_sent_head(r, i, markers ? markers[i] : scratch, reqs[i].head, reqs[i].head_len);
-        reqs[i].reference = p->reference;
-        reqs[i].max_tokens = L->recs[i].max_tokens;
-        reqs[i].from = from;
-      }
-      tp_export_level el = {lv, reqs, L->n_planned, lo.window_start_ns, lo.window_end_ns};
-      tp_accuracy acc;
-      memset(&acc, 0, sizeof(acc));
-      char aerr[512];
-      if (tp_artifacts_add_level(r->artifacts, &el, &acc, aerr, sizeof(aerr)))
-        tpr_warn(r, "cannot write the level's artifacts: %s", aerr);
-      lv->accuracy_scored = acc.scored;
-      lv->exact_match_rate = acc.exact_match_rate;
-      lv->rouge_l_f1 = acc.rouge_l_f1;
-    }
-    free(reqs);
-    free(markers);
-  }
-  tp_records_reader_free(from);
-  if (lo.window_end_ns) {
-    lv->window_start_s = (double)(lo.window_start_ns - L->t0) / 1e9;
-    lv->window_end_s = (double)(lo.window_end_ns - L->t0) / 1e9;
-  }
+  return 0;
+}
+
+/* The level's last words, and its records let go. */
+static void level_finish(tp_run *r, const tp_level_result *lv) {
+  level_state *L = &r->lv;
   r->n_levels++;
   if (r->records_fp) fflush(r->records_fp);
-  tpr_progress(r, "%s: %" PRIu64 " succeeded, %" PRIu64 " failed, %.2f requests/s", desc, lv->succeeded, lv->failed,
-           lv->request_throughput);
+  tpr_progress(r, "%s: %" PRIu64 " succeeded, %" PRIu64 " failed, %.2f requests/s", L->desc, lv->succeeded,
+               lv->failed, lv->request_throughput);
   if (lv->requests && lv->late_sends * 100 > lv->requests)
     tpr_warn(r, "%" PRIu64 " of %" PRIu64 " requests (%.1f%%) left over 1 ms after their planned time; "
-             "the client or the in-flight cap held them back (see send lag)",
+                "the client or the in-flight cap held them back (see send lag)",
              lv->late_sends, lv->requests, 100.0 * (double)lv->late_sends / (double)lv->requests);
   for (size_t i = 0; i < L->n_planned; i++) tp_record_fini(&L->recs[i]);
   free(L->offsets);
@@ -446,5 +415,33 @@ int tpr_run_level(tp_run *r, size_t li, char *err, size_t errlen) {
   L->offsets = NULL;
   L->waiting = NULL;
   tpr_sessions_level_end(r);
+}
+
+int tpr_run_level(tp_run *r, size_t li, char *err, size_t errlen) {
+  const point *pt = &r->points[li];
+  level_state *L = &r->lv;
+  int rv = level_reset(r, li, err, errlen);
+  if (rv) return rv;
+  level_counts(r, pt);
+  rv = level_offsets(r, li, pt);
+  if (rv) return rv;
+  if (r->ds.n_sessions && L->ds == &r->ds) {
+    rv = tpr_sessions_level_start(r, err, errlen);
+    if (rv) return rv;
+  }
+  level_announce(r);
+  rv = level_drive(r, li, pt, err, errlen);
+  if (rv) return rv;
+  level_choose_measured(r);
+  if (r->mpi) {
+    /* The other ranks hand their records to rank 0 and are done with the
+     * level; rank 0 goes on with the union. */
+    rv = tpr_dist_level_end(r, li, err, errlen);
+    if (rv || r->rank != 0) return rv;
+  }
+  tp_level_result *lv = &r->levels[r->n_levels];
+  rv = level_result(r, li, pt, lv);
+  if (rv) return rv;
+  level_finish(r, lv);
   return 0;
 }

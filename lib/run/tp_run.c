@@ -238,6 +238,44 @@ static int check_outputs(const tp_config *c, char *err, size_t errlen) {
   return 0;
 }
 
+/* The prompts: a trace (--schedule), an input file, or synthetic ones
+ * (words now, or exact token lengths per point, made once the tokenizer is
+ * loaded). */
+static int load_inputs(tp_run *r, const tp_config *cfg, char *err, size_t errlen) {
+  int rv;
+  if (cfg->schedule_file) {
+    rv = load_schedule(r, err, errlen);
+    if (rv) return rv;
+  } else if (cfg->input_file) {
+    rv = tp_dataset_load(&r->ds, cfg->input_file, err, errlen);
+    if (rv) return rv;
+    rv = check_messages_use(r, err, errlen);
+    if (rv) return rv;
+    /* The entry's own tensors go out unless an option must rewrite the
+     * prompt or the length, or no metadata gives their datatypes. */
+    r->file_inputs = strcmp(r->ds.format, "perf_analyzer") == 0 && cfg->service_kind == TP_SERVICE_TRITON &&
+                     !cfg->skip_preflight && !cfg->cache_bust && !cfg->prefix_tokens &&
+                     !cfg->output_tokens_deterministic && !cfg->output_tokens_mean && !cfg->n_output_tokens_means;
+    if (r->ds.note[0] && !r->file_inputs) tpr_warn(r, "%s", r->ds.note);
+    if (strcmp(r->ds.format, "jsonl") == 0)
+      snprintf(r->ds_desc, sizeof(r->ds_desc), "%s (%zu prompts)", cfg->input_file, r->ds.n);
+    else
+      snprintf(r->ds_desc, sizeof(r->ds_desc), "%s (%zu prompts, %s)", cfg->input_file, r->ds.n, r->ds.format);
+  } else if (!cfg->n_input_tokens_means) {
+    rv = tp_dataset_synthetic(&r->ds, cfg->num_prompts, cfg->synthetic_input_words, cfg->random_seed);
+    if (rv) {
+      tp_seterr(err, errlen, "cannot make synthetic prompts: %s", tp_strerror(rv));
+      return rv;
+    }
+    snprintf(r->ds_desc, sizeof(r->ds_desc), "synthetic (%zu prompts of %u words, seed %" PRIu64 ")",
+             r->ds.n, cfg->synthetic_input_words, cfg->random_seed);
+  } else {
+    snprintf(r->ds_desc, sizeof(r->ds_desc), "synthetic (%u prompts of exact token length, seed %" PRIu64 ")",
+             cfg->num_prompts, cfg->random_seed);
+  }
+  return 0;
+}
+
 int tp_run_new(tp_run **out, const tp_config *cfg, char *err, size_t errlen) {
   *out = NULL;
   int rv = validate(cfg, err, errlen);
@@ -278,36 +316,8 @@ int tp_run_new(tp_run **out, const tp_config *cfg, char *err, size_t errlen) {
   rv = make_points(r);
   if (rv) goto fail;
 
-  if (cfg->schedule_file) {
-    rv = load_schedule(r, err, errlen);
-    if (rv) goto fail;
-  } else if (cfg->input_file) {
-    rv = tp_dataset_load(&r->ds, cfg->input_file, err, errlen);
-    if (rv) goto fail;
-    rv = check_messages_use(r, err, errlen);
-    if (rv) goto fail;
-    /* The entry's own tensors go out unless an option must rewrite the
-     * prompt or the length, or no metadata gives their datatypes. */
-    r->file_inputs = strcmp(r->ds.format, "perf_analyzer") == 0 && cfg->service_kind == TP_SERVICE_TRITON &&
-                     !cfg->skip_preflight && !cfg->cache_bust && !cfg->prefix_tokens &&
-                     !cfg->output_tokens_deterministic && !cfg->output_tokens_mean && !cfg->n_output_tokens_means;
-    if (r->ds.note[0] && !r->file_inputs) tpr_warn(r, "%s", r->ds.note);
-    if (strcmp(r->ds.format, "jsonl") == 0)
-      snprintf(r->ds_desc, sizeof(r->ds_desc), "%s (%zu prompts)", cfg->input_file, r->ds.n);
-    else
-      snprintf(r->ds_desc, sizeof(r->ds_desc), "%s (%zu prompts, %s)", cfg->input_file, r->ds.n, r->ds.format);
-  } else if (!cfg->n_input_tokens_means) {
-    rv = tp_dataset_synthetic(&r->ds, cfg->num_prompts, cfg->synthetic_input_words, cfg->random_seed);
-    if (rv) {
-      tp_seterr(err, errlen, "cannot make synthetic prompts: %s", tp_strerror(rv));
-      goto fail;
-    }
-    snprintf(r->ds_desc, sizeof(r->ds_desc), "synthetic (%zu prompts of %u words, seed %" PRIu64 ")",
-             r->ds.n, cfg->synthetic_input_words, cfg->random_seed);
-  } else {
-    snprintf(r->ds_desc, sizeof(r->ds_desc), "synthetic (%u prompts of exact token length, seed %" PRIu64 ")",
-             cfg->num_prompts, cfg->random_seed);
-  }
+  rv = load_inputs(r, cfg, err, errlen);
+  if (rv) goto fail;
   r->levels = calloc(r->n_points, sizeof(*r->levels));
   r->server_stats = calloc(r->n_points, sizeof(*r->server_stats));
   r->server_metrics = calloc(r->n_points, sizeof(*r->server_metrics));

@@ -123,6 +123,8 @@ typedef struct level_state {
   uint64_t win_edges_ns[MAX_WINDOWS + 1];
   uint32_t trials;
   bool stable;
+  /* The measured requests and their span, once the level is over. */
+  tp_level_opts lo;
   /* This rank's part of the level (docs/scale-out.md): request numbers are
    * seq_base + index x seq_step, so no two ranks send the same one; slots
    * is its concurrency (or in-flight cap); total_all is the whole level's
@@ -257,6 +259,7 @@ void tpr_count_work(uv_work_t *w);
 void tpr_mark_measured_lines(tp_run *r);
 void tpr_finish_done(tp_run *r, size_t seq);
 void tpr_on_done_defer(tp_defer *d);
+int tpr_sink_open(tp_run *r, char *err, size_t errlen);
 void tpr_sent_head(const tp_run *r, size_t seq, char marker[24], const char *head[3], size_t len[3]);
 void tpr_build_sent_text(tp_run *r, size_t seq, tp_buf *out);
 void tpr_req_on_done(void *req, const tp_client_done *d);
@@ -268,12 +271,7 @@ void tpr_level_check_done(tp_run *r);
 void tpr_on_interrupt(uv_async_t *a);
 int tpr_prepare_point_prompts(tp_run *r, const point *pt, char *err, size_t errlen);
 void tpr_count_prompts(tp_run *r, tp_dataset *ds);
-void tpr_stats_read_before(tp_run *r);
-void tpr_stats_read_after(tp_run *r, size_t li, tp_level_result *lv);
-void tpr_dist_split_level(tp_run *r, const point *pt);
-void tpr_on_mpi_timer(uv_timer_t *t);
 int tpr_dist_level_end(tp_run *r, size_t li, char *err, size_t errlen);
-void tpr_dist_fill_level(tp_run *r, size_t li, tp_level_result *lv);
 int tpr_dist_open(tp_run *r, char *err, size_t errlen);
 int tpr_dist_start(tp_run *r, int status, char *err, size_t errlen);
 int tpr_dist_leave(tp_run *r, int rv, char *err, size_t errlen);
@@ -285,5 +283,23 @@ void tpr_sessions_level_stats(tp_run *r, tp_level_result *lv);
 void tpr_sessions_level_end(tp_run *r);
 int tpr_run_level(tp_run *r, size_t li, char *err, size_t errlen);
 int tpr_exec_setup(tp_run *r, char *err, size_t errlen);
+
+
+/* Work around each level (tp_hooks.c), walked in the table's order: open
+ * at start-up, begin before the level's first request, stop when its loop
+ * stopped, end once its figures are computed (rank 0 only under MPI).
+ * Any of the four may be NULL. */
+typedef struct tp_level_hook {
+  const char *name;
+  int (*open)(tp_run *r, char *err, size_t errlen);
+  int (*begin)(tp_run *r, size_t li, char *err, size_t errlen);
+  void (*stop)(tp_run *r);
+  void (*end)(tp_run *r, size_t li, tp_level_result *lv);
+} tp_level_hook;
+
+int tpr_hooks_open(tp_run *r, char *err, size_t errlen);
+int tpr_hooks_begin(tp_run *r, size_t li, char *err, size_t errlen);
+void tpr_hooks_stop(tp_run *r);
+void tpr_hooks_end(tp_run *r, size_t li, tp_level_result *lv);
 
 #endif

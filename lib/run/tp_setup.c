@@ -45,9 +45,9 @@ static int parse_target(tp_run *r, const char *url, tp_url *u, char *err, size_t
   return 0;
 }
 
-/* Everything before the first level: loop handles, tokenizer, the mock,
- * the client and its preflight, scraping, artifacts. */
-int tpr_exec_setup(tp_run *r, char *err, size_t errlen) {
+/* The loop's handles, the thread pool, arrival stamps and the precise
+ * timers. */
+static int setup_loop(tp_run *r, char *err, size_t errlen) {
   int rv;
   r->interrupt_async.data = r;
   uv_async_init(&r->loop, &r->interrupt_async, tpr_on_interrupt);
@@ -70,43 +70,49 @@ int tpr_exec_setup(tp_run *r, char *err, size_t errlen) {
     tp_seterr(err, errlen, "cannot create the precise timers: %s", tp_strerror(rv));
     return rv;
   }
+  return 0;
+}
 
-  if (r->cfg.tokenizer) {
-    rv = tp_tok_load_ex(&r->tok, r->cfg.tokenizer,
-                        r->cfg.tokenizer_add_special_tokens ? TP_TOK_FLAG_SPECIAL_TOKENS : 0, err, errlen);
-    if (rv) return rv == TP_ENOMEM ? rv : TP_ENOTFOUND;
-    /* The description goes into every report, so results say how prompts
-     * were counted. */
-    if (r->cfg.tokenizer_add_special_tokens)
-      snprintf(r->tok_desc, sizeof(r->tok_desc), "%s (%s; input tokens counted as %s)",
-               tp_tok_name(r->tok), r->cfg.tokenizer, tp_tok_special_desc(r->tok));
-    else
-      snprintf(r->tok_desc, sizeof(r->tok_desc), "%s (%s)", tp_tok_name(r->tok), r->cfg.tokenizer);
-    if (r->cfg.schedule_file) {
-      rv = tp_trace_make_prompts(&r->ds, r->tok, r->cfg.prefix_block_tokens, r->cfg.random_seed, err, errlen);
-      if (rv) return rv;
-    }
-    if (r->cfg.prefix_tokens) {
-      size_t k = r->cfg.num_prefixes ? r->cfg.num_prefixes : 1;
-      r->prefixes = calloc(k, sizeof(char *));
-      r->prefix_len = calloc(k, sizeof(size_t));
-      if (!r->prefixes || !r->prefix_len) return TP_ENOMEM;
-      for (size_t i = 0; i < k; i++) {
-        rv = tp_synth_text(r->tok, r->cfg.prefix_tokens, tp_rng_mix(r->cfg.random_seed ^ 0x9f, i), &r->prefixes[i],
-                           &r->prefix_len[i]);
-        if (rv) {
-          tp_seterr(err, errlen, "cannot make a shared prefix of %u tokens: %s", r->cfg.prefix_tokens,
-                    tp_strerror(rv));
-          return rv;
-        }
-        r->n_prefixes = i + 1;
+/* The tokenizer, and what it makes: a trace's prompts given as lengths,
+ * the shared prefixes. */
+static int setup_tokenizer(tp_run *r, char *err, size_t errlen) {
+  if (!r->cfg.tokenizer) return 0;
+  int rv = tp_tok_load_ex(&r->tok, r->cfg.tokenizer,
+                          r->cfg.tokenizer_add_special_tokens ? TP_TOK_FLAG_SPECIAL_TOKENS : 0, err, errlen);
+  if (rv) return rv == TP_ENOMEM ? rv : TP_ENOTFOUND;
+  /* The description goes into every report, so results say how prompts
+   * were counted. */
+  if (r->cfg.tokenizer_add_special_tokens)
+    snprintf(r->tok_desc, sizeof(r->tok_desc), "%s (%s; input tokens counted as %s)",
+             tp_tok_name(r->tok), r->cfg.tokenizer, tp_tok_special_desc(r->tok));
+  else
+    snprintf(r->tok_desc, sizeof(r->tok_desc), "%s (%s)", tp_tok_name(r->tok), r->cfg.tokenizer);
+  if (r->cfg.schedule_file) {
+    rv = tp_trace_make_prompts(&r->ds, r->tok, r->cfg.prefix_block_tokens, r->cfg.random_seed, err, errlen);
+    if (rv) return rv;
+  }
+  if (r->cfg.prefix_tokens) {
+    size_t k = r->cfg.num_prefixes ? r->cfg.num_prefixes : 1;
+    r->prefixes = calloc(k, sizeof(char *));
+    r->prefix_len = calloc(k, sizeof(size_t));
+    if (!r->prefixes || !r->prefix_len) return TP_ENOMEM;
+    for (size_t i = 0; i < k; i++) {
+      rv = tp_synth_text(r->tok, r->cfg.prefix_tokens, tp_rng_mix(r->cfg.random_seed ^ 0x9f, i), &r->prefixes[i],
+                         &r->prefix_len[i]);
+      if (rv) {
+        tp_seterr(err, errlen, "cannot make a shared prefix of %u tokens: %s", r->cfg.prefix_tokens,
+                  tp_strerror(rv));
+        return rv;
       }
+      r->n_prefixes = i + 1;
     }
   }
+  return 0;
+}
 
-  const char *url = r->cfg.url;
-  tp_url pu;
-  memset(&pu, 0, sizeof(pu));
+/* The server: the mock started in-process, or the address of -u/--url. */
+static int setup_target(tp_run *r, tp_url *pu, char *err, size_t errlen) {
+  int rv;
   if (r->cfg.mock) {
     tp_mock_config mc;
     if (r->cfg.mock_config)
@@ -125,10 +131,16 @@ int tpr_exec_setup(tp_run *r, char *err, size_t errlen) {
              r->cfg.service_kind == TP_SERVICE_TRITON ? tp_mock_port(r->mock) : tp_mock_http_port(r->mock));
     tpr_progress(r, "built-in mock server on %s", r->target);
   } else {
-    rv = parse_target(r, url, &pu, err, errlen);
+    rv = parse_target(r, r->cfg.url, pu, err, errlen);
     if (rv) return rv;
   }
+  return 0;
+}
 
+/* The client for the service kind, with its connections and TLS. */
+static int setup_client(tp_run *r, const tp_url *pu, char *err, size_t errlen) {
+  int rv;
+  const char *url = r->cfg.url;
   uint32_t max_conc = 1;
   for (size_t i = 0; i < r->n_points; i++) max_conc = TP_MAX(max_conc, r->points[i].concurrency);
   if (r->cfg.n_request_rates && !r->cfg.max_concurrency) max_conc = 1024;
@@ -145,9 +157,9 @@ int tpr_exec_setup(tp_run *r, char *err, size_t errlen) {
   co.max_response_bytes = MAX_RESPONSE_BYTES;
   co.headers = r->cfg.headers;
   co.n_headers = r->cfg.n_headers;
-  co.tls = !r->cfg.mock && tp_url_tls(&pu);
+  co.tls = !r->cfg.mock && tp_url_tls(pu);
   /* The host, for certificate checks and SNI. */
-  co.host = r->cfg.mock ? "127.0.0.1" : pu.host;
+  co.host = r->cfg.mock ? "127.0.0.1" : pu->host;
   co.ca_file = r->cfg.ca_file;
   co.cert_file = r->cfg.cert_file;
   co.key_file = r->cfg.key_file;
@@ -181,8 +193,12 @@ int tpr_exec_setup(tp_run *r, char *err, size_t errlen) {
     rv = tp_client_http_new(&r->client, &r->loop, &co, &ho, &cbs, err, errlen);
     r->http = rv == 0;
   }
-  if (rv) return rv;
+  return rv;
+}
 
+/* The preflight, and every perf_analyzer entry built once. */
+static int setup_preflight(tp_run *r, char *err, size_t errlen) {
+  int rv;
   if (!r->cfg.skip_preflight) {
     rv = r->client->ops->preflight(r->client, err, errlen);
     if (rv) return rv;
@@ -203,54 +219,22 @@ int tpr_exec_setup(tp_run *r, char *err, size_t errlen) {
       return rv;
     }
   }
-
-  if (r->cfg.metrics_url) {
-    if (strcmp(r->cfg.metrics_url, "mock") == 0) {
-      if (!r->mock || tp_mock_http_port(r->mock) <= 0) {
-        tp_seterr(err, errlen, "--metrics-url mock needs --mock");
-        return TP_EINVAL;
-      }
-      snprintf(r->metrics_url, sizeof(r->metrics_url), "http://127.0.0.1:%d/metrics", tp_mock_http_port(r->mock));
-    } else {
-      snprintf(r->metrics_url, sizeof(r->metrics_url), "%s", r->cfg.metrics_url);
-    }
-    rv = tp_scraper_new(&r->scraper, &r->loop, r->metrics_url, r->cfg.metrics_interval_ms, &r->cfg, err, errlen);
-    if (rv) return rv;
-  }
-
-  if (!r->cfg.no_artifacts) {
-    tpr_artifact_dir_name(&r->cfg, r->artifact_dir, sizeof(r->artifact_dir));
-    struct timespec wall;
-    clock_gettime(CLOCK_REALTIME, &wall);
-    tp_artifacts_opts ao;
-    memset(&ao, 0, sizeof(ao));
-    ao.dir = r->artifact_dir;
-    ao.profile_export_file = r->cfg.profile_export_file;
-    ao.cfg = &r->cfg;
-    /* One anchor pair: wall time = anchor + (monotonic - its anchor). */
-    ao.anchor_mono_ns = tp_now_ns();
-    ao.anchor_wall_ns = (uint64_t)wall.tv_sec * TP_NS_PER_S + (uint64_t)wall.tv_nsec;
-    ao.html = !r->cfg.no_html;
-    rv = tp_artifacts_open(&r->artifacts, &ao, err, errlen);
-    if (rv) return rv == TP_ENOMEM ? rv : TP_EIO;
-    if (!r->cfg.records_path) {
-      snprintf(r->records_default, sizeof(r->records_default), "%s/records.jsonl", r->artifact_dir);
-      r->cfg.records_path = r->records_default;
-    }
-  }
-
-  if (r->cfg.records_path) {
-    r->records_fp = fopen(r->cfg.records_path, "w");
-    if (!r->records_fp) {
-      tp_seterr(err, errlen, "cannot write --records file %s: %s", r->cfg.records_path, strerror(errno));
-      return TP_EIO;
-    }
-    /* A regular file can be read back at the level's end, so finished
-     * records need not keep their response times and text in memory (a
-     * pipe or a terminal cannot: there they stay). */
-    struct stat st;
-    r->shed_records = fstat(fileno(r->records_fp), &st) == 0 && S_ISREG(st.st_mode);
-  }
-
   return 0;
+}
+
+/* Everything before the first level: loop handles, tokenizer, the mock,
+ * the client and its preflight, the hooks' start-up (scraping, artifacts),
+ * the records file. */
+int tpr_exec_setup(tp_run *r, char *err, size_t errlen) {
+  int rv = setup_loop(r, err, errlen);
+  if (!rv) rv = setup_tokenizer(r, err, errlen);
+  if (rv) return rv;
+  tp_url pu;
+  memset(&pu, 0, sizeof(pu));
+  rv = setup_target(r, &pu, err, errlen);
+  if (!rv) rv = setup_client(r, &pu, err, errlen);
+  if (!rv) rv = setup_preflight(r, err, errlen);
+  if (!rv) rv = tpr_hooks_open(r, err, errlen);
+  if (!rv) rv = tpr_sink_open(r, err, errlen);
+  return rv;
 }

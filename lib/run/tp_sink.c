@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "run/tp_run_internal.h"
 #include "report/tp_records.h"
@@ -209,4 +210,21 @@ void tpr_on_done_defer(tp_defer *d) {
   for (size_t i = 0; i < r->done_n; i++) tpr_finish_done(r, r->done_q[i]);
   r->done_n = 0;
   tpr_level_check_done(r);
+}
+
+/* The records file (--records, or the artifact directory's), opened before
+ * the first request. */
+int tpr_sink_open(tp_run *r, char *err, size_t errlen) {
+  if (!r->cfg.records_path) return 0;
+  r->records_fp = fopen(r->cfg.records_path, "w");
+  if (!r->records_fp) {
+    tp_seterr(err, errlen, "cannot write --records file %s: %s", r->cfg.records_path, strerror(errno));
+    return TP_EIO;
+  }
+  /* A regular file can be read back at the level's end, so finished
+   * records need not keep their response times and text in memory (a
+   * pipe or a terminal cannot: there they stay). */
+  struct stat st;
+  r->shed_records = fstat(fileno(r->records_fp), &st) == 0 && S_ISREG(st.st_mode);
+  return 0;
 }

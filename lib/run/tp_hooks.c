@@ -1,10 +1,7 @@
 /* What runs around a level: Triton's server statistics (the counters'
  * difference over the level), Prometheus scraping, MPI (the split of the
  * level between ranks and the gathering of their records) and artifacts. */
-#include <errno.h>
 #include <inttypes.h>
-#include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -1,10 +1,8 @@
 /* One level: what to plan, the warm-up, the stop rules (a count, a
  * duration, perf_analyzer's stability windows), the interruption and its
  * grace period, the live progress line, and the level's result. */
-#include <errno.h>
 #include <inttypes.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

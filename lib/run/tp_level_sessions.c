@@ -1,11 +1,6 @@
 /* A level of multi-turn sessions (a conversations file, docs/sessions.md):
  * the pacer (run/tp_sessions.h) releases each turn after the previous
  * answer and its think time, and the turn is sent like any request. */
-#include <errno.h>
-#include <inttypes.h>
-#include <math.h>
-#include <stdarg.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 

@@ -5,10 +5,8 @@
  * plan comes from an arrival schedule drawn ahead from the seed, released
  * by precise timers; a request that finds the in-flight cap full waits,
  * and its wait shows as send lag. */
-#include <errno.h>
 #include <inttypes.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

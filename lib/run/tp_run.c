@@ -4,15 +4,14 @@
  * frees it; tp_run_internal.h names the other parts. */
 #include <errno.h>
 #include <inttypes.h>
-#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
 #include <jansson.h>
 
 #include "run/tp_run_internal.h"
-#include "dataset/tp_synth.h"
 #include "report/tp_report.h"
 #include "util/tp_files.h"
 #include "util/tp_stamp.h"

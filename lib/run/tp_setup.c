@@ -1,15 +1,9 @@
 /* Start-up, before the first level: the loop and its handles, the
  * tokenizer and the prompts it makes, the mock server, the client and its
  * preflight, scraping, artifacts and the records file. */
-#include <errno.h>
-#include <inttypes.h>
-#include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "run/tp_run_internal.h"

@@ -4,8 +4,6 @@
  * times and text (the exports read them back from the file). */
 #include <errno.h>
 #include <inttypes.h>
-#include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

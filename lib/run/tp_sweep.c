@@ -1,12 +1,6 @@
 /* The sweep: the points in order (input lengths, output lengths, the
  * load, each --num-profile-runs times), or the loads --search picks, each
  * measured as one level. */
-#include <errno.h>
-#include <inttypes.h>
-#include <math.h>
-#include <stdarg.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "run/tp_run_internal.h"

@@ -55,12 +55,21 @@ static int read_prompt(json_t *o, tp_prompt *p, const char *path, size_t lineno,
   return 0;
 }
 
+/* jansson quotes the offending input in its text; control bytes from a
+ * binary file would reach the user's terminal, so they are masked (as the
+ * input readers do). */
+static void mask_controls(char *s) {
+  for (; *s; s++)
+    if ((unsigned char)*s < 0x20 || *s == 0x7f) *s = '?';
+}
+
 /* One line's object, or an error naming the line. */
 static json_t *read_object(const char *line, size_t len, const char *path, size_t lineno, char *err,
                            size_t errlen) {
   json_error_t je;
   json_t *o = json_loadb(line, len, 0, &je);
   if (!o || !json_is_object(o)) {
+    mask_controls(je.text);
     tp_seterr(err, errlen, "%s:%zu:%d: %s", path, lineno, o ? 1 : je.column,
               o ? "expected a JSON object" : je.text);
     json_decref(o);

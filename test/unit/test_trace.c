@@ -63,6 +63,8 @@ static const row rows[] = {
      {0}, {NULL}, {0}, {NULL}},
     {"a line that is not JSON", "{\"timestamp\": 0, \"text\": \"a\"}\n{oops\n", 1, false, TP_EINVAL, NULL, 1, {0},
      {0}, {"a"}, {-1}, {NULL}},
+    {"a control byte in the line is masked in the message", "{\"timestamp\": \x0f" "4}\n", 1, false, TP_EINVAL,
+     "t.jsonl:1:15: invalid token near '?'", 0, {0}, {0}, {NULL}, {0}, {NULL}},
     {"an empty file", "\n\n", 1, false, TP_EINVAL, "t.jsonl: no requests (the file is empty)", 0, {0}, {0}, {NULL},
      {0}, {NULL}},
 };

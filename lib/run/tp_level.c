@@ -1,0 +1,445 @@
+/* One level: what to plan, the warm-up, the stop rules (a count, a
+ * duration, perf_analyzer's stability windows), the interruption and its
+ * grace period, the live progress line, and the level's result. */
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "run/tp_run_internal.h"
+#include "metrics/tp_stability.h"
+#include "report/tp_records.h"
+#include "sched/tp_sched.h"
+
+static void close_window(tp_run *r, uint64_t now);
+
+static void on_window_timer(uv_timer_t *t) { close_window(t->data, tp_now_ns()); }
+
+void tpr_open_windows(tp_run *r, uint64_t start_ns) {
+  level_state *L = &r->lv;
+  L->win_start_ns = start_ns;
+  L->win_edges_ns[0] = start_ns;
+  if (r->cfg.measure_mode == TP_MEASURE_TIME_WINDOWS) {
+    uv_timer_start(&r->window_timer, on_window_timer, r->cfg.measurement_interval_ms,
+                   r->cfg.measurement_interval_ms);
+    L->window_timer_on = true;
+  }
+}
+
+/* A request that ended is counted in the open window, and remembers which:
+ * the measured requests are those the last three windows counted, so the
+ * windows' throughput and the level's figures are over the same requests
+ * (a request whose end was seen a little after its window closed counts
+ * in the next one). */
+void tpr_window_on_completion(tp_run *r, tp_record *rec) {
+  level_state *L = &r->lv;
+  bool windows = r->cfg.measure_mode == TP_MEASURE_TIME_WINDOWS || r->cfg.measure_mode == TP_MEASURE_COUNT_WINDOWS;
+  if (!windows || !L->win_start_ns || L->stop_planning || rec->warmup) return;
+  if (rec->done_ns < L->win_edges_ns[0] || !tp_record_ok(rec)) return;
+  rec->window = (uint8_t)(L->trials + 1);
+  L->win_done++;
+  L->win_lat_sum_ms += (double)(rec->done_ns - rec->sent_ns) / 1e6;
+  if (r->cfg.measure_mode == TP_MEASURE_COUNT_WINDOWS && L->win_done >= r->cfg.measurement_request_count)
+    close_window(r, tp_now_ns());
+}
+
+static void close_window(tp_run *r, uint64_t now) {
+  level_state *L = &r->lv;
+  if (L->stop_planning || L->trials >= MAX_WINDOWS) return;
+  double secs = (double)(now - L->win_start_ns) / 1e9;
+  uint32_t k = L->trials++;
+  L->win_tput[k] = secs > 0 ? (double)L->win_done / secs : 0;
+  L->win_lat_ms[k] = L->win_done ? L->win_lat_sum_ms / (double)L->win_done : 0;
+  L->win_edges_ns[k + 1] = now;
+  tpr_progress(r, "  pass [%u] throughput: %.2f requests/s, avg latency %.2f ms", L->trials, L->win_tput[k],
+           L->win_lat_ms[k]);
+  L->win_start_ns = now;
+  L->win_done = 0;
+  L->win_lat_sum_ms = 0;
+  L->stable = tp_windows_stable(L->win_tput, L->win_lat_ms, L->trials, r->cfg.stability_percentage);
+  if (L->stable || L->trials >= r->cfg.max_trials) {
+    L->stop_planning = true;
+    if (L->window_timer_on) {
+      uv_timer_stop(&r->window_timer);
+  uv_timer_stop(&r->grace_timer);
+      L->window_timer_on = false;
+    }
+    if (!L->stable)
+      tpr_warn(r, "the last three windows never agreed within %g%% in %u trials: reporting the last three anyway",
+           r->cfg.stability_percentage, L->trials);
+  }
+  tpr_level_check_done(r);
+}
+
+void tpr_level_check_done(tp_run *r) {
+  level_state *L = &r->lv;
+  if (L->done) return;
+  bool planning_over = L->stop_planning || r->interrupted;
+  if (planning_over && L->in_flight == 0 && L->pending_counts == 0 && r->done_n == 0 &&
+      (L->wait_len == 0 || r->interrupted)) {
+    L->done = true;
+    uv_stop(&r->loop);
+  }
+}
+
+static void on_grace(uv_timer_t *t) {
+  tp_run *r = t->data;
+  if (r->lv.in_flight) {
+    tpr_warn(r, "grace period over: cancelling %u requests still in flight", r->lv.in_flight);
+    r->client->ops->cancel_all(r->client);
+  }
+}
+
+void tpr_on_interrupt(uv_async_t *a) {
+  tp_run *r = a->data;
+  if (!atomic_load(&r->interrupt_flag)) return;
+  r->interrupted = true;
+  /* Rank 0 stops every rank's level with its own. */
+  if (r->mpi) tp_mpi_interrupt(r->mpi);
+  level_state *L = &r->lv;
+  /* Requests held back by the cap were never sent: they are dropped. */
+  while (L->wait_len) {
+    tp_record *rec = &L->recs[L->waiting[L->wait_head]];
+    tp_record_fail(rec, TP_ERRCLASS_CANCELLED, -1, "not sent: the run was interrupted", 33);
+    rec->done_ns = tp_now_ns();
+    L->wait_head = (L->wait_head + 1) % L->wait_cap;
+    L->wait_len--;
+    note_done(L, rec);
+  }
+  tp_timer_stop(r->timers, &L->plan_timer);
+  if (L->sess) {
+    /* Turns not yet due never leave, and none waiting for the cap either. */
+    tp_sessions_stop_at(L->sess, tp_now_ns(), tp_now_ns(), true);
+    tp_sessions_drop_waiting(L->sess, tp_now_ns());
+    L->stop_planning = true;
+  }
+  /* In-flight requests get the grace period to finish; then they are
+   * cancelled, so a stalled server cannot hold the results hostage. */
+  if (L->in_flight && r->client->ops->cancel_all) {
+    tpr_warn(r, "interrupted: waiting up to %" PRIu64 " ms for %u requests in flight (Ctrl-C again to quit at once)",
+         r->cfg.grace_period_ms, L->in_flight);
+    uv_timer_start(&r->grace_timer, on_grace, r->cfg.grace_period_ms ? r->cfg.grace_period_ms : 1, 0);
+  }
+  tpr_level_check_done(r);
+}
+
+void tp_run_interrupt(tp_run *r) {
+  atomic_store(&r->interrupt_flag, true);
+  uv_async_send(&r->interrupt_async);
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+static void on_progress(uv_timer_t *t) {
+  tp_run *r = t->data;
+  level_state *L = &r->lv;
+  uint64_t now = tp_now_ns();
+  /* Off a terminal, a line every few seconds is plenty for a log. */
+  if (!r->progress_tty && now - r->last_progress_ns < 5 * TP_NS_PER_S) return;
+  r->last_progress_ns = now;
+  size_t failed = L->n_failed, done = L->n_done, in_flight = L->in_flight;
+  if (r->mpi) {
+    /* Every rank's counts, from their last heartbeats. */
+    tp_mpi_counters o;
+    tp_mpi_others(r->mpi, &o);
+    done += (size_t)o.done;
+    failed += (size_t)o.failed;
+    in_flight += (size_t)o.in_flight;
+  }
+  double secs = (double)(now - L->t0) / 1e9;
+  char total[32] = "";
+  if (L->total_all != SIZE_MAX) snprintf(total, sizeof(total), " of %zu", L->total_all);
+  double rate = secs > 0 ? (double)done / secs : 0;
+  if (!r->progress_tty) {
+    fprintf(r->cfg.progress, "tokperf: %s%zu%s done, %zu in flight, %.1f requests/s, %zu failed, %.0f s\n",
+            r->id_prefix, done, total, in_flight, rate, failed, secs);
+    fflush(r->cfg.progress);
+    return;
+  }
+  /* On a terminal, one status line redrawn in place: which level of how
+   * many, in the user's words, how far, how fast, how the latest requests
+   * fare, and about how long is left. */
+  char ttft[64] = "";
+  size_t n = L->live_n < LIVE_TTFT_N ? L->live_n : LIVE_TTFT_N;
+  if (n) {
+    double v[LIVE_TTFT_N];
+    memcpy(v, L->live_ttft, n * sizeof(double));
+    qsort(v, n, sizeof(double), cmp_double);
+    snprintf(ttft, sizeof(ttft), ", TTFT p50 %.1f p99 %.1f ms", v[(n - 1) / 2], v[(size_t)((double)(n - 1) * 0.99)]);
+  }
+  char left[32] = "";
+  if (L->total_all != SIZE_MAX && rate > 0 && L->total_all > done)
+    snprintf(left, sizeof(left), ", ~%.0f s left", (double)(L->total_all - done) / rate);
+  fprintf(r->cfg.progress,
+          "\r\033[Ktokperf: level %zu/%zu %s: %zu%s done, %zu in flight, %zu failed, %.1f requests/s%s, %.0f s%s",
+          L->index + 1, r->n_points, L->desc, done, total, in_flight, failed, rate, ttft, secs, left);
+  fflush(r->cfg.progress);
+}
+
+static void describe_point(const point *pt, char *buf, size_t len) {
+  int n;
+  if (pt->mode == TP_LOAD_CONCURRENCY)
+    n = snprintf(buf, len, "concurrency %u", pt->concurrency);
+  else if (pt->mode == TP_LOAD_RATE)
+    n = snprintf(buf, len, "rate %g/s", pt->rate);
+  else
+    n = snprintf(buf, len, "schedule");
+  if (pt->input_tokens && n > 0 && (size_t)n < len) n += snprintf(buf + n, len - (size_t)n, ", input %u", pt->input_tokens);
+  if (pt->output_tokens && n > 0 && (size_t)n < len) snprintf(buf + n, len - (size_t)n, ", output %u", pt->output_tokens);
+}
+
+/* The level afresh (the record array is kept for its room), its prompts,
+ * its name, and the prefix of its request ids. */
+static int level_reset(tp_run *r, size_t li, char *err, size_t errlen) {
+  const point *pt = &r->points[li];
+  level_state *L = &r->lv;
+  tp_record *keep_recs = L->recs;
+  size_t keep_cap = L->cap;
+  memset(L, 0, sizeof(*L));
+  L->recs = keep_recs;
+  L->cap = keep_cap;
+  L->pt = *pt;
+  L->slots = pt->concurrency;
+  L->seq_step = 1;
+  r->cur_level = li;
+  int rv = tpr_prepare_point_prompts(r, pt, err, errlen);
+  if (rv) return rv;
+  tpr_count_prompts(r, L->ds);
+  tp_timer_init(&L->plan_timer, tpr_on_plan_timer, r);
+  tp_rng_seed(&L->out_rng, tp_rng_mix(r->cfg.random_seed ^ 0x07f, li));
+
+  describe_point(pt, L->desc, sizeof(L->desc));
+  L->index = li;
+  L->live_n = 0;
+  if (pt->mode == TP_LOAD_CONCURRENCY)
+    snprintf(r->id_prefix, sizeof(r->id_prefix), "c%u-", pt->concurrency);
+  else
+    snprintf(r->id_prefix, sizeof(r->id_prefix), "l%zu-", li);
+  if (pt->input_tokens || pt->output_tokens)
+    snprintf(r->id_prefix + strlen(r->id_prefix), sizeof(r->id_prefix) - strlen(r->id_prefix), "i%uo%u-",
+             pt->input_tokens, pt->output_tokens);
+  if (r->cfg.num_profile_runs > 1) /* repeated runs: ids stay unique */
+    snprintf(r->id_prefix + strlen(r->id_prefix), sizeof(r->id_prefix) - strlen(r->id_prefix), "r%zu-",
+             li % r->cfg.num_profile_runs + 1);
+  return 0;
+}
+
+/* What to plan: the warm-up and the measured count, or no end (a duration,
+ * stability windows). */
+static void level_counts(tp_run *r, const point *pt) {
+  level_state *L = &r->lv;
+  L->n_warmup = r->cfg.warmup_request_count;
+  uint64_t measured = r->cfg.request_count;
+  if (!measured) {
+    if (pt->mode == TP_LOAD_CONCURRENCY)
+      measured = TP_MAX(16, 4 * (uint64_t)pt->concurrency);
+    else if (pt->mode == TP_LOAD_RATE)
+      measured = TP_MAX(16, (uint64_t)llround(4 * pt->rate));
+  }
+  /* A conversations file: the counts are of sessions, and by default each
+   * of the file's sessions runs once. */
+  if (r->ds.n_sessions && L->ds == &r->ds && !r->cfg.request_count) measured = r->ds.n_sessions;
+  switch (r->cfg.measure_mode) {
+    case TP_MEASURE_COUNT: L->total = pt->mode == TP_LOAD_SCHEDULE && !r->cfg.request_count
+                                          ? L->n_warmup + r->n_trace
+                                          : L->n_warmup + measured; break;
+    default: L->total = SIZE_MAX; break;
+  }
+  if (pt->mode == TP_LOAD_SCHEDULE && L->total == SIZE_MAX) L->total = r->n_trace + L->n_warmup;
+}
+
+/* Open loop: the arrival offsets, drawn ahead from the seed (rate) or the
+ * trace's (schedule). */
+static int level_offsets(tp_run *r, size_t li, const point *pt) {
+  level_state *L = &r->lv;
+  if (pt->mode == TP_LOAD_RATE) {
+    /* The whole schedule is drawn ahead from the seed: a count, or enough for
+     * the warm-up and measurement time with room to spare; the windows mode
+     * stops when it has its answer. */
+    size_t n = L->total;
+    if (n == SIZE_MAX) {
+      double secs = (double)(r->cfg.warmup_duration_ms) / 1e3;
+      if (r->cfg.measure_mode == TP_MEASURE_DURATION) secs += (double)r->cfg.duration_ms / 1e3;
+      else if (r->cfg.measure_mode == TP_MEASURE_TIME_WINDOWS)
+        secs += (double)r->cfg.measurement_interval_ms / 1e3 * r->cfg.max_trials;
+      else
+        secs += (double)r->cfg.measurement_request_count * r->cfg.max_trials / pt->rate;
+      n = L->n_warmup + (size_t)(pt->rate * secs * 1.1) + 64;
+    }
+    L->offsets = malloc(n * sizeof(uint64_t));
+    if (!L->offsets) return TP_ENOMEM;
+    int rv = tp_sched_fill(L->offsets, n, pt->rate, r->cfg.arrival, r->cfg.burstiness,
+                           tp_sched_seed(r->cfg.random_seed, li));
+    if (rv) return rv;
+    L->n_offsets = n;
+  } else if (pt->mode == TP_LOAD_SCHEDULE) {
+    size_t n = L->total;
+    L->offsets = malloc(n * sizeof(uint64_t));
+    if (!L->offsets) return TP_ENOMEM;
+    /* Warm-up requests (if any) replay the trace's first entries first. */
+    for (size_t i = 0; i < n; i++) L->offsets[i] = r->trace[i % r->n_trace].offset_ns;
+    L->n_offsets = n;
+  }
+  return 0;
+}
+
+/* What the level will do, in one line. */
+static void level_announce(tp_run *r) {
+  level_state *L = &r->lv;
+  const char *desc = L->desc;
+  if (L->sess && L->sess_total == SIZE_MAX)
+    tpr_progress(r, "%s: sessions of %s for %" PRIu64 " ms, each turn with its history", desc, r->ds.source,
+                 r->cfg.duration_ms);
+  else if (L->sess)
+    tpr_progress(r, "%s: %zu sessions of %s (+%zu warm-up), each turn with its history", desc,
+                 L->sess_total - L->n_warmup, r->ds.source, L->n_warmup);
+  else if (r->cfg.measure_mode == TP_MEASURE_TIME_WINDOWS)
+    tpr_progress(r, "%s: measuring in windows of %" PRIu64 " ms until three agree within %g%%", desc,
+                 r->cfg.measurement_interval_ms, r->cfg.stability_percentage);
+  else if (r->cfg.measure_mode == TP_MEASURE_COUNT_WINDOWS)
+    tpr_progress(r, "%s: measuring in windows of %" PRIu64 " requests until three agree within %g%%", desc,
+                 r->cfg.measurement_request_count, r->cfg.stability_percentage);
+  else if (r->cfg.measure_mode == TP_MEASURE_DURATION)
+    tpr_progress(r, "%s: measuring for %" PRIu64 " ms", desc, r->cfg.duration_ms);
+  else
+    tpr_progress(r, "%s: %zu requests (+%zu warm-up)", desc, L->total - L->n_warmup, L->n_warmup);
+}
+
+/* The hooks begin, the clock starts (MPI's hook starts it on every rank at
+ * once) and the first requests leave; returns once the level is over and
+ * every timer of it is stopped. */
+static int level_drive(tp_run *r, size_t li, const point *pt, char *err, size_t errlen) {
+  level_state *L = &r->lv;
+  L->total_all = L->total;
+  int rv = tpr_hooks_begin(r, li, err, errlen);
+  if (rv) return rv;
+  if (!r->mpi) L->t0 = tp_now_ns();
+  if (r->cfg.warmup_duration_ms) L->warmup_end_ns = L->t0 + r->cfg.warmup_duration_ms * TP_NS_PER_MS;
+  if (r->cfg.progress) {
+    r->last_progress_ns = L->t0;
+    uv_timer_start(&r->progress_timer, on_progress, PROGRESS_MS, PROGRESS_MS);
+  }
+
+  if (L->sess) {
+    tp_sessions_start(L->sess, L->t0);
+    tpr_sessions_pump(r, L->t0);
+  } else if (pt->mode == TP_LOAD_CONCURRENCY) {
+    for (uint32_t i = 0; i < L->slots && !L->stop_planning && !r->interrupted; i++) tpr_plan_request(r, L->t0);
+  } else {
+    tpr_on_plan_timer(&L->plan_timer, L->t0);
+  }
+  tpr_level_check_done(r);
+  while (!L->done) uv_run(&r->loop, UV_RUN_DEFAULT);
+  uv_timer_stop(&r->progress_timer);
+  if (r->progress_tty && r->cfg.progress) fputs("\r\033[K", r->cfg.progress);
+  tpr_hooks_stop(r);
+  tp_timer_stop(r->timers, &L->plan_timer);
+  uv_timer_stop(&r->window_timer);
+  uv_timer_stop(&r->grace_timer);
+  return 0;
+}
+
+/* Which requests are measured (L->lo): stability windows, the last three
+ * windows' requests; a duration, those planned within it. */
+static void level_choose_measured(tp_run *r) {
+  level_state *L = &r->lv;
+  tp_level_opts *lo = &L->lo;
+  memset(lo, 0, sizeof(*lo));
+  lo->goodput_ttft_ms = r->cfg.goodput_ttft_ms;
+  lo->goodput_itl_ms = r->cfg.goodput_itl_ms;
+  lo->goodput_latency_ms = r->cfg.goodput_latency_ms;
+  lo->goodput_tpot_ms = r->cfg.goodput_tpot_ms;
+  bool windows = r->cfg.measure_mode == TP_MEASURE_TIME_WINDOWS || r->cfg.measure_mode == TP_MEASURE_COUNT_WINDOWS;
+  if (windows && L->trials > 0) {
+    uint32_t first = L->trials >= 3 ? L->trials - 3 : 0;
+    lo->window_start_ns = L->win_edges_ns[first];
+    lo->window_end_ns = L->win_edges_ns[L->trials];
+    for (size_t i = 0; i < L->n_planned; i++) {
+      tp_record *rec = &L->recs[i];
+      /* Counted by one of the last three windows (tpr_window_on_completion);
+       * a failed request by the span it ended in. */
+      bool in = tp_record_ok(rec) ? rec->window > first && rec->window <= L->trials
+                                  : rec->done_ns >= lo->window_start_ns && rec->done_ns <= lo->window_end_ns;
+      if (!in) rec->warmup = true;
+    }
+    tpr_mark_measured_lines(r);
+  } else if (L->measure_end_ns) {
+    for (size_t i = 0; i < L->n_planned; i++)
+      if (L->recs[i].planned_ns >= L->measure_end_ns) L->recs[i].warmup = true;
+  }
+}
+
+/* The level's figures, from its records, and the hooks' part of them. */
+static int level_result(tp_run *r, size_t li, const point *pt, tp_level_result *lv) {
+  level_state *L = &r->lv;
+  int rv = tp_level_compute_ex(lv, L->recs, L->n_planned, &L->lo);
+  if (rv) return rv;
+  lv->load_mode = pt->mode;
+  lv->concurrency = pt->concurrency;
+  lv->request_rate = pt->rate;
+  lv->input_tokens_mean = pt->input_tokens;
+  lv->output_tokens_mean = r->cfg.n_output_tokens_means ? pt->output_tokens : 0;
+  lv->max_in_flight = L->max_in_flight;
+  if (L->sess) tpr_sessions_level_stats(r, lv);
+  lv->trials = L->trials;
+  lv->stable = L->stable;
+  lv->prefix_cache_hit_rate = -1;
+  tpr_hooks_end(r, li, lv);
+  if (L->lo.window_end_ns) {
+    lv->window_start_s = (double)(L->lo.window_start_ns - L->t0) / 1e9;
+    lv->window_end_s = (double)(L->lo.window_end_ns - L->t0) / 1e9;
+  }
+  return 0;
+}
+
+/* The level's last words, and its records let go. */
+static void level_finish(tp_run *r, const tp_level_result *lv) {
+  level_state *L = &r->lv;
+  r->n_levels++;
+  if (r->records_fp) fflush(r->records_fp);
+  tpr_progress(r, "%s: %" PRIu64 " succeeded, %" PRIu64 " failed, %.2f requests/s", L->desc, lv->succeeded,
+               lv->failed, lv->request_throughput);
+  if (lv->requests && lv->late_sends * 100 > lv->requests)
+    tpr_warn(r, "%" PRIu64 " of %" PRIu64 " requests (%.1f%%) left over 1 ms after their planned time; "
+                "the client or the in-flight cap held them back (see send lag)",
+             lv->late_sends, lv->requests, 100.0 * (double)lv->late_sends / (double)lv->requests);
+  for (size_t i = 0; i < L->n_planned; i++) tp_record_fini(&L->recs[i]);
+  free(L->offsets);
+  free(L->waiting);
+  L->offsets = NULL;
+  L->waiting = NULL;
+  tpr_sessions_level_end(r);
+}
+
+int tpr_run_level(tp_run *r, size_t li, char *err, size_t errlen) {
+  const point *pt = &r->points[li];
+  level_state *L = &r->lv;
+  int rv = level_reset(r, li, err, errlen);
+  if (rv) return rv;
+  level_counts(r, pt);
+  rv = level_offsets(r, li, pt);
+  if (rv) return rv;
+  if (r->ds.n_sessions && L->ds == &r->ds) {
+    rv = tpr_sessions_level_start(r, err, errlen);
+    if (rv) return rv;
+  }
+  level_announce(r);
+  rv = level_drive(r, li, pt, err, errlen);
+  if (rv) return rv;
+  level_choose_measured(r);
+  if (r->mpi) {
+    /* The other ranks hand their records to rank 0 and are done with the
+     * level; rank 0 goes on with the union. */
+    rv = tpr_dist_level_end(r, li, err, errlen);
+    if (rv || r->rank != 0) return rv;
+  }
+  tp_level_result *lv = &r->levels[r->n_levels];
+  rv = level_result(r, li, pt, lv);
+  if (rv) return rv;
+  level_finish(r, lv);
+  return 0;
+}

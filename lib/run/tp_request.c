@@ -1,0 +1,299 @@
+/* One request: planned (given a send time), sent through the client
+ * interface, its events appended to its record, and its end handed to the
+ * sink.  In concurrency mode a request is planned when a slot frees and
+ * sent at once, so exactly N are in flight.  In rate and schedule mode the
+ * plan comes from an arrival schedule drawn ahead from the seed, released
+ * by precise timers; a request that finds the in-flight cap full waits,
+ * and its wait shows as send lag. */
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "run/tp_run_internal.h"
+#include "client/tp_client_http.h"
+
+tp_record *tpr_grow_records(tp_run *r) {
+  level_state *L = &r->lv;
+  if (L->n_planned == L->cap) {
+    size_t cap = L->cap ? L->cap * 2 : 256;
+    tp_record *nr = realloc(L->recs, cap * sizeof(*nr));
+    if (!nr) return NULL;
+    L->recs = nr;
+    L->cap = cap;
+  }
+  tp_record *rec = &L->recs[L->n_planned];
+  tp_record_init(rec);
+  return rec;
+}
+
+uint32_t tpr_draw_max_tokens(tp_run *r, const tp_prompt *p, size_t seq) {
+  level_state *L = &r->lv;
+  if (L->pt.mode == TP_LOAD_SCHEDULE && r->trace[seq % r->n_trace].output_tokens)
+    return r->trace[seq % r->n_trace].output_tokens;
+  if (L->pt.output_tokens) {
+    if (!r->cfg.output_tokens_stddev) return L->pt.output_tokens;
+    double d = (double)L->pt.output_tokens + (double)r->cfg.output_tokens_stddev * tp_rng_normal(&L->out_rng);
+    return d < 1 ? 1 : (uint32_t)llround(d);
+  }
+  return p->max_tokens > 0 ? (uint32_t)p->max_tokens : DEFAULT_MAX_TOKENS;
+}
+
+/* Plans one request for planned_ns and sends it unless the cap holds it. */
+void tpr_plan_request(tp_run *r, uint64_t planned_ns) {
+  level_state *L = &r->lv;
+  /* Past the measured duration nothing more is planned. */
+  if (L->measure_end_ns && planned_ns >= L->measure_end_ns) {
+    L->stop_planning = true;
+    return;
+  }
+  tp_record *rec = tpr_grow_records(r);
+  if (!rec) {
+    L->stop_planning = true;
+    return;
+  }
+  size_t seq = L->n_planned++;
+  /* The request's number across ranks picks its prompt (or trace entry),
+   * so no two ranks send the same request; in one process it is seq. */
+  uint64_t gseq = L->seq_base + seq * L->seq_step;
+  rec->seq = gseq;
+  rec->planned_ns = planned_ns;
+  rec->prompt_index = L->pt.mode == TP_LOAD_SCHEDULE ? r->trace[gseq % r->n_trace].prompt_index
+                                                     : (uint32_t)(gseq % L->ds->n);
+  rec->warmup = L->warmup_end_ns ? planned_ns < L->warmup_end_ns : seq < L->n_warmup;
+  rec->max_tokens = tpr_draw_max_tokens(r, &L->ds->items[rec->prompt_index], (size_t)gseq);
+  if (!rec->warmup && !L->measure_start_ns) {
+    /* The measurement starts with the first measured request. */
+    L->measure_start_ns = planned_ns;
+    if (r->cfg.measure_mode == TP_MEASURE_DURATION)
+      L->measure_end_ns = planned_ns + r->cfg.duration_ms * TP_NS_PER_MS;
+    if (r->cfg.measure_mode == TP_MEASURE_TIME_WINDOWS || r->cfg.measure_mode == TP_MEASURE_COUNT_WINDOWS)
+      tpr_open_windows(r, planned_ns);
+  }
+  if (L->total != SIZE_MAX && L->n_planned >= L->total) L->stop_planning = true;
+
+  bool capped = L->pt.mode != TP_LOAD_CONCURRENCY && L->slots && L->in_flight >= L->slots;
+  if (!capped) {
+    tpr_send_request(r, seq);
+    return;
+  }
+  if (L->wait_len == L->wait_cap) {
+    size_t cap = L->wait_cap ? L->wait_cap * 2 : 64;
+    size_t *w = malloc(cap * sizeof(*w));
+    if (!w) {
+      tp_record_fail(rec, TP_ERRCLASS_CANCELLED, -1, "out of memory", 13);
+      rec->done_ns = planned_ns;
+      note_done(L, rec);
+      return;
+    }
+    for (size_t i = 0; i < L->wait_len; i++) w[i] = L->waiting[(L->wait_head + i) % L->wait_cap];
+    free(L->waiting);
+    L->waiting = w;
+    L->wait_head = 0;
+    L->wait_cap = cap;
+  }
+  L->waiting[(L->wait_head + L->wait_len++) % L->wait_cap] = seq;
+}
+
+void tpr_req_on_event(void *req, const tp_client_event *ev, uint64_t arrival_ns) {
+  req_ctx *x = req;
+  tp_record *rec = &x->run->lv.recs[x->seq];
+  if (x->final_seen) return; /* nothing after the final response counts */
+  bool has_text = ev->text && ev->text_len > 0;
+  tp_record_add_response(rec, arrival_ns, has_text);
+  const tp_client_http_event *hev = x->run->http ? tp_client_http_event_of(ev) : NULL;
+  /* Reasoning text is a generated token for timing, but kept apart. */
+  tp_buf *into = hev && hev->reasoning ? &rec->reasoning : &rec->text;
+  if (has_text) {
+    if (into == &rec->text && !rec->first_answer_ns) rec->first_answer_ns = arrival_ns;
+    if (x->cumulative) tp_buf_reset(into);
+    tp_buf_append(into, ev->text, ev->text_len);
+  }
+  if (hev) {
+    if (hev->prompt_tokens >= 0) rec->server_input_tokens = hev->prompt_tokens;
+    if (hev->cached_tokens >= 0) rec->server_cached_tokens = hev->cached_tokens;
+  }
+  if (ev->server_output_tokens >= 0)
+    rec->server_output_tokens =
+        (rec->server_output_tokens < 0 ? 0 : rec->server_output_tokens) + ev->server_output_tokens;
+  if (ev->error) tp_record_fail(rec, ev->error_class, -1, ev->error, strlen(ev->error));
+  if (ev->final) {
+    x->final_seen = true;
+    rec->done_ns = arrival_ns;
+    return;
+  }
+  /* Memory stays bounded under an answer that never ends. */
+  const tp_config *c = &x->run->cfg;
+  bool too_big = c->max_response_bytes && rec->text.len > c->max_response_bytes;
+  bool too_long = c->max_output_tokens && rec->n_text_resp > c->max_output_tokens;
+  if ((too_big || too_long) && !x->cancelled && x->run->client->ops->cancel) {
+    char msg[160];
+    snprintf(msg, sizeof(msg), "answer cancelled: it passed %s (%" PRIu64 ")",
+             too_big ? "--max-response-bytes" : "--max-output-tokens",
+             too_big ? c->max_response_bytes : c->max_output_tokens);
+    tp_record_fail(rec, TP_ERRCLASS_PROTOCOL, -1, msg, strlen(msg));
+    x->cancelled = true;
+    x->run->client->ops->cancel(x->run->client, x->handle);
+  }
+}
+
+/* The text a request sends: a unique marker first (--cache-bust, so even the
+ * first block differs), then a shared prefix (--prefix-tokens), then the
+ * prompt.  Rebuilt from the seed when needed, so nothing is stored per
+ * request.  tpr_sent_head gives the pieces before the prompt: the marker
+ * (written into marker) and the prefix with its space; unused pieces are
+ * NULL. */
+void tpr_sent_head(const tp_run *r, size_t seq, char marker[24], const char *head[3], size_t len[3]) {
+  const level_state *L = &r->lv;
+  /* The number across ranks, so markers stay unique in a distributed run. */
+  uint64_t gseq = L->recs[seq].seq;
+  for (int i = 0; i < 3; i++) {
+    head[i] = NULL;
+    len[i] = 0;
+  }
+  if (r->cfg.cache_bust) {
+    snprintf(marker, 24, "[%016llx] ",
+             (unsigned long long)tp_rng_mix(r->cfg.random_seed ^ 0xcb, ((uint64_t)r->cur_level << 40) | gseq));
+    head[0] = marker;
+    len[0] = strlen(marker);
+  }
+  if (r->n_prefixes) {
+    size_t k = gseq % r->n_prefixes;
+    head[1] = r->prefixes[k];
+    len[1] = r->prefix_len[k];
+    head[2] = " ";
+    len[2] = 1;
+  }
+}
+
+void tpr_build_sent_text(tp_run *r, size_t seq, tp_buf *out) {
+  level_state *L = &r->lv;
+  const tp_prompt *p = &L->ds->items[L->recs[seq].prompt_index];
+  char marker[24];
+  const char *head[3];
+  size_t len[3];
+  tpr_sent_head(r, seq, marker, head, len);
+  tp_buf_reset(out);
+  for (int i = 0; i < 3; i++)
+    if (head[i]) tp_buf_append(out, head[i], len[i]);
+  tp_buf_append(out, p->text, p->text_len);
+}
+
+void tpr_req_on_done(void *req, const tp_client_done *d) {
+  req_ctx *x = req;
+  tp_run *r = x->run;
+  level_state *L = &r->lv;
+  size_t seq = x->seq;
+  tp_record *rec = &L->recs[seq];
+  free(x);
+  /* The wire time of the request's last byte is the truest send time. */
+  if (d->sent_ns) rec->sent_ns = d->sent_ns;
+  rec->resends = d->resends;
+  if (d->err_class != TP_ERRCLASS_NONE)
+    tp_record_fail(rec, d->err_class, d->status, d->message, strlen(d->message));
+  if (!rec->done_ns) rec->done_ns = d->end_ns;
+  /* The dataset's count is the prompt's; a marker or prefix in front is
+   * counted with it by the tokenizer (tpr_count_work), or not at all. */
+  rec->input_tokens = r->cfg.cache_bust || r->n_prefixes ? -1 : L->ds->items[rec->prompt_index].input_tokens;
+  L->in_flight--;
+  note_done(L, rec);
+
+  /* Refill first, so the next request leaves before any bookkeeping. */
+  if (L->sess) {
+    tpr_sessions_on_done(r, seq);
+  } else if (!r->interrupted) {
+    if (L->pt.mode == TP_LOAD_CONCURRENCY) {
+      if (!L->stop_planning) tpr_plan_request(r, tp_now_ns());
+    } else if (L->wait_len) {
+      size_t next = L->waiting[L->wait_head];
+      L->wait_head = (L->wait_head + 1) % L->wait_cap;
+      L->wait_len--;
+      tpr_send_request(r, next);
+    }
+  }
+
+  /* The rest waits for the check phase: the loop flushes the refill first. */
+  if (r->done_n == r->done_cap) {
+    size_t cap = r->done_cap ? r->done_cap * 2 : 256;
+    size_t *q = realloc(r->done_q, cap * sizeof(*q));
+    if (!q) {
+      tpr_finish_done(r, seq);
+      return;
+    }
+    r->done_q = q;
+    r->done_cap = cap;
+  }
+  r->done_q[r->done_n++] = seq;
+  /* tpr_req_on_done may run in any phase of the loop (libcurl finishes
+   * transfers from its timer); tp_defer keeps the poll from blocking. */
+  tp_defer_arm(&r->done_defer);
+}
+
+void tpr_send_request(tp_run *r, size_t seq) {
+  level_state *L = &r->lv;
+  tp_record *rec = &L->recs[seq];
+  req_ctx *x = calloc(1, sizeof(*x));
+  uint64_t now = tp_now_ns();
+  if (!x) {
+    tp_record_fail(rec, TP_ERRCLASS_CANCELLED, -1, "out of memory", 13);
+    rec->done_ns = now;
+    note_done(L, rec);
+    return;
+  }
+  x->run = r;
+  x->seq = seq;
+  x->cumulative = r->cfg.cumulative_text;
+  const tp_prompt *p = &L->ds->items[rec->prompt_index];
+  char id[96];
+  snprintf(id, sizeof(id), "%s%" PRIu64, r->id_prefix, rec->seq);
+  uint32_t min_tokens = r->cfg.output_tokens_deterministic ? rec->max_tokens : 0;
+  tp_client_send snd = {id, p->text, p->text_len, rec->max_tokens, min_tokens,
+                        r->cfg.request_timeout_ms * TP_NS_PER_MS, &x->handle, NULL, NULL};
+  if (r->cfg.cache_bust || r->n_prefixes) {
+    tpr_build_sent_text(r, seq, &r->sendbuf);
+    snd.prompt = (const char *)r->sendbuf.data;
+    snd.prompt_len = r->sendbuf.len;
+  } else if (p->messages && r->cfg.service_kind == TP_SERVICE_OPENAI_CHAT) {
+    snd.messages = p->messages; /* the chat messages as the file gave them */
+  }
+  if (r->file_inputs) snd.inputs = p->inputs;
+  if (L->sess) tpr_sessions_fill_send(r, seq, &snd);
+  rec->sent_ns = now;
+  L->in_flight++;
+  if (L->in_flight > L->max_in_flight) L->max_in_flight = L->in_flight;
+  int rv = r->client->ops->send(r->client, &snd, x);
+  if (rv) {
+    free(x);
+    L->in_flight--;
+    tp_record_fail(rec, TP_ERRCLASS_PROTOCOL, -1, "cannot send the request", 23);
+    rec->done_ns = now;
+    note_done(L, rec);
+  }
+}
+
+/* Releases every request whose planned time has come, then re-arms for the
+ * next.  Deadlines are absolute, so a late wake-up never shifts the plan. */
+void tpr_on_plan_timer(tp_timer *t, uint64_t now_ns) {
+  tp_run *r = t->data;
+  level_state *L = &r->lv;
+  while (!L->stop_planning && !r->interrupted) {
+    size_t i = L->n_planned;
+    if (i >= L->n_offsets) {
+      L->stop_planning = true;
+      break;
+    }
+    uint64_t at = L->t0 + L->offsets[i];
+    if (L->measure_end_ns && at >= L->measure_end_ns) {
+      L->stop_planning = true;
+      break;
+    }
+    if (at > now_ns) {
+      tp_timer_start(r->timers, &L->plan_timer, at);
+      return;
+    }
+    tpr_plan_request(r, at);
+    now_ns = tp_now_ns();
+  }
+  tpr_level_check_done(r);
+}

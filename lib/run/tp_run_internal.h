@@ -1,0 +1,305 @@
+/* The run's parts, and the state they share (internal to lib/run).
+ *
+ * A run is split the way a load generator separates worker, client and
+ * stream: the sweep (tp_sweep.c) walks the points and drives --search; one
+ * level (tp_level.c) plans, measures and stops; one request (tp_request.c)
+ * is planned, sent and answered; the sink (tp_sink.c) counts tokens on
+ * libuv's thread pool and writes records.jsonl; the hooks (tp_hooks.c) run
+ * around each level (server statistics, scraping, MPI, artifacts); start-up
+ * (tp_setup.c) opens the loop, tokenizer, mock and client; sessions
+ * (tp_level_sessions.c) drive a conversations file with the pacer.
+ * Functions shared between the parts carry the tpr_ prefix. */
+#ifndef TP_RUN_INTERNAL_H
+#define TP_RUN_INTERNAL_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <uv.h>
+
+#include "api/tp_triton.h"
+#include "client/tp_client.h"
+#include "dataset/tp_dataset.h"
+#include "dataset/tp_trace.h"
+#include "metrics/tp_stats.h"
+#include "record/tp_record.h"
+#include "report/tp_export.h"
+#include "run/tp_gates.h"
+#include "run/tp_mpi.h"
+#include "run/tp_scrape.h"
+#include "run/tp_sessions.h"
+#include "run/tp_sweep_search.h"
+#include "tokenizer/tp_tok.h"
+#include "util/tp_common.h"
+#include "util/tp_rng.h"
+#include "util/tp_timer.h"
+#include "util/tp_wake.h"
+#include "tokperf/tokperf.h"
+
+#define MAX_RESPONSE_BYTES (64u << 20)
+#define DEFAULT_MAX_TOKENS 128
+#define MAX_WINDOWS 64
+#define PROGRESS_MS 1000
+#define LIVE_TTFT_N 1024
+
+/* One point of the sweep. */
+typedef struct point {
+  tp_load_mode mode;
+  uint32_t concurrency; /* the level (concurrency mode) or the cap (0 = none) */
+  double rate;
+  uint32_t input_tokens;  /* 0 = the run's prompts */
+  uint32_t output_tokens; /* 0 = per prompt / default */
+} point;
+
+/* One per request in flight, allocated on its own so its address stays put
+ * while the record array grows. */
+typedef struct req_ctx {
+  tp_run *run;
+  size_t seq;
+  bool final_seen;
+  bool cumulative;
+  bool cancelled;
+  void *handle; /* the client's, for cancelling */
+} req_ctx;
+
+/* Work on a finished request off the loop: counting its tokens and writing
+ * its line to the records file.  The job works on a snapshot of the record
+ * (the array may move while the loop plans more requests); the heap buffers
+ * the snapshot points at (text, response times) are not touched until the
+ * job is back on the loop (count_after), which then lets go of them once
+ * the line holds them (tp_record_shed). */
+typedef struct count_job {
+  uv_work_t work;
+  tp_run *run;
+  size_t seq;
+  const tp_tok *tok;
+  tp_record snap;
+  char id[96];
+  size_t level;
+  tp_load_mode mode;
+  uint32_t concurrency;
+  double rate;
+  char *sent_text; /* owned: the full prompt when a marker or prefix was added */
+  size_t sent_len;
+  uint64_t line_off; /* where its records line went, plus 1; 0 = not written */
+  const char *session_id; /* a session's turn: the file's id (borrowed from the dataset) */
+  int measured;      /* tp_records_line.measured */
+} count_job;
+
+typedef struct level_state {
+  point pt;
+  tp_dataset *ds;
+  tp_record *recs;
+  size_t cap;
+  size_t n_planned, n_done;
+  size_t n_failed; /* of the done ones, failed: kept as they end, for progress */
+  size_t total; /* requests to plan (count measurement), SIZE_MAX = until told to stop */
+  uint64_t t0;  /* level start */
+  /* Open loop: the next planned offsets come from here. */
+  tp_rng out_rng;
+  uint64_t *offsets;
+  size_t n_offsets;
+  tp_timer plan_timer;
+  size_t *waiting; /* planned but held back by the in-flight cap (FIFO ring) */
+  size_t wait_head, wait_len, wait_cap;
+  /* Measurement. */
+  size_t n_warmup;
+  uint64_t warmup_end_ns; /* by time; 0 = by count */
+  uint64_t measure_start_ns, measure_end_ns;
+  bool stop_planning;
+  uint32_t in_flight, max_in_flight;
+  size_t pending_counts;
+  size_t n_shed; /* records whose response times and text live in the records file only */
+  bool done;
+  /* Stability windows. */
+  bool window_timer_on;
+  uint64_t win_start_ns;
+  size_t win_done; /* measured completions in the open window */
+  double win_tput[MAX_WINDOWS], win_lat_ms[MAX_WINDOWS];
+  double win_lat_sum_ms;
+  uint64_t win_edges_ns[MAX_WINDOWS + 1];
+  uint32_t trials;
+  bool stable;
+  /* The measured requests and their span, once the level is over. */
+  tp_level_opts lo;
+  /* This rank's part of the level (docs/scale-out.md): request numbers are
+   * seq_base + index x seq_step, so no two ranks send the same one; slots
+   * is its concurrency (or in-flight cap); total_all is the whole level's
+   * count, for progress.  One process: 0, 1, the level's own, total. */
+  uint32_t slots;
+  uint64_t seq_base, seq_step;
+  size_t total_all;
+  /* Multi-turn sessions (a conversations file, docs/sessions.md): NULL
+   * otherwise.  Per request: its turn, and the text it sent (kept for the
+   * token count only when a tokenizer counts). */
+  tp_sessions *sess;
+  tp_sessions_turn *sess_turns;
+  char **sess_sent;
+  size_t sess_cap;
+  size_t sess_total; /* sessions to run (SIZE_MAX = for the duration) */
+  tp_buf sess_msgs;
+  /* The live status line on a terminal: the level's name, and the time to
+   * first token of the latest requests (a ring; its percentiles are taken
+   * once a second from a sorted copy). */
+  char desc[96];
+  size_t index;
+  double live_ttft[LIVE_TTFT_N];
+  size_t live_n;
+} level_state;
+
+struct tp_run {
+  tp_config cfg;
+  /* Owned copies of the borrowed lists. */
+  uint32_t *concurrency;
+  double *rates;
+  uint32_t *in_means, *out_means;
+  uv_loop_t loop;
+  uv_async_t interrupt_async;
+  atomic_bool interrupt_flag;
+  bool interrupted;
+  tp_timers *timers;
+  uv_timer_t progress_timer;
+  uv_timer_t window_timer; /* the run's, so it outlives every level */
+  uv_timer_t grace_timer;
+  /* Requests done but not yet handed to the pool: processed after the
+   * poll phase, once the loop has flushed the requests that refilled their
+   * slots (tp_defer: the poll cannot block while some are queued). */
+  tp_defer done_defer;
+  size_t *done_q;
+  size_t done_n, done_cap;
+  bool progress_tty;
+  uint64_t last_progress_ns;
+
+  char **prefixes;    /* shared prefixes (num_prefixes of prefix_tokens) */
+  size_t *prefix_len;
+  size_t n_prefixes;
+  tp_buf sendbuf;     /* the text actually sent: marker + prefix + prompt */
+  tp_dataset ds;      /* prompts from the file or synthetic words */
+  tp_dataset syn_ds;  /* exact-token prompts of the current point */
+  bool have_syn_ds;
+  uint32_t syn_ds_tokens;
+  tp_trace_entry *trace; /* schedule mode: the trace's entries */
+  size_t n_trace;
+  tp_tok *tok;
+  char tok_desc[512];
+  char ds_desc[512];
+  tp_mock *mock;
+  bool have_mock_stats;
+  tp_mock_stats mock_stats;
+  char target[300];
+  tp_client *client;
+  bool http; /* the client is an HTTP one: its events carry usage and reasoning */
+  /* perf_analyzer input data on Triton gRPC: each request carries its
+   * entry's tensors as given (docs/inputs.md). */
+  bool file_inputs;
+  char http_url[1100];
+  tp_artifacts *artifacts;
+  char artifact_dir[1024];
+  char records_default[1100];
+  FILE *records_fp;
+  uint64_t records_marked_to; /* records file bytes whose "measured" is final */
+  bool shed_records; /* the records file can be read back: finished records let go of their details */
+  uv_mutex_t records_lock; /* pool threads write record lines */
+  tp_gates *gates;
+  tp_sweep_search *search; /* --search: the next level comes from the last (NULL = the listed levels) */
+
+  /* Server statistics: the counters before the level, and per level the
+   * differences (owned arrays, one per level). */
+  tp_triton_model_counters *stats_before;
+  size_t n_stats_before;
+  bool stats_off;
+  tp_server_model_stats **server_stats;
+  tp_scraper *scraper;
+  tp_server_metric **server_metrics; /* per level, owned */
+  char metrics_url[512];
+
+  point *points;
+  size_t n_points;
+  tp_level_result *levels;
+  size_t n_levels;
+  level_state lv;
+  char id_prefix[48];
+  size_t cur_level; /* index of the point being measured */
+
+  /* Distributed run (docs/scale-out.md); mpi is NULL in a single process. */
+  tp_mpi *mpi;
+  uint32_t rank, n_ranks;
+  char rank_tag[128];      /* "rank 1 on host X: " before this rank's messages; "" on rank 0 */
+  uv_timer_t mpi_timer;    /* heartbeats and liveness while a level runs */
+  tp_rank_info *rank_info; /* rank 0: n_points x n_ranks */
+  bool *rank_in;           /* rank 0: whose records of the current level arrived */
+};
+
+
+/* tp_run_exec's word for "this rank sits the run out; rank 0 reports why". */
+#define DIST_OUT 1
+
+
+/* A request is over: counted done, and failed if it failed. */
+static inline void note_done(level_state *L, const tp_record *rec) {
+  L->n_done++;
+  if (rec->err_class != TP_ERRCLASS_NONE) L->n_failed++;
+  else if (rec->first_token_ns > rec->sent_ns && rec->sent_ns)
+    L->live_ttft[L->live_n++ % LIVE_TTFT_N] = (double)(rec->first_token_ns - rec->sent_ns) / 1e6;
+}
+
+void tpr_progress(tp_run *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void tpr_warn(tp_run *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void tpr_artifact_dir_name(const tp_config *c, char *out, size_t outlen);
+tp_record *tpr_grow_records(tp_run *r);
+uint32_t tpr_draw_max_tokens(tp_run *r, const tp_prompt *p, size_t seq);
+void tpr_plan_request(tp_run *r, uint64_t planned_ns);
+void tpr_req_on_event(void *req, const tp_client_event *ev, uint64_t arrival_ns);
+int tpr_count_input(const tp_run *r, const tp_tok *tok, const char *text, size_t len, size_t *n);
+uint64_t tpr_write_record_line(tp_run *r, const count_job *j, bool flush);
+void tpr_count_work(uv_work_t *w);
+void tpr_mark_measured_lines(tp_run *r);
+void tpr_finish_done(tp_run *r, size_t seq);
+void tpr_on_done_defer(tp_defer *d);
+int tpr_sink_open(tp_run *r, char *err, size_t errlen);
+void tpr_sent_head(const tp_run *r, size_t seq, char marker[24], const char *head[3], size_t len[3]);
+void tpr_build_sent_text(tp_run *r, size_t seq, tp_buf *out);
+void tpr_req_on_done(void *req, const tp_client_done *d);
+void tpr_send_request(tp_run *r, size_t seq);
+void tpr_on_plan_timer(tp_timer *t, uint64_t now_ns);
+void tpr_open_windows(tp_run *r, uint64_t start_ns);
+void tpr_window_on_completion(tp_run *r, tp_record *rec);
+void tpr_level_check_done(tp_run *r);
+void tpr_on_interrupt(uv_async_t *a);
+int tpr_prepare_point_prompts(tp_run *r, const point *pt, char *err, size_t errlen);
+void tpr_count_prompts(tp_run *r, tp_dataset *ds);
+int tpr_dist_level_end(tp_run *r, size_t li, char *err, size_t errlen);
+int tpr_dist_open(tp_run *r, char *err, size_t errlen);
+int tpr_dist_start(tp_run *r, int status, char *err, size_t errlen);
+int tpr_dist_leave(tp_run *r, int rv, char *err, size_t errlen);
+void tpr_sessions_pump(tp_run *r, uint64_t now);
+void tpr_sessions_fill_send(tp_run *r, size_t seq, tp_client_send *snd);
+void tpr_sessions_on_done(tp_run *r, size_t seq);
+int tpr_sessions_level_start(tp_run *r, char *err, size_t errlen);
+void tpr_sessions_level_stats(tp_run *r, tp_level_result *lv);
+void tpr_sessions_level_end(tp_run *r);
+int tpr_run_level(tp_run *r, size_t li, char *err, size_t errlen);
+int tpr_exec_setup(tp_run *r, char *err, size_t errlen);
+
+
+/* Work around each level (tp_hooks.c), walked in the table's order: open
+ * at start-up, begin before the level's first request, stop when its loop
+ * stopped, end once its figures are computed (rank 0 only under MPI).
+ * Any of the four may be NULL. */
+typedef struct tp_level_hook {
+  const char *name;
+  int (*open)(tp_run *r, char *err, size_t errlen);
+  int (*begin)(tp_run *r, size_t li, char *err, size_t errlen);
+  void (*stop)(tp_run *r);
+  void (*end)(tp_run *r, size_t li, tp_level_result *lv);
+} tp_level_hook;
+
+int tpr_hooks_open(tp_run *r, char *err, size_t errlen);
+int tpr_hooks_begin(tp_run *r, size_t li, char *err, size_t errlen);
+void tpr_hooks_stop(tp_run *r);
+void tpr_hooks_end(tp_run *r, size_t li, tp_level_result *lv);
+
+#endif

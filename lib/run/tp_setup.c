@@ -1,0 +1,234 @@
+/* Start-up, before the first level: the loop and its handles, the
+ * tokenizer and the prompts it makes, the mock server, the client and its
+ * preflight, scraping, artifacts and the records file. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "run/tp_run_internal.h"
+#include "client/tp_client_http.h"
+#include "client/tp_url.h"
+#include "dataset/tp_synth.h"
+#include "util/tp_stamp.h"
+
+static void warm_work(uv_work_t *w) { (void)w; }
+
+/* -u/--url: r->target gets "host:port" (the mock's, or the URL's). */
+static int parse_target(tp_run *r, const char *url, tp_url *u, char *err, size_t errlen) {
+  char why[512];
+  if (tp_url_parse(url, u, why, sizeof(why))) {
+    tp_seterr(err, errlen, "-u/--url: %s", why);
+    return TP_EINVAL;
+  }
+  if (r->cfg.service_kind == TP_SERVICE_TRITON) {
+    /* gRPC has no path; a URL with one was meant for an HTTP API. */
+    if (u->path[0] || u->query[0]) {
+      tp_seterr(err, errlen,
+                "-u/--url '%s': a gRPC address has no path (give HOST:PORT; for an HTTP API add -i http "
+                "or --service-kind openai)",
+                url);
+      return TP_EINVAL;
+    }
+    if (!u->port) {
+      tp_seterr(err, errlen, "-u/--url '%s': gRPC needs HOST:PORT (Triton's gRPC port is 8001)", url);
+      return TP_EINVAL;
+    }
+  }
+  tp_url_authority(u, r->target, sizeof(r->target));
+  return 0;
+}
+
+/* The loop's handles, the thread pool, arrival stamps and the precise
+ * timers. */
+static int setup_loop(tp_run *r, char *err, size_t errlen) {
+  int rv;
+  r->interrupt_async.data = r;
+  uv_async_init(&r->loop, &r->interrupt_async, tpr_on_interrupt);
+  uv_timer_init(&r->loop, &r->progress_timer);
+  r->progress_timer.data = r;
+  uv_timer_init(&r->loop, &r->window_timer);
+  r->window_timer.data = r;
+  uv_timer_init(&r->loop, &r->grace_timer);
+  r->grace_timer.data = r;
+  tp_defer_init(&r->done_defer, &r->loop, tpr_on_done_defer, r);
+  /* libuv starts its thread pool on first use, which takes milliseconds:
+   * start it now rather than inside the first request's completion. */
+  static uv_work_t warm;
+  uv_queue_work(&r->loop, &warm, warm_work, NULL);
+  r->progress_tty = r->cfg.progress && isatty(fileno(r->cfg.progress));
+  rv = tp_stamp_install(&r->loop);
+  if (rv) return rv;
+  rv = tp_timers_new(&r->timers, &r->loop);
+  if (rv) {
+    tp_seterr(err, errlen, "cannot create the precise timers: %s", tp_strerror(rv));
+    return rv;
+  }
+  return 0;
+}
+
+/* The tokenizer, and what it makes: a trace's prompts given as lengths,
+ * the shared prefixes. */
+static int setup_tokenizer(tp_run *r, char *err, size_t errlen) {
+  if (!r->cfg.tokenizer) return 0;
+  int rv = tp_tok_load_ex(&r->tok, r->cfg.tokenizer,
+                          r->cfg.tokenizer_add_special_tokens ? TP_TOK_FLAG_SPECIAL_TOKENS : 0, err, errlen);
+  if (rv) return rv == TP_ENOMEM ? rv : TP_ENOTFOUND;
+  /* The description goes into every report, so results say how prompts
+   * were counted. */
+  if (r->cfg.tokenizer_add_special_tokens)
+    snprintf(r->tok_desc, sizeof(r->tok_desc), "%s (%s; input tokens counted as %s)",
+             tp_tok_name(r->tok), r->cfg.tokenizer, tp_tok_special_desc(r->tok));
+  else
+    snprintf(r->tok_desc, sizeof(r->tok_desc), "%s (%s)", tp_tok_name(r->tok), r->cfg.tokenizer);
+  if (r->cfg.schedule_file) {
+    rv = tp_trace_make_prompts(&r->ds, r->tok, r->cfg.prefix_block_tokens, r->cfg.random_seed, err, errlen);
+    if (rv) return rv;
+  }
+  if (r->cfg.prefix_tokens) {
+    size_t k = r->cfg.num_prefixes ? r->cfg.num_prefixes : 1;
+    r->prefixes = calloc(k, sizeof(char *));
+    r->prefix_len = calloc(k, sizeof(size_t));
+    if (!r->prefixes || !r->prefix_len) return TP_ENOMEM;
+    for (size_t i = 0; i < k; i++) {
+      rv = tp_synth_text(r->tok, r->cfg.prefix_tokens, tp_rng_mix(r->cfg.random_seed ^ 0x9f, i), &r->prefixes[i],
+                         &r->prefix_len[i]);
+      if (rv) {
+        tp_seterr(err, errlen, "cannot make a shared prefix of %u tokens: %s", r->cfg.prefix_tokens,
+                  tp_strerror(rv));
+        return rv;
+      }
+      r->n_prefixes = i + 1;
+    }
+  }
+  return 0;
+}
+
+/* The server: the mock started in-process, or the address of -u/--url. */
+static int setup_target(tp_run *r, tp_url *pu, char *err, size_t errlen) {
+  int rv;
+  if (r->cfg.mock) {
+    tp_mock_config mc;
+    if (r->cfg.mock_config)
+      mc = *r->cfg.mock_config;
+    else
+      tp_mock_config_default(&mc);
+    mc.host = "127.0.0.1";
+    mc.grpc_port = 0;
+    /* The HTTP side only when an HTTP service is measured. */
+    mc.http_port = r->cfg.service_kind == TP_SERVICE_TRITON && !r->cfg.metrics_url ? -1 : 0;
+    mc.quiet = true;
+    if (r->cfg.mock_log_path) mc.log_path = r->cfg.mock_log_path;
+    rv = tp_mock_start(&r->mock, &mc, err, errlen);
+    if (rv) return rv;
+    snprintf(r->target, sizeof(r->target), "127.0.0.1:%d",
+             r->cfg.service_kind == TP_SERVICE_TRITON ? tp_mock_port(r->mock) : tp_mock_http_port(r->mock));
+    tpr_progress(r, "built-in mock server on %s", r->target);
+  } else {
+    rv = parse_target(r, r->cfg.url, pu, err, errlen);
+    if (rv) return rv;
+  }
+  return 0;
+}
+
+/* The client for the service kind, with its connections and TLS. */
+static int setup_client(tp_run *r, const tp_url *pu, char *err, size_t errlen) {
+  int rv;
+  const char *url = r->cfg.url;
+  uint32_t max_conc = 1;
+  for (size_t i = 0; i < r->n_points; i++) max_conc = TP_MAX(max_conc, r->points[i].concurrency);
+  if (r->cfg.n_request_rates && !r->cfg.max_concurrency) max_conc = 1024;
+  tp_client_opts co;
+  memset(&co, 0, sizeof(co));
+  co.target = r->target;
+  co.model = r->cfg.model;
+  co.model_version = r->cfg.model_version;
+  co.backend = r->cfg.backend;
+  co.streaming = r->cfg.streaming;
+  /* One connection per 128 streams by default: Triton serialises writes per
+   * connection, and extra connections are cheap. */
+  co.connections = r->cfg.connections ? r->cfg.connections : (max_conc + 127) / 128;
+  co.max_response_bytes = MAX_RESPONSE_BYTES;
+  co.headers = r->cfg.headers;
+  co.n_headers = r->cfg.n_headers;
+  co.tls = !r->cfg.mock && tp_url_tls(pu);
+  /* The host, for certificate checks and SNI. */
+  co.host = r->cfg.mock ? "127.0.0.1" : pu->host;
+  co.ca_file = r->cfg.ca_file;
+  co.cert_file = r->cfg.cert_file;
+  co.key_file = r->cfg.key_file;
+  co.insecure = r->cfg.insecure;
+  co.file_inputs = r->file_inputs;
+  static const tp_client_cbs cbs = {tpr_req_on_event, tpr_req_on_done};
+  if (r->cfg.service_kind == TP_SERVICE_TRITON) {
+    rv = tp_client_triton_new(&r->client, &r->loop, &co, &cbs, err, errlen);
+  } else {
+    tp_client_http_opts ho;
+    tp_client_http_opts_default(&ho);
+    ho.api = r->cfg.service_kind == TP_SERVICE_OPENAI_CHAT          ? TP_HTTP_API_OPENAI_CHAT
+             : r->cfg.service_kind == TP_SERVICE_OPENAI_COMPLETIONS ? TP_HTTP_API_OPENAI_COMPLETIONS
+                                                                    : TP_HTTP_API_TRITON_GENERATE;
+    /* HTTP keeps the scheme (https) and the path of --url: the client
+     * joins it with the API's path (tp_url.h). */
+    snprintf(r->http_url, sizeof(r->http_url), "%s", r->cfg.mock ? r->target : url);
+    ho.url = r->http_url;
+    ho.endpoint = r->cfg.endpoint;
+    ho.api_key = r->cfg.api_key;
+    ho.headers = r->cfg.headers;
+    ho.n_headers = r->cfg.n_headers;
+    ho.extra_inputs = r->cfg.extra_inputs;
+    ho.n_extra_inputs = r->cfg.n_extra_inputs;
+    ho.ca_file = r->cfg.ca_file;
+    ho.cert_file = r->cfg.cert_file;
+    ho.key_file = r->cfg.key_file;
+    ho.insecure = r->cfg.insecure;
+    ho.http1_only = r->cfg.http1_only;
+    ho.include_usage = !r->cfg.no_usage;
+    rv = tp_client_http_new(&r->client, &r->loop, &co, &ho, &cbs, err, errlen);
+    r->http = rv == 0;
+  }
+  return rv;
+}
+
+/* The preflight, and every perf_analyzer entry built once. */
+static int setup_preflight(tp_run *r, char *err, size_t errlen) {
+  int rv;
+  if (!r->cfg.skip_preflight) {
+    rv = r->client->ops->preflight(r->client, err, errlen);
+    if (rv) return rv;
+    if (r->http && *tp_client_http_warning(r->client)) tpr_warn(r, "%s", tp_client_http_warning(r->client));
+  }
+  if (r->http && !r->cfg.mock) {
+    /* Without the query, which may hold a key (?key=...). */
+    const char *ep = tp_client_http_endpoint(r->client);
+    tpr_progress(r, "requests go to %.*s", (int)strcspn(ep, "?"), ep);
+  }
+  /* Every entry is built once now, so that a tensor the model cannot take
+   * stops the run with its entry named rather than failing requests. */
+  for (size_t i = 0; r->file_inputs && i < r->ds.n; i++) {
+    char why[400];
+    rv = tp_client_triton_check_inputs(r->client, r->ds.items[i].inputs, why, sizeof(why));
+    if (rv) {
+      tp_seterr(err, errlen, "%s: data[%zu]: %s", r->ds.source, i, why);
+      return rv;
+    }
+  }
+  return 0;
+}
+
+/* Everything before the first level: loop handles, tokenizer, the mock,
+ * the client and its preflight, the hooks' start-up (scraping, artifacts),
+ * the records file. */
+int tpr_exec_setup(tp_run *r, char *err, size_t errlen) {
+  int rv = setup_loop(r, err, errlen);
+  if (!rv) rv = setup_tokenizer(r, err, errlen);
+  if (rv) return rv;
+  tp_url pu;
+  memset(&pu, 0, sizeof(pu));
+  rv = setup_target(r, &pu, err, errlen);
+  if (!rv) rv = setup_client(r, &pu, err, errlen);
+  if (!rv) rv = setup_preflight(r, err, errlen);
+  if (!rv) rv = tpr_hooks_open(r, err, errlen);
+  if (!rv) rv = tpr_sink_open(r, err, errlen);
+  return rv;
+}

@@ -1,0 +1,228 @@
+/* The record sink: a finished request's tokens are counted on libuv's
+ * thread pool, so counting never delays a timestamp; its line is written
+ * to the records file at once, and the record then lets go of its response
+ * times and text (the exports read them back from the file). */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "run/tp_run_internal.h"
+#include "report/tp_records.h"
+
+/* A request is complete (tokens counted, line written). */
+static void finalize(tp_run *r, size_t seq) {
+  (void)seq;
+  tpr_level_check_done(r);
+}
+
+/* A prompt's tokens, with the special tokens the model's tokenizer adds
+ * (BOS, ...) when tokenizer_add_special_tokens asks for them: that is how
+ * most servers count a prompt.  Output and reasoning tokens never include
+ * them (tp_tok_count): a server's completion count has no BOS, and an EOS
+ * that ends generation is not in the text. */
+int tpr_count_input(const tp_run *r, const tp_tok *tok, const char *text, size_t len, size_t *n) {
+  return r->cfg.tokenizer_add_special_tokens ? tp_tok_count_special(tok, text, len, n)
+                                             : tp_tok_count(tok, text, len, n);
+}
+
+/* One line of the records file (any thread: the file has its lock).
+ * Returns the line's byte offset plus 1, or 0 when it was not written
+ * whole. */
+uint64_t tpr_write_record_line(tp_run *r, const count_job *j, bool flush) {
+  if (!r->records_fp) return 0;
+  tp_records_line l = {j->id, j->level, j->mode, j->concurrency, j->rate, r->mpi != NULL, j->session_id,
+                       j->measured};
+  char *line = tp_records_format(&j->snap, &l);
+  if (!line) return 0;
+  uv_mutex_lock(&r->records_lock);
+  /* A pipe has no offset (-1): the line is written all the same, only it
+   * cannot be read back. */
+  off_t at = r->shed_records ? ftello(r->records_fp) : -1;
+  bool ok = fputs(line, r->records_fp) >= 0 && fputc('\n', r->records_fp) != EOF;
+  if (flush && fflush(r->records_fp)) ok = false;
+  uv_mutex_unlock(&r->records_lock);
+  free(line);
+  return ok && at >= 0 ? (uint64_t)at + 1 : 0;
+}
+
+void tpr_count_work(uv_work_t *w) {
+  count_job *j = w->data;
+  tp_record *rec = &j->snap;
+  if (j->tok && j->sent_text) {
+    /* Counted whole: a marker or prefix can merge with the prompt's first
+     * piece, so the sum of separate counts could be off by one. */
+    size_t n = 0;
+    if (tpr_count_input(j->run, j->tok, j->sent_text, j->sent_len, &n) == 0) rec->input_tokens = (int64_t)n;
+  }
+  if (j->tok && rec->reasoning.len) {
+    size_t n = 0;
+    rec->reasoning_tokens =
+        tp_tok_count(j->tok, (const char *)rec->reasoning.data, rec->reasoning.len, &n) == 0 ? (int64_t)n : -1;
+  }
+  if (j->tok) {
+    size_t n = 0;
+    rec->output_tokens =
+        tp_tok_count(j->tok, rec->text.data ? (const char *)rec->text.data : "", rec->text.len, &n) == 0
+            ? (int64_t)n
+            : -1;
+  }
+  /* Flushed per request: a crash or a kill loses nothing already measured. */
+  j->line_off = tpr_write_record_line(j->run, j, true);
+}
+
+/* --token-source: output_tokens and input_tokens become the counts the
+ * report uses, the server's or the client's; the client's stay in
+ * client_*.  A server's completion count includes the reasoning tokens,
+ * which the client counts apart: they are taken off when it counted them. */
+static void choose_token_counts(const tp_run *r, tp_record *rec) {
+  tp_token_source src = r->cfg.token_source;
+  rec->client_output_tokens = rec->output_tokens;
+  rec->client_input_tokens = rec->input_tokens;
+  rec->server_counts = 0;
+  if (src == TP_TOKEN_SOURCE_CLIENT) return;
+  if (rec->server_output_tokens >= 0) {
+    int32_t n = rec->server_output_tokens;
+    if (rec->reasoning_tokens > 0 && tp_record_has_reasoning(rec))
+      n = n > rec->reasoning_tokens ? n - rec->reasoning_tokens : 0;
+    rec->output_tokens = n;
+    rec->server_counts |= TP_RECORD_SERVER_OUTPUT;
+  } else if (src == TP_TOKEN_SOURCE_SERVER) {
+    rec->output_tokens = -1;
+  }
+  if (rec->server_input_tokens >= 0) {
+    rec->input_tokens = rec->server_input_tokens;
+    rec->server_counts |= TP_RECORD_SERVER_INPUT;
+  } else if (src == TP_TOKEN_SOURCE_SERVER) {
+    rec->input_tokens = -1;
+  }
+}
+
+static void count_after(uv_work_t *w, int status) {
+  count_job *j = w->data;
+  tp_run *r = j->run;
+  if (status == 0 && j->tok) {
+    r->lv.recs[j->seq].output_tokens = j->snap.output_tokens;
+    r->lv.recs[j->seq].input_tokens = j->snap.input_tokens;
+    r->lv.recs[j->seq].reasoning_tokens = j->snap.reasoning_tokens;
+  }
+  choose_token_counts(r, &r->lv.recs[j->seq]);
+  /* Its line holds the response times and the text now: memory keeps only
+   * the fixed-size record, and the exports read the rest back.  Text the
+   * line cannot give back byte for byte stays here. */
+  if (status == 0 && j->line_off && r->shed_records && tp_records_lossless(&j->snap)) {
+    tp_record_shed(&r->lv.recs[j->seq], j->line_off - 1);
+    r->lv.n_shed++;
+  }
+  free(j->sent_text);
+  r->lv.pending_counts--;
+  size_t seq = j->seq;
+  free(j);
+  finalize(r, seq);
+}
+
+/* Whether a request that just ended is measured, as far as is known now:
+ * stability windows are chosen at the level's end (tpr_mark_measured_lines). */
+static int measured_as_written(const tp_run *r, const tp_record *rec) {
+  const level_state *L = &r->lv;
+  bool windows = r->cfg.measure_mode == TP_MEASURE_TIME_WINDOWS || r->cfg.measure_mode == TP_MEASURE_COUNT_WINDOWS;
+  if (rec->warmup || (L->measure_end_ns && rec->planned_ns >= L->measure_end_ns)) return TP_RECORD_UNMEASURED;
+  return windows ? TP_RECORD_PENDING : TP_RECORD_MEASURED;
+}
+
+/* The level's record of a records-file line, if this process sent it. */
+static bool line_measured(void *ctx, uint64_t gseq, uint32_t rank) {
+  const tp_run *r = ctx;
+  const level_state *L = &r->lv;
+  if (rank != (uint32_t)r->rank || gseq < L->seq_base || (gseq - L->seq_base) % L->seq_step) return false;
+  uint64_t i = (gseq - L->seq_base) / L->seq_step;
+  return i < L->n_planned && L->recs[i].seq == gseq && !L->recs[i].warmup;
+}
+
+/* Stability windows: the lines of the level were written before the last
+ * three windows were chosen, "measured" false; the chosen ones are set
+ * true in place.  Every line of the level is in the file by now (no count
+ * is pending at the level's end). */
+void tpr_mark_measured_lines(tp_run *r) {
+  if (!r->records_fp || !r->cfg.records_path) return;
+  char err[600];
+  snprintf(err, sizeof(err), "cannot flush the records file %s", r->cfg.records_path);
+  if (fflush(r->records_fp) ||
+      tp_records_mark_measured(r->cfg.records_path, &r->records_marked_to, r->n_levels, line_measured, r, err,
+                               sizeof(err)))
+    tpr_warn(r, "%s: its lines of this level say \"measured\": false", err);
+}
+
+void tpr_finish_done(tp_run *r, size_t seq) {
+  level_state *L = &r->lv;
+  tp_record *rec = &L->recs[seq];
+  if (r->tok || r->records_fp) {
+    count_job *j = calloc(1, sizeof(*j));
+    if (j) {
+      j->run = r;
+      j->seq = seq;
+      j->tok = r->tok;
+      j->snap = *rec;
+      snprintf(j->id, sizeof(j->id), "%s%" PRIu64, r->id_prefix, rec->seq);
+      if (rec->session) j->session_id = L->ds->sessions[L->sess_turns[seq].session_index].id;
+      j->level = r->n_levels;
+      j->mode = L->pt.mode;
+      j->concurrency = L->pt.concurrency;
+      j->rate = L->pt.rate;
+      j->measured = measured_as_written(r, rec);
+      if (L->sess) {
+        /* A turn sent its whole history: that is its input. */
+        j->sent_text = L->sess_sent ? L->sess_sent[seq] : NULL;
+        j->sent_len = j->sent_text ? strlen(j->sent_text) : 0;
+        if (L->sess_sent) L->sess_sent[seq] = NULL;
+      } else if (r->cfg.cache_bust || r->n_prefixes) {
+        tpr_build_sent_text(r, seq, &r->sendbuf);
+        j->sent_text = tp_strndup((const char *)r->sendbuf.data, r->sendbuf.len);
+        j->sent_len = r->sendbuf.len;
+      }
+      j->work.data = j;
+      if (uv_queue_work(&r->loop, &j->work, tpr_count_work, count_after) == 0) {
+        L->pending_counts++;
+        /* The windows are fed as the request ends, not once its tokens are
+         * counted: a count that finished after its window closed would
+         * leave the request out of that window's throughput (and, past
+         * the last window, out of every one). The windows need no tokens. */
+        tpr_window_on_completion(r, rec);
+        return;
+      }
+      free(j->sent_text);
+      free(j);
+    }
+  }
+  tpr_window_on_completion(r, rec);
+  choose_token_counts(r, rec);
+  finalize(r, seq);
+}
+
+void tpr_on_done_defer(tp_defer *d) {
+  tp_run *r = d->data;
+  /* The queue counts as pending until every entry is handed on, so the
+   * level cannot end half-way through it. */
+  for (size_t i = 0; i < r->done_n; i++) tpr_finish_done(r, r->done_q[i]);
+  r->done_n = 0;
+  tpr_level_check_done(r);
+}
+
+/* The records file (--records, or the artifact directory's), opened before
+ * the first request. */
+int tpr_sink_open(tp_run *r, char *err, size_t errlen) {
+  if (!r->cfg.records_path) return 0;
+  r->records_fp = fopen(r->cfg.records_path, "w");
+  if (!r->records_fp) {
+    tp_seterr(err, errlen, "cannot write --records file %s: %s", r->cfg.records_path, strerror(errno));
+    return TP_EIO;
+  }
+  /* A regular file can be read back at the level's end, so finished
+   * records need not keep their response times and text in memory (a
+   * pipe or a terminal cannot: there they stay). */
+  struct stat st;
+  r->shed_records = fstat(fileno(r->records_fp), &st) == 0 && S_ISREG(st.st_mode);
+  return 0;
+}

@@ -23,6 +23,11 @@ static int sessions_grow(level_state *L, size_t seq) {
 }
 
 /* One turn released by the pacer: recorded and sent like any request. */
+/* The session is over: the client lets its connection go. */
+static void session_end(tp_run *r, uint32_t session) {
+  if (session && r->client->ops->session_end) r->client->ops->session_end(r->client, session);
+}
+
 static void plan_session_turn(tp_run *r, const tp_sessions_turn *t) {
   level_state *L = &r->lv;
   tp_record *rec = tpr_grow_records(r);
@@ -50,7 +55,8 @@ static void plan_session_turn(tp_run *r, const tp_sessions_turn *t) {
   tpr_send_request(r, seq);
   /* A send never ends inside tpr_send_request: an end already there means it
    * was not sent (no callback follows), and the session ends with it. */
-  if (L->recs[seq].done_ns) tp_sessions_done(L->sess, t, false, NULL, 0, tp_now_ns());
+  if (L->recs[seq].done_ns && tp_sessions_done(L->sess, t, false, NULL, 0, tp_now_ns()))
+    session_end(r, L->recs[seq].session);
 }
 
 /* Sends every turn that may leave now, then arms the timer for the next
@@ -79,9 +85,11 @@ static void on_sessions_timer(tp_timer *t, uint64_t now_ns) {
   tpr_level_check_done(r);
 }
 
-/* What a turn sends: the history as chat messages, or as text. */
+/* What a turn sends: the history as chat messages, or as text, on its
+ * session's connection. */
 void tpr_sessions_fill_send(tp_run *r, size_t seq, tp_client_send *snd) {
   level_state *L = &r->lv;
+  snd->session = L->recs[seq].session;
   bool chat = r->cfg.service_kind == TP_SERVICE_OPENAI_CHAT;
   if (tp_sessions_build(L->sess, &L->sess_turns[seq], chat, &r->sendbuf, &L->sess_msgs)) return;
   snd->prompt = (const char *)r->sendbuf.data;
@@ -96,8 +104,9 @@ void tpr_sessions_on_done(tp_run *r, size_t seq) {
   level_state *L = &r->lv;
   tp_record *rec = &L->recs[seq];
   uint64_t now = tp_now_ns();
-  tp_sessions_done(L->sess, &L->sess_turns[seq], tp_record_ok(rec), (const char *)rec->text.data, rec->text.len,
-                   rec->done_ns ? rec->done_ns : now);
+  if (tp_sessions_done(L->sess, &L->sess_turns[seq], tp_record_ok(rec), (const char *)rec->text.data, rec->text.len,
+                       rec->done_ns ? rec->done_ns : now))
+    session_end(r, rec->session);
   if (!r->interrupted) tpr_sessions_pump(r, now);
 }
 
@@ -146,6 +155,9 @@ void tpr_sessions_level_stats(tp_run *r, tp_level_result *lv) {
 void tpr_sessions_level_end(tp_run *r) {
   level_state *L = &r->lv;
   if (!L->sess) return;
+  /* Sessions a stop rule cut short never ended: their connections go now. */
+  for (size_t i = 0; i < L->n_planned; i++)
+    if (L->recs[i].session && L->recs[i].turn == 0) session_end(r, L->recs[i].session);
   for (size_t i = 0; i < L->sess_cap; i++) free(L->sess_sent[i]);
   free(L->sess_sent);
   free(L->sess_turns);

@@ -249,7 +249,7 @@ void tpr_send_request(tp_run *r, size_t seq) {
   snprintf(id, sizeof(id), "%s%" PRIu64, r->id_prefix, rec->seq);
   uint32_t min_tokens = r->cfg.output_tokens_deterministic ? rec->max_tokens : 0;
   tp_client_send snd = {id, p->text, p->text_len, rec->max_tokens, min_tokens,
-                        r->cfg.request_timeout_ms * TP_NS_PER_MS, &x->handle, NULL, NULL};
+                        r->cfg.request_timeout_ms * TP_NS_PER_MS, &x->handle, NULL, NULL, 0};
   if (r->cfg.cache_bust || r->n_prefixes) {
     tpr_build_sent_text(r, seq, &r->sendbuf);
     snd.prompt = (const char *)r->sendbuf.data;

@@ -147,7 +147,7 @@ int tp_sessions_build(tp_sessions *s, const tp_sessions_turn *t, bool chat, tp_b
   return bad ? TP_ENOMEM : 0;
 }
 
-void tp_sessions_done(tp_sessions *s, const tp_sessions_turn *t, bool ok, const char *answer, size_t len,
+bool tp_sessions_done(tp_sessions *s, const tp_sessions_turn *t, bool ok, const char *answer, size_t len,
                       uint64_t now_ns) {
   tp_pacer_item it = t->it;
   bool last = it.turn + 1 >= it.turns;
@@ -166,6 +166,7 @@ void tp_sessions_done(tp_sessions *s, const tp_sessions_turn *t, bool ok, const 
     if (it.session < s->n_hist) s->hist[it.session] = NULL;
   }
   tp_pacer_done(s->pacer, &it, now_ns);
+  return !ok || last;
 }
 
 void tp_sessions_stop_at(tp_sessions *s, uint64_t t_ns, uint64_t now_ns, bool drop_turns) {

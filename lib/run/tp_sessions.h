@@ -55,7 +55,7 @@ int tp_sessions_build(tp_sessions *s, const tp_sessions_turn *t, bool chat, tp_b
  * one replaces it in the history when given).  The history grows, and the
  * session's next turn becomes due after its think time; a failed turn
  * (ok false) ends its session, as a user would not go on. */
-void tp_sessions_done(tp_sessions *s, const tp_sessions_turn *t, bool ok, const char *answer, size_t len,
+bool tp_sessions_done(tp_sessions *s, const tp_sessions_turn *t, bool ok, const char *answer, size_t len,
                       uint64_t now_ns);
 
 void tp_sessions_stop_at(tp_sessions *s, uint64_t t_ns, uint64_t now_ns, bool drop_turns);

@@ -110,7 +110,7 @@ static void test_driver(void) {
   CHECK(!tp_sessions_next(s, 0, &t) || t.it.session != 1, "one session in flight");
   tp_sessions_build(s, &t, true, &text, &msgs);
   CHECK_MEM(text.data, text.len, "u1", 2, "turn 1 text");
-  tp_sessions_done(s, &t, true, "A1", 2, 10 * MS);
+  CHECK(!tp_sessions_done(s, &t, true, "A1", 2, 10 * MS), "turn 1 of 3 done: the session goes on");
   /* Turn 2 waits its 100 ms of think time after the answer. */
   CHECK(!tp_sessions_next(s, 109 * MS, &t), "turn 2 not before its think time");
   CHECK_INT(tp_sessions_next_due(s), 110 * MS, "turn 2 due 100 ms after turn 1 ended");
@@ -121,14 +121,14 @@ static void test_driver(void) {
                      "{\"role\":\"user\",\"content\":\"u2\"}]";
   CHECK_MEM(msgs.data, msgs.len, want, strlen(want), "turn 2 as chat messages");
   /* A failed turn ends the session: session b starts, not turn 3. */
-  tp_sessions_done(s, &t, false, "", 0, 200 * MS);
+  CHECK(tp_sessions_done(s, &t, false, "", 0, 200 * MS), "a failed turn: the session is over");
   CHECK(tp_sessions_next(s, 1000 * MS, &t) && t.it.session == 1 && t.it.turn == 0, "a failed turn ends the session");
   tp_sessions_build(s, &t, false, &text, NULL);
-  tp_sessions_done(s, &t, true, "model answer", 12, 1001 * MS);
+  CHECK(!tp_sessions_done(s, &t, true, "model answer", 12, 1001 * MS), "b turn 1 done: b goes on");
   CHECK(tp_sessions_next(s, 1001 * MS, &t) && t.it.turn == 1, "b turn 2 (no delay)");
   tp_sessions_build(s, &t, false, &text, NULL);
   CHECK_MEM(text.data, text.len, "v1\nFIX\nv2", 9, "a fixed answer replaces the model's in the history");
-  tp_sessions_done(s, &t, true, "x", 1, 1002 * MS);
+  CHECK(tp_sessions_done(s, &t, true, "x", 1, 1002 * MS), "b's last turn done: b is over");
   CHECK(tp_sessions_finished(s), "two sessions run: finished");
   tp_buf_fini(&text);
   tp_buf_fini(&msgs);

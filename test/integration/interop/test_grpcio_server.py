@@ -790,6 +790,46 @@ def case_stream_limit(h):
         server.stop(0).wait(5 * SCALE)
 
 
+def case_sessions_pinned(h):
+    """Multi-turn sessions over gRPC, three connections: every turn of a
+    session goes over the connection its first turn took (the server sees
+    one peer per session), and the sessions are spread over connections."""
+    name = "sessions"
+    t = h.tap
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=32))
+    h.srv_pbg.add_GRPCInferenceServiceServicer_to_server(h.srv, server)
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    conv = os.path.join(h.tmp, "conversations.jsonl")
+    with open(conv, "w") as f:
+        for k in range(6):
+            f.write(json.dumps({"session_id": "s%d" % k,
+                                "turns": [{"text": "session %d turn %d" % (k, i)} for i in range(3)]}) + "\n")
+    recs = os.path.join(h.tmp, "sessions.jsonl")
+    try:
+        h.srv.reset()
+        cmd = [h.tokperf, "profile", "-u", "127.0.0.1:%d" % port, "-q", "-m", "ensemble", "--input-file", conv,
+               "--concurrency", "3", "--connections", "3", "--request-count", "6", "--output-tokens-mean", "3",
+               "--records", recs, "--no-artifacts"]
+        res = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60 * SCALE)
+        t.check(res.returncode == 0, "%s: exit 0" % name, res.stderr.decode(errors="replace")[-800:])
+        with open(recs) as f:
+            records = [json.loads(line) for line in f if line.strip()]
+        with h.srv.lock:
+            peer_of = {d["id"]: d["call"]["peer"] for d in h.srv.infers if "call" in d}
+        by_session = {}
+        for r in records:
+            by_session.setdefault(r.get("session"), []).append(peer_of.get(r["id"]))
+        t.check(len(records) == 18 and len(by_session) == 6 and all(len(v) == 3 for v in by_session.values()),
+                "%s: 6 sessions of 3 turns sent" % name, "%d records, sessions %r" % (len(records), by_session))
+        t.check(all(None not in v and len(set(v)) == 1 for v in by_session.values()),
+                "%s: every turn of a session went over one connection" % name, repr(by_session))
+        t.check(len({v[0] for v in by_session.values()}) >= 2,
+                "%s: the sessions were spread over the connections" % name, repr(by_session))
+    finally:
+        server.stop(0).wait(5 * SCALE)
+
+
 def case_connection_age(h):
     """A server that ends every connection after 100 ms (grpc-core's
     max_connection_age: GOAWAY, then the streams it took finish): no request
@@ -854,7 +894,8 @@ def main():
         if not h.model:
             tap.diag("TP_WORDS_MODEL not set or missing: token counts are not checked")
         for case in (case_streaming, case_unary, case_unary_echo, case_timeout, case_not_ready, case_strict,
-                     case_vllm, case_inband_error, case_cumulative, case_stream_limit, case_connection_age):
+                     case_vllm, case_inband_error, case_cumulative, case_stream_limit, case_connection_age,
+                     case_sessions_pinned):
             try:
                 case(h)
             except Exception:

@@ -62,38 +62,10 @@ static int parse_port(const char *s, size_t n) {
   return v >= 1 && v <= 65535 ? v : 0;
 }
 
-int tp_url_parse(const char *s, tp_url *u, char *err, size_t errlen) {
-  memset(u, 0, sizeof(*u));
-  if (!s || !*s) {
-    tp_seterr(err, errlen, "empty URL (expected HOST:PORT or http://HOST:PORT[/PATH])");
-    return TP_EINVAL;
-  }
-  size_t slen = strlen(s);
-  if (slen >= TP_URL_PATH_MAX) {
-    tp_seterr(err, errlen, "URL '%.40s...' is longer than %d characters", s, TP_URL_PATH_MAX - 1);
-    return TP_EINVAL;
-  }
-  if (has_ctl_or_space(s)) {
-    tp_seterr(err, errlen, "URL '%s' holds a space or control character", s);
-    return TP_EINVAL;
-  }
-  if (strchr(s, '#')) {
-    tp_seterr(err, errlen, "URL '%s' has a fragment ('#...'), which is never sent to a server", s);
-    return TP_EINVAL;
-  }
-  size_t skip = 0;
-  int sr = parse_scheme(s, &skip, &u->scheme);
-  if (sr == 1) {
-    tp_seterr(err, errlen, "URL '%s': unknown scheme '%.*s' (use http://, https://, grpc:// or grpcs://)", s,
-              (int)(skip - 3), s);
-    return TP_EINVAL;
-  }
-  const char *a = s + skip;
-  size_t alen = strcspn(a, "/?");
-  if (memchr(a, '@', alen)) {
-    tp_seterr(err, errlen, "URL '%s': user names in URLs are not supported (use --api-key-file or -H)", s);
-    return TP_EINVAL;
-  }
+/* The authority a[0..alen) of URL s: host (a bracketed IPv6 address, or
+ * a name or IPv4 address) and port, into u. */
+static int parse_authority(const char *s, const char *a, size_t alen, tp_url *u, char *err, size_t errlen) {
+  const char *aend = a + alen;
   /* The host: a bracketed IPv6 address, or everything up to the last ':'. */
   const char *hend;
   const char *port = NULL;
@@ -134,7 +106,6 @@ int tp_url_parse(const char *s, tp_url *u, char *err, size_t errlen) {
   memcpy(u->host, a, hlen);
   u->host[hlen] = 0;
   if (port) {
-    const char *aend = s + skip + alen;
     size_t plen = (size_t)(aend - port);
     u->port = parse_port(port, plen);
     if (!u->port) {
@@ -142,6 +113,42 @@ int tp_url_parse(const char *s, tp_url *u, char *err, size_t errlen) {
       return TP_EINVAL;
     }
   }
+  return 0;
+}
+
+int tp_url_parse(const char *s, tp_url *u, char *err, size_t errlen) {
+  memset(u, 0, sizeof(*u));
+  if (!s || !*s) {
+    tp_seterr(err, errlen, "empty URL (expected HOST:PORT or http://HOST:PORT[/PATH])");
+    return TP_EINVAL;
+  }
+  size_t slen = strlen(s);
+  if (slen >= TP_URL_PATH_MAX) {
+    tp_seterr(err, errlen, "URL '%.40s...' is longer than %d characters", s, TP_URL_PATH_MAX - 1);
+    return TP_EINVAL;
+  }
+  if (has_ctl_or_space(s)) {
+    tp_seterr(err, errlen, "URL '%s' holds a space or control character", s);
+    return TP_EINVAL;
+  }
+  if (strchr(s, '#')) {
+    tp_seterr(err, errlen, "URL '%s' has a fragment ('#...'), which is never sent to a server", s);
+    return TP_EINVAL;
+  }
+  size_t skip = 0;
+  int sr = parse_scheme(s, &skip, &u->scheme);
+  if (sr == 1) {
+    tp_seterr(err, errlen, "URL '%s': unknown scheme '%.*s' (use http://, https://, grpc:// or grpcs://)", s,
+              (int)(skip - 3), s);
+    return TP_EINVAL;
+  }
+  const char *a = s + skip;
+  size_t alen = strcspn(a, "/?");
+  if (memchr(a, '@', alen)) {
+    tp_seterr(err, errlen, "URL '%s': user names in URLs are not supported (use --api-key-file or -H)", s);
+    return TP_EINVAL;
+  }
+  if (parse_authority(s, a, alen, u, err, errlen)) return TP_EINVAL;
   const char *p = s + skip + alen;
   size_t plen = strcspn(p, "?");
   while (plen > 0 && p[plen - 1] == '/') plen--;

@@ -1,0 +1,162 @@
+/* Settings on the command line: flags and their spellings, parsing argv,
+ * and naming settings by their flags in messages. */
+#include "tp_settings_internal.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "util/tp_common.h"
+
+/* ---- flags ----------------------------------------------------------------------- */
+
+bool tp__settings_next_flag(flag_iter *it, char *out, size_t outlen) {
+  while (it->p && *it->p) {
+    const char *bar = strchr(it->p, '|');
+    size_t l = bar ? (size_t)(bar - it->p) : strlen(it->p);
+    const char *f = it->p;
+    it->p = bar ? bar + 1 : it->p + l;
+    bool lng = l > 2 && f[0] == '-' && f[1] == '-';
+    if (it->prefix && *it->prefix) {
+      if (!lng) continue;
+      snprintf(out, outlen, "%s%.*s", it->prefix, (int)(l - 2), f + 2);
+    } else {
+      snprintf(out, outlen, "%.*s", (int)l, f);
+    }
+    return true;
+  }
+  return false;
+}
+
+/* The canonical flag: the first long spelling ("--url"), prefixed. */
+bool tp__settings_canonical_flag(const tp_setting *s, const char *prefix, char *out, size_t outlen) {
+  flag_iter it = {s->flags, prefix};
+  char f[128];
+  bool any = false;
+  while (tp__settings_next_flag(&it, f, sizeof(f))) {
+    if (!any) snprintf(out, outlen, "%s", f);
+    any = true;
+    if (f[1] == '-') {
+      snprintf(out, outlen, "%s", f);
+      return true;
+    }
+  }
+  return any;
+}
+
+static const tp_setting *find_flag(const tp_settings_part *parts, size_t n_parts, const char *name, size_t len,
+                                   size_t *part) {
+  for (size_t k = 0; k < n_parts; k++) {
+    for (size_t i = 0; i < parts[k].n; i++) {
+      flag_iter it = {parts[k].rows[i].flags, parts[k].prefix};
+      char f[128];
+      while (tp__settings_next_flag(&it, f, sizeof(f))) {
+        if (strlen(f) == len && memcmp(f, name, len) == 0) {
+          *part = k;
+          return &parts[k].rows[i];
+        }
+      }
+    }
+  }
+  return NULL;
+}
+int tp_settings_parse(const tp_settings_part *parts, size_t n_parts, int argc, char **argv,
+                      int (*positional)(void *ud, const char *arg, char *err, size_t errlen), void *ud, bool *help,
+                      char *err, size_t errlen) {
+  if (help) *help = false;
+  for (int i = 0; i < argc; i++) {
+    const char *a = argv[i];
+    if (a[0] != '-' || a[1] == 0) {
+      if (positional) {
+        int rv = positional(ud, a, err, errlen);
+        if (rv) return rv;
+        continue;
+      }
+      tp_seterr(err, errlen, "unexpected argument '%s'", a);
+      return TP_EINVAL;
+    }
+    if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+      if (help) *help = true;
+      continue;
+    }
+    const char *eq = a[1] == '-' ? strchr(a, '=') : NULL;
+    size_t len = eq ? (size_t)(eq - a) : strlen(a);
+    size_t k = 0;
+    int flag_at = i; /* before a value moves i on */
+    const tp_setting *s = find_flag(parts, n_parts, a, len, &k);
+    if (!s) {
+      tp_seterr(err, errlen, "unknown option '%.*s'", (int)len, a);
+      return TP_EINVAL;
+    }
+    const char *v = NULL;
+    if (takes_value(s)) {
+      if (eq) {
+        v = eq + 1;
+      } else if (i + 1 < argc) {
+        v = argv[++i];
+      } else {
+        tp_seterr(err, errlen, "%.*s needs a value (%s)", (int)len, a, s->arg ? s->arg : "VALUE");
+        return TP_EINVAL;
+      }
+    } else if (eq) {
+      tp_seterr(err, errlen, "%.*s takes no value", (int)len, a);
+      return TP_EINVAL;
+    }
+    bool said = false;
+    for (int j = 0; j < flag_at && (s->flags_mask & TP_SETF_NOOP); j++) {
+      size_t k2 = 0;
+      const char *b = argv[j];
+      const char *beq = b[0] == '-' && b[1] == '-' ? strchr(b, '=') : NULL;
+      if (b[0] == '-' && find_flag(parts, n_parts, b, beq ? (size_t)(beq - b) : strlen(b), &k2) == s) said = true;
+    }
+    if ((s->flags_mask & TP_SETF_NOOP) && !said) {
+      /* Said once per setting, on stderr, where progress and warnings go. */
+      fprintf(stderr, "tokperf: note: %.*s is accepted for compatibility and has no effect: %s\n", (int)len, a,
+              s->help ? s->help : "");
+    }
+    if (parts[k].given) parts[k].given[s - parts[k].rows] = 1;
+    char e[512];
+    int rv = tp_setting_set(s, parts[k].base, v, e, sizeof(e));
+    if (rv) {
+      if (v)
+        tp_seterr(err, errlen, "%.*s '%s': %s", (int)len, a, v, e);
+      else
+        tp_seterr(err, errlen, "%.*s: %s", (int)len, a, e);
+      return rv;
+    }
+  }
+  return 0;
+}
+
+void tp_settings_flagify(const tp_settings_part *parts, size_t n_parts, const char *msg, char *out,
+                         size_t outlen) {
+  size_t used = 0;
+  out[0] = 0;
+  const char *p = msg;
+  while (*p && used + 1 < outlen) {
+    /* The longest key that starts here, on a word boundary. */
+    const tp_setting *best = NULL;
+    const char *best_prefix = NULL;
+    size_t best_len = 0;
+    bool boundary = p == msg || !(p[-1] == '_' || p[-1] == '.' || (p[-1] >= 'a' && p[-1] <= 'z'));
+    for (size_t k = 0; boundary && k < n_parts; k++) {
+      for (size_t i = 0; i < parts[k].n; i++) {
+        const tp_setting *s = &parts[k].rows[i];
+        size_t kl = strlen(s->key);
+        if (kl <= best_len || strncmp(p, s->key, kl) != 0 || !s->flags) continue;
+        char c = p[kl];
+        if (c == '_' || c == '.' || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9')) continue;
+        best = s;
+        best_prefix = parts[k].prefix;
+        best_len = kl;
+      }
+    }
+    char f[128];
+    if (best && tp__settings_canonical_flag(best, best_prefix, f, sizeof(f))) {
+      tp__settings_app(out, outlen, &used, "%s", f);
+      p += best_len;
+    } else {
+      out[used++] = *p++;
+      out[used] = 0;
+    }
+  }
+}

@@ -1,0 +1,84 @@
+/* What the parts of the libcurl HTTP client share (tp_http.c: setup and
+ * starting requests; tp_http_loop.c: libcurl's multi-socket interface on
+ * the libuv loop and ending requests; tp_http_classify.c: what a failed
+ * transfer means).  Private to transport/. */
+#ifndef TP_HTTP_INTERNAL_H
+#define TP_HTTP_INTERNAL_H
+
+#include "tp_http.h"
+
+#include <curl/curl.h>
+
+#include "util/tp_u64map.h"
+
+/* One uv_poll per socket libcurl asks us to watch. */
+typedef struct sock_ctx {
+  tp_http *h;
+  uv_poll_t poll;
+  curl_socket_t fd;
+  struct sock_ctx *prev, *next;
+} sock_ctx;
+
+struct tp_http_req {
+  tp_http *h;
+  CURL *easy;
+  tp_http_req_cbs cbs;
+  void *user_data;
+  tp_http_req *prev, *next; /* h->reqs: every request not yet finished */
+  size_t body_len;
+  uint64_t sent_ns;
+  bool added;     /* in the multi handle */
+  bool responded; /* on_response was called */
+  bool finished;
+  bool got_bytes; /* a byte of the answer came (header or body) */
+  uint32_t resends;  /* ours and libcurl's own */
+  uint32_t attempts; /* times libcurl began to send it since it was (re-)added */
+  bool abort; /* stop it at the next chance (tp_http_fail) */
+  bool local_failed;
+  tp_error_class local_class;
+  char local_msg[256];
+  char errbuf[CURL_ERROR_SIZE];
+  uint64_t session; /* 0, or the session whose share (connection) it uses */
+};
+
+struct tp_http {
+  uv_loop_t *loop;
+  CURLM *multi;
+  uv_timer_t timer;   /* libcurl's timeout */
+  uv_timer_t defer;   /* work asked for outside libcurl's calls */
+  int in_curl;        /* inside curl_multi_socket_action */
+  uint64_t action_ns; /* when the current socket event was seen */
+  tp_http_req *reqs;
+  size_t n_reqs;
+  size_t n_pending_add; /* started inside a libcurl call, not yet added */
+  size_t n_aborts;      /* marked abort, not yet finished */
+  sock_ctx *socks;
+  struct curl_slist *hdr_get, *hdr_json, *hdr_sse;
+  char *base_url;
+  char authority[288];
+  bool tls;
+  char *ca_file, *cert_file, *key_file;
+  bool insecure, http1_only;
+  uint64_t connect_timeout_ns;
+  uint32_t conns_opened;
+  int open_handles;
+  bool closing;
+  char user_agent[48];
+  tp_u64map shares; /* per session in flight: its connection (tp_http_share.h) */
+};
+
+/* The loop (tp_http_loop.c). */
+/* Frees h once it is closing and its last libuv handle closed. */
+void tp__http_maybe_free(tp_http *h);
+/* Points libcurl's socket and timer callbacks of h's multi handle at the loop. */
+void tp__http_watch_multi(tp_http *h);
+/* CURLOPT_SOCKOPTFUNCTION and CURLOPT_CLOSESOCKETFUNCTION (data: h). */
+int tp__http_sockopt_cb(void *ud, curl_socket_t fd, curlsocktype purpose);
+int tp__http_closesocket_cb(void *ud, curl_socket_t fd);
+
+/* Failures (tp_http_classify.c): the class of a failed transfer, and its
+ * message for the user in msg. */
+tp_error_class tp__http_classify(const tp_http *h, const tp_http_req *r, CURLcode code, char *msg,
+                                 size_t msglen);
+
+#endif

@@ -56,6 +56,8 @@ tp_record *tp_rec_arena_base(const tp_rec_arena *a) { return a->base; }
 
 int tp_rec_arena_file_backed(const tp_rec_arena *a) { return a->fd >= 0; }
 
+size_t tp_rec_arena_cap(const tp_rec_arena *a) { return a->cap; }
+
 /* Sets the file's size; a failure leaves a file that is only larger or
  * holds stale records, both harmless (every record is initialised when its
  * request is planned). */
@@ -106,7 +108,7 @@ int tp_rec_arena_reserve(tp_rec_arena *a, size_t n) {
 }
 
 void tp_rec_arena_release(tp_rec_arena *a, size_t below) {
-  if (a->fd < 0 || !a->base) return;
+  if (!a || a->fd < 0 || !a->base) return;
   if (below > a->cap) below = a->cap;
   size_t pg = page_size();
   size_t limit = below * sizeof(tp_record) / pg * pg;

@@ -35,6 +35,8 @@ void tp_rec_arena_free(tp_rec_arena *a);
 /* The array's first element (NULL while nothing was reserved).  It moves
  * when the arena grows, like realloc's. */
 tp_record *tp_rec_arena_base(const tp_rec_arena *a);
+/* How many records fit without growing. */
+size_t tp_rec_arena_cap(const tp_rec_arena *a);
 /* Room for at least n records; the new ones are zeroed.  Returns 0 or
  * TP_ENOMEM (the array is then unchanged). */
 int tp_rec_arena_reserve(tp_rec_arena *a, size_t n);

@@ -157,16 +157,7 @@ static int dist_take(void *user_data, uint32_t rank, const uint8_t *data, size_t
     return rv;
   }
   if (h.level != r->cur_level || L->n_planned + h.n_records > SIZE_MAX / sizeof(tp_record) / 2) rv = TP_EPROTO;
-  if (!rv && L->n_planned + h.n_records > L->cap) {
-    size_t cap = L->n_planned + (size_t)h.n_records;
-    tp_record *nr = realloc(L->recs, cap * sizeof(*nr));
-    if (nr) {
-      L->recs = nr;
-      L->cap = cap;
-    } else {
-      rv = TP_ENOMEM;
-    }
-  }
+  if (!rv && L->n_planned + h.n_records > L->cap) rv = tpr_reserve_records(r, L->n_planned + (size_t)h.n_records);
   if (rv) {
     for (uint64_t i = 0; i < h.n_records; i++) tp_record_fini(&recs[i]);
     free(recs);

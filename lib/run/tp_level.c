@@ -199,7 +199,10 @@ static int level_reset(tp_run *r, size_t li, char *err, size_t errlen) {
   level_state *L = &r->lv;
   tp_record *keep_recs = L->recs;
   size_t keep_cap = L->cap;
+  free(L->settled);
   memset(L, 0, sizeof(*L));
+  /* The arena keeps its room; the last level's pages and file blocks go. */
+  if (r->arena) tp_rec_arena_reset(r->arena);
   L->recs = keep_recs;
   L->cap = keep_cap;
   L->pt = *pt;

@@ -14,15 +14,20 @@
 #include "run/tp_run_internal.h"
 #include "client/tp_client_http.h"
 
+/* Room for n records in the arena; L->recs may move. */
+int tpr_reserve_records(tp_run *r, size_t n) {
+  level_state *L = &r->lv;
+  /* Made by the sink at start-up; a run driven without it gets one here. */
+  if (!r->arena && tp_rec_arena_new(&r->arena, NULL)) return TP_ENOMEM;
+  int rv = tp_rec_arena_reserve(r->arena, n);
+  L->recs = tp_rec_arena_base(r->arena);
+  L->cap = tp_rec_arena_cap(r->arena);
+  return rv;
+}
+
 tp_record *tpr_grow_records(tp_run *r) {
   level_state *L = &r->lv;
-  if (L->n_planned == L->cap) {
-    size_t cap = L->cap ? L->cap * 2 : 256;
-    tp_record *nr = realloc(L->recs, cap * sizeof(*nr));
-    if (!nr) return NULL;
-    L->recs = nr;
-    L->cap = cap;
-  }
+  if (L->n_planned == L->cap && tpr_reserve_records(r, L->n_planned + 1)) return NULL;
   tp_record *rec = &L->recs[L->n_planned];
   tp_record_init(rec);
   return rec;

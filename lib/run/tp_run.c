@@ -420,7 +420,8 @@ void tp_run_free(tp_run *r) {
   tp_dataset_free(&r->ds);
   if (r->have_syn_ds) tp_dataset_free(&r->syn_ds);
   free(r->trace);
-  free(r->lv.recs);
+  tp_rec_arena_free(r->arena);
+  free(r->lv.settled);
   free(r->lv.offsets);
   free(r->lv.waiting);
   free(r->done_q);

@@ -25,6 +25,7 @@
 #include "dataset/tp_dataset.h"
 #include "dataset/tp_trace.h"
 #include "metrics/tp_stats.h"
+#include "record/tp_rec_arena.h"
 #include "record/tp_record.h"
 #include "report/tp_export.h"
 #include "run/tp_gates.h"
@@ -92,8 +93,15 @@ typedef struct count_job {
 typedef struct level_state {
   point pt;
   tp_dataset *ds;
+  /* The records, indexed by request: the run's arena (r->arena) holds
+   * them; recs and cap mirror it after each growth. */
   tp_record *recs;
   size_t cap;
+  /* Records whose request ended and whose tokens are counted ("settled"),
+   * one bit each; below settled_low every one is, and the arena was last
+   * asked to let go of the pages below released_at. */
+  uint64_t *settled;
+  size_t settled_words, settled_low, released_at;
   size_t n_planned, n_done;
   size_t n_failed; /* of the done ones, failed: kept as they end, for progress */
   size_t total; /* requests to plan (count measurement), SIZE_MAX = until told to stop */
@@ -152,6 +160,7 @@ typedef struct level_state {
 
 struct tp_run {
   tp_config cfg;
+  tp_rec_arena *arena; /* the levels' records (tp_sink.c) */
   /* Owned copies of the borrowed lists. */
   uint32_t *concurrency;
   double *rates;
@@ -250,6 +259,7 @@ void tpr_progress(tp_run *r, const char *fmt, ...) __attribute__((format(printf,
 void tpr_warn(tp_run *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void tpr_artifact_dir_name(const tp_config *c, char *out, size_t outlen);
 tp_record *tpr_grow_records(tp_run *r);
+int tpr_reserve_records(tp_run *r, size_t n);
 uint32_t tpr_draw_max_tokens(tp_run *r, const tp_prompt *p, size_t seq);
 void tpr_plan_request(tp_run *r, uint64_t planned_ns);
 void tpr_req_on_event(void *req, const tp_client_event *ev, uint64_t arrival_ns);

@@ -13,8 +13,39 @@
 #include "report/tp_records.h"
 
 /* A request is complete (tokens counted, line written). */
+/* Records below released_at + RELEASE_STEP stay resident: the arena is
+ * asked to let go of pages in steps of this many records (a few hundred
+ * kilobytes), not once per request. */
+#define RELEASE_STEP 4096
+
+/* A request is settled: its record is complete and nothing writes to it
+ * until the level's end.  Once every record below a point is, the pages
+ * holding them leave memory (tp_rec_arena.h): they come back, unchanged,
+ * when a stability window or the level's statistics read them. */
+static void settle(tp_run *r, size_t seq) {
+  level_state *L = &r->lv;
+  size_t word = seq / 64;
+  if (word >= L->settled_words) {
+    size_t n = L->settled_words ? L->settled_words : 64;
+    while (n <= word) n *= 2;
+    uint64_t *b = realloc(L->settled, n * sizeof(*b));
+    if (!b) return; /* out of memory: the record only stays resident */
+    memset(b + L->settled_words, 0, (n - L->settled_words) * sizeof(*b));
+    L->settled = b;
+    L->settled_words = n;
+  }
+  L->settled[word] |= 1ULL << (seq % 64);
+  while (L->settled_low < L->n_planned && L->settled_low / 64 < L->settled_words &&
+         (L->settled[L->settled_low / 64] >> (L->settled_low % 64) & 1))
+    L->settled_low++;
+  if (L->settled_low >= L->released_at + RELEASE_STEP) {
+    tp_rec_arena_release(r->arena, L->settled_low);
+    L->released_at = L->settled_low;
+  }
+}
+
 static void finalize(tp_run *r, size_t seq) {
-  (void)seq;
+  settle(r, seq);
   tpr_level_check_done(r);
 }
 
@@ -213,6 +244,16 @@ void tpr_on_done_defer(tp_defer *d) {
 /* The records file (--records, or the artifact directory's), opened before
  * the first request. */
 int tpr_sink_open(tp_run *r, char *err, size_t errlen) {
+  /* The records' file goes beside the records file (on the disk the user
+   * chose for results), else in $TMPDIR. */
+  char dir[4096] = "";
+  const char *slash = r->cfg.records_path ? strrchr(r->cfg.records_path, '/') : NULL;
+  if (slash) snprintf(dir, sizeof(dir), "%.*s", (int)(slash - r->cfg.records_path), r->cfg.records_path);
+  if (!r->arena && tp_rec_arena_new(&r->arena, slash ? (slash == r->cfg.records_path ? "/" : dir)
+                                                     : r->cfg.records_path ? "." : NULL)) {
+    tp_seterr(err, errlen, "out of memory");
+    return TP_ENOMEM;
+  }
   if (!r->cfg.records_path) return 0;
   r->records_fp = fopen(r->cfg.records_path, "w");
   if (!r->records_fp) {

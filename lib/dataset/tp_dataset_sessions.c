@@ -9,7 +9,19 @@
  * its "timestamp" (a fixed start time) is not replayed and is said in the
  * note.  Each turn becomes one prompt of the dataset, so token counting and
  * exports see the turns as prompts; the session table and the per-turn
- * table say how they group. */
+ * table say how they group.
+ *
+ * A trace's session form (the mooncake trace with "session_id", as AIPerf
+ * reads it) has one line per turn instead:
+ *
+ *   {"session_id": "s1", "timestamp": 0, "input_length": 655, "output_length": 52, "hash_ids": [0, 1]}
+ *   {"session_id": "s1", "delay": 2000, "text_input": "next question", "output_length": 30}
+ *
+ * Lines of different sessions may interleave; each session's turns keep
+ * their file order.  A turn is its text ("text_input", "text", "prompt" or
+ * "input") or an "input_length" of tokens made once the tokenizer is loaded
+ * (tp_trace_make_prompts: the same "hash_ids" blocks give the same text);
+ * "output_length" is its max_tokens, "delay" its think time in ms. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +31,7 @@
 #include "dataset/tp_dataset.h"
 #include "dataset/tp_dataset_line.h"
 #include "util/tp_common.h"
+#include "util/tp_u64map.h"
 
 /* The first non-blank line's bounds (after a byte order mark). */
 static const char *first_line(const char *data, size_t len, size_t *out_len) {
@@ -37,12 +50,23 @@ static const char *first_line(const char *data, size_t len, size_t *out_len) {
   return NULL;
 }
 
+static const char *const TEXT_KEYS[] = {"text_input", "text", "prompt", "input"};
+
+/* A line of a trace's session form: a session id and a turn's input. */
+static bool is_trace_turn(const json_t *o) {
+  if (!json_is_object(o) || !json_object_get(o, "session_id") || json_object_get(o, "turns")) return false;
+  if (json_object_get(o, "input_length") || json_object_get(o, "messages")) return true;
+  for (size_t k = 0; k < TP_ARRAY_LEN(TEXT_KEYS); k++)
+    if (json_object_get(o, TEXT_KEYS[k])) return true;
+  return false;
+}
+
 bool tp__dataset_is_sessions(const char *data, size_t len) {
   size_t n = 0;
   const char *l = first_line(data, len, &n);
   if (!l) return false;
   json_t *o = json_loadb(l, n, 0, NULL);
-  bool yes = json_is_object(o) && json_is_array(json_object_get(o, "turns"));
+  bool yes = json_is_object(o) && (json_is_array(json_object_get(o, "turns")) || is_trace_turn(o));
   json_decref(o);
   return yes;
 }
@@ -208,8 +232,17 @@ static int add_line(tp_dataset *ds, const char *name, size_t lineno, const char 
   return rv;
 }
 
+static int trace_sessions(tp_dataset *ds, const char *name, const char *data, size_t len, char *err,
+                          size_t errlen);
+
 int tp__dataset_sessions(tp_dataset *ds, const char *name, const char *data, size_t len, char *err,
                          size_t errlen) {
+  size_t fl = 0;
+  const char *l = first_line(data, len, &fl);
+  json_t *first = l ? json_loadb(l, fl, 0, NULL) : NULL;
+  bool trace = is_trace_turn(first);
+  json_decref(first);
+  if (trace) return trace_sessions(ds, name, data, len, err, errlen);
   memset(ds, 0, sizeof(*ds));
   ds->source = tp_strndup(name, strlen(name));
   ds->format = "sessions";
@@ -239,4 +272,227 @@ int tp__dataset_sessions(tp_dataset *ds, const char *name, const char *data, siz
              "and turns follow their delays",
              name);
   return 0;
+}
+
+/* ---- a trace's session form: one line per turn --------------------------- */
+
+typedef struct trace_line {
+  json_t *o;
+  size_t lineno;
+  size_t session; /* index in first-appearance order */
+} trace_line;
+
+typedef struct trace_ids {
+  tp_u64map by_hash; /* FNV-1a of the id (moved on by 1 past a collision) -> index + 1 */
+  char **ids;
+  size_t *turns;
+  size_t n;
+} trace_ids;
+
+static uint64_t fnv1a(const char *s) {
+  uint64_t h = 0xcbf29ce484222325ULL;
+  for (; *s; s++) h = (h ^ (uint8_t)*s) * 0x100000001b3ULL;
+  return h ? h : 1;
+}
+
+/* The index of session id, added on its first line.  Returns 0 or
+ * TP_ENOMEM. */
+static int trace_session_index(trace_ids *t, const char *id, size_t *out) {
+  uint64_t v = 0;
+  for (uint64_t h = fnv1a(id);; h = h + 1 ? h + 1 : 1) {
+    if (!tp_u64map_get(&t->by_hash, h, &v)) {
+      if (grow((void **)&t->ids, t->n, sizeof(char *)) || grow((void **)&t->turns, t->n, sizeof(size_t)))
+        return TP_ENOMEM;
+      t->ids[t->n] = tp_strndup(id, strlen(id));
+      if (!t->ids[t->n] || tp_u64map_put(&t->by_hash, h, t->n + 1)) {
+        free(t->ids[t->n]);
+        return TP_ENOMEM;
+      }
+      t->turns[t->n] = 0;
+      *out = t->n++;
+      return 0;
+    }
+    if (strcmp(t->ids[v - 1], id) == 0) {
+      *out = (size_t)v - 1;
+      return 0;
+    }
+  }
+}
+
+/* "session_id" as text: a string, or an integer written out. */
+static bool trace_id_of(const json_t *o, char *buf, size_t len) {
+  const json_t *id = json_object_get(o, "session_id");
+  if (json_is_string(id) && strlen(json_string_value(id)) == json_string_length(id))
+    snprintf(buf, len, "%s", json_string_value(id));
+  else if (json_is_integer(id))
+    snprintf(buf, len, "%lld", (long long)json_integer_value(id));
+  else
+    return false;
+  return true;
+}
+
+/* The turn's text, or the marker of an input length (tp_trace_make_prompts)
+ * with its hash ids as "h1,h2" in the reference slot.  Returns NULL in *why
+ * when well formed. */
+static const char *trace_turn_input(const json_t *o, tp_prompt *p) {
+  for (size_t k = 0; k < TP_ARRAY_LEN(TEXT_KEYS); k++) {
+    const json_t *t = json_object_get(o, TEXT_KEYS[k]);
+    if (!t) continue;
+    if (!json_is_string(t) || strlen(json_string_value(t)) != json_string_length(t))
+      return "the turn's text must be a string without NUL characters";
+    p->text_len = json_string_length(t);
+    p->text = tp_strndup(json_string_value(t), p->text_len);
+    return p->text ? NULL : "out of memory";
+  }
+  if (json_object_get(o, "messages"))
+    return "\"messages\" turns are not read: give each turn's new text in \"text_input\" (the history is "
+           "sent by tokperf) or an \"input_length\"";
+  const json_t *il = json_object_get(o, "input_length");
+  if (!json_is_integer(il) || json_integer_value(il) <= 0 || json_integer_value(il) > 10000000)
+    return "expected the turn's text (\"text_input\") or a positive \"input_length\"";
+  p->input_tokens = -2 - json_integer_value(il); /* made once the tokenizer is loaded */
+  const json_t *h = json_object_get(o, "hash_ids");
+  if (json_is_array(h) && json_array_size(h) > 0) {
+    tp_buf b;
+    tp_buf_init(&b);
+    size_t i;
+    const json_t *v;
+    json_array_foreach(h, i, v) {
+      if (!json_is_integer(v)) {
+        tp_buf_fini(&b);
+        return "\"hash_ids\" must be a list of integers";
+      }
+      tp_buf_printf(&b, "%s%lld", i ? "," : "", (long long)json_integer_value(v));
+    }
+    p->reference = tp_buf_steal(&b, NULL);
+  }
+  return NULL;
+}
+
+/* One line's turn appended as a prompt of the dataset. */
+static int trace_add_turn(tp_dataset *ds, const char *name, const trace_line *tl, bool *timestamps, char *err,
+                          size_t errlen) {
+  tp_prompt p;
+  memset(&p, 0, sizeof(p));
+  p.max_tokens = -1;
+  p.input_tokens = -1;
+  const char *why = trace_turn_input(tl->o, &p);
+  const json_t *ol = json_object_get(tl->o, "output_length");
+  if (!ol) ol = json_object_get(tl->o, "max_tokens");
+  int64_t d = ms_of(tl->o, "delay");
+  if (d == -1) d = ms_of(tl->o, "delay_ms");
+  if (!why && ol && !json_is_null(ol) && (!json_is_integer(ol) || json_integer_value(ol) <= 0))
+    why = "\"output_length\" must be a positive integer";
+  if (!why && d == -2) why = "\"delay\" must be a non-negative number of milliseconds";
+  if (why) {
+    free(p.text);
+    free(p.reference);
+    tp_seterr(err, errlen, "%s:%zu: %s", name, tl->lineno, why);
+    return strcmp(why, "out of memory") == 0 ? TP_ENOMEM : TP_EINVAL;
+  }
+  if (json_is_integer(ol)) p.max_tokens = json_integer_value(ol);
+  if (json_object_get(tl->o, "timestamp")) *timestamps = true;
+  if (grow((void **)&ds->turns, ds->n, sizeof(tp_turn)) || tp__dataset_push(ds, &p)) {
+    free(p.text);
+    free(p.reference);
+    return TP_ENOMEM;
+  }
+  tp_turn *tt = &ds->turns[ds->n - 1];
+  tt->delay_ms = d > 0 ? (uint64_t)d : 0;
+  tt->assistant = NULL;
+  return 0;
+}
+
+/* Reads every line, numbering the sessions as they first appear. */
+static int trace_read_lines(const char *name, const char *data, size_t len, trace_line **lines, size_t *n_lines,
+                            trace_ids *ids, char *err, size_t errlen) {
+  const char *p = data, *end = data + len;
+  if (len >= 3 && memcmp(p, "\xEF\xBB\xBF", 3) == 0) p += 3;
+  for (size_t lineno = 1; p < end; lineno++) {
+    const char *nl = memchr(p, '\n', (size_t)(end - p));
+    size_t n = (size_t)((nl ? nl : end) - p);
+    bool blank = true;
+    for (size_t i = 0; i < n && blank; i++) blank = p[i] == ' ' || p[i] == '\t' || p[i] == '\r';
+    if (!blank) {
+      json_t *o = json_loadb(p, n, 0, NULL);
+      char id[64];
+      if (!is_trace_turn(o) || !trace_id_of(o, id, sizeof(id))) {
+        json_decref(o);
+        tp_seterr(err, errlen, "%s:%zu: not a turn of a session: expected {\"session_id\": \"...\", "
+                  "\"text_input\" or \"input_length\": ...}", name, lineno);
+        return TP_EINVAL;
+      }
+      size_t si = 0;
+      if (grow((void **)lines, *n_lines, sizeof(trace_line)) || trace_session_index(ids, id, &si)) {
+        json_decref(o);
+        return TP_ENOMEM;
+      }
+      (*lines)[(*n_lines)++] = (trace_line){o, lineno, si};
+      ids->turns[si]++;
+    }
+    p = nl ? nl + 1 : end;
+  }
+  return 0;
+}
+
+/* Each session's turns, in file order, one session after another. */
+static int trace_build(tp_dataset *ds, const char *name, trace_line *lines, size_t n_lines, trace_ids *ids,
+                       bool *timestamps, char *err, size_t errlen) {
+  size_t *order = malloc((n_lines ? n_lines : 1) * sizeof(size_t));
+  size_t *start = calloc(ids->n + 1, sizeof(size_t));
+  ds->sessions = calloc(ids->n ? ids->n : 1, sizeof(tp_session));
+  if (!order || !start || !ds->sessions) {
+    free(order);
+    free(start);
+    return TP_ENOMEM;
+  }
+  for (size_t s = 0; s < ids->n; s++) start[s + 1] = start[s] + ids->turns[s];
+  for (size_t i = 0; i < n_lines; i++) order[start[lines[i].session]++] = i; /* counting sort, stable */
+  int rv = 0;
+  for (size_t s = 0, k = 0; s < ids->n && !rv; s++) {
+    tp_session *se = &ds->sessions[ds->n_sessions++];
+    se->id = ids->ids[s];
+    ids->ids[s] = NULL; /* the dataset owns it now */
+    se->first = ds->n;
+    se->turns = 0;
+    for (size_t t = 0; t < ids->turns[s] && !rv; t++, k++) {
+      rv = trace_add_turn(ds, name, &lines[order[k]], timestamps, err, errlen);
+      if (!rv) se->turns++;
+    }
+  }
+  free(order);
+  free(start);
+  return rv;
+}
+
+static int trace_sessions(tp_dataset *ds, const char *name, const char *data, size_t len, char *err,
+                          size_t errlen) {
+  memset(ds, 0, sizeof(*ds));
+  ds->source = tp_strndup(name, strlen(name));
+  ds->format = "sessions (trace)";
+  if (!ds->source) return TP_ENOMEM;
+  trace_line *lines = NULL;
+  size_t n_lines = 0;
+  trace_ids ids = {0};
+  tp_u64map_init(&ids.by_hash);
+  bool timestamps = false;
+  int rv = trace_read_lines(name, data, len, &lines, &n_lines, &ids, err, errlen);
+  if (!rv && n_lines == 0) {
+    tp_seterr(err, errlen, "%s: no sessions", name);
+    rv = TP_EINVAL;
+  }
+  if (!rv) rv = trace_build(ds, name, lines, n_lines, &ids, &timestamps, err, errlen);
+  if (rv == TP_ENOMEM && !err[0]) tp_seterr(err, errlen, "%s: out of memory", name);
+  for (size_t i = 0; i < n_lines; i++) json_decref(lines[i].o);
+  for (size_t i = 0; i < ids.n; i++) free(ids.ids[i]);
+  free(lines);
+  free(ids.ids);
+  free(ids.turns);
+  tp_u64map_fini(&ids.by_hash);
+  if (!rv && timestamps)
+    snprintf(ds->note, sizeof(ds->note),
+             "%s: turn \"timestamp\"s are not replayed: sessions start on --concurrency or --request-rate, "
+             "and turns follow their \"delay\"s",
+             name);
+  return rv;
 }

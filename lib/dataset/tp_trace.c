@@ -168,6 +168,12 @@ static int prefix_blocks(tp_prompt *p, const tp_tok *tok, uint32_t block_tokens,
   return 0;
 }
 
+bool tp_trace_has_lengths(const tp_dataset *ds) {
+  for (size_t i = 0; i < ds->n; i++)
+    if (ds->items[i].input_tokens <= -2) return true;
+  return false;
+}
+
 int tp_trace_make_prompts(tp_dataset *ds, const tp_tok *tok, uint32_t block_tokens, uint64_t seed, char *err,
                           size_t errlen) {
   for (size_t i = 0; i < ds->n; i++) {

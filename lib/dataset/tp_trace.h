@@ -30,6 +30,10 @@ typedef struct tp_trace_entry {
 int tp_trace_read(FILE *f, const char *name, double speedup, bool have_tokenizer, tp_dataset *ds,
                   tp_trace_entry **entries, size_t *n_entries, char *err, size_t errlen);
 
+/* Whether some prompt of ds was given only as a length (a trace's, or a
+ * session trace's turn): tp_trace_make_prompts must make it. */
+bool tp_trace_has_lengths(const tp_dataset *ds);
+
 /* Makes the prompts a trace gave only lengths for: shared prefix blocks of
  * block_tokens per hash id (the same id gives the same text), then fresh
  * text for the rest, all reproducible from seed. */

@@ -248,6 +248,11 @@ static int load_inputs(tp_run *r, const tp_config *cfg, char *err, size_t errlen
   } else if (cfg->input_file) {
     rv = tp_dataset_load(&r->ds, cfg->input_file, err, errlen);
     if (rv) return rv;
+    if (!cfg->tokenizer && tp_trace_has_lengths(&r->ds)) {
+      tp_seterr(err, errlen, "%s: turns given as \"input_length\" need --tokenizer to make prompts of that many "
+                "tokens", cfg->input_file);
+      return TP_EINVAL;
+    }
     rv = check_messages_use(r, err, errlen);
     if (rv) return rv;
     /* The entry's own tensors go out unless an option must rewrite the

@@ -81,7 +81,7 @@ static int setup_tokenizer(tp_run *r, char *err, size_t errlen) {
              tp_tok_name(r->tok), r->cfg.tokenizer, tp_tok_special_desc(r->tok));
   else
     snprintf(r->tok_desc, sizeof(r->tok_desc), "%s (%s)", tp_tok_name(r->tok), r->cfg.tokenizer);
-  if (r->cfg.schedule_file) {
+  if (r->cfg.schedule_file || tp_trace_has_lengths(&r->ds)) {
     rv = tp_trace_make_prompts(&r->ds, r->tok, r->cfg.prefix_block_tokens, r->cfg.random_seed, err, errlen);
     if (rv) return rv;
   }

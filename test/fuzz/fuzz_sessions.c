@@ -19,8 +19,25 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
+/* A session trace's turn is its text, or a length whose prompt is made
+ * later (text NULL, input_tokens the marker -2 - length). */
+static void check_trace_prompts(const tp_dataset *ds) {
+  if (ds->n == 0 || strcmp(ds->source, "fuzz") != 0) abort();
+  for (size_t i = 0; i < ds->n; i++) {
+    const tp_prompt *p = &ds->items[i];
+    bool text = p->text && strlen(p->text) == p->text_len && p->input_tokens == -1 && !p->reference;
+    bool length = !p->text && p->input_tokens <= -3;
+    if (!text && !length) abort();
+    if (p->max_tokens != -1 && p->max_tokens <= 0) abort();
+  }
+  if (ds->note[0] && strncmp(ds->note, "fuzz", 4) != 0) abort();
+}
+
 static void check_sessions(const tp_dataset *ds) {
-  fuzz_check_dataset(ds);
+  if (strcmp(ds->format, "sessions (trace)") == 0)
+    check_trace_prompts(ds);
+  else
+    fuzz_check_dataset(ds);
   if (!ds->n_sessions || !ds->turns) abort();
   size_t next = 0;
   for (size_t k = 0; k < ds->n_sessions; k++) {
@@ -47,7 +64,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     int rv2 = tp__dataset_parse_any(&any, "fuzz", text, size, err2, sizeof(err2));
     if (rv2 != rv || (rv == 0 && (any.n != ds.n || any.n_sessions != ds.n_sessions))) abort();
     for (size_t i = 0; rv == 0 && i < ds.n; i++)
-      if (strcmp(ds.items[i].text, any.items[i].text) != 0) abort();
+      if (!ds.items[i].text != !any.items[i].text || ds.items[i].input_tokens != any.items[i].input_tokens ||
+          (ds.items[i].text && strcmp(ds.items[i].text, any.items[i].text) != 0))
+        abort();
     tp_dataset_free(&any);
   }
   tp_dataset_free(&ds);

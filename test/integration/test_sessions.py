@@ -134,6 +134,36 @@ after = [r for r in after if r["session"] in failed_turns and r["turn"] > failed
 check(p.returncode == 0 and failed_turns and not after and sum(reqs) < 24 and lv["sessions"]["completed"] < 6,
       "a failed turn ends its session: no later turn of it is sent", json.dumps([reqs, failed_turns]))
 
+# A trace's session form (one line per turn, lines of sessions interleaved,
+# turns given as lengths or text): each session's turns go in file order,
+# each with the history, the think time honoured.
+if WORDS:
+    trace = os.path.join(tmp, "trace_sessions.jsonl")
+    with open(trace, "w") as f:
+        for line in [{"session_id": "t1", "timestamp": 0, "input_length": 30, "output_length": 4, "hash_ids": [1]},
+                     {"session_id": "t2", "timestamp": 5, "input_length": 30, "output_length": 4, "hash_ids": [1]},
+                     {"session_id": "t1", "delay": DELAY_MS, "text_input": "then this", "output_length": 4},
+                     {"session_id": "t2", "delay": DELAY_MS, "text_input": "and that", "output_length": 4}]:
+            f.write(json.dumps(line) + "\n")
+    art = os.path.join(tmp, "art_trace")
+    p = subprocess.run([TOKPERF, "profile", "--mock", "--input-file", trace, "--tokenizer", WORDS,
+                        "--prefix-block-tokens", "16", "--concurrency", "2", "--artifact-dir", art, "-q"],
+                       capture_output=True, text=True, timeout=120 * SCALE)
+    recs = []
+    if p.returncode == 0:
+        with open(os.path.join(art, "records.jsonl")) as f:
+            recs = [json.loads(x) for x in f if x.strip()]
+    by = {}
+    for r in recs:
+        by.setdefault(r.get("session_id"), {})[r["turn"]] = r
+    check(p.returncode == 0 and sorted(by) == ["t1", "t2"] and all(sorted(v) == [0, 1] for v in by.values())
+          and all(r["ok"] for r in recs), "trace session form: 2 sessions of 2 turns ran", p.stderr[-800:])
+    check(all(v[1]["input_tokens"] > v[0]["input_tokens"] >= 25 for v in by.values() if len(v) == 2),
+          "trace session form: turn 1 made of ~30 tokens, turn 2 sent with the history",
+          json.dumps({k: [v[t]["input_tokens"] for t in sorted(v)] for k, v in by.items()}))
+    gaps = [(v[1]["sent_ns"] - v[0]["done_ns"]) / 1e6 for v in by.values() if len(v) == 2]
+    check(gaps and all(g >= DELAY_MS - 1 for g in gaps), "trace session form: the delay is honoured", gaps)
+
 # A bad conversations file is named by file and line.
 bad = os.path.join(tmp, "bad.jsonl")
 with open(bad, "w") as f:

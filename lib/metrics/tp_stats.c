@@ -367,6 +367,7 @@ int tp_level_compute_ex(tp_level_result *out, const tp_record *recs, size_t n, c
   compute_dists(out, &a);
   if (block != small) free(block);
   compute_rates(out, &a, o);
+  if (o) tp_gap_pool_stat(o->gaps, &out->itl_pooled_ms);
   first_error(out, a.first_failed);
   return 0;
 }

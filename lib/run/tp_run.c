@@ -242,6 +242,7 @@ struct tp_run {
   tp_level_result *levels;
   size_t n_levels;
   level_state lv;
+  tp_gap_pool *gaps; /* the level's gaps between text responses (itl_pooled) */
   char id_prefix[48];
   size_t cur_level; /* index of the point being measured */
 
@@ -1027,6 +1028,9 @@ static void mark_measured_lines(tp_run *r) {
 static void finish_done(tp_run *r, size_t seq) {
   level_state *L = &r->lv;
   tp_record *rec = &L->recs[seq];
+  /* Its response times are still here (shed once its line is written). */
+  if (r->gaps && tp_record_ok(rec) && measured_as_written(r, rec) == TP_RECORD_MEASURED)
+    tp_gap_pool_add_record(r->gaps, rec);
   if (r->tok || r->records_fp) {
     count_job *j = calloc(1, sizeof(*j));
     if (j) {
@@ -1967,6 +1971,8 @@ static int run_level(tp_run *r, size_t li, char *err, size_t errlen) {
   memset(L, 0, sizeof(*L));
   L->recs = keep_recs;
   L->cap = keep_cap;
+  if (!r->gaps) r->gaps = tp_gap_pool_new();
+  if (r->gaps) tp_gap_pool_reset(r->gaps);
   L->pt = *pt;
   L->slots = pt->concurrency;
   L->seq_step = 1;
@@ -2108,6 +2114,7 @@ static int run_level(tp_run *r, size_t li, char *err, size_t errlen) {
   lo.goodput_itl_ms = r->cfg.goodput_itl_ms;
   lo.goodput_latency_ms = r->cfg.goodput_latency_ms;
   lo.goodput_tpot_ms = r->cfg.goodput_tpot_ms;
+  lo.gaps = r->mpi ? NULL : r->gaps; /* other ranks' gaps stay there */
   if (windows && L->trials > 0) {
     uint32_t first = L->trials >= 3 ? L->trials - 3 : 0;
     lo.window_start_ns = L->win_edges_ns[first];
@@ -2591,6 +2598,7 @@ void tp_run_free(tp_run *r) {
   if (r->have_syn_ds) tp_dataset_free(&r->syn_ds);
   free(r->trace);
   free(r->lv.recs);
+  tp_gap_pool_free(r->gaps);
   free(r->lv.offsets);
   free(r->lv.waiting);
   free(r->done_q);

@@ -1,5 +1,6 @@
 /* The pooled gaps between text responses (tp_gaps.h). */
 #include "tp_gaps.h"
+#include "tp_request.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -60,18 +61,8 @@ void tp_gap_pool_add(tp_gap_pool *p, uint64_t gap_ns) {
 }
 
 void tp_gap_pool_add_record(tp_gap_pool *p, const tp_record *r) {
-  if (!r->resp_ns || r->n_text_resp < 2 || !r->n_resp) return;
-  /* The responses from the first text response's time to the last's.
-   * Responses arriving in one read share a stamp, so gaps of 0 are real;
-   * but where a response without text shares the first (last) text time,
-   * the span is trimmed at that end until it holds no more responses than
-   * carried text. */
-  uint32_t i0 = 0, i1 = r->n_resp - 1;
-  while (i0 < r->n_resp && r->resp_ns[i0] < r->first_token_ns) i0++;
-  while (i1 > i0 && r->resp_ns[i1] > r->last_token_ns) i1--;
-  if (i0 >= i1) return;
-  while (i1 - i0 + 1 > r->n_text_resp && r->resp_ns[i0 + 1] == r->first_token_ns) i0++;
-  while (i1 - i0 + 1 > r->n_text_resp && r->resp_ns[i1 - 1] == r->last_token_ns) i1--;
+  uint32_t i0, i1;
+  if (!tp_request_text_span(r, &i0, &i1)) return;
   for (uint32_t i = i0 + 1; i <= i1; i++)
     if (r->resp_ns[i] >= r->resp_ns[i - 1]) tp_gap_pool_add(p, r->resp_ns[i] - r->resp_ns[i - 1]);
 }

@@ -23,10 +23,8 @@ void tp_gap_pool_reset(tp_gap_pool *p);
 /* Adds one gap, in nanoseconds. */
 void tp_gap_pool_add(tp_gap_pool *p, uint64_t gap_ns);
 /* Adds the gaps of r, which must still hold its response times (a shed
- * record adds none): between consecutive responses from its first text
- * response to its last.  Those are its text responses; a response without
- * text between two of them (an empty delta) splits the gap, as vLLM's
- * client counts every chunk that carries a choice. */
+ * record adds none): between consecutive responses of its text span
+ * (tp_request_text_span). */
 void tp_gap_pool_add_record(tp_gap_pool *p, const tp_record *r);
 /* The distribution, in milliseconds (n == 0: no gaps). */
 void tp_gap_pool_stat(const tp_gap_pool *p, tp_stat *out);

@@ -3,6 +3,9 @@
 #include "tp_request.h"
 
 #include <math.h>
+#include <stddef.h>
+
+#include "tp_metric.h"
 
 /* Milliseconds between two monotonic timestamps, or -1 when either did not
  * happen (0) or they are out of order, so a half-recorded request drops out
@@ -83,4 +86,66 @@ void tp_request_metrics(const tp_record *r, tp_req_metrics *m) {
   m->reasoning_tokens = r->reasoning_tokens >= 0 && tp_record_has_reasoning(r) ? r->reasoning_tokens : -1;
   token_figures(r, m);
   usage_diffs(r, m);
+}
+
+/* Each per-request row of the registry (by where its distribution lives in
+ * tp_level_result) and its value here; token counts are int64_t. */
+#define LR(f) offsetof(tp_level_result, f)
+#define RM(f) offsetof(tp_req_metrics, f)
+static const struct {
+  size_t level_off, req_off;
+  bool count;
+} per_request[] = {
+    {LR(ttft_ms), RM(ttft_ms), false},
+    {LR(itl_ms), RM(itl_ms), false},
+    {LR(latency_ms), RM(latency_ms), false},
+    {LR(output_tokens), RM(output_tokens), true},
+    {LR(input_tokens), RM(input_tokens), true},
+    {LR(output_tps_per_user), RM(output_tps_per_user), false},
+    {LR(ttst_ms), RM(ttst_ms), false},
+    {LR(ttfo_ms), RM(ttfo_ms), false},
+    {LR(tpot_ms), RM(tpot_ms), false},
+    {LR(output_tps_per_user_itl), RM(output_tps_per_user_itl), false},
+    {LR(send_lag_ms), RM(send_lag_ms), false},
+    {LR(ttft_from_planned_ms), RM(ttft_from_planned_ms), false},
+    {LR(latency_from_planned_ms), RM(latency_from_planned_ms), false},
+    {LR(reasoning_tokens), RM(reasoning_tokens), true},
+};
+#undef LR
+#undef RM
+
+bool tp_request_value(const tp_req_metrics *m, const tp_metric *row, double *out) {
+  if (row->kind != TP_METRIC_DIST) return false;
+  if (row->offset == offsetof(tp_level_result, responses)) {
+    *out = (double)m->responses;
+    return true;
+  }
+  for (size_t i = 0; i < sizeof(per_request) / sizeof(per_request[0]); i++) {
+    if (per_request[i].level_off != row->offset) continue;
+    const char *p = (const char *)m + per_request[i].req_off;
+    double v = per_request[i].count ? (double)*(const int64_t *)(const void *)p : *(const double *)(const void *)p;
+    if (v < 0) return false;
+    *out = v;
+    return true;
+  }
+  return false;
+}
+
+bool tp_request_text_span(const tp_record *r, uint32_t *i0_out, uint32_t *i1_out) {
+  if (!r->resp_ns || r->n_text_resp < 2 || !r->n_resp) return false;
+  /* Responses read in one batch share a stamp, so gaps of 0 are real; but
+   * where a response without text shares the first (last) text time, the
+   * span is trimmed at that end until it holds no more responses than
+   * carried text: the end first, where a flag-only final response often
+   * shares the last text's read.  Which of two tied responses is dropped
+   * changes only the order of the gaps, never their values. */
+  uint32_t i0 = 0, i1 = r->n_resp - 1;
+  while (i0 < r->n_resp && r->resp_ns[i0] < r->first_token_ns) i0++;
+  while (i1 > i0 && r->resp_ns[i1] > r->last_token_ns) i1--;
+  if (i0 >= i1) return false;
+  while (i1 - i0 + 1 > r->n_text_resp && r->resp_ns[i1 - 1] == r->last_token_ns) i1--;
+  while (i1 - i0 + 1 > r->n_text_resp && r->resp_ns[i0 + 1] == r->first_token_ns) i0++;
+  *i0_out = i0;
+  *i1_out = i1;
+  return true;
 }

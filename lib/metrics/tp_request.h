@@ -42,4 +42,19 @@ typedef struct tp_req_metrics {
 /* Fills out from r; pure (reads only r). */
 void tp_request_metrics(const tp_record *r, tp_req_metrics *out);
 
+struct tp_metric;
+/* The request's own value of a per-request row of the metric registry (a
+ * distribution over requests: ttft, latency, output_tokens ...).  Returns
+ * false when the row is not per request or the request has no value. */
+bool tp_request_value(const tp_req_metrics *m, const struct tp_metric *row, double *out);
+
+/* The text responses of r, whose response times it must still hold: the
+ * indices [*i0, *i1] of resp_ns from its first text response to its last,
+ * the gaps between consecutive ones being its inter-chunk latencies (the
+ * pooled ITL, docs/metrics.md).  A response without text between two of
+ * them (an empty delta) splits a gap, as vLLM's client counts every chunk
+ * that carries a choice; one sharing the first or last text response's
+ * stamp is left out.  Returns false when r has fewer than two. */
+bool tp_request_text_span(const tp_record *r, uint32_t *i0, uint32_t *i1);
+
 #endif

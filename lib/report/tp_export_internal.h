@@ -58,6 +58,11 @@ bool tp__measured(const tp_export_request *q);
 int tp__pa_experiment(tp_buf *out, const tp__sink *sk, const tp_export_level *lv, uint32_t default_max_tokens,
                       uint64_t anchor_mono_ns, uint64_t anchor_wall_ns);
 
+/* AIPerf's per-record lines of one level, spilled to sk as they grow (NULL
+ * = kept in out); see tp_export_aiperf_records. */
+int tp__aiperf_records(tp_buf *out, const tp__sink *sk, const tp_export_level *lv, bool streaming,
+                       uint64_t anchor_mono_ns, uint64_t anchor_wall_ns);
+
 /* The figures of one level as tool writes them, walking the metric
  * registry (tp_export_summary.c): an object with one member per exported
  * row; NULL when out of memory.  The CSV is appended to out. */

@@ -50,7 +50,7 @@ int tp_accuracy_compute(tp_accuracy *acc, const tp_export_request *reqs, size_t 
 /* responses.jsonl                                                          */
 
 static int json_tokens(tp_buf *out, int64_t v) {
-  return v >= 0 ? tp_buf_printf(out, "%" PRId64, v) : tp_buf_append_str(out, "null");
+  return v >= 0 ? tp__json_u64(out, (uint64_t)v) : tp_buf_append_str(out, "null");
 }
 
 static int responses_jsonl(tp_buf *out, const tp__sink *sk, const tp_level_result *lr,
@@ -70,10 +70,13 @@ static int responses_jsonl(tp_buf *out, const tp__sink *sk, const tp_level_resul
     rv = tp_buf_append_str(out, "{\"level\":");
     if (!rv) rv = tp__json_str(out, name, strlen(name));
     if (!rv && lr->ranks) rv = tp_buf_printf(out, ",\"rank\":%" PRIu32, r->rank);
-    if (!rv)
-      rv = tp_buf_printf(
-          out, ",\"concurrency\":%" PRIu32 ",\"id\":%" PRIu64 ",\"prompt_index\":%" PRIu32 ",\"prompt\":",
-          lr->concurrency, r->seq, r->prompt_index);
+    if (!rv) rv = tp_buf_append_str(out, ",\"concurrency\":");
+    if (!rv) rv = tp__json_u64(out, lr->concurrency);
+    if (!rv) rv = tp_buf_append_str(out, ",\"id\":");
+    if (!rv) rv = tp__json_u64(out, r->seq);
+    if (!rv) rv = tp_buf_append_str(out, ",\"prompt_index\":");
+    if (!rv) rv = tp__json_u64(out, r->prompt_index);
+    if (!rv) rv = tp_buf_append_str(out, ",\"prompt\":");
     if (!rv) rv = q->prompt ? tp__json_sent(out, q) : tp_buf_append_str(out, "null");
     if (!rv && q->reference) {
       rv = tp_buf_append_str(out, ",\"reference\":");

@@ -13,8 +13,9 @@
 #include "metrics/tp_request.h"
 
 /* A number as JSON, in the fewest digits that read back to the same
- * double (integers, as token counts are, without a fraction). */
+ * double; a whole number (a token count) as an integer. */
 static int json_num(tp_buf *out, double v) {
+  if (v >= 0 && v < 9007199254740992.0 && v == (double)(uint64_t)v) return tp__json_u64(out, (uint64_t)v);
   char b[32];
   for (int prec = 15; prec <= 17; prec++) {
     snprintf(b, sizeof(b), "%.*g", prec, v);
@@ -93,7 +94,14 @@ static int failed(tp_buf *out, const tp_record *r) {
   return rv;
 }
 
-/* The metadata AIPerf gives a request, from what tokperf knows of it. */
+/* key (its punctuation included) then v. */
+static int key_u64(tp_buf *out, const char *key, uint64_t v) {
+  int rv = tp_buf_append_str(out, key);
+  return rv ? rv : tp__json_u64(out, v);
+}
+
+/* The metadata AIPerf gives a request, from what tokperf knows of it;
+ * numbers without printf, a line being written per request. */
 static int metadata(tp_buf *out, const tp_record *r, uint64_t mono, uint64_t wall) {
 #define W(ts) tp_export_wall_ns(mono, wall, (ts))
   uint64_t start = W(r->sent_ns ? r->sent_ns : r->planned_ns);
@@ -101,17 +109,17 @@ static int metadata(tp_buf *out, const tp_record *r, uint64_t mono, uint64_t wal
   /* A session's turns share its number; a single request is numbered by
    * its place in the level. */
   uint64_t session_num = r->session ? r->session - 1 : r->seq;
-  int rv = tp_buf_printf(out,
-                         "{\"metadata\":{\"session_num\":%" PRIu64 ",\"request_num\":%" PRIu64
-                         ",\"turn_index\":%" PRIu32 ",\"request_start_ns\":%" PRIu64 ",\"request_ack_ns\":",
-                         session_num, r->seq, r->turn, start);
-  if (!rv) rv = r->first_resp_ns ? tp_buf_printf(out, "%" PRIu64, W(r->first_resp_ns)) : tp_buf_append_str(out, "null");
+  int rv = key_u64(out, "{\"metadata\":{\"session_num\":", session_num);
+  if (!rv) rv = key_u64(out, ",\"request_num\":", r->seq);
+  if (!rv) rv = key_u64(out, ",\"turn_index\":", r->turn);
+  if (!rv) rv = key_u64(out, ",\"request_start_ns\":", start);
+  if (!rv) rv = r->first_resp_ns ? key_u64(out, ",\"request_ack_ns\":", W(r->first_resp_ns))
+                                 : tp_buf_append_str(out, ",\"request_ack_ns\":null");
+  if (!rv) rv = key_u64(out, ",\"request_end_ns\":", end);
+  if (!rv) rv = key_u64(out, ",\"worker_id\":\"rank_", r->rank);
   if (!rv)
-    rv = tp_buf_printf(out,
-                       ",\"request_end_ns\":%" PRIu64 ",\"worker_id\":\"rank_%" PRIu32
-                       "\",\"record_processor_id\":\"tokperf\",\"benchmark_phase\":\"profiling\","
-                       "\"was_cancelled\":false,\"cancellation_time_ns\":null},\"metrics\":",
-                       end, r->rank);
+    rv = tp_buf_append_str(out, "\",\"record_processor_id\":\"tokperf\",\"benchmark_phase\":\"profiling\","
+                                "\"was_cancelled\":false,\"cancellation_time_ns\":null},\"metrics\":");
 #undef W
   return rv;
 }

@@ -40,6 +40,10 @@ int tp__make_dirs(const char *path);
 /* dir "/" name, owned (free()); NULL when out of memory. */
 char *tp__join_path(const char *dir, const char *name);
 
+/* v in decimal, without printf (a level of a million requests writes
+ * millions of times and counts).  Returns 0 or TP_ENOMEM. */
+int tp__json_u64(tp_buf *out, uint64_t v);
+
 /* s as a JSON string with its quotes.  Returns 0 or TP_ENOMEM. */
 int tp__json_str(tp_buf *out, const char *s, size_t len);
 /* The text q sent (its head pieces, then the prompt) as one JSON string. */

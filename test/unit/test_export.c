@@ -60,6 +60,7 @@
 #include "metrics/tp_metric.h"
 #include "metrics/tp_stats.h"
 #include "report/tp_export.h"
+#include "report/tp_export_internal.h"
 #include "tp_test.h"
 #include "tokperf/tokperf.h"
 
@@ -939,8 +940,78 @@ static void test_aiperf_records(void) {
   fixture_fini(&f);
 }
 
+/* The escaping one byte at a time, as RFC 8259 asks and as the writer did
+ * before it skipped plain bytes eight at a time: the oracle for every
+ * position of a special byte against the word boundaries. */
+static void escape_slow(tp_buf *out, const unsigned char *p, size_t len) {
+  for (size_t i = 0; i < len;) {
+    unsigned c = p[i];
+    size_t ul = c < 0x80 ? 1 : tp__utf8_len(p + i, len - i);
+    if (!ul) {
+      tp_buf_append(out, "\xEF\xBF\xBD", 3);
+      i++;
+    } else if (c == '"' || c == '\\') {
+      tp_buf_printf(out, "\\%c", c);
+      i++;
+    } else if (c == '\n' || c == '\r' || c == '\t') {
+      tp_buf_append_str(out, c == '\n' ? "\\n" : c == '\r' ? "\\r" : "\\t");
+      i++;
+    } else if (c < 0x20) {
+      tp_buf_printf(out, "\\u%04x", c);
+      i++;
+    } else {
+      tp_buf_append(out, p + i, ul);
+      i += ul;
+    }
+  }
+}
+
+static void test_json_escape(void) {
+  static const char *const specials[] = {"\"", "\\", "\n", "\r", "\t", "\x01", "\x1f", "\x7f", "\xc3\xa9",
+                                         "\xe2\x82\xac", "\xf0\x9f\x98\x80", "\xff", "\xc3", "\xe2\x82"};
+  tp_buf got, want, in;
+  tp_buf_init(&got);
+  tp_buf_init(&want);
+  tp_buf_init(&in);
+  int bad = 0, cases = 0;
+  for (size_t k = 0; k < sizeof(specials) / sizeof(specials[0]); k++)
+    for (size_t len = 0; len <= 24; len++)
+      for (size_t at = 0; at <= len; at++) {
+        tp_buf_reset(&in);
+        for (size_t i = 0; i < len; i++) {
+          if (i == at) tp_buf_append_str(&in, specials[k]);
+          tp_buf_append(&in, "abcdefghijklmnopqrstuvwxyz" + i % 26, 1);
+        }
+        if (at == len) tp_buf_append_str(&in, specials[k]);
+        tp_buf_reset(&got);
+        tp_buf_reset(&want);
+        tp__json_escape(&got, (const char *)in.data, in.len);
+        escape_slow(&want, in.data, in.len);
+        cases++;
+        if (got.len != want.len || memcmp(got.data, want.data, got.len)) bad++;
+      }
+  CHECK(cases > 3000 && bad == 0, "escaping: %d of %d placements of a special byte differ from byte by byte",
+        bad, cases);
+  tp_buf_reset(&got);
+  tp__json_escape(&got, "a\"b\\c\nd\x02" "e\xff", 10);
+  CHECK(got.len == 20 && !memcmp(got.data, "a\\\"b\\\\c\\nd\\u0002e\xEF\xBF\xBD", 20), "escaping by hand");
+
+  static const uint64_t nums[] = {0, 7, 10, 99, 100, 4294967295ULL, 1700000000013000000ULL, UINT64_MAX};
+  static const char *const words[] = {"0", "7", "10", "99", "100", "4294967295", "1700000000013000000",
+                                      "18446744073709551615"};
+  for (size_t i = 0; i < sizeof(nums) / sizeof(nums[0]); i++) {
+    tp_buf_reset(&got);
+    tp__json_u64(&got, nums[i]);
+    CHECK(got.len == strlen(words[i]) && !memcmp(got.data, words[i], got.len), "u64 %s", words[i]);
+  }
+  tp_buf_fini(&got);
+  tp_buf_fini(&want);
+  tp_buf_fini(&in);
+}
+
 int main(void) {
   test_wall_clock();
+  test_json_escape();
   test_accuracy_functions();
   test_accuracy_compute();
   test_pa_experiment();

@@ -5,8 +5,9 @@
  * millions of gaps, and records let go of their response times once
  * written (tp_record_shed), so the gaps are not kept: each request's are
  * added as it ends, while its times are still in memory, into fixed-size
- * counts (440 KiB per run, reused level by level).  n, min, max, mean and std are exact; a
- * percentile is within 1/1024 of its value (gaps under 1024 ns exactly). */
+ * counts (440 KiB per run, reused level by level).  n, min, max, mean and
+ * std are exact; a percentile is within 1/1024 of its value (gaps under
+ * 1024 ns exactly). */
 #ifndef TP_GAPS_H
 #define TP_GAPS_H
 

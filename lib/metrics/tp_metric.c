@@ -43,6 +43,8 @@ static const tp_metric metrics[] = {
     DIST("output_tps_per_user_itl", "Output token throughput per user from ITL", TP_UNIT_TOKENS_PER_S_USER,
          output_tps_per_user_itl, "output_token_throughput_per_user_from_itl_tps",
          "output_token_throughput_per_user", "output_token_throughput_per_user", 1, 2, TP_MF_STREAMING),
+    DIST("itl_pooled", "Inter-chunk latency, pooled", TP_UNIT_MS, itl_pooled_ms, "itl_pooled_ms", NULL, NULL,
+         -1, 2, TP_MF_STREAMING),
     DIST("responses", "Responses per request", TP_UNIT_RESPONSES, responses, "responses_per_request", NULL,
          NULL, 0, 1, 0),
     DIST("send_lag", "Send lag", TP_UNIT_MS, send_lag_ms, "send_lag_ms", NULL, NULL, -1, 3, 0),

@@ -9,6 +9,7 @@
 #include <stddef.h>
 
 #include "record/tp_record.h"
+#include "tp_gaps.h"
 #include "tokperf/tokperf.h"
 
 /* Fills st from values[0..n) (the array is sorted in place).  Percentiles
@@ -29,6 +30,9 @@ typedef struct tp_level_opts {
   /* Goodput bounds in ms; 0 = no bound on that metric. */
   double goodput_ttft_ms, goodput_itl_ms, goodput_latency_ms;
   double goodput_tpot_ms; /* vLLM's TPOT and GenAI-Perf's inter_token_latency */
+  /* The measured requests' gaps between text responses, pooled as they
+   * ended (itl_pooled_ms); NULL = not collected. */
+  const tp_gap_pool *gaps;
 } tp_level_opts;
 
 /* tp_level_compute with options (NULL = none). */

@@ -50,7 +50,7 @@ int tp_accuracy_compute(tp_accuracy *acc, const tp_export_request *reqs, size_t 
 /* responses.jsonl                                                          */
 
 static int json_tokens(tp_buf *out, int64_t v) {
-  return v >= 0 ? tp_buf_printf(out, "%" PRId64, v) : tp_buf_append_str(out, "null");
+  return v >= 0 ? tp__json_u64(out, (uint64_t)v) : tp_buf_append_str(out, "null");
 }
 
 static int responses_jsonl(tp_buf *out, const tp__sink *sk, const tp_level_result *lr,
@@ -70,10 +70,13 @@ static int responses_jsonl(tp_buf *out, const tp__sink *sk, const tp_level_resul
     rv = tp_buf_append_str(out, "{\"level\":");
     if (!rv) rv = tp__json_str(out, name, strlen(name));
     if (!rv && lr->ranks) rv = tp_buf_printf(out, ",\"rank\":%" PRIu32, r->rank);
-    if (!rv)
-      rv = tp_buf_printf(
-          out, ",\"concurrency\":%" PRIu32 ",\"id\":%" PRIu64 ",\"prompt_index\":%" PRIu32 ",\"prompt\":",
-          lr->concurrency, r->seq, r->prompt_index);
+    if (!rv) rv = tp_buf_append_str(out, ",\"concurrency\":");
+    if (!rv) rv = tp__json_u64(out, lr->concurrency);
+    if (!rv) rv = tp_buf_append_str(out, ",\"id\":");
+    if (!rv) rv = tp__json_u64(out, r->seq);
+    if (!rv) rv = tp_buf_append_str(out, ",\"prompt_index\":");
+    if (!rv) rv = tp__json_u64(out, r->prompt_index);
+    if (!rv) rv = tp_buf_append_str(out, ",\"prompt\":");
     if (!rv) rv = q->prompt ? tp__json_sent(out, q) : tp_buf_append_str(out, "null");
     if (!rv && q->reference) {
       rv = tp_buf_append_str(out, ",\"reference\":");
@@ -329,15 +332,44 @@ static int add_summaries(tp_artifacts *a, tp_buf *b, const tp_level_result *lr, 
   return rv;
 }
 
+/* AIPerf's per-record <stem>.jsonl beside its summary, streamed through a
+ * temporary file a MiB at a time. */
+static int add_aiperf_records(tp_artifacts *a, tp_buf *b, const tp_export_level *lv, const char *ldir,
+                              char *err, size_t errlen) {
+  char *path = stem_path(a, ldir, ".jsonl"), *tmp = NULL;
+  if (!path) return TP_ENOMEM;
+  int fd = tp__open_temp(path, &tmp);
+  if (fd < 0) {
+    int rv = io_err(err, errlen, "create", path, errno);
+    free(path);
+    return rv;
+  }
+  tp_buf_reset(b);
+  tp__sink sk = {fd, NULL};
+  int rv = tp__aiperf_records(b, &sk, lv, a->cfg ? a->cfg->streaming : true, a->anchor_mono_ns, a->anchor_wall_ns);
+  if (rv == TP_EIO && !read_back_error(lv->reqs, lv->n)) rv = io_err(err, errlen, "write", tmp, errno);
+  if (!rv && tp__write_all(fd, b->data, b->len)) rv = io_err(err, errlen, "write", tmp, errno);
+  if (rv) {
+    close(fd);
+    unlink(tmp);
+  } else if (tp__commit_temp(fd, tmp, path)) {
+    rv = io_err(err, errlen, "write", path, errno);
+  }
+  free(tmp);
+  free(path);
+  return rv;
+}
+
 /* The files written per level, in a directory of their own. */
-static int add_level_files(tp_artifacts *a, tp_buf *b, const tp_level_result *lr, char *err, size_t errlen) {
-  char *ldir = level_dir(a, lr);
+static int add_level_files(tp_artifacts *a, tp_buf *b, const tp_export_level *lv, char *err, size_t errlen) {
+  char *ldir = level_dir(a, lv->lr);
   if (!ldir) return TP_ENOMEM;
   int rv = 0;
   if (tp__make_dirs(ldir))
     rv = io_err(err, errlen, "create", ldir, errno);
   else
-    rv = add_summaries(a, b, lr, ldir, err, errlen);
+    rv = add_summaries(a, b, lv->lr, ldir, err, errlen);
+  if (!rv) rv = add_aiperf_records(a, b, lv, ldir, err, errlen);
   free(ldir);
   return rv;
 }
@@ -391,7 +423,7 @@ int tp_artifacts_add_level(tp_artifacts *a, const tp_export_level *lv, tp_accura
   tp_buf b;
   tp_buf_init(&b);
   int rv = add_pa(a, &b, lv, err, errlen);
-  if (!rv) rv = add_level_files(a, &b, lv->lr, err, errlen);
+  if (!rv) rv = add_level_files(a, &b, lv, err, errlen);
   if (!rv) rv = add_responses(a, &b, lv, err, errlen);
   if (!rv) rv = add_digest(a, lv, acc_out);
   if (rv && read_back_error(lv->reqs, lv->n))

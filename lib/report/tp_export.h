@@ -19,6 +19,8 @@
  *                                        for swept lengths
  *   <dir>/<level>/<stem>_aiperf.json     AIPerf's summary of the level
  *   <dir>/<level>/<stem>_aiperf.csv      (profile_export_aiperf.json ...)
+ *   <dir>/<level>/<stem>.jsonl           AIPerf's per-record export
+ *                                        (profile_export.jsonl)
  *   <dir>/responses.jsonl                every measured request's prompt,
  *                                        reference and generated text
  *   <dir>/accuracy.json                  exact match and ROUGE-L per level
@@ -165,6 +167,29 @@ char *tp_export_aiperf_json(const tp_level_result *lr, bool streaming);
  * (ms)", "Output Sequence Length (tokens)", a count without a unit:
  * "Request Count") and every value as "{:.2f}".  Returns 0 or TP_ENOMEM. */
 int tp_export_aiperf_csv(tp_buf *out, const tp_level_result *lr, bool streaming);
+
+/* AIPerf's per-record export <stem>.jsonl (profile_export.jsonl) of one
+ * level, appended to out: one line per measured request (warm-up
+ * excluded, failed included), in send order:
+ *   {"metadata": {"session_num": the session's number from 0 for a
+ *      session's turn, else the request's seq, "request_num": seq,
+ *      "turn_index": t, "request_start_ns": sent (wall-clock ns),
+ *      "request_ack_ns": first response|null, "request_end_ns": done,
+ *      "worker_id": "rank_K", "record_processor_id": "tokperf",
+ *      "benchmark_phase": "profiling", "was_cancelled": false,
+ *      "cancellation_time_ns": null},
+ *    "metrics": {KEY: {"value": v, "unit": "ms"}, ...},
+ *    "error": null}
+ * where each KEY is the AIPerf key of a per-request registry row and v the
+ * request's own value (tp_request_metrics; a figure it lacks is left out),
+ * then "inter_chunk_latency" {"value": [gap ms, ...]}: the gaps between its
+ * text responses (tp_request_text_span).  Without streaming the
+ * TP_MF_STREAMING rows and the gaps are left out.  A failed request has
+ * "metrics": {"error_isl": {...}} (null when its input was not counted)
+ * and "error": {"code": gRPC status|null, "type": its class, "message"}.
+ * Returns 0, TP_ENOMEM, or the error of reading a shed record back. */
+int tp_export_aiperf_records(tp_buf *out, const tp_export_level *lv, bool streaming, uint64_t anchor_mono_ns,
+                             uint64_t anchor_wall_ns);
 
 /* Appends one JSON line per measured request (warm-up excluded, failed
  * included) to out:

@@ -40,6 +40,10 @@ int tp__make_dirs(const char *path);
 /* dir "/" name, owned (free()); NULL when out of memory. */
 char *tp__join_path(const char *dir, const char *name);
 
+/* v in decimal, without printf (a level of a million requests writes
+ * millions of times and counts).  Returns 0 or TP_ENOMEM. */
+int tp__json_u64(tp_buf *out, uint64_t v);
+
 /* s as a JSON string with its quotes.  Returns 0 or TP_ENOMEM. */
 int tp__json_str(tp_buf *out, const char *s, size_t len);
 /* The text q sent (its head pieces, then the prompt) as one JSON string. */
@@ -57,6 +61,11 @@ bool tp__measured(const tp_export_request *q);
  * = kept in out); see tp_export_pa_experiment. */
 int tp__pa_experiment(tp_buf *out, const tp__sink *sk, const tp_export_level *lv, uint32_t default_max_tokens,
                       uint64_t anchor_mono_ns, uint64_t anchor_wall_ns);
+
+/* AIPerf's per-record lines of one level, spilled to sk as they grow (NULL
+ * = kept in out); see tp_export_aiperf_records. */
+int tp__aiperf_records(tp_buf *out, const tp__sink *sk, const tp_export_level *lv, bool streaming,
+                       uint64_t anchor_mono_ns, uint64_t anchor_wall_ns);
 
 /* The figures of one level as tool writes them, walking the metric
  * registry (tp_export_summary.c): an object with one member per exported

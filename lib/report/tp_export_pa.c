@@ -35,14 +35,18 @@ int tp__pa_experiment(tp_buf *out, const tp__sink *sk, const tp_export_level *lv
     if (rv) break;
     const tp_record *r = &full;
     uint32_t max_tokens = q->max_tokens ? q->max_tokens : default_max_tokens;
-    rv = tp_buf_printf(out, "%s{\"timestamp\":%" PRIu64 ",\"request_inputs\":{\"text_input\":", j ? "," : "",
-                       W(r->sent_ns));
+    rv = tp_buf_append_str(out, j ? ",{\"timestamp\":" : "{\"timestamp\":");
+    if (!rv) rv = tp__json_u64(out, W(r->sent_ns));
+    if (!rv) rv = tp_buf_append_str(out, ",\"request_inputs\":{\"text_input\":");
     if (!rv) rv = tp__json_sent(out, q);
-    if (!rv) rv = tp_buf_printf(out, ",\"max_tokens\":%" PRIu32 "},\"response_timestamps\":[", max_tokens);
+    if (!rv) rv = tp_buf_append_str(out, ",\"max_tokens\":");
+    if (!rv) rv = tp__json_u64(out, max_tokens);
+    if (!rv) rv = tp_buf_append_str(out, "},\"response_timestamps\":[");
     size_t text_at = SIZE_MAX;
     for (uint32_t i = 0; i < r->n_resp && rv == 0; i++) {
       if (text_at == SIZE_MAX && r->first_token_ns && r->resp_ns[i] == r->first_token_ns) text_at = i;
-      rv = tp_buf_printf(out, "%s%" PRIu64, i ? "," : "", W(r->resp_ns[i]));
+      if (i) rv = tp_buf_append(out, ",", 1);
+      if (!rv) rv = tp__json_u64(out, W(r->resp_ns[i]));
     }
     if (!rv) rv = tp_buf_append_str(out, "],\"response_outputs\":[");
     for (uint32_t i = 0; i < r->n_resp && rv == 0; i++) {

@@ -57,38 +57,74 @@ size_t tp__utf8_len(const unsigned char *s, size_t avail) {
   return n;
 }
 
+#define ONES 0x0101010101010101ULL
+#define HIGHS 0x8080808080808080ULL
+
+/* Whether any of the eight bytes of w needs a look: a control character
+ * (below 0x20), a quote, a backslash, or a byte of a multi-byte sequence
+ * (0x80 and up, to be checked as UTF-8).  The zero-byte tests are exact
+ * about whether such a byte exists, which is all that is asked here. */
+static inline bool word_needs_look(uint64_t w) {
+  uint64_t ctl = (w - ONES * 0x20) & ~w;
+  uint64_t q = w ^ (ONES * '"');
+  uint64_t bs = w ^ (ONES * '\\');
+  q = (q - ONES) & ~q;
+  bs = (bs - ONES) & ~bs;
+  return ((ctl | q | bs | w) & HIGHS) != 0;
+}
+
+static int escape_byte(tp_buf *out, unsigned c) {
+  static const char hex[] = "0123456789abcdef";
+  switch (c) {
+    case '"': return tp_buf_append(out, "\\\"", 2);
+    case '\\': return tp_buf_append(out, "\\\\", 2);
+    case '\n': return tp_buf_append(out, "\\n", 2);
+    case '\r': return tp_buf_append(out, "\\r", 2);
+    case '\t': return tp_buf_append(out, "\\t", 2);
+    default: {
+      char u[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
+      return tp_buf_append(out, u, sizeof(u));
+    }
+  }
+}
+
+/* Generated text is mostly plain bytes: they are skipped eight at a time
+ * and copied in one piece up to the next byte that needs a look, which is
+ * escaped, replaced (invalid UTF-8) or, a valid sequence, kept. */
 int tp__json_escape(tp_buf *out, const char *s, size_t len) {
   const unsigned char *p = (const unsigned char *)s;
-  size_t i = 0, run = 0; /* run: bytes since i that need no escape */
+  size_t i = 0, start = 0; /* [start, i) is plain, not yet copied */
   int rv = 0;
-  while (i + run < len && rv == 0) {
-    unsigned c = p[i + run];
-    size_t ul = c < 0x80 ? 1 : tp__utf8_len(p + i + run, len - i - run);
-    if (c >= 0x20 && c != '"' && c != '\\' && ul) {
-      run += ul;
-      continue;
-    }
-    if (run) rv = tp_buf_append(out, p + i, run);
-    i += run;
-    run = 0;
-    if (rv) break;
-    if (!ul) {
-      rv = tp_buf_append(out, "\xEF\xBF\xBD", 3);
+  while (i < len) {
+    uint64_t w;
+    while (i + 8 <= len && (memcpy(&w, p + i, 8), !word_needs_look(w))) i += 8;
+    if (i >= len) break;
+    unsigned c = p[i];
+    if (c >= 0x20 && c < 0x80 && c != '"' && c != '\\') {
       i++;
       continue;
     }
-    switch (c) {
-      case '"': rv = tp_buf_append(out, "\\\"", 2); break;
-      case '\\': rv = tp_buf_append(out, "\\\\", 2); break;
-      case '\n': rv = tp_buf_append(out, "\\n", 2); break;
-      case '\r': rv = tp_buf_append(out, "\\r", 2); break;
-      case '\t': rv = tp_buf_append(out, "\\t", 2); break;
-      default: rv = tp_buf_printf(out, "\\u%04x", c); break;
+    size_t ul = c < 0x80 ? 1 : tp__utf8_len(p + i, len - i);
+    if (c >= 0x80 && ul) {
+      i += ul;
+      continue;
     }
-    i++;
+    if (i > start && (rv = tp_buf_append(out, p + start, i - start))) return rv;
+    rv = ul ? escape_byte(out, c) : tp_buf_append(out, "\xEF\xBF\xBD", 3);
+    if (rv) return rv;
+    start = ++i;
   }
-  if (rv == 0 && run) rv = tp_buf_append(out, p + i, run);
-  return rv;
+  return i > start ? tp_buf_append(out, p + start, i - start) : 0;
+}
+
+int tp__json_u64(tp_buf *out, uint64_t v) {
+  char b[20];
+  size_t n = sizeof(b);
+  do {
+    b[--n] = (char)('0' + v % 10);
+    v /= 10;
+  } while (v);
+  return tp_buf_append(out, b + n, sizeof(b) - n);
 }
 
 int tp__json_str(tp_buf *out, const char *s, size_t len) {

@@ -203,6 +203,8 @@ static int level_reset(tp_run *r, size_t li, char *err, size_t errlen) {
   memset(L, 0, sizeof(*L));
   /* The arena keeps its room; the last level's pages and file blocks go. */
   if (r->arena) tp_rec_arena_reset(r->arena);
+  if (!r->gaps) r->gaps = tp_gap_pool_new();
+  if (r->gaps) tp_gap_pool_reset(r->gaps);
   L->recs = keep_recs;
   L->cap = keep_cap;
   L->pt = *pt;
@@ -356,6 +358,7 @@ static void level_choose_measured(tp_run *r) {
   lo->goodput_itl_ms = r->cfg.goodput_itl_ms;
   lo->goodput_latency_ms = r->cfg.goodput_latency_ms;
   lo->goodput_tpot_ms = r->cfg.goodput_tpot_ms;
+  lo->gaps = r->mpi ? NULL : r->gaps; /* other ranks' gaps stay there */
   bool windows = r->cfg.measure_mode == TP_MEASURE_TIME_WINDOWS || r->cfg.measure_mode == TP_MEASURE_COUNT_WINDOWS;
   if (windows && L->trials > 0) {
     uint32_t first = L->trials >= 3 ? L->trials - 3 : 0;

@@ -426,6 +426,7 @@ void tp_run_free(tp_run *r) {
   if (r->have_syn_ds) tp_dataset_free(&r->syn_ds);
   free(r->trace);
   tp_rec_arena_free(r->arena);
+  tp_gap_pool_free(r->gaps);
   free(r->lv.settled);
   free(r->lv.offsets);
   free(r->lv.waiting);

@@ -24,6 +24,7 @@
 #include "client/tp_client.h"
 #include "dataset/tp_dataset.h"
 #include "dataset/tp_trace.h"
+#include "metrics/tp_gaps.h"
 #include "metrics/tp_stats.h"
 #include "record/tp_rec_arena.h"
 #include "record/tp_record.h"
@@ -161,6 +162,7 @@ typedef struct level_state {
 struct tp_run {
   tp_config cfg;
   tp_rec_arena *arena; /* the levels' records (tp_sink.c) */
+  tp_gap_pool *gaps;   /* the level's gaps between text responses (itl_pooled) */
   /* Owned copies of the borrowed lists. */
   uint32_t *concurrency;
   double *rates;

@@ -3,7 +3,8 @@
 says: a sweep against the built-in mock, with --json, and for each level
 every figure of <stem>_genai_perf.json/.csv and <stem>_aiperf.json/.csv
 equals the same figure of the report's JSON document (the CSVs to their two
-decimals).  A run without streaming leaves the timings between tokens out
+decimals), and AIPerf's per-record profile_export.jsonl agrees with
+records.jsonl, the summary and the pooled ITL.  A run without streaming leaves the timings between tokens out
 of both.  Prints TAP."""
 import json
 import os
@@ -151,6 +152,85 @@ def check_level(art, lv, streaming):
         compare_csv(text, doc, table, tool, lv, thousands)
 
 
+def close(a, b):
+    return a is not None and b is not None and abs(a - b) <= 1e-9 * max(1.0, abs(a), abs(b))
+
+
+def check_records(art, li, lv, streaming):
+    """AIPerf's per-record profile_export.jsonl of a level: one line per
+    measured request of records.jsonl, each figure worked out again from
+    that line's times and counts, and the lines' figures summarised are the
+    summary's (profile_export_aiperf.json) and the pooled ITL's."""
+    d = level_dir(art, lv)
+    path = os.path.join(d, "profile_export.jsonl")
+    check(os.path.exists(path), "AIPerf's profile_export.jsonl of concurrency %d" % lv["concurrency"])
+    if not os.path.exists(path):
+        return
+    with open(path) as f:
+        lines = [json.loads(x) for x in f]
+    with open(os.path.join(art, "records.jsonl")) as f:
+        recs = {r["seq"]: r for r in map(json.loads, f) if r["level"] == li and r["measured"]}
+    with open(os.path.join(d, "profile_export_aiperf.json")) as f:
+        summary = json.load(f)
+    bad = []
+    if sorted(x["metadata"]["request_num"] for x in lines) != sorted(recs):
+        bad.append("lines for requests %s, records.jsonl measured %s" %
+                   (sorted(x["metadata"]["request_num"] for x in lines), sorted(recs)))
+    gaps = []
+    for x in lines:
+        r = recs.get(x["metadata"]["request_num"])
+        if r is None:
+            continue
+        md, m = x["metadata"], x["metrics"] or {}
+        sent = r["sent_ns"]
+        if md["request_end_ns"] - md["request_start_ns"] != r["done_ns"] - sent:
+            bad.append("seq %d: end - start is not done - sent" % r["seq"])
+        if md["request_ack_ns"] - md["request_start_ns"] != r["response_ns"][0] - sent:
+            bad.append("seq %d: ack - start is not the first response - sent" % r["seq"])
+        if not r["ok"]:
+            if x["error"] is None or set(m) - {"error_isl"}:
+                bad.append("seq %d failed: %r" % (r["seq"], x))
+            continue
+        if x["error"] is not None:
+            bad.append("seq %d succeeded but has an error" % r["seq"])
+        want = {"request_latency": (r["done_ns"] - sent) / 1e6}
+        if WORDS:
+            want["input_sequence_length"] = r["input_tokens"]
+            want["output_sequence_length"] = r["output_tokens"]
+        if streaming:
+            want["time_to_first_token"] = (r["first_token_ns"] - sent) / 1e6
+            want["time_to_second_token"] = (r["second_token_ns"] - r["first_token_ns"]) / 1e6
+        for k, v in want.items():
+            if not close(m.get(k, {}).get("value"), v):
+                bad.append("seq %d: %s %r, records.jsonl gives %r" % (r["seq"], k, m.get(k), v))
+        icl = m.get("inter_chunk_latency", {}).get("value")
+        if streaming:
+            # The gaps are differences of consecutive response times, and
+            # together they span the first text response to the last.
+            diffs = {(b - a) / 1e6 for a, b in zip(r["response_ns"], r["response_ns"][1:])}
+            span = (r["last_token_ns"] - r["first_token_ns"]) / 1e6
+            if icl is None or any(g not in diffs for g in icl) or not close(sum(icl), span):
+                bad.append("seq %d: inter_chunk_latency %r against response_ns" % (r["seq"], icl))
+            gaps += icl or []
+        elif icl is not None:
+            bad.append("seq %d: gaps without streaming" % r["seq"])
+    for key, want in summary.items():
+        vals = [x["metrics"][key]["value"] for x in lines if x["metrics"] and key in x["metrics"]]
+        if "p50" not in want or key.startswith("error"):
+            continue
+        if not vals or not close(sum(vals) / len(vals), want["avg"]) or not close(min(vals), want["min"]) \
+                or not close(max(vals), want["max"]):
+            bad.append("%s: the lines' mean/min/max are not the summary's %r" % (key, want))
+    if summary.get("request_count", {}).get("avg") != len(lines):
+        bad.append("request_count %r, %d lines" % (summary.get("request_count"), len(lines)))
+    pooled = lv.get("itl_pooled_ms")
+    if streaming and (not pooled or pooled["n"] != len(gaps) or not close(pooled["avg"], sum(gaps) / len(gaps))
+                      or not close(pooled["max"], max(gaps)) or not close(pooled["min"], min(gaps))):
+        bad.append("itl_pooled_ms %r against %d gaps" % (pooled, len(gaps)))
+    check(not bad, "AIPerf's per-record lines of concurrency %d agree with records.jsonl and the summary" %
+          lv["concurrency"], "\n".join(bad[:20]))
+
+
 tmp = tempfile.mkdtemp(prefix="tp_exports_")
 art, rep = run(os.path.join(tmp, "stream"), ["--concurrency", "2,4"])
 levels = rep.get("levels", [])
@@ -160,10 +240,12 @@ check(all(lv.get("time_to_first_token_ms") and lv.get("time_to_second_token_ms")
 if WORDS:
     check(all(lv.get("output_tokens") and lv.get("output_token_throughput_tps") for lv in levels),
           "with a tokenizer the token figures exist to compare")
-for lv in levels:
+for li, lv in enumerate(levels):
     check_level(art, lv, True)
+    check_records(art, li, lv, True)
 
 art, rep = run(os.path.join(tmp, "nostream"), ["--concurrency", "3", "--no-streaming"])
-for lv in rep.get("levels", []):
+for li, lv in enumerate(rep.get("levels", [])):
     check_level(art, lv, False)
+    check_records(art, li, lv, False)
 done()

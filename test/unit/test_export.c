@@ -38,9 +38,17 @@
  *     header is "Metric,avg,min,max,p1,p5,p10,p25,p50,p75,p90,p95,p99,std",
  *     labels like "Time to First Token (ms)", "Output Sequence Length
  *     (tokens)", "Request Count", values "%.2f".
+ *     profile_export.jsonl holds one line per request: "metadata"
+ *     (session_num, turn_index, request_start_ns, request_ack_ns,
+ *     request_end_ns in epoch ns, worker_id, record_processor_id,
+ *     benchmark_phase "profiling", was_cancelled, cancellation_time_ns),
+ *     "metrics" ({"value", "unit"} per metric; inter_chunk_latency a list;
+ *     a failed request error_isl) and "error" (null, or {"code", "type",
+ *     "message"}).
  *   The canonical files written from these facts are test/data/export/. */
 #include <dirent.h>
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,6 +60,7 @@
 #include "metrics/tp_metric.h"
 #include "metrics/tp_stats.h"
 #include "report/tp_export.h"
+#include "report/tp_export_internal.h"
 #include "tp_test.h"
 #include "tokperf/tokperf.h"
 
@@ -694,6 +703,13 @@ static void test_artifacts(void) {
         "concurrency4/<stem>_aiperf.json holds the level's metrics");
   json_decref(d);
   free(txt);
+  snprintf(path, sizeof(path), "%s/concurrency4/profile_export.jsonl", art);
+  txt = read_file(path, &len);
+  nl = 0;
+  for (size_t i = 0; txt && i < len; i++) nl += txt[i] == '\n';
+  CHECK(txt && nl == 4 && !strncmp(txt, "{\"metadata\":", 12),
+        "concurrency4/<stem>.jsonl: AIPerf's per-record lines beside its summary");
+  free(txt);
   snprintf(path, sizeof(path), "%s/accuracy.json", art);
   txt = read_file(path, &len);
   d = txt ? json_loadb(txt, len, 0, &je) : NULL;
@@ -778,8 +794,224 @@ static void test_artifacts(void) {
   rm_rf(dir);
 }
 
+/* The request's line of profile_export.jsonl whose metadata.request_num
+ * is seq; NULL when none. */
+static json_t *record_line(json_t *lines, uint64_t seq) {
+  for (size_t i = 0; i < json_array_size(lines); i++) {
+    json_t *l = json_array_get(lines, i);
+    if ((uint64_t)json_integer_value(json_object_get(json_object_get(l, "metadata"), "request_num")) == seq)
+      return l;
+  }
+  return NULL;
+}
+
+/* text as one JSON value per line, in an array (NULL when a line is not
+ * JSON). */
+static json_t *parse_lines(const char *text, size_t len) {
+  json_t *arr = json_array();
+  const char *p = text, *end = text + len;
+  while (p < end) {
+    const char *nl = memchr(p, '\n', (size_t)(end - p));
+    if (!nl) nl = end;
+    json_error_t je;
+    json_t *v = json_loadb(p, (size_t)(nl - p), 0, &je);
+    if (!v) {
+      json_decref(arr);
+      return NULL;
+    }
+    json_array_append_new(arr, v);
+    p = nl + 1;
+  }
+  return arr;
+}
+
+/* metrics.key.value of a line, with its unit checked; NAN when absent. */
+static double rec_metric(json_t *line, const char *key, const char *unit) {
+  json_t *m = json_object_get(json_object_get(line, "metrics"), key);
+  if (!m) return NAN;
+  const char *u = json_string_value(json_object_get(m, "unit"));
+  CHECK(u && !strcmp(u, unit), "%s is in %s", key, unit);
+  return json_number_value(json_object_get(m, "value"));
+}
+
+/* AIPerf's per-record export (docs/tutorials/working-with-profile-exports.md:
+ * {"metadata": {session_num, turn_index, request_start_ns, request_ack_ns,
+ * request_end_ns, worker_id, record_processor_id, benchmark_phase,
+ * was_cancelled, cancellation_time_ns}, "metrics": {KEY: {"value", "unit"}},
+ * "error": null | {"code", "type", "message"}}, error_isl for a failed
+ * request): every field of the fixture's lines worked out by hand, and the
+ * lines against the canonical file. */
+static void test_aiperf_records(void) {
+  fixture f;
+  fixture_init(&f, 4);
+  tp_buf b;
+  tp_buf_init(&b);
+  tp_export_level el = {&f.lr, f.q, 5, 0, 0};
+  CHECK_INT(tp_export_aiperf_records(&b, &el, true, MONO0, WALL0), 0, "records render");
+  json_t *lines = parse_lines((const char *)b.data, b.len);
+  CHECK(lines != NULL, "every line is JSON");
+  if (!lines) return;
+  CHECK_INT(json_array_size(lines), 4, "one line per measured request, failed included, warm-up left out");
+  uint64_t want_order[4] = {1, 0, 2, 4};
+  for (int i = 0; i < 4; i++)
+    CHECK((uint64_t)json_integer_value(json_object_get(json_object_get(json_array_get(lines, i), "metadata"),
+                                                       "request_num")) == want_order[i],
+          "line %d in send order", i);
+
+  uint64_t b0 = MONO0 + 1000000;
+  json_t *l1 = record_line(lines, 1), *md = json_object_get(l1, "metadata");
+  CHECK_INT(json_integer_value(json_object_get(md, "session_num")), 1, "session_num: the request's number");
+  CHECK_INT(json_integer_value(json_object_get(md, "turn_index")), 0, "turn_index 0 outside sessions");
+  CHECK((uint64_t)json_integer_value(json_object_get(md, "request_start_ns")) == WALL0 + (b0 - MONO0),
+        "request_start_ns: the send, wall-clock ns");
+  CHECK((uint64_t)json_integer_value(json_object_get(md, "request_ack_ns")) == WALL0 + (b0 + 12000000 - MONO0),
+        "request_ack_ns: the first response");
+  CHECK((uint64_t)json_integer_value(json_object_get(md, "request_end_ns")) == WALL0 + (b0 + 26000000 - MONO0),
+        "request_end_ns: the final response");
+  CHECK_STR(json_string_value(json_object_get(md, "worker_id")), "rank_0", "worker_id names the rank");
+  CHECK_STR(json_string_value(json_object_get(md, "benchmark_phase")), "profiling", "benchmark_phase");
+  CHECK(json_is_false(json_object_get(md, "was_cancelled")) &&
+            json_is_null(json_object_get(md, "cancellation_time_ns")),
+        "not cancelled");
+  CHECK(json_is_null(json_object_get(l1, "error")), "a success has error null");
+  /* seq 1: sent at 0, text at 12, 19, 26 ms; 4 input, 3 output tokens. */
+  CHECK_NEAR(rec_metric(l1, "time_to_first_token", "ms"), 12, 1e-9, "seq 1: TTFT 12 ms");
+  CHECK_NEAR(rec_metric(l1, "time_to_second_token", "ms"), 7, 1e-9, "seq 1: TTST 7 ms");
+  CHECK_NEAR(rec_metric(l1, "request_latency", "ms"), 26, 1e-9, "seq 1: latency 26 ms");
+  CHECK_NEAR(rec_metric(l1, "inter_token_latency", "ms"), 7, 1e-9, "seq 1: (26 - 12) / (3 - 1)");
+  CHECK_NEAR(rec_metric(l1, "output_token_throughput_per_user", "tokens/sec/user"), 1000.0 / 7, 1e-9,
+             "seq 1: 1000 / ITL");
+  CHECK_NEAR(rec_metric(l1, "input_sequence_length", "tokens"), 4, 0, "seq 1: ISL 4");
+  CHECK_NEAR(rec_metric(l1, "output_sequence_length", "tokens"), 3, 0, "seq 1: OSL 3");
+  json_t *icl = json_object_get(json_object_get(json_object_get(l1, "metrics"), "inter_chunk_latency"), "value");
+  CHECK(json_array_size(icl) == 2 && json_number_value(json_array_get(icl, 0)) == 7 &&
+            json_number_value(json_array_get(icl, 1)) == 7,
+        "seq 1: inter_chunk_latency [7, 7]");
+  CHECK_INT(json_object_size(json_object_get(l1, "metrics")), 8, "seq 1: exactly those eight metrics");
+
+  /* seq 0: sent at 5, role-only at 15, text at 20 and 28, an empty final
+   * response at 30: TTFT 15, TTST 8, latency 25, TPOT (30 - 20) / 2. */
+  json_t *l0 = record_line(lines, 0);
+  CHECK_NEAR(rec_metric(l0, "time_to_first_token", "ms"), 15, 1e-9, "seq 0: TTFT skips the role-only response");
+  CHECK_NEAR(rec_metric(l0, "time_to_second_token", "ms"), 8, 1e-9, "seq 0: TTST 8 ms");
+  CHECK_NEAR(rec_metric(l0, "request_latency", "ms"), 25, 1e-9, "seq 0: latency 25 ms");
+  CHECK_NEAR(rec_metric(l0, "inter_token_latency", "ms"), 5, 1e-9, "seq 0: AIPerf's ITL is tokperf's TPOT");
+  icl = json_object_get(json_object_get(json_object_get(l0, "metrics"), "inter_chunk_latency"), "value");
+  CHECK(json_array_size(icl) == 1 && json_number_value(json_array_get(icl, 0)) == 8,
+        "seq 0: inter_chunk_latency [8]: between text responses only");
+  CHECK((uint64_t)json_integer_value(json_object_get(json_object_get(l0, "metadata"), "request_ack_ns")) ==
+            WALL0 + (b0 + 15000000 - MONO0),
+        "seq 0: request_ack_ns is the role-only response");
+
+  /* seq 4: one response: no TTST, no gaps. */
+  json_t *l4 = record_line(lines, 4);
+  CHECK_NEAR(rec_metric(l4, "time_to_first_token", "ms"), 43, 1e-9, "seq 4: TTFT 43 ms");
+  CHECK(isnan(rec_metric(l4, "time_to_second_token", "ms")), "seq 4: no second token");
+  CHECK(!json_object_get(json_object_get(l4, "metrics"), "inter_chunk_latency"), "seq 4: no gaps");
+
+  /* seq 2 failed: AIPerf's error_isl, and the error. */
+  json_t *l2 = record_line(lines, 2), *er = json_object_get(l2, "error");
+  CHECK_NEAR(rec_metric(l2, "error_isl", "tokens"), 4, 0, "failed: error_isl 4");
+  CHECK_INT(json_object_size(json_object_get(l2, "metrics")), 1, "failed: no other metric");
+  CHECK_INT(json_integer_value(json_object_get(er, "code")), 13, "failed: code is the gRPC status");
+  CHECK_STR(json_string_value(json_object_get(er, "type")), tp_error_class_name(TP_ERRCLASS_GRPC_STATUS),
+            "failed: type is the error class");
+  CHECK_STR(json_string_value(json_object_get(er, "message")), "INTERNAL: boom", "failed: the message");
+
+  /* The lines against the canonical file, field by field. */
+  char *want = canonical("aiperf_records.jsonl");
+  CHECK(want != NULL, "test/data/export/aiperf_records.jsonl is readable");
+  json_t *wl = want ? parse_lines(want, strlen(want)) : NULL;
+  CHECK(wl != NULL && json_equal(wl, lines), "the lines equal the canonical file's");
+  json_decref(wl);
+  free(want);
+
+  /* Without streaming: the timings between tokens and the gaps left out. */
+  tp_buf_reset(&b);
+  CHECK_INT(tp_export_aiperf_records(&b, &el, false, MONO0, WALL0), 0, "records render without streaming");
+  json_t *ns = parse_lines((const char *)b.data, b.len);
+  json_t *m1 = json_object_get(record_line(ns, 1), "metrics");
+  CHECK(json_object_size(m1) == 3 && json_object_get(m1, "request_latency") &&
+            json_object_get(m1, "input_sequence_length") && json_object_get(m1, "output_sequence_length"),
+        "without streaming: latency and lengths only");
+  json_decref(ns);
+  json_decref(lines);
+  tp_buf_fini(&b);
+  fixture_fini(&f);
+}
+
+/* The escaping one byte at a time, as RFC 8259 asks and as the writer did
+ * before it skipped plain bytes eight at a time: the oracle for every
+ * position of a special byte against the word boundaries. */
+static void escape_slow(tp_buf *out, const unsigned char *p, size_t len) {
+  for (size_t i = 0; i < len;) {
+    unsigned c = p[i];
+    size_t ul = c < 0x80 ? 1 : tp__utf8_len(p + i, len - i);
+    if (!ul) {
+      tp_buf_append(out, "\xEF\xBF\xBD", 3);
+      i++;
+    } else if (c == '"' || c == '\\') {
+      tp_buf_printf(out, "\\%c", c);
+      i++;
+    } else if (c == '\n' || c == '\r' || c == '\t') {
+      tp_buf_append_str(out, c == '\n' ? "\\n" : c == '\r' ? "\\r" : "\\t");
+      i++;
+    } else if (c < 0x20) {
+      tp_buf_printf(out, "\\u%04x", c);
+      i++;
+    } else {
+      tp_buf_append(out, p + i, ul);
+      i += ul;
+    }
+  }
+}
+
+static void test_json_escape(void) {
+  static const char *const specials[] = {"\"", "\\", "\n", "\r", "\t", "\x01", "\x1f", "\x7f", "\xc3\xa9",
+                                         "\xe2\x82\xac", "\xf0\x9f\x98\x80", "\xff", "\xc3", "\xe2\x82"};
+  tp_buf got, want, in;
+  tp_buf_init(&got);
+  tp_buf_init(&want);
+  tp_buf_init(&in);
+  int bad = 0, cases = 0;
+  for (size_t k = 0; k < sizeof(specials) / sizeof(specials[0]); k++)
+    for (size_t len = 0; len <= 24; len++)
+      for (size_t at = 0; at <= len; at++) {
+        tp_buf_reset(&in);
+        for (size_t i = 0; i < len; i++) {
+          if (i == at) tp_buf_append_str(&in, specials[k]);
+          tp_buf_append(&in, "abcdefghijklmnopqrstuvwxyz" + i % 26, 1);
+        }
+        if (at == len) tp_buf_append_str(&in, specials[k]);
+        tp_buf_reset(&got);
+        tp_buf_reset(&want);
+        tp__json_escape(&got, (const char *)in.data, in.len);
+        escape_slow(&want, in.data, in.len);
+        cases++;
+        if (got.len != want.len || memcmp(got.data, want.data, got.len)) bad++;
+      }
+  CHECK(cases > 3000 && bad == 0, "escaping: %d of %d placements of a special byte differ from byte by byte",
+        bad, cases);
+  tp_buf_reset(&got);
+  tp__json_escape(&got, "a\"b\\c\nd\x02" "e\xff", 10);
+  CHECK(got.len == 20 && !memcmp(got.data, "a\\\"b\\\\c\\nd\\u0002e\xEF\xBF\xBD", 20), "escaping by hand");
+
+  static const uint64_t nums[] = {0, 7, 10, 99, 100, 4294967295ULL, 1700000000013000000ULL, UINT64_MAX};
+  static const char *const words[] = {"0", "7", "10", "99", "100", "4294967295", "1700000000013000000",
+                                      "18446744073709551615"};
+  for (size_t i = 0; i < sizeof(nums) / sizeof(nums[0]); i++) {
+    tp_buf_reset(&got);
+    tp__json_u64(&got, nums[i]);
+    CHECK(got.len == strlen(words[i]) && !memcmp(got.data, words[i], got.len), "u64 %s", words[i]);
+  }
+  tp_buf_fini(&got);
+  tp_buf_fini(&want);
+  tp_buf_fini(&in);
+}
+
 int main(void) {
   test_wall_clock();
+  test_json_escape();
   test_accuracy_functions();
   test_accuracy_compute();
   test_pa_experiment();
@@ -787,6 +1019,7 @@ int main(void) {
   test_summary_csv();
   test_summary_json();
   test_responses_jsonl();
+  test_aiperf_records();
   test_sent_text();
   test_artifacts();
   return tp_test_done();

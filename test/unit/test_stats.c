@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "metrics/tp_gaps.h"
 #include "metrics/tp_stats.h"
 #include "tp_test.h"
 #include "tokperf/tokperf.h"
@@ -414,6 +415,110 @@ static void test_stat_large_sorts(void) {
   }
 }
 
+/* The exact statistics of gaps[] beside the pool's: n, min and max equal,
+ * mean and std to rounding, each percentile within the bucket's 1/1024
+ * (exact when every gap is under 1024 ns). */
+static void check_pool_against(const tp_stat *got, const uint64_t *gaps, size_t n, const char *what) {
+  double *ms = malloc(n * sizeof(*ms));
+  for (size_t i = 0; i < n; i++) ms[i] = (double)gaps[i] / 1e6;
+  tp_stat want;
+  tp_stat_compute(&want, ms, n);
+  free(ms);
+  CHECK_INT(got->n, want.n, what);
+  CHECK_NEAR(got->min, want.min, 0, what);
+  CHECK_NEAR(got->max, want.max, 0, what);
+  CHECK_NEAR(got->avg, want.avg, 1e-9 * (1 + want.avg), what);
+  CHECK_NEAR(got->std, want.std, 1e-9 * (1 + want.std), what);
+  double tol = want.max < 1024e-6 ? 0 : 1.0 / 1024;
+  const double g[] = {got->p1, got->p5, got->p10, got->p25, got->p50, got->p75, got->p90, got->p95, got->p99};
+  const double w[] = {want.p1, want.p5, want.p10, want.p25, want.p50, want.p75, want.p90, want.p95, want.p99};
+  for (size_t i = 0; i < sizeof(g) / sizeof(g[0]); i++) CHECK_NEAR(g[i], w[i], tol * w[i] + 1e-12, what);
+}
+
+/* vLLM's ITL: every gap between consecutive text responses, pooled. */
+static void test_gap_pool_records(void) {
+  tp_record recs[6];
+  /* Text at 10, 20, 30 after a role-only response at 5: gaps 10, 10. */
+  double t0[] = {10, 20, 30};
+  make_ok(&recs[0], 0, 0, NULL, 0, 35, 4, 10);
+  tp_record_add_response(&recs[0], T0 + MS(5), false);
+  for (int i = 0; i < 3; i++) tp_record_add_response(&recs[0], T0 + MS(t0[i]), true);
+  /* Text at 30 and 70, then a usage-only response at 80: one gap, 40. */
+  double t1[] = {30, 70};
+  make_ok(&recs[1], 1, 0, t1, 2, 80, 2, 10);
+  tp_record_add_response(&recs[1], T0 + MS(80), false);
+  /* An empty delta at 15 between text at 10 and 22 splits the gap: 5, 7. */
+  make_ok(&recs[2], 2, 0, NULL, 0, 22, 2, 10);
+  tp_record_add_response(&recs[2], T0 + MS(10), true);
+  tp_record_add_response(&recs[2], T0 + MS(15), false);
+  tp_record_add_response(&recs[2], T0 + MS(22), true);
+  /* Two text responses in one read (one stamp) then one at 13: gaps 0, 3;
+   * a text-less response sharing the last stamp adds no gap. */
+  double t3[] = {10, 10, 13};
+  make_ok(&recs[3], 3, 0, t3, 3, 13, 3, 10);
+  tp_record_add_response(&recs[3], T0 + MS(13), false);
+  /* One text response: no gap.  A shed record: its times are gone. */
+  double t4[] = {10};
+  make_ok(&recs[4], 4, 0, t4, 1, 10, 1, 10);
+  double t5[] = {10, 11};
+  make_ok(&recs[5], 5, 0, t5, 2, 11, 2, 10);
+  tp_record_shed(&recs[5], 0);
+
+  tp_gap_pool *p = tp_gap_pool_new();
+  CHECK(p != NULL, "gap pool allocated");
+  if (!p) return;
+  for (int i = 0; i < 6; i++) tp_gap_pool_add_record(p, &recs[i]);
+  uint64_t want[] = {MS(10), MS(10), MS(40), MS(5), MS(7), 0, MS(3)};
+  tp_stat st;
+  tp_gap_pool_stat(p, &st);
+  check_pool_against(&st, want, 7, "pooled gaps of hand-made records");
+  CHECK_NEAR(st.max, 40, 0, "largest gap 40 ms");
+  CHECK_NEAR(st.avg, 75.0 / 7, 1e-12, "mean gap 75/7 ms");
+
+  /* Through the level: the pool passed in the options, per-request ITL
+   * untouched (its mean differs: each request counts once there). */
+  tp_level_opts o;
+  memset(&o, 0, sizeof(o));
+  o.gaps = p;
+  tp_level_result lr;
+  tp_level_compute_ex(&lr, recs, 6, &o);
+  CHECK_INT(lr.itl_pooled_ms.n, 7, "level: pooled gaps");
+  CHECK_NEAR(lr.itl_pooled_ms.p50, st.p50, 0, "level: pooled median is the pool's");
+  CHECK(lr.itl_ms.n == 5 && fabs(lr.itl_ms.avg - st.avg) > 1, "level: per-request ITL kept apart");
+  tp_level_compute(&lr, recs, 6);
+  CHECK_INT(lr.itl_pooled_ms.n, 0, "level without a pool: unavailable");
+
+  tp_gap_pool_reset(p);
+  tp_gap_pool_stat(p, &st);
+  CHECK_INT(st.n, 0, "reset pool is empty");
+  tp_gap_pool_free(p);
+  free_recs(recs, 6);
+}
+
+/* Many gaps over six orders of magnitude against the exact statistics,
+ * and small ones (under 1024 ns) exactly. */
+static void test_gap_pool_many(void) {
+  tp_gap_pool *p = tp_gap_pool_new();
+  CHECK(p != NULL, "gap pool allocated");
+  if (!p) return;
+  size_t n = 200000;
+  uint64_t *g = malloc(n * sizeof(*g));
+  uint64_t x = 88172645463325252ULL;
+  for (int pass = 0; pass < 2; pass++) {
+    tp_gap_pool_reset(p);
+    for (size_t i = 0; i < n; i++) {
+      x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+      g[i] = pass == 0 ? 1000 + x % 1000 * (1 + x / 1000 % 1000000) : x % 1024;
+      tp_gap_pool_add(p, g[i]);
+    }
+    tp_stat st;
+    tp_gap_pool_stat(p, &st);
+    check_pool_against(&st, g, n, pass == 0 ? "200000 gaps, 1 us to 1 s" : "200000 gaps under 1024 ns");
+  }
+  free(g);
+  tp_gap_pool_free(p);
+}
+
 int main(void) {
   test_stat_large_sorts();
   test_stat_one_to_ten();
@@ -423,5 +528,7 @@ int main(void) {
   test_goodput_unjudged();
   test_level_all_failed();
   test_level_edge_cases();
+  test_gap_pool_records();
+  test_gap_pool_many();
   return tp_test_done();
 }

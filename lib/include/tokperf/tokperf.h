@@ -360,6 +360,7 @@ typedef struct tp_level_result {
   tp_stat ttfo_ms;                 /* first answer text after reasoning - sent */
   tp_stat tpot_ms;                 /* (done - first token) / (tokens - 1) (vLLM) */
   tp_stat output_tps_per_user_itl; /* 1000 / ITL ms (GenAI-Perf's per-user throughput) */
+  tp_stat itl_pooled_ms;           /* every gap between text responses, pooled (vLLM's ITL) */
   tp_stat responses; /* responses per request */
 
   double output_token_throughput; /* tokens/s */

@@ -1,0 +1,113 @@
+/* The pooled gaps between text responses (tp_gaps.h). */
+#include "tp_gaps.h"
+#include "tp_request.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Log-linear buckets: a gap under 2^SUB_BITS ns has a bucket of its own;
+ * above, each power of two is cut into 2^SUB_BITS equal buckets, so a
+ * bucket is at most 1/1024 of the values it holds wide. */
+#define SUB_BITS 10
+#define SUB (1u << SUB_BITS)
+#define N_BUCKETS (SUB + (64 - SUB_BITS) * SUB)
+
+struct tp_gap_pool {
+  uint64_t n, min_ns, max_ns;
+  double mean, m2; /* Welford's running mean and squared deviations, in ms */
+  uint64_t count[N_BUCKETS];
+};
+
+static size_t bucket_of(uint64_t v) {
+  if (v < SUB) return (size_t)v;
+  unsigned e = 63u - (unsigned)__builtin_clzll(v); /* >= SUB_BITS */
+  uint64_t mant = (v >> (e - SUB_BITS)) & (SUB - 1);
+  return SUB + (size_t)(e - SUB_BITS) * SUB + (size_t)mant;
+}
+
+/* The middle of bucket b, in ns. */
+static double bucket_mid(size_t b) {
+  if (b < SUB) return (double)b;
+  unsigned e = (unsigned)((b - SUB) / SUB) + SUB_BITS;
+  uint64_t mant = (b - SUB) % SUB;
+  double width = ldexp(1.0, (int)(e - SUB_BITS));
+  return (double)(SUB + mant) * width + (width - 1) / 2;
+}
+
+tp_gap_pool *tp_gap_pool_new(void) {
+  tp_gap_pool *p = malloc(sizeof(*p));
+  if (p) tp_gap_pool_reset(p);
+  return p;
+}
+
+void tp_gap_pool_free(tp_gap_pool *p) {
+  free(p);
+}
+
+void tp_gap_pool_reset(tp_gap_pool *p) {
+  memset(p, 0, sizeof(*p));
+}
+
+void tp_gap_pool_add(tp_gap_pool *p, uint64_t gap_ns) {
+  if (!p->n || gap_ns < p->min_ns) p->min_ns = gap_ns;
+  if (gap_ns > p->max_ns) p->max_ns = gap_ns;
+  p->n++;
+  p->count[bucket_of(gap_ns)]++;
+  double x = (double)gap_ns / (double)TP_NS_PER_MS;
+  double d = x - p->mean;
+  p->mean += d / (double)p->n;
+  p->m2 += d * (x - p->mean);
+}
+
+void tp_gap_pool_add_record(tp_gap_pool *p, const tp_record *r) {
+  uint32_t i0, i1;
+  if (!tp_request_text_span(r, &i0, &i1)) return;
+  for (uint32_t i = i0 + 1; i <= i1; i++)
+    if (r->resp_ns[i] >= r->resp_ns[i - 1]) tp_gap_pool_add(p, r->resp_ns[i] - r->resp_ns[i - 1]);
+}
+
+/* The value of rank k (0-based) of the sorted gaps, in ns: the middle of
+ * its bucket, kept inside the exact min and max. */
+static double rank_value(const tp_gap_pool *p, uint64_t k) {
+  if (k == 0) return (double)p->min_ns;
+  if (k >= p->n - 1) return (double)p->max_ns;
+  uint64_t seen = 0;
+  size_t b = 0;
+  for (; b < N_BUCKETS; b++) {
+    seen += p->count[b];
+    if (seen > k) break;
+  }
+  double v = bucket_mid(b);
+  if (v < (double)p->min_ns) v = (double)p->min_ns;
+  if (v > (double)p->max_ns) v = (double)p->max_ns;
+  return v;
+}
+
+/* numpy's default percentile (tp_stat_compute's), over the buckets. */
+static double percentile_ms(const tp_gap_pool *p, double pct) {
+  double rank = pct / 100.0 * (double)(p->n - 1);
+  uint64_t lo = (uint64_t)floor(rank);
+  double v = rank_value(p, lo);
+  if (lo + 1 < p->n) v += (rank_value(p, lo + 1) - v) * (rank - (double)lo);
+  return v / (double)TP_NS_PER_MS;
+}
+
+void tp_gap_pool_stat(const tp_gap_pool *p, tp_stat *st) {
+  memset(st, 0, sizeof(*st));
+  if (!p || !p->n) return;
+  st->n = p->n;
+  st->min = (double)p->min_ns / (double)TP_NS_PER_MS;
+  st->max = (double)p->max_ns / (double)TP_NS_PER_MS;
+  st->avg = p->mean < st->min ? st->min : p->mean > st->max ? st->max : p->mean;
+  st->std = p->min_ns == p->max_ns ? 0 : sqrt(p->m2 / (double)p->n);
+  st->p1 = percentile_ms(p, 1);
+  st->p5 = percentile_ms(p, 5);
+  st->p10 = percentile_ms(p, 10);
+  st->p25 = percentile_ms(p, 25);
+  st->p50 = percentile_ms(p, 50);
+  st->p75 = percentile_ms(p, 75);
+  st->p90 = percentile_ms(p, 90);
+  st->p95 = percentile_ms(p, 95);
+  st->p99 = percentile_ms(p, 99);
+}

@@ -7,9 +7,10 @@
  * here, the synthetic prompt count there).  They are mapped onto a run's
  * settings, and the result is printed in vLLM's layout (the metrics and
  * percentiles of --percentile-metrics and --metric-percentiles), with
- * --save-result writing vLLM's result keys.  Where tokperf's figure is
- * defined differently (ITL per request rather than pooled chunk gaps) the
- * docs say so (docs/metrics.md, "Side by side with other tools"). */
+ * --save-result writing vLLM's result keys.  Each figure is vLLM's own
+ * definition: ITL is the pooled gaps between chunks (itl_pooled_ms), not
+ * tokperf's per-request ITL (docs/metrics.md, "Side by side with other
+ * tools"). */
 #include <inttypes.h>
 #include <math.h>
 #include <stddef.h>
@@ -171,9 +172,11 @@ static const tp_stat *metric_stat(const tp_level_result *lr, const char *m, cons
     return &lr->tpot_ms;
   }
   if (strcmp(m, "itl") == 0) {
+    /* vLLM's ITL pools every gap between chunks of every request
+     * (itl_pooled_ms); tokperf's own per-request ITL is itl_ms. */
     *title = "Inter-token Latency";
     *abbr = "ITL";
-    return &lr->itl_ms;
+    return &lr->itl_pooled_ms;
   }
   *title = "End-to-end Latency";
   *abbr = "E2EL";
@@ -315,8 +318,8 @@ static void help(FILE *out, vb *d) {
                "vLLM's `vllm bench serve` command line, run by tokperf: swap `vllm bench serve` (or\n"
                "`python benchmark_serving.py`) for `tokperf vllm-bench`. The flags keep vLLM's meanings\n"
                "(--backend is the client API, --num-prompts the number of requests), the result is printed\n"
-               "in vLLM's layout, and --save-result writes vLLM's keys. tokperf's ITL is per request, not\n"
-               "vLLM's pooled chunk gaps (docs/metrics.md). Every other tokperf option: tokperf profile.\n\n");
+               "in vLLM's layout, and --save-result writes vLLM's keys. ITL is vLLM's: every gap between\n"
+               "chunks of every request, pooled (docs/metrics.md). Every other tokperf option: tokperf profile.\n\n");
   tp_settings_part part = {vb_rows, VB_N, d, "", NULL};
   tp_settings_help(out, &part, 1, 0);
   fprintf(out, "\nExample:\n  tokperf vllm-bench --backend openai-chat --base-url http://localhost:8000 \\\n"

@@ -446,6 +446,8 @@ rc, out, err = run(["vllm-bench", "--mock", "-q", "--num-prompts", "6", "--rando
                     "--random-output-len", "4", "--request-rate", "inf", "--max-concurrency", "3", "--disable-tqdm"])
 check(rc == 0 and "Successful requests:                     6" in out and "Maximum request concurrency:             3"
       in out, "vllm-bench: --num-prompts is the request count, --request-rate inf within --max-concurrency", out + err)
+itl = [float(l.split()[-1]) for l in out.splitlines() if l.startswith("Mean ITL (ms):")]
+check(itl and itl[0] > 0, "vllm-bench: ITL is vLLM's pooled chunk gaps, measured", out[-600:])
 
 # On a terminal, progress is one status line redrawn in place: the level of
 # how many, in the user's words, requests done, in flight, failed, the live

@@ -180,6 +180,34 @@ bool tp_metric_value(const tp_metric *m, const tp_level_result *lr, tp_stat_id s
   return false;
 }
 
+void tp_metric_mean_runs(const tp_level_result *runs, size_t n, tp_level_result *out) {
+  *out = runs[0];
+  for (size_t i = 0; i < TP_ARRAY_LEN(metrics); i++) {
+    const tp_metric *m = &metrics[i];
+    char *p = (char *)out + m->offset;
+    if (m->kind == TP_METRIC_DIST) {
+      /* Every run's values stand behind the means. */
+      size_t total = 0;
+      for (size_t r = 0; r < n; r++) total += tp_metric_stat(m, &runs[r])->n;
+      ((tp_stat *)(void *)p)->n = total;
+    }
+    size_t ns = m->kind == TP_METRIC_DIST ? TP_STAT_COUNT : 1;
+    for (size_t st = 0; st < ns; st++) {
+      double sum = 0, v;
+      size_t k = 0;
+      for (size_t r = 0; r < n; r++)
+        if (tp_metric_value(m, &runs[r], (tp_stat_id)st, &v)) {
+          sum += v;
+          k++;
+        }
+      if (!k) continue;
+      if (m->kind == TP_METRIC_DIST) *(double *)(void *)(p + stats[st].off) = sum / (double)k;
+      else if (m->kind == TP_METRIC_VALUE) *(double *)(void *)p = sum / (double)k;
+      else *(uint64_t *)(void *)p = (uint64_t)llround(sum);
+    }
+  }
+}
+
 int tp_metric_parse_threshold(const tp_metric *m, const char *s, double *out, char *err, size_t errlen) {
   char *end;
   double v = strtod(s, &end);

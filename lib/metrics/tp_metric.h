@@ -115,6 +115,12 @@ bool tp_metric_available(const tp_metric *m, const tp_level_result *lr);
  * kinds).  Returns false when unavailable (*out untouched). */
 bool tp_metric_value(const tp_metric *m, const tp_level_result *lr, tp_stat_id st, double *out);
 
+/* One result standing for n repeated runs of a level (--num-profile-runs),
+ * for judging them together: a copy of runs[0] in which every row's value
+ * is the mean over the runs that have it (each statistic of a distribution
+ * apart), and every count the sum (a failure in any run counts). */
+void tp_metric_mean_runs(const tp_level_result *runs, size_t n, tp_level_result *out);
+
 /* Reads a threshold in the row's unit: "250ms", "0.25s" or "250" (ms) for
  * times, "5%" or "0.05" for fractions, a plain number otherwise.  Returns 0
  * or TP_EINVAL with a phrase in err. */

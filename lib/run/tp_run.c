@@ -58,10 +58,9 @@ static int check_messages_use(tp_run *r, char *err, size_t errlen) {
 }
 
 static int validate(const tp_config *c, char *err, size_t errlen) {
-  if (c->search && (c->schedule_file || c->n_input_tokens_means > 1 || c->n_output_tokens_means > 1 ||
-                    c->num_profile_runs > 1)) {
-    tp_seterr(err, errlen, "--search probes one load at a time: it goes without --schedule, lists of token "
-                           "lengths and --num-profile-runs");
+  if (c->search && (c->schedule_file || c->n_input_tokens_means > 1 || c->n_output_tokens_means > 1)) {
+    tp_seterr(err, errlen, "--search probes one load at a time: it goes without --schedule and lists of token "
+                           "lengths");
     return TP_EINVAL;
   }
   if (!c->request_rates || !c->n_request_rates) {

@@ -163,6 +163,9 @@ struct tp_run {
   tp_config cfg;
   tp_rec_arena *arena; /* the levels' records (tp_sink.c) */
   tp_gap_pool *gaps;   /* the level's gaps between text responses (itl_pooled) */
+  /* --search with --num-profile-runs: the current probe's runs so far. */
+  uint64_t probe_requests;
+  double probe_secs;
   /* Owned copies of the borrowed lists. */
   uint32_t *concurrency;
   double *rates;

@@ -5,6 +5,7 @@
 
 #include "run/tp_run_internal.h"
 #include "dataset/tp_synth.h"
+#include "metrics/tp_metric.h"
 
 int tpr_prepare_point_prompts(tp_run *r, const point *pt, char *err, size_t errlen) {
   if (!pt->input_tokens) {
@@ -69,11 +70,20 @@ static bool search_point(tp_run *r, size_t li) {
   return true;
 }
 
-static void search_judge(tp_run *r, size_t li) {
+/* A probe is judged once all its runs (--num-profile-runs) are measured:
+ * on the mean of each figure over them (tp_metric_mean_runs), its requests
+ * and seconds summed. */
+static void search_judge(tp_run *r, size_t li, size_t runs) {
   const point *p = &r->points[li];
   double load = p->mode == TP_LOAD_RATE ? p->rate : (double)p->concurrency;
-  double secs = (double)(tp_now_ns() - r->lv.t0) / 1e9;
-  tp_sweep_search_judge(r->search, load, &r->levels[r->n_levels - 1], r->n_levels - 1, r->lv.n_planned, secs);
+  r->probe_secs += (double)(tp_now_ns() - r->lv.t0) / 1e9;
+  r->probe_requests += r->lv.n_planned;
+  if ((li + 1) % runs != 0 || r->n_levels < runs) return;
+  tp_level_result mean;
+  tp_metric_mean_runs(&r->levels[r->n_levels - runs], runs, &mean);
+  tp_sweep_search_judge(r->search, load, &mean, r->n_levels - 1, r->probe_requests, r->probe_secs);
+  r->probe_secs = 0;
+  r->probe_requests = 0;
 }
 
 int tp_run_exec(tp_run *r, char *err, size_t errlen) {
@@ -86,12 +96,15 @@ int tp_run_exec(tp_run *r, char *err, size_t errlen) {
     tp_seterr(err, errlen, "--search runs in one process: start it without mpirun");
     return TP_EINVAL;
   }
+  size_t runs = r->cfg.num_profile_runs > 1 ? r->cfg.num_profile_runs : 1;
   for (size_t li = 0; li < r->n_points && !r->interrupted; li++) {
-    if (r->search && !search_point(r, li)) break;
+    /* A probe's first run asks the search for the load; its repeats keep it. */
+    if (r->search && li % runs == 0 && !search_point(r, li)) break;
+    if (r->search && li % runs != 0) r->points[li] = r->points[li - 1];
     rv = tpr_run_level(r, li, err, errlen);
     if (rv && r->mpi && r->rank != 0) return tpr_dist_leave(r, rv, err, errlen);
     if (rv) return rv;
-    if (r->search) search_judge(r, li);
+    if (r->search) search_judge(r, li, runs);
   }
   if (r->mpi) {
     tp_mpi_finish(r->mpi);

@@ -75,6 +75,29 @@ check('data-chart="search"' in sec and sec.count('class="probe ') == len(probes)
 check("Capacity search" in so and "Boundary: 8" in so and "First failing probe" in so,
       "the text report has the search's table and its boundary", so[-3000:])
 
+# Each probe repeated (--num-profile-runs 2): judged on the mean of its
+# runs' figures, every run a level of its own, the boundary the same.
+out = os.path.join(tmp, "search_runs.json")
+rc, so, se = run(["profile"] + MOCK + ["--search", "concurrency", "--search-min", "4", "--search-max", "16",
+                                      "--search-precision", "1", "--slo", "ttft.p99 <= 50ms", "--num-profile-runs",
+                                      "2", "--request-count", "24", "--warmup-request-count", "4", "--no-artifacts",
+                                      "-q", "--json", out])
+doc = load(out) if rc == 0 else {}
+s = doc.get("search", {})
+probes = s.get("probes", [])
+levels = doc.get("levels", [])
+check(rc == 0 and s.get("outcome") == "found" and s.get("boundary") is not None and abs(s["boundary"] - B) <= 1,
+      "a search with repeated runs finds the boundary (%s)" % s.get("boundary"), se[-800:])
+check(len(levels) == 2 * len(probes) and all(levels[2 * i]["concurrency"] == levels[2 * i + 1]["concurrency"] ==
+                                             p["load"] for i, p in enumerate(probes)),
+      "each probe ran twice at its load, each run a level (%d levels, %d probes)" % (len(levels), len(probes)))
+want = [sum(lv["time_to_first_token_ms"]["p99"] for lv in levels[2 * i:2 * i + 2]) / 2 for i in range(len(probes))]
+check(all(abs(p["slos"]["ttft.p99 <= 50ms"]["value"] - w) < 1e-6 for p, w in zip(probes, want))
+      if probes and isinstance(probes[0].get("slos"), dict) else False,
+      "each probe is judged on the mean of its runs' figures",
+      json.dumps([[p.get("slos"), w] for p, w in zip(probes, want)])[:1500])
+check("Repeated runs: 2 per level" in so, "the repeats' table is in the report", so[-1500:])
+
 # A request-rate search with a relative precision: the mock serves B
 # sequences at once, each 10 ms + 15 x 6 ms = 100 ms long, so it keeps up
 # with B / 0.1 = 80 requests/s; below that TTFT stays near 10 ms, above

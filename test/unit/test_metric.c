@@ -22,7 +22,34 @@ static char *slurp(const char *path) {
   return b;
 }
 
+/* Repeated runs judged together: means of values and of every statistic,
+ * counts summed, a distribution's n the sum of the runs'. */
+static void test_mean_runs(void) {
+  tp_level_result runs[3];
+  memset(runs, 0, sizeof(runs));
+  for (int i = 0; i < 3; i++) {
+    runs[i].ttft_ms.n = 10;
+    runs[i].ttft_ms.avg = 10.0 * (i + 1);
+    runs[i].ttft_ms.p99 = 100.0 + i;
+    runs[i].request_throughput = 2.0 * (i + 1);
+    runs[i].failed = (uint64_t)i;
+    runs[i].error_rate = 0.1 * i;
+  }
+  runs[2].itl_ms.n = 5; /* only the last run has ITL values */
+  runs[2].itl_ms.avg = 7;
+  tp_level_result mean;
+  tp_metric_mean_runs(runs, 3, &mean);
+  CHECK_NEAR(mean.ttft_ms.avg, 20.0, 1e-9, "a distribution's mean is the mean of the runs' means");
+  CHECK_NEAR(mean.ttft_ms.p99, 101.0, 1e-9, "its p99 the mean of the runs' p99");
+  CHECK_INT(mean.ttft_ms.n, 30, "its n counts every run's values");
+  CHECK_NEAR(mean.request_throughput, 4.0, 1e-9, "a value is the mean over the runs");
+  CHECK_NEAR(mean.error_rate, 0.1, 1e-9, "the error rate too");
+  CHECK_INT(mean.failed, 3, "a count is the sum: a failure in any run counts");
+  CHECK(mean.itl_ms.n == 5 && mean.itl_ms.avg == 7, "a figure only one run has is that run's");
+}
+
 int main(void) {
+  test_mean_runs();
   size_t n;
   const tp_metric *m = tp_metrics(&n);
   CHECK(n >= 20, "the registry has its rows (%zu)", n);

@@ -138,6 +138,13 @@ struct tp_triton_model_counters;
 int tp_client_triton_model_stats(tp_client *c, struct tp_triton_model_counters **out, size_t *n, char *err,
                                  size_t errlen);
 
+/* The same while the loop runs (requests in flight): the call is started
+ * and done(ud, rv, counters, n, err) follows from the loop, counters owned
+ * by the callee (free()) when rv is 0.  Returns 0, or a code (no callback). */
+typedef void (*tp_client_stats_cb)(void *ud, int rv, struct tp_triton_model_counters *counters, size_t n,
+                                   const char *err);
+int tp_client_triton_model_stats_start(tp_client *c, tp_client_stats_cb done, void *ud);
+
 /* Checks that one input file entry (tp_client_send.inputs) can be sent to
  * the model, by building its request once; call it after preflight on a
  * client opened with file_inputs.  Returns 0, or TP_EINVAL with a message

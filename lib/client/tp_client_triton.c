@@ -407,6 +407,57 @@ int tp_client_triton_model_stats(tp_client *c, tp_triton_model_counters **out, s
   return rv;
 }
 
+/* One ModelStatistics call in flight on the running loop. */
+typedef struct stats_call {
+  triton_client *tc;
+  tp_client_stats_cb done;
+  void *ud;
+  unary_ctx u;
+} stats_call;
+
+static void stats_on_message(tp_call *c, const uint8_t *d, size_t n, uint64_t t, void *ud) {
+  unary_on_message(c, d, n, t, &((stats_call *)ud)->u);
+}
+
+static void stats_on_close(tp_call *c, const tp_call_result *res, void *ud) {
+  stats_call *sc = ud;
+  unary_on_close(c, res, &sc->u);
+  tp_triton_model_counters *counters = NULL;
+  size_t n = 0;
+  char err[640] = "";
+  int rv = 0;
+  if (sc->u.grpc_status != 0) {
+    snprintf(err, sizeof(err), "ModelStatistics on %s failed: %s", sc->tc->target, sc->u.message);
+    rv = TP_ESERVER;
+  } else if (tp_triton_parse_model_statistics(sc->u.resp.data, sc->u.resp.len, &counters, &n)) {
+    snprintf(err, sizeof(err), "ModelStatistics from %s is not a valid message", sc->tc->target);
+    rv = TP_EPROTO;
+  }
+  sc->done(sc->ud, rv, counters, n, err);
+  tp_buf_fini(&sc->u.resp);
+  free(sc);
+}
+
+int tp_client_triton_model_stats_start(tp_client *c, tp_client_stats_cb done, void *ud) {
+  static const tp_call_cbs cbs = {stats_on_message, stats_on_close};
+  triton_client *tc = (triton_client *)c;
+  stats_call *sc = calloc(1, sizeof(*sc));
+  if (!sc) return TP_ENOMEM;
+  sc->tc = tc;
+  sc->done = done;
+  sc->ud = ud;
+  sc->u.loop = tc->loop;
+  tp_buf body;
+  tp_buf_init(&body);
+  int rv = tp_triton_build_model_request(&body, "", "");
+  if (!rv)
+    rv = tp_h2c_call(tc->pool, TP_TRITON_SERVICE "ModelStatistics", body.data, body.len, PREFLIGHT_TIMEOUT_NS, &cbs,
+                     sc, NULL);
+  tp_buf_fini(&body);
+  if (rv) free(sc);
+  return rv;
+}
+
 int tp_client_triton_check_inputs(tp_client *c, const char *inputs, char *err, size_t errlen) {
   triton_client *tc = (triton_client *)c;
   if (!tc->meta) {

@@ -334,8 +334,61 @@ int tpr_dist_leave(tp_run *r, int rv, char *err, size_t errlen) {
 /* ---- the hooks around a level ----------------------------------------------- */
 
 static int stats_begin(tp_run *r, size_t li, char *err, size_t errlen) {
+  r->stats_gen++;
   stats_read_before(r);
   return 0;
+}
+
+/* A snapshot asked for while the level runs. */
+typedef struct resnap {
+  tp_run *r;
+  uint32_t gen;
+} resnap;
+
+static void resnap_done(void *ud, int rv, tp_triton_model_counters *counters, size_t n, const char *err) {
+  resnap *x = ud;
+  tp_run *r = x->r;
+  if (rv == 0 && x->gen == r->stats_gen && r->stats_before) {
+    free(r->stats_before);
+    r->stats_before = counters;
+    r->n_stats_before = n;
+  } else {
+    free(counters);
+    if (rv) tpr_warn(r, "server statistics at the end of the warm-up: %s; the level's cover its warm-up", err);
+  }
+  free(x);
+}
+
+/* The warm-up is over (every warm-up request ended and a measured one was
+ * planned): the counters are read again, so the level's statistics cover
+ * the measured requests only, as perf_analyzer's cover its measurement.
+ * A measured request that ends before the snapshot reaches the server is
+ * left out, one still running counts: the boundary is as sharp as the
+ * server's own counters allow. */
+static void maybe_resnap(tp_run *r) {
+  level_state *L = &r->lv;
+  if (L->stats_resnap || !L->measured_planned || L->warmup_left || !stats_wanted(r) || !r->stats_before) return;
+  L->stats_resnap = true;
+  if (!L->n_warmup && !L->warmup_end_ns) return; /* no warm-up: the level's start is the snapshot */
+  resnap *x = malloc(sizeof(*x));
+  if (!x) return;
+  *x = (resnap){r, r->stats_gen};
+  if (tp_client_triton_model_stats_start(r->client, resnap_done, x)) free(x);
+}
+
+void tpr_stats_planned(tp_run *r, const tp_record *rec) {
+  level_state *L = &r->lv;
+  if (rec->warmup)
+    L->warmup_left++;
+  else
+    L->measured_planned = true;
+  maybe_resnap(r);
+}
+
+void tpr_stats_done(tp_run *r, const tp_record *rec) {
+  level_state *L = &r->lv;
+  if (rec->warmup && L->warmup_left) L->warmup_left--;
+  maybe_resnap(r);
 }
 
 static int scrape_open(tp_run *r, char *err, size_t errlen) {

@@ -47,6 +47,7 @@ static void plan_session_turn(tp_run *r, const tp_sessions_turn *t) {
   /* The warm-up count is of sessions: all their turns are warm-up. */
   rec->warmup = L->warmup_end_ns ? rec->planned_ns < L->warmup_end_ns : t->it.session < L->n_warmup;
   rec->max_tokens = tpr_draw_max_tokens(r, &L->ds->items[rec->prompt_index], seq);
+  tpr_stats_planned(r, rec);
   if (!rec->warmup && !L->measure_start_ns) {
     L->measure_start_ns = rec->planned_ns;
     if (r->cfg.measure_mode == TP_MEASURE_DURATION)

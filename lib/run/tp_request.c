@@ -68,6 +68,7 @@ void tpr_plan_request(tp_run *r, uint64_t planned_ns) {
                                                      : (uint32_t)(gseq % L->ds->n);
   rec->warmup = L->warmup_end_ns ? planned_ns < L->warmup_end_ns : seq < L->n_warmup;
   rec->max_tokens = tpr_draw_max_tokens(r, &L->ds->items[rec->prompt_index], (size_t)gseq);
+  tpr_stats_planned(r, rec);
   if (!rec->warmup && !L->measure_start_ns) {
     /* The measurement starts with the first measured request. */
     L->measure_start_ns = planned_ns;

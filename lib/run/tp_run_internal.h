@@ -103,6 +103,11 @@ typedef struct level_state {
    * asked to let go of the pages below released_at. */
   uint64_t *settled;
   size_t settled_words, settled_low, released_at;
+  /* Server statistics over the measured requests only: warm-up requests
+   * planned and not yet ended, whether a measured one was planned, and
+   * whether the "before" snapshot was taken again once warm-up ended. */
+  size_t warmup_left;
+  bool measured_planned, stats_resnap;
   size_t n_planned, n_done;
   size_t n_failed; /* of the done ones, failed: kept as they end, for progress */
   size_t total; /* requests to plan (count measurement), SIZE_MAX = until told to stop */
@@ -163,6 +168,7 @@ struct tp_run {
   tp_config cfg;
   tp_rec_arena *arena; /* the levels' records (tp_sink.c) */
   tp_gap_pool *gaps;   /* the level's gaps between text responses (itl_pooled) */
+  uint32_t stats_gen; /* levels begun: a late snapshot of an earlier level is dropped */
   /* --search with --num-profile-runs: the current probe's runs so far. */
   uint64_t probe_requests;
   double probe_secs;
@@ -264,6 +270,9 @@ void tpr_progress(tp_run *r, const char *fmt, ...) __attribute__((format(printf,
 void tpr_warn(tp_run *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void tpr_artifact_dir_name(const tp_config *c, char *out, size_t outlen);
 tp_record *tpr_grow_records(tp_run *r);
+/* Server statistics: a request planned, a request ended (tp_hooks.c). */
+void tpr_stats_planned(tp_run *r, const tp_record *rec);
+void tpr_stats_done(tp_run *r, const tp_record *rec);
 int tpr_reserve_records(tp_run *r, size_t n);
 uint32_t tpr_draw_max_tokens(tp_run *r, const tp_prompt *p, size_t seq);
 void tpr_plan_request(tp_run *r, uint64_t planned_ns);

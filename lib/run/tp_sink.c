@@ -189,6 +189,7 @@ void tpr_mark_measured_lines(tp_run *r) {
 void tpr_finish_done(tp_run *r, size_t seq) {
   level_state *L = &r->lv;
   tp_record *rec = &L->recs[seq];
+  tpr_stats_done(r, rec);
   /* Its response times are still here (shed once its line is written). */
   if (r->gaps && tp_record_ok(rec) && measured_as_written(r, rec) == TP_RECORD_MEASURED)
     tp_gap_pool_add_record(r->gaps, rec);

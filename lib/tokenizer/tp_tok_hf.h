@@ -15,8 +15,10 @@
  * into the template tp_tok_encode_special wraps those ids in.
  *
  * Files: tp_tok_hf.c loads the pipeline and keeps the per-thread state,
- * tp_tok_hf_run.c runs it (encode and decode), tp_tok_hf_bpe.c is the
- * model, tp_tok_hf_re.c the regexes, tp_tok_hf_json.c the JSON reader. */
+ * with its parts read by tp_tok_hf_fields.c, tp_tok_hf_steps.c,
+ * tp_tok_hf_added.c and tp_tok_hf_post.c (tp_tok_hf_load.h); tp_tok_hf_run.c
+ * runs it (encode and decode), tp_tok_hf_bpe.c is the model, tp_tok_hf_re.c
+ * the regexes, tp_tok_hf_json.c the JSON reader. */
 #ifndef TP_TOK_HF_H
 #define TP_TOK_HF_H
 

@@ -211,6 +211,61 @@ static int run_batch(tp__bpe *m, mjob *jobs, size_t nb, const char *text, char *
   return 0;
 }
 
+/* parse_merge's answer for an entry that is not a merge. */
+#define SKIP_MERGE 1
+
+/* Reads merges[i] (node e) into j's a and b; form is the type every entry
+ * must share.  Returns 0, SKIP_MERGE, or TP_EINVAL with why set. */
+static int parse_merge(const tp__json *d, uint32_t e, size_t i, uint8_t form, size_t prefix_len, mjob *j,
+                       char *why, size_t whylen) {
+  const tp__json_node *en = tp__json_at(d, e);
+  int rv = 0;
+  if (en->type != form || (form != TP_JSON_STRING && form != TP_JSON_ARRAY)) {
+    tp_seterr(why, whylen,
+              "model.merges[%zu] is %s; merges are either all strings \"a b\" or all "
+              "pairs [\"a\", \"b\"]",
+              i, tp__json_type_name(d, e));
+    rv = TP_EINVAL;
+  } else if (form == TP_JSON_STRING) {
+    const char *s = tp__json_str(d, e);
+    size_t n = tp__json_strlen(d, e);
+    /* A merges.txt header line that was carried over. */
+    if (n >= 8 && memcmp(s, "#version", 8) == 0) return SKIP_MERGE;
+    const char *sp = memchr(s, ' ', n);
+    if (sp == NULL || memchr(sp + 1, ' ', n - (size_t)(sp + 1 - s)) != NULL) {
+      char q[256];
+      tp_seterr(why, whylen, "model.merges[%zu] is \"%s\", expected two tokens separated by one space", i,
+                tp__json_quote(q, sizeof(q), s, n, 60));
+      rv = TP_EINVAL;
+    } else {
+      j->a = s;
+      j->an = (size_t)(sp - s);
+      j->b = sp + 1;
+      j->bn = n - (size_t)(sp + 1 - s);
+    }
+  } else {
+    uint32_t a = en->u.c.first, b = a ? tp__json_at(d, a)->next : 0;
+    if (en->u.c.count != 2 || tp__json_at(d, a)->type != TP_JSON_STRING ||
+        tp__json_at(d, b)->type != TP_JSON_STRING) {
+      tp_seterr(why, whylen, "model.merges[%zu] is not a pair of two strings", i);
+      rv = TP_EINVAL;
+    } else {
+      j->a = tp__json_str(d, a);
+      j->an = tp__json_strlen(d, a);
+      j->b = tp__json_str(d, b);
+      j->bn = tp__json_strlen(d, b);
+    }
+  }
+  /* The merged token drops the right part's continuing_subword_prefix. */
+  if (rv == 0 && j->bn < prefix_len) {
+    char q[256];
+    tp_seterr(why, whylen, "model.merges[%zu]: \"%s\" is shorter than continuing_subword_prefix", i,
+              tp__json_quote(q, sizeof(q), j->b, j->bn, 60));
+    rv = TP_EINVAL;
+  }
+  return rv;
+}
+
 static int load_merges(tp__bpe *m, const tp__json *d, uint32_t merges, char *why, size_t whylen) {
   const tp__json_node *mn = tp__json_at(d, merges);
   m->mmask = table_size(mn->u.c.count) - 1;
@@ -236,48 +291,10 @@ static int load_merges(tp__bpe *m, const tp__json *d, uint32_t merges, char *why
     if (form == 0) form = en->type;
     mjob *j = &jobs[nb];
     j->i = i;
-    if (en->type != form || (form != TP_JSON_STRING && form != TP_JSON_ARRAY)) {
-      tp_seterr(why, whylen,
-                "model.merges[%zu] is %s; merges are either all strings \"a b\" or all "
-                "pairs [\"a\", \"b\"]",
-                i, tp__json_type_name(d, e));
-      rv = TP_EINVAL;
-    } else if (form == TP_JSON_STRING) {
-      const char *s = tp__json_str(d, e);
-      size_t n = tp__json_strlen(d, e);
-      /* A merges.txt header line that was carried over. */
-      if (n >= 8 && memcmp(s, "#version", 8) == 0) continue;
-      const char *sp = memchr(s, ' ', n);
-      if (sp == NULL || memchr(sp + 1, ' ', n - (size_t)(sp + 1 - s)) != NULL) {
-        char q[256];
-        tp_seterr(why, whylen, "model.merges[%zu] is \"%s\", expected two tokens separated by one space", i,
-                  tp__json_quote(q, sizeof(q), s, n, 60));
-        rv = TP_EINVAL;
-      } else {
-        j->a = s;
-        j->an = (size_t)(sp - s);
-        j->b = sp + 1;
-        j->bn = n - (size_t)(sp + 1 - s);
-      }
-    } else {
-      uint32_t a = en->u.c.first, b = a ? tp__json_at(d, a)->next : 0;
-      if (en->u.c.count != 2 || tp__json_at(d, a)->type != TP_JSON_STRING ||
-          tp__json_at(d, b)->type != TP_JSON_STRING) {
-        tp_seterr(why, whylen, "model.merges[%zu] is not a pair of two strings", i);
-        rv = TP_EINVAL;
-      } else {
-        j->a = tp__json_str(d, a);
-        j->an = tp__json_strlen(d, a);
-        j->b = tp__json_str(d, b);
-        j->bn = tp__json_strlen(d, b);
-      }
-    }
-    /* The merged token drops the right part's continuing_subword_prefix. */
-    if (rv == 0 && j->bn < m->prefix_len) {
-      char q[256];
-      tp_seterr(why, whylen, "model.merges[%zu]: \"%s\" is shorter than continuing_subword_prefix", i,
-                tp__json_quote(q, sizeof(q), j->b, j->bn, 60));
-      rv = TP_EINVAL;
+    rv = parse_merge(d, e, i, form, m->prefix_len, j, why, whylen);
+    if (rv == SKIP_MERGE) {
+      rv = 0;
+      continue;
     }
     if (rv) {
       /* The merges before this one are checked first, so the message

@@ -14,6 +14,7 @@
 #include "metrics/tp_ci.h"
 #include "metrics/tp_metric.h"
 #include "report/tp_export.h"
+#include "report/tp_compare_int.h"
 #include "report/tp_html.h"
 
 #define SCHEMA "tokperf.report/1"
@@ -109,15 +110,8 @@ int tp_compare_parse_rule(const char *s, tp_compare_rule *out, char *err, size_t
 /* ------------------------------------------------------------------------ */
 /* Documents                                                                */
 
-typedef struct doc {
-  const char *path;
-  json_t *root;
-  json_t *levels;  /* borrowed from root */
-  json_t *repeats; /* --num-profile-runs: one entry per point with intervals (borrowed; NULL = none) */
-  char desc[256];
-} doc;
 
-static int load_doc(doc *d, const char *path, char *err, size_t errlen) {
+int tp__cmp_load_doc(doc *d, const char *path, char *err, size_t errlen) {
   memset(d, 0, sizeof(*d));
   d->path = path;
   FILE *f = fopen(path, "rb");
@@ -161,7 +155,7 @@ static bool num(json_t *v, double *out) {
 
 /* The value of a metric in one level of a document; false = unavailable
  * (null or missing; for error_rate, a level with no requests). */
-static bool level_value(json_t *lv, const tp_metric *m, tp_stat_id st, double *out) {
+bool tp__cmp_level_value(json_t *lv, const tp_metric *m, tp_stat_id st, double *out) {
   json_t *v = json_object_get(lv, m->json_key);
   if (m->kind == TP_METRIC_DIST) v = json_object_get(v, tp_stat_name(st));
   if (num(v, out)) return true;
@@ -180,7 +174,7 @@ static bool level_value(json_t *lv, const tp_metric *m, tp_stat_id st, double *o
 /* A level's sweep point, read back into the fields tp__level_name uses.
  * Two levels match when every field is equal: for a concurrency sweep that
  * is the concurrency alone. */
-static void level_point(json_t *lv, tp_level_result *p) {
+void tp__cmp_level_point(json_t *lv, tp_level_result *p) {
   memset(p, 0, sizeof(*p));
   const char *mode = json_string_value(json_object_get(lv, "mode"));
   p->load_mode = mode && !strcmp(mode, "request_rate") ? TP_LOAD_RATE
@@ -194,7 +188,7 @@ static void level_point(json_t *lv, tp_level_result *p) {
   if (num(json_object_get(lv, "output_tokens_target"), &v)) p->output_tokens_mean = (uint32_t)v;
 }
 
-static bool same_point(const tp_level_result *a, const tp_level_result *b) {
+bool tp__cmp_same_point(const tp_level_result *a, const tp_level_result *b) {
   return a->load_mode == b->load_mode && a->concurrency == b->concurrency &&
          a->request_rate == b->request_rate && a->input_tokens_mean == b->input_tokens_mean &&
          a->output_tokens_mean == b->output_tokens_mean;
@@ -202,7 +196,7 @@ static bool same_point(const tp_level_result *a, const tp_level_result *b) {
 
 static void level_name(json_t *lv, char *buf, size_t len) {
   tp_level_result p;
-  level_point(lv, &p);
+  tp__cmp_level_point(lv, &p);
   tp__level_name(&p, buf, len);
 }
 
@@ -257,8 +251,8 @@ static void eval(result *r, json_t *la, json_t *lb) {
     r->a = r->ca.mean;
     r->b = r->cb.mean;
   } else {
-    r->have_a = level_value(la, r->metric, r->stat, &r->a);
-    r->have_b = level_value(lb, r->metric, r->stat, &r->b);
+    r->have_a = tp__cmp_level_value(la, r->metric, r->stat, &r->a);
+    r->have_b = tp__cmp_level_value(lb, r->metric, r->stat, &r->b);
   }
   if (r->have_a && r->have_b) {
     r->change = pct_change(r->a, r->b);
@@ -270,7 +264,7 @@ static void eval(result *r, json_t *la, json_t *lb) {
   }
 }
 
-static void metric_label(char *buf, size_t len, const tp_metric *m, tp_stat_id st) {
+void tp__cmp_metric_label(char *buf, size_t len, const tp_metric *m, tp_stat_id st) {
   if (m->kind == TP_METRIC_DIST)
     snprintf(buf, len, "%s.%s", m->name, tp_stat_name(st));
   else
@@ -319,7 +313,7 @@ static result *push(results *rs) {
 
 static void print_row(FILE *out, const result *r) {
   char label[64], name[96], a[32], b[32], c[32];
-  metric_label(label, sizeof(label), r->metric, r->stat);
+  tp__cmp_metric_label(label, sizeof(label), r->metric, r->stat);
   snprintf(name, sizeof(name), "%s (%s)", label, tp_unit_name(r->metric->unit));
   fmt_val(a, sizeof(a), r->metric, r->have_a, r->a);
   fmt_val(b, sizeof(b), r->metric, r->have_b, r->b);
@@ -352,7 +346,7 @@ static void fmt_with_unit(char *buf, size_t len, const tp_metric *m, double v) {
 
 static void rule_message(char *buf, size_t len, const tp_compare_rule *rule, const result *r) {
   char label[64], a[48], b[48], c[32];
-  metric_label(label, sizeof(label), r->metric, r->stat);
+  tp__cmp_metric_label(label, sizeof(label), r->metric, r->stat);
   fmt_with_unit(a, sizeof(a), r->metric, r->a);
   fmt_with_unit(b, sizeof(b), r->metric, r->b);
   fmt_change(c, sizeof(c), r);
@@ -409,7 +403,7 @@ static int junit_metrics(tp_buf *o, const results *rs) {
     const result *r = &rs->v[i];
     if (r->rule >= 0) continue;
     char label[64], a[32], b[32], c[32];
-    metric_label(label, sizeof(label), r->metric, r->stat);
+    tp__cmp_metric_label(label, sizeof(label), r->metric, r->stat);
     fmt_val(a, sizeof(a), r->metric, r->have_a, r->a);
     fmt_val(b, sizeof(b), r->metric, r->have_b, r->b);
     fmt_change(c, sizeof(c), r);
@@ -512,8 +506,8 @@ static int parse_rules(const char *const *fail_on, size_t n, tp_compare_rule *ru
 static json_t *match_point(json_t *pts_b, size_t nb, bool *used_b, const tp_level_result *pa) {
   for (size_t j = 0; j < nb; j++) {
     tp_level_result pb;
-    level_point(json_array_get(pts_b, j), &pb);
-    if (!used_b[j] && same_point(pa, &pb)) {
+    tp__cmp_level_point(json_array_get(pts_b, j), &pb);
+    if (!used_b[j] && tp__cmp_same_point(pa, &pb)) {
       used_b[j] = true;
       return json_array_get(pts_b, j);
     }
@@ -601,7 +595,7 @@ static int compare_levels(run_cmp *c, results *rs, const tp_compare_rule *rules,
   for (size_t i = 0; i < c->na && !rv; i++) {
     json_t *la = json_array_get(c->pts_a, i);
     tp_level_result pa;
-    level_point(la, &pa);
+    tp__cmp_level_point(la, &pa);
     char name[128];
     tp__level_name(&pa, name, sizeof(name));
     json_t *lb = match_point(c->pts_b, c->nb, c->used_b, &pa);
@@ -634,8 +628,8 @@ int tp_compare_run(const char *json_a, const char *json_b, const char *const *fa
   if (!rules) return TP_ENOMEM;
   int rv = parse_rules(fail_on, n, rules, err, errlen);
   doc a = {0}, b = {0};
-  if (!rv) rv = load_doc(&a, json_a, err, errlen);
-  if (!rv) rv = load_doc(&b, json_b, err, errlen);
+  if (!rv) rv = tp__cmp_load_doc(&a, json_a, err, errlen);
+  if (!rv) rv = tp__cmp_load_doc(&b, json_b, err, errlen);
   results rs = {0};
   run_cmp c = {0};
   /* Both with repeated runs: points are compared by their intervals. */
@@ -682,123 +676,3 @@ int tp_compare_run(const char *json_a, const char *json_b, const char *const *fa
 /* ------------------------------------------------------------------------ */
 /* The comparison page (--html): two or more runs                           */
 
-/* The levels of the first run that every other run has too: their rows
- * ([level][run]) and names.  Returns how many. */
-static size_t common_levels(doc *docs, size_t n, size_t na, json_t **rows, char (*names)[128],
-                            const char **level_names) {
-  size_t nl = 0;
-  for (size_t i = 0; i < na; i++) {
-    json_t *la = json_array_get(docs[0].levels, i);
-    tp_level_result pa, pb;
-    level_point(la, &pa);
-    bool all = true;
-    rows[nl * n] = la;
-    for (size_t d = 1; d < n && all; d++) {
-      json_t *found = NULL;
-      for (size_t j = 0; j < json_array_size(docs[d].levels) && !found; j++) {
-        level_point(json_array_get(docs[d].levels, j), &pb);
-        if (same_point(&pa, &pb)) found = json_array_get(docs[d].levels, j);
-      }
-      rows[nl * n + d] = found;
-      all = found != NULL;
-    }
-    if (!all) continue;
-    tp__level_name(&pa, names[nl], sizeof(names[nl]));
-    level_names[nl] = names[nl];
-    nl++;
-  }
-  return nl;
-}
-
-/* A chart per headline metric of the registry: a distribution's average
- * and p99, a level figure as it is; values [level][run]. */
-static int cmp_metrics(const tp_metric *all_m, size_t nm, json_t *const *rows, size_t nl, size_t n,
-                       tp_html_cmp_metric *ms, size_t *nms) {
-  for (size_t k = 0; k < nm; k++) {
-    const tp_metric *m = &all_m[k];
-    if (!(m->flags & TP_MF_COMPARE)) continue;
-    static const tp_stat_id dist_stats[] = {TP_STAT_AVG, TP_STAT_P99};
-    size_t nst = m->kind == TP_METRIC_DIST ? 2 : 1;
-    for (size_t q = 0; q < nst; q++) {
-      tp_html_cmp_metric *hm = &ms[*nms];
-      metric_label(hm->name, sizeof(hm->name), m, m->kind == TP_METRIC_DIST ? dist_stats[q] : TP_STAT_AVG);
-      snprintf(hm->unit, sizeof(hm->unit), "%s", tp_unit_name(m->unit));
-      hm->better = m->better;
-      hm->values = malloc(nl * n * sizeof(double));
-      if (!hm->values) return TP_ENOMEM;
-      (*nms)++;
-      for (size_t l = 0; l < nl; l++)
-        for (size_t d = 0; d < n; d++) {
-          double v;
-          hm->values[l * n + d] =
-              level_value(rows[l * n + d], m, m->kind == TP_METRIC_DIST ? dist_stats[q] : TP_STAT_AVG, &v)
-                  ? v
-                  : NAN;
-        }
-    }
-  }
-  return 0;
-}
-
-static int write_html(const char *html_path, const tp_html_cmp *in, char *err, size_t errlen) {
-  tp_buf o;
-  tp_buf_init(&o);
-  int rv = tp_html_compare_render(&o, in);
-  if (!rv && tp__write_atomic(html_path, o.data, o.len)) {
-    tp_seterr(err, errlen, "cannot write %s: %s (see --html)", html_path, strerror(errno));
-    rv = TP_EIO;
-  } else if (rv) {
-    tp_seterr(err, errlen, "cannot write %s: out of memory", html_path);
-  }
-  tp_buf_fini(&o);
-  return rv;
-}
-
-int tp_compare_html(const char *const *paths, size_t n, const char *html_path, char *err, size_t errlen) {
-  if (n < 2) {
-    tp_seterr(err, errlen, "--html compares two or more --json documents");
-    return TP_EINVAL;
-  }
-  doc *docs = calloc(n, sizeof(*docs));
-  const char **runs = calloc(n, sizeof(*runs));
-  if (!docs || !runs) {
-    free(docs);
-    free(runs);
-    return TP_ENOMEM;
-  }
-  int rv = 0;
-  for (size_t i = 0; i < n && !rv; i++) {
-    rv = load_doc(&docs[i], paths[i], err, errlen);
-    runs[i] = paths[i];
-  }
-  /* The levels of the first run that every other run has too. */
-  size_t na = rv ? 0 : json_array_size(docs[0].levels);
-  json_t **rows = calloc((na ? na : 1) * n, sizeof(*rows)); /* [level][run] */
-  char(*names)[128] = calloc(na ? na : 1, sizeof(*names));
-  const char **level_names = calloc(na ? na : 1, sizeof(*level_names));
-  if (!rv && (!rows || !names || !level_names)) rv = TP_ENOMEM;
-  size_t nl = rv ? 0 : common_levels(docs, n, na, rows, names, level_names);
-  if (!rv && !nl) {
-    tp_seterr(err, errlen, "the documents have no level in common");
-    rv = TP_EINVAL;
-  }
-  size_t nm;
-  const tp_metric *all_m = tp_metrics(&nm);
-  tp_html_cmp_metric *ms = calloc(nm * 2, sizeof(*ms));
-  size_t nms = 0;
-  if (!rv && !ms) rv = TP_ENOMEM;
-  if (!rv) rv = cmp_metrics(all_m, nm, rows, nl, n, ms, &nms);
-  if (!rv) {
-    tp_html_cmp in = {runs, n, level_names, nl, ms, nms};
-    rv = write_html(html_path, &in, err, errlen);
-  }
-  for (size_t i = 0; i < nms; i++) free(ms[i].values);
-  free(ms);
-  free(rows);
-  free(names);
-  free(level_names);
-  for (size_t i = 0; i < n; i++) json_decref(docs[i].root);
-  free(docs);
-  free(runs);
-  return rv;
-}

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "util/tp_common.h"
+#include "util/tp_utf8.h"
 
 /* Words of up to this many symbols use the scan; longer ones the heap. */
 #define SCAN_MAX 48
@@ -119,33 +120,6 @@ int tp__bytelevel_byte(uint32_t cp) {
   if (cp < 256 + 33 + 34) return (int)(cp - 256 - 33 + 127);
   if (cp == 256 + 33 + 34) return 173;
   return -1;
-}
-
-size_t tp__put_utf8(char *w, uint32_t cp) {
-  if (cp < 0x80) {
-    w[0] = (char)cp;
-    return 1;
-  }
-  if (cp < 0x800) {
-    w[0] = (char)(0xC0 | (cp >> 6));
-    w[1] = (char)(0x80 | (cp & 0x3F));
-    return 2;
-  }
-  if (cp < 0x10000) {
-    w[0] = (char)(0xE0 | (cp >> 12));
-    w[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
-    w[2] = (char)(0x80 | (cp & 0x3F));
-    return 3;
-  }
-  w[0] = (char)(0xF0 | (cp >> 18));
-  w[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
-  w[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
-  w[3] = (char)(0x80 | (cp & 0x3F));
-  return 4;
-}
-
-static inline size_t char_len(unsigned char c) {
-  return c < 0x80 ? 1 : c < 0xE0 ? 2 : c < 0xF0 ? 3 : 4;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -354,7 +328,7 @@ static int initial_symbols(const tp__bpe *m, tp__bpe_scratch *s, const char *w, 
   int err = 0;
   if (reserve_syms(s, n + 1)) return TP_ENOMEM;
   for (size_t i = 0; i < n;) {
-    size_t cl = char_len((unsigned char)w[i]);
+    size_t cl = tp_utf8_lead_len((unsigned char)w[i]);
     if (cl > n - i) cl = n - i;
     int32_t id = char_id(m, s, w + i, cl, i == 0, i + cl == n, &err);
     if (err) return err;
@@ -473,7 +447,7 @@ int tp__bpe_word(const tp__bpe *m, tp__bpe_scratch *s, const char *w, size_t n, 
     /* Every byte becomes a character below U+0144: at most 2 bytes. */
     if (n > SIZE_MAX / 2 || grow(&s->map, &s->map_cap, 2 * n)) return TP_ENOMEM;
     size_t k = 0;
-    for (size_t i = 0; i < n; i++) k += tp__put_utf8(s->map + k, tp__bytelevel_cp((uint8_t)w[i]));
+    for (size_t i = 0; i < n; i++) k += tp_utf8_put(s->map + k, tp__bytelevel_cp((uint8_t)w[i]));
     ms = s->map;
     mn = k;
   }

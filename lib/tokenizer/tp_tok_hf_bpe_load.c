@@ -7,6 +7,7 @@
 #include "tokenizer/tp_tok_hf_bpe.h"
 #include "tokenizer/tp_tok_hf_bpe_tab.h"
 #include "util/tp_common.h"
+#include "util/tp_utf8.h"
 
 /* Inserts or overwrites (serde builds a HashMap: the last duplicate key
  * wins).  Returns true when the key was new. */
@@ -346,7 +347,7 @@ void tp__bpe_set_bytelevel(tp__bpe *m) {
   m->bl_complete = m->prefix == NULL && m->suffix == NULL;
   for (int b = 0; b < 256; b++) {
     char c[4];
-    size_t n = tp__put_utf8(c, tp__bytelevel_cp((uint8_t)b));
+    size_t n = tp_utf8_put(c, tp__bytelevel_cp((uint8_t)b));
     m->bl_id[b] = tp__bpe_lookup(m, c, n);
     if (m->bl_id[b] < 0) m->bl_complete = false;
   }

@@ -42,7 +42,4 @@ static inline int32_t lookup_h(const tp__bpe *m, const char *s, size_t n, uint64
   }
 }
 
-/* Writes cp as UTF-8 (1-4 bytes) at w; returns the length. */
-size_t tp__put_utf8(char *w, uint32_t cp);
-
 #endif

@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/tp_utf8.h"
+
 /* ------------------------------------------------------------------------ */
 /* Field helpers                                                            */
 
@@ -86,9 +88,7 @@ int tp__hfl_get_char(loader *L, uint32_t obj, const char *key, const char *dflt,
   int rv = tp__hfl_get_str(L, obj, key, dflt == NULL, &s, &n, path);
   if (rv) return rv;
   if (s == NULL) s = dflt, n = strlen(dflt);
-  unsigned char c0 = n ? (unsigned char)s[0] : 0;
-  size_t one = c0 < 0x80 ? 1 : c0 < 0xE0 ? 2 : c0 < 0xF0 ? 3 : 4; /* one character's length */
-  if (n == 0 || n != one || tp__utf8_valid(s, n) != n) {
+  if (n == 0 || n != tp_utf8_lead_len((unsigned char)s[0]) || tp_utf8_valid(s, n) != n) {
     char p[160];
     snprintf(p, sizeof(p), "%s.%s", path, key);
     return tp__hfl_bad(L, p, "must be a single character");

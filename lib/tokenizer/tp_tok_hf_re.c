@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "util/tp_common.h"
+#include "util/tp_utf8.h"
 
 struct tp__re {
   pcre2_code *code;
@@ -34,10 +35,6 @@ struct tp__re_state {
 static int unsupported(char *why, size_t whylen, size_t at, const char *what) {
   tp_seterr(why, whylen, "at pattern offset %zu: %s (Oniguruma syntax that PCRE2 cannot express)", at, what);
   return TP_EUNSUPPORTED;
-}
-
-static size_t utf8_len(unsigned char c) {
-  return c < 0x80 ? 1 : c < 0xE0 ? 2 : c < 0xF0 ? 3 : 4;
 }
 
 static bool is_hex(char c) {
@@ -153,7 +150,7 @@ static int tr_escape(tr *x) {
   rv = tr_long_escape(x, e, &done);
   if (done) return rv;
   /* Any other escape: the backslash and the whole next character. */
-  size_t cl = utf8_len((unsigned char)e);
+  size_t cl = tp_utf8_lead_len((unsigned char)e);
   if (i + 1 + cl > n) cl = n - i - 1;
   x->i += 1 + cl;
   return tp_buf_append(x->o, p + i, 1 + cl);
@@ -206,7 +203,7 @@ static int tr_outside(tr *x) {
       return rv;
     }
   }
-  size_t cl = utf8_len((unsigned char)c);
+  size_t cl = tp_utf8_lead_len((unsigned char)c);
   if (i + cl > n) cl = n - i;
   x->i += cl;
   return tp_buf_append(x->o, p + i, cl);
@@ -357,7 +354,7 @@ int tp__re_find_all(const tp__re *re, tp__re_state *st, const char *s, size_t le
     int rc = search(re, st, s, len, last_end, &ms, &me);
     if (rc <= 0) return rc;
     if (ms == me && have_last && last_match_end == me) {
-      last_end += last_end < len ? utf8_len((unsigned char)s[last_end]) : 1;
+      last_end += last_end < len ? tp_utf8_lead_len((unsigned char)s[last_end]) : 1;
       continue;
     }
     last_end = me;

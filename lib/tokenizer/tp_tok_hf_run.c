@@ -17,6 +17,7 @@
 #include <utf8proc.h>
 
 #include "tokenizer/tp_tok_hf.h"
+#include "util/tp_utf8.h"
 
 /* The longest text encode takes (TP_ETOOBIG beyond). */
 #define MAX_TEXT_BYTES (1u << 30)
@@ -30,75 +31,8 @@ typedef struct enc {
 /* ------------------------------------------------------------------------ */
 /* UTF-8                                                                    */
 
-static size_t put_cp(char *w, uint32_t cp) {
-  if (cp < 0x80) return w[0] = (char)cp, 1;
-  if (cp < 0x800) {
-    w[0] = (char)(0xC0 | (cp >> 6));
-    w[1] = (char)(0x80 | (cp & 0x3F));
-    return 2;
-  }
-  if (cp < 0x10000) {
-    w[0] = (char)(0xE0 | (cp >> 12));
-    w[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
-    w[2] = (char)(0x80 | (cp & 0x3F));
-    return 3;
-  }
-  w[0] = (char)(0xF0 | (cp >> 18));
-  w[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
-  w[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
-  w[3] = (char)(0x80 | (cp & 0x3F));
-  return 4;
-}
-
-/* Length of the sequence at s (n > 0 bytes left): a valid character
- * (*ok), or the maximal invalid subpart that from_utf8_lossy replaces by
- * one U+FFFD. */
-static size_t utf8_step(const unsigned char *s, size_t n, bool *ok) {
-  unsigned c = s[0];
-  if (c < 0x80) return *ok = true, 1;
-  size_t need;
-  unsigned lo = 0x80, hi = 0xBF;
-  if (c >= 0xC2 && c <= 0xDF)
-    need = 1;
-  else if (c == 0xE0)
-    need = 2, lo = 0xA0;
-  else if (c >= 0xE1 && c <= 0xEC)
-    need = 2;
-  else if (c == 0xED)
-    need = 2, hi = 0x9F;
-  else if (c >= 0xEE && c <= 0xEF)
-    need = 2;
-  else if (c == 0xF0)
-    need = 3, lo = 0x90;
-  else if (c >= 0xF1 && c <= 0xF3)
-    need = 3;
-  else if (c == 0xF4)
-    need = 3, hi = 0x8F;
-  else
-    return *ok = false, 1;
-  size_t k = 1;
-  if (k < n && s[k] >= lo && s[k] <= hi) {
-    k++;
-    while (k <= need && k < n && (s[k] & 0xC0) == 0x80) k++;
-  }
-  *ok = k == need + 1;
-  return k;
-}
-
 size_t tp__utf8_valid(const char *s, size_t n) {
-  const unsigned char *u = (const unsigned char *)s;
-  size_t i = 0;
-  while (i < n) {
-    if (u[i] < 0x80) {
-      i++;
-      continue;
-    }
-    bool ok;
-    size_t k = utf8_step(u + i, n - i, &ok);
-    if (!ok) return i;
-    i += k;
-  }
-  return n;
+  return tp_utf8_valid(s, n);
 }
 
 int tp__utf8_lossy(tp_buf *out, const char *s, size_t n) {
@@ -106,7 +40,7 @@ int tp__utf8_lossy(tp_buf *out, const char *s, size_t n) {
   size_t i = 0, run = 0;
   while (i < n) {
     bool ok;
-    size_t k = u[i] < 0x80 ? (ok = true, 1) : utf8_step(u + i, n - i, &ok);
+    size_t k = u[i] < 0x80 ? (ok = true, 1) : tp_utf8_step(u + i, n - i, &ok);
     if (ok) {
       i += k;
       continue;
@@ -194,10 +128,10 @@ static int lowercase(const char *s, size_t n, tp_buf *dst) {
     if (c == 0x130) {
       /* Full lowercase mapping (SpecialCasing): I with dot above becomes
        * i + U+0307, the one unconditional mapping to two characters. */
-      k = put_cp(w, 'i');
-      k += put_cp(w + k, 0x307);
+      k = tp_utf8_put(w, 'i');
+      k += tp_utf8_put(w + k, 0x307);
     } else {
-      k = put_cp(w, (uint32_t)utf8proc_tolower((utf8proc_int32_t)c));
+      k = tp_utf8_put(w, (uint32_t)utf8proc_tolower((utf8proc_int32_t)c));
     }
     if (tp_buf_append(dst, w, k)) return TP_ENOMEM;
   }
@@ -429,7 +363,7 @@ static int transform_list(const tp__pre *p, int kind, const tp__plist *in, tp__p
       case XF_BYTELEVEL:
         if ((rv = tp_buf_reserve(buf, 2 * (size_t)pc.len)) != 0) break;
         for (size_t b = 0; b < pc.len; b++)
-          buf->len += put_cp((char *)buf->data + buf->len, tp__bytelevel_cp((uint8_t)t[b]));
+          buf->len += tp_utf8_put((char *)buf->data + buf->len, tp__bytelevel_cp((uint8_t)t[b]));
         buf->data[buf->len] = 0;
         break;
       case XF_METASPACE: {

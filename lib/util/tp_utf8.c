@@ -5,29 +5,6 @@
 
 #include "util/tp_common.h"
 
-size_t tp_utf8_put(char *w, uint32_t cp) {
-  if (cp < 0x80) {
-    w[0] = (char)cp;
-    return 1;
-  }
-  if (cp < 0x800) {
-    w[0] = (char)(0xC0 | (cp >> 6));
-    w[1] = (char)(0x80 | (cp & 0x3F));
-    return 2;
-  }
-  if (cp < 0x10000) {
-    w[0] = (char)(0xE0 | (cp >> 12));
-    w[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
-    w[2] = (char)(0x80 | (cp & 0x3F));
-    return 3;
-  }
-  w[0] = (char)(0xF0 | (cp >> 18));
-  w[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
-  w[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
-  w[3] = (char)(0x80 | (cp & 0x3F));
-  return 4;
-}
-
 /* The ranges of the Unicode standard's table of well-formed sequences: the
  * second byte's bounds after E0, ED, F0 and F4 are what exclude overlong
  * forms, surrogates and code points past U+10FFFF. */

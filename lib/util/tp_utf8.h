@@ -18,8 +18,30 @@ static inline size_t tp_utf8_lead_len(unsigned char c) {
 }
 
 /* Writes cp (at most U+10FFFF) as UTF-8 at w (room for 4 bytes); returns
- * the length, 1-4. */
-size_t tp_utf8_put(char *w, uint32_t cp);
+ * the length, 1-4.  Inline: the tokenizer maps every byte of a byte-level
+ * word through it. */
+static inline size_t tp_utf8_put(char *w, uint32_t cp) {
+  if (cp < 0x80) {
+    w[0] = (char)cp;
+    return 1;
+  }
+  if (cp < 0x800) {
+    w[0] = (char)(0xC0 | (cp >> 6));
+    w[1] = (char)(0x80 | (cp & 0x3F));
+    return 2;
+  }
+  if (cp < 0x10000) {
+    w[0] = (char)(0xE0 | (cp >> 12));
+    w[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
+    w[2] = (char)(0x80 | (cp & 0x3F));
+    return 3;
+  }
+  w[0] = (char)(0xF0 | (cp >> 18));
+  w[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
+  w[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
+  w[3] = (char)(0x80 | (cp & 0x3F));
+  return 4;
+}
 
 /* One step over s[0..n) (n >= 1): *ok and the length of the valid
  * character at s, or !*ok and the length of its maximal invalid prefix

@@ -139,9 +139,9 @@ static void test_random(void) {
   uint64_t rng = 99;
   size_t wrong = 0, wrong_nonul = 0;
   for (int t = 0; t < 200000; t++) {
-    uint8_t b[24];
+    uint8_t b[32];
     rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
-    size_t n = (rng >> 59) + 1;
+    size_t n = (rng >> 59) + 1; /* 1-32 */
     for (size_t i = 0; i < n; i++) {
       rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
       b[i] = pick[(rng >> 33) % sizeof(pick)];

@@ -96,6 +96,84 @@ static void append_content(tp_buf *b, json_t *content) {
   tp_buf_append(b, "\n", 1);
 }
 
+/* The prompt of an OpenAI request into prompt; NULL, or the 400 message. */
+static const char *oai_prompt(json_t *root, bool chat, tp_buf *prompt) {
+  if (chat) {
+    json_t *msgs = json_object_get(root, "messages");
+    if (!json_is_array(msgs) || json_array_size(msgs) == 0) return "'messages' must be a non-empty array";
+    size_t i;
+    json_t *msg;
+    json_array_foreach(msgs, i, msg) append_content(prompt, json_object_get(msg, "content"));
+    return NULL;
+  }
+  json_t *p = json_object_get(root, "prompt");
+  if (json_is_array(p) && json_array_size(p) == 1 && json_is_string(json_array_get(p, 0)))
+    p = json_array_get(p, 0);
+  if (json_is_string(p)) {
+    tp_buf_append(prompt, json_string_value(p), json_string_length(p));
+  } else if (json_is_array(p) && json_array_size(p) > 0 && json_is_integer(json_array_get(p, 0))) {
+    /* Token ids: each counts as one word. */
+    size_t i;
+    json_t *e;
+    json_array_foreach(p, i, e) tp_buf_printf(prompt, "%lld ", (long long)json_integer_value(e));
+  } else {
+    return "'prompt' must be a string, a list of one string or a list of token ids "
+           "(the mock takes one prompt per request)";
+  }
+  return NULL;
+}
+
+/* How an OpenAI request wants its answer streamed. */
+typedef struct oai_opts {
+  bool stream, include_usage, continuous;
+} oai_opts;
+
+/* Token limits and stream options; NULL, or the 400 message. */
+static const char *oai_options(json_t *root, bool chat, tp_mock_dialect d, tp_mock_seq_params *sp,
+                               oai_opts *o) {
+  int64_t v;
+  json_t *jm = chat ? json_object_get(root, "max_completion_tokens") : NULL;
+  if (!jm || json_is_null(jm)) jm = json_object_get(root, "max_tokens");
+  if (jm && !json_is_null(jm)) {
+    if (!tp__mock_json_int(jm, &v, true) || v < 0) return "max_tokens must be an integer >= 0";
+    sp->max_tokens = tp__mock_clamp_u32(v);
+  }
+  if (tp__mock_json_int(json_object_get(root, "min_tokens"), &v, true)) sp->min_tokens = tp__mock_clamp_u32(v);
+  sp->ignore_eos = json_is_true(json_object_get(root, "ignore_eos"));
+  o->stream = json_is_true(json_object_get(root, "stream"));
+  json_t *so = json_object_get(root, "stream_options");
+  bool has_so = json_is_object(so);
+  if (has_so && !o->stream && (d == TP_MOCK_DIALECT_VLLM || d == TP_MOCK_DIALECT_TRTLLM))
+    return "Stream options can only be defined when `stream=True`.";
+  json_t *iu = has_so ? json_object_get(so, "include_usage") : NULL;
+  o->include_usage =
+      iu ? json_is_true(iu) : has_so && (d == TP_MOCK_DIALECT_VLLM || d == TP_MOCK_DIALECT_TRTLLM);
+  o->continuous = has_so && json_is_true(json_object_get(so, "continuous_usage_stats"));
+  return NULL;
+}
+
+/* The request's answer settings; false when out of memory. */
+static bool oai_setup(hreq *r, tp_mock *m, tp_mock_dialect d, bool chat, const oai_opts *o) {
+  r->stream = o->stream;
+  /* vLLM-style ids, derived from the request number so runs repeat. */
+  uint64_t n = tp_mock_engine_next_number(m->engine);
+  snprintf(r->oid, sizeof(r->oid), "%s-%016llx", chat ? "chatcmpl" : "cmpl",
+           (unsigned long long)((n + 1) * 0x9e3779b97f4a7c15ULL ^ m->cfg.seed));
+  r->job.id = strdup(r->oid);
+  r->w.dialect = d;
+  r->w.api = chat ? TP_MOCK_API_CHAT : TP_MOCK_API_COMPLETIONS;
+  r->w.id = r->oid;
+  r->w.model = r->model_name;
+  r->w.created = r->created;
+  r->w.include_usage = o->include_usage;
+  r->w.continuous_usage = o->continuous;
+  r->w.reasoning_tokens = m->cfg.reasoning_tokens;
+  int64_t ka = m->cfg.sse_keepalive_ms;
+  if (ka < 0) ka = d == TP_MOCK_DIALECT_TGI ? TGI_KEEPALIVE_MS : 0;
+  r->keepalive_every_ns = (uint64_t)ka * TP_NS_PER_MS;
+  return r->job.id != NULL;
+}
+
 void tp__mock_http_start_openai(hconn *c, const tp_mock_http_req *h, const uint8_t *body, size_t body_len,
                                 api_kind api) {
   tp_mock *m = c->m;
@@ -124,77 +202,22 @@ void tp__mock_http_start_openai(hconn *c, const tp_mock_http_req *h, const uint8
   if (!md) md = tp__mock_find_model(d == TP_MOCK_DIALECT_TRTLLM ? "ensemble" : "vllm_model");
   tp_buf prompt;
   tp_buf_init(&prompt);
-  uint32_t prompt_tokens = 0;
-  if (chat) {
-    json_t *msgs = json_object_get(root, "messages");
-    if (!json_is_array(msgs) || json_array_size(msgs) == 0) {
-      json_decref(root);
-      tp_buf_fini(&prompt);
-      tp__mock_http_oai_error(c, d, 400, "'messages' must be a non-empty array");
-      return;
-    }
-    size_t i;
-    json_t *msg;
-    json_array_foreach(msgs, i, msg) append_content(&prompt, json_object_get(msg, "content"));
-  } else {
-    json_t *p = json_object_get(root, "prompt");
-    if (json_is_array(p) && json_array_size(p) == 1 && json_is_string(json_array_get(p, 0)))
-      p = json_array_get(p, 0);
-    if (json_is_string(p)) {
-      tp_buf_append(&prompt, json_string_value(p), json_string_length(p));
-    } else if (json_is_array(p) && json_array_size(p) > 0 && json_is_integer(json_array_get(p, 0))) {
-      /* Token ids: each counts as one word. */
-      size_t i;
-      json_t *e;
-      json_array_foreach(p, i, e) tp_buf_printf(&prompt, "%lld ", (long long)json_integer_value(e));
-    } else {
-      json_decref(root);
-      tp_buf_fini(&prompt);
-      tp__mock_http_oai_error(c, d, 400,
-                              "'prompt' must be a string, a list of one string or a list of token ids "
-                              "(the mock takes one prompt per request)");
-      return;
-    }
-  }
-  prompt_tokens = tp_mock_count_words((const char *)prompt.data, prompt.len);
-
   tp_mock_seq_params sp;
   memset(&sp, 0, sizeof(sp));
-  sp.prompt_tokens = prompt_tokens;
-  int64_t v;
-  json_t *jm = chat ? json_object_get(root, "max_completion_tokens") : NULL;
-  if (!jm || json_is_null(jm)) jm = json_object_get(root, "max_tokens");
-  if (jm && !json_is_null(jm)) {
-    if (!tp__mock_json_int(jm, &v, true) || v < 0) {
-      json_decref(root);
-      tp_buf_fini(&prompt);
-      tp__mock_http_oai_error(c, d, 400, "max_tokens must be an integer >= 0");
-      return;
-    }
-    sp.max_tokens = tp__mock_clamp_u32(v);
+  oai_opts o;
+  const char *bad = oai_prompt(root, chat, &prompt);
+  if (!bad) {
+    sp.prompt_tokens = tp_mock_count_words((const char *)prompt.data, prompt.len);
+    bad = oai_options(root, chat, d, &sp, &o);
   }
-  if (tp__mock_json_int(json_object_get(root, "min_tokens"), &v, true)) sp.min_tokens = tp__mock_clamp_u32(v);
-  sp.ignore_eos = json_is_true(json_object_get(root, "ignore_eos"));
-  bool stream = json_is_true(json_object_get(root, "stream"));
-  json_t *so = json_object_get(root, "stream_options");
-  bool has_so = json_is_object(so);
-  if (has_so && !stream && (d == TP_MOCK_DIALECT_VLLM || d == TP_MOCK_DIALECT_TRTLLM)) {
-    json_decref(root);
-    tp_buf_fini(&prompt);
-    tp__mock_http_oai_error(c, d, 400, "Stream options can only be defined when `stream=True`.");
-    return;
-  }
-  json_t *iu = has_so ? json_object_get(so, "include_usage") : NULL;
-  bool include_usage =
-      iu ? json_is_true(iu) : has_so && (d == TP_MOCK_DIALECT_VLLM || d == TP_MOCK_DIALECT_TRTLLM);
-  bool continuous = has_so && json_is_true(json_object_get(so, "continuous_usage_stats"));
   bool have_fault;
   tp_mock_fault f;
   int64_t after;
-  if (request_fault(h, root, NULL, &have_fault, &f, &after, err, sizeof(err))) {
+  if (!bad && request_fault(h, root, NULL, &have_fault, &f, &after, err, sizeof(err))) bad = err;
+  if (bad) {
     json_decref(root);
     tp_buf_fini(&prompt);
-    tp__mock_http_oai_error(c, d, 400, err);
+    tp__mock_http_oai_error(c, d, 400, bad);
     return;
   }
   hreq *r = tp__mock_hreq_new(c, api);
@@ -209,24 +232,7 @@ void tp__mock_http_start_openai(hconn *c, const tp_mock_http_req *h, const uint8
   json_decref(root);
   r->model_name = mname;
   r->job.model = md;
-  r->stream = stream;
-  /* vLLM-style ids, derived from the request number so runs repeat. */
-  uint64_t n = tp_mock_engine_next_number(m->engine);
-  snprintf(r->oid, sizeof(r->oid), "%s-%016llx", chat ? "chatcmpl" : "cmpl",
-           (unsigned long long)((n + 1) * 0x9e3779b97f4a7c15ULL ^ m->cfg.seed));
-  r->job.id = strdup(r->oid);
-  r->w.dialect = d;
-  r->w.api = chat ? TP_MOCK_API_CHAT : TP_MOCK_API_COMPLETIONS;
-  r->w.id = r->oid;
-  r->w.model = r->model_name;
-  r->w.created = r->created;
-  r->w.include_usage = include_usage;
-  r->w.continuous_usage = continuous;
-  r->w.reasoning_tokens = m->cfg.reasoning_tokens;
-  int64_t ka = m->cfg.sse_keepalive_ms;
-  if (ka < 0) ka = d == TP_MOCK_DIALECT_TGI ? TGI_KEEPALIVE_MS : 0;
-  r->keepalive_every_ns = (uint64_t)ka * TP_NS_PER_MS;
-  if (!r->job.id) {
+  if (!oai_setup(r, m, d, chat, &o)) {
     tp__mock_hreq_free(r, TP__MOCK_FAILED);
     tp__mock_http_oai_error(c, d, 500, "tokperf mock: out of memory");
     tp_buf_fini(&prompt);
@@ -242,6 +248,24 @@ void tp__mock_http_start_openai(hconn *c, const tp_mock_http_req *h, const uint8
 static json_t *gen_key(json_t *root, json_t *params, const char *k) {
   json_t *v = json_object_get(root, k);
   return v ? v : params ? json_object_get(params, k) : NULL;
+}
+
+/* max_tokens (required by an ensemble) and min_tokens of a generate
+ * request; NULL, or the 400 message (in err when it names the model). */
+static const char *gen_limits(json_t *root, json_t *params, const tp__mock_model *md, tp_mock_seq_params *sp,
+                              char *err, size_t errlen) {
+  int64_t v;
+  json_t *jm = gen_key(root, params, "max_tokens");
+  if (jm && !tp__mock_json_int(jm, &v, true)) return "max_tokens must be an integer";
+  if (jm) sp->max_tokens = tp__mock_clamp_u32(v);
+  if (md->ensemble && !jm) {
+    snprintf(err, errlen, "input 'max_tokens' is required for model '%s'", md->name);
+    return err;
+  }
+  if (tp__mock_json_int(gen_key(root, params, "min_tokens"), &v, true) ||
+      tp__mock_json_int(gen_key(root, params, "min_length"), &v, true))
+    sp->min_tokens = tp__mock_clamp_u32(v);
+  return NULL;
 }
 
 void tp__mock_http_start_generate(hconn *c, const tp_mock_http_req *h, const tp__mock_model *md,
@@ -269,23 +293,12 @@ void tp__mock_http_start_generate(hconn *c, const tp_mock_http_req *h, const tp_
   }
   tp_mock_seq_params sp;
   memset(&sp, 0, sizeof(sp));
-  int64_t v;
-  json_t *jm = gen_key(root, params, "max_tokens");
-  if (jm && !tp__mock_json_int(jm, &v, true)) {
+  const char *bad = gen_limits(root, params, md, &sp, err, sizeof(err));
+  if (bad) {
     json_decref(root);
-    tp__mock_http_triton_error(c, 400, "max_tokens must be an integer");
+    tp__mock_http_triton_error(c, 400, bad);
     return;
   }
-  if (jm) sp.max_tokens = tp__mock_clamp_u32(v);
-  if (md->ensemble && !jm) {
-    snprintf(err, sizeof(err), "input 'max_tokens' is required for model '%s'", md->name);
-    json_decref(root);
-    tp__mock_http_triton_error(c, 400, err);
-    return;
-  }
-  if (tp__mock_json_int(gen_key(root, params, "min_tokens"), &v, true) ||
-      tp__mock_json_int(gen_key(root, params, "min_length"), &v, true))
-    sp.min_tokens = tp__mock_clamp_u32(v);
   sp.ignore_eos = json_is_true(gen_key(root, params, "ignore_eos"));
   bool stream = json_is_true(gen_key(root, params, "stream"));
   bool exclude = json_is_true(gen_key(root, params, "exclude_input_in_output"));

@@ -10,7 +10,9 @@
 static bool name_start(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || c == ':';
 }
-static bool name_char(char c) { return name_start(c) || (c >= '0' && c <= '9'); }
+static bool name_char(char c) {
+  return name_start(c) || (c >= '0' && c <= '9');
+}
 
 /* Parses a float as the format allows: NaN, +Inf, -Inf, Inf, decimals. */
 static bool parse_value(const char *s, size_t n, double *out) {
@@ -39,10 +41,152 @@ static bool parse_value(const char *s, size_t n, double *out) {
   return end == buf + n;
 }
 
+/* One sample line being read: names and unescaped label values are
+ * written NUL-terminated into w, so the callback gets C strings. */
+typedef struct pline {
+  const char *line;
+  size_t n, i;
+  char *w;
+  size_t wo, lineno;
+  char *err;
+  size_t errlen;
+} pline;
+
+static void skip_ws(pline *p) {
+  while (p->i < p->n && (p->line[p->i] == ' ' || p->line[p->i] == '\t')) p->i++;
+}
+
+/* Copies the name at p->i into w; returns its offset there. */
+static size_t take_name(pline *p) {
+  size_t at = p->wo;
+  while (p->i < p->n && name_char(p->line[p->i])) p->w[p->wo++] = p->line[p->i++];
+  p->w[p->wo++] = 0;
+  return at;
+}
+
+/* One label's ="value" after its name (at w + ln), unescaped into w. */
+static int take_label_value(pline *p, size_t ln, size_t *lv) {
+  const char *line = p->line;
+  size_t n = p->n;
+  skip_ws(p);
+  bool eq = p->i < n && line[p->i] == '=';
+  if (eq) p->i++;
+  if (eq) skip_ws(p);
+  if (!eq || p->i >= n || line[p->i] != '"') {
+    tp_seterr(p->err, p->errlen, "line %zu: expected =\"value\" after label '%s'", p->lineno, p->w + ln);
+    return TP_EPROTO;
+  }
+  p->i += 1;
+  *lv = p->wo;
+  bool closed = false;
+  while (p->i < n) {
+    char c = line[p->i++];
+    if (c == '"') {
+      closed = true;
+      break;
+    }
+    if (c == '\\' && p->i < n) {
+      char e = line[p->i++];
+      c = e == 'n' ? '\n' : e; /* \\ and \" as themselves */
+    }
+    p->w[p->wo++] = c;
+  }
+  p->w[p->wo++] = 0;
+  if (!closed) {
+    tp_seterr(p->err, p->errlen, "line %zu: unterminated label value", p->lineno);
+    return TP_EPROTO;
+  }
+  return 0;
+}
+
+/* The {name="value", ...} block, its '{' at p->i. */
+static int take_labels(pline *p, tp_prom_sample *s) {
+  p->i++;
+  for (;;) {
+    skip_ws(p);
+    if (p->i < p->n && p->line[p->i] == '}') {
+      p->i++;
+      return 0;
+    }
+    if (s->n_labels == TP_PROM_MAX_LABELS) {
+      tp_seterr(p->err, p->errlen, "line %zu: more than %d labels", p->lineno, TP_PROM_MAX_LABELS);
+      return TP_EPROTO;
+    }
+    if (p->i >= p->n || !name_start(p->line[p->i])) {
+      tp_seterr(p->err, p->errlen, "line %zu: expected a label name or '}'", p->lineno);
+      return TP_EPROTO;
+    }
+    size_t ln = take_name(p), lv;
+    int rv = take_label_value(p, ln, &lv);
+    if (rv) return rv;
+    s->labels[s->n_labels].name = p->w + ln;
+    s->labels[s->n_labels].value = p->w + lv;
+    s->n_labels++;
+    skip_ws(p);
+    if (p->i < p->n && p->line[p->i] == ',') p->i++;
+  }
+}
+
+/* The optional timestamp (ms) after the value, at p->i. */
+static int take_timestamp(pline *p, tp_prom_sample *s) {
+  const char *line = p->line;
+  size_t n = p->n, i = p->i, ts = i;
+  if (line[i] == '-') i++;
+  while (i < n && line[i] >= '0' && line[i] <= '9') i++;
+  if (i == ts || (i == ts + 1 && line[ts] == '-')) {
+    tp_seterr(p->err, p->errlen, "line %zu: expected a timestamp in ms after the value", p->lineno);
+    return TP_EPROTO;
+  }
+  /* Digits by hand: the body is not NUL-terminated, so strtoll could
+   * read past its end. */
+  int64_t t = 0;
+  bool neg = line[ts] == '-';
+  for (size_t k = ts + (neg ? 1 : 0); k < i; k++) {
+    if (t > (INT64_MAX - 9) / 10) break; /* saturate absurd values */
+    t = t * 10 + (line[k] - '0');
+  }
+  s->has_timestamp = true;
+  s->timestamp_ms = neg ? -t : t;
+  p->i = i;
+  skip_ws(p);
+  if (p->i < n) {
+    tp_seterr(p->err, p->errlen, "line %zu: unexpected text after the timestamp", p->lineno);
+    return TP_EPROTO;
+  }
+  return 0;
+}
+
+/* A sample line, from its first non-blank character at p->i. */
+static int parse_sample(pline *p, tp_prom_sample *s) {
+  const char *line = p->line;
+  size_t n = p->n;
+  memset(s, 0, sizeof(*s));
+  if (!name_start(line[p->i])) {
+    tp_seterr(p->err, p->errlen, "line %zu: a sample must start with a metric name", p->lineno);
+    return TP_EPROTO;
+  }
+  s->name = p->w + take_name(p);
+  /* Whitespace may separate the name from its labels. */
+  size_t after_name = p->i;
+  skip_ws(p);
+  if (p->i >= n || line[p->i] != '{') p->i = after_name;
+  int rv;
+  if (p->i < n && line[p->i] == '{' && (rv = take_labels(p, s))) return rv;
+  skip_ws(p);
+  size_t vs = p->i;
+  while (p->i < n && line[p->i] != ' ' && line[p->i] != '\t') p->i++;
+  if (!parse_value(line + vs, p->i - vs, &s->value)) {
+    tp_seterr(p->err, p->errlen, "line %zu: '%.*s' is not a sample value", p->lineno,
+              (int)TP_MIN(p->i - vs, 40), line + vs);
+    return TP_EPROTO;
+  }
+  skip_ws(p);
+  return p->i < n ? take_timestamp(p, s) : 0;
+}
+
 int tp_prom_parse(const char *body, size_t len, tp_prom_sample_cb cb, void *user_data, char *err,
                   size_t errlen) {
-  /* One scratch line at a time: names and unescaped label values are
-   * written into it NUL-terminated, so the callback gets C strings. */
+  /* One scratch line at a time (see pline). */
   tp_buf scratch;
   tp_buf_init(&scratch);
   size_t off = 0, lineno = 0;
@@ -63,118 +207,15 @@ int tp_prom_parse(const char *body, size_t len, tp_prom_sample_cb cb, void *user
       rv = TP_ENOMEM;
       break;
     }
-    char *w = (char *)scratch.data;
-    size_t wo = 0;
+    pline p = {.line = line,
+               .n = n,
+               .i = i,
+               .w = (char *)scratch.data,
+               .lineno = lineno,
+               .err = err,
+               .errlen = errlen};
     tp_prom_sample s;
-    memset(&s, 0, sizeof(s));
-    if (!name_start(line[i])) {
-      tp_seterr(err, errlen, "line %zu: a sample must start with a metric name", lineno);
-      rv = TP_EPROTO;
-      break;
-    }
-    size_t ns = wo;
-    while (i < n && name_char(line[i])) w[wo++] = line[i++];
-    w[wo++] = 0;
-    s.name = w + ns;
-    /* Whitespace may separate the name from its labels. */
-    size_t after_name = i;
-    while (i < n && (line[i] == ' ' || line[i] == '\t')) i++;
-    if (i >= n || line[i] != '{') i = after_name;
-    if (i < n && line[i] == '{') {
-      i++;
-      for (;;) {
-        while (i < n && (line[i] == ' ' || line[i] == '\t')) i++;
-        if (i < n && line[i] == '}') {
-          i++;
-          break;
-        }
-        if (s.n_labels == TP_PROM_MAX_LABELS) {
-          tp_seterr(err, errlen, "line %zu: more than %d labels", lineno, TP_PROM_MAX_LABELS);
-          rv = TP_EPROTO;
-          break;
-        }
-        if (i >= n || !name_start(line[i])) {
-          tp_seterr(err, errlen, "line %zu: expected a label name or '}'", lineno);
-          rv = TP_EPROTO;
-          break;
-        }
-        size_t ln = wo;
-        while (i < n && name_char(line[i])) w[wo++] = line[i++];
-        w[wo++] = 0;
-        while (i < n && (line[i] == ' ' || line[i] == '\t')) i++;
-        bool eq = i < n && line[i] == '=';
-        if (eq) i++;
-        while (eq && i < n && (line[i] == ' ' || line[i] == '\t')) i++;
-        if (!eq || i >= n || line[i] != '"') {
-          tp_seterr(err, errlen, "line %zu: expected =\"value\" after label '%s'", lineno, w + ln);
-          rv = TP_EPROTO;
-          break;
-        }
-        i += 1;
-        size_t lv = wo;
-        bool closed = false;
-        while (i < n) {
-          char c = line[i++];
-          if (c == '"') {
-            closed = true;
-            break;
-          }
-          if (c == '\\' && i < n) {
-            char e = line[i++];
-            c = e == 'n' ? '\n' : e; /* \\ and \" as themselves */
-          }
-          w[wo++] = c;
-        }
-        w[wo++] = 0;
-        if (!closed) {
-          tp_seterr(err, errlen, "line %zu: unterminated label value", lineno);
-          rv = TP_EPROTO;
-          break;
-        }
-        s.labels[s.n_labels].name = w + ln;
-        s.labels[s.n_labels].value = w + lv;
-        s.n_labels++;
-        while (i < n && (line[i] == ' ' || line[i] == '\t')) i++;
-        if (i < n && line[i] == ',') i++;
-      }
-      if (rv) break;
-    }
-    while (i < n && (line[i] == ' ' || line[i] == '\t')) i++;
-    size_t vs = i;
-    while (i < n && line[i] != ' ' && line[i] != '\t') i++;
-    if (!parse_value(line + vs, i - vs, &s.value)) {
-      tp_seterr(err, errlen, "line %zu: '%.*s' is not a sample value", lineno, (int)TP_MIN(i - vs, 40),
-                line + vs);
-      rv = TP_EPROTO;
-      break;
-    }
-    while (i < n && (line[i] == ' ' || line[i] == '\t')) i++;
-    if (i < n) {
-      size_t ts = i;
-      if (line[i] == '-') i++;
-      while (i < n && line[i] >= '0' && line[i] <= '9') i++;
-      if (i == ts || (i == ts + 1 && line[ts] == '-')) {
-        tp_seterr(err, errlen, "line %zu: expected a timestamp in ms after the value", lineno);
-        rv = TP_EPROTO;
-        break;
-      }
-      /* Digits by hand: the body is not NUL-terminated, so strtoll could
-       * read past its end. */
-      int64_t t = 0;
-      bool neg = line[ts] == '-';
-      for (size_t k = ts + (neg ? 1 : 0); k < i; k++) {
-        if (t > (INT64_MAX - 9) / 10) break; /* saturate absurd values */
-        t = t * 10 + (line[k] - '0');
-      }
-      s.has_timestamp = true;
-      s.timestamp_ms = neg ? -t : t;
-      while (i < n && (line[i] == ' ' || line[i] == '\t')) i++;
-      if (i < n) {
-        tp_seterr(err, errlen, "line %zu: unexpected text after the timestamp", lineno);
-        rv = TP_EPROTO;
-        break;
-      }
-    }
+    if ((rv = parse_sample(&p, &s)) != 0) break;
     rv = cb(user_data, &s);
   }
   tp_buf_fini(&scratch);

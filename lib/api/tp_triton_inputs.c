@@ -130,6 +130,67 @@ typedef struct file_tensor {
 
 /* One input: its raw contents and shape.  Returns 0, TP_EINVAL with the
  * message, or TP_ENOMEM. */
+/* Reads "shape" into dims; false when it is not a list of at most
+ * MAX_DIMS non-negative integers. */
+static bool read_shape(const json_t *shape, int64_t *dims, size_t *n_dims) {
+  size_t i;
+  json_t *d;
+  if (!json_is_array(shape) || json_array_size(shape) > MAX_DIMS) return false;
+  json_array_foreach(shape, i, d) {
+    if (!json_is_integer(d) || json_integer_value(d) < 0) return false;
+    dims[(*n_dims)++] = json_integer_value(d);
+  }
+  return true;
+}
+
+/* {"b64": "..."}: the tensor's raw bytes as they are. */
+static int encode_b64(file_tensor *ft, const char *dt, const char *name, const json_t *b64, size_t *count,
+                      char *err, size_t errlen) {
+  unsigned char *raw;
+  size_t len;
+  int rv = tp_base64_decode(json_string_value(b64), json_string_length(b64), &raw, &len);
+  if (rv == TP_ENOMEM) return rv;
+  if (rv) {
+    tp_seterr(err, errlen, "input \"%s\": \"b64\" is not valid base64", name);
+    return TP_EINVAL;
+  }
+  rv = tp_buf_append(&ft->raw, raw, len) ? TP_ENOMEM : 0;
+  free(raw);
+  if (rv) return rv;
+  size_t size = elem_size(dt);
+  *count = size ? (len % size ? SIZE_MAX : len / size) : strcmp(dt, "BYTES") == 0 ? count_bytes_elems(ft->raw.data, len)
+                                                                                   : SIZE_MAX;
+  if (*count == SIZE_MAX) {
+    tp_seterr(err, errlen, "input \"%s\": \"b64\" holds %zu bytes, not whole %s elements", name, len, dt);
+    return TP_EINVAL;
+  }
+  return 0;
+}
+
+/* A (nested) list of values, each encoded as the model's datatype. */
+static int encode_list(file_tensor *ft, const char *dt, const char *name, const json_t *content, size_t *count,
+                       char *err, size_t errlen) {
+  json_t *items[4096];
+  *count = 0;
+  int rv = json_is_array(content) ? flatten(content, items, TP_ARRAY_LEN(items), count, 0) : TP_EINVAL;
+  if (rv) {
+    tp_seterr(err, errlen, "input \"%s\": expected a list of values (at most %zu), {\"content\": [...], "
+              "\"shape\": [...]} or {\"b64\": \"...\"}",
+              name, TP_ARRAY_LEN(items));
+    return TP_EINVAL;
+  }
+  for (size_t i = 0; i < *count; i++) {
+    rv = encode_elem(&ft->raw, dt, items[i]);
+    if (rv == TP_ENOMEM) return rv;
+    if (rv) {
+      tp_seterr(err, errlen, "input \"%s\": element %zu does not fit the model's datatype %s%s", name, i, dt,
+                strcmp(dt, "FP16") == 0 || strcmp(dt, "BF16") == 0 ? " (give FP16/BF16 values as \"b64\")" : "");
+      return TP_EINVAL;
+    }
+  }
+  return 0;
+}
+
 static int encode_input(file_tensor *ft, const tp_triton_tensor_meta *mi, const char *name, const json_t *v,
                         char *err, size_t errlen) {
   const char *dt = mi->datatype;
@@ -141,55 +202,15 @@ static int encode_input(file_tensor *ft, const tp_triton_tensor_meta *mi, const 
   }
   size_t n_dims = 0;
   int64_t dims[MAX_DIMS];
-  if (shape) {
-    size_t i;
-    json_t *d;
-    if (!json_is_array(shape) || json_array_size(shape) > MAX_DIMS) goto bad_shape;
-    json_array_foreach(shape, i, d) {
-      if (!json_is_integer(d) || json_integer_value(d) < 0) goto bad_shape;
-      dims[n_dims++] = json_integer_value(d);
-    }
+  if (shape && !read_shape(shape, dims, &n_dims)) {
+    tp_seterr(err, errlen, "input \"%s\": \"shape\" must be a list of at most %d non-negative integers", name,
+              MAX_DIMS);
+    return TP_EINVAL;
   }
   size_t count;
-  if (json_is_string(b64) && !content) {
-    unsigned char *raw;
-    size_t len;
-    int rv = tp_base64_decode(json_string_value(b64), json_string_length(b64), &raw, &len);
-    if (rv == TP_ENOMEM) return rv;
-    if (rv) {
-      tp_seterr(err, errlen, "input \"%s\": \"b64\" is not valid base64", name);
-      return TP_EINVAL;
-    }
-    rv = tp_buf_append(&ft->raw, raw, len) ? TP_ENOMEM : 0;
-    free(raw);
-    if (rv) return rv;
-    size_t size = elem_size(dt);
-    count = size ? (len % size ? SIZE_MAX : len / size) : strcmp(dt, "BYTES") == 0 ? count_bytes_elems(ft->raw.data, len)
-                                                                                    : SIZE_MAX;
-    if (count == SIZE_MAX) {
-      tp_seterr(err, errlen, "input \"%s\": \"b64\" holds %zu bytes, not whole %s elements", name, len, dt);
-      return TP_EINVAL;
-    }
-  } else {
-    json_t *items[4096];
-    count = 0;
-    int rv = json_is_array(content) ? flatten(content, items, TP_ARRAY_LEN(items), &count, 0) : TP_EINVAL;
-    if (rv) {
-      tp_seterr(err, errlen, "input \"%s\": expected a list of values (at most %zu), {\"content\": [...], "
-                "\"shape\": [...]} or {\"b64\": \"...\"}",
-                name, TP_ARRAY_LEN(items));
-      return TP_EINVAL;
-    }
-    for (size_t i = 0; i < count; i++) {
-      rv = encode_elem(&ft->raw, dt, items[i]);
-      if (rv == TP_ENOMEM) return rv;
-      if (rv) {
-        tp_seterr(err, errlen, "input \"%s\": element %zu does not fit the model's datatype %s%s", name, i, dt,
-                  strcmp(dt, "FP16") == 0 || strcmp(dt, "BF16") == 0 ? " (give FP16/BF16 values as \"b64\")" : "");
-        return TP_EINVAL;
-      }
-    }
-  }
+  int rv = json_is_string(b64) && !content ? encode_b64(ft, dt, name, b64, &count, err, errlen)
+                                           : encode_list(ft, dt, name, content, &count, err, errlen);
+  if (rv) return rv;
   if (!shape) dims[n_dims++] = (int64_t)count;
   uint64_t product = 1;
   for (size_t i = 0; i < n_dims; i++) {
@@ -211,11 +232,6 @@ static int encode_input(file_tensor *ft, const tp_triton_tensor_meta *mi, const 
   ft->t.shape = ft->shape;
   ft->t.n_shape = k;
   return 0;
-
-bad_shape:
-  tp_seterr(err, errlen, "input \"%s\": \"shape\" must be a list of at most %d non-negative integers", name,
-            MAX_DIMS);
-  return TP_EINVAL;
 }
 
 int tp_triton_build_infer_inputs(tp_buf *out, const tp_triton_opts *o, const tp_triton_model_meta *m,

@@ -133,6 +133,66 @@ static int read_texts(const json_t *texts, tp_buf *b, const char *file, size_t l
   return 0;
 }
 
+/* The line's prompt: a string under one of prompt_keys (*prompt), or
+ * else chat "messages" or AIPerf "texts" joined into joined. */
+static int find_prompt(json_t *root, tp_buf *joined, const char *file, size_t lineno, json_t **prompt_out,
+                       json_t **jmsgs_out, json_t **jtexts_out, char *err, size_t errlen) {
+  json_t *prompt = NULL;
+  const char *prompt_key = NULL;
+  for (size_t k = 0; k < TP_ARRAY_LEN(prompt_keys) && !prompt; k++) {
+    prompt = json_object_get(root, prompt_keys[k]);
+    prompt_key = prompt_keys[k];
+  }
+  /* Other tools' prompt fields, read only when none of tokperf's own is
+   * there: OpenAI chat "messages" and AIPerf's "texts". */
+  json_t *jmsgs = prompt ? NULL : json_object_get(root, "messages");
+  json_t *jtexts = prompt || jmsgs ? NULL : json_object_get(root, "texts");
+  *prompt_out = prompt, *jmsgs_out = jmsgs, *jtexts_out = jtexts;
+  if (jmsgs || jtexts)
+    return jmsgs ? read_messages(jmsgs, joined, file, lineno, err, errlen)
+                 : read_texts(jtexts, joined, file, lineno, err, errlen);
+  if (prompt && json_is_string(prompt)) return 0;
+  if (prompt)
+    tp_seterr(err, errlen,
+              "%s:%zu: no prompt: expected a string under \"text_input\", \"input\", "
+              "\"prompt\" or \"text\" (\"%s\" holds %s)",
+              file, lineno, prompt_key, json_type_name(prompt));
+  else
+    tp_seterr(err, errlen,
+              "%s:%zu: no prompt: expected a string under \"text_input\", \"input\", "
+              "\"prompt\" or \"text\", a list of chat \"messages\", or AIPerf's \"texts\"",
+              file, lineno);
+  return TP_EINVAL;
+}
+
+/* The line's reference output and its max_tokens (-1: not given). */
+static int read_ref_max(json_t *root, const char *file, size_t lineno, json_t **jref_out, int64_t *max_tokens,
+                        char *err, size_t errlen) {
+  const char *ref_key = "output";
+  json_t *jref = json_object_get(root, ref_key);
+  if (!jref || json_is_null(jref)) jref = json_object_get(root, ref_key = "reference");
+  *jref_out = jref;
+  if (jref && !json_is_null(jref) && !json_is_string(jref)) {
+    tp_seterr(err, errlen, "%s:%zu: \"%s\" must be a string (found %s)", file, lineno, ref_key,
+              json_type_name(jref));
+    return TP_EINVAL;
+  }
+
+  /* AIPerf calls it output_length; OpenAI and tokperf max_tokens. */
+  *max_tokens = -1;
+  const char *max_key = "max_tokens";
+  json_t *jmax = json_object_get(root, max_key);
+  if (!jmax || json_is_null(jmax)) jmax = json_object_get(root, max_key = "output_length");
+  if (jmax && !json_is_null(jmax)) {
+    if (!json_is_integer(jmax) || json_integer_value(jmax) <= 0) {
+      tp_seterr(err, errlen, "%s:%zu: \"%s\" must be a positive integer", file, lineno, max_key);
+      return TP_EINVAL;
+    }
+    *max_tokens = (int64_t)json_integer_value(jmax);
+  }
+  return 0;
+}
+
 static int parse_line_ex(const char *line, size_t len, const char *file, size_t lineno, tp_prompt *out,
                          bool *blank, unsigned *ignored, char *err, size_t errlen) {
   if (len && line[len - 1] == '\r') len--;
@@ -165,56 +225,11 @@ static int parse_line_ex(const char *line, size_t len, const char *file, size_t 
     goto out;
   }
 
-  json_t *prompt = NULL;
-  const char *prompt_key = NULL;
-  for (size_t k = 0; k < TP_ARRAY_LEN(prompt_keys) && !prompt; k++) {
-    prompt = json_object_get(root, prompt_keys[k]);
-    prompt_key = prompt_keys[k];
-  }
-  /* Other tools' prompt fields, read only when none of tokperf's own is
-   * there: OpenAI chat "messages" and AIPerf's "texts". */
-  json_t *jmsgs = prompt ? NULL : json_object_get(root, "messages");
-  json_t *jtexts = prompt || jmsgs ? NULL : json_object_get(root, "texts");
-  if (jmsgs || jtexts) {
-    rv = jmsgs ? read_messages(jmsgs, &joined, file, lineno, err, errlen)
-               : read_texts(jtexts, &joined, file, lineno, err, errlen);
-    if (rv) goto out;
-    rv = TP_EINVAL;
-  } else if (!prompt || !json_is_string(prompt)) {
-    if (prompt)
-      tp_seterr(err, errlen,
-                "%s:%zu: no prompt: expected a string under \"text_input\", \"input\", "
-                "\"prompt\" or \"text\" (\"%s\" holds %s)",
-                file, lineno, prompt_key, json_type_name(prompt));
-    else
-      tp_seterr(err, errlen,
-                "%s:%zu: no prompt: expected a string under \"text_input\", \"input\", "
-                "\"prompt\" or \"text\", a list of chat \"messages\", or AIPerf's \"texts\"",
-                file, lineno);
+  json_t *prompt, *jmsgs, *jtexts, *jref;
+  int64_t max_tokens;
+  if ((rv = find_prompt(root, &joined, file, lineno, &prompt, &jmsgs, &jtexts, err, errlen)) ||
+      (rv = read_ref_max(root, file, lineno, &jref, &max_tokens, err, errlen)))
     goto out;
-  }
-
-  const char *ref_key = "output";
-  json_t *jref = json_object_get(root, ref_key);
-  if (!jref || json_is_null(jref)) jref = json_object_get(root, ref_key = "reference");
-  if (jref && !json_is_null(jref) && !json_is_string(jref)) {
-    tp_seterr(err, errlen, "%s:%zu: \"%s\" must be a string (found %s)", file, lineno, ref_key,
-              json_type_name(jref));
-    goto out;
-  }
-
-  /* AIPerf calls it output_length; OpenAI and tokperf max_tokens. */
-  int64_t max_tokens = -1;
-  const char *max_key = "max_tokens";
-  json_t *jmax = json_object_get(root, max_key);
-  if (!jmax || json_is_null(jmax)) jmax = json_object_get(root, max_key = "output_length");
-  if (jmax && !json_is_null(jmax)) {
-    if (!json_is_integer(jmax) || json_integer_value(jmax) <= 0) {
-      tp_seterr(err, errlen, "%s:%zu: \"%s\" must be a positive integer", file, lineno, max_key);
-      goto out;
-    }
-    max_tokens = (int64_t)json_integer_value(jmax);
-  }
   if (json_object_get(root, "timestamp")) *ignored |= IGN_TIMESTAMP;
   if (json_object_get(root, "delay")) *ignored |= IGN_DELAY;
 

@@ -154,8 +154,9 @@ static void note_unused(json_t *unused, const json_t *entry, const char *prompt_
   }
 }
 
-static int pa_entry(tp_dataset *ds, const char *name, size_t idx, const json_t *entry, json_t *unused,
-                    char *err, size_t errlen) {
+/* An entry must be an object whose every input has one of
+ * perf_analyzer's forms. */
+static int pa_check_entry(const json_t *entry, const char *name, size_t idx, char *err, size_t errlen) {
   if (json_is_array(entry)) {
     tp_seterr(err, errlen, "%s: data[%zu]: a list of steps (perf_analyzer's sequence data) is not supported; "
               "expected an object mapping input names to values",
@@ -180,27 +181,42 @@ static int pa_entry(tp_dataset *ds, const char *name, size_t idx, const json_t *
       return TP_EINVAL;
     }
   }
+  return 0;
+}
+
+/* The prompt input's name, its values in *first / *b64; NULL when none. */
+static const char *pa_prompt_key(const json_t *entry, const json_t **first, const json_t **b64) {
   /* The prompt: the names the TRT-LLM and vLLM models use, then any input
    * named like one that holds a string. */
   const char *pkey = NULL;
-  const json_t *first = NULL, *b64 = NULL;
+  const char *key;
+  json_t *v;
   const char *named[] = {"text_input", "PROMPT"};
   for (size_t k = 0; k < 2 && !pkey; k++) {
     json_t *pv = json_object_get(entry, named[k]);
     if (pv) {
       pkey = named[k];
-      input_values(pv, &first, &b64);
+      input_values(pv, first, b64);
     }
   }
   if (!pkey) {
     json_object_foreach((json_t *)entry, key, v) {
-      input_values(v, &first, &b64);
-      if (name_says_prompt(key) && (b64 || json_is_string(first))) {
+      input_values(v, first, b64);
+      if (name_says_prompt(key) && (*b64 || json_is_string(*first))) {
         pkey = key;
         break;
       }
     }
   }
+  return pkey;
+}
+
+static int pa_entry(tp_dataset *ds, const char *name, size_t idx, const json_t *entry, json_t *unused,
+                    char *err, size_t errlen) {
+  int rv = pa_check_entry(entry, name, idx, err, errlen);
+  if (rv) return rv;
+  const json_t *first = NULL, *b64 = NULL;
+  const char *pkey = pa_prompt_key(entry, &first, &b64);
   if (!pkey) {
     tp_seterr(err, errlen, "%s: data[%zu]: no prompt: expected a BYTES input \"text_input\" or \"PROMPT\" "
               "holding a string, like {\"text_input\": [\"Hello\"]}",
@@ -211,7 +227,7 @@ static int pa_entry(tp_dataset *ds, const char *name, size_t idx, const json_t *
   memset(&p, 0, sizeof(p));
   p.input_tokens = -1;
   if (b64) {
-    int rv = b64_first_string(b64, &p.text, &p.text_len);
+    rv = b64_first_string(b64, &p.text, &p.text_len);
     if (rv == TP_ENOMEM) return rv;
     if (rv) {
       tp_seterr(err, errlen, "%s: data[%zu]: input \"%s\": \"b64\" must be base64 of a BYTES tensor "
@@ -228,7 +244,7 @@ static int pa_entry(tp_dataset *ds, const char *name, size_t idx, const json_t *
               pkey);
     return TP_EINVAL;
   }
-  int rv = pa_max_tokens(entry, name, idx, &p.max_tokens, err, errlen);
+  rv = pa_max_tokens(entry, name, idx, &p.max_tokens, err, errlen);
   if (!rv && !(p.inputs = json_dumps(entry, JSON_COMPACT))) rv = TP_ENOMEM;
   if (!rv) {
     note_unused(unused, entry, pkey);

@@ -14,6 +14,7 @@
 #include "metrics/tp_ci.h"
 #include "metrics/tp_metric.h"
 #include "report/tp_export.h"
+#include "report/tp_compare_int.h"
 #include "report/tp_html.h"
 
 #define SCHEMA "tokperf.report/1"
@@ -76,7 +77,8 @@ int tp_compare_parse_rule(const char *s, tp_compare_rule *out, char *err, size_t
     }
     if (st < 0 || (!has_stat && st != TP_STAT_AVG)) {
       if (has_stat)
-        tp_seterr(err, errlen, "unknown statistic '%.*s' for %s (accepted: %s)", (int)sl, dot + 1, m->name, stats);
+        tp_seterr(err, errlen, "unknown statistic '%.*s' for %s (accepted: %s)", (int)sl, dot + 1, m->name,
+                  stats);
       else
         tp_seterr(err, errlen, "%s is one figure per level and takes no statistic (write %s:-5%%)", m->name,
                   m->name);
@@ -108,15 +110,8 @@ int tp_compare_parse_rule(const char *s, tp_compare_rule *out, char *err, size_t
 /* ------------------------------------------------------------------------ */
 /* Documents                                                                */
 
-typedef struct doc {
-  const char *path;
-  json_t *root;
-  json_t *levels; /* borrowed from root */
-  json_t *repeats; /* --num-profile-runs: one entry per point with intervals (borrowed; NULL = none) */
-  char desc[256];
-} doc;
 
-static int load_doc(doc *d, const char *path, char *err, size_t errlen) {
+int tp__cmp_load_doc(doc *d, const char *path, char *err, size_t errlen) {
   memset(d, 0, sizeof(*d));
   d->path = path;
   FILE *f = fopen(path, "rb");
@@ -160,7 +155,7 @@ static bool num(json_t *v, double *out) {
 
 /* The value of a metric in one level of a document; false = unavailable
  * (null or missing; for error_rate, a level with no requests). */
-static bool level_value(json_t *lv, const tp_metric *m, tp_stat_id st, double *out) {
+bool tp__cmp_level_value(json_t *lv, const tp_metric *m, tp_stat_id st, double *out) {
   json_t *v = json_object_get(lv, m->json_key);
   if (m->kind == TP_METRIC_DIST) v = json_object_get(v, tp_stat_name(st));
   if (num(v, out)) return true;
@@ -179,7 +174,7 @@ static bool level_value(json_t *lv, const tp_metric *m, tp_stat_id st, double *o
 /* A level's sweep point, read back into the fields tp__level_name uses.
  * Two levels match when every field is equal: for a concurrency sweep that
  * is the concurrency alone. */
-static void level_point(json_t *lv, tp_level_result *p) {
+void tp__cmp_level_point(json_t *lv, tp_level_result *p) {
   memset(p, 0, sizeof(*p));
   const char *mode = json_string_value(json_object_get(lv, "mode"));
   p->load_mode = mode && !strcmp(mode, "request_rate") ? TP_LOAD_RATE
@@ -193,7 +188,7 @@ static void level_point(json_t *lv, tp_level_result *p) {
   if (num(json_object_get(lv, "output_tokens_target"), &v)) p->output_tokens_mean = (uint32_t)v;
 }
 
-static bool same_point(const tp_level_result *a, const tp_level_result *b) {
+bool tp__cmp_same_point(const tp_level_result *a, const tp_level_result *b) {
   return a->load_mode == b->load_mode && a->concurrency == b->concurrency &&
          a->request_rate == b->request_rate && a->input_tokens_mean == b->input_tokens_mean &&
          a->output_tokens_mean == b->output_tokens_mean;
@@ -201,7 +196,7 @@ static bool same_point(const tp_level_result *a, const tp_level_result *b) {
 
 static void level_name(json_t *lv, char *buf, size_t len) {
   tp_level_result p;
-  level_point(lv, &p);
+  tp__cmp_level_point(lv, &p);
   tp__level_name(&p, buf, len);
 }
 
@@ -256,8 +251,8 @@ static void eval(result *r, json_t *la, json_t *lb) {
     r->a = r->ca.mean;
     r->b = r->cb.mean;
   } else {
-    r->have_a = level_value(la, r->metric, r->stat, &r->a);
-    r->have_b = level_value(lb, r->metric, r->stat, &r->b);
+    r->have_a = tp__cmp_level_value(la, r->metric, r->stat, &r->a);
+    r->have_b = tp__cmp_level_value(lb, r->metric, r->stat, &r->b);
   }
   if (r->have_a && r->have_b) {
     r->change = pct_change(r->a, r->b);
@@ -269,7 +264,7 @@ static void eval(result *r, json_t *la, json_t *lb) {
   }
 }
 
-static void metric_label(char *buf, size_t len, const tp_metric *m, tp_stat_id st) {
+void tp__cmp_metric_label(char *buf, size_t len, const tp_metric *m, tp_stat_id st) {
   if (m->kind == TP_METRIC_DIST)
     snprintf(buf, len, "%s.%s", m->name, tp_stat_name(st));
   else
@@ -318,17 +313,17 @@ static result *push(results *rs) {
 
 static void print_row(FILE *out, const result *r) {
   char label[64], name[96], a[32], b[32], c[32];
-  metric_label(label, sizeof(label), r->metric, r->stat);
+  tp__cmp_metric_label(label, sizeof(label), r->metric, r->stat);
   snprintf(name, sizeof(name), "%s (%s)", label, tp_unit_name(r->metric->unit));
   fmt_val(a, sizeof(a), r->metric, r->have_a, r->a);
   fmt_val(b, sizeof(b), r->metric, r->have_b, r->b);
   fmt_change(c, sizeof(c), r);
-  const char *mark = !r->have_a || !r->have_b ? ""
-                     : r->worse                ? "  worse"
-                     : r->noise                ? "  within noise"
+  const char *mark = !r->have_a || !r->have_b                                      ? ""
+                     : r->worse                                                    ? "  worse"
+                     : r->noise                                                    ? "  within noise"
                      : r->a != r->b && (!r->use_ci || tp_ci_apart(&r->ca, &r->cb)) ? "  better"
-                     : r->use_ci && r->a != r->b ? "  within noise"
-                                                 : "";
+                     : r->use_ci && r->a != r->b                                   ? "  within noise"
+                                                                                   : "";
   fprintf(out, "  %-34s %14s %14s %9s%s\n", name, a, b, c, mark);
 }
 
@@ -351,7 +346,7 @@ static void fmt_with_unit(char *buf, size_t len, const tp_metric *m, double v) {
 
 static void rule_message(char *buf, size_t len, const tp_compare_rule *rule, const result *r) {
   char label[64], a[48], b[48], c[32];
-  metric_label(label, sizeof(label), r->metric, r->stat);
+  tp__cmp_metric_label(label, sizeof(label), r->metric, r->stat);
   fmt_with_unit(a, sizeof(a), r->metric, r->a);
   fmt_with_unit(b, sizeof(b), r->metric, r->b);
   fmt_change(c, sizeof(c), r);
@@ -362,14 +357,72 @@ static void rule_message(char *buf, size_t len, const tp_compare_rule *rule, con
   else if (!r->have_a)
     snprintf(buf, len, "%s at %s: unavailable in A, %s in B", label, r->level, b);
   else if (r->use_ci)
-    snprintf(buf, len, "%s at %s: %s +- %.4g -> %s +- %.4g over %zu and %zu runs (%s, bound %c%g%%; %s)", label,
-             r->level, a, r->ca.half, b, r->cb.half, r->ca.n, r->cb.n, c, rule->direction > 0 ? '+' : '-',
-             rule->bound_pct,
-             tp_ci_apart(&r->ca, &r->cb) ? "the 95% intervals are apart: beyond noise" : "within noise: the 95% "
-                                                                                        "intervals overlap");
+    snprintf(buf, len, "%s at %s: %s +- %.4g -> %s +- %.4g over %zu and %zu runs (%s, bound %c%g%%; %s)",
+             label, r->level, a, r->ca.half, b, r->cb.half, r->ca.n, r->cb.n, c,
+             rule->direction > 0 ? '+' : '-', rule->bound_pct,
+             tp_ci_apart(&r->ca, &r->cb) ? "the 95% intervals are apart: beyond noise"
+                                         : "within noise: the 95% "
+                                           "intervals overlap");
   else
     snprintf(buf, len, "%s at %s: %s -> %s (%s, bound %c%g%%)", label, r->level, a, b, c,
              rule->direction > 0 ? '+' : '-', rule->bound_pct);
+}
+
+/* The JUnit test cases of the --fail-on checks. */
+static int junit_rules(tp_buf *o, const tp_compare_rule *rules, const results *rs) {
+  int rv = 0;
+  for (size_t i = 0; i < rs->n && !rv; i++) {
+    const result *r = &rs->v[i];
+    if (r->rule < 0) continue;
+    char name[256], msg[640];
+    snprintf(name, sizeof(name), "%s at %s", rules[r->rule].text, r->level);
+    rule_message(msg, sizeof(msg), &rules[r->rule], r);
+    rv = tp_buf_append_str(o, "    <testcase classname=\"tokperf.compare.rules\" name=\"");
+    if (!rv) rv = xml_attr(o, name);
+    if (!rv) rv = tp_buf_append_str(o, "\" time=\"0\"");
+    if (!rv && !r->failed && !r->skipped) {
+      rv = tp_buf_append_str(o, "><system-out>");
+      if (!rv) rv = xml_attr(o, msg);
+      if (!rv) rv = tp_buf_append_str(o, "</system-out></testcase>\n");
+      continue;
+    }
+    if (!rv)
+      rv = tp_buf_append_str(
+          o, r->failed ? ">\n      <failure type=\"regression\" message=\"" : ">\n      <skipped message=\"");
+    if (!rv) rv = xml_attr(o, msg);
+    if (!rv) rv = tp_buf_append_str(o, "\"/>\n    </testcase>\n");
+  }
+  return rv;
+}
+
+/* The JUnit test cases of the metric table: always passed, the figures in
+ * their output. */
+static int junit_metrics(tp_buf *o, const results *rs) {
+  int rv = 0;
+  for (size_t i = 0; i < rs->n && !rv; i++) {
+    const result *r = &rs->v[i];
+    if (r->rule >= 0) continue;
+    char label[64], a[32], b[32], c[32];
+    tp__cmp_metric_label(label, sizeof(label), r->metric, r->stat);
+    fmt_val(a, sizeof(a), r->metric, r->have_a, r->a);
+    fmt_val(b, sizeof(b), r->metric, r->have_b, r->b);
+    fmt_change(c, sizeof(c), r);
+    /* classname: the level as an identifier, "concurrency_8". */
+    char cls[128];
+    size_t k = 0;
+    for (const char *q = r->level; *q && k + 1 < sizeof(cls); q++)
+      cls[k++] = (*q >= 'a' && *q <= 'z') || (*q >= 'A' && *q <= 'Z') || (*q >= '0' && *q <= '9') ? *q : '_';
+    cls[k] = '\0';
+    rv = tp_buf_printf(
+        o,
+        "    <testcase classname=\"tokperf.compare.%s\" name=\"%s\" time=\"0\"><system-out>A %s, "
+        "B %s %s, change %s%s</system-out></testcase>\n",
+        cls, label, a, b, tp_unit_name(r->metric->unit), c,
+        r->have_a && r->have_b && r->worse   ? " (worse)"
+        : r->have_a && r->have_b && r->noise ? " (within noise)"
+                                             : "");
+  }
+  return rv;
 }
 
 static int write_junit(const char *path, const char *pa, const char *pb, const tp_compare_rule *rules,
@@ -398,53 +451,13 @@ static int write_junit(const char *path, const char *pa, const char *pb, const t
   if (!rv) rv = tp_buf_append_str(&o, "\"/>\n      <property name=\"candidate\" value=\"");
   if (!rv) rv = xml_attr(&o, pb);
   if (!rv) rv = tp_buf_append_str(&o, "\"/>\n    </properties>\n");
-  for (size_t i = 0; i < rs->n && !rv; i++) {
-    const result *r = &rs->v[i];
-    if (r->rule < 0) continue;
-    char name[256], msg[640];
-    snprintf(name, sizeof(name), "%s at %s", rules[r->rule].text, r->level);
-    rule_message(msg, sizeof(msg), &rules[r->rule], r);
-    rv = tp_buf_append_str(&o, "    <testcase classname=\"tokperf.compare.rules\" name=\"");
-    if (!rv) rv = xml_attr(&o, name);
-    if (!rv) rv = tp_buf_append_str(&o, "\" time=\"0\"");
-    if (!rv && !r->failed && !r->skipped) {
-      rv = tp_buf_append_str(&o, "><system-out>");
-      if (!rv) rv = xml_attr(&o, msg);
-      if (!rv) rv = tp_buf_append_str(&o, "</system-out></testcase>\n");
-      continue;
-    }
-    if (!rv)
-      rv = tp_buf_append_str(&o, r->failed ? ">\n      <failure type=\"regression\" message=\""
-                                           : ">\n      <skipped message=\"");
-    if (!rv) rv = xml_attr(&o, msg);
-    if (!rv) rv = tp_buf_append_str(&o, "\"/>\n    </testcase>\n");
-  }
+  if (!rv) rv = junit_rules(&o, rules, rs);
   if (!rv)
     rv = tp_buf_printf(&o,
                        "  </testsuite>\n  <testsuite name=\"tokperf.compare.metrics\" tests=\"%zu\" "
                        "failures=\"0\" errors=\"0\" skipped=\"0\">\n",
                        nrow);
-  for (size_t i = 0; i < rs->n && !rv; i++) {
-    const result *r = &rs->v[i];
-    if (r->rule >= 0) continue;
-    char label[64], a[32], b[32], c[32];
-    metric_label(label, sizeof(label), r->metric, r->stat);
-    fmt_val(a, sizeof(a), r->metric, r->have_a, r->a);
-    fmt_val(b, sizeof(b), r->metric, r->have_b, r->b);
-    fmt_change(c, sizeof(c), r);
-    /* classname: the level as an identifier, "concurrency_8". */
-    char cls[128];
-    size_t k = 0;
-    for (const char *q = r->level; *q && k + 1 < sizeof(cls); q++)
-      cls[k++] = (*q >= 'a' && *q <= 'z') || (*q >= 'A' && *q <= 'Z') || (*q >= '0' && *q <= '9') ? *q : '_';
-    cls[k] = '\0';
-    rv = tp_buf_printf(
-        &o,
-        "    <testcase classname=\"tokperf.compare.%s\" name=\"%s\" time=\"0\"><system-out>A %s, "
-        "B %s %s, change %s%s</system-out></testcase>\n",
-        cls, label, a, b, tp_unit_name(r->metric->unit), c,
-        r->have_a && r->have_b && r->worse ? " (worse)" : r->have_a && r->have_b && r->noise ? " (within noise)" : "");
-  }
+  if (!rv) rv = junit_metrics(&o, rs);
   if (!rv) rv = tp_buf_append_str(&o, "  </testsuite>\n</testsuites>\n");
   if (!rv && tp__write_atomic(path, o.data, o.len)) {
     tp_seterr(err, errlen, "cannot write %s: %s (see --junit)", path, strerror(errno));
@@ -476,110 +489,164 @@ static void print_level_head(FILE *out, const char *name, const char *suffix) {
   fprintf(out, "\n%c%s%s", toupper((unsigned char)name[0]), name + 1, suffix);
 }
 
-int tp_compare_run(const char *json_a, const char *json_b, const char *const *fail_on, size_t n, FILE *out,
-                   const char *junit_path, char *err, size_t errlen) {
-  tp_compare_rule *rules = calloc(n ? n : 1, sizeof(*rules));
-  if (!rules) return TP_ENOMEM;
-  int rv = 0;
-  for (size_t i = 0; i < n && !rv; i++) {
+static int parse_rules(const char *const *fail_on, size_t n, tp_compare_rule *rules, char *err,
+                       size_t errlen) {
+  for (size_t i = 0; i < n; i++) {
     char e[256];
     if (tp_compare_parse_rule(fail_on[i], &rules[i], e, sizeof(e))) {
       tp_seterr(err, errlen, "--fail-on '%s': %s", fail_on[i], e);
-      rv = TP_EINVAL;
+      return TP_EINVAL;
     }
   }
-  doc a = {0}, b = {0};
-  if (!rv) rv = load_doc(&a, json_a, err, errlen);
-  if (!rv) rv = load_doc(&b, json_b, err, errlen);
-  results rs = {0};
-  /* Both with repeated runs: points are compared by their intervals. */
-  bool use_ci = !rv && a.repeats && b.repeats;
-  json_t *pts_a = use_ci ? a.repeats : a.levels, *pts_b = use_ci ? b.repeats : b.levels;
-  size_t na = rv ? 0 : json_array_size(pts_a), nb = rv ? 0 : json_array_size(pts_b);
-  bool *used_b = calloc(nb ? nb : 1, sizeof(*used_b));
-  if (!rv && !used_b) rv = TP_ENOMEM;
+  return 0;
+}
 
-  size_t matched = 0, nfail = 0;
-  char first_fail[640] = "";
-  if (!rv && out) fprintf(out, "A: %s (%s)\nB: %s (%s)\n", json_a, a.desc, json_b, b.desc);
-  if (use_ci && out)
-    fprintf(out, "Both ran every level repeatedly: A and B are means over runs, and a change is worse only when "
-                 "the 95%% confidence intervals are apart (else: within noise)\n");
-  for (size_t i = 0; i < na && !rv; i++) {
-    json_t *la = json_array_get(pts_a, i), *lb = NULL;
-    tp_level_result pa, pb;
-    level_point(la, &pa);
+/* The point of B that matches la's point pa and is not used yet (marked
+ * used), or NULL. */
+static json_t *match_point(json_t *pts_b, size_t nb, bool *used_b, const tp_level_result *pa) {
+  for (size_t j = 0; j < nb; j++) {
+    tp_level_result pb;
+    tp__cmp_level_point(json_array_get(pts_b, j), &pb);
+    if (!used_b[j] && tp__cmp_same_point(pa, &pb)) {
+      used_b[j] = true;
+      return json_array_get(pts_b, j);
+    }
+  }
+  return NULL;
+}
+
+/* The table rows of one matched level: every compared metric. */
+static int compare_metrics(results *rs, const char *name, json_t *la, json_t *lb, bool use_ci, FILE *out) {
+  size_t nm;
+  const tp_metric *all = tp_metrics(&nm);
+  for (size_t k = 0; k < nm; k++) {
+    if (!(all[k].flags & TP_MF_COMPARE)) continue;
+    size_t nst = all[k].kind == TP_METRIC_DIST ? TP_ARRAY_LEN(table_stats) : 1;
+    for (size_t q = 0; q < nst; q++) {
+      result *r = push(rs);
+      if (!r) return TP_ENOMEM;
+      snprintf(r->level, sizeof(r->level), "%s", name);
+      r->metric = &all[k];
+      r->stat = all[k].kind == TP_METRIC_DIST ? table_stats[q] : TP_STAT_AVG;
+      r->use_ci = use_ci;
+      eval(r, la, lb);
+      if (out) print_row(out, r);
+    }
+  }
+  return 0;
+}
+
+/* The --fail-on checks of one matched level; counts failures in *nfail
+ * and keeps the first one's message. */
+static int check_rules(results *rs, const tp_compare_rule *rules, size_t n, const char *name, json_t *la,
+                       json_t *lb, bool use_ci, size_t *nfail, char *first_fail, size_t first_len) {
+  for (size_t k = 0; k < n; k++) {
+    result *r = push(rs);
+    if (!r) return TP_ENOMEM;
+    snprintf(r->level, sizeof(r->level), "%s", name);
+    r->metric = rules[k].metric;
+    r->stat = rules[k].stat;
+    r->rule = (int)k;
+    r->use_ci = use_ci;
+    eval(r, la, lb);
+    if (!r->have_a && !r->have_b)
+      r->skipped = true;
+    else if (r->have_a && !r->have_b)
+      r->failed = true; /* a figure that vanished could hide a regression */
+    else if (r->have_a && r->have_b)
+      r->failed = rules[k].direction > 0 ? r->change > rules[k].bound_pct : r->change < -rules[k].bound_pct;
+    /* Beyond the bound but within the runs' noise: not a regression. */
+    if (r->failed && r->use_ci && r->have_a && r->have_b && !tp_ci_apart(&r->ca, &r->cb)) {
+      r->failed = false;
+      r->noise = true;
+    }
+    if (r->failed && !(*nfail)++) rule_message(first_fail, first_len, &rules[k], r);
+  }
+  return 0;
+}
+
+static void print_rules(FILE *out, const tp_compare_rule *rules, const results *rs) {
+  fprintf(out, "\nRules\n");
+  for (size_t i = 0; i < rs->n; i++) {
+    const result *r = &rs->v[i];
+    if (r->rule < 0) continue;
+    char msg[640];
+    rule_message(msg, sizeof(msg), &rules[r->rule], r);
+    fprintf(out, "  %-4s %s: %s\n",
+            r->failed    ? "FAIL"
+            : r->skipped ? "skip"
+                         : "ok",
+            rules[r->rule].text, msg);
+  }
+}
+
+/* What both runs hold, compared level by level. */
+typedef struct run_cmp {
+  json_t *pts_a, *pts_b;
+  size_t na, nb;
+  bool *used_b;
+  bool use_ci;
+  size_t matched, nfail;
+  char first_fail[640];
+} run_cmp;
+
+static int compare_levels(run_cmp *c, results *rs, const tp_compare_rule *rules, size_t n, FILE *out) {
+  int rv = 0;
+  for (size_t i = 0; i < c->na && !rv; i++) {
+    json_t *la = json_array_get(c->pts_a, i);
+    tp_level_result pa;
+    tp__cmp_level_point(la, &pa);
     char name[128];
     tp__level_name(&pa, name, sizeof(name));
-    for (size_t j = 0; j < nb && !lb; j++) {
-      level_point(json_array_get(pts_b, j), &pb);
-      if (!used_b[j] && same_point(&pa, &pb)) {
-        used_b[j] = true;
-        lb = json_array_get(pts_b, j);
-      }
-    }
+    json_t *lb = match_point(c->pts_b, c->nb, c->used_b, &pa);
     if (!lb) {
       if (out) print_level_head(out, name, ": only in A\n");
       continue;
     }
-    matched++;
+    c->matched++;
     if (out) {
       print_level_head(out, name, "\n");
       fprintf(out, "  %-34s %14s %14s %9s\n", "Metric", "A", "B", "Change");
     }
-    size_t nm;
-    const tp_metric *all = tp_metrics(&nm);
-    for (size_t k = 0; k < nm && !rv; k++) {
-      if (!(all[k].flags & TP_MF_COMPARE)) continue;
-      size_t nst = all[k].kind == TP_METRIC_DIST ? TP_ARRAY_LEN(table_stats) : 1;
-      for (size_t q = 0; q < nst && !rv; q++) {
-        result *r = push(&rs);
-        if (!r) {
-          rv = TP_ENOMEM;
-          break;
-        }
-        snprintf(r->level, sizeof(r->level), "%s", name);
-        r->metric = &all[k];
-        r->stat = all[k].kind == TP_METRIC_DIST ? table_stats[q] : TP_STAT_AVG;
-        r->use_ci = use_ci;
-        eval(r, la, lb);
-        if (out) print_row(out, r);
-      }
-    }
-    for (size_t k = 0; k < n && !rv; k++) {
-      result *r = push(&rs);
-      if (!r) {
-        rv = TP_ENOMEM;
-        break;
-      }
-      snprintf(r->level, sizeof(r->level), "%s", name);
-      r->metric = rules[k].metric;
-      r->stat = rules[k].stat;
-      r->rule = (int)k;
-      r->use_ci = use_ci;
-      eval(r, la, lb);
-      if (!r->have_a && !r->have_b)
-        r->skipped = true;
-      else if (r->have_a && !r->have_b)
-        r->failed = true; /* a figure that vanished could hide a regression */
-      else if (r->have_a && r->have_b)
-        r->failed = rules[k].direction > 0 ? r->change > rules[k].bound_pct : r->change < -rules[k].bound_pct;
-      /* Beyond the bound but within the runs' noise: not a regression. */
-      if (r->failed && r->use_ci && r->have_a && r->have_b && !tp_ci_apart(&r->ca, &r->cb)) {
-        r->failed = false;
-        r->noise = true;
-      }
-      if (r->failed && !nfail++) rule_message(first_fail, sizeof(first_fail), &rules[k], r);
-    }
+    rv = compare_metrics(rs, name, la, lb, c->use_ci, out);
+    if (!rv)
+      rv =
+          check_rules(rs, rules, n, name, la, lb, c->use_ci, &c->nfail, c->first_fail, sizeof(c->first_fail));
   }
-  for (size_t j = 0; j < nb && !rv && out; j++)
-    if (!used_b[j]) {
+  for (size_t j = 0; j < c->nb && !rv && out; j++)
+    if (!c->used_b[j]) {
       char name[128];
-      level_name(json_array_get(pts_b, j), name, sizeof(name));
+      level_name(json_array_get(c->pts_b, j), name, sizeof(name));
       print_level_head(out, name, ": only in B\n");
     }
+  return rv;
+}
 
-  if (!rv && !matched) {
+int tp_compare_run(const char *json_a, const char *json_b, const char *const *fail_on, size_t n, FILE *out,
+                   const char *junit_path, char *err, size_t errlen) {
+  tp_compare_rule *rules = calloc(n ? n : 1, sizeof(*rules));
+  if (!rules) return TP_ENOMEM;
+  int rv = parse_rules(fail_on, n, rules, err, errlen);
+  doc a = {0}, b = {0};
+  if (!rv) rv = tp__cmp_load_doc(&a, json_a, err, errlen);
+  if (!rv) rv = tp__cmp_load_doc(&b, json_b, err, errlen);
+  results rs = {0};
+  run_cmp c = {0};
+  /* Both with repeated runs: points are compared by their intervals. */
+  c.use_ci = !rv && a.repeats && b.repeats;
+  c.pts_a = c.use_ci ? a.repeats : a.levels, c.pts_b = c.use_ci ? b.repeats : b.levels;
+  c.na = rv ? 0 : json_array_size(c.pts_a), c.nb = rv ? 0 : json_array_size(c.pts_b);
+  c.used_b = calloc(c.nb ? c.nb : 1, sizeof(*c.used_b));
+  if (!rv && !c.used_b) rv = TP_ENOMEM;
+
+  if (!rv && out) fprintf(out, "A: %s (%s)\nB: %s (%s)\n", json_a, a.desc, json_b, b.desc);
+  if (c.use_ci && out)
+    fprintf(out,
+            "Both ran every level repeatedly: A and B are means over runs, and a change is worse only when "
+            "the 95%% confidence intervals are apart (else: within noise)\n");
+  if (!rv) rv = compare_levels(&c, &rs, rules, n, out);
+
+  if (!rv && !c.matched) {
     char la[256], lb[256];
     level_list(la, sizeof(la), a.levels);
     level_list(lb, sizeof(lb), b.levels);
@@ -587,30 +654,18 @@ int tp_compare_run(const char *json_a, const char *json_b, const char *const *fa
     rv = TP_EINVAL;
   }
 
-  if (!rv && out && n) {
-    fprintf(out, "\nRules\n");
-    for (size_t i = 0; i < rs.n; i++) {
-      const result *r = &rs.v[i];
-      if (r->rule < 0) continue;
-      char msg[640];
-      rule_message(msg, sizeof(msg), &rules[r->rule], r);
-      fprintf(out, "  %-4s %s: %s\n",
-              r->failed    ? "FAIL"
-              : r->skipped ? "skip"
-                           : "ok",
-              rules[r->rule].text, msg);
-    }
-  }
+  if (!rv && out && n) print_rules(out, rules, &rs);
   if (!rv && junit_path) rv = write_junit(junit_path, json_a, json_b, rules, &rs, err, errlen);
+  size_t nfail = c.nfail;
   if (!rv && nfail) {
-    tp_seterr(err, errlen, "%zu rule check%s failed; first: %s", nfail, nfail == 1 ? "" : "s", first_fail);
+    tp_seterr(err, errlen, "%zu rule check%s failed; first: %s", nfail, nfail == 1 ? "" : "s", c.first_fail);
     if (out) fprintf(out, "\n%zu rule check%s failed\n", nfail, nfail == 1 ? "" : "s");
     rv = TP_COMPARE_FAILED;
   } else if (!rv && out && n) {
     fprintf(out, "\nAll rules held\n");
   }
 
-  free(used_b);
+  free(c.used_b);
   free(rs.v);
   json_decref(a.root);
   json_decref(b.root);
@@ -621,106 +676,3 @@ int tp_compare_run(const char *json_a, const char *json_b, const char *const *fa
 /* ------------------------------------------------------------------------ */
 /* The comparison page (--html): two or more runs                           */
 
-int tp_compare_html(const char *const *paths, size_t n, const char *html_path, char *err, size_t errlen) {
-  if (n < 2) {
-    tp_seterr(err, errlen, "--html compares two or more --json documents");
-    return TP_EINVAL;
-  }
-  doc *docs = calloc(n, sizeof(*docs));
-  const char **runs = calloc(n, sizeof(*runs));
-  if (!docs || !runs) {
-    free(docs);
-    free(runs);
-    return TP_ENOMEM;
-  }
-  int rv = 0;
-  for (size_t i = 0; i < n && !rv; i++) {
-    rv = load_doc(&docs[i], paths[i], err, errlen);
-    runs[i] = paths[i];
-  }
-  /* The levels of the first run that every other run has too. */
-  size_t na = rv ? 0 : json_array_size(docs[0].levels);
-  json_t **rows = calloc((na ? na : 1) * n, sizeof(*rows)); /* [level][run] */
-  char(*names)[128] = calloc(na ? na : 1, sizeof(*names));
-  const char **level_names = calloc(na ? na : 1, sizeof(*level_names));
-  if (!rv && (!rows || !names || !level_names)) rv = TP_ENOMEM;
-  size_t nl = 0;
-  for (size_t i = 0; i < na && !rv; i++) {
-    json_t *la = json_array_get(docs[0].levels, i);
-    tp_level_result pa, pb;
-    level_point(la, &pa);
-    bool all = true;
-    rows[nl * n] = la;
-    for (size_t d = 1; d < n && all; d++) {
-      json_t *found = NULL;
-      for (size_t j = 0; j < json_array_size(docs[d].levels) && !found; j++) {
-        level_point(json_array_get(docs[d].levels, j), &pb);
-        if (same_point(&pa, &pb)) found = json_array_get(docs[d].levels, j);
-      }
-      rows[nl * n + d] = found;
-      all = found != NULL;
-    }
-    if (!all) continue;
-    tp__level_name(&pa, names[nl], sizeof(names[nl]));
-    level_names[nl] = names[nl];
-    nl++;
-  }
-  if (!rv && !nl) {
-    tp_seterr(err, errlen, "the documents have no level in common");
-    rv = TP_EINVAL;
-  }
-  /* A chart per headline metric of the registry: a distribution's average
-   * and p99, a level figure as it is. */
-  size_t nm;
-  const tp_metric *all_m = tp_metrics(&nm);
-  tp_html_cmp_metric *ms = calloc(nm * 2, sizeof(*ms));
-  size_t nms = 0;
-  if (!rv && !ms) rv = TP_ENOMEM;
-  for (size_t k = 0; k < nm && !rv; k++) {
-    const tp_metric *m = &all_m[k];
-    if (!(m->flags & TP_MF_COMPARE)) continue;
-    static const tp_stat_id dist_stats[] = {TP_STAT_AVG, TP_STAT_P99};
-    size_t nst = m->kind == TP_METRIC_DIST ? 2 : 1;
-    for (size_t q = 0; q < nst && !rv; q++) {
-      tp_html_cmp_metric *hm = &ms[nms];
-      metric_label(hm->name, sizeof(hm->name), m, m->kind == TP_METRIC_DIST ? dist_stats[q] : TP_STAT_AVG);
-      snprintf(hm->unit, sizeof(hm->unit), "%s", tp_unit_name(m->unit));
-      hm->better = m->better;
-      hm->values = malloc(nl * n * sizeof(double));
-      if (!hm->values) {
-        rv = TP_ENOMEM;
-        break;
-      }
-      nms++;
-      for (size_t l = 0; l < nl; l++)
-        for (size_t d = 0; d < n; d++) {
-          double v;
-          hm->values[l * n + d] =
-              level_value(rows[l * n + d], m, m->kind == TP_METRIC_DIST ? dist_stats[q] : TP_STAT_AVG, &v) ? v
-                                                                                                            : NAN;
-        }
-    }
-  }
-  if (!rv) {
-    tp_html_cmp in = {runs, n, level_names, nl, ms, nms};
-    tp_buf o;
-    tp_buf_init(&o);
-    rv = tp_html_compare_render(&o, &in);
-    if (!rv && tp__write_atomic(html_path, o.data, o.len)) {
-      tp_seterr(err, errlen, "cannot write %s: %s (see --html)", html_path, strerror(errno));
-      rv = TP_EIO;
-    } else if (rv) {
-      tp_seterr(err, errlen, "cannot write %s: out of memory", html_path);
-    }
-    tp_buf_fini(&o);
-  }
-  for (size_t i = 0; i < nms; i++) free(ms[i].values);
-  free(ms);
-  free(rows);
-  free(names);
-  free(level_names);
-  for (size_t i = 0; i < n; i++) json_decref(docs[i].root);
-  free(docs);
-  free(runs);
-  return rv;
-}

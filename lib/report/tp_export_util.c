@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "report/tp_records.h"
+#include "util/tp_utf8.h"
 
 /* ------------------------------------------------------------------------ */
 /* Small shared helpers                                                     */
@@ -25,36 +26,7 @@ uint64_t tp_export_wall_ns(uint64_t anchor_mono_ns, uint64_t anchor_wall_ns, uin
 }
 
 size_t tp__utf8_len(const unsigned char *s, size_t avail) {
-  if (!avail) return 0;
-  unsigned c = s[0];
-  if (c < 0x80) return 1;
-  size_t n;
-  unsigned min;
-  unsigned cp;
-  if (c >= 0xC2 && c <= 0xDF) {
-    n = 2;
-    min = 0x80;
-    cp = c & 0x1F;
-  } else if (c >= 0xE0 && c <= 0xEF) {
-    n = 3;
-    min = 0x800;
-    cp = c & 0x0F;
-  } else if (c >= 0xF0 && c <= 0xF4) {
-    n = 4;
-    min = 0x10000;
-    cp = c & 0x07;
-  } else {
-    return 0;
-  }
-  if (avail < n) return 0;
-  for (size_t i = 1; i < n; i++) {
-    if ((s[i] & 0xC0) != 0x80) return 0;
-    cp = (cp << 6) | (s[i] & 0x3F);
-  }
-  /* Overlong forms, UTF-16 surrogates and code points past U+10FFFF are
-   * not UTF-8; a strict JSON reader (Python's) would reject them. */
-  if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return 0;
-  return n;
+  return tp_utf8_len(s, avail);
 }
 
 #define ONES 0x0101010101010101ULL

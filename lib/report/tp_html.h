@@ -66,9 +66,9 @@ typedef struct tp_html_input {
   const char *title;           /* NULL = "tokperf report" */
   const tp_html_level *levels; /* in sweep order */
   size_t n_levels;
-  size_t timeline_level;       /* index into levels; SIZE_MAX = the last level */
-  uint64_t start_wall_ns;      /* wall clock of the run start, for the header; 0 = omit */
-  const tp_accuracy *accuracy; /* one per level, or NULL */
+  size_t timeline_level;                  /* index into levels; SIZE_MAX = the last level */
+  uint64_t start_wall_ns;                 /* wall clock of the run start, for the header; 0 = omit */
+  const tp_accuracy *accuracy;            /* one per level, or NULL */
   const struct tp_search_summary *search; /* a capacity search's probes, or NULL */
 } tp_html_input;
 
@@ -95,7 +95,7 @@ typedef struct tp_html_cmp_metric {
 } tp_html_cmp_metric;
 
 typedef struct tp_html_cmp {
-  const char *const *runs;   /* labels (file names) */
+  const char *const *runs; /* labels (file names) */
   size_t n_runs;
   const char *const *levels; /* "concurrency 8" */
   size_t n_levels;

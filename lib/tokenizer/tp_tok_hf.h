@@ -15,8 +15,11 @@
  * into the template tp_tok_encode_special wraps those ids in.
  *
  * Files: tp_tok_hf.c loads the pipeline and keeps the per-thread state,
- * tp_tok_hf_run.c runs it (encode and decode), tp_tok_hf_bpe.c is the
- * model, tp_tok_hf_re.c the regexes, tp_tok_hf_json.c the JSON reader. */
+ * with its parts read by tp_tok_hf_fields.c, tp_tok_hf_steps.c,
+ * tp_tok_hf_added.c and tp_tok_hf_post.c (tp_tok_hf_load.h); tp_tok_hf_run.c
+ * runs it (encode), tp_tok_hf_dec.c decodes; tp_tok_hf_bpe.c is the model
+ * (read from the file by tp_tok_hf_bpe_load.c), tp_tok_hf_re.c the regexes,
+ * tp_tok_hf_json.c the JSON reader. */
 #ifndef TP_TOK_HF_H
 #define TP_TOK_HF_H
 
@@ -203,7 +206,23 @@ struct tp__hf_tls {
  * memory. */
 tp__hf_tls *tp__hf_tls_get(tp__hf *h);
 
-/* tp_tok_ops of the backend (tp_tok_hf_run.c). */
+/* Decodes the (valid) character at s. */
+static inline uint32_t tp__cp_at(const char *s, size_t *len) {
+  const unsigned char *u = (const unsigned char *)s;
+  if (u[0] < 0x80) return *len = 1, u[0];
+  if (u[0] < 0xE0) return *len = 2, ((u[0] & 0x1Fu) << 6) | (u[1] & 0x3Fu);
+  if (u[0] < 0xF0) return *len = 3, ((u[0] & 0x0Fu) << 12) | ((u[1] & 0x3Fu) << 6) | (u[2] & 0x3Fu);
+  return *len = 4, ((u[0] & 0x07u) << 18) | ((u[1] & 0x3Fu) << 12) | ((u[2] & 0x3Fu) << 6) | (u[3] & 0x3Fu);
+}
+
+/* Appends the piece s[off..off+len) to l (TP_ETOOBIG past 4 GiB). */
+int tp__hf_plist_push(tp__plist *l, size_t off, size_t len, bool origin);
+
+/* Replaces every match of re in s[0..n) with `with`, appending to dst. */
+int tp__hf_replace_all(const tp__re *re, tp__re_state *st, const char *s, size_t n, const char *with,
+                       size_t with_len, tp_buf *dst);
+
+/* tp_tok_ops of the backend (tp_tok_hf_run.c, tp_tok_hf_dec.c). */
 int tp__hf_encode(const tp_tok *t, const char *text, size_t len, int32_t **ids, size_t *n);
 int tp__hf_decode(const tp_tok *t, const int32_t *ids, size_t n, char **text, size_t *len);
 

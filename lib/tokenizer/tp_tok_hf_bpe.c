@@ -7,12 +7,14 @@
  * entries skipped on pop, so a 100 kB "word" (a base64 blob, a run of one
  * character) stays O(n log n). */
 #include "tokenizer/tp_tok_hf_bpe.h"
+#include "tokenizer/tp_tok_hf_bpe_tab.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "util/tp_common.h"
+#include "util/tp_utf8.h"
 
 /* Words of up to this many symbols use the scan; longer ones the heap. */
 #define SCAN_MAX 48
@@ -30,9 +32,6 @@
 #define CACHE_IDS 24
 #define LONG_SETS 1024 /* two ways each */
 #define LONG_WORD 256
-/* Ids must stay below this (real vocabularies are under 300k); it bounds
- * the id table and keeps the merge keys' empty marker free. */
-#define MAX_ID 0x7FFFFFFE
 
 typedef struct cslot {
   uint64_t hash;
@@ -106,15 +105,6 @@ uint64_t tp__hash_bytes(const void *p, size_t n) {
   return h;
 }
 
-static inline uint64_t mix64(uint64_t k) {
-  k ^= k >> 33;
-  k *= 0xFF51AFD7ED558CCDULL;
-  k ^= k >> 33;
-  k *= 0xC4CEB9FE1A85EC53ULL;
-  k ^= k >> 33;
-  return k;
-}
-
 /* GPT-2's table: printable Latin-1 bytes stand for themselves, the other
  * 68 (0-32, 127-160, 173) for U+0100.. in byte order. */
 uint32_t tp__bytelevel_cp(uint8_t b) {
@@ -132,81 +122,13 @@ int tp__bytelevel_byte(uint32_t cp) {
   return -1;
 }
 
-static size_t put_utf8(char *w, uint32_t cp) {
-  if (cp < 0x80) {
-    w[0] = (char)cp;
-    return 1;
-  }
-  if (cp < 0x800) {
-    w[0] = (char)(0xC0 | (cp >> 6));
-    w[1] = (char)(0x80 | (cp & 0x3F));
-    return 2;
-  }
-  if (cp < 0x10000) {
-    w[0] = (char)(0xE0 | (cp >> 12));
-    w[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
-    w[2] = (char)(0x80 | (cp & 0x3F));
-    return 3;
-  }
-  w[0] = (char)(0xF0 | (cp >> 18));
-  w[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
-  w[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
-  w[3] = (char)(0x80 | (cp & 0x3F));
-  return 4;
-}
-
-static inline size_t char_len(unsigned char c) {
-  return c < 0x80 ? 1 : c < 0xE0 ? 2 : c < 0xF0 ? 3 : 4;
-}
-
 /* ------------------------------------------------------------------------ */
 /* Tables                                                                   */
-
-static inline bool slot_is(const tp__bpe *m, const tp__vslot *v, uint32_t h32, const char *s, size_t n) {
-  if (v->hash != h32 || v->len != n) return false;
-  if (n <= TP_VSLOT_INLINE) return memcmp(v->inl, s, n) == 0;
-  return memcmp(v->inl, s, TP_VSLOT_INLINE) == 0 &&
-         memcmp(m->pool + v->off + TP_VSLOT_INLINE, s + TP_VSLOT_INLINE, n - TP_VSLOT_INLINE) == 0;
-}
-
-/* Lookup with the hash already computed (tp__hash_bytes(s, n)). */
-static inline int32_t lookup_h(const tp__bpe *m, const char *s, size_t n, uint64_t h) {
-  uint32_t h32 = (uint32_t)(h >> 32);
-  for (size_t i = h & m->vmask;; i = (i + 1) & m->vmask) {
-    const tp__vslot *v = &m->vtab[i];
-    if (v->id < 0) return -1;
-    if (slot_is(m, v, h32, s, n)) return v->id;
-  }
-}
 
 int32_t tp__bpe_lookup(const tp__bpe *m, const char *s, size_t n) {
   if (m->vtab == NULL) return -1;
   return lookup_h(m, s, n, tp__hash_bytes(s, n));
 }
-
-/* Inserts or overwrites (serde builds a HashMap: the last duplicate key
- * wins).  Returns true when the key was new. */
-static bool vocab_put(tp__bpe *m, uint32_t off, uint32_t len, int32_t id, uint64_t h) {
-  const char *s = m->pool + off;
-  uint32_t h32 = (uint32_t)(h >> 32);
-  for (size_t i = h & m->vmask;; i = (i + 1) & m->vmask) {
-    tp__vslot *v = &m->vtab[i];
-    if (v->id < 0) {
-      v->off = off;
-      v->len = len;
-      v->id = id;
-      v->hash = h32;
-      memcpy(v->inl, s, len < TP_VSLOT_INLINE ? len : TP_VSLOT_INLINE);
-      return true;
-    }
-    if (slot_is(m, v, h32, s, len)) {
-      v->id = id;
-      return false;
-    }
-  }
-}
-
-#define FILTER_BITS 20
 
 static inline const tp__mslot *merge_get(const tp__bpe *m, int32_t a, int32_t b) {
   uint64_t key = (uint64_t)(uint32_t)a << 32 | (uint32_t)b;
@@ -220,386 +142,10 @@ static inline const tp__mslot *merge_get(const tp__bpe *m, int32_t a, int32_t b)
   }
 }
 
-static inline uint64_t merge_key(int32_t a, int32_t b) {
-  return (uint64_t)(uint32_t)a << 32 | (uint32_t)b;
-}
-
-static void merge_put(tp__bpe *m, uint64_t key, uint32_t rank, int32_t new_id) {
-  uint64_t f = mix64(key) >> (64 - FILTER_BITS);
-  m->mfilter[f >> 6] |= 1ULL << (f & 63);
-  for (size_t i = mix64(key) & m->mmask;; i = (i + 1) & m->mmask) {
-    tp__mslot *s = &m->mtab[i];
-    if (s->key == UINT64_MAX || s->key == key) {
-      /* A repeated pair takes the later rank, as a HashMap built from the
-       * list in order does. */
-      s->key = key;
-      s->rank = rank;
-      s->new_id = new_id;
-      return;
-    }
-  }
-}
-
 const char *tp__bpe_token(const tp__bpe *m, int32_t id, size_t *len) {
   if (id < 0 || id > m->max_id || m->id_off[id] == UINT32_MAX) return NULL;
   *len = m->id_len[id];
   return m->pool + m->id_off[id];
-}
-
-/* Open-addressing table sizes: a power of two with a load factor of at
- * most 2/3 (linear probing stays short there; smaller tables miss the
- * cache less, at load time and in the merge loop alike). */
-static size_t table_size(size_t n) {
-  size_t p = 16;
-  while (p < n + n / 2) p <<= 1;
-  return p;
-}
-
-/* ------------------------------------------------------------------------ */
-/* Loading                                                                  */
-
-static int opt_string(const tp__json *d, uint32_t obj, const char *key, char **out, size_t *len, char *why,
-                      size_t whylen) {
-  uint32_t v = tp__json_get(d, obj, key);
-  *out = NULL;
-  *len = 0;
-  if (v == 0 || tp__json_at(d, v)->type == TP_JSON_NULL) return 0;
-  if (tp__json_at(d, v)->type != TP_JSON_STRING) {
-    tp_seterr(why, whylen, "model.%s is %s, expected a string or null", key, tp__json_type_name(d, v));
-    return TP_EINVAL;
-  }
-  size_t n = tp__json_strlen(d, v);
-  if (n == 0) return 0; /* "" adds nothing, like no prefix at all */
-  *out = tp_strndup(tp__json_str(d, v), n);
-  if (*out == NULL) return TP_ENOMEM;
-  *len = n;
-  return 0;
-}
-
-static int opt_bool(const tp__json *d, uint32_t obj, const char *key, bool *out, char *why, size_t whylen) {
-  uint32_t v = tp__json_get(d, obj, key);
-  *out = false;
-  if (v == 0 || tp__json_at(d, v)->type == TP_JSON_NULL) return 0;
-  uint8_t t = tp__json_at(d, v)->type;
-  if (t != TP_JSON_TRUE && t != TP_JSON_FALSE) {
-    tp_seterr(why, whylen, "model.%s is %s, expected true or false", key, tp__json_type_name(d, v));
-    return TP_EINVAL;
-  }
-  *out = t == TP_JSON_TRUE;
-  return 0;
-}
-
-/* Loading works in batches: hash a batch of keys and prefetch their slots,
- * then use them.  The tables are far larger than the cache, so each lookup
- * is a cache miss; overlapping BATCH of them roughly halves load time. */
-#define BATCH 32
-
-/* Copies the vocabulary strings into the pool and fills the table. */
-static int load_vocab(tp__bpe *m, const tp__json *d, uint32_t vocab, char *why, size_t whylen) {
-  const tp__json_node *vn = tp__json_at(d, vocab);
-  size_t count = vn->u.c.count, bytes = 0;
-  for (uint32_t k = vn->u.c.first; k; k = tp__json_at(d, tp__json_at(d, k)->next)->next)
-    bytes += tp__json_strlen(d, k);
-  if (bytes >= UINT32_MAX) {
-    tp_seterr(why, whylen, "model.vocab holds more than 4 GiB of token text");
-    return TP_EINVAL;
-  }
-  m->pool = tp__json_big_alloc(bytes);
-  m->vmask = table_size(count) - 1;
-  m->vtab = tp__json_big_alloc((m->vmask + 1) * sizeof(*m->vtab));
-  if (m->pool == NULL || m->vtab == NULL) return TP_ENOMEM;
-  for (size_t i = 0; i <= m->vmask; i++) m->vtab[i].id = -1;
-  m->max_id = -1;
-  uint32_t keys[BATCH];
-  uint64_t hashes[BATCH];
-  uint32_t k = vn->u.c.first;
-  while (k) {
-    size_t nb = 0;
-    for (; k && nb < BATCH; k = tp__json_at(d, tp__json_at(d, k)->next)->next) {
-      keys[nb] = k;
-      hashes[nb] = tp__hash_bytes(tp__json_str(d, k), tp__json_strlen(d, k));
-      __builtin_prefetch(&m->vtab[hashes[nb] & m->vmask], 1);
-      nb++;
-    }
-    for (size_t b = 0; b < nb; b++) {
-      uint32_t key = keys[b], v = tp__json_at(d, key)->next;
-      const tp__json_node *val = tp__json_at(d, v);
-      size_t n = tp__json_strlen(d, key);
-      if (val->type != TP_JSON_NUMBER || val->u.num < 0 || val->u.num > MAX_ID ||
-          val->u.num != (double)(int32_t)val->u.num) {
-        char q[256];
-        tp_seterr(why, whylen, "model.vocab[\"%s\"] is %s, expected a token id (an integer from 0)",
-                  tp__json_quote(q, sizeof(q), tp__json_str(d, key), n, 60),
-                  val->type == TP_JSON_NUMBER ? "not a valid id" : tp__json_type_name(d, v));
-        return TP_EINVAL;
-      }
-      int32_t id = (int32_t)val->u.num;
-      memcpy(m->pool + m->pool_len, tp__json_str(d, key), n);
-      if (vocab_put(m, (uint32_t)m->pool_len, (uint32_t)n, id, hashes[b])) m->n_vocab++;
-      m->pool_len += n;
-      if (id > m->max_id) m->max_id = id;
-    }
-  }
-  /* The id table (for decoding) is as long as the highest id; real
-   * vocabularies number their tokens densely from 0. */
-  if ((size_t)m->max_id > 4 * count + 65536) {
-    tp_seterr(why, whylen,
-              "model.vocab ids are too sparse: the highest is %d for %zu tokens (expected ids "
-              "numbered from 0)",
-              m->max_id, count);
-    return TP_EINVAL;
-  }
-  size_t nid = (size_t)(m->max_id + 1);
-  m->id_off = malloc((nid ? nid : 1) * sizeof(uint32_t));
-  m->id_len = malloc((nid ? nid : 1) * sizeof(uint32_t));
-  if (m->id_off == NULL || m->id_len == NULL) return TP_ENOMEM;
-  for (size_t i = 0; i < nid; i++) m->id_off[i] = UINT32_MAX;
-  for (size_t i = 0; i <= m->vmask; i++) {
-    const tp__vslot *v = &m->vtab[i];
-    if (v->id < 0) continue;
-    m->id_off[v->id] = v->off;
-    m->id_len[v->id] = v->len;
-  }
-  return 0;
-}
-
-/* One merge in flight: its two tokens, the merged token (in the batch's
- * text buffer), their hashes and ids. */
-typedef struct mjob {
-  const char *a, *b;
-  size_t an, bn, i;
-  size_t ab_off, ab_len;
-  uint64_t ha, hb, hab, key;
-  uint32_t rank;
-  int32_t new_id;
-} mjob;
-
-static int merge_error(char *why, size_t whylen, size_t i, const char *what, const char *tok, size_t n) {
-  char q[256];
-  tp_seterr(why, whylen, "model.merges[%zu]: %s \"%s\" is not in model.vocab", i, what,
-            tp__json_quote(q, sizeof(q), tok, n, 60));
-  return TP_EINVAL;
-}
-
-/* Resolves and inserts the batch, in order (a repeated pair takes its
- * later rank).  Returns 0 or TP_EINVAL for the first bad merge. */
-static int run_batch(tp__bpe *m, mjob *jobs, size_t nb, const char *text, char *why, size_t whylen) {
-  for (size_t b = 0; b < nb; b++) {
-    mjob *j = &jobs[b];
-    j->ha = tp__hash_bytes(j->a, j->an);
-    j->hb = tp__hash_bytes(j->b, j->bn);
-    j->hab = tp__hash_bytes(text + j->ab_off, j->ab_len);
-    __builtin_prefetch(&m->vtab[j->ha & m->vmask]);
-    __builtin_prefetch(&m->vtab[j->hb & m->vmask]);
-    __builtin_prefetch(&m->vtab[j->hab & m->vmask]);
-  }
-  for (size_t b = 0; b < nb; b++) {
-    mjob *j = &jobs[b];
-    int32_t ia = lookup_h(m, j->a, j->an, j->ha), ib = lookup_h(m, j->b, j->bn, j->hb);
-    if (ia < 0) return merge_error(why, whylen, j->i, "token", j->a, j->an);
-    if (ib < 0) return merge_error(why, whylen, j->i, "token", j->b, j->bn);
-    j->new_id = lookup_h(m, text + j->ab_off, j->ab_len, j->hab);
-    if (j->new_id < 0) return merge_error(why, whylen, j->i, "the merged token", text + j->ab_off, j->ab_len);
-    j->key = merge_key(ia, ib);
-    __builtin_prefetch(&m->mtab[mix64(j->key) & m->mmask], 1);
-  }
-  for (size_t b = 0; b < nb; b++) merge_put(m, jobs[b].key, jobs[b].rank, jobs[b].new_id);
-  return 0;
-}
-
-static int load_merges(tp__bpe *m, const tp__json *d, uint32_t merges, char *why, size_t whylen) {
-  const tp__json_node *mn = tp__json_at(d, merges);
-  m->mmask = table_size(mn->u.c.count) - 1;
-  m->mtab = tp__json_big_alloc((m->mmask + 1) * sizeof(*m->mtab));
-  m->mfilter = calloc((1u << FILTER_BITS) / 64, sizeof(uint64_t));
-  if (m->mtab == NULL || m->mfilter == NULL) return TP_ENOMEM;
-  for (size_t i = 0; i <= m->mmask; i++) m->mtab[i].key = UINT64_MAX;
-  mjob jobs[BATCH];
-  tp_buf text; /* the batch's merged tokens */
-  tp_buf_init(&text);
-  size_t nb = 0, i = 0;
-  uint32_t rank = 0;
-  int rv = 0;
-  uint8_t form = 0; /* the type of the first entry: all must share it */
-  for (uint32_t e = mn->u.c.first;; e = tp__json_at(d, e)->next, i++) {
-    if (e == 0 || nb == BATCH) {
-      if ((rv = run_batch(m, jobs, nb, (char *)text.data, why, whylen)) != 0) break;
-      nb = 0;
-      tp_buf_reset(&text);
-      if (e == 0) break;
-    }
-    const tp__json_node *en = tp__json_at(d, e);
-    if (form == 0) form = en->type;
-    mjob *j = &jobs[nb];
-    j->i = i;
-    if (en->type != form || (form != TP_JSON_STRING && form != TP_JSON_ARRAY)) {
-      tp_seterr(why, whylen,
-                "model.merges[%zu] is %s; merges are either all strings \"a b\" or all "
-                "pairs [\"a\", \"b\"]",
-                i, tp__json_type_name(d, e));
-      rv = TP_EINVAL;
-    } else if (form == TP_JSON_STRING) {
-      const char *s = tp__json_str(d, e);
-      size_t n = tp__json_strlen(d, e);
-      /* A merges.txt header line that was carried over. */
-      if (n >= 8 && memcmp(s, "#version", 8) == 0) continue;
-      const char *sp = memchr(s, ' ', n);
-      if (sp == NULL || memchr(sp + 1, ' ', n - (size_t)(sp + 1 - s)) != NULL) {
-        char q[256];
-        tp_seterr(why, whylen, "model.merges[%zu] is \"%s\", expected two tokens separated by one space", i,
-                  tp__json_quote(q, sizeof(q), s, n, 60));
-        rv = TP_EINVAL;
-      } else {
-        j->a = s;
-        j->an = (size_t)(sp - s);
-        j->b = sp + 1;
-        j->bn = n - (size_t)(sp + 1 - s);
-      }
-    } else {
-      uint32_t a = en->u.c.first, b = a ? tp__json_at(d, a)->next : 0;
-      if (en->u.c.count != 2 || tp__json_at(d, a)->type != TP_JSON_STRING ||
-          tp__json_at(d, b)->type != TP_JSON_STRING) {
-        tp_seterr(why, whylen, "model.merges[%zu] is not a pair of two strings", i);
-        rv = TP_EINVAL;
-      } else {
-        j->a = tp__json_str(d, a);
-        j->an = tp__json_strlen(d, a);
-        j->b = tp__json_str(d, b);
-        j->bn = tp__json_strlen(d, b);
-      }
-    }
-    /* The merged token drops the right part's continuing_subword_prefix. */
-    if (rv == 0 && j->bn < m->prefix_len) {
-      char q[256];
-      tp_seterr(why, whylen, "model.merges[%zu]: \"%s\" is shorter than continuing_subword_prefix", i,
-                tp__json_quote(q, sizeof(q), j->b, j->bn, 60));
-      rv = TP_EINVAL;
-    }
-    if (rv) {
-      /* The merges before this one are checked first, so the message
-       * names the first bad merge in the file. */
-      char keep[512];
-      snprintf(keep, sizeof(keep), "%s", why);
-      int r2 = run_batch(m, jobs, nb, (char *)text.data, why, whylen);
-      if (r2 == 0) snprintf(why, whylen, "%s", keep);
-      break;
-    }
-    j->ab_off = text.len;
-    j->ab_len = j->an + j->bn - m->prefix_len;
-    if (tp_buf_append(&text, j->a, j->an) ||
-        tp_buf_append(&text, j->b + m->prefix_len, j->bn - m->prefix_len)) {
-      rv = TP_ENOMEM;
-      break;
-    }
-    j->rank = rank++;
-    nb++;
-  }
-  m->n_merges = rank;
-  tp_buf_fini(&text);
-  if (rv == TP_ENOMEM) tp_seterr(why, whylen, "out of memory");
-  return rv;
-}
-
-static void fill_fast_tables(tp__bpe *m) {
-  for (size_t i = 0; i < 0x800; i++) m->small_cp[i] = -1;
-  if (m->prefix == NULL && m->suffix == NULL) {
-    for (size_t i = 0; i <= m->vmask; i++) {
-      const tp__vslot *v = &m->vtab[i];
-      if (v->id < 0 || v->len == 0 || v->len > 2) continue;
-      const unsigned char *s = (const unsigned char *)m->pool + v->off;
-      if (v->len == 1 && s[0] < 0x80)
-        m->small_cp[s[0]] = v->id;
-      else if (v->len == 2 && s[0] >= 0xC2 && s[0] < 0xE0 && (s[1] & 0xC0) == 0x80)
-        m->small_cp[((s[0] & 0x1Fu) << 6) | (s[1] & 0x3Fu)] = v->id;
-    }
-  }
-  for (int b = 0; b < 256; b++) {
-    char name[8];
-    snprintf(name, sizeof(name), "<0x%02X>", b);
-    m->byte_tok[b] = tp__bpe_lookup(m, name, 6);
-  }
-}
-
-void tp__bpe_set_bytelevel(tp__bpe *m) {
-  m->bytelevel = true;
-  m->bl_complete = m->prefix == NULL && m->suffix == NULL;
-  for (int b = 0; b < 256; b++) {
-    char c[4];
-    size_t n = put_utf8(c, tp__bytelevel_cp((uint8_t)b));
-    m->bl_id[b] = tp__bpe_lookup(m, c, n);
-    if (m->bl_id[b] < 0) m->bl_complete = false;
-  }
-}
-
-int tp__bpe_load(tp__bpe *m, const tp__json *d, uint32_t model, char *why, size_t whylen) {
-  int rv;
-  memset(m, 0, sizeof(*m));
-  m->unk_id = -1;
-  m->max_id = -1;
-
-  uint32_t v = tp__json_get(d, model, "dropout");
-  if (v && tp__json_at(d, v)->type != TP_JSON_NULL &&
-      (tp__json_at(d, v)->type != TP_JSON_NUMBER || tp__json_at(d, v)->u.num < 0 ||
-       tp__json_at(d, v)->u.num > 1)) {
-    tp_seterr(why, whylen, "model.dropout must be null or a number from 0 to 1");
-    return TP_EINVAL;
-  }
-  /* A dropout > 0 makes the reference's encoding random (it is for
-   * training); counting ignores it, as inference does. */
-  if ((rv = opt_bool(d, model, "fuse_unk", &m->fuse_unk, why, whylen)) ||
-      (rv = opt_bool(d, model, "byte_fallback", &m->byte_fallback, why, whylen)) ||
-      (rv = opt_bool(d, model, "ignore_merges", &m->ignore_merges, why, whylen)))
-    return rv;
-  char *unk = NULL;
-  size_t unk_len = 0;
-  if ((rv = opt_string(d, model, "continuing_subword_prefix", &m->prefix, &m->prefix_len, why, whylen)) ||
-      (rv = opt_string(d, model, "end_of_word_suffix", &m->suffix, &m->suffix_len, why, whylen)) ||
-      (rv = opt_string(d, model, "unk_token", &unk, &unk_len, why, whylen)))
-    goto out;
-
-  uint32_t vocab = tp__json_get(d, model, "vocab");
-  if (vocab == 0 || tp__json_at(d, vocab)->type != TP_JSON_OBJECT) {
-    tp_seterr(why, whylen, "model.vocab is %s, expected an object mapping tokens to ids",
-              vocab ? tp__json_type_name(d, vocab) : "missing");
-    rv = TP_EINVAL;
-    goto out;
-  }
-  uint32_t merges = tp__json_get(d, model, "merges");
-  if (merges == 0 || tp__json_at(d, merges)->type != TP_JSON_ARRAY) {
-    tp_seterr(why, whylen, "model.merges is %s, expected an array of merges",
-              merges ? tp__json_type_name(d, merges) : "missing");
-    rv = TP_EINVAL;
-    goto out;
-  }
-  if ((rv = load_vocab(m, d, vocab, why, whylen)) != 0) goto out;
-  if ((rv = load_merges(m, d, merges, why, whylen)) != 0) goto out;
-  if (unk != NULL) {
-    m->unk_id = tp__bpe_lookup(m, unk, unk_len);
-    if (m->unk_id < 0) {
-      char q[256];
-      tp_seterr(why, whylen, "model.unk_token \"%s\" is not in model.vocab",
-                tp__json_quote(q, sizeof(q), unk, unk_len, 60));
-      rv = TP_EINVAL;
-      goto out;
-    }
-  }
-  fill_fast_tables(m);
-out:
-  free(unk);
-  if (rv == TP_ENOMEM) tp_seterr(why, whylen, "out of memory");
-  return rv;
-}
-
-void tp__bpe_fini(tp__bpe *m) {
-  free(m->pool);
-  free(m->vtab);
-  free(m->mtab);
-  free(m->mfilter);
-  free(m->id_off);
-  free(m->id_len);
-  free(m->prefix);
-  free(m->suffix);
-  memset(m, 0, sizeof(*m));
 }
 
 /* ------------------------------------------------------------------------ */
@@ -782,7 +328,7 @@ static int initial_symbols(const tp__bpe *m, tp__bpe_scratch *s, const char *w, 
   int err = 0;
   if (reserve_syms(s, n + 1)) return TP_ENOMEM;
   for (size_t i = 0; i < n;) {
-    size_t cl = char_len((unsigned char)w[i]);
+    size_t cl = tp_utf8_lead_len((unsigned char)w[i]);
     if (cl > n - i) cl = n - i;
     int32_t id = char_id(m, s, w + i, cl, i == 0, i + cl == n, &err);
     if (err) return err;
@@ -901,7 +447,7 @@ int tp__bpe_word(const tp__bpe *m, tp__bpe_scratch *s, const char *w, size_t n, 
     /* Every byte becomes a character below U+0144: at most 2 bytes. */
     if (n > SIZE_MAX / 2 || grow(&s->map, &s->map_cap, 2 * n)) return TP_ENOMEM;
     size_t k = 0;
-    for (size_t i = 0; i < n; i++) k += put_utf8(s->map + k, tp__bytelevel_cp((uint8_t)w[i]));
+    for (size_t i = 0; i < n; i++) k += tp_utf8_put(s->map + k, tp__bytelevel_cp((uint8_t)w[i]));
     ms = s->map;
     mn = k;
   }

@@ -12,6 +12,7 @@
 #include <sys/mman.h>
 
 #include "util/tp_common.h"
+#include "util/tp_utf8.h"
 
 /* Deeper than any real tokenizer.json (they nest 5 or 6 levels). */
 #define MAX_DEPTH 128
@@ -94,25 +95,6 @@ static int hex4(const char *p, const char *end, unsigned *out) {
   return 0;
 }
 
-static char *put_utf8(char *w, unsigned cp) {
-  if (cp < 0x80) {
-    *w++ = (char)cp;
-  } else if (cp < 0x800) {
-    *w++ = (char)(0xC0 | (cp >> 6));
-    *w++ = (char)(0x80 | (cp & 0x3F));
-  } else if (cp < 0x10000) {
-    *w++ = (char)(0xE0 | (cp >> 12));
-    *w++ = (char)(0x80 | ((cp >> 6) & 0x3F));
-    *w++ = (char)(0x80 | (cp & 0x3F));
-  } else {
-    *w++ = (char)(0xF0 | (cp >> 18));
-    *w++ = (char)(0x80 | ((cp >> 12) & 0x3F));
-    *w++ = (char)(0x80 | ((cp >> 6) & 0x3F));
-    *w++ = (char)(0x80 | (cp & 0x3F));
-  }
-  return w;
-}
-
 /* ps->p is at the opening quote. */
 static uint32_t parse_string(parser *ps) {
   const char *start = ps->p;
@@ -159,7 +141,7 @@ static uint32_t parse_string(parser *ps) {
           p += 6;
           cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
         }
-        w = put_utf8(w, cp);
+        w += tp_utf8_put(w, cp);
         break;
       }
       default: return fail(ps, p - 2, "invalid escape in a string"), 0;
@@ -301,55 +283,6 @@ static uint32_t parse_value(parser *ps, int depth) {
   return fail(ps, at, "expected a value (object, array, string, number, true, false or null)"), 0;
 }
 
-/* Returns the offset of the first byte that is not part of valid UTF-8, or
- * len.  Overlong forms, surrogates and code points past U+10FFFF are
- * invalid, as in Rust's str. */
-static size_t utf8_valid_prefix(const unsigned char *s, size_t len) {
-  size_t i = 0;
-  while (i < len) {
-    /* Eight ASCII bytes at a time: JSON files are mostly ASCII. */
-    if (i + 8 <= len) {
-      uint64_t v;
-      memcpy(&v, s + i, 8);
-      if ((v & 0x8080808080808080ULL) == 0) {
-        i += 8;
-        continue;
-      }
-    }
-    unsigned c = s[i];
-    if (c < 0x80) {
-      i++;
-      continue;
-    }
-    size_t n;
-    unsigned lo = 0x80, hi = 0xBF;
-    if (c >= 0xC2 && c <= 0xDF)
-      n = 1;
-    else if (c == 0xE0)
-      n = 2, lo = 0xA0;
-    else if (c >= 0xE1 && c <= 0xEC)
-      n = 2;
-    else if (c == 0xED)
-      n = 2, hi = 0x9F;
-    else if (c >= 0xEE && c <= 0xEF)
-      n = 2;
-    else if (c == 0xF0)
-      n = 3, lo = 0x90;
-    else if (c >= 0xF1 && c <= 0xF3)
-      n = 3;
-    else if (c == 0xF4)
-      n = 3, hi = 0x8F;
-    else
-      return i;
-    if (i + n >= len) return i;
-    if (s[i + 1] < lo || s[i + 1] > hi) return i;
-    for (size_t k = 2; k <= n; k++)
-      if ((s[i + k] & 0xC0) != 0x80) return i;
-    i += n + 1;
-  }
-  return len;
-}
-
 int tp__json_parse(tp__json *d, char *text, size_t len, char *why, size_t whylen) {
   memset(d, 0, sizeof(*d));
   d->text = text;
@@ -360,7 +293,7 @@ int tp__json_parse(tp__json *d, char *text, size_t len, char *why, size_t whylen
     tp_seterr(why, whylen, "the file is larger than 4 GiB");
     return TP_EINVAL;
   }
-  size_t bad = utf8_valid_prefix((const unsigned char *)text, len);
+  size_t bad = tp_utf8_valid(text, len);
   if (bad != len) {
     unsigned line = 1;
     size_t bol = 0;

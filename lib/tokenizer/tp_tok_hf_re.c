@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "util/tp_common.h"
+#include "util/tp_utf8.h"
 
 struct tp__re {
   pcre2_code *code;
@@ -36,10 +37,6 @@ static int unsupported(char *why, size_t whylen, size_t at, const char *what) {
   return TP_EUNSUPPORTED;
 }
 
-static size_t utf8_len(unsigned char c) {
-  return c < 0x80 ? 1 : c < 0xE0 ? 2 : c < 0xF0 ? 3 : 4;
-}
-
 static bool is_hex(char c) {
   return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
 }
@@ -58,139 +55,171 @@ static bool is_script(const char *name, size_t n) {
   return c != NULL;
 }
 
+/* The rewriting of one pattern: the text, where it stands, and the
+ * refusal (TP_EUNSUPPORTED with why set) that stops it. */
+typedef struct tr {
+  tp_buf *o;
+  const char *p;
+  size_t n, i;
+  bool in_class;
+  size_t class_start; /* a ']' here is a literal */
+  char *why;
+  size_t whylen;
+  int fail;
+} tr;
+
+static int tr_refuse(tr *x, const char *what) {
+  x->fail = unsupported(x->why, x->whylen, x->i, what);
+  return x->fail;
+}
+
+static int tr_put(tr *x, const char *s, size_t skip) {
+  x->i += skip;
+  return tp_buf_append_str(x->o, s);
+}
+
+/* \s \S \w \W \h \H, which the dialects read differently; *done when e is
+ * one of them. */
+static int tr_class_escape(tr *x, char e, bool *done) {
+  *done = true;
+  switch (e) {
+    case 's': return tr_put(x, "\\p{White_Space}", 2);
+    case 'S': return tr_put(x, "\\P{White_Space}", 2);
+    case 'w': return tr_put(x, x->in_class ? ONIG_WORD : "[" ONIG_WORD "]", 2);
+    case 'W':
+      if (x->in_class) return tr_refuse(x, "\\W inside a character class");
+      return tr_put(x, "[^" ONIG_WORD "]", 2);
+    case 'h': return tr_put(x, x->in_class ? "0-9a-fA-F" : "[0-9a-fA-F]", 2);
+    case 'H':
+      if (x->in_class) return tr_refuse(x, "\\H inside a character class");
+      return tr_put(x, "[^0-9a-fA-F]", 2);
+    default: *done = false; return 0;
+  }
+}
+
+/* \uXXXX, \p{Script} and \Q...\E; *done when rewritten. */
+static int tr_long_escape(tr *x, char e, bool *done) {
+  const char *p = x->p;
+  size_t i = x->i, n = x->n;
+  *done = true;
+  if (e == 'u' && i + 6 <= n && is_hex(p[i + 2]) && is_hex(p[i + 3]) && is_hex(p[i + 4]) &&
+      is_hex(p[i + 5])) {
+    x->i += 6;
+    return tp_buf_printf(x->o, "\\x{%.4s}", p + i + 2);
+  }
+  if ((e == 'p' || e == 'P') && i + 2 < n && p[i + 2] == '{') {
+    /* \p{Name}: a script name is pinned to the Script property. */
+    const char *close = memchr(p + i + 3, '}', n - i - 3);
+    size_t nl = close ? (size_t)(close - (p + i + 3)) : 0;
+    const char *name = p + i + 3;
+    bool neg = nl && name[0] == '^';
+    if (neg) name++, nl--;
+    if (close && nl > 0 && nl < 64 && is_script(name, nl)) {
+      x->i = (size_t)(close - p) + 1;
+      return tp_buf_printf(x->o, "\\%c{%ssc:%.*s}", e, neg ? "^" : "", (int)nl, name);
+    }
+  }
+  if (e == 'Q') {
+    /* Quoted text is copied as it is, up to \E. */
+    const char *q = NULL;
+    for (size_t k = i + 2; k + 1 < n; k++)
+      if (p[k] == '\\' && p[k + 1] == 'E') {
+        q = p + k + 2;
+        break;
+      }
+    size_t end = q ? (size_t)(q - p) : n;
+    x->i = end;
+    return tp_buf_append(x->o, p + i, end - i);
+  }
+  *done = false;
+  return 0;
+}
+
+/* An escape at x->i. */
+static int tr_escape(tr *x) {
+  const char *p = x->p;
+  size_t i = x->i, n = x->n;
+  if (i + 1 >= n) {
+    x->i++;
+    return tp_buf_append(x->o, p + i, 1); /* PCRE2 reports the dangling escape */
+  }
+  char e = p[i + 1];
+  bool done;
+  int rv = tr_class_escape(x, e, &done);
+  if (done) return rv;
+  rv = tr_long_escape(x, e, &done);
+  if (done) return rv;
+  /* Any other escape: the backslash and the whole next character. */
+  size_t cl = tp_utf8_lead_len((unsigned char)e);
+  if (i + 1 + cl > n) cl = n - i - 1;
+  x->i += 1 + cl;
+  return tp_buf_append(x->o, p + i, 1 + cl);
+}
+
+/* A character other than an escape inside a class. */
+static int tr_in_class(tr *x) {
+  const char *p = x->p;
+  size_t i = x->i, n = x->n;
+  char c = p[i];
+  if (c == '[') {
+    if (i + 1 < n && p[i + 1] == ':') {
+      /* A POSIX bracket [:alpha:]: copied through its ":]". */
+      size_t k = i + 2;
+      while (k + 1 < n && !(p[k] == ':' && p[k + 1] == ']')) k++;
+      size_t end = k + 1 < n ? k + 2 : n;
+      x->i = end;
+      return tp_buf_append(x->o, p + i, end - i);
+    }
+    return tr_refuse(x, "a character class nested in a class");
+  }
+  if (c == '&' && i + 1 < n && p[i + 1] == '&') return tr_refuse(x, "class intersection (&&)");
+  /* ']' right after '[' or '[^' is a literal in both dialects. */
+  if (c == ']' && i > x->class_start) x->in_class = false;
+  x->i++;
+  return tp_buf_append(x->o, p + i, 1);
+}
+
+/* A character other than an escape outside a class. */
+static int tr_outside(tr *x) {
+  const char *p = x->p;
+  size_t i = x->i, n = x->n;
+  char c = p[i];
+  if (c == '[') {
+    x->in_class = true;
+    size_t k = i + 1;
+    if (k < n && p[k] == '^') k++;
+    x->class_start = k;
+    x->i = k;
+    return tp_buf_append(x->o, p + i, k - i);
+  }
+  if (c == '(' && i + 2 < n && p[i + 1] == '?') {
+    /* Option groups (?imx-imx) and (?imx-imx:...): Ruby's m is PCRE2's s. */
+    size_t k = i + 2;
+    while (k < n && (p[k] == 'i' || p[k] == 'm' || p[k] == 'x' || p[k] == '-')) k++;
+    if (k > i + 2 && k < n && (p[k] == ':' || p[k] == ')')) {
+      int rv = tp_buf_append_str(x->o, "(?");
+      for (size_t j = i + 2; j < k && rv == 0; j++) rv = tp_buf_append(x->o, p[j] == 'm' ? "s" : p + j, 1);
+      x->i = k;
+      return rv;
+    }
+  }
+  size_t cl = tp_utf8_lead_len((unsigned char)c);
+  if (i + cl > n) cl = n - i;
+  x->i += cl;
+  return tp_buf_append(x->o, p + i, cl);
+}
+
 /* Rewrites the Oniguruma (Ruby syntax) pattern p[0..n) for PCRE2. */
 static int translate(tp_buf *o, const char *p, size_t n, char *why, size_t whylen) {
-  bool in_class = false;
-  size_t class_start = 0;
+  tr x = {.o = o, .p = p, .n = n, .why = why, .whylen = whylen};
   int rv = 0;
-  for (size_t i = 0; i < n && rv == 0;) {
-    char c = p[i];
-    if (c == '\\') {
-      if (i + 1 >= n) {
-        rv = tp_buf_append(o, p + i, 1); /* PCRE2 reports the dangling escape */
-        i++;
-        continue;
-      }
-      char e = p[i + 1];
-      switch (e) {
-        case 's':
-          rv = tp_buf_append_str(o, "\\p{White_Space}");
-          i += 2;
-          continue;
-        case 'S':
-          rv = tp_buf_append_str(o, "\\P{White_Space}");
-          i += 2;
-          continue;
-        case 'w':
-          rv = tp_buf_append_str(o, in_class ? ONIG_WORD : "[" ONIG_WORD "]");
-          i += 2;
-          continue;
-        case 'W':
-          if (in_class) return unsupported(why, whylen, i, "\\W inside a character class");
-          rv = tp_buf_append_str(o, "[^" ONIG_WORD "]");
-          i += 2;
-          continue;
-        case 'h':
-          rv = tp_buf_append_str(o, in_class ? "0-9a-fA-F" : "[0-9a-fA-F]");
-          i += 2;
-          continue;
-        case 'H':
-          if (in_class) return unsupported(why, whylen, i, "\\H inside a character class");
-          rv = tp_buf_append_str(o, "[^0-9a-fA-F]");
-          i += 2;
-          continue;
-        case 'u':
-          if (i + 6 <= n && is_hex(p[i + 2]) && is_hex(p[i + 3]) && is_hex(p[i + 4]) && is_hex(p[i + 5])) {
-            rv = tp_buf_printf(o, "\\x{%.4s}", p + i + 2);
-            i += 6;
-            continue;
-          }
-          break;
-        case 'p':
-        case 'P': {
-          /* \p{Name}: a script name is pinned to the Script property. */
-          if (i + 2 < n && p[i + 2] == '{') {
-            const char *close = memchr(p + i + 3, '}', n - i - 3);
-            size_t nl = close ? (size_t)(close - (p + i + 3)) : 0;
-            const char *name = p + i + 3;
-            bool neg = nl && name[0] == '^';
-            if (neg) name++, nl--;
-            if (close && nl > 0 && nl < 64 && is_script(name, nl)) {
-              rv = tp_buf_printf(o, "\\%c{%ssc:%.*s}", e, neg ? "^" : "", (int)nl, name);
-              i = (size_t)(close - p) + 1;
-              continue;
-            }
-          }
-          break;
-        }
-        case 'Q': {
-          /* Quoted text is copied as it is, up to \E. */
-          const char *q = NULL;
-          for (size_t k = i + 2; k + 1 < n; k++)
-            if (p[k] == '\\' && p[k + 1] == 'E') {
-              q = p + k + 2;
-              break;
-            }
-          size_t end = q ? (size_t)(q - p) : n;
-          rv = tp_buf_append(o, p + i, end - i);
-          i = end;
-          continue;
-        }
-        default: break;
-      }
-      /* Any other escape: the backslash and the whole next character. */
-      size_t cl = utf8_len((unsigned char)e);
-      if (i + 1 + cl > n) cl = n - i - 1;
-      rv = tp_buf_append(o, p + i, 1 + cl);
-      i += 1 + cl;
-      continue;
-    }
-    if (in_class) {
-      if (c == '[') {
-        if (i + 1 < n && p[i + 1] == ':') {
-          /* A POSIX bracket [:alpha:]: copied through its ":]". */
-          size_t k = i + 2;
-          while (k + 1 < n && !(p[k] == ':' && p[k + 1] == ']')) k++;
-          size_t end = k + 1 < n ? k + 2 : n;
-          rv = tp_buf_append(o, p + i, end - i);
-          i = end;
-          continue;
-        }
-        return unsupported(why, whylen, i, "a character class nested in a class");
-      }
-      if (c == '&' && i + 1 < n && p[i + 1] == '&')
-        return unsupported(why, whylen, i, "class intersection (&&)");
-      /* ']' right after '[' or '[^' is a literal in both dialects. */
-      if (c == ']' && i > class_start) in_class = false;
-      rv = tp_buf_append(o, p + i, 1);
-      i++;
-      continue;
-    }
-    if (c == '[') {
-      in_class = true;
-      size_t k = i + 1;
-      if (k < n && p[k] == '^') k++;
-      class_start = k; /* a ']' here is a literal */
-      rv = tp_buf_append(o, p + i, k - i);
-      i = k;
-      continue;
-    }
-    if (c == '(' && i + 2 < n && p[i + 1] == '?') {
-      /* Option groups (?imx-imx) and (?imx-imx:...): Ruby's m is PCRE2's s. */
-      size_t k = i + 2;
-      while (k < n && (p[k] == 'i' || p[k] == 'm' || p[k] == 'x' || p[k] == '-')) k++;
-      if (k > i + 2 && k < n && (p[k] == ':' || p[k] == ')')) {
-        rv = tp_buf_append_str(o, "(?");
-        for (size_t j = i + 2; j < k && rv == 0; j++) rv = tp_buf_append(o, p[j] == 'm' ? "s" : p + j, 1);
-        i = k;
-        continue;
-      }
-    }
-    size_t cl = utf8_len((unsigned char)c);
-    if (i + cl > n) cl = n - i;
-    rv = tp_buf_append(o, p + i, cl);
-    i += cl;
+  while (x.i < n && rv == 0) {
+    if (p[x.i] == '\\')
+      rv = tr_escape(&x);
+    else
+      rv = x.in_class ? tr_in_class(&x) : tr_outside(&x);
   }
+  if (x.fail) return x.fail;
   if (rv) {
     tp_seterr(why, whylen, "out of memory");
     return TP_ENOMEM;
@@ -325,7 +354,7 @@ int tp__re_find_all(const tp__re *re, tp__re_state *st, const char *s, size_t le
     int rc = search(re, st, s, len, last_end, &ms, &me);
     if (rc <= 0) return rc;
     if (ms == me && have_last && last_match_end == me) {
-      last_end += last_end < len ? utf8_len((unsigned char)s[last_end]) : 1;
+      last_end += last_end < len ? tp_utf8_lead_len((unsigned char)s[last_end]) : 1;
       continue;
     }
     last_end = me;

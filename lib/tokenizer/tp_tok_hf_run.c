@@ -17,6 +17,7 @@
 #include <utf8proc.h>
 
 #include "tokenizer/tp_tok_hf.h"
+#include "util/tp_utf8.h"
 
 /* The longest text encode takes (TP_ETOOBIG beyond). */
 #define MAX_TEXT_BYTES (1u << 30)
@@ -30,84 +31,8 @@ typedef struct enc {
 /* ------------------------------------------------------------------------ */
 /* UTF-8                                                                    */
 
-/* Decodes the (valid) character at s. */
-static inline uint32_t cp_at(const char *s, size_t *len) {
-  const unsigned char *u = (const unsigned char *)s;
-  if (u[0] < 0x80) return *len = 1, u[0];
-  if (u[0] < 0xE0) return *len = 2, ((u[0] & 0x1Fu) << 6) | (u[1] & 0x3Fu);
-  if (u[0] < 0xF0) return *len = 3, ((u[0] & 0x0Fu) << 12) | ((u[1] & 0x3Fu) << 6) | (u[2] & 0x3Fu);
-  return *len = 4, ((u[0] & 0x07u) << 18) | ((u[1] & 0x3Fu) << 12) | ((u[2] & 0x3Fu) << 6) | (u[3] & 0x3Fu);
-}
-
-static size_t put_cp(char *w, uint32_t cp) {
-  if (cp < 0x80) return w[0] = (char)cp, 1;
-  if (cp < 0x800) {
-    w[0] = (char)(0xC0 | (cp >> 6));
-    w[1] = (char)(0x80 | (cp & 0x3F));
-    return 2;
-  }
-  if (cp < 0x10000) {
-    w[0] = (char)(0xE0 | (cp >> 12));
-    w[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
-    w[2] = (char)(0x80 | (cp & 0x3F));
-    return 3;
-  }
-  w[0] = (char)(0xF0 | (cp >> 18));
-  w[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
-  w[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
-  w[3] = (char)(0x80 | (cp & 0x3F));
-  return 4;
-}
-
-/* Length of the sequence at s (n > 0 bytes left): a valid character
- * (*ok), or the maximal invalid subpart that from_utf8_lossy replaces by
- * one U+FFFD. */
-static size_t utf8_step(const unsigned char *s, size_t n, bool *ok) {
-  unsigned c = s[0];
-  if (c < 0x80) return *ok = true, 1;
-  size_t need;
-  unsigned lo = 0x80, hi = 0xBF;
-  if (c >= 0xC2 && c <= 0xDF)
-    need = 1;
-  else if (c == 0xE0)
-    need = 2, lo = 0xA0;
-  else if (c >= 0xE1 && c <= 0xEC)
-    need = 2;
-  else if (c == 0xED)
-    need = 2, hi = 0x9F;
-  else if (c >= 0xEE && c <= 0xEF)
-    need = 2;
-  else if (c == 0xF0)
-    need = 3, lo = 0x90;
-  else if (c >= 0xF1 && c <= 0xF3)
-    need = 3;
-  else if (c == 0xF4)
-    need = 3, hi = 0x8F;
-  else
-    return *ok = false, 1;
-  size_t k = 1;
-  if (k < n && s[k] >= lo && s[k] <= hi) {
-    k++;
-    while (k <= need && k < n && (s[k] & 0xC0) == 0x80) k++;
-  }
-  *ok = k == need + 1;
-  return k;
-}
-
 size_t tp__utf8_valid(const char *s, size_t n) {
-  const unsigned char *u = (const unsigned char *)s;
-  size_t i = 0;
-  while (i < n) {
-    if (u[i] < 0x80) {
-      i++;
-      continue;
-    }
-    bool ok;
-    size_t k = utf8_step(u + i, n - i, &ok);
-    if (!ok) return i;
-    i += k;
-  }
-  return n;
+  return tp_utf8_valid(s, n);
 }
 
 int tp__utf8_lossy(tp_buf *out, const char *s, size_t n) {
@@ -115,7 +40,7 @@ int tp__utf8_lossy(tp_buf *out, const char *s, size_t n) {
   size_t i = 0, run = 0;
   while (i < n) {
     bool ok;
-    size_t k = u[i] < 0x80 ? (ok = true, 1) : utf8_step(u + i, n - i, &ok);
+    size_t k = u[i] < 0x80 ? (ok = true, 1) : tp_utf8_step(u + i, n - i, &ok);
     if (ok) {
       i += k;
       continue;
@@ -173,7 +98,7 @@ static int repl_cb(void *user_data, size_t start, size_t end) {
 }
 
 /* Replaces every match of re in s[0..n) with `with`, appending to dst. */
-static int replace_all(const tp__re *re, tp__re_state *st, const char *s, size_t n, const char *with,
+int tp__hf_replace_all(const tp__re *re, tp__re_state *st, const char *s, size_t n, const char *with,
                        size_t with_len, tp_buf *dst) {
   repl_ctx c = {.dst = dst, .src = s, .last = 0, .with = with, .with_len = with_len};
   int rv = tp__re_find_all(re, st, s, n, repl_cb, &c);
@@ -196,17 +121,17 @@ static int lowercase(const char *s, size_t n, tp_buf *dst) {
   if (tp_buf_reserve(dst, n + 8)) return TP_ENOMEM;
   for (size_t i = 0; i < n;) {
     size_t l;
-    uint32_t c = cp_at(s + i, &l);
+    uint32_t c = tp__cp_at(s + i, &l);
     i += l;
     char w[8];
     size_t k;
     if (c == 0x130) {
       /* Full lowercase mapping (SpecialCasing): I with dot above becomes
        * i + U+0307, the one unconditional mapping to two characters. */
-      k = put_cp(w, 'i');
-      k += put_cp(w + k, 0x307);
+      k = tp_utf8_put(w, 'i');
+      k += tp_utf8_put(w + k, 0x307);
     } else {
-      k = put_cp(w, (uint32_t)utf8proc_tolower((utf8proc_int32_t)c));
+      k = tp_utf8_put(w, (uint32_t)utf8proc_tolower((utf8proc_int32_t)c));
     }
     if (tp_buf_append(dst, w, k)) return TP_ENOMEM;
   }
@@ -233,16 +158,16 @@ static int apply_norm(const tp__norm *nm, tp__re_state *st, const char *s, size_
       /* Only a non-empty string gets the prefix. */
       if (n && tp_buf_append(dst, nm->text, nm->text_len)) return TP_ENOMEM;
       return tp_buf_append(dst, s, n) ? TP_ENOMEM : 0;
-    case TP_NORM_REPLACE: return replace_all(nm->re, st, s, n, nm->text, nm->text_len, dst);
+    case TP_NORM_REPLACE: return tp__hf_replace_all(nm->re, st, s, n, nm->text, nm->text_len, dst);
     case TP_NORM_STRIP: {
       size_t a = 0, b = n, l;
       if (nm->left)
-        while (a < b && is_ws(cp_at(s + a, &l))) a += l;
+        while (a < b && is_ws(tp__cp_at(s + a, &l))) a += l;
       if (nm->right)
         while (b > a) {
           size_t k = b - 1;
           while (k > a && ((unsigned char)s[k] & 0xC0) == 0x80) k--;
-          if (!is_ws(cp_at(s + k, &l))) break;
+          if (!is_ws(tp__cp_at(s + k, &l))) break;
           b = k;
         }
       return tp_buf_append(dst, s + a, b - a) ? TP_ENOMEM : 0;
@@ -276,7 +201,7 @@ int tp__hf_normalize(const tp__hf *h, tp__hf_tls *tls, const char *s, size_t n, 
 /* ------------------------------------------------------------------------ */
 /* Pre-tokenizers                                                           */
 
-static int plist_push(tp__plist *l, size_t off, size_t len, bool origin) {
+int tp__hf_plist_push(tp__plist *l, size_t off, size_t len, bool origin) {
   if (off + len > UINT32_MAX) return TP_ETOOBIG; /* normalizing made it past 4 GiB */
   if (l->n == l->cap) {
     size_t cap = l->cap ? l->cap * 2 : 64;
@@ -324,7 +249,7 @@ static int char_segs(tp__hf_tls *s, const char *t, size_t n, tp__char_class cls,
   size_t last = 0;
   for (size_t i = 0; i < n;) {
     size_t l;
-    uint32_t c = cp_at(t + i, &l);
+    uint32_t c = tp__cp_at(t + i, &l);
     bool m = cls == TP_CHARS_NUMERIC      ? is_numeric(c)
              : cls == TP_CHARS_WHITESPACE ? is_ws(c)
                                           : (l == ch_len && memcmp(t + i, ch, l) == 0);
@@ -412,7 +337,7 @@ static int split_list(enc *e, const tp__re *re, tp__char_class cls, const char *
     }
     for (size_t i = 0; i < k; i++) {
       if (g[i].match || g[i].start == g[i].end) continue;
-      if (plist_push(out, pc.off + g[i].start, g[i].end - g[i].start, pc.origin && g[i].start == 0))
+      if (tp__hf_plist_push(out, pc.off + g[i].start, g[i].end - g[i].start, pc.origin && g[i].start == 0))
         return TP_ENOMEM;
     }
   }
@@ -438,7 +363,7 @@ static int transform_list(const tp__pre *p, int kind, const tp__plist *in, tp__p
       case XF_BYTELEVEL:
         if ((rv = tp_buf_reserve(buf, 2 * (size_t)pc.len)) != 0) break;
         for (size_t b = 0; b < pc.len; b++)
-          buf->len += put_cp((char *)buf->data + buf->len, tp__bytelevel_cp((uint8_t)t[b]));
+          buf->len += tp_utf8_put((char *)buf->data + buf->len, tp__bytelevel_cp((uint8_t)t[b]));
         buf->data[buf->len] = 0;
         break;
       case XF_METASPACE: {
@@ -459,7 +384,7 @@ static int transform_list(const tp__pre *p, int kind, const tp__plist *in, tp__p
       }
     }
     if (rv) return TP_ENOMEM;
-    if (plist_push(out, start, buf->len - start, pc.origin)) return TP_ENOMEM;
+    if (tp__hf_plist_push(out, start, buf->len - start, pc.origin)) return TP_ENOMEM;
   }
   out->base = buf->data ? (char *)buf->data : "";
   return 0;
@@ -474,7 +399,7 @@ static int pretokenize_and_model(enc *e, const char *text, size_t len, bool orig
   int wb = 0, rv = 0;
   cur->n = 0;
   cur->base = text;
-  if (plist_push(cur, 0, len, origin)) return TP_ENOMEM;
+  if (tp__hf_plist_push(cur, 0, len, origin)) return TP_ENOMEM;
 #define SWAP()           \
   do {                   \
     tp__plist *x_ = cur; \
@@ -541,13 +466,13 @@ static bool is_word_before(const enc *e, const char *s, size_t at) {
   size_t k = at - 1;
   while (k > 0 && ((unsigned char)s[k] & 0xC0) == 0x80) k--;
   size_t l;
-  (void)cp_at(s + k, &l);
+  (void)tp__cp_at(s + k, &l);
   return tp__re_find_all(e->h->word_char, e->s->re, s + k, l, stop_at_first, NULL) == 1;
 }
 
 static bool is_word_at(const enc *e, const char *s) {
   size_t l;
-  (void)cp_at(s, &l);
+  (void)tp__cp_at(s, &l);
   return tp__re_find_all(e->h->word_char, e->s->re, s, l, stop_at_first, NULL) == 1;
 }
 
@@ -592,13 +517,13 @@ static int split_added(enc *e, const tp__trie *trie, const char *s, size_t n, bo
       while (k > 0) {
         size_t c = k - 1;
         while (c > 0 && ((unsigned char)s[c] & 0xC0) == 0x80) c--;
-        if (!is_ws(cp_at(s + c, &l))) break;
+        if (!is_ws(tp__cp_at(s + c, &l))) break;
         k = c;
       }
       start = k > done ? k : done;
     }
     if (a->rstrip)
-      while (stop < n && is_ws(cp_at(s + stop, &l))) stop += l;
+      while (stop < n && is_ws(tp__cp_at(s + stop, &l))) stop += l;
     if (start < done) start = done; /* an overlap only hand-made files can cause */
     if (done < start && (rv = gap(e, s + done, start - done, origin && done == 0)) != 0) return rv;
     if (tp__ids_push(e->out, a->id)) return TP_ENOMEM;
@@ -648,215 +573,4 @@ int tp__hf_encode(const tp_tok *t, const char *text, size_t len, int32_t **ids, 
   *ids = out.v;
   *n = out.n;
   return 0;
-}
-
-/* ------------------------------------------------------------------------ */
-/* Decoding                                                                 */
-
-static const char *token_of(const tp__hf *h, int32_t id, size_t *len) {
-  size_t lo = 0, hi = h->n_added;
-  while (lo < hi) {
-    size_t mid = (lo + hi) / 2;
-    if (h->added_ids[mid] < id)
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
-  if (lo < h->n_added && h->added_ids[lo] == id) {
-    const tp__added *a = &h->added[h->added_idx[lo]];
-    *len = a->len;
-    return a->content;
-  }
-  return tp__bpe_token(&h->bpe, id, len);
-}
-
-static int dpush(tp__plist *out, tp_buf *buf, size_t start) {
-  return plist_push(out, start, buf->len - start, false);
-}
-
-/* One decoder step over the token list in (on in->base) into out/buf. */
-static int decode_step(const tp__dec *d, tp__hf_tls *s, const tp__plist *in, tp__plist *out, tp_buf *buf) {
-  tp_buf_reset(buf);
-  out->n = 0;
-  int rv = 0;
-  switch (d->kind) {
-    case TP_DEC_BYTELEVEL: {
-      /* Every token's characters back to bytes (a token with a character
-       * outside the table is taken as its UTF-8 bytes), then one lossy
-       * UTF-8 string of it all. */
-      tp_buf *raw = &s->clean;
-      tp_buf_reset(raw);
-      for (size_t i = 0; i < in->n && rv == 0; i++) {
-        const char *t = in->base + in->v[i].off;
-        size_t n = in->v[i].len, mark = raw->len, l;
-        bool all = true;
-        for (size_t k = 0; k < n && all; k += l) {
-          int b = tp__bytelevel_byte(cp_at(t + k, &l));
-          if (b < 0)
-            all = false;
-          else
-            rv = tp_buf_append(raw, &(uint8_t){(uint8_t)b}, 1);
-        }
-        if (!all) {
-          raw->len = mark;
-          rv = tp_buf_append(raw, t, n);
-        }
-      }
-      if (rv == 0) rv = tp__utf8_lossy(buf, raw->data ? (char *)raw->data : "", raw->len);
-      if (rv == 0) rv = dpush(out, buf, 0);
-      break;
-    }
-    case TP_DEC_METASPACE:
-      for (size_t i = 0; i < in->n && rv == 0; i++) {
-        const char *t = in->base + in->v[i].off;
-        size_t n = in->v[i].len, start = buf->len, l;
-        for (size_t k = 0; k < n && rv == 0; k += l) {
-          (void)cp_at(t + k, &l);
-          if (l == d->ch_len && memcmp(t + k, d->ch, l) == 0) {
-            if (!(i == 0 && d->prepend != TP_PREPEND_NEVER)) rv = tp_buf_append(buf, " ", 1);
-          } else {
-            rv = tp_buf_append(buf, t + k, l);
-          }
-        }
-        if (rv == 0) rv = dpush(out, buf, start);
-      }
-      break;
-    case TP_DEC_REPLACE:
-      for (size_t i = 0; i < in->n && rv == 0; i++) {
-        size_t start = buf->len;
-        rv = replace_all(d->re, s->re, in->base + in->v[i].off, in->v[i].len, d->text, d->text_len, buf);
-        if (rv == 0) rv = dpush(out, buf, start);
-      }
-      break;
-    case TP_DEC_BYTEFALLBACK: {
-      /* Runs of <0xNN> tokens become the string of their bytes when that is
-       * valid UTF-8, else one U+FFFD per byte. */
-      uint8_t *bytes = NULL;
-      size_t nb = 0;
-      for (size_t i = 0; i <= in->n && rv == 0; i++) {
-        int byte = -1;
-        if (i < in->n) {
-          const char *t = in->base + in->v[i].off;
-          if (in->v[i].len == 6 && memcmp(t, "<0x", 3) == 0 && t[5] == '>') {
-            /* u8::from_str_radix(&t[3..5], 16), which takes a '+' sign. */
-            int v = 0, digits = 0;
-            bool ok = true;
-            for (int k = 3; k < 5 && ok; k++) {
-              char c = t[k];
-              if (k == 3 && c == '+') continue;
-              int x = c >= '0' && c <= '9'   ? c - '0'
-                      : c >= 'a' && c <= 'f' ? c - 'a' + 10
-                      : c >= 'A' && c <= 'F' ? c - 'A' + 10
-                                             : -1;
-              if (x < 0)
-                ok = false;
-              else
-                v = v * 16 + x, digits++;
-            }
-            if (ok && digits > 0) byte = v;
-          }
-        }
-        if (byte >= 0) {
-          uint8_t *nbuf = realloc(bytes, nb + 1);
-          if (nbuf == NULL) {
-            rv = TP_ENOMEM;
-            break;
-          }
-          bytes = nbuf;
-          bytes[nb++] = (uint8_t)byte;
-          continue;
-        }
-        if (nb) {
-          if (tp__utf8_valid((char *)bytes, nb) == nb) {
-            size_t start = buf->len;
-            rv = tp_buf_append(buf, bytes, nb);
-            if (rv == 0) rv = dpush(out, buf, start);
-          } else {
-            for (size_t k = 0; k < nb && rv == 0; k++) {
-              size_t start = buf->len;
-              rv = tp_buf_append(buf, "\xEF\xBF\xBD", 3);
-              if (rv == 0) rv = dpush(out, buf, start);
-            }
-          }
-          nb = 0;
-        }
-        if (i < in->n && rv == 0) {
-          size_t start = buf->len;
-          rv = tp_buf_append(buf, in->base + in->v[i].off, in->v[i].len);
-          if (rv == 0) rv = dpush(out, buf, start);
-        }
-      }
-      free(bytes);
-      break;
-    }
-    case TP_DEC_FUSE:
-      for (size_t i = 0; i < in->n && rv == 0; i++)
-        rv = tp_buf_append(buf, in->base + in->v[i].off, in->v[i].len);
-      if (rv == 0) rv = dpush(out, buf, 0);
-      break;
-    case TP_DEC_STRIP:
-      for (size_t i = 0; i < in->n && rv == 0; i++) {
-        const char *t = in->base + in->v[i].off;
-        size_t n = in->v[i].len, a = 0, b = n, l;
-        for (size_t k = 0; k < d->start && a < n; k++) {
-          (void)cp_at(t + a, &l);
-          if (l != d->ch_len || memcmp(t + a, d->ch, l) != 0) break;
-          a += l;
-        }
-        for (size_t k = 0; k < d->stop && b > 0; k++) {
-          size_t c = b - 1;
-          while (c > 0 && ((unsigned char)t[c] & 0xC0) == 0x80) c--;
-          if (b - c != d->ch_len || memcmp(t + c, d->ch, d->ch_len) != 0) break;
-          b = c;
-        }
-        size_t start = buf->len;
-        if (b > a) rv = tp_buf_append(buf, t + a, b - a);
-        if (rv == 0) rv = dpush(out, buf, start);
-      }
-      break;
-  }
-  out->base = buf->data ? (char *)buf->data : "";
-  return rv;
-}
-
-int tp__hf_decode(const tp_tok *t, const int32_t *ids, size_t n, char **text, size_t *len) {
-  tp__hf *h = t->impl;
-  *text = NULL;
-  *len = 0;
-  tp__hf_tls *s = tp__hf_tls_get(h);
-  if (s == NULL) return TP_ENOMEM;
-  tp__plist *cur = &s->dlist[0], *nxt = &s->dlist[1];
-  tp_buf *b0 = &s->dbuf[0];
-  tp_buf_reset(b0);
-  cur->n = 0;
-  for (size_t i = 0; i < n; i++) {
-    size_t l;
-    const char *tok = token_of(h, ids[i], &l);
-    if (tok == NULL) return TP_EINVAL; /* no token has this id */
-    size_t start = b0->len;
-    if (tp_buf_append(b0, tok, l) || dpush(cur, b0, start)) return TP_ENOMEM;
-  }
-  cur->base = b0->data ? (char *)b0->data : "";
-  int wb = 1;
-  for (size_t i = 0; i < h->n_decs; i++) {
-    int rv = decode_step(&h->decs[i], s, cur, nxt, &s->dbuf[wb]);
-    if (rv) return rv;
-    wb ^= 1;
-    tp__plist *x = cur;
-    cur = nxt;
-    nxt = x;
-  }
-  tp_buf res;
-  tp_buf_init(&res);
-  if (tp_buf_append(&res, "", 0)) return TP_ENOMEM; /* "" when nothing follows */
-  for (size_t i = 0; i < cur->n; i++) {
-    /* Without a decoder, tokenizers joins the tokens with spaces. */
-    if ((i && !h->has_decoder && tp_buf_append(&res, " ", 1)) ||
-        tp_buf_append(&res, cur->base + cur->v[i].off, cur->v[i].len)) {
-      tp_buf_fini(&res);
-      return TP_ENOMEM;
-    }
-  }
-  *text = tp_buf_steal(&res, len);
-  return *text ? 0 : TP_ENOMEM;
 }

@@ -97,37 +97,3 @@ void tp_seterr(char *err, size_t errlen, const char *fmt, ...) {
   va_end(ap);
 }
 
-size_t tp_utf8_valid_prefix(const uint8_t *p, size_t n) {
-  size_t i = 0;
-  while (i < n) {
-    uint8_t c = p[i];
-    size_t len;
-    uint32_t cp;
-    if (c == 0) break;
-    if (c < 0x80) {
-      i++;
-      continue;
-    } else if ((c & 0xe0) == 0xc0) {
-      len = 2, cp = c & 0x1f;
-    } else if ((c & 0xf0) == 0xe0) {
-      len = 3, cp = c & 0x0f;
-    } else if ((c & 0xf8) == 0xf0) {
-      len = 4, cp = c & 0x07;
-    } else {
-      break;
-    }
-    if (i + len > n) break;
-    size_t k;
-    for (k = 1; k < len; k++) {
-      if ((p[i + k] & 0xc0) != 0x80) break;
-      cp = cp << 6 | (p[i + k] & 0x3f);
-    }
-    if (k < len) break;
-    /* Overlong forms, surrogates and values past U+10FFFF are invalid. */
-    if ((len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) ||
-        (cp >= 0xd800 && cp <= 0xdfff) || cp > 0x10ffff)
-      break;
-    i += len;
-  }
-  return i;
-}

@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -88,7 +89,7 @@ static bool read_turn(tp__mock_reader *r, tp__mock_rsock *s) {
     if (n <= 0) {
       /* End of stream or an error: the last chunk; the fd stays open (the
        * loop owns it) but is read no more. */
-      push(r, s, NULL, n == 0 ? UV_EOF : -errno, t);
+      push(r, s, r->buf, n == 0 ? UV_EOF : -errno, t);
       epoll_ctl(r->epfd, EPOLL_CTL_DEL, s->fd, NULL);
       return true;
     }
@@ -99,6 +100,22 @@ static bool read_turn(tp__mock_reader *r, tp__mock_rsock *s) {
   return queued;
 }
 
+/* A reader that shares a CPU with its loop must still run as soon as bytes
+ * arrive.  Under the normal scheduler a thread that mostly sleeps preempts
+ * a busy one on wake-up; under a real-time policy (inherited from a server
+ * started with chrt) threads of one priority run until they block, so the
+ * reader would wait for the loop to finish its wave: it takes one priority
+ * above the loop's.  It only reads, so it cannot starve the loop. */
+static void outrank_loop(void) {
+  int policy;
+  struct sched_param sp;
+  if (pthread_getschedparam(pthread_self(), &policy, &sp) != 0) return;
+  if ((policy == SCHED_FIFO || policy == SCHED_RR) && sp.sched_priority < sched_get_priority_max(policy)) {
+    sp.sched_priority++;
+    (void)pthread_setschedparam(pthread_self(), policy, &sp);
+  }
+}
+
 static void *thread_main(void *arg) {
   tp__mock_reader *r = arg;
   /* Signals are the loop's business (SIGINT, SIGTERM); this thread never
@@ -106,6 +123,7 @@ static void *thread_main(void *arg) {
   sigset_t all;
   sigfillset(&all);
   pthread_sigmask(SIG_BLOCK, &all, NULL);
+  outrank_loop();
   struct epoll_event ev[MAX_EVENTS];
   for (;;) {
     pthread_mutex_lock(&r->mu);

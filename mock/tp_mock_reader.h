@@ -25,7 +25,11 @@
  *   so a chunk never outlives its registration's _remove (which drops the
  *   chunks still queued for it), even when a handler removes a connection.
  * - The fd stays owned by the caller's uv_tcp_t, which keeps writing to it
- *   on the loop; the reader only reads (recv) and peeks. */
+ *   on the loop; the reader only reads (recv) and peeks.
+ * - tp_stamp_fd_group's peeks, made here and on the loop (the HTTP side),
+ *   share one scratch buffer the kernel never writes (MSG_TRUNC on TCP); a
+ *   race detector that takes recvmsg as writing it reports a race that
+ *   is not one. */
 #ifndef TP_MOCK_READER_H
 #define TP_MOCK_READER_H
 

@@ -24,6 +24,7 @@
 #include "mock/tp_mock_engine.h"
 #include "mock/tp_mock_grpc.h"
 #include "mock/tp_mock_internal.h"
+#include "mock/tp_mock_reader.h"
 #include "transport/tp_grpc.h"
 #include "util/tp_common.h"
 #include "util/tp_timer.h"
@@ -476,6 +477,9 @@ void tp__mock_conn_close(conn *c) {
   tp_buf_fini(&c->chunk_blanks);
   nghttp2_session_del(c->h2);
   c->h2 = NULL;
+  /* Before the socket closes: its fd number may be reused at once. */
+  if (c->rsock && m->reader) tp__mock_reader_remove(m->reader, c->rsock);
+  c->rsock = NULL;
   if (c->prev)
     c->prev->next = c->next;
   else
@@ -484,26 +488,19 @@ void tp__mock_conn_close(conn *c) {
   uv_close((uv_handle_t *)&c->tcp, on_conn_closed);
 }
 
-static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
-  conn *c = h->data;
-  (void)suggested;
-  /* A read stops where bytes that arrived later begin; libuv reads on at
-   * once when a read fills the buffer. */
-  size_t n;
-  c->m->read_stamp_ns = tp__mock_read_stamp(c->m, &c->tcp, &n);
-  *buf = uv_buf_init((char *)c->m->readbuf, (unsigned)n);
-}
-
-static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
-  conn *c = s->data;
+/* A chunk from the reader thread (tp_mock_reader.h), in arrival order: the
+ * bytes are fed to nghttp2 here, on the loop, with the request clock at
+ * the chunk's arrival stamp, just as a read of the loop's own would be. */
+void tp__mock_grpc_on_chunk(void *owner, const uint8_t *data, ssize_t nread, uint64_t stamp_ns) {
+  conn *c = owner;
   if (c->closing) return;
   if (nread < 0) {
     tp__mock_conn_close(c);
     return;
   }
   if (nread == 0 || c->lingering) return; /* nothing more is processed */
-  c->m->arrival_ns = c->m->read_stamp_ns;
-  ssize_t rv = nghttp2_session_mem_recv(c->h2, (const uint8_t *)buf->base, (size_t)nread);
+  c->m->arrival_ns = stamp_ns;
+  ssize_t rv = nghttp2_session_mem_recv(c->h2, data, (size_t)nread);
   c->m->arrival_ns = 0;
   if (rv < 0) {
     /* A bad preface or a fatal protocol error: nghttp2 may have queued a
@@ -542,7 +539,8 @@ void tp__mock_grpc_on_connection(uv_stream_t *server, int status) {
   c->next = m->conns;
   if (m->conns) m->conns->prev = c;
   m->conns = c;
-  if (uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read) != 0) {
+  uv_os_fd_t fd;
+  if (uv_fileno((uv_handle_t *)&c->tcp, &fd) != 0 || !(c->rsock = tp__mock_reader_add(m->reader, fd, c))) {
     tp__mock_conn_close(c);
     return;
   }

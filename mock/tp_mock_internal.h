@@ -120,6 +120,9 @@ struct tp_mock {
   uint64_t refused_so_far; /* connections reset for refuse_connections */
 
   tp_timers *timers;
+  /* Reads the gRPC connections on a thread of its own and hands the bytes
+   * to the loop (tp_mock_reader.h); NULL once closed. */
+  struct tp__mock_reader *reader;
   tp_mock_engine *engine;
   void *cbs; /* nghttp2_session_callbacks */
   conn *conns;

@@ -107,10 +107,6 @@ static int mock_start(tp_cli *cli, cli_mock *cm, char *err, size_t errlen) {
     snprintf(cm->metrics_url, sizeof(cm->metrics_url), "http://127.0.0.1:%d/metrics", tp_mock_http_port(cm->m));
     c->metrics_url = cm->metrics_url;
   }
-  if (c->progress) {
-    fprintf(c->progress, "tokperf: built-in mock server on %s\n", cm->url);
-    fflush(c->progress);
-  }
   return 0;
 }
 
@@ -180,7 +176,15 @@ int tp_cli_run(tp_cli *cli, tp_cli_report_fn report, void *ud) {
     /* Options and input files are checked here: all usage/input errors. */
     return rv == TP_ENOMEM ? TP_EXIT_START : TP_EXIT_USAGE;
   }
-  if (cm.m) tp_run_set_mock(run, &cm.cfg);
+  if (cm.m) {
+    tp_run_set_mock(run, &cm.cfg);
+    /* Said once the options are known good, where the run's own progress
+     * lines begin. */
+    if (cli->cfg.progress) {
+      fprintf(cli->cfg.progress, "tokperf: built-in mock server on %s\n", cm.url);
+      fflush(cli->cfg.progress);
+    }
+  }
   g_run = run;
   struct sigaction sa;
   memset(&sa, 0, sizeof(sa));

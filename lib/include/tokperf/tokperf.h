@@ -452,8 +452,9 @@ typedef struct tp_run tp_run;
  * or input file; TP_ENOTFOUND: a file is missing; TP_EIO: read error. */
 TP_API int tp_run_new(tp_run **out, const tp_config *cfg, char *err, size_t errlen);
 
-/* Executes every level: loads the tokenizer, checks the server and the model (ServerLive, ModelReady,
- * ModelMetadata unless skip_preflight), then runs the sweep.  Returns 0 when the sweep completed (failed
+/* Executes every level: loads the tokenizer, checks the server and the
+ * model (ServerLive, ModelReady, ModelMetadata unless skip_preflight), then
+ * runs the sweep.  Returns 0 when the sweep completed (failed
  * requests are data, not an error), TP_ECONNECT when the server cannot be
  * reached, TP_ENOTFOUND / TP_EUNSUPPORTED when the model is missing, not
  * ready or lacks an input, or when the tokenizer cannot be loaded, TP_EINTERRUPTED when tp_run_interrupt stopped

@@ -69,6 +69,73 @@ static int cmd_profile(int argc, char **argv) {
   return rv;
 }
 
+/* --mock: the built-in mock, started here in-process before the run, which
+ * then measures it as it would any server at its address. */
+typedef struct cli_mock {
+  tp_mock *m;
+  tp_mock_config cfg; /* what it was told, for the reports */
+  char url[64];
+  char metrics_url[96];
+} cli_mock;
+
+/* Starts the mock on free loopback ports and points the run at it: its
+ * gRPC port for Triton gRPC, else its HTTP port, which also serves the
+ * /metrics that `--metrics-url mock` names.  Without --mock, that name is
+ * refused. */
+static int mock_start(tp_cli *cli, cli_mock *cm, char *err, size_t errlen) {
+  tp_config *c = &cli->cfg;
+  bool scrape_mock = c->metrics_url && strcmp(c->metrics_url, "mock") == 0;
+  if (!cli->use_mock) {
+    if (!scrape_mock) return 0;
+    snprintf(err, errlen, "--metrics-url mock needs --mock");
+    return TP_EINVAL;
+  }
+  cm->cfg = cli->mock;
+  if (cli->mock_log_path) cm->cfg.log_path = cli->mock_log_path;
+  tp_mock_config mc = cm->cfg;
+  mc.host = "127.0.0.1";
+  mc.grpc_port = 0;
+  /* The HTTP side only when an HTTP service is measured or /metrics read. */
+  mc.http_port = c->service_kind == TP_SERVICE_TRITON && !c->metrics_url ? -1 : 0;
+  mc.quiet = true;
+  int rv = tp_mock_start(&cm->m, &mc, err, errlen);
+  if (rv) return rv;
+  snprintf(cm->url, sizeof(cm->url), "127.0.0.1:%d",
+           c->service_kind == TP_SERVICE_TRITON ? tp_mock_port(cm->m) : tp_mock_http_port(cm->m));
+  c->url = cm->url;
+  if (scrape_mock) {
+    snprintf(cm->metrics_url, sizeof(cm->metrics_url), "http://127.0.0.1:%d/metrics", tp_mock_http_port(cm->m));
+    c->metrics_url = cm->metrics_url;
+  }
+  return 0;
+}
+
+/* Whatever was measured is reported, also after an interruption: the text
+ * tables (or report's own), the JSON document, the gates.  Returns the
+ * exit code, code unless reporting fails. */
+static int report_run(tp_cli *cli, tp_run *run, tp_cli_report_fn report, void *ud, int code) {
+  if (tp_run_level_count(run) == 0) return code;
+  if (report) {
+    report(run, ud);
+  } else if (cli->format_json) {
+    print_json(run);
+  } else {
+    tp_run_report_text(run, stdout);
+    if (tp_run_artifact_dir(run)[0]) printf("Artifacts: %s\n", tp_run_artifact_dir(run));
+  }
+  fflush(stdout);
+  if (cli->cfg.json_path) {
+    char jerr[512];
+    if (tp_run_write_json(run, cli->cfg.json_path, jerr, sizeof(jerr))) {
+      fprintf(stderr, "tokperf: %s\n", jerr);
+      if (code == TP_EXIT_OK) code = TP_EXIT_START;
+    }
+  }
+  /* CI gates: thresholds the user set, and a run where nothing succeeded. */
+  if (code == TP_EXIT_OK && tp_run_check_gates(run, stderr) > 0) code = TP_EXIT_THRESHOLD;
+  return code;
+}
+
 /* Runs the configuration a command line gave and reports it: the text
  * tables (or, with report, that function's own), the JSON document, the
  * gates.  Returns the exit code. */
@@ -92,13 +159,31 @@ int tp_cli_run(tp_cli *cli, tp_cli_report_fn report, void *ud) {
     }
     cli->cfg.tokenizer = tok_path;
   }
+  cli_mock cm;
+  memset(&cm, 0, sizeof(cm));
+  rv = mock_start(cli, &cm, err, sizeof(err));
+  if (rv) {
+    fprintf(stderr, "tokperf: %s\n", err[0] ? err : tp_strerror(rv));
+    free(tok_path);
+    return exit_code_for(rv);
+  }
   tp_run *run = NULL;
   rv = tp_run_new(&run, &cli->cfg, err, sizeof(err));
   if (rv) {
     fprintf(stderr, "tokperf: %s\n", err[0] ? err : tp_strerror(rv));
+    if (cm.m) tp_mock_stop(cm.m);
     free(tok_path);
     /* Options and input files are checked here: all usage/input errors. */
     return rv == TP_ENOMEM ? TP_EXIT_START : TP_EXIT_USAGE;
+  }
+  if (cm.m) {
+    tp_run_set_mock(run, &cm.cfg);
+    /* Said once the options are known good, where the run's own progress
+     * lines begin. */
+    if (cli->cfg.progress) {
+      fprintf(cli->cfg.progress, "tokperf: built-in mock server on %s\n", cm.url);
+      fflush(cli->cfg.progress);
+    }
   }
   g_run = run;
   struct sigaction sa;
@@ -116,30 +201,17 @@ int tp_cli_run(tp_cli *cli, tp_cli_report_fn report, void *ud) {
     fprintf(stderr, "tokperf: %s\n", err);
     code = TP_EXIT_INTERRUPTED;
   }
-  /* Whatever was measured is reported, also after an interruption. */
-  if (tp_run_level_count(run) > 0) {
-    if (report) {
-      report(run, ud);
-    } else if (cli->format_json) {
-      print_json(run);
-    } else {
-      tp_run_report_text(run, stdout);
-      if (tp_run_artifact_dir(run)[0]) printf("Artifacts: %s\n", tp_run_artifact_dir(run));
-    }
-    fflush(stdout);
-    if (cli->cfg.json_path) {
-      char jerr[512];
-      if (tp_run_write_json(run, cli->cfg.json_path, jerr, sizeof(jerr))) {
-        fprintf(stderr, "tokperf: %s\n", jerr);
-        if (code == TP_EXIT_OK) code = TP_EXIT_START;
-      }
-    }
+  /* The mock's counters, as the sweep left them, go into the reports. */
+  if (cm.m && (rv == 0 || rv == TP_EINTERRUPTED)) {
+    tp_mock_stats ms;
+    tp_mock_get_stats(cm.m, &ms);
+    tp_run_set_mock_stats(run, &ms);
   }
-  /* CI gates: thresholds the user set, and a run where nothing succeeded. */
-  if (code == TP_EXIT_OK && tp_run_level_count(run) > 0 && tp_run_check_gates(run, stderr) > 0)
-    code = TP_EXIT_THRESHOLD;
+  code = report_run(cli, run, report, ud, code);
   g_run = NULL;
   tp_run_free(run);
+  /* After the run, whose connections to it are closed by now. */
+  if (cm.m) tp_mock_stop(cm.m);
   free(tok_path);
   return code;
 }

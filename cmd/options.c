@@ -348,10 +348,6 @@ static const tp_setting config_rows[] = {
     C("output.no_html", "--no-html", TP_SET_FLAG, no_html, NULL, 1, 0, G_OUTPUT, "leave report.html out of the artifacts",
       NULL, 0),
 
-    C("mock.enabled", "--mock", TP_SET_FLAG, mock, NULL, 1, 0, G_MOCK,
-      "start the built-in mock server in-process and benchmark it", NULL, 0),
-    C("mock.log_path", "--mock-log", TP_SET_STR, mock_log_path, "FILE.jsonl", 1, 0, G_MOCK,
-      "with --mock: the mock's log of true send times", "mock.jsonl", TP_SETF_FILE),
 };
 
 /* ---- the CLI's own (tp_cli) ------------------------------------------------ */
@@ -410,6 +406,12 @@ static const tp_setting cli_rows[] = {
     L("server.extra_inputs", "--extra-inputs", TP_SET_STR_LIST, extra_inputs, "NAME:VALUE|JSON", NULL, 1, 0, NULL,
       G_SERVER, "extra request body field(s) for HTTP APIs, repeatable", "temperature:0", 0),
     /* Other tools' flags: mapped after parsing, or said to have no effect. */
+    /* The CLI starts the mock (cmd/main.c); its model and faults are the
+     * --mock- rows, bound to tp_mock_config. */
+    L("mock.enabled", "--mock", TP_SET_FLAG, use_mock, NULL, NULL, 1, 0, NULL, G_MOCK,
+      "start the built-in mock server in-process and benchmark it", NULL, 0),
+    L("mock.log_path", "--mock-log", TP_SET_STR, mock_log_path, "FILE.jsonl", NULL, 1, 0, NULL, G_MOCK,
+      "with --mock: the mock's log of true send times", "mock.jsonl", TP_SETF_FILE),
     L("compat.output_format", "--output-format", TP_SET_ENUM, output_format,
       "trtllm|vllm|openai_chat_completions|openai_completions", NULL, 1, 0,
       "trtllm|vllm|openai_chat_completions|openai_completions|tensorrtllm=0", G_COMPAT,
@@ -643,7 +645,7 @@ static int apply_other_tools(tp_cli *cli, const unsigned char *given_cfg, unsign
   }
   if (cli->collect_metrics && !c->metrics_url) {
     /* perf_analyzer's default: Triton's metrics port on the server's host. */
-    if (c->mock) {
+    if (cli->use_mock) {
       c->metrics_url = "mock";
     } else {
       static char url[512];
@@ -737,7 +739,6 @@ int tp_cli_parse_profile(tp_cli *cli, int argc, char **argv) {
       return usage("profile", err);
     }
   if (cli->quiet) c->progress = NULL;
-  if (c->mock) c->mock_config = &cli->mock;
   c->cumulative_text = cli->stream_text == 1;
 
   /* GenAI-Perf's spellings: --service-kind openai --endpoint-type chat|completions,

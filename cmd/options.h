@@ -25,7 +25,12 @@ enum {
  * borrow from argv; lists are held inline, and cfg points into them. */
 typedef struct tp_cli {
   tp_config cfg;
+  /* --mock: the CLI starts the built-in mock in-process with these
+   * settings (the --mock- rows) and points the run at it; --mock-log is
+   * where it logs its true send times. */
   tp_mock_config mock;
+  bool use_mock;
+  const char *mock_log_path;
   tp_u32_list concurrency, in_means, out_means;
   tp_f64_list rates;
   tp_str_list asserts, headers, extra_inputs, slos;

@@ -389,8 +389,7 @@ int tp_cmd_vllm_bench(int argc, char **argv) {
   c->endpoint = o.endpoint ? o.endpoint : backend_is_chat(o.backend) ? "/v1/chat/completions" : "/v1/completions";
   c->model = o.served_model_name ? o.served_model_name : o.model ? o.model : "";
   x.model = o.model ? o.model : c->model;
-  c->mock = o.mock;
-  if (o.mock) c->mock_config = &cli.mock;
+  cli.use_mock = o.mock;
   if (o.quiet) c->progress = NULL;
   c->no_artifacts = true;
   c->random_seed = o.seed;

@@ -7,20 +7,35 @@
 
 int main(void) {
   static const uint32_t levels[] = {1, 8};
+  char err[512];
+  /* The mock runs on threads of its own, on free loopback ports. */
+  tp_mock_config mc;
+  tp_mock_config_default(&mc);
+  mc.grpc_port = 0;
+  mc.http_port = -1;
+  mc.quiet = true;
+  tp_mock *mock;
+  if (tp_mock_start(&mock, &mc, err, sizeof(err))) {
+    fprintf(stderr, "mock_sweep: %s\n", err);
+    return 1;
+  }
+  char url[64];
+  snprintf(url, sizeof(url), "127.0.0.1:%d", tp_mock_port(mock));
+
   tp_config cfg;
   tp_config_default(&cfg);
-  cfg.mock = true;
+  cfg.url = url;
   cfg.concurrency = levels;
   cfg.n_concurrency = 2;
   cfg.request_count = 16;
   cfg.output_tokens_mean = 16;
   cfg.progress = NULL;
 
-  char err[512];
   tp_run *run;
   int rv = tp_run_new(&run, &cfg, err, sizeof(err));
   if (rv) {
     fprintf(stderr, "mock_sweep: %s\n", err);
+    tp_mock_stop(mock);
     return 1;
   }
   rv = tp_run_exec(run, err, sizeof(err));
@@ -31,5 +46,6 @@ int main(void) {
            (unsigned long long)lv->succeeded, lv->ttft_ms.avg, lv->ttft_ms.p99, lv->request_throughput);
   }
   tp_run_free(run);
+  tp_mock_stop(mock);
   return rv ? 1 : 0;
 }

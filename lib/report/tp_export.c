@@ -142,6 +142,7 @@ struct tp_artifacts {
   const tp_config *cfg;
   uint64_t anchor_mono_ns, anchor_wall_ns;
   bool html;
+  bool mock; /* the target is the in-process mock: report.html names it so */
   size_t timeline_max;
   bool finished;
 
@@ -509,6 +510,7 @@ int tp_artifacts_finish(tp_artifacts *a, char *err, size_t errlen) {
     if (!path) return TP_ENOMEM;
     tp_html_input in = {
         .cfg = a->cfg,
+        .mock = a->mock,
         .levels = a->levels,
         .n_levels = a->n_levels,
         .timeline_level = SIZE_MAX,
@@ -521,6 +523,8 @@ int tp_artifacts_finish(tp_artifacts *a, char *err, size_t errlen) {
   }
   return rv;
 }
+
+void tp_artifacts_set_mock(tp_artifacts *a, bool mock) { a->mock = mock; }
 
 void tp_artifacts_set_search(tp_artifacts *a, const struct tp_search_summary *s) {
   a->search = s;

@@ -252,6 +252,10 @@ int tp_artifacts_finish(tp_artifacts *a, char *err, size_t errlen);
 struct tp_search_summary;
 void tp_artifacts_set_search(tp_artifacts *a, const struct tp_search_summary *s);
 
+/* The target is the built-in mock, started in-process: report.html names
+ * it so rather than by its loopback address. */
+void tp_artifacts_set_mock(tp_artifacts *a, bool mock);
+
 /* Frees the handle; a profile export not finished is removed. */
 void tp_artifacts_free(tp_artifacts *a);
 

@@ -321,7 +321,7 @@ static int header(tp_buf *o, const tp_html_input *in) {
     rv = tp_buf_append_str(o, "<p class=\"meta\">Model: ");
     if (!rv) rv = tp__html_esc(o, c->model ? c->model : "n/a");
     if (!rv) rv = tp_buf_append_str(o, " · target: ");
-    if (!rv) rv = tp__html_esc(o, c->mock ? "built-in mock" : c->url ? c->url : "n/a");
+    if (!rv) rv = tp__html_esc(o, in->mock ? "built-in mock" : c->url ? c->url : "n/a");
     if (!rv)
       rv = tp_buf_printf(o, " · backend: %s · streaming: %s · tokenizer: ", backend_name(c->backend),
                          c->streaming ? "on" : "off");

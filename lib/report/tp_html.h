@@ -63,6 +63,7 @@ void tp_html_level_fini(tp_html_level *lv);
 
 typedef struct tp_html_input {
   const tp_config *cfg;        /* may be NULL */
+  bool mock;                   /* the target is the built-in mock, started in-process */
   const char *title;           /* NULL = "tokperf report" */
   const tp_html_level *levels; /* in sweep order */
   size_t n_levels;

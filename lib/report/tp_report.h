@@ -45,7 +45,8 @@ typedef struct tp_report_input {
   const tp_level_result *levels; /* one per completed level */
   size_t n_levels;
   bool interrupted;              /* the sweep stopped early */
-  bool have_mock_stats;
+  const tp_mock_config *mock_config; /* the built-in mock the run measured, or NULL */
+  bool have_mock_stats;              /* its counters after the sweep */
   tp_mock_stats mock_stats;
   const tp_search_summary *search; /* NULL = no capacity search */
 } tp_report_input;

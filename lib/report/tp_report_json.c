@@ -186,7 +186,7 @@ static int config_access_json(json_t *o, const tp_config *cfg) {
 }
 
 /* TLS files, counts, inputs, the tokenizer, outputs and the mock. */
-static int config_rest_json(json_t *o, const tp_config *cfg) {
+static int config_rest_json(json_t *o, const tp_config *cfg, const tp_mock_config *mock) {
   int bad = 0;
   bad |= set(o, "ca_file", str_or_null(cfg->ca_file));
   bad |= set(o, "cert_file", str_or_null(cfg->cert_file));
@@ -208,16 +208,16 @@ static int config_rest_json(json_t *o, const tp_config *cfg) {
   bad |= set(o, "skip_preflight", json_boolean(cfg->skip_preflight));
   bad |= set(o, "json_path", str_or_null(cfg->json_path));
   bad |= set(o, "records_path", str_or_null(cfg->records_path));
-  bad |= set(o, "mock", json_boolean(cfg->mock));
-  bad |= set(o, "mock_config", mock_config_json(cfg->mock_config));
-  bad |= set(o, "mock_log_path", str_or_null(cfg->mock_log_path));
+  bad |= set(o, "mock", json_boolean(mock != NULL));
+  bad |= set(o, "mock_config", mock_config_json(mock));
+  bad |= set(o, "mock_log_path", str_or_null(mock ? mock->log_path : NULL));
   /* cfg->progress is a stream, not a setting worth recording; "quiet"
    * is what it means to a reader. */
   bad |= set(o, "progress", json_boolean(cfg->progress != NULL));
   return bad;
 }
 
-static json_t *config_json(const tp_config *cfg) {
+static json_t *config_json(const tp_config *cfg, const tp_mock_config *mock) {
   json_t *o = json_object(), *conc = json_array();
   if (!o || !conc) {
     json_decref(o);
@@ -227,7 +227,7 @@ static json_t *config_json(const tp_config *cfg) {
   int bad = config_load_json(o, conc, cfg);
   bad |= config_lengths_json(o, cfg);
   bad |= config_access_json(o, cfg);
-  bad |= config_rest_json(o, cfg);
+  bad |= config_rest_json(o, cfg, mock);
   if (bad) {
     json_decref(o);
     return NULL;
@@ -450,7 +450,7 @@ static json_t *report_json(const tp_report_input *in) {
     bad |= json_array_append_new(levels, level_json(&in->levels[i]));
   bad |= set(doc, "schema", json_string("tokperf.report/1"));
   bad |= set(doc, "generator", gen);
-  bad |= set(doc, "config", config_json(in->cfg ? in->cfg : &no_cfg));
+  bad |= set(doc, "config", config_json(in->cfg ? in->cfg : &no_cfg, in->mock_config));
   bad |= set(doc, "target", str_or_null(in->target));
   bad |= set(doc, "tokenizer", str_or_null(in->tokenizer_desc));
   bad |= set(doc, "dataset", str_or_null(in->dataset_desc));

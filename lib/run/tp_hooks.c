@@ -271,7 +271,7 @@ int tpr_dist_open(tp_run *r, char *err, size_t errlen) {
   if (r->cfg.measure_mode == TP_MEASURE_TIME_WINDOWS || r->cfg.measure_mode == TP_MEASURE_COUNT_WINDOWS) {
     why = "the stability windows (--measurement-interval, --measurement-mode) are not available under MPI: each "
           "rank would judge stability alone; use --request-count or --duration";
-  } else if (r->cfg.mock && r->n_ranks > 1) {
+  } else if (r->mock_cfg && r->n_ranks > 1) {
     why = "--mock runs the server inside one process, which ranks on other hosts cannot reach; start one "
           "'tokperf mock --host ADDR' and give every rank -u ADDR:PORT (docs/scale-out.md)";
   } else if (r->cfg.max_concurrency && r->cfg.max_concurrency < r->n_ranks) {
@@ -393,15 +393,7 @@ void tpr_stats_done(tp_run *r, const tp_record *rec) {
 
 static int scrape_open(tp_run *r, char *err, size_t errlen) {
   if (!r->cfg.metrics_url) return 0;
-  if (strcmp(r->cfg.metrics_url, "mock") == 0) {
-    if (!r->mock || tp_mock_http_port(r->mock) <= 0) {
-      tp_seterr(err, errlen, "--metrics-url mock needs --mock");
-      return TP_EINVAL;
-    }
-    snprintf(r->metrics_url, sizeof(r->metrics_url), "http://127.0.0.1:%d/metrics", tp_mock_http_port(r->mock));
-  } else {
-    snprintf(r->metrics_url, sizeof(r->metrics_url), "%s", r->cfg.metrics_url);
-  }
+  snprintf(r->metrics_url, sizeof(r->metrics_url), "%s", r->cfg.metrics_url);
   return tp_scraper_new(&r->scraper, &r->loop, r->metrics_url, r->cfg.metrics_interval_ms, &r->cfg, err, errlen);
 }
 
@@ -456,6 +448,7 @@ static int artifacts_open(tp_run *r, char *err, size_t errlen) {
   ao.html = !r->cfg.no_html;
   int rv = tp_artifacts_open(&r->artifacts, &ao, err, errlen);
   if (rv) return rv == TP_ENOMEM ? rv : TP_EIO;
+  tp_artifacts_set_mock(r->artifacts, r->mock_cfg != NULL);
   if (!r->cfg.records_path) {
     snprintf(r->records_default, sizeof(r->records_default), "%s/records.jsonl", r->artifact_dir);
     r->cfg.records_path = r->records_default;

@@ -91,7 +91,7 @@ static int validate(const tp_config *c, char *err, size_t errlen) {
     tp_seterr(err, errlen, "-m/--model: a model name is needed (e.g. -m ensemble)");
     return TP_EINVAL;
   }
-  if (!c->mock && (!c->url || !*c->url)) {
+  if (!c->url || !*c->url) {
     tp_seterr(err, errlen, "-u/--url: a server address is needed (HOST:PORT), or use --mock");
     return TP_EINVAL;
   }
@@ -356,6 +356,13 @@ const tp_level_result *tp_run_level(const tp_run *r, size_t i) {
   return i < r->n_levels ? &r->levels[i] : NULL;
 }
 
+void tp_run_set_mock(tp_run *r, const tp_mock_config *cfg) { r->mock_cfg = cfg; }
+
+void tp_run_set_mock_stats(tp_run *r, const tp_mock_stats *stats) {
+  r->mock_stats = *stats;
+  r->have_mock_stats = true;
+}
+
 int tp_run_mock_stats(const tp_run *r, tp_mock_stats *out) {
   if (!r->have_mock_stats) return TP_ENOTFOUND;
   *out = r->mock_stats;
@@ -378,6 +385,7 @@ static void fill_report(const tp_run *r, tp_report_input *in) {
   in->levels = r->levels;
   in->n_levels = r->n_levels;
   in->interrupted = r->interrupted;
+  in->mock_config = r->mock_cfg;
   in->have_mock_stats = r->have_mock_stats;
   in->mock_stats = r->mock_stats;
   in->search = r->search ? tp_sweep_search_summary(r->search) : NULL;
@@ -412,7 +420,6 @@ void tp_run_free(tp_run *r) {
   uv_walk(&r->loop, walk_close, NULL);
   uv_run(&r->loop, UV_RUN_DEFAULT);
   uv_loop_close(&r->loop);
-  if (r->mock) tp_mock_stop(r->mock);
   if (r->records_fp) fclose(r->records_fp);
   tp_artifacts_free(r->artifacts);
   uv_mutex_destroy(&r->records_lock);

@@ -206,7 +206,7 @@ struct tp_run {
   tp_tok *tok;
   char tok_desc[512];
   char ds_desc[512];
-  tp_mock *mock;
+  const tp_mock_config *mock_cfg; /* tp_run_set_mock: the caller's in-process mock, or NULL */
   bool have_mock_stats;
   tp_mock_stats mock_stats;
   char target[300];

@@ -1,5 +1,5 @@
 /* Start-up, before the first level: the loop and its handles, the
- * tokenizer and the prompts it makes, the mock server, the client and its
+ * tokenizer and the prompts it makes, the server's address, the client and its
  * preflight, scraping, artifacts and the records file. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,7 +14,7 @@
 
 static void warm_work(uv_work_t *w) { (void)w; }
 
-/* -u/--url: r->target gets "host:port" (the mock's, or the URL's). */
+/* -u/--url: r->target gets "host:port". */
 static int parse_target(tp_run *r, const char *url, tp_url *u, char *err, size_t errlen) {
   char why[512];
   if (tp_url_parse(url, u, why, sizeof(why))) {
@@ -104,33 +104,6 @@ static int setup_tokenizer(tp_run *r, char *err, size_t errlen) {
   return 0;
 }
 
-/* The server: the mock started in-process, or the address of -u/--url. */
-static int setup_target(tp_run *r, tp_url *pu, char *err, size_t errlen) {
-  int rv;
-  if (r->cfg.mock) {
-    tp_mock_config mc;
-    if (r->cfg.mock_config)
-      mc = *r->cfg.mock_config;
-    else
-      tp_mock_config_default(&mc);
-    mc.host = "127.0.0.1";
-    mc.grpc_port = 0;
-    /* The HTTP side only when an HTTP service is measured. */
-    mc.http_port = r->cfg.service_kind == TP_SERVICE_TRITON && !r->cfg.metrics_url ? -1 : 0;
-    mc.quiet = true;
-    if (r->cfg.mock_log_path) mc.log_path = r->cfg.mock_log_path;
-    rv = tp_mock_start(&r->mock, &mc, err, errlen);
-    if (rv) return rv;
-    snprintf(r->target, sizeof(r->target), "127.0.0.1:%d",
-             r->cfg.service_kind == TP_SERVICE_TRITON ? tp_mock_port(r->mock) : tp_mock_http_port(r->mock));
-    tpr_progress(r, "built-in mock server on %s", r->target);
-  } else {
-    rv = parse_target(r, r->cfg.url, pu, err, errlen);
-    if (rv) return rv;
-  }
-  return 0;
-}
-
 /* The client for the service kind, with its connections and TLS. */
 static int setup_client(tp_run *r, const tp_url *pu, char *err, size_t errlen) {
   int rv;
@@ -151,9 +124,9 @@ static int setup_client(tp_run *r, const tp_url *pu, char *err, size_t errlen) {
   co.max_response_bytes = MAX_RESPONSE_BYTES;
   co.headers = r->cfg.headers;
   co.n_headers = r->cfg.n_headers;
-  co.tls = !r->cfg.mock && tp_url_tls(pu);
+  co.tls = tp_url_tls(pu);
   /* The host, for certificate checks and SNI. */
-  co.host = r->cfg.mock ? "127.0.0.1" : pu->host;
+  co.host = pu->host;
   co.ca_file = r->cfg.ca_file;
   co.cert_file = r->cfg.cert_file;
   co.key_file = r->cfg.key_file;
@@ -170,7 +143,7 @@ static int setup_client(tp_run *r, const tp_url *pu, char *err, size_t errlen) {
                                                                     : TP_HTTP_API_TRITON_GENERATE;
     /* HTTP keeps the scheme (https) and the path of --url: the client
      * joins it with the API's path (tp_url.h). */
-    snprintf(r->http_url, sizeof(r->http_url), "%s", r->cfg.mock ? r->target : url);
+    snprintf(r->http_url, sizeof(r->http_url), "%s", url);
     ho.url = r->http_url;
     ho.endpoint = r->cfg.endpoint;
     ho.api_key = r->cfg.api_key;
@@ -198,7 +171,7 @@ static int setup_preflight(tp_run *r, char *err, size_t errlen) {
     if (rv) return rv;
     if (r->http && *tp_client_http_warning(r->client)) tpr_warn(r, "%s", tp_client_http_warning(r->client));
   }
-  if (r->http && !r->cfg.mock) {
+  if (r->http && !r->mock_cfg) {
     /* Without the query, which may hold a key (?key=...). */
     const char *ep = tp_client_http_endpoint(r->client);
     tpr_progress(r, "requests go to %.*s", (int)strcspn(ep, "?"), ep);
@@ -216,7 +189,7 @@ static int setup_preflight(tp_run *r, char *err, size_t errlen) {
   return 0;
 }
 
-/* Everything before the first level: loop handles, tokenizer, the mock,
+/* Everything before the first level: loop handles, tokenizer, the server,
  * the client and its preflight, the hooks' start-up (scraping, artifacts),
  * the records file. */
 int tpr_exec_setup(tp_run *r, char *err, size_t errlen) {
@@ -225,7 +198,7 @@ int tpr_exec_setup(tp_run *r, char *err, size_t errlen) {
   if (rv) return rv;
   tp_url pu;
   memset(&pu, 0, sizeof(pu));
-  rv = setup_target(r, &pu, err, errlen);
+  rv = parse_target(r, r->cfg.url, &pu, err, errlen);
   if (!rv) rv = setup_client(r, &pu, err, errlen);
   if (!rv) rv = setup_preflight(r, err, errlen);
   if (!rv) rv = tpr_hooks_open(r, err, errlen);

@@ -111,10 +111,6 @@ int tp_run_exec(tp_run *r, char *err, size_t errlen) {
     /* What the other ranks measured is in rank 0's report. */
     if (r->rank != 0) return 0;
   }
-  if (r->mock) {
-    tp_mock_get_stats(r->mock, &r->mock_stats);
-    r->have_mock_stats = true;
-  }
   if (r->artifacts) {
     /* Also after an interruption: what was measured is written. */
     char aerr[512];

@@ -79,10 +79,8 @@ static void fixed_timing_run(tp_mock_config *mc, tp_config *cfg, uint32_t *conc,
   mc->prefill_us_per_token = 0;
   mc->prefill_queue_ms = 0;
   mc->itl_us_per_seq = 0;
+  mc->log_path = log_path;
   tp_config_default(cfg);
-  cfg->mock = true;
-  cfg->mock_config = mc;
-  cfg->mock_log_path = log_path;
   cfg->concurrency = conc;
   cfg->n_concurrency = 1;
   cfg->request_count = *conc < 8 ? 16 : 2 * (uint64_t)*conc;
@@ -90,60 +88,36 @@ static void fixed_timing_run(tp_mock_config *mc, tp_config *cfg, uint32_t *conc,
   cfg->progress = NULL;
 }
 
-static void run_level(uint32_t conc, const char *tokenizer, const char *dir) {
-  char log_path[512], rec_path[512];
-  snprintf(log_path, sizeof(log_path), "%s/mock-%u.jsonl", dir, conc);
-  snprintf(rec_path, sizeof(rec_path), "%s/records-%u.jsonl", dir, conc);
-
-  tp_mock_config mc;
-  tp_config cfg;
-  fixed_timing_run(&mc, &cfg, &conc, tokenizer, log_path);
-  cfg.records_path = rec_path;
-
+/* Starts mc's mock in-process on free loopback ports and points cfg at it,
+ * as `tokperf profile --mock` does: its gRPC port for Triton gRPC, else its
+ * HTTP one.  NULL, the failure counted, when it cannot start. */
+static tp_mock *start_mock(tp_mock_config *mc, tp_config *cfg, char *url, size_t urllen) {
+  mc->host = "127.0.0.1";
+  mc->grpc_port = 0;
+  mc->http_port = cfg->service_kind == TP_SERVICE_TRITON ? -1 : 0;
+  mc->quiet = true;
   char err[512] = "";
-  tp_run *run = NULL;
-  int rv = tp_run_new(&run, &cfg, err, sizeof(err));
-  CHECK_INT(rv, 0, "run created");
+  tp_mock *m = NULL;
+  int rv = tp_mock_start(&m, mc, err, sizeof(err));
   if (rv) {
-    printf("# %s\n", err);
-    return;
+    CHECK(0, "the mock starts (%s)", err);
+    return NULL;
   }
-  rv = tp_run_exec(run, err, sizeof(err));
-  CHECK_INT(rv, 0, "run completed");
-  if (rv) printf("# %s\n", err);
-  const tp_level_result *lv = tp_run_level(run, 0);
-  tp_mock_stats ms;
-  int have_stats = tp_run_mock_stats(run, &ms) == 0;
-  CHECK(lv != NULL, "c=%u: level result present", conc);
-  if (!lv || !have_stats) {
-    tp_run_free(run);
-    return;
-  }
-  char what[160];
-  snprintf(what, sizeof(what), "c=%u: every request succeeded", conc);
-  CHECK_INT(lv->failed, 0, what);
-  snprintf(what, sizeof(what), "c=%u: measured requests", conc);
-  CHECK_INT(lv->requests, cfg.request_count, what);
-  snprintf(what, sizeof(what), "c=%u: mean TTFT within 1 ms of 50 ms", conc);
-  CHECK_NEAR(lv->ttft_ms.avg, 50.0, 1.0 * slack(), what);
-  snprintf(what, sizeof(what), "c=%u: mean ITL within 0.2 ms of 10 ms", conc);
-  CHECK_NEAR(lv->itl_ms.avg, 10.0, 0.2 * slack(), what);
-  snprintf(what, sizeof(what), "c=%u: every request counted 32 output tokens", conc);
-  CHECK(lv->output_tokens.min == 32 && lv->output_tokens.max == 32, "%s", what);
-  snprintf(what, sizeof(what), "c=%u: client in-flight peak equals the target", conc);
-  CHECK_INT(lv->max_in_flight, conc, what);
-  snprintf(what, sizeof(what), "c=%u: the mock never saw more streams than the target", conc);
-  CHECK(ms.max_active_streams <= conc, "%s (mock max %u)", what, ms.max_active_streams);
-  snprintf(what, sizeof(what), "c=%u: the mock saw the target concurrency", conc);
-  CHECK_INT(ms.max_active_streams, conc, what);
-  tp_run_free(run);
+  bool grpc = cfg->service_kind == TP_SERVICE_TRITON;
+  snprintf(url, urllen, "127.0.0.1:%d", grpc ? tp_mock_port(m) : tp_mock_http_port(m));
+  cfg->url = url;
+  return m;
+}
 
-  /* Now hold the client's records against the mock's log. */
+/* The client's records held against the mock's log, request by request:
+ * one clock, causal, and the client's TTFT and ITL close to the true ones. */
+static void hold_against_log(uint32_t conc, uint64_t expected, const char *log_path, const char *rec_path) {
+  char what[160];
   size_t cap = 4096;
   mock_req *mr = calloc(cap, sizeof(*mr));
   size_t nm = read_mock_log(log_path, mr, cap);
   snprintf(what, sizeof(what), "c=%u: the mock logged every request", conc);
-  CHECK_INT(nm, cfg.request_count, what);
+  CHECK_INT(nm, expected, what);
   double sum_true_ttft = 0, sum_client_ttft = 0, sum_true_itl = 0, sum_client_itl = 0;
   size_t n = 0, causal = 0, close_enough = 0;
   double worst = 0;
@@ -180,7 +154,7 @@ static void run_level(uint32_t conc, const char *tokenizer, const char *dir) {
   if (f) fclose(f);
   free(mr);
   snprintf(what, sizeof(what), "c=%u: every record matched a logged request", conc);
-  CHECK_INT(n, cfg.request_count, what);
+  CHECK_INT(n, expected, what);
   if (n == 0) return;
   snprintf(what, sizeof(what), "c=%u: sends and arrivals are causal on the one clock", conc);
   CHECK_INT(causal, n, what);
@@ -198,6 +172,73 @@ static void run_level(uint32_t conc, const char *tokenizer, const char *dir) {
   CHECK_NEAR(sum_client_itl / n, sum_true_itl / n, 0.2 * slack(), what);
 }
 
+static void run_level(uint32_t conc, const char *tokenizer, const char *dir) {
+  char log_path[512], rec_path[512];
+  snprintf(log_path, sizeof(log_path), "%s/mock-%u.jsonl", dir, conc);
+  snprintf(rec_path, sizeof(rec_path), "%s/records-%u.jsonl", dir, conc);
+
+  tp_mock_config mc;
+  tp_config cfg;
+  fixed_timing_run(&mc, &cfg, &conc, tokenizer, log_path);
+  cfg.records_path = rec_path;
+  char url[64];
+  tp_mock *mock = start_mock(&mc, &cfg, url, sizeof(url));
+  if (!mock) return;
+
+  char err[512] = "";
+  tp_run *run = NULL;
+  int rv = tp_run_new(&run, &cfg, err, sizeof(err));
+  CHECK_INT(rv, 0, "run created");
+  if (rv) {
+    printf("# %s\n", err);
+    tp_mock_stop(mock);
+    return;
+  }
+  tp_run_set_mock(run, &mc);
+  rv = tp_run_exec(run, err, sizeof(err));
+  CHECK_INT(rv, 0, "run completed");
+  if (rv) printf("# %s\n", err);
+  const tp_level_result *lv = tp_run_level(run, 0);
+  /* The counters go through the run to its reports, unchanged. */
+  tp_mock_stats got, ms;
+  tp_mock_get_stats(mock, &got);
+  CHECK(tp_run_mock_stats(run, &ms) == TP_ENOTFOUND, "c=%u: no counters before they are given", conc);
+  tp_run_set_mock_stats(run, &got);
+  int have_stats = tp_run_mock_stats(run, &ms) == 0;
+  CHECK(have_stats && ms.requests == got.requests && ms.responses == got.responses &&
+            ms.max_active_streams == got.max_active_streams,
+        "c=%u: the run hands back the mock's counters", conc);
+  CHECK(lv != NULL, "c=%u: level result present", conc);
+  if (!lv || !have_stats) {
+    tp_run_free(run);
+    tp_mock_stop(mock);
+    return;
+  }
+  char what[160];
+  snprintf(what, sizeof(what), "c=%u: every request succeeded", conc);
+  CHECK_INT(lv->failed, 0, what);
+  snprintf(what, sizeof(what), "c=%u: measured requests", conc);
+  CHECK_INT(lv->requests, cfg.request_count, what);
+  snprintf(what, sizeof(what), "c=%u: mean TTFT within 1 ms of 50 ms", conc);
+  CHECK_NEAR(lv->ttft_ms.avg, 50.0, 1.0 * slack(), what);
+  snprintf(what, sizeof(what), "c=%u: mean ITL within 0.2 ms of 10 ms", conc);
+  CHECK_NEAR(lv->itl_ms.avg, 10.0, 0.2 * slack(), what);
+  snprintf(what, sizeof(what), "c=%u: every request counted 32 output tokens", conc);
+  CHECK(lv->output_tokens.min == 32 && lv->output_tokens.max == 32, "%s", what);
+  snprintf(what, sizeof(what), "c=%u: client in-flight peak equals the target", conc);
+  CHECK_INT(lv->max_in_flight, conc, what);
+  snprintf(what, sizeof(what), "c=%u: the mock never saw more streams than the target", conc);
+  CHECK(ms.max_active_streams <= conc, "%s (mock max %u)", what, ms.max_active_streams);
+  snprintf(what, sizeof(what), "c=%u: the mock saw the target concurrency", conc);
+  CHECK_INT(ms.max_active_streams, conc, what);
+  tp_run_free(run);
+  /* Stopping the mock flushes its log. */
+  tp_mock_stop(mock);
+
+  /* Now hold the client's records against the mock's log. */
+  hold_against_log(conc, cfg.request_count, log_path, rec_path);
+}
+
 /* The HTTP endpoints: the mock names HTTP requests itself, so the log is
  * held against the records by their means, not request by request. */
 static void run_http_level(uint32_t conc, tp_service_kind kind, const char *tokenizer, const char *dir) {
@@ -208,12 +249,16 @@ static void run_http_level(uint32_t conc, tp_service_kind kind, const char *toke
   fixed_timing_run(&mc, &cfg, &conc, tokenizer, log_path);
   cfg.service_kind = kind;
   cfg.no_artifacts = true;
+  char url[64];
+  tp_mock *mock = start_mock(&mc, &cfg, url, sizeof(url));
+  if (!mock) return;
   const char *name = kind == TP_SERVICE_OPENAI_CHAT ? "chat" : "completions";
   char err[512] = "";
   tp_run *run = NULL;
   if (tp_run_new(&run, &cfg, err, sizeof(err)) || tp_run_exec(run, err, sizeof(err))) {
     CHECK(0, "%s c=%u: run completed (%s)", name, conc, err);
     tp_run_free(run);
+    tp_mock_stop(mock);
     return;
   }
   const tp_level_result *lv = tp_run_level(run, 0);
@@ -231,6 +276,7 @@ static void run_http_level(uint32_t conc, tp_service_kind kind, const char *toke
   }
   double client_ttft = lv ? lv->ttft_ms.avg : 0;
   tp_run_free(run);
+  tp_mock_stop(mock);
   /* The mock's own log: request arrival to first text, averaged. */
   size_t cap = 4096;
   mock_req *mr = calloc(cap, sizeof(*mr));

@@ -88,8 +88,16 @@ static void base_cfg(tp_config *cfg) {
   cfg->output_tokens_mean = 128;
   cfg->num_prompts = 3;
   cfg->request_timeout_ms = 30000;
-  cfg->mock = true;
-  cfg->mock_log_path = "mock.jsonl";
+}
+
+/* The built-in mock a run was pointed at, as the CLI hands it to the
+ * report (tp_run_set_mock). */
+static const tp_mock_config *mock_told(void) {
+  static tp_mock_config mc;
+  mc.host = "127.0.0.1";
+  mc.ttft_ms = 20;
+  mc.log_path = "mock.jsonl";
+  return &mc;
 }
 
 static char *render(const tp_report_input *in) {
@@ -411,6 +419,7 @@ static void test_json_full(void) {
                         .levels = lr,
                         .n_levels = 2,
                         .interrupted = true,
+                        .mock_config = mock_told(),
                         .have_mock_stats = true,
                         .mock_stats = {.requests = 22, .responses = 2843,
                                        .max_active_streams = 4, .max_active_sequences = 3}};
@@ -453,7 +462,9 @@ static void test_json_full(void) {
             "json: config.warmup_request_count");
   CHECK_STR(json_string_value(json_object_get(c, "mock_log_path")), "mock.jsonl",
             "json: config.mock_log_path");
-  CHECK(json_is_null(json_object_get(c, "mock_config")), "json: no mock_config -> null");
+  CHECK(json_is_object(json_object_get(c, "mock_config")) &&
+            num(json_object_get(c, "mock_config"), "ttft_ms") == 20,
+        "json: config.mock_config is the mock's settings");
   CHECK_STR(json_string_value(json_object_get(c, "random_seed")), "18446744073709551615",
             "json: a seed past int64 is kept exact as a string");
   json_t *conc = json_object_get(c, "concurrency");
@@ -536,7 +547,7 @@ static void test_json_full(void) {
   mc.ttft_ms = 20;
   mc.itl_ms = 8.5;
   mc.max_batch = 256;
-  cfg.mock_config = &mc;
+  in.mock_config = &mc;
   in.have_mock_stats = false;
   in.tokenizer_desc = NULL;
   CHECK_INT(tp_report_json(path, &in, err, sizeof(err)), 0, "json: write without mock");
@@ -548,6 +559,18 @@ static void test_json_full(void) {
             json_integer_value(json_object_get(jmc, "max_batch")) == 256 &&
             json_is_null(json_object_get(jmc, "log_path")),
         "json: config.mock_config fields");
+  CHECK(doc && json_is_null(json_object_get(json_object_get(doc, "config"), "mock_log_path")),
+        "json: no log, mock_log_path null");
+  json_decref(doc);
+
+  /* A run against a server of its own: no mock anywhere. */
+  in.mock_config = NULL;
+  CHECK_INT(tp_report_json(path, &in, err, sizeof(err)), 0, "json: write without a mock");
+  doc = json_load_file(path, 0, &jerr);
+  c = doc ? json_object_get(doc, "config") : NULL;
+  CHECK(json_is_false(json_object_get(c, "mock")) && json_is_null(json_object_get(c, "mock_config")) &&
+            json_is_null(json_object_get(c, "mock_log_path")),
+        "json: no mock: config.mock false, mock_config and mock_log_path null");
   json_decref(doc);
   unlink(path);
 }

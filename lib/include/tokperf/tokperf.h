@@ -78,8 +78,9 @@ typedef enum tp_service_kind {
 
 
 
-/* The mock server (its own library and header): tp_mock_config, the
- * in-process mock of a run with --mock, and its counters. */
+/* The mock server (its own library and header): tp_mock_config and its
+ * counters, which a caller that started a mock for a run hands to the run's
+ * reports (tp_run_set_mock, tp_run_set_mock_stats). */
 #include "tokperf/mock.h"
 
 typedef struct tp_config {
@@ -207,7 +208,7 @@ typedef struct tp_config {
   bool no_usage;       /* do not ask OpenAI servers for usage in the stream */
 
   /* Prometheus text endpoint scraped during each level (Triton :8002
-   * /metrics, vLLM /metrics); "mock" = the in-process mock's. */
+   * /metrics, vLLM /metrics). */
   const char *metrics_url;
   uint64_t metrics_interval_ms; /* default 1000 */
   uint64_t request_timeout_ms; /* 0 = none; sent as grpc-timeout */
@@ -241,14 +242,6 @@ typedef struct tp_config {
   const char *profile_export_file; /* NULL = profile_export.json in the directory */
   bool no_artifacts;
   bool no_html;
-
-  /* Run the built-in mock server in-process and point the run at it, with
-   * these settings (NULL = tp_mock_config_default). */
-  bool mock;
-  const tp_mock_config *mock_config;
-  /* Where the in-process mock writes its log of true send times (NULL =
-   * none); overrides mock_config->log_path. */
-  const char *mock_log_path;
 
   FILE *progress; /* progress lines (stderr by default, NULL = quiet) */
 
@@ -459,9 +452,9 @@ typedef struct tp_run tp_run;
  * or input file; TP_ENOTFOUND: a file is missing; TP_EIO: read error. */
 TP_API int tp_run_new(tp_run **out, const tp_config *cfg, char *err, size_t errlen);
 
-/* Executes every level: loads the tokenizer, starts the in-process mock
- * when asked, checks the server and the model (ServerLive, ModelReady,
- * ModelMetadata unless skip_preflight), then runs the sweep.  Returns 0 when the sweep completed (failed
+/* Executes every level: loads the tokenizer, checks the server and the
+ * model (ServerLive, ModelReady, ModelMetadata unless skip_preflight), then
+ * runs the sweep.  Returns 0 when the sweep completed (failed
  * requests are data, not an error), TP_ECONNECT when the server cannot be
  * reached, TP_ENOTFOUND / TP_EUNSUPPORTED when the model is missing, not
  * ready or lacks an input, or when the tokenizer cannot be loaded, TP_EINTERRUPTED when tp_run_interrupt stopped
@@ -477,6 +470,17 @@ TP_API size_t tp_run_level_count(const tp_run *run);
 /* Borrowed; valid until tp_run_free. */
 TP_API const tp_level_result *tp_run_level(const tp_run *run, size_t i);
 
+/* A mock server the caller started in-process for this run (`tokperf
+ * profile --mock` starts one and points cfg->url at it): the reports name
+ * the target "built-in mock" and record these settings (log_path: where its
+ * log of true send times goes), and a distributed run is refused, since
+ * ranks on other hosts cannot reach it.  Call before tp_run_exec; cfg is
+ * borrowed and must outlive the run. */
+TP_API void tp_run_set_mock(tp_run *run, const tp_mock_config *cfg);
+/* The mock's counters (tp_mock_get_stats) once the sweep is over, for the
+ * reports: the text report's "Mock server:" line and the JSON's "mock". */
+TP_API void tp_run_set_mock_stats(tp_run *run, const tp_mock_stats *stats);
+/* The counters given by tp_run_set_mock_stats; TP_ENOTFOUND when none. */
 TP_API int tp_run_mock_stats(const tp_run *run, tp_mock_stats *out);
 
 /* Writes the human report (a table per level, then the sweep summary). */

@@ -22,8 +22,9 @@ extern "C" {
 
 typedef struct tp_mock_config tp_mock_config;
 
-/* The mock server's counters (tp_mock_get_stats, or tp_run_mock_stats for
- * a run's in-process mock). */
+/* The mock server's counters (tp_mock_get_stats; a program that starts a
+ * mock for a run hands them to it with tp_run_set_mock_stats, and
+ * tp_run_mock_stats reads them back). */
 typedef struct tp_mock_stats {
   uint64_t requests;            /* inference requests received (gRPC and HTTP) */
   uint64_t responses;           /* streamed responses sent (gRPC messages, SSE events, JSON bodies) */

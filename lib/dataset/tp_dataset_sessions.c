@@ -50,6 +50,30 @@ static const char *first_line(const char *data, size_t len, size_t *out_len) {
   return NULL;
 }
 
+/* Lines of a file, one after another (after a byte order mark). */
+typedef struct line_cursor {
+  const char *p, *end;
+} line_cursor;
+
+static line_cursor cursor_at(const char *data, size_t len) {
+  line_cursor c = {data, data + len};
+  if (len >= 3 && memcmp(data, "\xEF\xBB\xBF", 3) == 0) c.p += 3;
+  return c;
+}
+
+/* The next line in *line and *len (0 for a blank one); false at the end. */
+static bool cursor_next(line_cursor *c, const char **line, size_t *len) {
+  if (c->p >= c->end) return false;
+  const char *nl = memchr(c->p, '\n', (size_t)(c->end - c->p));
+  *line = c->p;
+  *len = (size_t)((nl ? nl : c->end) - c->p);
+  bool blank = true;
+  for (size_t i = 0; i < *len && blank; i++) blank = c->p[i] == ' ' || c->p[i] == '\t' || c->p[i] == '\r';
+  if (blank) *len = 0;
+  c->p = nl ? nl + 1 : c->end;
+  return true;
+}
+
 static const char *const TEXT_KEYS[] = {"text_input", "text", "prompt", "input"};
 
 /* A line of a trace's session form: a session id and a turn's input. */
@@ -247,20 +271,16 @@ int tp__dataset_sessions(tp_dataset *ds, const char *name, const char *data, siz
   ds->source = tp_strndup(name, strlen(name));
   ds->format = "sessions";
   if (!ds->source) return TP_ENOMEM;
-  const char *p = data, *end = data + len;
-  if (len >= 3 && memcmp(p, "\xEF\xBB\xBF", 3) == 0) p += 3;
+  line_cursor cur = cursor_at(data, len);
   bool timestamps = false;
-  for (size_t lineno = 1; p < end; lineno++) {
-    const char *nl = memchr(p, '\n', (size_t)(end - p));
-    size_t n = (size_t)((nl ? nl : end) - p);
-    bool blank = true;
-    for (size_t i = 0; i < n && blank; i++) blank = p[i] == ' ' || p[i] == '\t' || p[i] == '\r';
-    if (!blank) {
+  const char *p;
+  size_t n;
+  for (size_t lineno = 1; cursor_next(&cur, &p, &n); lineno++) {
+    if (n) {
       int rv = add_line(ds, name, lineno, p, n, &timestamps, err, errlen);
       if (rv == TP_ENOMEM) tp_seterr(err, errlen, "%s:%zu: out of memory", name, lineno);
       if (rv) return rv;
     }
-    p = nl ? nl + 1 : end;
   }
   if (!ds->n_sessions) {
     tp_seterr(err, errlen, "%s: no sessions", name);
@@ -406,14 +426,11 @@ static int trace_add_turn(tp_dataset *ds, const char *name, const trace_line *tl
 /* Reads every line, numbering the sessions as they first appear. */
 static int trace_read_lines(const char *name, const char *data, size_t len, trace_line **lines, size_t *n_lines,
                             trace_ids *ids, char *err, size_t errlen) {
-  const char *p = data, *end = data + len;
-  if (len >= 3 && memcmp(p, "\xEF\xBB\xBF", 3) == 0) p += 3;
-  for (size_t lineno = 1; p < end; lineno++) {
-    const char *nl = memchr(p, '\n', (size_t)(end - p));
-    size_t n = (size_t)((nl ? nl : end) - p);
-    bool blank = true;
-    for (size_t i = 0; i < n && blank; i++) blank = p[i] == ' ' || p[i] == '\t' || p[i] == '\r';
-    if (!blank) {
+  line_cursor cur = cursor_at(data, len);
+  const char *p;
+  size_t n;
+  for (size_t lineno = 1; cursor_next(&cur, &p, &n); lineno++) {
+    if (n) {
       json_t *o = json_loadb(p, n, 0, NULL);
       char id[64];
       if (!is_trace_turn(o) || !trace_id_of(o, id, sizeof(id))) {
@@ -430,7 +447,6 @@ static int trace_read_lines(const char *name, const char *data, size_t len, trac
       (*lines)[(*n_lines)++] = (trace_line){o, lineno, si};
       ids->turns[si]++;
     }
-    p = nl ? nl + 1 : end;
   }
   return 0;
 }

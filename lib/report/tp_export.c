@@ -11,6 +11,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -226,7 +227,11 @@ static char *level_dir(tp_artifacts *a, const tp_level_result *lr) {
   char name[128], base[112];
   int o;
   switch (lr->load_mode) {
-    case TP_LOAD_RATE: o = snprintf(base, sizeof(base), "request_rate%g", lr->request_rate); break;
+    /* As GenAI-Perf names them, from Python's float: request_rate20.0. */
+    case TP_LOAD_RATE:
+      o = snprintf(base, sizeof(base), lr->request_rate == floor(lr->request_rate) ? "request_rate%.1f" : "request_rate%g",
+                   lr->request_rate);
+      break;
     case TP_LOAD_SCHEDULE: o = snprintf(base, sizeof(base), "schedule"); break;
     default: o = snprintf(base, sizeof(base), "concurrency%" PRIu32, lr->concurrency); break;
   }

@@ -767,6 +767,17 @@ static void test_artifacts(void) {
         "rate level: input_config has request_rate, no concurrency");
   json_decref(d);
   free(txt);
+  /* A whole rate is written as Python writes a float, as GenAI-Perf names
+   * its directories. */
+  rl.request_rate = 20;
+  tp_artifacts_open(&a, &o, err, sizeof(err));
+  CHECK_INT(tp_artifacts_add_level(a, &elr, NULL, err, sizeof(err)), 0, "a whole-rate level added");
+  tp_artifacts_finish(a, err, sizeof(err));
+  tp_artifacts_free(a);
+  snprintf(path, sizeof(path), "%s/request_rate20.0_input512/profile_export_genai_perf.json", art);
+  txt = read_file(path, &len);
+  CHECK(txt != NULL, "rate 20: request_rate20.0_input512, GenAI-Perf's directory name");
+  free(txt);
 
   /* An unfinished handle leaves no half document. */
   snprintf(art, sizeof(art), "%s/c", dir);

@@ -484,7 +484,12 @@ int tp_artifacts_finish(tp_artifacts *a, char *err, size_t errlen) {
   tp_buf_init(&b);
   int rv = tp_buf_append_str(&b, "],\"version\":");
   if (!rv) rv = tp__json_str(&b, tp_version(), strlen(tp_version()));
-  if (!rv) rv = tp_buf_append_str(&b, ",\"service_kind\":\"triton\",\"endpoint\":\"\"}\n");
+  tp__tool_api api = tp__tool_api_of(a->cfg);
+  if (!rv) rv = tp_buf_append_str(&b, ",\"service_kind\":");
+  if (!rv) rv = tp__json_str(&b, api.service_kind, strlen(api.service_kind));
+  if (!rv) rv = tp_buf_append_str(&b, ",\"endpoint\":");
+  if (!rv) rv = tp__json_str(&b, api.endpoint, strlen(api.endpoint));
+  if (!rv) rv = tp_buf_append_str(&b, "}\n");
   if (rv) {
     tp_buf_fini(&b);
     return rv;

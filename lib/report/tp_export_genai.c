@@ -53,9 +53,10 @@ static json_t *genai_input_config(const tp_level_result *lr, const tp_config *cf
   bad |= jset(o, "model", models);
   bad |= jset(o, "formatted_model_name", jstr(cfg->model));
   bad |= jset(o, "backend", json_string(backend_name(cfg->backend)));
-  bad |= jset(o, "endpoint", json_null());
-  bad |= jset(o, "endpoint_type", json_string("kserve"));
-  bad |= jset(o, "service_kind", json_string("triton"));
+  tp__tool_api api = tp__tool_api_of(cfg);
+  bad |= jset(o, "endpoint", api.endpoint[0] ? json_string(api.endpoint) : json_null());
+  bad |= jset(o, "endpoint_type", json_string(api.endpoint_type));
+  bad |= jset(o, "service_kind", json_string(api.service_kind));
   bad |= jset(o, "streaming", json_boolean(cfg->streaming));
   bad |= jset(o, "u", jstr(cfg->url));
   bad |= jset(o, "input_file", jstr(cfg->input_file));

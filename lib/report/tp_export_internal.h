@@ -70,6 +70,15 @@ int tp__aiperf_records(tp_buf *out, const tp__sink *sk, const tp_export_level *l
 /* The figures of one level as tool writes them, walking the metric
  * registry (tp_export_summary.c): an object with one member per exported
  * row; NULL when out of memory.  The CSV is appended to out. */
+/* What GenAI-Perf and perf_analyzer call the run's API: service kind
+ * ("triton" or "openai"), endpoint path ("v1/chat/completions", "" for
+ * KServe gRPC) and endpoint type ("kserve", "chat", "completions",
+ * "generate"); the run's own --endpoint wins. */
+typedef struct tp__tool_api {
+  const char *service_kind, *endpoint, *endpoint_type;
+} tp__tool_api;
+tp__tool_api tp__tool_api_of(const tp_config *cfg);
+
 json_t *tp__summary_json(const tp_level_result *lr, tp_export_tool tool, bool streaming);
 int tp__summary_csv(tp_buf *out, const tp_level_result *lr, tp_export_tool tool, bool streaming);
 

@@ -248,4 +248,23 @@ art, rep = run(os.path.join(tmp, "nostream"), ["--concurrency", "3", "--no-strea
 for li, lv in enumerate(rep.get("levels", [])):
     check_level(art, lv, False)
     check_records(art, li, lv, False)
+# The API as the tools name it: an OpenAI chat run's profile_export.json and
+# GenAI-Perf summary say "openai" and its endpoint, not the KServe defaults.
+art = os.path.join(tempfile.mkdtemp(prefix="tp_exports_api_"), "art")
+p = subprocess.run([TOKPERF, "profile", "--mock", "--service-kind", "openai", "--endpoint-type", "chat",
+                    "--concurrency", "2", "--request-count", "4", "--output-tokens-mean", "4", "-q",
+                    "--artifact-dir", art, "--no-html"], capture_output=True, text=True, timeout=120 * SCALE)
+pe = json.load(open(os.path.join(art, "profile_export.json"))) if p.returncode == 0 else {}
+gp = {}
+for root, _, files in os.walk(art):
+    for f in files:
+        if f.endswith("_genai_perf.json"):
+            gp = json.load(open(os.path.join(root, f)))
+ic = gp.get("input_config", {})
+check(pe.get("service_kind") == "openai" and pe.get("endpoint") == "v1/chat/completions",
+      "an OpenAI chat run's profile_export.json names its service kind and endpoint",
+      json.dumps({k: pe.get(k) for k in ("service_kind", "endpoint")}) + p.stderr[-300:])
+check(ic.get("service_kind") == "openai" and ic.get("endpoint_type") == "chat" and
+      ic.get("endpoint") == "v1/chat/completions", "and so does the GenAI-Perf summary's input_config",
+      json.dumps({k: ic.get(k) for k in ("service_kind", "endpoint_type", "endpoint")}))
 done()

@@ -11,6 +11,7 @@
 
 #include "report/tp_records.h"
 #include "util/tp_common.h"
+#include "util/tp_utf8.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -27,8 +28,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (rv == 0) {
     if (f.n_resp > f.cap_resp || (f.n_resp && !f.resp_ns)) abort();
     if (f.n_resp && !f.has_resp) abort();
-    if (tp_utf8_valid_prefix(f.text.data, f.text.len) != f.text.len) abort();
-    if (tp_utf8_valid_prefix(f.reasoning.data, f.reasoning.len) != f.reasoning.len) abort();
+    /* Valid UTF-8; a NUL is a character like any other (\u0000). */
+    if (tp_utf8_valid((const char *)f.text.data, f.text.len) != f.text.len) abort();
+    if (tp_utf8_valid((const char *)f.reasoning.data, f.reasoning.len) != f.reasoning.len) abort();
     json_t *o = json_loadb((const char *)data, size, JSON_ALLOW_NUL, NULL);
     if (json_is_object(o)) {
       json_t *seq = json_object_get(o, "seq"), *rs = json_object_get(o, "response_ns");

@@ -164,6 +164,16 @@ if WORDS:
     gaps = [(v[1]["sent_ns"] - v[0]["done_ns"]) / 1e6 for v in by.values() if len(v) == 2]
     check(gaps and all(g >= DELAY_MS - 1 for g in gaps), "trace session form: the delay is honoured", gaps)
 
+# Lengths without a tokenizer to make prompts of them: a usage error naming the file.
+lengths = os.path.join(tmp, "trace_lengths.jsonl")
+with open(lengths, "w") as f:
+    f.write(json.dumps({"session_id": "a", "input_length": 20, "output_length": 4}) + "\n")
+p = subprocess.run([TOKPERF, "profile", "--mock", "--input-file", lengths,
+                    "--no-artifacts", "-q"], capture_output=True, text=True, timeout=60 * SCALE)
+check(p.returncode == 2 and "trace_lengths.jsonl: turns given as \"input_length\" need --tokenizer" in p.stderr,
+      "a session trace of lengths without --tokenizer: exit 2, the file named", "rc %d: %s" % (p.returncode,
+                                                                                              p.stderr[-400:]))
+
 # A bad conversations file is named by file and line.
 bad = os.path.join(tmp, "bad.jsonl")
 with open(bad, "w") as f:

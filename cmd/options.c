@@ -338,7 +338,8 @@ static const tp_setting config_rows[] = {
       "records.jsonl", TP_SETF_FILE),
     C("output.artifact_dir", "--artifact-dir", TP_SET_STR, artifact_dir, "DIR", 1, 0, G_OUTPUT,
       "profile export, GenAI-Perf summaries, records, responses, report.html "
-      "(default: artifacts/MODEL-triton-BACKEND-MODE)",
+      "(default: as GenAI-Perf names it, artifacts/MODEL-SERVICE-API-MODE, e.g. ensemble-triton-tensorrtllm-concurrency, "
+      "m-openai-chat-concurrency)",
       "artifacts/run1", TP_SETF_DIR),
     C("output.profile_export_file", "--profile-export-file", TP_SET_STR, profile_export_file, "FILE", 1, 0, G_OUTPUT,
       "perf_analyzer profile export name; a bare name goes in the artifact dir [default: profile_export.json]",

@@ -183,16 +183,27 @@ static int make_points(tp_run *r) {
  * a prompt or an "input_length"; prompts are added to r->ds. */
 static int load_schedule(tp_run *r, char *err, size_t errlen);
 
-/* The artifact directory: --artifact-dir, or GenAI-Perf's naming (model,
- * service, backend, mode) under artifacts/. */
+/* The artifact directory: --artifact-dir, or GenAI-Perf's naming under
+ * artifacts/: the model, then the service and what it speaks
+ * (triton-tensorrtllm, triton-vllm, openai-chat, openai-completions,
+ * openai-generate: GenAI-Perf counts the generate endpoint as an OpenAI-style
+ * HTTP service), then the load mode.  A run without a model name (an
+ * OpenAI server that ignores it) leaves the model part out. */
 void tpr_artifact_dir_name(const tp_config *c, char *out, size_t outlen) {
   if (c->artifact_dir) {
     snprintf(out, outlen, "%s", c->artifact_dir);
     return;
   }
   const char *mode = c->schedule_file ? "schedule" : c->n_request_rates ? "request_rate" : "concurrency";
-  snprintf(out, outlen, "artifacts/%s-triton-%s-%s", c->model, c->backend == TP_BACKEND_VLLM ? "vllm" : "tensorrtllm",
-           mode);
+  const char *api = c->backend == TP_BACKEND_VLLM ? "triton-vllm" : "triton-tensorrtllm";
+  switch (c->service_kind) {
+    case TP_SERVICE_OPENAI_CHAT: api = "openai-chat"; break;
+    case TP_SERVICE_OPENAI_COMPLETIONS: api = "openai-completions"; break;
+    case TP_SERVICE_TRITON_GENERATE: api = "openai-generate"; break;
+    case TP_SERVICE_TRITON: break;
+  }
+  bool named = c->model && *c->model;
+  snprintf(out, outlen, "artifacts/%s%s%s-%s", named ? c->model : "", named ? "-" : "", api, mode);
   for (char *p = out + 10; *p; p++)
     if (*p == '/' || *p == ' ') *p = '_';
 }

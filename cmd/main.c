@@ -131,6 +131,13 @@ static int report_run(tp_cli *cli, tp_run *run, tp_cli_report_fn report, void *u
       if (code == TP_EXIT_OK) code = TP_EXIT_START;
     }
   }
+  if (cli->cfg.latency_report_file) {
+    char cerr[600];
+    if (tp_run_write_latency_csv(run, cli->cfg.latency_report_file, cli->cfg.verbose_csv, cerr, sizeof(cerr))) {
+      fprintf(stderr, "tokperf: -f: %s\n", cerr);
+      if (code == TP_EXIT_OK) code = TP_EXIT_START;
+    }
+  }
   /* CI gates: thresholds the user set, and a run where nothing succeeded. */
   if (code == TP_EXIT_OK && tp_run_check_gates(run, stderr) > 0) code = TP_EXIT_THRESHOLD;
   return code;

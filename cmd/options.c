@@ -333,6 +333,13 @@ static const tp_setting config_rows[] = {
 
     C("output.json_path", "--json", TP_SET_STR, json_path, "FILE", 1, 0, G_OUTPUT,
       "write every figure, with units, and the configuration as JSON", "run.json", TP_SETF_FILE),
+    C("output.latency_report_file", "-f|--latency-report-file", TP_SET_STR, latency_report_file, "FILE", 1, 0,
+      G_OUTPUT,
+      "perf_analyzer's latency report: a CSV row per level (throughput, latency parts and percentiles in us), and "
+      "one file per composing model beside it",
+      "perf.csv", TP_SETF_FILE),
+    C("output.verbose_csv", "--verbose-csv", TP_SET_FLAG, verbose_csv, NULL, 1, 0, G_OUTPUT,
+      "perf_analyzer: with -f, also the average latency, request/response and response wait columns", NULL, 0),
     C("output.records_path", "--records", TP_SET_STR, records_path, "FILE.jsonl", 1, 0, G_OUTPUT,
       "one JSON line per request, flushed as each ends (default: records.jsonl in the artifact dir)",
       "records.jsonl", TP_SETF_FILE),
@@ -449,11 +456,6 @@ static const tp_setting cli_rows[] = {
       "perf_analyzer: the bound 'latency.avg <= MS': with --binary-search the search's SLO, else a gate "
       "(--assert) on every level",
       "500", TP_SETF_NOECHO),
-    L("compat.latency_report_file", "-f|--latency-report-file", TP_SET_STR_LIST, noop_values, "FILE", NULL, 1, 0,
-      NULL, G_COMPAT,
-      "perf_analyzer's CSV is not written: the artifact directory holds profile_export_genai_perf.csv, and --json "
-      "every figure",
-      "latency.csv", TP_SETF_NOOP | TP_SETF_NOECHO),
     L("compat.percentile", "--percentile", TP_SET_STR_LIST, noop_values, "P", NULL, 1, 0, NULL, G_COMPAT,
       "stability windows compare average latencies, as perf_analyzer does without --percentile; every percentile "
       "is reported",

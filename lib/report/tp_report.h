@@ -61,4 +61,19 @@ void tp_report_text(FILE *out, const tp_report_input *in);
  * Returns 0, or TP_EIO with "cannot write PATH: reason" in err. */
 int tp_report_json(const char *path, const tp_report_input *in, char *err, size_t errlen);
 
+/* perf_analyzer's latency report (its -f FILE) over levels (in sweep
+ * order): the header and one row per level in increasing order of
+ * throughput.  composing NULL: the target model's file, with the latency
+ * percentiles (and with verbose the --verbose-csv columns); else the rows of
+ * that composing model, as perf_analyzer writes beside the main file.
+ * Returns 0 or TP_ENOMEM. */
+int tp_report_pa_csv(tp_buf *out, const tp_level_result *levels, size_t n, const char *composing,
+                     bool verbose);
+/* Writes that report to path, and beside it one file per composing model
+ * of an ensemble (dir/NAME_vVERSION.FILE, as perf_analyzer names them).
+ * Returns 0, or TP_EIO / TP_ENOMEM with "cannot write PATH: reason" in
+ * err. */
+int tp_report_pa_csv_files(const char *path, const tp_level_result *levels, size_t n, bool verbose, char *err,
+                           size_t errlen);
+
 #endif

@@ -223,7 +223,7 @@ static int check_outputs(const tp_config *c, char *err, size_t errlen) {
   char why[600];
   struct {
     const char *opt, *path;
-  } files[] = {{"--json", c->json_path}, {"--records", c->records_path},
+  } files[] = {{"--json", c->json_path}, {"--records", c->records_path}, {"-f", c->latency_report_file},
                {"--profile-export-file", c->profile_export_file && strchr(c->profile_export_file, '/') && !c->no_artifacts
                                              ? c->profile_export_file
                                              : NULL}};
@@ -412,6 +412,10 @@ int tp_run_write_json(const tp_run *r, const char *path, char *err, size_t errle
   tp_report_input in;
   fill_report(r, &in);
   return tp_report_json(path, &in, err, errlen);
+}
+
+int tp_run_write_latency_csv(const tp_run *r, const char *path, bool verbose, char *err, size_t errlen) {
+  return tp_report_pa_csv_files(path, r->levels, r->n_levels, verbose, err, errlen);
 }
 
 static void walk_close(uv_handle_t *h, void *arg) {

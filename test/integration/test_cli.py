@@ -327,6 +327,39 @@ doc = json.load(open(os.path.join(art, "run.json")))
 check(doc["config"]["api_key"] == "***" and any(h.endswith("***") for h in doc["config"]["headers"]),
       "the saved configuration says a key was set, and masks key-like headers")
 
+# perf_analyzer's -f: its latency report CSV, rows by throughput, beside it
+# one file per composing model; the figures are the --json document's.
+csvdir = os.path.join(tmp, "pa-csv")
+os.makedirs(csvdir)
+csvp, jsp = os.path.join(csvdir, "perf.csv"), os.path.join(csvdir, "run.json")
+rc, out, err = run(["profile", "--mock", "--concurrency", "2,1", "--request-count", "4", "--output-tokens-mean", "4",
+                    "--no-artifacts", "-f", csvp, "--verbose-csv", "--json", jsp, "-q"])
+rows = [l.rstrip("\n").split(",") for l in open(csvp)] if rc == 0 and os.path.exists(csvp) else []
+check(len(rows) == 3 and rows[0][:2] == ["Concurrency", "Inferences/Second"] and rows[0][-3:] == [
+      "Avg latency", "request/response", "response wait"] and all(len(r) == 16 for r in rows),
+      "-f FILE --verbose-csv: perf_analyzer's header and a row per level", err[-400:] + repr(rows[:1]))
+if len(rows) == 3:
+    lv = {l["concurrency"]: l for l in json.load(open(jsp))["levels"]}
+    tput = [float(r[1]) for r in rows[1:]]
+    check(tput == sorted(tput), "-f: rows in increasing order of throughput", repr(tput))
+    ok = True
+    for r in rows[1:]:
+        l = lv[int(r[0])]
+        lat = l["request_latency_from_planned_ms"]
+        srv = l["server"][0]
+        ok &= abs(float(r[1]) - l["request_throughput_rps"]) <= 1e-5 * l["request_throughput_rps"]
+        ok &= int(r[9]) == int(lat["p50"] * 1000) and int(r[12]) == int(lat["p99"] * 1000)
+        ok &= int(r[4]) == int(srv["avg_queue_us"]) and int(r[6]) == int(srv["avg_compute_infer_us"])
+        ok &= int(r[2]) == int(l["send_lag_ms"]["avg"] * 1000) and int(r[8]) == 0
+    check(ok, "-f: throughput, latency percentiles, send and server times are the JSON's", repr(rows))
+    comp = sorted(f for f in os.listdir(csvdir) if f.endswith("_v1.perf.csv"))
+    check(comp == ["postprocessing_v1.perf.csv", "preprocessing_v1.perf.csv", "tensorrt_llm_v1.perf.csv"],
+          "-f: one file per composing model of the ensemble, NAME_vVERSION.FILE", repr(os.listdir(csvdir)))
+rc, out, err = run(["profile", "--mock", "--concurrency", "1", "--request-count", "2", "--no-artifacts",
+                    "-f", os.path.join(tmp, "no", "such", "perf.csv")])
+check(rc == 2 and "-f: cannot write" in err and "no/such/perf.csv" in err,
+      "-f to an unwritable path: refused before the run, naming -f and the path", err[-300:])
+
 # Ctrl-C during a run: exit 130 and the partial level is still reported.
 p = subprocess.Popen([TOKPERF, "profile", "--mock", "--mock-itl-ms", "20", "--concurrency", "4",
                       "--request-count", "1000", "--output-tokens-mean", "20"],

@@ -600,6 +600,84 @@ static void test_json_errors(void) {
   CHECK_INT(tp_report_json(NULL, &in, err, sizeof(err)), TP_EINVAL, "error: NULL path");
 }
 
+/* perf_analyzer's -f CSV: header, throughput order, microseconds, the
+ * network part as latency less the server's, composing files beside. */
+static void test_pa_csv(void) {
+  tp_level_result lv[3];
+  uint32_t conc[3] = {1, 4, 2};
+  double rps[3] = {1.5, 5.25, 2.75};
+  tp_server_model_stats models[3][2];
+  for (int i = 0; i < 3; i++) {
+    level_no_tokens(&lv[i], conc[i]);
+    lv[i].request_throughput = rps[i];
+    set_stat(&lv[i].send_lag_ms, 10, 0.0505 * (i + 1), 0, 1, 0, 0.05, 0.06);
+    set_stat(&lv[i].latency_ms, 10, 100.0 * (i + 1), 90, 110, 1, 100, 109);
+    set_stat(&lv[i].latency_from_planned_ms, 10, 100.0505 * (i + 1), 90, 110, 1, 100.25 * (i + 1), 109.9999 * (i + 1));
+    memset(models[i], 0, sizeof(models[i]));
+    snprintf(models[i][0].name, sizeof(models[i][0].name), "ensemble");
+    snprintf(models[i][0].version, sizeof(models[i][0].version), "1");
+    models[i][0].is_target = true;
+    models[i][0].success_count = 10;
+    models[i][0].avg_queue_us = 1000.7;
+    models[i][0].avg_compute_input_us = 20;
+    models[i][0].avg_compute_infer_us = 80000.2;
+    models[i][0].avg_compute_output_us = 30;
+    snprintf(models[i][1].name, sizeof(models[i][1].name), "postprocessing");
+    snprintf(models[i][1].version, sizeof(models[i][1].version), "2");
+    models[i][1].success_count = 40;
+    models[i][1].avg_overhead_us = 3.9;
+    models[i][1].avg_queue_us = 4;
+    models[i][1].avg_compute_infer_us = 50;
+    lv[i].server_models = models[i];
+    lv[i].n_server_models = 2;
+  }
+  tp_buf b;
+  tp_buf_init(&b);
+  CHECK_INT(tp_report_pa_csv(&b, lv, 3, NULL, true), 0, "pa csv: written");
+  const char *want =
+      "Concurrency,Inferences/Second,Client Send,Network+Server Send/Recv,Server Queue,Server Compute Input,"
+      "Server Compute Infer,Server Compute Output,Client Recv,p50 latency,p90 latency,p95 latency,p99 latency,"
+      "Avg latency,request/response,response wait\n"
+      "1,1.5,50,18950,1000,20,80000,30,0,100250,105124,107562,109999,100050,50,100000\n"
+      "2,2.75,151,218950,1000,20,80000,30,0,300750,315374,322687,329999,300151,151,300000\n"
+      "4,5.25,101,118950,1000,20,80000,30,0,200500,210249,215124,219999,200101,101,200000\n";
+  CHECK_STR((const char *)b.data, want, "pa csv: rows by throughput, in whole us, network = latency - server");
+  tp_buf_reset(&b);
+  CHECK_INT(tp_report_pa_csv(&b, lv, 3, "postprocessing", false), 0, "pa csv composing: written");
+  const char *want_c =
+      "Concurrency,Inferences/Second,Client Send,Network+Server Send/Recv,Server Queue,Server Compute Input,"
+      "Server Compute Infer,Server Compute Output,Client Recv\n"
+      "1,6,0,3,4,0,50,0,0\n2,11,0,3,4,0,50,0,0\n4,21,0,3,4,0,50,0,0\n";
+  CHECK_STR((const char *)b.data, want_c, "pa csv composing: its share of the throughput, its overhead");
+  /* A rate sweep names its first column so; a level without server
+   * statistics has zeros there and all of the latency as network. */
+  for (int i = 0; i < 3; i++) {
+    lv[i].load_mode = TP_LOAD_RATE;
+    lv[i].request_rate = 2.5 * (i + 1);
+    lv[i].n_server_models = 0;
+  }
+  tp_buf_reset(&b);
+  CHECK_INT(tp_report_pa_csv(&b, lv, 1, NULL, false), 0, "pa csv rate: written");
+  CHECK_STR((const char *)b.data,
+            "Request Rate,Inferences/Second,Client Send,Network+Server Send/Recv,Server Queue,Server Compute Input,"
+            "Server Compute Infer,Server Compute Output,Client Recv,p50 latency,p90 latency,p95 latency,p99 latency\n"
+            "2.5,1.5,50,100000,0,0,0,0,0,100250,105124,107562,109999\n",
+            "pa csv rate: the rate column, no server figures");
+  /* The files: the main one and one per composing model beside it. */
+  char path[600], cpath[700], err[256];
+  snprintf(path, sizeof(path), "%s/perf.csv", tmpdir);
+  snprintf(cpath, sizeof(cpath), "%s/postprocessing_v2.perf.csv", tmpdir);
+  for (int i = 0; i < 3; i++) lv[i].n_server_models = 2;
+  CHECK_INT(tp_report_pa_csv_files(path, lv, 3, false, err, sizeof(err)), 0, "pa csv files: written");
+  CHECK(access(path, R_OK) == 0 && access(cpath, R_OK) == 0, "pa csv files: %s and its composing file", path);
+  unlink(path);
+  unlink(cpath);
+  snprintf(path, sizeof(path), "%s/no/such/dir/perf.csv", tmpdir);
+  CHECK(tp_report_pa_csv_files(path, lv, 3, false, err, sizeof(err)) == TP_EIO && strstr(err, path),
+        "pa csv files: an unwritable path is named: %s", err);
+  tp_buf_fini(&b);
+}
+
 int main(void) {
   const char *base = getenv("TMPDIR");
   snprintf(tmpdir, sizeof(tmpdir), "%s/tp_report_XXXXXX", base && *base ? base : "/tmp");
@@ -612,6 +690,7 @@ int main(void) {
   test_text_all_failed();
   test_json_full();
   test_json_errors();
+  test_pa_csv();
   rmdir(tmpdir);
   return tp_test_done();
 }

@@ -234,6 +234,10 @@ typedef struct tp_config {
 
   const char *json_path;    /* --json: every figure with units, config */
   const char *records_path; /* --records: one JSON line per request (default: in the artifact dir) */
+  /* perf_analyzer's -f: its latency report CSV (tp_run_write_latency_csv),
+   * with verbose_csv its --verbose-csv columns. */
+  const char *latency_report_file;
+  bool verbose_csv;
   /* The artifact directory: perf_analyzer's profile export, GenAI-Perf's
    * summaries per level, records.jsonl, responses.jsonl, report.html.
    * NULL = artifacts/<model>-<service>-<backend>-<mode>; no_artifacts turns
@@ -495,6 +499,12 @@ TP_API int tp_run_check_gates(const tp_run *run, FILE *out);
  * units). Returns TP_EIO with a message in err when the file cannot be
  * written. */
 TP_API int tp_run_write_json(const tp_run *run, const char *path, char *err, size_t errlen);
+/* Writes perf_analyzer's latency report (its -f FILE: one CSV row per
+ * level, times in microseconds; docs/metrics.md says what fills each
+ * column), and with an ensemble one file per composing model beside it
+ * (NAME_vVERSION.FILE).  verbose adds perf_analyzer's --verbose-csv
+ * columns.  Returns 0, or TP_EIO with a message in err. */
+TP_API int tp_run_write_latency_csv(const tp_run *run, const char *path, bool verbose, char *err, size_t errlen);
 
 TP_API void tp_run_free(tp_run *run);
 

@@ -26,6 +26,16 @@ typedef struct tp_client_event {
   tp_error_class error_class;
   int64_t server_output_tokens; /* the server's own count in this response, -1 = none */
   bool bad_message;             /* the bytes could not be decoded */
+  /* What a client fills where its protocol says it; the others leave -1 /
+   * NULL / false, so the run reads every event the same way. */
+  bool reasoning;            /* text is the model's reasoning (reasoning_content), counted apart */
+  int64_t prompt_tokens;     /* the server's usage.prompt_tokens, -1 = not in this event */
+  int64_t completion_tokens; /* its usage.completion_tokens (cumulative), -1 = not in this event */
+  int64_t cached_tokens;     /* its prompt tokens found cached, -1 = not reported */
+  const char *finish_reason; /* "stop", "length", ... or NULL */
+  /* The HTTP status of the reply this event came in; -1 = not known yet
+   * (gRPC's status comes with the call's end, in tp_client_done). */
+  int status;
 } tp_client_event;
 
 /* How a request ended at the transport level. */

@@ -110,23 +110,24 @@ static void emit_held(http_call *x, bool final) {
     held_clear(h);
     return;
   }
-  tp_client_http_event ev;
+  tp_client_event ev;
   memset(&ev, 0, sizeof(ev));
-  ev.base.text = h->text.len ? h->text.data : NULL;
-  ev.base.text_len = h->text.len;
-  ev.base.final = final;
-  ev.base.error = h->has_error ? h->error : NULL;
-  ev.base.error_class = h->has_error ? h->error_class : TP_ERRCLASS_NONE;
-  ev.base.server_output_tokens = h->server_output_tokens;
-  ev.base.bad_message = h->bad;
+  ev.text = h->text.len ? h->text.data : NULL;
+  ev.text_len = h->text.len;
+  ev.final = final;
+  ev.error = h->has_error ? h->error : NULL;
+  ev.error_class = h->has_error ? h->error_class : TP_ERRCLASS_NONE;
+  ev.server_output_tokens = h->server_output_tokens;
+  ev.bad_message = h->bad;
   ev.reasoning = h->reasoning;
   ev.prompt_tokens = h->prompt_tokens;
   ev.completion_tokens = h->completion_tokens;
   ev.cached_tokens = h->cached_tokens;
   ev.finish_reason = h->has_finish ? h->finish : NULL;
+  ev.status = x->status ? x->status : -1;
   if (final) x->final_sent = true;
   uint64_t t = h->arrival_ns;
-  x->hc->cbs.on_event(x->req, &ev.base, t);
+  x->hc->cbs.on_event(x->req, &ev, t);
   held_clear(h);
 }
 

@@ -50,22 +50,12 @@ typedef struct tp_client_http_opts {
  * include_usage on. */
 void tp_client_http_opts_default(tp_client_http_opts *o);
 
-/* What an HTTP client's events carry beyond tp_client_event.  The run gets
- * &ev->base; tp_client_http_event_of gives the rest back.  These fields are
- * proposed for tp_client_event itself; until then this is how to read them. */
-typedef struct tp_client_http_event {
-  tp_client_event base;
-  bool reasoning;            /* base.text is reasoning_content, to be counted apart */
-  int64_t prompt_tokens;     /* usage.prompt_tokens, -1 = not in this event */
-  int64_t completion_tokens; /* usage.completion_tokens (cumulative), -1 = not in this event */
-  int64_t cached_tokens;     /* usage.prompt_tokens_details.cached_tokens, -1 = not reported */
-  const char *finish_reason; /* "stop", "length", ... or NULL */
-} tp_client_http_event;
+/* The fields an HTTP client's events once carried apart are now part of
+ * tp_client_event itself; these names stay for programs written against
+ * them (an event is read the same either way). */
+typedef tp_client_event tp_client_http_event;
 
-/* Only for events delivered by a client made with tp_client_http_new. */
-static inline const tp_client_http_event *tp_client_http_event_of(const tp_client_event *ev) {
-  return (const tp_client_http_event *)(const void *)ev;
-}
+static inline const tp_client_http_event *tp_client_http_event_of(const tp_client_event *ev) { return ev; }
 
 /* Creates an HTTP client.  From tp_client_opts it uses target (when ho->url
  * is NULL), model (for OpenAI, "" or NULL = the first model /v1/models

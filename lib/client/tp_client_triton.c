@@ -185,7 +185,10 @@ static void call_on_message(tp_call *c, const uint8_t *data, size_t len, uint64_
   tp_triton_event tev;
   tp_client_event ev;
   memset(&ev, 0, sizeof(ev));
-  ev.server_output_tokens = -1;
+  /* KServe v2 carries no usage or finish reason, and the gRPC status
+   * comes only with the call's end. */
+  ev.server_output_tokens = ev.prompt_tokens = ev.completion_tokens = ev.cached_tokens = -1;
+  ev.status = -1;
   /* tev's text and error point into data, which outlives on_event. */
   if (tp_triton_parse_response(&tev, data, len, x->tc->opts.streaming)) {
     ev.bad_message = true;

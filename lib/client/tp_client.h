@@ -84,6 +84,12 @@ typedef struct tp_client_send {
 
 typedef struct tp_client tp_client;
 
+/* Server statistics read while the loop runs: done(ud, rv, counters, n,
+ * err), counters owned by the callee (free()) when rv is 0. */
+struct tp_triton_model_counters;
+typedef void (*tp_client_stats_cb)(void *ud, int rv, struct tp_triton_model_counters *counters, size_t n,
+                                   const char *err);
+
 typedef struct tp_client_ops {
   const char *name;
   /* Checks the server and the model before the run, running the loop until
@@ -105,6 +111,28 @@ typedef struct tp_client_ops {
   /* A session (tp_client_send.session) is over: its connection is let go
    * (may be NULL: the client keeps no per-session state). */
   void (*session_end)(tp_client *c, uint64_t session);
+
+  /* What only some clients offer (NULL = not offered); the run calls them
+   * through the tp_client_* wrappers below, never a client by its kind. */
+  /* Reads the server's per-model statistics (Triton's ModelStatistics) for
+   * every model, running the loop until done; call it only with nothing in
+   * flight.  *out is returned owned.  Returns 0, TP_EUNSUPPORTED when the
+   * server does not offer them, or another code with a message in err. */
+  int (*model_stats)(tp_client *c, struct tp_triton_model_counters **out, size_t *n, char *err, size_t errlen);
+  /* The same while the loop runs (requests in flight): done follows from
+   * the loop.  Returns 0, or a code (no callback). */
+  int (*model_stats_start)(tp_client *c, tp_client_stats_cb done, void *ud);
+  /* Checks that one input file entry (tp_client_send.inputs) can be sent,
+   * by building its request once; after preflight, on a client opened with
+   * file_inputs.  Returns 0, or TP_EINVAL with a message naming the input. */
+  int (*check_inputs)(tp_client *c, const char *inputs, char *err, size_t errlen);
+  /* Connections opened so far. */
+  uint32_t (*connections_opened)(const tp_client *c);
+  /* What preflight found worth a warning, "" when nothing: the run prints
+   * it, the client prints nothing. */
+  const char *(*warning)(const tp_client *c);
+  /* The full URL requests go to, for messages and the report. */
+  const char *(*endpoint)(const tp_client *c);
 } tp_client_ops;
 
 struct tp_client {
@@ -134,34 +162,46 @@ typedef struct tp_client_opts {
   bool file_inputs;
 } tp_client_opts;
 
-/* Triton over KServe v2 gRPC (streaming ModelStreamInfer or unary
- * ModelInfer).  Returns 0, or TP_EINVAL / TP_ECONNECT (address) / TP_ENOMEM
- * with a message in err. */
-int tp_client_triton_new(tp_client **out, uv_loop_t *loop, const tp_client_opts *o,
-                         const tp_client_cbs *cbs, char *err, size_t errlen);
+/* ---- the optional operations, for callers that do not know the client ---- */
 
-/* Reads Triton's ModelStatistics for every model (running the loop until
- * done; call it only with nothing in flight).  *out is returned owned.
- * Returns 0, TP_EUNSUPPORTED when the server does not offer statistics
- * (UNIMPLEMENTED), or another code with a message in err. */
-struct tp_triton_model_counters;
-int tp_client_triton_model_stats(tp_client *c, struct tp_triton_model_counters **out, size_t *n, char *err,
-                                 size_t errlen);
+static inline bool tp_client_offers_model_stats(const tp_client *c) {
+  return c && c->ops->model_stats && c->ops->model_stats_start;
+}
 
-/* The same while the loop runs (requests in flight): the call is started
- * and done(ud, rv, counters, n, err) follows from the loop, counters owned
- * by the callee (free()) when rv is 0.  Returns 0, or a code (no callback). */
-typedef void (*tp_client_stats_cb)(void *ud, int rv, struct tp_triton_model_counters *counters, size_t n,
-                                   const char *err);
-int tp_client_triton_model_stats_start(tp_client *c, tp_client_stats_cb done, void *ud);
+static inline int tp_client_model_stats(tp_client *c, struct tp_triton_model_counters **out, size_t *n, char *err,
+                                        size_t errlen) {
+  if (!c->ops->model_stats) {
+    tp_seterr(err, errlen, "the %s client reads no server statistics", c->ops->name);
+    return TP_EUNSUPPORTED;
+  }
+  return c->ops->model_stats(c, out, n, err, errlen);
+}
 
-/* Checks that one input file entry (tp_client_send.inputs) can be sent to
- * the model, by building its request once; call it after preflight on a
- * client opened with file_inputs.  Returns 0, or TP_EINVAL with a message
- * naming the input. */
-int tp_client_triton_check_inputs(tp_client *c, const char *inputs, char *err, size_t errlen);
+static inline int tp_client_model_stats_start(tp_client *c, tp_client_stats_cb done, void *ud) {
+  return c->ops->model_stats_start ? c->ops->model_stats_start(c, done, ud) : TP_EUNSUPPORTED;
+}
 
-/* Statistics of the transport for the report. */
-uint32_t tp_client_triton_connections_opened(const tp_client *c);
+static inline int tp_client_check_inputs(tp_client *c, const char *inputs, char *err, size_t errlen) {
+  if (!c->ops->check_inputs) {
+    tp_seterr(err, errlen, "the %s client sends no input file's tensors", c->ops->name);
+    return TP_EUNSUPPORTED;
+  }
+  return c->ops->check_inputs(c, inputs, err, errlen);
+}
+
+static inline uint32_t tp_client_connections_opened(const tp_client *c) {
+  return c->ops->connections_opened ? c->ops->connections_opened(c) : 0;
+}
+
+/* "" when the client has nothing to say. */
+static inline const char *tp_client_warning(const tp_client *c) {
+  const char *w = c->ops->warning ? c->ops->warning(c) : NULL;
+  return w ? w : "";
+}
+
+/* NULL when the client has no URL to show (gRPC's address is the target). */
+static inline const char *tp_client_endpoint(const tp_client *c) {
+  return c->ops->endpoint ? c->ops->endpoint(c) : NULL;
+}
 
 #endif

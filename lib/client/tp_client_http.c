@@ -630,8 +630,7 @@ static void http_session_end(tp_client *c, uint64_t session) {
   tp_http_session_end(((http_client *)(void *)c)->http, session);
 }
 
-static const tp_client_ops http_ops = {"http",      http_preflight,  http_send,       http_close,
-                                       http_cancel, http_cancel_all, http_session_end};
+static const tp_client_ops http_ops;
 
 /* Where requests go (see tp_url.h for how --url and --endpoint combine);
  * base gets the URL's origin for tp_http. */
@@ -746,3 +745,16 @@ const char *tp_client_http_endpoint(const tp_client *c) {
 uint32_t tp_client_http_connections_opened(const tp_client *c) {
   return tp_http_connections_opened(((const http_client *)c)->http);
 }
+
+static const tp_client_ops http_ops = {
+    .name = "http",
+    .preflight = http_preflight,
+    .send = http_send,
+    .close = http_close,
+    .cancel = http_cancel,
+    .cancel_all = http_cancel_all,
+    .session_end = http_session_end,
+    .connections_opened = tp_client_http_connections_opened,
+    .warning = tp_client_http_warning,
+    .endpoint = tp_client_http_endpoint,
+};

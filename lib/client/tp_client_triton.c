@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "api/tp_triton.h"
-#include "client/tp_client.h"
+#include "client/tp_client_triton.h"
 #include "transport/tp_grpc.h"
 #include "transport/tp_h2c.h"
 #include "util/tp_wake.h"
@@ -324,8 +324,7 @@ static void triton_session_end(tp_client *c, uint64_t session) {
   tp_h2c_session_end(((triton_client *)(void *)c)->pool, session);
 }
 
-static const tp_client_ops triton_ops = {"triton-grpc",   triton_preflight,  triton_send,       triton_close,
-                                         triton_cancel, triton_cancel_all, triton_session_end};
+static const tp_client_ops triton_ops;
 
 int tp_client_triton_new(tp_client **out, uv_loop_t *loop, const tp_client_opts *o,
                          const tp_client_cbs *cbs, char *err, size_t errlen) {
@@ -382,8 +381,7 @@ int tp_client_triton_new(tp_client **out, uv_loop_t *loop, const tp_client_opts 
   return 0;
 }
 
-int tp_client_triton_model_stats(tp_client *c, tp_triton_model_counters **out, size_t *n, char *err,
-                                 size_t errlen) {
+static int triton_model_stats(tp_client *c, tp_triton_model_counters **out, size_t *n, char *err, size_t errlen) {
   triton_client *tc = (triton_client *)c;
   tp_buf body;
   tp_buf_init(&body);
@@ -441,7 +439,7 @@ static void stats_on_close(tp_call *c, const tp_call_result *res, void *ud) {
   free(sc);
 }
 
-int tp_client_triton_model_stats_start(tp_client *c, tp_client_stats_cb done, void *ud) {
+static int triton_model_stats_start(tp_client *c, tp_client_stats_cb done, void *ud) {
   static const tp_call_cbs cbs = {stats_on_message, stats_on_close};
   triton_client *tc = (triton_client *)c;
   stats_call *sc = calloc(1, sizeof(*sc));
@@ -461,7 +459,7 @@ int tp_client_triton_model_stats_start(tp_client *c, tp_client_stats_cb done, vo
   return rv;
 }
 
-int tp_client_triton_check_inputs(tp_client *c, const char *inputs, char *err, size_t errlen) {
+static int triton_check_inputs(tp_client *c, const char *inputs, char *err, size_t errlen) {
   triton_client *tc = (triton_client *)c;
   if (!tc->meta) {
     tp_seterr(err, errlen, "the model's metadata was not read (preflight skipped?)");
@@ -475,6 +473,20 @@ int tp_client_triton_check_inputs(tp_client *c, const char *inputs, char *err, s
   return rv == TP_ENOMEM ? rv : rv ? TP_EINVAL : 0;
 }
 
-uint32_t tp_client_triton_connections_opened(const tp_client *c) {
+static uint32_t triton_connections_opened(const tp_client *c) {
   return tp_h2c_connections_opened(((const triton_client *)c)->pool);
 }
+
+static const tp_client_ops triton_ops = {
+    .name = "triton-grpc",
+    .preflight = triton_preflight,
+    .send = triton_send,
+    .close = triton_close,
+    .cancel = triton_cancel,
+    .cancel_all = triton_cancel_all,
+    .session_end = triton_session_end,
+    .model_stats = triton_model_stats,
+    .model_stats_start = triton_model_stats_start,
+    .check_inputs = triton_check_inputs,
+    .connections_opened = triton_connections_opened,
+};

@@ -8,6 +8,7 @@
 
 #include "run/tp_run_internal.h"
 #include "client/tp_client_http.h"
+#include "client/tp_client_triton.h"
 #include "client/tp_url.h"
 #include "dataset/tp_synth.h"
 #include "util/tp_stamp.h"
@@ -169,18 +170,18 @@ static int setup_preflight(tp_run *r, char *err, size_t errlen) {
   if (!r->cfg.skip_preflight) {
     rv = r->client->ops->preflight(r->client, err, errlen);
     if (rv) return rv;
-    if (r->http && *tp_client_http_warning(r->client)) tpr_warn(r, "%s", tp_client_http_warning(r->client));
+    if (*tp_client_warning(r->client)) tpr_warn(r, "%s", tp_client_warning(r->client));
   }
-  if (r->http && !r->mock_cfg) {
+  const char *ep = tp_client_endpoint(r->client);
+  if (ep && !r->mock_cfg) {
     /* Without the query, which may hold a key (?key=...). */
-    const char *ep = tp_client_http_endpoint(r->client);
     tpr_progress(r, "requests go to %.*s", (int)strcspn(ep, "?"), ep);
   }
   /* Every entry is built once now, so that a tensor the model cannot take
    * stops the run with its entry named rather than failing requests. */
   for (size_t i = 0; r->file_inputs && i < r->ds.n; i++) {
     char why[400];
-    rv = tp_client_triton_check_inputs(r->client, r->ds.items[i].inputs, why, sizeof(why));
+    rv = tp_client_check_inputs(r->client, r->ds.items[i].inputs, why, sizeof(why));
     if (rv) {
       tp_seterr(err, errlen, "%s: data[%zu]: %s", r->ds.source, i, why);
       return rv;

@@ -19,6 +19,7 @@ typedef struct triton_client {
   tp_client_opts opts;
   tp_client_cbs cbs;
   char target[300];
+  char host[300]; /* the pool names it at every TLS connection, for the whole run */
   tp_triton_opts topts;
   tp_h2c_pool *pool;
   tp_buf reqbuf;
@@ -336,6 +337,10 @@ int tp_client_triton_new(tp_client **out, uv_loop_t *loop, const tp_client_opts 
   tc->cbs = *cbs;
   tp_buf_init(&tc->reqbuf);
   snprintf(tc->target, sizeof(tc->target), "%s", o->target);
+  snprintf(tc->host, sizeof(tc->host), "%s", o->host ? o->host : "");
+  /* The caller's strings are borrowed for this call only. */
+  tc->opts.target = tc->target;
+  tc->opts.host = tc->host;
 
   tc->topts.model = o->model;
   tc->topts.version = o->model_version;
@@ -366,7 +371,7 @@ int tp_client_triton_new(tp_client **out, uv_loop_t *loop, const tp_client_opts 
   ho.headers = (const char *const *)tc->hdr;
   ho.n_headers = tc->n_hdr;
   ho.tls = o->tls;
-  ho.host = o->host;
+  ho.host = tc->host;
   ho.ca_file = o->ca_file;
   ho.cert_file = o->cert_file;
   ho.key_file = o->key_file;

@@ -683,6 +683,8 @@ int tp_client_http_new(tp_client **out, uv_loop_t *loop, const tp_client_opts *o
   hc->base.ops = &http_ops;
   hc->loop = loop;
   hc->opts = *o;
+  /* Borrowed for this call only (resolve_url reads them): not kept. */
+  hc->opts.target = hc->opts.host = NULL;
   hc->cbs = *cbs;
   hc->api = ho->api;
   hc->max_response_bytes = o->max_response_bytes ? o->max_response_bytes : DEFAULT_MAX_RESPONSE;

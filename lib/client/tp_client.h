@@ -4,7 +4,9 @@
  * The run (scheduler, records, statistics) knows nothing of protocols; a
  * client knows nothing of scheduling or statistics.  Triton over gRPC is the
  * first client; HTTP clients (OpenAI-compatible, Triton generate) implement
- * the same operations. */
+ * the same operations.  A caller opens one with tp_client_open
+ * (tp_client_factory.h) and reaches what only some clients offer through
+ * the wrappers at the end of this header. */
 #ifndef TP_CLIENT_H
 #define TP_CLIENT_H
 
@@ -141,7 +143,7 @@ struct tp_client {
 
 /* Settings common to clients. */
 typedef struct tp_client_opts {
-  const char *target; /* "host:port" */
+  const char *target; /* "host:port"; borrowed for the constructor's call */
   const char *model;
   const char *model_version;
   tp_backend backend;
@@ -153,7 +155,7 @@ typedef struct tp_client_opts {
   size_t n_headers;
   /* TLS (grpcs://), with host the name or address to verify. */
   bool tls;
-  const char *host;
+  const char *host; /* borrowed for the constructor's call */
   const char *ca_file, *cert_file, *key_file;
   bool insecure;
   /* Requests will carry an input file's tensors (tp_client_send.inputs):

@@ -50,13 +50,6 @@ typedef struct tp_client_http_opts {
  * include_usage on. */
 void tp_client_http_opts_default(tp_client_http_opts *o);
 
-/* The fields an HTTP client's events once carried apart are now part of
- * tp_client_event itself; these names stay for programs written against
- * them (an event is read the same either way). */
-typedef tp_client_event tp_client_http_event;
-
-static inline const tp_client_http_event *tp_client_http_event_of(const tp_client_event *ev) { return ev; }
-
 /* Creates an HTTP client.  From tp_client_opts it uses target (when ho->url
  * is NULL), model (for OpenAI, "" or NULL = the first model /v1/models
  * lists, found by preflight), model_version and backend (Triton generate),

@@ -62,6 +62,7 @@
 #include "report/tp_export.h"
 #include "report/tp_export_internal.h"
 #include "tp_test.h"
+#include "tp_test_config.h"
 #include "tokperf/tokperf.h"
 
 #define WALL0 1700000000000000000ULL /* 2023-11-14T22:13:20Z in ns */
@@ -505,7 +506,7 @@ static void test_summary_json(void) {
   genai_test_level(&lr);
   lr.concurrency = 8;
   tp_config cfg;
-  tp_config_default(&cfg);
+  tp_test_config_default(&cfg);
   cfg.model = "gpt2_vllm";
   cfg.backend = TP_BACKEND_VLLM;
   cfg.streaming = true;
@@ -637,7 +638,7 @@ static void test_artifacts(void) {
   char art[256], path[512];
   snprintf(art, sizeof(art), "%s/run/a", dir);
   tp_config cfg;
-  tp_config_default(&cfg);
+  tp_test_config_default(&cfg);
   cfg.model = "m";
   cfg.streaming = true;
   tp_artifacts_opts o = {

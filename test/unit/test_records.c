@@ -39,7 +39,9 @@ static void make_records(tp_record *r, size_t n, size_t resp_per_req) {
       bool text = !(j == 0 && i % 2) && j != k - 1; /* an empty first and final one */
       if (k == 1) text = true;
       tp_record_add_response(&r[i], r[i].sent_ns + 2000000 + j * 37123 + i, text);
-      if (text) tp_buf_printf(&r[i].text, " w%zu", j);
+      char w[32];
+      int wl = snprintf(w, sizeof(w), " w%zu", j);
+      if (text) tp_record_append_text(&r[i], false, w, (size_t)wl, false);
     }
     if (i % 5 == 1) tp_buf_append_str(&r[i].text, " caf\xc3\xa9 \xe2\x82\xac \"q\" \\ \n\t");
     if (i % 13 == 7) tp_buf_append_str(&r[i].reasoning, "think \xf0\x9f\x98\x80 first");
@@ -73,6 +75,8 @@ static size_t write_and_shed(const char *path, tp_record *r, tp_record *shed, si
     shed[i].resp_ns = r[i].n_resp ? malloc(r[i].n_resp * sizeof(uint64_t)) : NULL;
     if (r[i].n_resp) memcpy(shed[i].resp_ns, r[i].resp_ns, r[i].n_resp * sizeof(uint64_t));
     shed[i].cap_resp = r[i].n_resp;
+    shed[i].resp_text_at = r[i].n_resp ? malloc(r[i].n_resp * sizeof(uint32_t)) : NULL;
+    if (r[i].n_resp) memcpy(shed[i].resp_text_at, r[i].resp_text_at, r[i].n_resp * sizeof(uint32_t));
     tp_buf_init(&shed[i].text);
     tp_buf_init(&shed[i].reasoning);
     tp_buf_append(&shed[i].text, r[i].text.data ? r[i].text.data : (const uint8_t *)"", r[i].text.len);
@@ -146,8 +150,8 @@ static void test_exports_identical(const char *dir, size_t resp_per_req) {
   tp_buf a, b;
   tp_buf_init(&a);
   tp_buf_init(&b);
-  CHECK_INT(tp_export_pa_experiment(&a, &em, 128, MONO0, WALL0), 0, "profile export from memory");
-  CHECK_INT(tp_export_pa_experiment(&b, &es, 128, MONO0, WALL0), 0, "profile export read back");
+  CHECK_INT(tp_export_pa_experiment(&a, &em, NULL, 128, MONO0, WALL0), 0, "profile export from memory");
+  CHECK_INT(tp_export_pa_experiment(&b, &es, NULL, 128, MONO0, WALL0), 0, "profile export read back");
   CHECK(a.len > 0 && a.len == b.len && memcmp(a.data, b.data, a.len) == 0,
         "the profile export is byte-identical read back (%zu vs %zu bytes)", a.len, b.len);
   tp_buf_reset(&a);
@@ -192,7 +196,7 @@ static void test_exports_identical(const char *dir, size_t resp_per_req) {
   /* A records file that changed under the run is said so, with its name. */
   truncate(path, 10);
   tp_buf_reset(&b);
-  int rv = tp_export_pa_experiment(&b, &es, 128, MONO0, WALL0);
+  int rv = tp_export_pa_experiment(&b, &es, NULL, 128, MONO0, WALL0);
   const char *msg = tp_records_reader_error(rd);
   CHECK(rv == TP_EPROTO && msg && strstr(msg, path) && strstr(msg, "changed"),
         "a truncated records file is an error that names it (%s)", msg ? msg : "none");

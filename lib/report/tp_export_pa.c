@@ -91,7 +91,9 @@ static int openai_json(tp_buf *o, const pa_api *api, const tp_record *r, uint64_
   bool chat = api->kind == PA_CHAT;
   int rv = tp_buf_printf(o, "{\"id\":\"%s-%" PRIu64 "\",\"object\":\"%s\",\"created\":%" PRIu64 ",\"model\":",
                          chat ? "chatcmpl" : "cmpl", r->seq,
-                         !chat ? "text_completion" : api->streaming ? "chat.completion.chunk" : "chat.completion",
+                         !chat            ? "text_completion"
+                         : api->streaming ? "chat.completion.chunk"
+                                          : "chat.completion",
                          created_s);
   if (!rv) rv = tp__json_str(o, api->model, strlen(api->model));
   if (!rv) rv = tp_buf_append_str(o, ",\"choices\":[{\"index\":0,");

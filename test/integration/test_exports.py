@@ -1,11 +1,17 @@
 #!/usr/bin/env python3
-"""The GenAI-Perf and AIPerf summaries of a real run say what the report
-says: a sweep against the built-in mock, with --json, and for each level
-every figure of <stem>_genai_perf.json/.csv and <stem>_aiperf.json/.csv
-equals the same figure of the report's JSON document (the CSVs to their two
-decimals), and AIPerf's per-record profile_export.jsonl agrees with
-records.jsonl, the summary and the pooled ITL.  A run without streaming leaves the timings between tokens out
-of both.  Prints TAP."""
+"""The exports of real runs say what the records say: runs against the
+built-in mock (a concurrency sweep, a run without streaming, a request rate
+against OpenAI completions, perf_analyzer's stability windows, a reasoning
+chat run), each with --json.  For each level every figure of the report's
+JSON is worked out again from records.jsonl by the definitions of
+docs/metrics.md (with stability windows, from the requests that ended in the
+last three windows); every figure of <stem>_genai_perf.json/.csv and
+<stem>_aiperf.json/.csv equals the report's (the CSVs to their two
+decimals) and the recomputed one; AIPerf's per-record profile_export.jsonl
+agrees with records.jsonl, the summary and the pooled ITL; and
+profile_export.json gives each response its own payload, whose texts joined
+are the request's text with its token count.  A run without streaming
+leaves the timings between tokens out of both summaries.  Prints TAP."""
 import json
 import os
 import subprocess

@@ -60,15 +60,29 @@ typedef struct piece_case {
 
 static const piece_case PIECES[] = {
     {"deltas: role chunk, reasoning, answer, usage chunk",
-     {{NULL, 0}, {"ab", 1}, {"cd", 1}, {"Hel", 0}, {"lo", 0}, {NULL, 0}}, 6, false,
-     {NULL, "ab", "cd", "Hel", "lo", NULL}, {0, 1, 1, 0, 0, 0}},
-    {"reasoning and answer interleaved", {{"x", 0}, {"r1", 1}, {"y", 0}, {"r2", 1}}, 4, false,
-     {"x", "r1", "y", "r2"}, {0, 1, 0, 1}},
-    {"cumulative: each response is all text so far", {{"He", 0}, {"Hello", 0}, {NULL, 0}, {"Hello!", 0}}, 4, true,
-     {"He", "Hello", NULL, "Hello!"}, {0}},
+     {{NULL, 0}, {"ab", 1}, {"cd", 1}, {"Hel", 0}, {"lo", 0}, {NULL, 0}},
+     6,
+     false,
+     {NULL, "ab", "cd", "Hel", "lo", NULL},
+     {0, 1, 1, 0, 0, 0}},
+    {"reasoning and answer interleaved",
+     {{"x", 0}, {"r1", 1}, {"y", 0}, {"r2", 1}},
+     4,
+     false,
+     {"x", "r1", "y", "r2"},
+     {0, 1, 0, 1}},
+    {"cumulative: each response is all text so far",
+     {{"He", 0}, {"Hello", 0}, {NULL, 0}, {"Hello!", 0}},
+     4,
+     true,
+     {"He", "Hello", NULL, "Hello!"},
+     {0}},
     {"a character split across responses goes whole to the later one",
-     {{"caf\xc3", 0}, {"\xa9!", 0}, {"\xe2\x82", 0}, {"\xac", 0}}, 4, false,
-     {"caf", "\xc3\xa9!", "", "\xe2\x82\xac"}, {0}},
+     {{"caf\xc3", 0}, {"\xa9!", 0}, {"\xe2\x82", 0}, {"\xac", 0}},
+     4,
+     false,
+     {"caf", "\xc3\xa9!", "", "\xe2\x82\xac"},
+     {0}},
     {"no responses", {{NULL, 0}}, 0, false, {NULL}, {0}},
 };
 
@@ -81,7 +95,8 @@ static void test_pieces(void) {
       tp__piece p;
       int has = tp__pa_piece(&r, (uint32_t)i, pc->cumulative, &p);
       CHECK_INT(has, pc->want[i] != NULL, pc->what);
-      CHECK_MEM(p.text, p.len, pc->want[i] ? pc->want[i] : "", pc->want[i] ? strlen(pc->want[i]) : 0, pc->what);
+      CHECK_MEM(p.text, p.len, pc->want[i] ? pc->want[i] : "", pc->want[i] ? strlen(pc->want[i]) : 0,
+                pc->what);
       if (pc->want[i]) CHECK(p.reasoning == pc->want_reasoning[i], "%s: response %d's buffer", pc->what, i);
     }
     tp__piece p;
@@ -92,8 +107,8 @@ static void test_pieces(void) {
    * the pieces came, the reasoning ones marked. */
   tp_record r;
   build(&r, PIECES[0].rs, PIECES[0].n, false);
-  static const uint32_t want_at[6] = {TP_RECORD_NO_TEXT, 0 | TP_RECORD_AT_REASONING, 2 | TP_RECORD_AT_REASONING,
-                                      0, 3, TP_RECORD_NO_TEXT};
+  static const uint32_t want_at[6] = {
+      TP_RECORD_NO_TEXT, 0 | TP_RECORD_AT_REASONING, 2 | TP_RECORD_AT_REASONING, 0, 3, TP_RECORD_NO_TEXT};
   CHECK(r.n_resp == 6 && memcmp(r.resp_text_at, want_at, sizeof(want_at)) == 0,
         "resp_text_at: the text's or reasoning's length before each piece, none for empty responses");
   tp_record_fini(&r);
@@ -108,31 +123,87 @@ typedef struct payload_case {
   const char *want;
 } payload_case;
 
-#define CHUNK "data: {\"id\":\"chatcmpl-7\",\"object\":\"chat.completion.chunk\",\"created\":1700000000,\"model\":\"m\\\"x\",\"choices\":[{\"index\":0,"
-#define CMPL "{\"id\":\"cmpl-7\",\"object\":\"text_completion\",\"created\":1700000000,\"model\":\"m\\\"x\",\"choices\":[{\"index\":0,"
+#define CHUNK                                                                                                \
+  "data: "                                                                                                   \
+  "{\"id\":\"chatcmpl-7\",\"object\":\"chat.completion.chunk\",\"created\":1700000000,\"model\":\"m\\\"x\"," \
+  "\"choices\":[{\"index\":0,"
+#define CMPL                                                                                       \
+  "{\"id\":\"cmpl-7\",\"object\":\"text_completion\",\"created\":1700000000,\"model\":\"m\\\"x\"," \
+  "\"choices\":[{\"index\":0,"
 
 static const payload_case PAYLOADS[] = {
-    {"chat: the first chunk names the role", TP_SERVICE_OPENAI_CHAT, true, 0, 3, {"Hi", 2, false},
+    {"chat: the first chunk names the role",
+     TP_SERVICE_OPENAI_CHAT,
+     true,
+     0,
+     3,
+     {"Hi", 2, false},
      CHUNK "\"delta\":{\"role\":\"assistant\",\"content\":\"Hi\"},\"finish_reason\":null}]}\n\n"},
-    {"chat: a later chunk carries its piece", TP_SERVICE_OPENAI_CHAT, true, 1, 3, {"a \"q\"\n", 6, false},
+    {"chat: a later chunk carries its piece",
+     TP_SERVICE_OPENAI_CHAT,
+     true,
+     1,
+     3,
+     {"a \"q\"\n", 6, false},
      CHUNK "\"delta\":{\"content\":\"a \\\"q\\\"\\n\"},\"finish_reason\":null}]}\n\n"},
-    {"chat: a chunk without text has an empty delta", TP_SERVICE_OPENAI_CHAT, true, 1, 3, {"", 0, false},
+    {"chat: a chunk without text has an empty delta",
+     TP_SERVICE_OPENAI_CHAT,
+     true,
+     1,
+     3,
+     {"", 0, false},
      CHUNK "\"delta\":{},\"finish_reason\":null}]}\n\n"},
-    {"chat: the last chunk comes with [DONE]", TP_SERVICE_OPENAI_CHAT, true, 2, 3, {"!", 1, false},
+    {"chat: the last chunk comes with [DONE]",
+     TP_SERVICE_OPENAI_CHAT,
+     true,
+     2,
+     3,
+     {"!", 1, false},
      CHUNK "\"delta\":{\"content\":\"!\"},\"finish_reason\":null}]}\n\ndata: [DONE]\n\n"},
-    {"chat: reasoning goes to reasoning_content", TP_SERVICE_OPENAI_CHAT, true, 1, 3, {"hmm", 3, true},
+    {"chat: reasoning goes to reasoning_content",
+     TP_SERVICE_OPENAI_CHAT,
+     true,
+     1,
+     3,
+     {"hmm", 3, true},
      CHUNK "\"delta\":{\"reasoning_content\":\"hmm\"},\"finish_reason\":null}]}\n\n"},
-    {"chat: reasoning on the role's chunk", TP_SERVICE_OPENAI_CHAT, true, 0, 3, {"hmm", 3, true},
+    {"chat: reasoning on the role's chunk",
+     TP_SERVICE_OPENAI_CHAT,
+     true,
+     0,
+     3,
+     {"hmm", 3, true},
      CHUNK "\"delta\":{\"role\":\"assistant\",\"content\":\"\",\"reasoning_content\":\"hmm\"},"
            "\"finish_reason\":null}]}\n\n"},
-    {"completions: choices[0].text", TP_SERVICE_OPENAI_COMPLETIONS, true, 0, 1, {"Hi", 2, false},
+    {"completions: choices[0].text",
+     TP_SERVICE_OPENAI_COMPLETIONS,
+     true,
+     0,
+     1,
+     {"Hi", 2, false},
      "data: " CMPL "\"text\":\"Hi\",\"logprobs\":null,\"finish_reason\":null}]}\n\ndata: [DONE]\n\n"},
-    {"completions: an empty text", TP_SERVICE_OPENAI_COMPLETIONS, true, 0, 2, {"", 0, false},
+    {"completions: an empty text",
+     TP_SERVICE_OPENAI_COMPLETIONS,
+     true,
+     0,
+     2,
+     {"", 0, false},
      "data: " CMPL "\"text\":\"\",\"logprobs\":null,\"finish_reason\":null}]}\n\n"},
-    {"chat without streaming: the body", TP_SERVICE_OPENAI_CHAT, false, 0, 1, {"All", 3, false},
-     "{\"id\":\"chatcmpl-7\",\"object\":\"chat.completion\",\"created\":1700000000,\"model\":\"m\\\"x\",\"choices\":"
+    {"chat without streaming: the body",
+     TP_SERVICE_OPENAI_CHAT,
+     false,
+     0,
+     1,
+     {"All", 3, false},
+     "{\"id\":\"chatcmpl-7\",\"object\":\"chat.completion\",\"created\":1700000000,\"model\":\"m\\\"x\","
+     "\"choices\":"
      "[{\"index\":0,\"message\":{\"role\":\"assistant\",\"content\":\"All\"},\"finish_reason\":null}]}"},
-    {"completions without streaming: the body", TP_SERVICE_OPENAI_COMPLETIONS, false, 0, 1, {"All", 3, false},
+    {"completions without streaming: the body",
+     TP_SERVICE_OPENAI_COMPLETIONS,
+     false,
+     0,
+     1,
+     {"All", 3, false},
      CMPL "\"text\":\"All\",\"logprobs\":null,\"finish_reason\":null}]}"},
 };
 
@@ -177,9 +248,11 @@ static void parser_text(const char *payload, tp_buf *into, int *events) {
       json_t *j = json_loadb(d, n, 0, NULL);
       json_t *ch = json_array_get(json_object_get(j, "choices"), 0);
       const char *obj = json_string_value(json_object_get(j, "object"));
-      json_t *t = obj && strcmp(obj, "chat.completion.chunk") == 0 ? json_object_get(json_object_get(ch, "delta"), "content")
-                  : obj && strcmp(obj, "chat.completion") == 0 ? json_object_get(json_object_get(ch, "message"), "content")
-                                                               : json_object_get(ch, "text");
+      json_t *t = obj && strcmp(obj, "chat.completion.chunk") == 0
+                      ? json_object_get(json_object_get(ch, "delta"), "content")
+                  : obj && strcmp(obj, "chat.completion") == 0
+                      ? json_object_get(json_object_get(ch, "message"), "content")
+                      : json_object_get(ch, "text");
       if (j) (*events)++;
       if (json_is_string(t)) tp_buf_append(into, json_string_value(t), json_string_length(t));
       json_decref(j);

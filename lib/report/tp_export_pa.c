@@ -49,9 +49,9 @@ int tp__pa_piece(const tp_record *r, uint32_t i, bool cumulative, tp__piece *pc)
   bool rs = (v & TP_RECORD_AT_REASONING) != 0;
   const tp_buf *b = rs ? &r->reasoning : &r->text;
   if (!b->data) return 1;
-  /* It ends where the next piece of the same buffer starts.  Each scan
-   * passes over responses of the other buffer or without text, so a whole
-   * request's scans stay linear. */
+  /* It ends where the next piece of the same buffer starts.  A response
+   * is passed over only by the scans from the last piece of each buffer
+   * before it, so a whole request's scans stay linear. */
   size_t end = b->len;
   for (uint32_t j = i + 1; j < r->n_resp; j++) {
     uint32_t w = r->resp_text_at[j];

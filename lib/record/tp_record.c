@@ -33,12 +33,14 @@ int tp_record_add_response(tp_record *r, uint64_t t_ns, bool has_text) {
     uint64_t *p = realloc(r->resp_ns, cap * sizeof(*p));
     if (!p) return TP_ENOMEM;
     r->resp_ns = p;
-    uint32_t *a = realloc(r->resp_text_at, cap * sizeof(*a));
-    if (!a) return TP_ENOMEM; /* resp_ns grew; cap_resp still holds for both */
-    r->resp_text_at = a;
+    if (r->resp_text_at) {
+      uint32_t *a = realloc(r->resp_text_at, cap * sizeof(*a));
+      if (!a) return TP_ENOMEM; /* resp_ns grew; cap_resp still holds for both */
+      r->resp_text_at = a;
+    }
     r->cap_resp = cap;
   }
-  r->resp_text_at[r->n_resp] = TP_RECORD_NO_TEXT;
+  if (r->resp_text_at) r->resp_text_at[r->n_resp] = TP_RECORD_NO_TEXT;
   r->resp_ns[r->n_resp++] = t_ns;
   if (!r->first_resp_ns) r->first_resp_ns = t_ns;
   if (has_text) {
@@ -58,6 +60,12 @@ int tp_record_add_response(tp_record *r, uint64_t t_ns, bool has_text) {
 int tp_record_append_text(tp_record *r, bool reasoning, const void *s, size_t len, bool cumulative) {
   tp_buf *into = reasoning ? &r->reasoning : &r->text;
   size_t at = into->len;
+  /* Made with the first piece: a record whose text came otherwise (built
+   * outside the run) has none, and the exports know not to trust it. */
+  if (r->n_resp && !r->resp_text_at) {
+    r->resp_text_at = malloc(r->cap_resp * sizeof(*r->resp_text_at));
+    for (uint32_t i = 0; r->resp_text_at && i < r->n_resp; i++) r->resp_text_at[i] = TP_RECORD_NO_TEXT;
+  }
   if (r->n_resp && r->resp_text_at) {
     uint32_t v = at > TP_RECORD_AT_MAX ? TP_RECORD_AT_MAX : (uint32_t)at;
     r->resp_text_at[r->n_resp - 1] = v | (reasoning ? TP_RECORD_AT_REASONING : 0u);

@@ -48,8 +48,9 @@ typedef struct tp_record {
    * of reasoning) at which its piece starts, which is the length the buffer
    * had when the piece came.  A response's piece ends where the next piece
    * of the same buffer starts, or at the buffer's end; the exports write
-   * each response's own payload from these.  NULL = not known (a record
-   * built elsewhere): the exports then give the whole text at once. */
+   * each response's own payload from these.  Made by the first
+   * tp_record_append_text; NULL = not known (no text came that way): the
+   * exports then give the whole text at once. */
   uint32_t *resp_text_at;
   uint32_t n_resp;
   uint32_t cap_resp;

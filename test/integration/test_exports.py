@@ -260,7 +260,7 @@ def pooled_gaps(r):
     to the last (docs: inter-chunk latency, pooled), in ms; the responses
     with text are those response_text_at gives a place in the text."""
     ts = r["response_ns"]
-    text = [i for i, at in enumerate(r["response_text_at"]) if at is not None]
+    text = [i for i, at in enumerate(r.get("response_text_at", [])) if at is not None]
     if len(text) < 2:
         return []
     a, b = text[0], text[-1]

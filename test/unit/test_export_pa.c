@@ -301,7 +301,37 @@ static void test_experiment_chunks(void) {
   tp_record_fini(&r);
 }
 
+/* A record whose text did not come through tp_record_append_text keeps
+ * no places: its whole text goes on the first response that carried text,
+ * as a Triton text_output. */
+static void test_no_places(void) {
+  tp_record r;
+  tp_record_init(&r);
+  r.sent_ns = MONO0 + 1000;
+  tp_record_add_response(&r, MONO0 + 2000, false);
+  tp_record_add_response(&r, MONO0 + 3000, true);
+  tp_record_add_response(&r, MONO0 + 4000, true);
+  r.done_ns = MONO0 + 4000;
+  tp_buf_append_str(&r.text, "all of it");
+  CHECK(r.resp_text_at == NULL, "text appended directly: no places kept");
+  tp_level_result lr;
+  memset(&lr, 0, sizeof(lr));
+  lr.load_mode = TP_LOAD_CONCURRENCY;
+  tp_export_request q = {&r, "p", 1, NULL, 0, NULL, {0}, {0}};
+  tp_export_level lv = {&lr, &q, 1, 0, 0};
+  tp_buf b;
+  tp_buf_init(&b);
+  CHECK_INT(tp_export_pa_experiment(&b, &lv, NULL, 16, MONO0, WALL0), 0, "renders without places");
+  CHECK(b.data && strstr((const char *)b.data,
+                         "\"response_outputs\":[{\"text_output\":\"\"},{\"text_output\":\"all of it\"},"
+                         "{\"text_output\":\"\"}]"),
+        "the whole text on the first response with text");
+  tp_buf_fini(&b);
+  tp_record_fini(&r);
+}
+
 int main(void) {
+  test_no_places();
   test_pieces();
   test_payloads();
   test_experiment_chunks();

@@ -452,12 +452,97 @@ static void test_read_window(const char *dir) {
   for (size_t i = 0; i < N; i++) tp_record_fini(&recs[i]);
 }
 
+/* "response_text_at" (where each response's text starts): the scan keeps
+ * what the writer writes and says when a line holds anything else. */
+typedef struct at_case {
+  const char *line;
+  int rv, has_at, at_ok;
+  size_t n;
+  uint32_t want[5];
+} at_case;
+
+static void test_scan_text_at(void) {
+  static const at_case cases[] = {
+      {"{\"response_text_at\":[null,0,5,-1,-6]}", 0, 1, 1, 5,
+       {TP_RECORD_NO_TEXT, 0, 5, TP_RECORD_AT_REASONING, 5 | TP_RECORD_AT_REASONING}},
+      {"{\"response_text_at\":[2147483646,-2147483647]}", 0, 1, 1, 2,
+       {TP_RECORD_AT_MAX, TP_RECORD_AT_MAX | TP_RECORD_AT_REASONING}},
+      {"{\"response_text_at\":[]}", 0, 1, 1, 0, {0}},
+      {"{\"response_text_at\":null}", 0, 0, 0, 0, {0}},
+      {"{\"response_text_at\":{\"a\":1}}", 0, 0, 0, 0, {0}},
+      /* beyond the offsets a record keeps, or not an offset at all */
+      {"{\"response_text_at\":[2147483647]}", 0, 1, 0, 1, {0}},
+      {"{\"response_text_at\":[-2147483648]}", 0, 1, 0, 1, {0}},
+      {"{\"response_text_at\":[1.5]}", 0, 1, 0, 1, {0}},
+      {"{\"response_text_at\":[\"3\"]}", 0, 1, 0, 1, {0}},
+      {"{\"response_text_at\":[true,[]]}", 0, 1, 0, 2, {0}},
+      {"{\"response_text_at\":[1 2]}", TP_EPROTO, 0, 0, 0, {0}},
+      {"{\"response_text_at\":[1,]}", TP_EPROTO, 0, 0, 0, {0}},
+  };
+  tp__records_fields f;
+  memset(&f, 0, sizeof(f));
+  for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    const at_case *c = &cases[i];
+    int rv = tp__records_scan(c->line, strlen(c->line), &f);
+    CHECK(rv == c->rv, "text_at case %zu (%s): rv %d, want %d", i, c->line, rv, c->rv);
+    if (rv || c->rv) continue;
+    CHECK(f.has_at == (c->has_at != 0) && f.at_ok == (c->at_ok != 0) && f.n_at == c->n,
+          "text_at case %zu: kind and count (%d %d %zu)", i, f.has_at, f.at_ok, f.n_at);
+    if (c->at_ok && f.n_at == c->n)
+      CHECK(c->n == 0 || memcmp(f.text_at, c->want, c->n * sizeof(uint32_t)) == 0, "text_at case %zu: values", i);
+  }
+  tp__records_fields_fini(&f);
+}
+
+/* A shed record's places come back from its line; a line whose places do
+ * not match its responses is a records file that changed under the run. */
+static void test_text_at_read_back(const char *dir) {
+  char path[128];
+  snprintf(path, sizeof(path), "%s/text_at.jsonl", dir);
+  tp_record r[2];
+  FILE *f = fopen(path, "w");
+  long at[2];
+  for (int i = 0; i < 2; i++) {
+    tp_record_init(&r[i]);
+    r[i].seq = (uint64_t)i;
+    tp_record_add_response(&r[i], 100, true);
+    tp_record_append_text(&r[i], true, "think", 5, false);
+    tp_record_add_response(&r[i], 200, true);
+    tp_record_append_text(&r[i], false, "ab", 2, false);
+    tp_record_add_response(&r[i], 300, false);
+    r[i].done_ns = 300;
+    tp_records_line l = {"id", 0, TP_LOAD_CONCURRENCY, 1, 0, false, NULL, TP_RECORD_MEASURED};
+    char *line = tp_records_format(&r[i], &l);
+    char *p = strstr(line, "\"response_text_at\":[-1,0,null]");
+    CHECK(p != NULL, "the line says where each response's text starts (%s)", line);
+    if (p && i == 1) memcpy(p, "\"response_text_at\":[-1,0]     ", 30); /* one place short, same length */
+    at[i] = ftell(f);
+    fprintf(f, "%s\n", line);
+    free(line);
+    tp_record_shed(&r[i], (uint64_t)at[i]);
+  }
+  fclose(f);
+  tp_records_reader *rd = NULL;
+  char err[512] = "";
+  CHECK_INT(tp_records_reader_open(&rd, path, err, sizeof(err)), 0, "the file opens");
+  tp_record full;
+  static const uint32_t want[3] = {TP_RECORD_AT_REASONING, 0, TP_RECORD_NO_TEXT};
+  CHECK_INT(tp_records_load(rd, &r[0], &full, err, sizeof(err)), 0, "a shed record reads back");
+  CHECK(full.resp_text_at && memcmp(full.resp_text_at, want, sizeof(want)) == 0, "its places come back");
+  CHECK_INT(tp_records_load(rd, &r[1], &full, err, sizeof(err)), TP_EPROTO, "a line short of a place is refused");
+  CHECK(strstr(err, "response text offsets") != NULL, "and says so (%s)", err);
+  tp_records_reader_free(rd);
+  for (int i = 0; i < 2; i++) tp_record_fini(&r[i]);
+}
+
 int main(void) {
   char dir[] = "/tmp/tp_records_XXXXXX";
   if (!mkdtemp(dir)) return 1;
   test_format_and_lossless();
   test_scan_table();
   test_scan_own_lines();
+  test_scan_text_at();
+  test_text_at_read_back(dir);
   test_mark_measured(dir);
   test_read_window(dir);
   test_exports_identical(dir, 6);

@@ -280,7 +280,7 @@ static int add_pa(tp_artifacts *a, tp_buf *b, const tp_export_level *lv, char *e
   uint32_t def_max = a->cfg && a->cfg->output_tokens_mean ? a->cfg->output_tokens_mean : 128;
   tp__sink pe_sink = {a->pe_fd, NULL};
   int rv = a->pe_levels ? tp_buf_append(b, ",", 1) : 0;
-  if (!rv) rv = tp__pa_experiment(b, &pe_sink, lv, def_max, a->anchor_mono_ns, a->anchor_wall_ns);
+  if (!rv) rv = tp__pa_experiment(b, &pe_sink, lv, a->cfg, def_max, a->anchor_mono_ns, a->anchor_wall_ns);
   if (rv == TP_EIO && !read_back_error(lv->reqs, lv->n))
     return io_err(err, errlen, "write", a->pe_tmp, errno);
   if (rv) return rv;

@@ -25,7 +25,7 @@ static size_t write_cb(char *ptr, size_t size, size_t nmemb, void *ud) {
   size_t n = size * nmemb;
   r->got_bytes = true;
   if (r->abort || r->local_failed) return 0; /* libcurl ends it with WRITE_ERROR */
-  uint64_t t = r->h->action_ns ? r->h->action_ns : tp_now_ns();
+  uint64_t t = tp__http_arrival_ns(r);
   if (!r->responded) {
     r->responded = true;
     if (r->cbs.on_response) {
@@ -222,6 +222,7 @@ int tp_http_new(tp_http **out, uv_loop_t *loop, const tp_http_opts *o, char *err
   tp_http *h = calloc(1, sizeof(*h));
   if (!h) return TP_ENOMEM;
   h->loop = loop;
+  h->action_fd = CURL_SOCKET_BAD;
   h->tls = tls;
   snprintf(h->authority, sizeof(h->authority), "%.*s", (int)alen, hp);
   h->insecure = o->insecure;

@@ -48,6 +48,10 @@ struct tp_http {
   uv_timer_t defer;   /* work asked for outside libcurl's calls */
   int in_curl;        /* inside curl_multi_socket_action */
   uint64_t action_ns; /* when the current socket event was seen */
+  /* The socket that event was for (CURL_SOCKET_BAD for a timer's call):
+   * one libcurl call may also run other transfers, whose bytes come from
+   * other sockets, and action_ns dates only this one's. */
+  curl_socket_t action_fd;
   tp_http_req *reqs;
   size_t n_reqs;
   size_t n_pending_add; /* started inside a libcurl call, not yet added */
@@ -80,5 +84,11 @@ int tp__http_closesocket_cb(void *ud, curl_socket_t fd);
  * message for the user in msg. */
 tp_error_class tp__http_classify(const tp_http *h, const tp_http_req *r, CURLcode code, char *msg,
                                  size_t msglen);
+
+/* When the bytes libcurl hands r's callbacks now arrived: the current
+ * socket event's stamp when they came from that socket, else the clock
+ * (never earlier than their arrival; libcurl has read them already, so
+ * their kernel stamp is gone). */
+uint64_t tp__http_arrival_ns(const tp_http_req *r);
 
 #endif

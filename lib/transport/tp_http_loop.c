@@ -202,6 +202,15 @@ static void finish(tp_http_req *r, CURLcode code, uint64_t end_ns) {
   free(r);
 }
 
+uint64_t tp__http_arrival_ns(const tp_http_req *r) {
+  const tp_http *h = r->h;
+  if (!h->action_ns) return tp_now_ns();
+  if (h->action_fd == CURL_SOCKET_BAD) return h->action_ns; /* a timer's call: its clock reading */
+  curl_socket_t fd = CURL_SOCKET_BAD;
+  if (curl_easy_getinfo(r->easy, CURLINFO_ACTIVESOCKET, &fd) != CURLE_OK || fd != h->action_fd) return tp_now_ns();
+  return h->action_ns;
+}
+
 static void check_multi_info(tp_http *h) {
   CURLMsg *m;
   int left;
@@ -212,7 +221,7 @@ static void check_multi_info(tp_http *h) {
     tp_http_req *r = (tp_http_req *)(void *)priv;
     /* The time of the socket event during which the transfer completed:
      * the arrival of its last bytes. */
-    if (r) finish(r, m->data.result, h->action_ns ? h->action_ns : tp_now_ns());
+    if (r) finish(r, m->data.result, tp__http_arrival_ns(r));
   }
 }
 
@@ -262,12 +271,14 @@ static void socket_action(tp_http *h, curl_socket_t fd, int flags) {
    * one's answer look late; timer-driven calls run outside the poll phase
    * and read the clock. */
   h->action_ns = (flags & CURL_CSELECT_IN) ? tp_stamp_fd(h->loop, fd, STAMP_PEEK_BYTES) : tp_now_ns();
+  h->action_fd = (flags & CURL_CSELECT_IN) ? fd : CURL_SOCKET_BAD;
   int running = 0;
   h->in_curl++;
   curl_multi_socket_action(h->multi, fd, flags, &running);
   h->in_curl--;
   check_multi_info(h);
   h->action_ns = 0;
+  h->action_fd = CURL_SOCKET_BAD;
   run_deferred(h);
 }
 

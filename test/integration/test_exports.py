@@ -562,7 +562,26 @@ def check_run(art, rep, streaming=True, kind="triton", windows=False):
         compare_exports_recomputed(level_dir(art, lv), want, label(lv))
         check_records(art, li, lv, streaming, pooled=not windows)
         check_payloads(art, li, lv, kind)
+        late = [(r["seq"], r["sent_ns"], min(r["response_ns"])) for r in recs
+                if r.get("sent_ns") and r.get("response_ns") and min(r["response_ns"]) < r["sent_ns"]]
+        check(not late, "%s: no response is dated before its request was sent" % label(lv), late[:5])
 
+
+
+def check_capped_http(tmp):
+    """Requests held by the in-flight cap go out together, and one libcurl
+    call then runs several transfers: each one's answer is dated by its own
+    socket, never by another's earlier stamp (a bug once put answers
+    before their sends in about one run of four)."""
+    late = []
+    for i in range(8):
+        art, _ = run(os.path.join(tmp, "capped%d" % i), ["--service-kind", "openai", "--endpoint-type", "chat",
+                                                          "--concurrency", "2", "--request-rate", "300",
+                                                          "--request-count", "12"], count=False)
+        for r in level_records(art, 0):
+            if r.get("sent_ns") and r.get("response_ns") and min(r["response_ns"]) < r["sent_ns"]:
+                late.append((i, r["seq"], r["sent_ns"], min(r["response_ns"])))
+    check(not late, "capped HTTP rate runs: no answer is dated before its request was sent", late[:5])
 
 tmp = tempfile.mkdtemp(prefix="tp_exports_")
 art, rep = run(os.path.join(tmp, "stream"), ["--concurrency", "2,4"])
@@ -617,4 +636,5 @@ check(pe.get("service_kind") == "openai" and pe.get("endpoint") == "v1/chat/comp
 check(ic.get("service_kind") == "openai" and ic.get("endpoint_type") == "chat" and
       ic.get("endpoint") == "v1/chat/completions", "and so does the GenAI-Perf summary's input_config",
       json.dumps({k: ic.get(k) for k in ("service_kind", "endpoint_type", "endpoint")}))
+check_capped_http(tmp)
 done()

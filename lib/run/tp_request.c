@@ -300,12 +300,15 @@ void tpr_req_on_done(void *req, const tp_client_done *d) {
   if (L->sess) {
     tpr_sessions_on_done(r, seq);
   } else if (L->pacer) {
-    /* Its slot frees: a closed loop plans the next request now, an open
-     * loop releases the one the cap held longest. */
+    /* Its slot frees: a closed loop plans the next request now, a capped
+     * open loop releases the one the cap held longest.  Without a cap an
+     * open loop's completion frees nothing anything waits on: only the
+     * plan timer releases, so the completion costs no pump. */
     tp_pacer_item it = single_item(L, seq);
     uint64_t now = tp_now_ns();
     tp_pacer_done(L->pacer, &it, now);
-    if (!r->interrupted) tpr_pump(r, now);
+    bool frees = L->pt.mode == TP_LOAD_CONCURRENCY || L->slots;
+    if (frees && !r->interrupted) tpr_pump(r, now);
   }
 
   /* The rest waits for the check phase: the loop flushes the refill first. */

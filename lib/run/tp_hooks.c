@@ -199,9 +199,7 @@ int tpr_dist_level_end(tp_run *r, size_t li, char *err, size_t errlen) {
     for (size_t i = 0; i < L->n_planned; i++) tp_record_fini(&L->recs[i]);
     L->n_planned = 0;
     free(L->offsets);
-    free(L->waiting);
     L->offsets = NULL;
-    L->waiting = NULL;
     return rv;
   }
   memset(r->rank_in, 0, r->n_ranks * sizeof(*r->rank_in));

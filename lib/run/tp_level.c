@@ -59,10 +59,10 @@ static void close_window(tp_run *r, uint64_t now) {
   L->win_lat_sum_ms = 0;
   L->stable = tp_windows_stable(L->win_tput, L->win_lat_ms, L->trials, r->cfg.stability_percentage);
   if (L->stable || L->trials >= r->cfg.max_trials) {
-    L->stop_planning = true;
+    tpr_stop_planning(r, now);
     if (L->window_timer_on) {
       uv_timer_stop(&r->window_timer);
-  uv_timer_stop(&r->grace_timer);
+      uv_timer_stop(&r->grace_timer);
       L->window_timer_on = false;
     }
     if (!L->stable)
@@ -75,9 +75,11 @@ static void close_window(tp_run *r, uint64_t now) {
 void tpr_level_check_done(tp_run *r) {
   level_state *L = &r->lv;
   if (L->done) return;
-  bool planning_over = L->stop_planning || r->interrupted;
-  if (planning_over && L->in_flight == 0 && L->pending_counts == 0 && r->done_n == 0 &&
-      (L->wait_len == 0 || r->interrupted)) {
+  /* Planning is over once a stop rule or the pacer ended it and the pacer
+   * holds nothing back (requests due before the end still leave), or at
+   * once on an interruption (what waited was recorded as not sent). */
+  bool planning_over = r->interrupted || (L->stop_planning && (!L->pacer || tp_pacer_finished(L->pacer)));
+  if (planning_over && L->in_flight == 0 && L->pending_counts == 0 && r->done_n == 0) {
     L->done = true;
     uv_stop(&r->loop);
   }
@@ -99,14 +101,7 @@ void tpr_on_interrupt(uv_async_t *a) {
   if (r->mpi) tp_mpi_interrupt(r->mpi);
   level_state *L = &r->lv;
   /* Requests held back by the cap were never sent: they are dropped. */
-  while (L->wait_len) {
-    tp_record *rec = &L->recs[L->waiting[L->wait_head]];
-    tp_record_fail(rec, TP_ERRCLASS_CANCELLED, -1, "not sent: the run was interrupted", 33);
-    rec->done_ns = tp_now_ns();
-    L->wait_head = (L->wait_head + 1) % L->wait_cap;
-    L->wait_len--;
-    note_done(L, rec);
-  }
+  tpr_drop_waiting(r);
   tp_timer_stop(r->timers, &L->plan_timer);
   if (L->sess) {
     /* Turns not yet due never leave, and none waiting for the cap either. */
@@ -314,6 +309,26 @@ static void level_announce(tp_run *r) {
     tpr_progress(r, "%s: %zu requests (+%zu warm-up)", desc, L->total - L->n_warmup, L->n_warmup);
 }
 
+/* A single-turn level's pacer (every request a session of one turn), made
+ * once the hooks have split the level between ranks: a closed loop of the
+ * level's slots, or the arrival schedule under the in-flight cap.  A rank
+ * with no share of the level (no slot of the concurrency, no arrival of the
+ * schedule, no request of the count) plans nothing and gets none. */
+static int level_pacer(tp_run *r) {
+  level_state *L = &r->lv;
+  bool open = L->pt.mode != TP_LOAD_CONCURRENCY;
+  if (L->stop_planning || L->total == 0 || (open ? L->n_offsets == 0 : L->slots == 0)) {
+    L->stop_planning = true;
+    return 0;
+  }
+  tp_pacer_opts o = {open ? TP_PACER_OPEN : TP_PACER_CLOSED, L->slots, L->offsets, L->n_offsets,
+                     L->total == SIZE_MAX ? UINT64_MAX : (uint64_t)L->total, {NULL, NULL, NULL}};
+  int rv = tp_pacer_new(&L->pacer, &o);
+  if (rv) return rv;
+  tp_pacer_start(L->pacer, L->t0);
+  return 0;
+}
+
 /* The hooks begin, the clock starts (MPI's hook starts it on every rank at
  * once) and the first requests leave; returns once the level is over and
  * every timer of it is stopped. */
@@ -331,21 +346,23 @@ static int level_drive(tp_run *r, size_t li, const point *pt, char *err, size_t 
 
   if (L->sess) {
     tp_sessions_start(L->sess, L->t0);
-    tpr_sessions_pump(r, L->t0);
-  } else if (pt->mode == TP_LOAD_CONCURRENCY) {
-    for (uint32_t i = 0; i < L->slots && !L->stop_planning && !r->interrupted; i++) tpr_plan_request(r, L->t0);
-  } else {
-    tpr_on_plan_timer(&L->plan_timer, L->t0);
+  } else if (level_pacer(r)) {
+    tp_seterr(err, errlen, "cannot start the level: out of memory");
+    rv = TP_ENOMEM;
   }
+  if (!rv) tpr_pump(r, L->t0);
   tpr_level_check_done(r);
-  while (!L->done) uv_run(&r->loop, UV_RUN_DEFAULT);
+  while (!rv && !L->done) uv_run(&r->loop, UV_RUN_DEFAULT);
+  /* The level's requests are all over: nothing more is paced. */
+  tp_pacer_free(L->pacer);
+  L->pacer = NULL;
   uv_timer_stop(&r->progress_timer);
   if (r->progress_tty && r->cfg.progress) fputs("\r\033[K", r->cfg.progress);
   tpr_hooks_stop(r);
   tp_timer_stop(r->timers, &L->plan_timer);
   uv_timer_stop(&r->window_timer);
   uv_timer_stop(&r->grace_timer);
-  return 0;
+  return rv;
 }
 
 /* Which requests are measured (L->lo): stability windows, the last three
@@ -415,9 +432,7 @@ static void level_finish(tp_run *r, const tp_level_result *lv) {
              lv->late_sends, lv->requests, 100.0 * (double)lv->late_sends / (double)lv->requests);
   for (size_t i = 0; i < L->n_planned; i++) tp_record_fini(&L->recs[i]);
   free(L->offsets);
-  free(L->waiting);
   L->offsets = NULL;
-  L->waiting = NULL;
   tpr_sessions_level_end(r);
 }
 

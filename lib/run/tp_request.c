@@ -1,10 +1,12 @@
-/* One request: planned (given a send time), sent through the client
- * interface, its events appended to its record, and its end handed to the
- * sink.  In concurrency mode a request is planned when a slot frees and
- * sent at once, so exactly N are in flight.  In rate and schedule mode the
- * plan comes from an arrival schedule drawn ahead from the seed, released
- * by precise timers; a request that finds the in-flight cap full waits,
- * and its wait shows as send lag. */
+/* One request: released by the level's pacer (lib/load/tp_pacer.h), sent
+ * through the client interface, its events appended to its record, and its
+ * end handed to the sink.  A single-turn level is a pacer of sessions of
+ * one turn: in concurrency mode (a closed loop) a request is planned when a
+ * slot frees and sent at once, so exactly N are in flight; in rate and
+ * schedule mode (an open loop) the plan is an arrival schedule drawn ahead
+ * from the seed (or the trace's times), released by precise timers, and a
+ * request that finds the in-flight cap full waits in the pacer, its wait
+ * showing as send lag. */
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -44,19 +46,23 @@ uint32_t tpr_draw_max_tokens(tp_run *r, const tp_prompt *p, size_t seq) {
   return p->max_tokens > 0 ? (uint32_t)p->max_tokens : DEFAULT_MAX_TOKENS;
 }
 
-/* Plans one request for planned_ns and sends it unless the cap holds it. */
-void tpr_plan_request(tp_run *r, uint64_t planned_ns) {
+/* The record of the request the pacer released as item it: its number,
+ * prompt, warm-up mark and planned time; the first measured one starts the
+ * measurement (a duration's end, the stability windows).  Returns its
+ * index, or SIZE_MAX out of memory.
+ *
+ * The record is made when the pacer releases the request, not when it
+ * falls due: a request that waits for the in-flight cap stays in the pacer
+ * until a slot frees (it keeps its planned time, so the wait still shows
+ * as send lag), and the warm-up and measurement marks depend on the
+ * planned time and the release order only, which the pacer keeps (first
+ * come, first served).  An interruption still records the waiting ones as
+ * not sent (tpr_drop_waiting). */
+static size_t plan_record(tp_run *r, const tp_pacer_item *it) {
   level_state *L = &r->lv;
-  /* Past the measured duration nothing more is planned. */
-  if (L->measure_end_ns && planned_ns >= L->measure_end_ns) {
-    L->stop_planning = true;
-    return;
-  }
   tp_record *rec = tpr_grow_records(r);
-  if (!rec) {
-    L->stop_planning = true;
-    return;
-  }
+  if (!rec) return SIZE_MAX;
+  uint64_t planned_ns = it->planned_ns;
   size_t seq = L->n_planned++;
   /* The request's number across ranks picks its prompt (or trace entry),
    * so no two ranks send the same request; in one process it is seq. */
@@ -76,29 +82,114 @@ void tpr_plan_request(tp_run *r, uint64_t planned_ns) {
     if (r->cfg.measure_mode == TP_MEASURE_TIME_WINDOWS || r->cfg.measure_mode == TP_MEASURE_COUNT_WINDOWS)
       tpr_open_windows(r, planned_ns);
   }
-  if (L->total != SIZE_MAX && L->n_planned >= L->total) L->stop_planning = true;
+  return seq;
+}
 
-  bool capped = L->pt.mode != TP_LOAD_CONCURRENCY && L->slots && L->in_flight >= L->slots;
-  if (!capped) {
-    tpr_send_request(r, seq);
+/* The pacer's item for request seq of a single-turn level: a session of
+ * one turn (what tp_pacer_done reads of it). */
+static tp_pacer_item single_item(const level_state *L, size_t seq) {
+  return (tp_pacer_item){seq, seq, 0, 1, L->recs[seq].planned_ns};
+}
+
+/* One request the pacer released: recorded and sent. */
+static void release(tp_run *r, const tp_pacer_item *it) {
+  level_state *L = &r->lv;
+  size_t seq = plan_record(r, it);
+  if (seq == SIZE_MAX) {
+    /* Out of memory: nothing more is planned. */
+    tp_pacer_done(L->pacer, it, tp_now_ns());
+    tp_pacer_stop_at(L->pacer, 0, tp_now_ns(), true);
     return;
   }
-  if (L->wait_len == L->wait_cap) {
-    size_t cap = L->wait_cap ? L->wait_cap * 2 : 64;
-    size_t *w = malloc(cap * sizeof(*w));
-    if (!w) {
-      tp_record_fail(rec, TP_ERRCLASS_CANCELLED, -1, "out of memory", 13);
-      rec->done_ns = planned_ns;
-      note_done(L, rec);
-      return;
-    }
-    for (size_t i = 0; i < L->wait_len; i++) w[i] = L->waiting[(L->wait_head + i) % L->wait_cap];
-    free(L->waiting);
-    L->waiting = w;
-    L->wait_head = 0;
-    L->wait_cap = cap;
+  tpr_send_request(r, seq);
+  /* A send never ends inside tpr_send_request: an end already there means
+   * it was not sent, and no callback follows.  As before the pacer, an
+   * open loop's cap slot frees at once (the next pump may release a
+   * waiting request), while a closed loop's slot stays taken: a failed send
+   * is not re-planned at once, so a client that cannot send at all does
+   * not spin the loop planning records that fail. */
+  if (L->recs[seq].done_ns && L->pt.mode != TP_LOAD_CONCURRENCY) {
+    tp_pacer_item done = single_item(L, seq);
+    tp_pacer_done(L->pacer, &done, L->recs[seq].done_ns);
   }
-  L->waiting[(L->wait_head + L->wait_len++) % L->wait_cap] = seq;
+}
+
+/* Sends every request the pacer releases now, then arms the timer for the
+ * next one due by time (an open loop's next offset; a closed loop waits on
+ * completions only).  Deadlines are absolute, so a late wake-up never
+ * shifts the plan. */
+void tpr_pump(tp_run *r, uint64_t now) {
+  level_state *L = &r->lv;
+  if (L->sess) {
+    tpr_sessions_pump(r, now);
+    return;
+  }
+  if (!L->pacer) return;
+  bool open = L->pt.mode != TP_LOAD_CONCURRENCY;
+  tp_pacer_item it;
+  while (!r->interrupted) {
+    /* Past the measured duration nothing more is planned; requests due
+     * before it and held by the cap still leave. */
+    if (L->measure_end_ns) tp_pacer_stop_at(L->pacer, L->measure_end_ns, now, false);
+    L->pump_ns = now;
+    if (!tp_pacer_next(L->pacer, now, &it)) break;
+    release(r, &it);
+    /* A closed loop plans its slots at the time the pump was called (at
+     * the start, every slot at the level's t0); an open loop looks again,
+     * so a request that fell due while sending leaves now. */
+    if (open) now = tp_now_ns();
+  }
+  uint64_t due = tp_pacer_next_due(L->pacer);
+  if (due != UINT64_MAX && !r->interrupted)
+    tp_timer_start(r->timers, &L->plan_timer, due);
+  else
+    tp_timer_stop(r->timers, &L->plan_timer);
+  /* Only ever set here: the stability windows set it too, and requests
+   * already due still leave after that. */
+  if (tp_pacer_finished(L->pacer)) L->stop_planning = true;
+}
+
+void tpr_on_plan_timer(tp_timer *t, uint64_t now_ns) {
+  tp_run *r = t->data;
+  tpr_pump(r, now_ns);
+  tpr_level_check_done(r);
+}
+
+/* A stop rule has its answer (the stability windows): nothing more is
+ * planned, and what the cap held back when the pump last looked still
+ * leaves, as it did when the level kept its own queue (requests that fell
+ * due since were never planned; an open loop's end is just after that
+ * look, a closed loop's is now). */
+void tpr_stop_planning(tp_run *r, uint64_t now) {
+  level_state *L = &r->lv;
+  L->stop_planning = true;
+  if (!L->pacer) return;
+  bool open = L->pt.mode != TP_LOAD_CONCURRENCY;
+  tp_pacer_stop_at(L->pacer, open ? L->pump_ns + 1 : now, now, false);
+}
+
+/* An interruption: the requests that were due when the pump last looked
+ * and that the cap held back were never sent; each gets its record, failed
+ * as not sent (as when the level kept its own queue).  Then nothing more
+ * leaves. */
+void tpr_drop_waiting(tp_run *r) {
+  level_state *L = &r->lv;
+  if (!L->pacer) return;
+  tp_pacer_item items[64];
+  size_t k;
+  while ((k = tp_pacer_drop_waiting(L->pacer, L->pump_ns, items, 64)) > 0) {
+    for (size_t i = 0; i < k; i++) {
+      size_t seq = plan_record(r, &items[i]);
+      if (seq == SIZE_MAX) continue;
+      tp_record *rec = &L->recs[seq];
+      tp_record_fail(rec, TP_ERRCLASS_CANCELLED, -1, "not sent: the run was interrupted", 33);
+      rec->done_ns = tp_now_ns();
+      note_done(L, rec);
+    }
+    if (k < 64) break;
+  }
+  tp_pacer_stop_at(L->pacer, 0, tp_now_ns(), true);
+  L->stop_planning = true;
 }
 
 void tpr_req_on_event(void *req, const tp_client_event *ev, uint64_t arrival_ns) {
@@ -203,15 +294,16 @@ void tpr_req_on_done(void *req, const tp_client_done *d) {
   /* Refill first, so the next request leaves before any bookkeeping. */
   if (L->sess) {
     tpr_sessions_on_done(r, seq);
-  } else if (!r->interrupted) {
-    if (L->pt.mode == TP_LOAD_CONCURRENCY) {
-      if (!L->stop_planning) tpr_plan_request(r, tp_now_ns());
-    } else if (L->wait_len) {
-      size_t next = L->waiting[L->wait_head];
-      L->wait_head = (L->wait_head + 1) % L->wait_cap;
-      L->wait_len--;
-      tpr_send_request(r, next);
-    }
+  } else if (L->pacer) {
+    /* Its slot frees: a closed loop plans the next request now, a capped
+     * open loop releases the one the cap held longest.  Without a cap an
+     * open loop's completion frees nothing anything waits on: only the
+     * plan timer releases, so the completion costs no pump. */
+    tp_pacer_item it = single_item(L, seq);
+    uint64_t now = tp_now_ns();
+    tp_pacer_done(L->pacer, &it, now);
+    bool frees = L->pt.mode == TP_LOAD_CONCURRENCY || L->slots;
+    if (frees && !r->interrupted) tpr_pump(r, now);
   }
 
   /* The rest waits for the check phase: the loop flushes the refill first. */
@@ -271,30 +363,4 @@ void tpr_send_request(tp_run *r, size_t seq) {
     rec->done_ns = now;
     note_done(L, rec);
   }
-}
-
-/* Releases every request whose planned time has come, then re-arms for the
- * next.  Deadlines are absolute, so a late wake-up never shifts the plan. */
-void tpr_on_plan_timer(tp_timer *t, uint64_t now_ns) {
-  tp_run *r = t->data;
-  level_state *L = &r->lv;
-  while (!L->stop_planning && !r->interrupted) {
-    size_t i = L->n_planned;
-    if (i >= L->n_offsets) {
-      L->stop_planning = true;
-      break;
-    }
-    uint64_t at = L->t0 + L->offsets[i];
-    if (L->measure_end_ns && at >= L->measure_end_ns) {
-      L->stop_planning = true;
-      break;
-    }
-    if (at > now_ns) {
-      tp_timer_start(r->timers, &L->plan_timer, at);
-      return;
-    }
-    tpr_plan_request(r, at);
-    now_ns = tp_now_ns();
-  }
-  tpr_level_check_done(r);
 }

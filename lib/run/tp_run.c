@@ -450,7 +450,6 @@ void tp_run_free(tp_run *r) {
   tp_gap_pool_free(r->gaps);
   free(r->lv.settled);
   free(r->lv.offsets);
-  free(r->lv.waiting);
   free(r->done_q);
   tp_gates_free(r->gates);
   tp_sweep_search_free(r->search);

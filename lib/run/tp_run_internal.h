@@ -3,11 +3,12 @@
  * A run is split the way a load generator separates worker, client and
  * stream: the sweep (tp_sweep.c) walks the points and drives --search; one
  * level (tp_level.c) plans, measures and stops; one request (tp_request.c)
- * is planned, sent and answered; the sink (tp_sink.c) counts tokens on
- * libuv's thread pool and writes records.jsonl; the hooks (tp_hooks.c) run
- * around each level (server statistics, scraping, MPI, artifacts); start-up
- * (tp_setup.c) opens the loop, tokenizer, mock and client; sessions
- * (tp_level_sessions.c) drive a conversations file with the pacer.
+ * is released by the level's pacer (load/tp_pacer.h), sent and answered;
+ * the sink (tp_sink.c) counts tokens on libuv's thread pool and writes
+ * records.jsonl; the hooks (tp_hooks.c) run around each level (server
+ * statistics, scraping, MPI, artifacts); start-up (tp_setup.c) opens the
+ * loop, tokenizer, mock and client; sessions (tp_level_sessions.c) drive a
+ * conversations file with the pacer, a session of several turns each.
  * Functions shared between the parts carry the tpr_ prefix. */
 #ifndef TP_RUN_INTERNAL_H
 #define TP_RUN_INTERNAL_H
@@ -117,8 +118,11 @@ typedef struct level_state {
   uint64_t *offsets;
   size_t n_offsets;
   tp_timer plan_timer;
-  size_t *waiting; /* planned but held back by the in-flight cap (FIFO ring) */
-  size_t wait_head, wait_len, wait_cap;
+  /* Single-turn levels: what leaves when (closed loop, open loop, the cap
+   * and its queue); NULL for sessions (tp_sessions has its own) and for a
+   * rank with no share of the level.  pump_ns: when the pump last asked. */
+  tp_pacer *pacer;
+  uint64_t pump_ns;
   /* Measurement. */
   size_t n_warmup;
   uint64_t warmup_end_ns; /* by time; 0 = by count */
@@ -273,7 +277,13 @@ void tpr_stats_planned(tp_run *r, const tp_record *rec);
 void tpr_stats_done(tp_run *r, const tp_record *rec);
 int tpr_reserve_records(tp_run *r, size_t n);
 uint32_t tpr_draw_max_tokens(tp_run *r, const tp_prompt *p, size_t seq);
-void tpr_plan_request(tp_run *r, uint64_t planned_ns);
+/* The pacer releases what is due now (sessions or single requests) and
+ * its timer is armed for the next; tpr_stop_planning ends the planning (a
+ * stop rule), tpr_drop_waiting records what the cap held as not sent (an
+ * interruption). */
+void tpr_pump(tp_run *r, uint64_t now);
+void tpr_stop_planning(tp_run *r, uint64_t now);
+void tpr_drop_waiting(tp_run *r);
 void tpr_req_on_event(void *req, const tp_client_event *ev, uint64_t arrival_ns);
 int tpr_count_input(const tp_run *r, const tp_tok *tok, const char *text, size_t len, size_t *n);
 uint64_t tpr_write_record_line(tp_run *r, const count_job *j, bool flush);

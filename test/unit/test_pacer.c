@@ -227,6 +227,46 @@ int main(void) {
   CHECK(tp_pacer_finished(p) && tp_pacer_in_flight(p) == 1, "interrupted: finished but for the one in flight");
   tp_pacer_free(p);
 
+  /* A single-turn level's interruption looks back to the pump's last look:
+   * the requests due then and held by the cap are taken out as never sent;
+   * those that fell due since were never planned and stay out of it. */
+  memset(&o, 0, sizeof(o));
+  o.mode = TP_PACER_OPEN;
+  o.offsets = offs;
+  o.n_offsets = 64;
+  o.total = UINT64_MAX;
+  o.slots = 1;
+  tp_pacer_new(&p, &o);
+  tp_pacer_start(p, 0);
+  tp_pacer_next(p, 0, &it);
+  CHECK(!tp_pacer_next(p, 15 * MS, &it2), "looked at 15 ms: the cap holds the ones due at 7 and 14 ms");
+  nd = tp_pacer_drop_waiting(p, 15 * MS, dropped, 3);
+  CHECK(nd == 2 && dropped[0].planned_ns == offs[1] && dropped[1].planned_ns == offs[2],
+        "interrupted at 30 ms: the two due by the last look are taken out, with their planned times");
+  tp_pacer_stop_at(p, 0, 30 * MS, true);
+  CHECK(tp_pacer_finished(p) && tp_pacer_next_due(p) == UINT64_MAX && !tp_pacer_next(p, 30 * MS, &it2),
+        "interrupted: nothing more leaves, the ones due since included");
+  tp_pacer_free(p);
+
+  /* A stop rule's end just after the pump's last look: what the cap held
+   * then still leaves as slots free; what fell due since never does. */
+  tp_pacer_new(&p, &o);
+  tp_pacer_start(p, 0);
+  tp_pacer_next(p, 0, &it);
+  CHECK(!tp_pacer_next(p, 15 * MS, &it2), "looked at 15 ms behind the cap");
+  tp_pacer_stop_at(p, 15 * MS + 1, 30 * MS, false);
+  CHECK(!tp_pacer_finished(p), "stopped: the held ones are still to leave");
+  uint64_t left[4];
+  int n_left = 0;
+  for (t = 40 * MS; n_left < 4; t += 10 * MS) {
+    tp_pacer_done(p, &it, t);
+    if (!tp_pacer_next(p, t, &it)) break;
+    left[n_left++] = it.planned_ns;
+  }
+  CHECK(n_left == 2 && left[0] == offs[1] && left[1] == offs[2], "stopped: the two held leave in order, none after");
+  CHECK(tp_pacer_finished(p) && tp_pacer_waiting(p, t) == 0, "stopped: then finished with none waiting");
+  tp_pacer_free(p);
+
   /* Sessions in a closed loop: N sessions at once, each turn a think time
    * after the last ended. */
   memset(&o, 0, sizeof(o));

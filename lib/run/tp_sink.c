@@ -1,7 +1,8 @@
 /* The record sink: a finished request's tokens are counted on libuv's
  * thread pool, so counting never delays a timestamp; its line is written
- * to the records file at once, and the record then lets go of its response
- * times and text (the exports read them back from the file). */
+ * to the records file at once (on the pool with them, or on the loop when
+ * there is nothing to count: see submit), and the record then lets go of
+ * its response times and text (the exports read them back from the file). */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -274,7 +275,15 @@ static count_job *begin_done(tp_run *r, size_t seq) {
   return j;
 }
 
-/* Hands n jobs to the pool as one batch; settles them here when it cannot. */
+/* Hands n jobs to the pool as one batch; settles them here when it cannot.
+ * Without a tokenizer, and with a regular records file, the batch is done
+ * here on the loop instead: its lines cost a microsecond or two each and
+ * one write to the page cache, where the hand-over to a pool thread and
+ * back cost two context switches and a wake-up of the loop, which at tens
+ * of thousands of requests a second took the client's CPU to its limit
+ * (and, with tokperf on a real-time priority, its pool threads held the
+ * loop off its send times for milliseconds).  A pipe or a terminal may
+ * block, so their lines stay on the pool. */
 static void submit(tp_run *r, count_job **jobs, size_t n) {
   level_state *L = &r->lv;
   count_batch *b = malloc(sizeof(*b) + n * sizeof(*jobs));
@@ -283,7 +292,8 @@ static void submit(tp_run *r, count_job **jobs, size_t n) {
     b->n = n;
     memcpy(b->jobs, jobs, n * sizeof(*jobs));
     b->work.data = b;
-    if (uv_queue_work(&r->loop, &b->work, batch_work, batch_after) == 0) {
+    bool here = !r->tok && r->shed_records;
+    if (here || uv_queue_work(&r->loop, &b->work, batch_work, batch_after) == 0) {
       /* The windows are fed as the request ends, not once its tokens are
        * counted: a count that finished after its window closed would
        * leave the request out of that window's throughput (and, past
@@ -291,6 +301,10 @@ static void submit(tp_run *r, count_job **jobs, size_t n) {
       for (size_t i = 0; i < n; i++) {
         L->pending_counts++;
         tpr_window_on_completion(r, &L->recs[jobs[i]->seq]);
+      }
+      if (here) {
+        batch_work(&b->work);
+        batch_after(&b->work, 0);
       }
       return;
     }

@@ -15,6 +15,9 @@
 #   d. rate accuracy at 1k, 5k, 20k requests/s.
 #   e. resident memory per open stream at 1k and 10k streams.
 #   f. tokenizers (bench_tok, when its runner is present).
+#   g. open-loop ceiling: CPU microseconds per request at 1k, 20k, 100k
+#      requests/s against nghttpd, unary and streaming, with the rate error
+#      and the send lag (BENCH_G_RATES, BENCH_G_TOKENS, BENCH_G_ARTIFACTS).
 #
 # The machine is shared and small: every figure that compares two clients
 # is a ratio taken in the same run against the same server; the client is
@@ -45,7 +48,7 @@ SECS=${BENCH_SECONDS:-4}
 WARM=${BENCH_WARMUP:-1}
 CCPU=${BENCH_CLIENT_CPU:-0}
 SCPU=${BENCH_SERVER_CPU:-1}
-ONLY=${BENCH_ONLY:-a b c d e f}
+ONLY=${BENCH_ONLY:-a b c d e f g}
 # Sections c and d measure wake-up latency at the 100 us scale.  On a shared
 # machine a busy neighbour on the client's CPU delays each wake-up by a
 # scheduler slice (milliseconds), and nice cannot help across sessions
@@ -188,6 +191,27 @@ window() {
     }' "$1"
 }
 
+# window_at FILE OFFSET_S DURATION_S: like window, but over the DURATION_S
+# seconds that start OFFSET_S after the first sample (the client's start):
+# a measured window that keeps out both start-up and what the client does
+# after its last request (exports), which window would count.  Prints
+# "client_cpu_% server_cpu_% others_on_client_cpu_% client_cpu_s wall_s".
+window_at() {
+  awk -v o="$2" -v d="$3" -v hz="$HZ" '{ t[NR] = $1; c[NR] = $2; s[NR] = $3; b[NR] = $4 }
+    END {
+      f = 0; e = 0
+      for (i = 1; i <= NR; i++) {
+        if (!f && t[i] - t[1] >= o * 1e6) f = i
+        if (f && t[i] - t[f] <= d * 1e6) e = i
+      }
+      if (!f || e <= f) { print "n/a n/a n/a n/a n/a"; exit }
+      wall = (t[e] - t[f]) / 1e6
+      cl = 100 * (c[e] - c[f]) / hz / wall
+      ot = 100 * (b[e] - b[f]) / hz / wall - cl
+      printf "%.1f %.1f %.1f %.4f %.4f\n", cl, 100 * (s[e] - s[f]) / hz / wall, (ot < 0 ? 0 : ot), (c[e] - c[f]) / hz, wall
+    }' "$1"
+}
+
 # row SECTION FIGURE VALUE UNIT TARGET PINNING [CLIENT_CPU_% SERVER_CPU_%]
 row() { printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$4" "$5" "$6" "${7:-}" "${8:-}" >>"$TSV"; }
 
@@ -253,7 +277,9 @@ client() {
 tp() {
   local name=$1 spid=$2 d
   shift 2
-  client "$name" "$spid" "$TP" profile "$@" --json "$OUT/$name.json" --no-artifacts -q
+  local art=(--no-artifacts)
+  [ -n "${TP_ART:-}" ] && art=(--artifact-dir "$TP_ART")
+  client "$name" "$spid" "$TP" profile "$@" --json "$OUT/$name.json" "${art[@]}" -q
   local rc=$?
   d=$("$UTIL" get "$OUT/$name.json" levels.0.duration_s 2>/dev/null)
   [[ "$d" =~ ^[0-9.e+-]+$ ]] || d=$SECS
@@ -624,6 +650,71 @@ if want f; then
     row f "tokenizer benchmark" "skipped" "" "" "bench/peers/run_bench_tok.sh not present"
   fi
 fi
+
+# ============================================================================
+# g: open-loop ceiling, CPU per request against nghttpd
+# ============================================================================
+PRIO=("${RT[@]}")
+if want g; then
+  # A short stream (BENCH_G_TOKENS responses, 8) so that 100,000 requests/s
+  # stays under nghttpd's and the client's per-response ceiling: this
+  # section is about what one request costs, a's about one response.
+  GT=${BENCH_G_TOKENS:-8}
+  "$BODY" "$OUT/body_g" "$GT" >"$OUT/body_g.log" || log "g: bench_body failed"
+  G_PORT=$(free_port)
+  taskset -c "$SCPU" "${PRIO[@]}" timeout 900 nghttpd --no-tls -a 127.0.0.1 -n 1 -m 4096 \
+    -d "$OUT/body_g/doc" --trailer 'grpc-status: 0' "$G_PORT" >"$OUT/g_nghttpd.log" 2>&1 &
+  t=$!
+  PIDS+=("$t")
+  if wait_port "$G_PORT"; then
+    G_PID=$(children "$t")
+    # BENCH_G_ARTIFACTS: "0" (--no-artifacts), "1" (the artifact directory
+    # users get by default), or "0 1" (both, default).
+    for art in ${BENCH_G_ARTIFACTS:-0 1}; do
+      for kind in unary streaming; do
+        best=""
+        for r in ${BENCH_G_RATES:-1000 20000 100000}; do
+          name="g_tp_${kind}_r${r}_a$art"
+          log "g: $kind $r requests/s, artifacts $art"
+          TP_ART=""
+          [ "$art" = 1 ] && TP_ART="$OUT/${name}_art"
+          tp "$name" "$G_PID" -u "127.0.0.1:$G_PORT" --skip-preflight --no-server-stats \
+            $([ "$kind" = unary ] && echo --no-streaming) --request-rate "$r" \
+            --duration "${SECS}s" --warmup-duration "${WARM}s"
+          TP_ART=""
+          # The CPU over the measured part only: from 0.2 s into it to
+          # 0.2 s before its end (the sampler's first sample is the start).
+          set -- $(window_at "$OUT/$name.cpu" "$(calc "$WARM + 0.2")" "$(calc "$SECS - 0.4")")
+          ucpu=$1 scpu=$2 uwait=$3 cpus=$4 wall=$5
+          v=$("$UTIL" get "$OUT/$name.json" levels.0.achieved_send_rate_rps levels.0.send_lag_ms.p99 \
+            levels.0.failed levels.0.send_lag_ms.p50 | tr '\n' ' ')
+          set -- $v
+          ach=${1:-null} lagms=${2:-null} failed=${3:-?} p50=${4:-null}
+          us=$([[ "$ach" != null && "$cpus" != n/a ]] && calc "$cpus * 1e6 / ($wall * $ach)" || echo n/a)
+          err=$([[ "$ach" != null ]] && calc "($ach / $r - 1) * 100" || echo n/a)
+          lag=$([[ "$lagms" != null ]] && calc "$lagms * 1000" || echo n/a)
+          p50=$([[ "$p50" != null ]] && calc "$p50 * 1000" || echo n/a)
+          what="$kind $r/s$([ "$art" = 1 ] && echo ", artifacts" || echo ", --no-artifacts")"
+          pin="tokperf: taskset -c $CCPU (used $ucpu%, others $uwait%); nghttpd: taskset -c $SCPU (CPU $scpu%); $SCHED_NOTE; failed $failed"
+          row g "CPU per request, $what" "$us" "us" "" "$pin" "$ucpu" "$scpu"
+          row g "  achieved/target - 1, $what" "$err" "%" "" "$WIN"
+          row g "  send lag p99, $what" "$lag" "us" "< 100" "p50 $p50 us"
+          if [[ "$err" != n/a && "$lag" != n/a ]] &&
+            awk -v e="$err" -v l="$lag" 'BEGIN { exit !((e < 0 ? -e : e) <= 0.1 && l < 100) }'; then
+            best=$r
+          fi
+          rm -rf "$OUT/${name}_art"
+        done
+        row g "  highest rate within 0.1% and lag p99 < 100 us, $kind$([ "$art" = 1 ] && echo ", artifacts")" \
+          "${best:-none}" "requests/s" ">= 100000" "of ${BENCH_G_RATES:-1000 20000 100000}; $GT responses per stream"
+      done
+    done
+    stop "$G_PID"
+  else
+    log "g: nghttpd did not start"
+  fi
+fi
+PRIO=()
 
 # ============================================================================
 # the table

@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,98 +17,258 @@
 
 #include <jansson.h>
 
-/* JSON strings must be valid UTF-8; a server may send anything.  Invalid
- * bytes become U+FFFD (and a NUL byte U+FFFD too), the rest is kept. */
-/* Where each response's text begins (tp_record.resp_text_at), as the line
- * says it: the byte of "text", -1 - k for byte k of "reasoning", null for
- * a response without text. */
-static json_t *text_at_json(const tp_record *rec) {
-  json_t *a = json_array();
-  for (uint32_t i = 0; a && i < rec->n_resp; i++) {
-    uint32_t v = rec->resp_text_at[i];
-    json_int_t k = (json_int_t)(v & ~TP_RECORD_AT_REASONING);
-    json_array_append_new(a, v == TP_RECORD_NO_TEXT            ? json_null()
-                             : (v & TP_RECORD_AT_REASONING) ? json_integer(-1 - k)
-                                                            : json_integer(k));
-  }
-  return a;
+#include "util/tp_utf8.h"
+
+/* A line is written directly, not built as a jansson tree and dumped: at
+ * tens of thousands of requests a second the tree (an allocation per
+ * member) and its dump were most of what a finished request cost.  The
+ * output is what json_dumps(JSON_COMPACT | JSON_ENSURE_ASCII) gave for the
+ * same members in the same order (a unit test holds the two together). */
+
+static void put_u64(tp_buf *b, uint64_t v) {
+  char tmp[24];
+  size_t i = sizeof(tmp);
+  do {
+    tmp[--i] = (char)('0' + v % 10);
+    v /= 10;
+  } while (v);
+  tp_buf_append(b, tmp + i, sizeof(tmp) - i);
 }
 
-static json_t *json_text(const uint8_t *p, size_t n) {
-  json_t *v = json_stringn(p ? (const char *)p : "", p ? n : 0);
-  if (v) return v;
-  tp_buf b;
-  tp_buf_init(&b);
-  for (size_t i = 0; i < n;) {
+static void put_i64(tp_buf *b, int64_t v) {
+  if (v < 0) {
+    tp_buf_append(b, "-", 1);
+    put_u64(b, (uint64_t)0 - (uint64_t)v);
+  } else {
+    put_u64(b, (uint64_t)v);
+  }
+}
+
+/* A double as jansson writes a real: %.17g, with ".0" when that reads as
+ * an integer, and the exponent without '+' or leading zeros. */
+static void put_real(tp_buf *b, double v) {
+  char t[40];
+  int n = snprintf(t, sizeof(t), "%.17g", v);
+  if (n <= 0 || (size_t)n >= sizeof(t) - 3) return;
+  if (!strchr(t, '.') && !strchr(t, 'e')) {
+    memcpy(t + n, ".0", 3);
+    n += 2;
+  }
+  char *e = strchr(t, 'e');
+  if (e) {
+    char *from = e + 1, *to = e + 1;
+    if (*from == '-') from++, to++;
+    else if (*from == '+') from++;
+    while (*from == '0' && from[1]) from++;
+    memmove(to, from, strlen(from) + 1);
+    n = (int)strlen(t);
+  }
+  tp_buf_append(b, t, (size_t)n);
+}
+
+static void put_u_escape(tp_buf *b, uint32_t cp) {
+  static const char hex[] = "0123456789ABCDEF";
+  char e[6] = {'\\', 'u', hex[cp >> 12 & 15], hex[cp >> 8 & 15], hex[cp >> 4 & 15], hex[cp & 15]};
+  tp_buf_append(b, e, 6);
+}
+
+/* A JSON string of valid UTF-8, every character past ASCII as \uXXXX (a
+ * surrogate pair past the BMP).  Runs that need no escape are copied whole. */
+static void put_escaped(tp_buf *b, const uint8_t *p, size_t n) {
+  tp_buf_reserve(b, n + 2);
+  tp_buf_append(b, "\"", 1);
+  size_t i = 0;
+  while (i < n) {
+    size_t run = i;
+    while (run < n && p[run] >= 0x20 && p[run] < 0x80 && p[run] != '"' && p[run] != '\\') run++;
+    if (run > i) tp_buf_append(b, p + i, run - i);
+    i = run;
+    if (i >= n) break;
+    uint8_t c = p[i];
+    if (c < 0x80) {
+      const char *e = c == '"' ? "\\\"" : c == '\\' ? "\\\\" : c == '\b' ? "\\b" : c == '\f' ? "\\f"
+                    : c == '\n' ? "\\n" : c == '\r' ? "\\r" : c == '\t' ? "\\t" : NULL;
+      if (e)
+        tp_buf_append(b, e, 2);
+      else
+        put_u_escape(b, c);
+      i++;
+      continue;
+    }
+    size_t k = tp_utf8_lead_len(c);
+    uint32_t cp = k == 2 ? c & 0x1Fu : k == 3 ? c & 0x0Fu : c & 0x07u;
+    for (size_t j = 1; j < k && i + j < n; j++) cp = cp << 6 | (p[i + j] & 0x3Fu);
+    i += k;
+    if (cp < 0x10000) {
+      put_u_escape(b, cp);
+    } else {
+      cp -= 0x10000;
+      put_u_escape(b, 0xD800 | (cp >> 10));
+      put_u_escape(b, 0xDC00 | (cp & 0x3FF));
+    }
+  }
+  tp_buf_append(b, "\"", 1);
+}
+
+/* JSON strings must be valid UTF-8; a server may send anything.  Text that
+ * is not has each invalid byte, and then each NUL byte too, replaced by
+ * U+FFFD; valid text keeps its NULs (\u0000). */
+static int put_text(tp_buf *b, const uint8_t *p, size_t n) {
+  if (!p) n = 0;
+  if (tp_utf8_valid((const char *)p, n) == n) {
+    put_escaped(b, p, n);
+    return 0;
+  }
+  tp_buf fixed;
+  tp_buf_init(&fixed);
+  int rv = 0;
+  for (size_t i = 0; i < n && !rv;) {
     size_t len = tp_utf8_valid_prefix(p + i, n - i);
-    if (len && tp_buf_append(&b, p + i, len)) break;
+    if (len) rv = tp_buf_append(&fixed, p + i, len);
     i += len;
-    if (i < n) {
-      tp_buf_append(&b, "\xef\xbf\xbd", 3);
+    if (i < n && !rv) {
+      rv = tp_buf_append(&fixed, "\xef\xbf\xbd", 3);
       i++;
     }
   }
-  v = json_stringn(b.data ? (const char *)b.data : "", b.len);
-  tp_buf_fini(&b);
-  return v ? v : json_string("");
+  if (!rv) put_escaped(b, fixed.data, fixed.len);
+  tp_buf_fini(&fixed);
+  return rv;
 }
 
-char *tp_records_format(const tp_record *rec, const tp_records_line *l) {
-  json_t *o = json_object();
-  if (!o) return NULL;
-  if (l->mode == TP_LOAD_CONCURRENCY) json_object_set_new(o, "concurrency", json_integer(l->concurrency));
-  if (l->mode == TP_LOAD_RATE) json_object_set_new(o, "request_rate", json_real(l->rate));
-  json_object_set_new(o, "id", json_string(l->id ? l->id : ""));
-  json_object_set_new(o, "level", json_integer((json_int_t)l->level));
-  if (l->with_rank) json_object_set_new(o, "rank", json_integer(rec->rank));
-  json_object_set_new(o, "seq", json_integer((json_int_t)rec->seq));
-  json_object_set_new(o, "warmup", json_boolean(rec->warmup));
-  json_object_set_new(o, "resends", json_integer(rec->resends));
-  json_object_set_new(o, "prompt_index", json_integer(rec->prompt_index));
+/* ,"key": */
+static void put_key(tp_buf *b, const char *key) {
+  tp_buf_append(b, ",\"", 2);
+  tp_buf_append_str(b, key);
+  tp_buf_append(b, "\":", 2);
+}
+
+static void put_int_member(tp_buf *b, const char *key, int64_t v) {
+  put_key(b, key);
+  put_i64(b, v);
+}
+
+/* A count that is -1 when unknown: null then. */
+static void put_count_member(tp_buf *b, const char *key, int64_t v) {
+  put_key(b, key);
+  if (v >= 0)
+    put_i64(b, v);
+  else
+    tp_buf_append(b, "null", 4);
+}
+
+/* A member of a string the caller chose (an id): left out when it is not
+ * valid UTF-8, as jansson's json_string refused it. */
+static void put_str_member(tp_buf *b, const char *key, const char *v) {
+  if (!v) v = "";
+  size_t n = strlen(v);
+  if (tp_utf8_valid(v, n) != n) return;
+  put_key(b, key);
+  put_escaped(b, (const uint8_t *)v, n);
+}
+
+static void put_head(tp_buf *b, const tp_record *rec, const tp_records_line *l) {
+  /* "measured" first, at a fixed place, so it can be set in place. */
+  tp_buf_append_str(b, TP_RECORDS_MEASURED_KEY);
+  tp_buf_append_str(b, l->measured == TP_RECORD_MEASURED ? "true" : "false");
+  if (l->mode == TP_LOAD_CONCURRENCY) put_int_member(b, "concurrency", l->concurrency);
+  if (l->mode == TP_LOAD_RATE && isfinite(l->rate)) {
+    put_key(b, "request_rate");
+    put_real(b, l->rate);
+  }
+  put_str_member(b, "id", l->id);
+  put_int_member(b, "level", (int64_t)l->level);
+  if (l->with_rank) put_int_member(b, "rank", rec->rank);
+  put_int_member(b, "seq", (int64_t)rec->seq);
+  put_key(b, "warmup");
+  tp_buf_append_str(b, rec->warmup ? "true" : "false");
+  put_int_member(b, "resends", rec->resends);
+  put_int_member(b, "prompt_index", rec->prompt_index);
   if (rec->session) {
     /* Sessions (docs/sessions.md): the file's id, the session's number in
      * the level (a file's session may run more than once) and the turn. */
-    json_object_set_new(o, "session_id", json_string(l->session_id ? l->session_id : ""));
-    json_object_set_new(o, "session", json_integer((json_int_t)rec->session - 1));
-    json_object_set_new(o, "turn", json_integer(rec->turn));
+    put_str_member(b, "session_id", l->session_id);
+    put_int_member(b, "session", (int64_t)rec->session - 1);
+    put_int_member(b, "turn", rec->turn);
   }
-  json_object_set_new(o, "max_tokens", json_integer(rec->max_tokens));
-  json_object_set_new(o, "planned_ns", json_integer((json_int_t)rec->planned_ns));
-  json_object_set_new(o, "sent_ns", json_integer((json_int_t)rec->sent_ns));
-  json_object_set_new(o, "first_token_ns", json_integer((json_int_t)rec->first_token_ns));
-  json_object_set_new(o, "second_token_ns", json_integer((json_int_t)rec->second_token_ns));
-  json_object_set_new(o, "first_answer_ns", json_integer((json_int_t)rec->first_answer_ns));
-  json_object_set_new(o, "last_token_ns", json_integer((json_int_t)rec->last_token_ns));
-  json_object_set_new(o, "done_ns", json_integer((json_int_t)rec->done_ns));
-  json_t *rs = json_array();
-  for (uint32_t i = 0; i < rec->n_resp; i++) json_array_append_new(rs, json_integer((json_int_t)rec->resp_ns[i]));
-  json_object_set_new(o, "response_ns", rs);
-  if (rec->resp_text_at) json_object_set_new(o, "response_text_at", text_at_json(rec));
-  json_object_set_new(o, "input_tokens", rec->input_tokens >= 0 ? json_integer(rec->input_tokens) : json_null());
-  json_object_set_new(o, "output_tokens", rec->output_tokens >= 0 ? json_integer(rec->output_tokens) : json_null());
-  json_object_set_new(o, "server_output_tokens",
-                      rec->server_output_tokens >= 0 ? json_integer(rec->server_output_tokens) : json_null());
-  json_object_set_new(o, "ok", json_boolean(tp_record_ok(rec)));
-  json_object_set_new(o, "error_class", json_string(tp_error_class_name(rec->err_class)));
-  json_object_set_new(o, "grpc_status", rec->grpc_status >= 0 ? json_integer(rec->grpc_status) : json_null());
-  json_object_set_new(o, "error",
-                      rec->err_msg ? json_text((const uint8_t *)rec->err_msg, strlen(rec->err_msg)) : json_null());
-  json_object_set_new(o, "text", json_text(rec->text.data, rec->text.len));
-  if (rec->reasoning.len) json_object_set_new(o, "reasoning", json_text(rec->reasoning.data, rec->reasoning.len));
-  char *body = json_dumps(o, JSON_COMPACT | JSON_ENSURE_ASCII);
-  json_decref(o);
-  if (!body) return NULL;
-  /* "measured" first, at a fixed place, so it can be set in place. */
-  const char *m = l->measured == TP_RECORD_MEASURED ? "true," : "false,";
-  size_t klen = strlen(TP_RECORDS_MEASURED_KEY), mlen = strlen(m), blen = strlen(body);
-  char *line = malloc(klen + mlen + blen);
-  if (line) {
-    memcpy(line, TP_RECORDS_MEASURED_KEY, klen);
-    memcpy(line + klen, m, mlen);
-    memcpy(line + klen + mlen, body + 1, blen); /* past body's '{', with its NUL */
+}
+
+/* ,"response_text_at":[...]: where each response's text begins
+ * (tp_record.resp_text_at), as the line says it: the byte of "text",
+ * -1 - k for byte k of "reasoning", null for a response without text. */
+static void put_text_at(tp_buf *b, const tp_record *rec) {
+  put_key(b, "response_text_at");
+  tp_buf_append(b, "[", 1);
+  for (uint32_t i = 0; i < rec->n_resp; i++) {
+    if (i) tp_buf_append(b, ",", 1);
+    uint32_t v = rec->resp_text_at[i];
+    int64_t k = (int64_t)(v & ~TP_RECORD_AT_REASONING);
+    if (v == TP_RECORD_NO_TEXT)
+      tp_buf_append(b, "null", 4);
+    else
+      put_i64(b, v & TP_RECORD_AT_REASONING ? -1 - k : k);
   }
-  free(body);
-  return line;
+  tp_buf_append(b, "]", 1);
+}
+
+/* The most a line can take: an escaped byte is at most 6 characters (a
+ * replaced one \uFFFD, a 4-byte character two escapes of 6), a response
+ * time at most 21 and its text offset 12, and the rest fits in 1 KiB.  Reserved at once, so no
+ * append below can fail. */
+static size_t line_bound(const tp_record *rec, const tp_records_line *l) {
+  size_t n = 1024 + 33u * (size_t)rec->n_resp + 6 * (rec->text.len + rec->reasoning.len);
+  if (rec->err_msg) n += 6 * strlen(rec->err_msg);
+  if (l->id) n += 6 * strlen(l->id);
+  if (l->session_id) n += 6 * strlen(l->session_id);
+  return n;
+}
+
+char *tp_records_format(const tp_record *rec, const tp_records_line *l) {
+  tp_buf b;
+  tp_buf_init(&b);
+  if (tp_buf_reserve(&b, line_bound(rec, l))) return NULL;
+  put_head(&b, rec, l);
+  put_int_member(&b, "max_tokens", rec->max_tokens);
+  put_int_member(&b, "planned_ns", (int64_t)rec->planned_ns);
+  put_int_member(&b, "sent_ns", (int64_t)rec->sent_ns);
+  put_int_member(&b, "first_token_ns", (int64_t)rec->first_token_ns);
+  put_int_member(&b, "second_token_ns", (int64_t)rec->second_token_ns);
+  put_int_member(&b, "first_answer_ns", (int64_t)rec->first_answer_ns);
+  put_int_member(&b, "last_token_ns", (int64_t)rec->last_token_ns);
+  put_int_member(&b, "done_ns", (int64_t)rec->done_ns);
+  put_key(&b, "response_ns");
+  tp_buf_append(&b, "[", 1);
+  for (uint32_t i = 0; i < rec->n_resp; i++) {
+    if (i) tp_buf_append(&b, ",", 1);
+    put_i64(&b, (int64_t)rec->resp_ns[i]);
+  }
+  tp_buf_append(&b, "]", 1);
+  if (rec->resp_text_at) put_text_at(&b, rec);
+  put_count_member(&b, "input_tokens", rec->input_tokens);
+  put_count_member(&b, "output_tokens", rec->output_tokens);
+  put_count_member(&b, "server_output_tokens", rec->server_output_tokens);
+  put_key(&b, "ok");
+  tp_buf_append_str(&b, tp_record_ok(rec) ? "true" : "false");
+  put_str_member(&b, "error_class", tp_error_class_name(rec->err_class));
+  put_count_member(&b, "grpc_status", rec->grpc_status);
+  put_key(&b, "error");
+  int rv = 0;
+  if (rec->err_msg)
+    rv = put_text(&b, (const uint8_t *)rec->err_msg, strlen(rec->err_msg));
+  else
+    tp_buf_append(&b, "null", 4);
+  put_key(&b, "text");
+  if (!rv) rv = put_text(&b, rec->text.data, rec->text.len);
+  if (rec->reasoning.len && !rv) {
+    put_key(&b, "reasoning");
+    rv = put_text(&b, rec->reasoning.data, rec->reasoning.len);
+  }
+  tp_buf_append(&b, "}", 1);
+  if (rv) { /* a text's repair ran out of memory: no half line */
+    tp_buf_fini(&b);
+    return NULL;
+  }
+  return tp_buf_steal(&b, NULL);
 }
 
 int tp_records_mark_measured(const char *path, uint64_t *from, size_t level,
@@ -372,7 +533,7 @@ static int sc_resp(scan *s, tp__records_fields *f) {
   }
 }
 
-/* "response_text_at": null, or an offset as text_at_json writes it. */
+/* "response_text_at": null, or an offset as put_text_at writes it. */
 static int sc_text_at(scan *s, tp__records_fields *f) {
   f->has_at = f->at_ok = false;
   f->n_at = 0;

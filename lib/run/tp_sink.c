@@ -1,7 +1,8 @@
 /* The record sink: a finished request's tokens are counted on libuv's
  * thread pool, so counting never delays a timestamp; its line is written
- * to the records file at once, and the record then lets go of its response
- * times and text (the exports read them back from the file). */
+ * to the records file at once (on the pool with them, or on the loop when
+ * there is nothing to count: see submit), and the record then lets go of
+ * its response times and text (the exports read them back from the file). */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -79,8 +80,8 @@ uint64_t tpr_write_record_line(tp_run *r, const count_job *j, bool flush) {
   return ok && at >= 0 ? (uint64_t)at + 1 : 0;
 }
 
-void tpr_count_work(uv_work_t *w) {
-  count_job *j = w->data;
+/* Counts a finished request's tokens (any thread). */
+static void count_tokens(count_job *j) {
   tp_record *rec = &j->snap;
   if (j->tok && j->sent_text) {
     /* Counted whole: a marker or prefix can merge with the prompt's first
@@ -100,8 +101,44 @@ void tpr_count_work(uv_work_t *w) {
             ? (int64_t)n
             : -1;
   }
+}
+
+void tpr_count_work(uv_work_t *w) {
+  count_job *j = w->data;
+  count_tokens(j);
   /* Flushed per request: a crash or a kill loses nothing already measured. */
   j->line_off = tpr_write_record_line(j->run, j, true);
+}
+
+/* Requests that ended in the same turn of the loop go to the pool as one
+ * batch: one hand-over to a pool thread and back (a futex wake-up, two
+ * context switches and the loop's async wake-up, which cost more than
+ * the line itself), and one flush of the records file for all their lines. */
+#define BATCH_MAX 256
+
+typedef struct count_batch {
+  uv_work_t work;
+  tp_run *run;
+  size_t n;
+  count_job *jobs[];
+} count_batch;
+
+static void batch_work(uv_work_t *w) {
+  count_batch *b = w->data;
+  tp_run *r = b->run;
+  for (size_t i = 0; i < b->n; i++) {
+    count_tokens(b->jobs[i]);
+    b->jobs[i]->line_off = tpr_write_record_line(r, b->jobs[i], false);
+  }
+  /* Flushed as the batch is written, before the loop learns of it: a
+   * crash or a kill loses nothing already measured.  Lines a failed flush
+   * may have lost are not read back (their records keep their data). */
+  if (!r->records_fp) return;
+  uv_mutex_lock(&r->records_lock);
+  bool ok = fflush(r->records_fp) == 0;
+  uv_mutex_unlock(&r->records_lock);
+  if (!ok)
+    for (size_t i = 0; i < b->n; i++) b->jobs[i]->line_off = 0;
 }
 
 /* --token-source: output_tokens and input_tokens become the counts the
@@ -131,8 +168,7 @@ static void choose_token_counts(const tp_run *r, tp_record *rec) {
   }
 }
 
-static void count_after(uv_work_t *w, int status) {
-  count_job *j = w->data;
+static void job_after(count_job *j, int status) {
   tp_run *r = j->run;
   if (status == 0 && j->tok) {
     r->lv.recs[j->seq].output_tokens = j->snap.output_tokens;
@@ -152,6 +188,12 @@ static void count_after(uv_work_t *w, int status) {
   size_t seq = j->seq;
   free(j);
   finalize(r, seq);
+}
+
+static void batch_after(uv_work_t *w, int status) {
+  count_batch *b = w->data;
+  for (size_t i = 0; i < b->n; i++) job_after(b->jobs[i], status);
+  free(b);
 }
 
 /* Whether a request that just ended is measured, as far as is known now:
@@ -186,61 +228,116 @@ void tpr_mark_measured_lines(tp_run *r) {
     tpr_warn(r, "%s: its lines of this level say \"measured\": false", err);
 }
 
-void tpr_finish_done(tp_run *r, size_t seq) {
+/* A request whose tokens need no pool: its record is complete now. */
+static void settle_here(tp_run *r, size_t seq) {
+  tp_record *rec = &r->lv.recs[seq];
+  tpr_window_on_completion(r, rec);
+  choose_token_counts(r, rec);
+  finalize(r, seq);
+}
+
+/* The bookkeeping of a request that ended, and its job for the pool when
+ * its tokens are counted or its line written there; NULL when it was
+ * settled here. */
+static count_job *begin_done(tp_run *r, size_t seq) {
   level_state *L = &r->lv;
   tp_record *rec = &L->recs[seq];
   tpr_stats_done(r, rec);
   /* Its response times are still here (shed once its line is written). */
   if (r->gaps && tp_record_ok(rec) && measured_as_written(r, rec) == TP_RECORD_MEASURED)
     tp_gap_pool_add_record(r->gaps, rec);
-  if (r->tok || r->records_fp) {
-    count_job *j = calloc(1, sizeof(*j));
-    if (j) {
-      j->run = r;
-      j->seq = seq;
-      j->tok = r->tok;
-      j->snap = *rec;
-      snprintf(j->id, sizeof(j->id), "%s%" PRIu64, r->id_prefix, rec->seq);
-      if (rec->session) j->session_id = L->ds->sessions[L->sess_turns[seq].session_index].id;
-      j->level = r->n_levels;
-      j->mode = L->pt.mode;
-      j->concurrency = L->pt.concurrency;
-      j->rate = L->pt.rate;
-      j->measured = measured_as_written(r, rec);
-      if (L->sess) {
-        /* A turn sent its whole history: that is its input. */
-        j->sent_text = L->sess_sent ? L->sess_sent[seq] : NULL;
-        j->sent_len = j->sent_text ? strlen(j->sent_text) : 0;
-        if (L->sess_sent) L->sess_sent[seq] = NULL;
-      } else if (r->cfg.cache_bust || r->n_prefixes) {
-        tpr_build_sent_text(r, seq, &r->sendbuf);
-        j->sent_text = tp_strndup((const char *)r->sendbuf.data, r->sendbuf.len);
-        j->sent_len = r->sendbuf.len;
-      }
-      j->work.data = j;
-      if (uv_queue_work(&r->loop, &j->work, tpr_count_work, count_after) == 0) {
-        L->pending_counts++;
-        /* The windows are fed as the request ends, not once its tokens are
-         * counted: a count that finished after its window closed would
-         * leave the request out of that window's throughput (and, past
-         * the last window, out of every one). The windows need no tokens. */
-        tpr_window_on_completion(r, rec);
-        return;
-      }
-      free(j->sent_text);
-      free(j);
-    }
+  count_job *j = r->tok || r->records_fp ? calloc(1, sizeof(*j)) : NULL;
+  if (!j) {
+    settle_here(r, seq);
+    return NULL;
   }
-  tpr_window_on_completion(r, rec);
-  choose_token_counts(r, rec);
-  finalize(r, seq);
+  j->run = r;
+  j->seq = seq;
+  j->tok = r->tok;
+  j->snap = *rec;
+  snprintf(j->id, sizeof(j->id), "%s%" PRIu64, r->id_prefix, rec->seq);
+  if (rec->session) j->session_id = L->ds->sessions[L->sess_turns[seq].session_index].id;
+  j->level = r->n_levels;
+  j->mode = L->pt.mode;
+  j->concurrency = L->pt.concurrency;
+  j->rate = L->pt.rate;
+  j->measured = measured_as_written(r, rec);
+  if (L->sess) {
+    /* A turn sent its whole history: that is its input. */
+    j->sent_text = L->sess_sent ? L->sess_sent[seq] : NULL;
+    j->sent_len = j->sent_text ? strlen(j->sent_text) : 0;
+    if (L->sess_sent) L->sess_sent[seq] = NULL;
+  } else if (r->cfg.cache_bust || r->n_prefixes) {
+    tpr_build_sent_text(r, seq, &r->sendbuf);
+    j->sent_text = tp_strndup((const char *)r->sendbuf.data, r->sendbuf.len);
+    j->sent_len = r->sendbuf.len;
+  }
+  return j;
+}
+
+/* Hands n jobs to the pool as one batch; settles them here when it cannot.
+ * Without a tokenizer, and with a regular records file, the batch is done
+ * here on the loop instead: its lines cost a microsecond or two each and
+ * one write to the page cache, where the hand-over to a pool thread and
+ * back cost two context switches and a wake-up of the loop, which at tens
+ * of thousands of requests a second took the client's CPU to its limit
+ * (and, with tokperf on a real-time priority, its pool threads held the
+ * loop off its send times for milliseconds).  A pipe or a terminal may
+ * block, so their lines stay on the pool. */
+static void submit(tp_run *r, count_job **jobs, size_t n) {
+  level_state *L = &r->lv;
+  count_batch *b = malloc(sizeof(*b) + n * sizeof(*jobs));
+  if (b) {
+    b->run = r;
+    b->n = n;
+    memcpy(b->jobs, jobs, n * sizeof(*jobs));
+    b->work.data = b;
+    bool here = !r->tok && r->shed_records;
+    if (here || uv_queue_work(&r->loop, &b->work, batch_work, batch_after) == 0) {
+      /* The windows are fed as the request ends, not once its tokens are
+       * counted: a count that finished after its window closed would
+       * leave the request out of that window's throughput (and, past
+       * the last window, out of every one). The windows need no tokens. */
+      for (size_t i = 0; i < n; i++) {
+        L->pending_counts++;
+        tpr_window_on_completion(r, &L->recs[jobs[i]->seq]);
+      }
+      if (here) {
+        batch_work(&b->work);
+        batch_after(&b->work, 0);
+      }
+      return;
+    }
+    free(b);
+  }
+  for (size_t i = 0; i < n; i++) {
+    size_t seq = jobs[i]->seq;
+    free(jobs[i]->sent_text);
+    free(jobs[i]);
+    settle_here(r, seq);
+  }
+}
+
+void tpr_finish_done(tp_run *r, size_t seq) {
+  count_job *j = begin_done(r, seq);
+  if (j) submit(r, &j, 1);
 }
 
 void tpr_on_done_defer(tp_defer *d) {
   tp_run *r = d->data;
   /* The queue counts as pending until every entry is handed on, so the
    * level cannot end half-way through it. */
-  for (size_t i = 0; i < r->done_n; i++) tpr_finish_done(r, r->done_q[i]);
+  count_job *jobs[BATCH_MAX];
+  size_t n = 0;
+  for (size_t i = 0; i < r->done_n; i++) {
+    count_job *j = begin_done(r, r->done_q[i]);
+    if (j) jobs[n++] = j;
+    if (n == BATCH_MAX) {
+      submit(r, jobs, n);
+      n = 0;
+    }
+  }
+  if (n) submit(r, jobs, n);
   r->done_n = 0;
   tpr_level_check_done(r);
 }

@@ -145,12 +145,18 @@ static void dispatch(tp_timers *ts) {
 
 static void on_poll(uv_poll_t *p, int status, int events) {
   tp_timers *ts = p->data;
-  uint64_t expirations;
-  /* Reading clears the readable state; EAGAIN just means another wake-up
-   * already consumed it. */
-  ssize_t r = read(ts->fd, &expirations, sizeof(expirations));
-  (void)r;
+  (void)status;
+  (void)events;
   dispatch(ts);
+  /* Re-arming a timerfd resets its expiration count, which clears the
+   * readable state: only a timerfd left as it fired (no timer left, or the
+   * re-arm failed) needs the read, one system call less per wake-up.
+   * EAGAIN just means another wake-up already consumed it. */
+  if (!ts->closing && ts->armed_ns == 0) {
+    uint64_t expirations;
+    ssize_t r = read(ts->fd, &expirations, sizeof(expirations));
+    (void)r;
+  }
 }
 
 static void on_close(uv_handle_t *h) {

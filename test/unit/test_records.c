@@ -123,6 +123,150 @@ static void test_format_and_lossless(void) {
   tp_record_fini(&r);
 }
 
+/* The line as a jansson tree dumped compact and ASCII-only: how lines were
+ * written before tp_records_format wrote them directly.  The two must give
+ * the same bytes for every record. */
+static json_t *ref_text(const uint8_t *p, size_t n) {
+  json_t *v = json_stringn(p ? (const char *)p : "", p ? n : 0);
+  if (v) return v;
+  tp_buf b;
+  tp_buf_init(&b);
+  for (size_t i = 0; i < n;) {
+    size_t len = tp_utf8_valid_prefix(p + i, n - i);
+    if (len) tp_buf_append(&b, p + i, len);
+    i += len;
+    if (i < n) {
+      tp_buf_append(&b, "\xef\xbf\xbd", 3);
+      i++;
+    }
+  }
+  v = json_stringn(b.data ? (const char *)b.data : "", b.len);
+  tp_buf_fini(&b);
+  return v;
+}
+
+static char *ref_format(const tp_record *rec, const tp_records_line *l) {
+  json_t *o = json_object();
+  if (l->mode == TP_LOAD_CONCURRENCY) json_object_set_new(o, "concurrency", json_integer(l->concurrency));
+  if (l->mode == TP_LOAD_RATE) json_object_set_new(o, "request_rate", json_real(l->rate));
+  json_object_set_new(o, "id", json_string(l->id ? l->id : ""));
+  json_object_set_new(o, "level", json_integer((json_int_t)l->level));
+  if (l->with_rank) json_object_set_new(o, "rank", json_integer(rec->rank));
+  json_object_set_new(o, "seq", json_integer((json_int_t)rec->seq));
+  json_object_set_new(o, "warmup", json_boolean(rec->warmup));
+  json_object_set_new(o, "resends", json_integer(rec->resends));
+  json_object_set_new(o, "prompt_index", json_integer(rec->prompt_index));
+  if (rec->session) {
+    json_object_set_new(o, "session_id", json_string(l->session_id ? l->session_id : ""));
+    json_object_set_new(o, "session", json_integer((json_int_t)rec->session - 1));
+    json_object_set_new(o, "turn", json_integer(rec->turn));
+  }
+  json_object_set_new(o, "max_tokens", json_integer(rec->max_tokens));
+  json_object_set_new(o, "planned_ns", json_integer((json_int_t)rec->planned_ns));
+  json_object_set_new(o, "sent_ns", json_integer((json_int_t)rec->sent_ns));
+  json_object_set_new(o, "first_token_ns", json_integer((json_int_t)rec->first_token_ns));
+  json_object_set_new(o, "second_token_ns", json_integer((json_int_t)rec->second_token_ns));
+  json_object_set_new(o, "first_answer_ns", json_integer((json_int_t)rec->first_answer_ns));
+  json_object_set_new(o, "last_token_ns", json_integer((json_int_t)rec->last_token_ns));
+  json_object_set_new(o, "done_ns", json_integer((json_int_t)rec->done_ns));
+  json_t *rs = json_array();
+  for (uint32_t i = 0; i < rec->n_resp; i++) json_array_append_new(rs, json_integer((json_int_t)rec->resp_ns[i]));
+  json_object_set_new(o, "response_ns", rs);
+  json_object_set_new(o, "input_tokens", rec->input_tokens >= 0 ? json_integer(rec->input_tokens) : json_null());
+  json_object_set_new(o, "output_tokens", rec->output_tokens >= 0 ? json_integer(rec->output_tokens) : json_null());
+  json_object_set_new(o, "server_output_tokens",
+                      rec->server_output_tokens >= 0 ? json_integer(rec->server_output_tokens) : json_null());
+  json_object_set_new(o, "ok", json_boolean(tp_record_ok(rec)));
+  json_object_set_new(o, "error_class", json_string(tp_error_class_name(rec->err_class)));
+  json_object_set_new(o, "grpc_status", rec->grpc_status >= 0 ? json_integer(rec->grpc_status) : json_null());
+  json_object_set_new(o, "error",
+                      rec->err_msg ? ref_text((const uint8_t *)rec->err_msg, strlen(rec->err_msg)) : json_null());
+  json_object_set_new(o, "text", ref_text(rec->text.data, rec->text.len));
+  if (rec->reasoning.len) json_object_set_new(o, "reasoning", ref_text(rec->reasoning.data, rec->reasoning.len));
+  char *body = json_dumps(o, JSON_COMPACT | JSON_ENSURE_ASCII);
+  json_decref(o);
+  const char *m = l->measured == TP_RECORD_MEASURED ? "true," : "false,";
+  size_t klen = strlen(TP_RECORDS_MEASURED_KEY), mlen = strlen(m), blen = strlen(body);
+  char *line = malloc(klen + mlen + blen);
+  memcpy(line, TP_RECORDS_MEASURED_KEY, klen);
+  memcpy(line + klen, m, mlen);
+  memcpy(line + klen + mlen, body + 1, blen);
+  free(body);
+  return line;
+}
+
+/* Bytes of every kind a server or a user may give: ASCII with the
+ * characters JSON escapes, DEL, NUL, 2- to 4-byte characters, and invalid
+ * bytes (stray continuations, overlong forms, surrogates, cut sequences). */
+static void random_bytes(tp_buf *b, uint64_t *s, size_t max) {
+  static const char *pieces[] = {"a", "word ", "\"", "\\", "/", "\n", "\t", "\r", "\b", "\f", "\x01", "\x1f",
+                                 "\x7f", "\xc3\xa9", "\xe2\x82\xac", "\xf0\x9f\x98\x80", "\xef\xbf\xbf",
+                                 "\xf4\x8f\xbf\xbf", "\xff", "\x80", "\xc0\xaf", "\xed\xa0\x80", "\xe2\x82",
+                                 "\xf0\x9f", "\xf5\x80\x80\x80"};
+  tp_buf_reset(b);
+  size_t n = (size_t)(*s >> 40) % max;
+  for (size_t i = 0; i < n; i++) {
+    *s = *s * 6364136223846793005ULL + 1442695040888963407ULL;
+    size_t k = (size_t)(*s >> 33) % (TP_ARRAY_LEN(pieces) + 1);
+    if (k == TP_ARRAY_LEN(pieces))
+      tp_buf_append(b, "\0", 1);
+    else
+      tp_buf_append_str(b, pieces[k]);
+  }
+}
+
+static void test_format_as_jansson(void) {
+  uint64_t s = 42;
+  size_t same = 0, n = 3000;
+  tp_buf id, sid, err;
+  tp_buf_init(&id);
+  tp_buf_init(&sid);
+  tp_buf_init(&err);
+  static const double rates[] = {20000, 2.5, 0.1, 1e300, 123456.789, 1e-7, 3};
+  for (size_t i = 0; i < n; i++) {
+    tp_record r;
+    tp_record_init(&r);
+    s = s * 6364136223846793005ULL + 1442695040888963407ULL;
+    r.seq = i * 1000003ULL;
+    r.prompt_index = (uint32_t)(s >> 50);
+    r.max_tokens = (uint32_t)(s >> 45);
+    r.planned_ns = s >> 2;
+    r.sent_ns = i % 5 ? r.planned_ns + 17 : 0;
+    for (size_t j = 0; j < i % 6; j++) tp_record_add_response(&r, r.sent_ns + j * 99991 + (i & 1), j % 2 == 0);
+    r.done_ns = r.sent_ns + 5;
+    r.input_tokens = i % 4 ? (int64_t)i : -1;
+    r.output_tokens = i % 3 ? (int64_t)i * 7 : -1;
+    r.server_output_tokens = i % 7 ? -1 : 12;
+    r.warmup = i % 10 == 0;
+    r.resends = (uint32_t)(i % 3);
+    r.session = i % 9 == 0 ? (uint32_t)(i % 4 + 1) : 0;
+    r.turn = (uint32_t)(i % 5);
+    r.rank = (uint32_t)(i % 4);
+    random_bytes(&r.text, &s, 40);
+    random_bytes(&r.reasoning, &s, i % 2 ? 12 : 1);
+    random_bytes(&err, &s, 12);
+    const char *e = err.data ? (const char *)err.data : "";
+    if (i % 6 == 1) tp_record_fail(&r, TP_ERRCLASS_TIMEOUT, (int)(i % 17), e, strlen(e));
+    random_bytes(&id, &s, i % 4 ? 2 : 6); /* now and then an id that is not UTF-8 */
+    random_bytes(&sid, &s, 6);
+    tp_records_line l = {(const char *)id.data, i % 3, i % 2 ? TP_LOAD_RATE : TP_LOAD_CONCURRENCY,
+                         (uint32_t)(i % 300), rates[i % TP_ARRAY_LEN(rates)], i % 4 == 1,
+                         (const char *)sid.data, i % 3 ? TP_RECORD_MEASURED : TP_RECORD_PENDING};
+    char *got = tp_records_format(&r, &l), *want = ref_format(&r, &l);
+    if (got && want && strcmp(got, want) == 0)
+      same++;
+    else if (n - same < 4)
+      fprintf(stderr, "  got  %s\n  want %s\n", got ? got : "(null)", want ? want : "(null)");
+    free(got);
+    free(want);
+    tp_record_fini(&r);
+  }
+  tp_buf_fini(&id);
+  tp_buf_fini(&sid);
+  tp_buf_fini(&err);
+  CHECK(same == n, "a written line is byte for byte jansson's dump of the same members (%zu of %zu)", same, n);
+}
+
 /* The same level exported from memory and from the records file. */
 static void test_exports_identical(const char *dir, size_t resp_per_req) {
   char path[512];
@@ -539,6 +683,7 @@ int main(void) {
   char dir[] = "/tmp/tp_records_XXXXXX";
   if (!mkdtemp(dir)) return 1;
   test_format_and_lossless();
+  test_format_as_jansson();
   test_scan_table();
   test_scan_own_lines();
   test_scan_text_at();

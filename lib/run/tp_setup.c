@@ -14,24 +14,24 @@
 
 static void warm_work(uv_work_t *w) { (void)w; }
 
-/* -u/--url: r->target gets "host:port". */
+/* server.url: r->target gets "host:port". */
 static int parse_target(tp_run *r, const char *url, tp_url *u, char *err, size_t errlen) {
   char why[512];
   if (tp_url_parse(url, u, why, sizeof(why))) {
-    tp_seterr(err, errlen, "-u/--url: %s", why);
+    tp_seterr(err, errlen, "server.url: %s", why);
     return TP_EINVAL;
   }
   if (r->cfg.service_kind == TP_SERVICE_TRITON) {
     /* gRPC has no path; a URL with one was meant for an HTTP API. */
     if (u->path[0] || u->query[0]) {
       tp_seterr(err, errlen,
-                "-u/--url '%s': a gRPC address has no path (give HOST:PORT; for an HTTP API add -i http "
-                "or --service-kind openai)",
+                "server.url '%s': a gRPC address has no path (give HOST:PORT; for an HTTP API set "
+                "server.service_kind to openai or triton-generate)",
                 url);
       return TP_EINVAL;
     }
     if (!u->port) {
-      tp_seterr(err, errlen, "-u/--url '%s': gRPC needs HOST:PORT (Triton's gRPC port is 8001)", url);
+      tp_seterr(err, errlen, "server.url '%s': gRPC needs HOST:PORT (Triton's gRPC port is 8001)", url);
       return TP_EINVAL;
     }
   }

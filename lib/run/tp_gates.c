@@ -81,8 +81,10 @@ static int parse_one(gate *g, const char *expr, char *err, size_t errlen) {
   }
   return 0;
 bad:
-  tp_seterr(err, errlen, "goals.asserts '%s': expected METRIC[.STAT] OP VALUE[UNIT], like 'ttft.p99 <= 250ms', "
-            "'output_token_throughput >= 1000' or 'error_rate <= 1%%'", expr);
+  tp_seterr(err, errlen,
+            "goals.asserts '%s': expected METRIC[.STAT] OP VALUE[UNIT], like 'ttft.p99 <= 250ms', "
+            "'output_token_throughput >= 1000' or 'error_rate <= 1%%'",
+            expr);
   return TP_EINVAL;
 }
 

@@ -27,8 +27,9 @@ size_t tp_sweep_search_max_levels(const tp_config *c) {
 int tp_sweep_search_new(tp_sweep_search **out, const tp_config *c, char *err, size_t errlen) {
   *out = NULL;
   if (!c->n_slos && c->max_error_rate < 0) {
-    tp_seterr(err, errlen, "search.mode: give at least one search.slos, like 'ttft.p99 <= 300ms' (or "
-                           "goals.max_error_rate)");
+    tp_seterr(err, errlen,
+              "search.mode: give at least one search.slos, like 'ttft.p99 <= 300ms' (or "
+              "goals.max_error_rate)");
     return TP_EINVAL;
   }
   if (c->n_slos > TP_SLO_MAX) {
@@ -41,8 +42,10 @@ int tp_sweep_search_new(tp_sweep_search **out, const tp_config *c, char *err, si
   o.min = c->search_min > 0 ? c->search_min : DEFAULT_MIN;
   o.max = c->search_max > 0 ? c->search_max : DEFAULT_MAX;
   if (conc && (o.max > 100000 || o.min != floor(o.min) || o.max != floor(o.max))) {
-    tp_seterr(err, errlen, "search.min/search.max: concurrencies are whole numbers from 1 to 100000 "
-                           "(given %g and %g)", o.min, o.max);
+    tp_seterr(err, errlen,
+              "search.min/search.max: concurrencies are whole numbers from 1 to 100000 "
+              "(given %g and %g)",
+              o.min, o.max);
     return TP_EINVAL;
   }
   if (o.max < o.min) {

@@ -28,11 +28,21 @@ static void gamma_flat(tp_config *c) {
   c->arrival = TP_ARRIVAL_GAMMA;
   c->burstiness = 0;
 }
-static void no_model(tp_config *c) { c->model = NULL; }
-static void no_url(tp_config *c) { c->url = ""; }
-static void bad_backend(tp_config *c) { c->backend = (tp_backend)7; }
-static void prefix_no_tok(tp_config *c) { c->prefix_tokens = 16; }
-static void special_no_tok(tp_config *c) { c->tokenizer_add_special_tokens = true; }
+static void no_model(tp_config *c) {
+  c->model = NULL;
+}
+static void no_url(tp_config *c) {
+  c->url = "";
+}
+static void bad_backend(tp_config *c) {
+  c->backend = (tp_backend)7;
+}
+static void prefix_no_tok(tp_config *c) {
+  c->prefix_tokens = 16;
+}
+static void special_no_tok(tp_config *c) {
+  c->tokenizer_add_special_tokens = true;
+}
 static void schedule_and_rate(tp_config *c) {
   c->schedule_file = "trace.jsonl";
   c->request_rates = one_rate;

@@ -31,7 +31,8 @@ int main(void) {
   char err[512];
   tp_sweep_search *s = NULL;
   c.search = TP_SEARCH_CONCURRENCY;
-  CHECK(tp_sweep_search_new(&s, &c, err, sizeof(err)) != 0 && strstr(err, "search.slos"), "no SLO: refused, the key named (%s)", err);
+  CHECK(tp_sweep_search_new(&s, &c, err, sizeof(err)) != 0 && strstr(err, "search.slos"),
+        "no SLO: refused, the key named (%s)", err);
   const char *slos[] = {"ttft.p99 <= 300ms", "error_rate <= 1%"};
   c.slos = slos;
   c.n_slos = 2;
@@ -40,7 +41,8 @@ int main(void) {
         "a fractional concurrency is refused (%s)", err);
   c.search_min = 1;
   c.search_max = 0.5;
-  CHECK(tp_sweep_search_new(&s, &c, err, sizeof(err)) != 0 && strstr(err, "search.max"), "max below min (%s)", err);
+  CHECK(tp_sweep_search_new(&s, &c, err, sizeof(err)) != 0 && strstr(err, "search.max"), "max below min (%s)",
+        err);
   const char *bad[] = {"speed <= 3"};
   c.search_max = 64;
   c.slos = bad;

@@ -32,6 +32,14 @@ static int exit_code_for(int rv) {
   }
 }
 
+/* A library error on stderr, its setting keys turned into the flags the
+ * user typed (err empty: the code's phrase). */
+static void say_lib_error(const char *err, int rv) {
+  char msg[1200];
+  tp_cli_flagify(err[0] ? err : tp_strerror(rv), msg, sizeof(msg));
+  fprintf(stderr, "tokperf: %s\n", msg);
+}
+
 /* --format json: the whole document on stdout, for pipelines. */
 static void print_json(tp_run *run) {
   char path[] = "/tmp/tokperf-json-XXXXXX";
@@ -127,7 +135,7 @@ static int report_run(tp_cli *cli, tp_run *run, tp_cli_report_fn report, void *u
   if (cli->cfg.json_path) {
     char jerr[512];
     if (tp_run_write_json(run, cli->cfg.json_path, jerr, sizeof(jerr))) {
-      fprintf(stderr, "tokperf: %s\n", jerr);
+      say_lib_error(jerr, 0);
       if (code == TP_EXIT_OK) code = TP_EXIT_START;
     }
   }
@@ -177,7 +185,7 @@ int tp_cli_run(tp_cli *cli, tp_cli_report_fn report, void *ud) {
   tp_run *run = NULL;
   rv = tp_run_new(&run, &cli->cfg, err, sizeof(err));
   if (rv) {
-    fprintf(stderr, "tokperf: %s\n", err[0] ? err : tp_strerror(rv));
+    say_lib_error(err, rv);
     if (cm.m) tp_mock_stop(cm.m);
     free(tok_path);
     /* Options and input files are checked here: all usage/input errors. */
@@ -202,7 +210,7 @@ int tp_cli_run(tp_cli *cli, tp_cli_report_fn report, void *ud) {
   rv = tp_run_exec(run, err, sizeof(err));
   int code = TP_EXIT_OK;
   if (rv && rv != TP_EINTERRUPTED) {
-    fprintf(stderr, "tokperf: %s\n", err[0] ? err : tp_strerror(rv));
+    say_lib_error(err, rv);
     code = exit_code_for(rv);
   } else if (rv == TP_EINTERRUPTED) {
     fprintf(stderr, "tokperf: %s\n", err);

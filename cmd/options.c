@@ -563,6 +563,15 @@ static size_t mock_parts(tp_cli *cli, tp_settings_part *parts) {
   return 2;
 }
 
+/* Only the run's and the CLI's own rows: their keys are dotted, so they
+ * never match a plain word of a message, where the mock's bare keys
+ * ("seed") could. */
+void tp_cli_flagify(const char *msg, char *out, size_t outlen) {
+  tp_settings_part parts[2] = {{config_rows, ARRAY_N(config_rows), NULL, "", NULL},
+                               {cli_rows, CLI_N, NULL, "", NULL}};
+  tp_settings_flagify(parts, 2, msg, out, outlen);
+}
+
 /* ---- parsing ---------------------------------------------------------------- */
 
 void tp_cli_init(tp_cli *cli) {

@@ -66,6 +66,10 @@ void tp_cli_fini(tp_cli *cli);
  * value and says what is accepted. */
 int tp_cli_parse_profile(tp_cli *cli, int argc, char **argv);
 int tp_cli_parse_mock(tp_cli *cli, int argc, char **argv);
+/* A library message names settings by their keys ("load.concurrency: 0 is
+ * out of range"); the user typed flags, so out gets msg with each key of
+ * `tokperf profile`'s tables replaced by its flag ("--concurrency: ..."). */
+void tp_cli_flagify(const char *msg, char *out, size_t outlen);
 
 /* Runs a parsed command line (cmd/main.c) and returns the exit code; report
  * (NULL: the text tables) prints the results instead, as another tool's

@@ -19,20 +19,20 @@ void tp_client_spec_default(tp_client_spec *s) {
 static int read_url(const tp_client_spec *s, tp_url *u, char *err, size_t errlen) {
   char why[512];
   if (tp_url_parse(s->url, u, why, sizeof(why))) {
-    tp_seterr(err, errlen, "-u/--url: %s", why);
+    tp_seterr(err, errlen, "server.url: %s", why);
     return TP_EINVAL;
   }
   if (s->kind != TP_SERVICE_TRITON) return 0;
   /* gRPC has no path; a URL with one was meant for an HTTP API. */
   if (u->path[0] || u->query[0]) {
     tp_seterr(err, errlen,
-              "-u/--url '%s': a gRPC address has no path (give HOST:PORT; for an HTTP API add -i http "
-              "or --service-kind openai)",
+              "server.url '%s': a gRPC address has no path (give HOST:PORT; for an HTTP API set "
+              "server.service_kind to openai or triton-generate)",
               s->url);
     return TP_EINVAL;
   }
   if (!u->port) {
-    tp_seterr(err, errlen, "-u/--url '%s': gRPC needs HOST:PORT (Triton's gRPC port is 8001)", s->url);
+    tp_seterr(err, errlen, "server.url '%s': gRPC needs HOST:PORT (Triton's gRPC port is 8001)", s->url);
     return TP_EINVAL;
   }
   return 0;

@@ -46,7 +46,7 @@ static int parse_one(gate *g, const char *expr, char *err, size_t errlen) {
   if (!g->m) {
     char known[1024];
     tp_metric_names(known, sizeof(known), false);
-    tp_seterr(err, errlen, "--assert '%s': unknown metric '%s' (known: %s)", expr, nm, known);
+    tp_seterr(err, errlen, "goals.asserts '%s': unknown metric '%s' (known: %s)", expr, nm, known);
     return TP_EINVAL;
   }
   g->stat = TP_STAT_AVG;
@@ -57,12 +57,12 @@ static int parse_one(gate *g, const char *expr, char *err, size_t errlen) {
       for (int i = 0; i < TP_STAT_COUNT; i++)
         snprintf(known + strlen(known), sizeof(known) - strlen(known), "%s%s", i ? ", " : "",
                  tp_stat_name((tp_stat_id)i));
-      tp_seterr(err, errlen, "--assert '%s': unknown statistic '%s' (%s)", expr, dot + 1, known);
+      tp_seterr(err, errlen, "goals.asserts '%s': unknown statistic '%s' (%s)", expr, dot + 1, known);
       return TP_EINVAL;
     }
     g->stat = (tp_stat_id)st;
   } else if (dot) {
-    tp_seterr(err, errlen, "--assert '%s': %s is one number per level and takes no statistic", expr, nm);
+    tp_seterr(err, errlen, "goals.asserts '%s': %s is one number per level and takes no statistic", expr, nm);
     return TP_EINVAL;
   }
   while (isspace((unsigned char)*p)) p++;
@@ -76,13 +76,15 @@ static int parse_one(gate *g, const char *expr, char *err, size_t errlen) {
   char why[128];
   if (!*p) goto bad;
   if (tp_metric_parse_threshold(g->m, p, &g->value, why, sizeof(why))) {
-    tp_seterr(err, errlen, "--assert '%s': %s", expr, why);
+    tp_seterr(err, errlen, "goals.asserts '%s': %s", expr, why);
     return TP_EINVAL;
   }
   return 0;
 bad:
-  tp_seterr(err, errlen, "--assert '%s': expected METRIC[.STAT] OP VALUE[UNIT], like 'ttft.p99 <= 250ms', "
-            "'output_token_throughput >= 1000' or 'error_rate <= 1%%'", expr);
+  tp_seterr(err, errlen,
+            "goals.asserts '%s': expected METRIC[.STAT] OP VALUE[UNIT], like 'ttft.p99 <= 250ms', "
+            "'output_token_throughput >= 1000' or 'error_rate <= 1%%'",
+            expr);
   return TP_EINVAL;
 }
 

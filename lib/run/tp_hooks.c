@@ -268,13 +268,15 @@ int tpr_dist_open(tp_run *r, char *err, size_t errlen) {
   const char *why = NULL;
   char buf[512];
   if (r->cfg.measure_mode == TP_MEASURE_TIME_WINDOWS || r->cfg.measure_mode == TP_MEASURE_COUNT_WINDOWS) {
-    why = "the stability windows (--measurement-interval, --measurement-mode) are not available under MPI: each "
-          "rank would judge stability alone; use --request-count or --duration";
+    why =
+        "the stability windows (measure.measurement_interval_ms, measure.measurement_mode) are not available "
+        "under MPI: each rank would judge stability alone; use measure.request_count or measure.duration_ms";
   } else if (r->mock_cfg && r->n_ranks > 1) {
     why = "--mock runs the server inside one process, which ranks on other hosts cannot reach; start one "
           "'tokperf mock --host ADDR' and give every rank -u ADDR:PORT (docs/scale-out.md)";
   } else if (r->cfg.max_concurrency && r->cfg.max_concurrency < r->n_ranks) {
-    snprintf(buf, sizeof(buf), "--max-concurrency %u is below the %u ranks: each rank needs at least one slot",
+    snprintf(buf, sizeof(buf),
+             "load.max_concurrency %u is below the %u ranks: each rank needs at least one slot",
              r->cfg.max_concurrency, r->n_ranks);
     why = buf;
   }

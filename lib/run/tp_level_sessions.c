@@ -116,8 +116,10 @@ int tpr_sessions_level_start(tp_run *r, char *err, size_t errlen) {
   const tp_config *c = &r->cfg;
   if (L->pt.mode == TP_LOAD_SCHEDULE || c->measure_mode == TP_MEASURE_TIME_WINDOWS ||
       c->measure_mode == TP_MEASURE_COUNT_WINDOWS) {
-    tp_seterr(err, errlen, "%s: a conversations file runs with --concurrency or --request-rate, measured by count "
-              "or --duration (not a schedule or stability windows)", r->ds.source);
+    tp_seterr(err, errlen,
+              "%s: a conversations file runs with load.concurrency or load.request_rate, measured by count "
+              "or measure.duration_ms (not a schedule or stability windows)",
+              r->ds.source);
     return TP_EINVAL;
   }
   if (r->mpi) {

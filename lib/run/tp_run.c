@@ -48,7 +48,8 @@ static int check_messages_use(tp_run *r, char *err, size_t errlen) {
   if (r->cfg.service_kind != TP_SERVICE_OPENAI_CHAT || !(r->cfg.cache_bust || r->cfg.prefix_tokens)) return 0;
   for (size_t i = 0; i < r->ds.n; i++) {
     if (r->ds.items[i].messages) {
-      tp_seterr(err, errlen, "%s: chat \"messages\" lines cannot take --cache-bust or --prefix-tokens "
+      tp_seterr(err, errlen,
+                "%s: chat \"messages\" lines cannot take prompts.cache_bust or prompts.prefix_tokens "
                 "(they rewrite the prompt); use prompt lines, or drop those options",
                 r->ds.source);
       return TP_EINVAL;
@@ -57,79 +58,94 @@ static int check_messages_use(tp_run *r, char *err, size_t errlen) {
   return 0;
 }
 
-static int validate(const tp_config *c, char *err, size_t errlen) {
-  if (c->search && (c->schedule_file || c->n_input_tokens_means > 1 || c->n_output_tokens_means > 1)) {
-    tp_seterr(err, errlen, "--search probes one load at a time: it goes without --schedule and lists of token "
-                           "lengths");
-    return TP_EINVAL;
-  }
-  if (!c->request_rates || !c->n_request_rates) {
-    if (!c->schedule_file && (!c->n_concurrency || !c->concurrency)) {
-      tp_seterr(err, errlen, "--concurrency: no levels given; expected a list like 1,4,8");
-      return TP_EINVAL;
-    }
-  }
-  for (size_t i = 0; i < c->n_concurrency; i++) {
-    if (c->concurrency[i] == 0 || c->concurrency[i] > 100000) {
-      tp_seterr(err, errlen, "--concurrency: %u is out of range; expected 1 to 100000", c->concurrency[i]);
-      return TP_EINVAL;
-    }
-  }
-  for (size_t i = 0; i < c->n_request_rates; i++) {
-    if (!(c->request_rates[i] > 0) || c->request_rates[i] > 1e7) {
-      tp_seterr(err, errlen, "--request-rate: %g is out of range; expected above 0, at most 10000000",
-                c->request_rates[i]);
-      return TP_EINVAL;
-    }
-  }
-  if (c->arrival == TP_ARRIVAL_GAMMA && !(c->burstiness > 0)) {
-    tp_seterr(err, errlen, "--burstiness: must be above 0 (1 is Poisson)");
-    return TP_EINVAL;
-  }
-  bool openai = c->service_kind == TP_SERVICE_OPENAI_CHAT || c->service_kind == TP_SERVICE_OPENAI_COMPLETIONS;
-  if (!c->model || (!*c->model && !openai)) {
-    tp_seterr(err, errlen, "-m/--model: a model name is needed (e.g. -m ensemble)");
-    return TP_EINVAL;
-  }
-  if (!c->url || !*c->url) {
-    tp_seterr(err, errlen, "-u/--url: a server address is needed (HOST:PORT), or use --mock");
-    return TP_EINVAL;
-  }
-  if (c->backend != TP_BACKEND_TENSORRTLLM && c->backend != TP_BACKEND_VLLM) {
-    tp_seterr(err, errlen, "--backend: expected tensorrtllm or vllm");
-    return TP_EINVAL;
-  }
+/* What the prompts need: a source, and a tokenizer for exact token counts. */
+static int validate_prompts(const tp_config *c, char *err, size_t errlen) {
   if (!c->input_file && (c->num_prompts == 0 || c->synthetic_input_words == 0)) {
-    tp_seterr(err, errlen, "synthetic prompts need --num-prompts and --synthetic-input-words above 0");
+    tp_seterr(err, errlen,
+              "synthetic prompts need prompts.num_prompts and prompts.synthetic_input_words above 0");
     return TP_EINVAL;
   }
   if (c->n_input_tokens_means && !c->tokenizer) {
-    tp_seterr(err, errlen, "--synthetic-input-tokens-mean needs --tokenizer: prompts are cut to an exact "
+    tp_seterr(err, errlen,
+              "prompts.synthetic_input_tokens_mean needs prompts.tokenizer: prompts are cut to an exact "
               "number of the model's tokens");
     return TP_EINVAL;
   }
   if (c->n_input_tokens_means && c->input_file) {
-    tp_seterr(err, errlen, "--synthetic-input-tokens-mean and --input-file exclude each other");
-    return TP_EINVAL;
-  }
-  if ((c->measure_mode == TP_MEASURE_TIME_WINDOWS && c->measurement_interval_ms == 0) ||
-      (c->measure_mode == TP_MEASURE_DURATION && c->duration_ms == 0)) {
-    tp_seterr(err, errlen, "the measurement window must be longer than 0");
+    tp_seterr(err, errlen, "prompts.synthetic_input_tokens_mean and prompts.input_file exclude each other");
     return TP_EINVAL;
   }
   if (c->prefix_tokens && !c->tokenizer) {
-    tp_seterr(err, errlen, "--prefix-tokens needs --tokenizer: the shared prefixes are cut to an exact number "
+    tp_seterr(err, errlen,
+              "prompts.prefix_tokens needs prompts.tokenizer: the shared prefixes are cut to an exact number "
               "of the model's tokens");
     return TP_EINVAL;
   }
   if (c->tokenizer_add_special_tokens && !c->tokenizer) {
     tp_seterr(err, errlen,
-              "--tokenizer-add-special-tokens needs --tokenizer: it says how the tokenizer counts prompts");
+              "prompts.tokenizer_add_special_tokens needs prompts.tokenizer: it says how the tokenizer "
+              "counts prompts");
+    return TP_EINVAL;
+  }
+  return 0;
+}
+
+static int validate(const tp_config *c, char *err, size_t errlen) {
+  if (c->search && (c->schedule_file || c->n_input_tokens_means > 1 || c->n_output_tokens_means > 1)) {
+    tp_seterr(err, errlen,
+              "search.mode probes one load at a time: it goes without load.schedule_file and lists of token "
+              "lengths");
+    return TP_EINVAL;
+  }
+  if (!c->request_rates || !c->n_request_rates) {
+    if (!c->schedule_file && (!c->n_concurrency || !c->concurrency)) {
+      tp_seterr(err, errlen, "load.concurrency: no levels given; expected a list like 1,4,8");
+      return TP_EINVAL;
+    }
+  }
+  for (size_t i = 0; i < c->n_concurrency; i++) {
+    if (c->concurrency[i] == 0 || c->concurrency[i] > 100000) {
+      tp_seterr(err, errlen, "load.concurrency: %u is out of range; expected 1 to 100000", c->concurrency[i]);
+      return TP_EINVAL;
+    }
+  }
+  for (size_t i = 0; i < c->n_request_rates; i++) {
+    if (!(c->request_rates[i] > 0) || c->request_rates[i] > 1e7) {
+      tp_seterr(err, errlen, "load.request_rate: %g is out of range; expected above 0, at most 10000000",
+                c->request_rates[i]);
+      return TP_EINVAL;
+    }
+  }
+  if (c->arrival == TP_ARRIVAL_GAMMA && !(c->burstiness > 0)) {
+    tp_seterr(err, errlen, "load.burstiness: must be above 0 (1 is Poisson)");
+    return TP_EINVAL;
+  }
+  bool openai = c->service_kind == TP_SERVICE_OPENAI_CHAT || c->service_kind == TP_SERVICE_OPENAI_COMPLETIONS;
+  if (!c->model || (!*c->model && !openai)) {
+    tp_seterr(err, errlen, "server.model: a model name is needed (e.g. ensemble)");
+    return TP_EINVAL;
+  }
+  if (!c->url || !*c->url) {
+    tp_seterr(err, errlen, "server.url: a server address is needed (HOST:PORT)");
+    return TP_EINVAL;
+  }
+  if (c->backend != TP_BACKEND_TENSORRTLLM && c->backend != TP_BACKEND_VLLM) {
+    tp_seterr(err, errlen, "server.backend: expected tensorrtllm or vllm");
+    return TP_EINVAL;
+  }
+  if (validate_prompts(c, err, errlen)) return TP_EINVAL;
+  if (c->measure_mode == TP_MEASURE_TIME_WINDOWS && c->measurement_interval_ms == 0) {
+    tp_seterr(err, errlen, "measure.measurement_interval_ms: the measurement window must be longer than 0");
+    return TP_EINVAL;
+  }
+  if (c->measure_mode == TP_MEASURE_DURATION && c->duration_ms == 0) {
+    tp_seterr(err, errlen, "measure.duration_ms: the measurement window must be longer than 0");
     return TP_EINVAL;
   }
   if (c->schedule_file && (c->n_request_rates || c->n_input_tokens_means)) {
-    tp_seterr(err, errlen, "--schedule replays its own times and lengths: drop --request-rate and "
-              "--synthetic-input-tokens-mean");
+    tp_seterr(err, errlen,
+              "load.schedule_file replays its own times and lengths: drop load.request_rate and "
+              "prompts.synthetic_input_tokens_mean");
     return TP_EINVAL;
   }
   return 0;
@@ -223,10 +239,13 @@ static int check_outputs(const tp_config *c, char *err, size_t errlen) {
   char why[600];
   struct {
     const char *opt, *path;
-  } files[] = {{"--json", c->json_path}, {"--records", c->records_path}, {"-f", c->latency_report_file},
-               {"--profile-export-file", c->profile_export_file && strchr(c->profile_export_file, '/') && !c->no_artifacts
-                                             ? c->profile_export_file
-                                             : NULL}};
+  } files[] = {{"output.json_path", c->json_path},
+               {"output.records_path", c->records_path},
+                {"output.latency_report_file", c->latency_report_file},
+               {"output.profile_export_file",
+                c->profile_export_file && strchr(c->profile_export_file, '/') && !c->no_artifacts
+                    ? c->profile_export_file
+                    : NULL}};
   for (size_t i = 0; i < TP_ARRAY_LEN(files); i++) {
     if (!files[i].path) continue;
     if (tp_file_check_writable(files[i].path, why, sizeof(why))) {
@@ -239,8 +258,10 @@ static int check_outputs(const tp_config *c, char *err, size_t errlen) {
     char dir[1024];
     tpr_artifact_dir_name(c, dir, sizeof(dir));
     if (tp_dir_check_creatable(dir, why, sizeof(why))) {
-      tp_seterr(err, errlen, "%s: cannot write the artifact directory '%s': %s (choose another with "
-                "--artifact-dir, or --no-artifacts)", c->artifact_dir ? "--artifact-dir" : "artifacts", dir, why);
+      tp_seterr(err, errlen,
+                "%s: cannot write the artifact directory '%s': %s (choose another with "
+                "output.artifact_dir, or output.no_artifacts)",
+                c->artifact_dir ? "output.artifact_dir" : "artifacts", dir, why);
       return TP_EINVAL;
     }
   }
@@ -259,8 +280,10 @@ static int load_inputs(tp_run *r, const tp_config *cfg, char *err, size_t errlen
     rv = tp_dataset_load(&r->ds, cfg->input_file, err, errlen);
     if (rv) return rv;
     if (!cfg->tokenizer && tp_trace_has_lengths(&r->ds)) {
-      tp_seterr(err, errlen, "%s: turns given as \"input_length\" need --tokenizer to make prompts of that many "
-                "tokens", cfg->input_file);
+      tp_seterr(err, errlen,
+                "%s: turns given as \"input_length\" need prompts.tokenizer to make prompts of that many "
+                "tokens",
+                cfg->input_file);
       return TP_EINVAL;
     }
     rv = check_messages_use(r, err, errlen);
@@ -349,7 +372,7 @@ static int load_schedule(tp_run *r, char *err, size_t errlen) {
   const char *path = r->cfg.schedule_file;
   FILE *f = fopen(path, "r");
   if (!f) {
-    tp_seterr(err, errlen, "%s: %s (check --schedule)", path, strerror(errno));
+    tp_seterr(err, errlen, "%s: %s (check load.schedule_file)", path, strerror(errno));
     return errno == ENOENT ? TP_ENOTFOUND : TP_EIO;
   }
   int rv = tp_trace_read(f, path, r->cfg.replay_speedup, r->cfg.tokenizer != NULL, &r->ds, &r->trace, &r->n_trace,

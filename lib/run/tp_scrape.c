@@ -157,8 +157,10 @@ static void on_timer(uv_timer_t *t) { scrape(t->data); }
 int tp_scraper_new(tp_scraper **out, uv_loop_t *loop, const char *url, uint64_t interval_ms, const tp_config *cfg,
                    char *err, size_t errlen) {
   if (strncmp(url, "http://", 7) != 0 && strncmp(url, "https://", 8) != 0) {
-    tp_seterr(err, errlen, "--metrics-url '%s': expected an http:// or https:// URL (Triton: http://HOST:8002/metrics)",
-              url);
+    tp_seterr(
+        err, errlen,
+        "server.metrics_url '%s': expected an http:// or https:// URL (Triton: http://HOST:8002/metrics)",
+        url);
     return TP_EINVAL;
   }
   tp_scraper *s = calloc(1, sizeof(*s));

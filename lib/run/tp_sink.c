@@ -358,7 +358,8 @@ int tpr_sink_open(tp_run *r, char *err, size_t errlen) {
   if (!r->cfg.records_path) return 0;
   r->records_fp = fopen(r->cfg.records_path, "w");
   if (!r->records_fp) {
-    tp_seterr(err, errlen, "cannot write --records file %s: %s", r->cfg.records_path, strerror(errno));
+    tp_seterr(err, errlen, "cannot write output.records_path file %s: %s", r->cfg.records_path,
+              strerror(errno));
     return TP_EIO;
   }
   /* A regular file can be read back at the level's end, so finished

@@ -93,7 +93,7 @@ int tp_run_exec(tp_run *r, char *err, size_t errlen) {
   if (r->mpi && tpr_dist_start(r, rv, err, errlen) == DIST_OUT) return 0;
   if (rv) return rv;
   if (r->search && r->mpi) {
-    tp_seterr(err, errlen, "--search runs in one process: start it without mpirun");
+    tp_seterr(err, errlen, "search.mode runs in one process: start it without mpirun");
     return TP_EINVAL;
   }
   size_t runs = r->cfg.num_profile_runs > 1 ? r->cfg.num_profile_runs : 1;

@@ -27,12 +27,13 @@ size_t tp_sweep_search_max_levels(const tp_config *c) {
 int tp_sweep_search_new(tp_sweep_search **out, const tp_config *c, char *err, size_t errlen) {
   *out = NULL;
   if (!c->n_slos && c->max_error_rate < 0) {
-    tp_seterr(err, errlen, "--search: give at least one --slo, like --slo 'ttft.p99 <= 300ms' (or "
-                           "--max-error-rate)");
+    tp_seterr(err, errlen,
+              "search.mode: give at least one search.slos, like 'ttft.p99 <= 300ms' (or "
+              "goals.max_error_rate)");
     return TP_EINVAL;
   }
   if (c->n_slos > TP_SLO_MAX) {
-    tp_seterr(err, errlen, "--slo: at most %d SLOs", TP_SLO_MAX);
+    tp_seterr(err, errlen, "search.slos: at most %d SLOs", TP_SLO_MAX);
     return TP_EINVAL;
   }
   bool conc = c->search == TP_SEARCH_CONCURRENCY;
@@ -41,12 +42,14 @@ int tp_sweep_search_new(tp_sweep_search **out, const tp_config *c, char *err, si
   o.min = c->search_min > 0 ? c->search_min : DEFAULT_MIN;
   o.max = c->search_max > 0 ? c->search_max : DEFAULT_MAX;
   if (conc && (o.max > 100000 || o.min != floor(o.min) || o.max != floor(o.max))) {
-    tp_seterr(err, errlen, "--search-min/--search-max: concurrencies are whole numbers from 1 to 100000 "
-                           "(given %g and %g)", o.min, o.max);
+    tp_seterr(err, errlen,
+              "search.min/search.max: concurrencies are whole numbers from 1 to 100000 "
+              "(given %g and %g)",
+              o.min, o.max);
     return TP_EINVAL;
   }
   if (o.max < o.min) {
-    tp_seterr(err, errlen, "--search-max %g is below --search-min %g", o.max, o.min);
+    tp_seterr(err, errlen, "search.max %g is below search.min %g", o.max, o.min);
     return TP_EINVAL;
   }
   o.start = o.min;
@@ -61,17 +64,17 @@ int tp_sweep_search_new(tp_sweep_search **out, const tp_config *c, char *err, si
   if (!s) return TP_ENOMEM;
   int rv = tp_search_init(&s->search, &o);
   if (rv) {
-    tp_seterr(err, errlen, "--search: the range %g to %g or the precision is out of range", o.min, o.max);
+    tp_seterr(err, errlen, "search.mode: the range %g to %g or the precision is out of range", o.min, o.max);
     free(s);
     return rv;
   }
-  /* The SLOs read like gates, so an expression's errors name --assert;
-   * they say --slo here. */
+  /* The SLOs read like gates, so an expression's errors name
+   * goals.asserts; they say search.slos here. */
   char gerr[512];
   rv = tp_gates_new(&s->gates, c->slos, c->n_slos, gerr, sizeof(gerr));
   if (rv) {
-    const char *msg = strncmp(gerr, "--assert", 8) == 0 ? gerr + 8 : gerr;
-    tp_seterr(err, errlen, "--slo%s", msg);
+    const char *msg = strncmp(gerr, "goals.asserts", 13) == 0 ? gerr + 13 : gerr;
+    tp_seterr(err, errlen, "search.slos%s", msg);
     free(s);
     return rv;
   }

@@ -66,6 +66,24 @@ check(rc == 0 and "--tokenizer-add-special-tokens" in out and "[default: off]" i
 rc, out, err = run(["profile", "--mock", "--tokenizer-add-special-tokens"])
 check(rc == 2 and "--tokenizer-add-special-tokens needs --tokenizer" in err,
       "--tokenizer-add-special-tokens without --tokenizer: exit 2, named", err)
+# The library names a setting by its key (prompts.prefix_tokens); the CLI
+# prints the flag the user typed in its place, and no key is left over.
+for args, want in [
+        (["profile", "--mock", "--prefix-tokens", "16"], "tokperf: --prefix-tokens needs --tokenizer:"),
+        (["profile", "--mock", "--schedule", "t.jsonl", "--request-rate", "5"],
+         "tokperf: --schedule replays its own times and lengths: drop --request-rate and "
+         "--synthetic-input-tokens-mean"),
+        (["profile", "--mock", "--search", "concurrency"],
+         "tokperf: --search: give at least one --slo, like 'ttft.p99 <= 300ms' (or --max-error-rate)"),
+        (["profile", "--mock", "--assert", "speed >= 1"], "tokperf: --assert 'speed >= 1': unknown metric 'speed'"),
+        (["profile", "--mock", "--search", "concurrency", "--slo", "speed <= 3"],
+         "tokperf: --slo 'speed <= 3': unknown metric 'speed'"),
+        (["profile", "-u", "localhost:1/v1", "--no-artifacts"],
+         "--url 'localhost:1/v1': a gRPC address has no path (give HOST:PORT; for an HTTP API set --service-kind "
+         "to openai or triton-generate)")]:
+    rc, out, err = run(args)
+    check(rc == 2 and want in err and not any(k in err for k in ("prompts.", "load.", "search.", "goals.", "server.")),
+          "a library refusal names the flag: %s" % " ".join(args[1:]), err)
 rc, out, err = run(["mock", "--help"])
 check(rc == 0 and "--grpc-port" in out and "--itl-ms" in out, "mock --help documents its options")
 rc, out, err = run(["--version"])
@@ -357,7 +375,7 @@ if len(rows) == 3:
           "-f: one file per composing model of the ensemble, NAME_vVERSION.FILE", repr(os.listdir(csvdir)))
 rc, out, err = run(["profile", "--mock", "--concurrency", "1", "--request-count", "2", "--no-artifacts",
                     "-f", os.path.join(tmp, "no", "such", "perf.csv")])
-check(rc == 2 and "-f: cannot write" in err and "no/such/perf.csv" in err,
+check(rc == 2 and "--latency-report-file: cannot write" in err and "no/such/perf.csv" in err,
       "-f to an unwritable path: refused before the run, naming -f and the path", err[-300:])
 
 # Ctrl-C during a run: exit 130 and the partial level is still reported.

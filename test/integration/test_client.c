@@ -27,12 +27,12 @@ typedef struct refusal {
 
 static void test_refusals(void) {
   static const refusal t[] = {
-      {TP_SERVICE_TRITON, "", NULL, "-u/--url: empty URL"},
-      {TP_SERVICE_OPENAI_CHAT, "http://h:8000/v1#frag", NULL, "-u/--url: "},
+      {TP_SERVICE_TRITON, "", NULL, "server.url: empty URL"},
+      {TP_SERVICE_OPENAI_CHAT, "http://h:8000/v1#frag", NULL, "server.url: "},
       {TP_SERVICE_TRITON, "http://127.0.0.1:8001/v2/models", NULL,
-       "-u/--url 'http://127.0.0.1:8001/v2/models': a gRPC address has no path"},
+       "server.url 'http://127.0.0.1:8001/v2/models': a gRPC address has no path"},
       {TP_SERVICE_TRITON, "127.0.0.1:8001?x=1", NULL, "a gRPC address has no path"},
-      {TP_SERVICE_TRITON, "localhost", NULL, "-u/--url 'localhost': gRPC needs HOST:PORT"},
+      {TP_SERVICE_TRITON, "localhost", NULL, "server.url 'localhost': gRPC needs HOST:PORT"},
       {TP_SERVICE_OPENAI_CHAT, "http://127.0.0.1:9/v1/completions", NULL, "check --url and --endpoint-type"},
       {TP_SERVICE_TRITON_GENERATE, "127.0.0.1:8000", NULL, "the Triton generate endpoint needs a model name"},
       {(tp_service_kind)99, "127.0.0.1:1", NULL, "unknown service kind 99"},

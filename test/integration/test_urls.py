@@ -100,7 +100,7 @@ try:
     check(rc == 2 and "'/v1/completions' names another endpoint" in err and "--endpoint-type" in err,
           "a URL naming the completions endpoint for chat: exit 2, both named", err)
     rc, out, err = run(oai + ["-u", "ftp://%s" % h])
-    check(rc == 2 and "-u/--url" in err and "unknown scheme 'ftp'" in err, "unknown scheme: exit 2, named", err)
+    check(rc == 2 and "tokperf: --url: URL" in err and "unknown scheme 'ftp'" in err, "unknown scheme: exit 2, named", err)
     rc, out, err = run(["profile", "-u", "127.0.0.1:%d/v2" % grpc_port] + SHORT)
     check(rc == 2 and "a gRPC address has no path" in err, "gRPC URL with a path: exit 2, said", err)
 

@@ -1,4 +1,4 @@
-/* The capacity search over levels: settings refused with the option named,
+/* The capacity search over levels: settings refused with the setting's key named,
  * a level judged against every SLO (an unavailable figure and a level
  * where nothing succeeded fail), the search driven to a synthetic boundary
  * through judge(), and the interval over repeated runs per metric. */
@@ -46,7 +46,8 @@ int main(void) {
   char err[512];
   tp_sweep_search *s = NULL;
   c.search = TP_SEARCH_CONCURRENCY;
-  CHECK(tp_sweep_search_new(&s, &c, err, sizeof(err)) != 0 && strstr(err, "--slo"), "no SLO: refused (%s)", err);
+  CHECK(tp_sweep_search_new(&s, &c, err, sizeof(err)) != 0 && strstr(err, "search.slos"),
+        "no SLO: refused, the key named (%s)", err);
   const char *slos[] = {"ttft.p99 <= 300ms", "error_rate <= 1%"};
   c.slos = slos;
   c.n_slos = 2;
@@ -55,13 +56,14 @@ int main(void) {
         "a fractional concurrency is refused (%s)", err);
   c.search_min = 1;
   c.search_max = 0.5;
-  CHECK(tp_sweep_search_new(&s, &c, err, sizeof(err)) != 0 && strstr(err, "--search-max"), "max below min (%s)", err);
+  CHECK(tp_sweep_search_new(&s, &c, err, sizeof(err)) != 0 && strstr(err, "search.max"), "max below min (%s)",
+        err);
   const char *bad[] = {"speed <= 3"};
   c.search_max = 64;
   c.slos = bad;
   c.n_slos = 1;
-  CHECK(tp_sweep_search_new(&s, &c, err, sizeof(err)) != 0 && strncmp(err, "--slo", 5) == 0,
-        "a bad SLO names --slo (%s)", err);
+  CHECK(tp_sweep_search_new(&s, &c, err, sizeof(err)) != 0 && strncmp(err, "search.slos", 11) == 0,
+        "a bad SLO names search.slos (%s)", err);
   c.slos = slos;
   c.n_slos = 2;
   c.search_abs_precision = 1;

@@ -450,7 +450,9 @@ typedef struct tp_run tp_run;
 /* Validates cfg (which is copied; borrowed strings must outlive the run) and
  * prepares the run: loads prompts and the tokenizer.  On failure returns a
  * negative code and writes a message for the user into err (naming the
- * option, file and line, or peer, and what to do).  TP_EINVAL: bad option
+ * setting by its settings key, "load.concurrency: 0 is out of range", or
+ * the file and line, or peer, and what to do; the CLI prints a key as its
+ * flag).  TP_EINVAL: bad option
  * or input file; TP_ENOTFOUND: a file is missing; TP_EIO: read error. */
 TP_API int tp_run_new(tp_run **out, const tp_config *cfg, char *err, size_t errlen);
 

@@ -4,7 +4,9 @@
  * The run (scheduler, records, statistics) knows nothing of protocols; a
  * client knows nothing of scheduling or statistics.  Triton over gRPC is the
  * first client; HTTP clients (OpenAI-compatible, Triton generate) implement
- * the same operations. */
+ * the same operations.  A caller opens one with tp_client_open
+ * (tp_client_factory.h) and reaches what only some clients offer through
+ * the wrappers at the end of this header. */
 #ifndef TP_CLIENT_H
 #define TP_CLIENT_H
 
@@ -26,6 +28,16 @@ typedef struct tp_client_event {
   tp_error_class error_class;
   int64_t server_output_tokens; /* the server's own count in this response, -1 = none */
   bool bad_message;             /* the bytes could not be decoded */
+  /* What a client fills where its protocol says it; the others leave -1 /
+   * NULL / false, so the run reads every event the same way. */
+  bool reasoning;            /* text is the model's reasoning (reasoning_content), counted apart */
+  int64_t prompt_tokens;     /* the server's usage.prompt_tokens, -1 = not in this event */
+  int64_t completion_tokens; /* its usage.completion_tokens (cumulative), -1 = not in this event */
+  int64_t cached_tokens;     /* its prompt tokens found cached, -1 = not reported */
+  const char *finish_reason; /* "stop", "length", ... or NULL */
+  /* The HTTP status of the reply this event came in; -1 = not known yet
+   * (gRPC's status comes with the call's end, in tp_client_done). */
+  int status;
 } tp_client_event;
 
 /* How a request ended at the transport level. */
@@ -74,6 +86,12 @@ typedef struct tp_client_send {
 
 typedef struct tp_client tp_client;
 
+/* Server statistics read while the loop runs: done(ud, rv, counters, n,
+ * err), counters owned by the callee (free()) when rv is 0. */
+struct tp_triton_model_counters;
+typedef void (*tp_client_stats_cb)(void *ud, int rv, struct tp_triton_model_counters *counters, size_t n,
+                                   const char *err);
+
 typedef struct tp_client_ops {
   const char *name;
   /* Checks the server and the model before the run, running the loop until
@@ -95,6 +113,28 @@ typedef struct tp_client_ops {
   /* A session (tp_client_send.session) is over: its connection is let go
    * (may be NULL: the client keeps no per-session state). */
   void (*session_end)(tp_client *c, uint64_t session);
+
+  /* What only some clients offer (NULL = not offered); the run calls them
+   * through the tp_client_* wrappers below, never a client by its kind. */
+  /* Reads the server's per-model statistics (Triton's ModelStatistics) for
+   * every model, running the loop until done; call it only with nothing in
+   * flight.  *out is returned owned.  Returns 0, TP_EUNSUPPORTED when the
+   * server does not offer them, or another code with a message in err. */
+  int (*model_stats)(tp_client *c, struct tp_triton_model_counters **out, size_t *n, char *err, size_t errlen);
+  /* The same while the loop runs (requests in flight): done follows from
+   * the loop.  Returns 0, or a code (no callback). */
+  int (*model_stats_start)(tp_client *c, tp_client_stats_cb done, void *ud);
+  /* Checks that one input file entry (tp_client_send.inputs) can be sent,
+   * by building its request once; after preflight, on a client opened with
+   * file_inputs.  Returns 0, or TP_EINVAL with a message naming the input. */
+  int (*check_inputs)(tp_client *c, const char *inputs, char *err, size_t errlen);
+  /* Connections opened so far. */
+  uint32_t (*connections_opened)(const tp_client *c);
+  /* What preflight found worth a warning, "" when nothing: the run prints
+   * it, the client prints nothing. */
+  const char *(*warning)(const tp_client *c);
+  /* The full URL requests go to, for messages and the report. */
+  const char *(*endpoint)(const tp_client *c);
 } tp_client_ops;
 
 struct tp_client {
@@ -103,7 +143,7 @@ struct tp_client {
 
 /* Settings common to clients. */
 typedef struct tp_client_opts {
-  const char *target; /* "host:port" */
+  const char *target; /* "host:port"; borrowed for the constructor's call */
   const char *model;
   const char *model_version;
   tp_backend backend;
@@ -115,7 +155,7 @@ typedef struct tp_client_opts {
   size_t n_headers;
   /* TLS (grpcs://), with host the name or address to verify. */
   bool tls;
-  const char *host;
+  const char *host; /* borrowed for the constructor's call */
   const char *ca_file, *cert_file, *key_file;
   bool insecure;
   /* Requests will carry an input file's tensors (tp_client_send.inputs):
@@ -124,34 +164,46 @@ typedef struct tp_client_opts {
   bool file_inputs;
 } tp_client_opts;
 
-/* Triton over KServe v2 gRPC (streaming ModelStreamInfer or unary
- * ModelInfer).  Returns 0, or TP_EINVAL / TP_ECONNECT (address) / TP_ENOMEM
- * with a message in err. */
-int tp_client_triton_new(tp_client **out, uv_loop_t *loop, const tp_client_opts *o,
-                         const tp_client_cbs *cbs, char *err, size_t errlen);
+/* ---- the optional operations, for callers that do not know the client ---- */
 
-/* Reads Triton's ModelStatistics for every model (running the loop until
- * done; call it only with nothing in flight).  *out is returned owned.
- * Returns 0, TP_EUNSUPPORTED when the server does not offer statistics
- * (UNIMPLEMENTED), or another code with a message in err. */
-struct tp_triton_model_counters;
-int tp_client_triton_model_stats(tp_client *c, struct tp_triton_model_counters **out, size_t *n, char *err,
-                                 size_t errlen);
+static inline bool tp_client_offers_model_stats(const tp_client *c) {
+  return c && c->ops->model_stats && c->ops->model_stats_start;
+}
 
-/* The same while the loop runs (requests in flight): the call is started
- * and done(ud, rv, counters, n, err) follows from the loop, counters owned
- * by the callee (free()) when rv is 0.  Returns 0, or a code (no callback). */
-typedef void (*tp_client_stats_cb)(void *ud, int rv, struct tp_triton_model_counters *counters, size_t n,
-                                   const char *err);
-int tp_client_triton_model_stats_start(tp_client *c, tp_client_stats_cb done, void *ud);
+static inline int tp_client_model_stats(tp_client *c, struct tp_triton_model_counters **out, size_t *n, char *err,
+                                        size_t errlen) {
+  if (!c->ops->model_stats) {
+    tp_seterr(err, errlen, "the %s client reads no server statistics", c->ops->name);
+    return TP_EUNSUPPORTED;
+  }
+  return c->ops->model_stats(c, out, n, err, errlen);
+}
 
-/* Checks that one input file entry (tp_client_send.inputs) can be sent to
- * the model, by building its request once; call it after preflight on a
- * client opened with file_inputs.  Returns 0, or TP_EINVAL with a message
- * naming the input. */
-int tp_client_triton_check_inputs(tp_client *c, const char *inputs, char *err, size_t errlen);
+static inline int tp_client_model_stats_start(tp_client *c, tp_client_stats_cb done, void *ud) {
+  return c->ops->model_stats_start ? c->ops->model_stats_start(c, done, ud) : TP_EUNSUPPORTED;
+}
 
-/* Statistics of the transport for the report. */
-uint32_t tp_client_triton_connections_opened(const tp_client *c);
+static inline int tp_client_check_inputs(tp_client *c, const char *inputs, char *err, size_t errlen) {
+  if (!c->ops->check_inputs) {
+    tp_seterr(err, errlen, "the %s client sends no input file's tensors", c->ops->name);
+    return TP_EUNSUPPORTED;
+  }
+  return c->ops->check_inputs(c, inputs, err, errlen);
+}
+
+static inline uint32_t tp_client_connections_opened(const tp_client *c) {
+  return c->ops->connections_opened ? c->ops->connections_opened(c) : 0;
+}
+
+/* "" when the client has nothing to say. */
+static inline const char *tp_client_warning(const tp_client *c) {
+  const char *w = c->ops->warning ? c->ops->warning(c) : NULL;
+  return w ? w : "";
+}
+
+/* NULL when the client has no URL to show (gRPC's address is the target). */
+static inline const char *tp_client_endpoint(const tp_client *c) {
+  return c->ops->endpoint ? c->ops->endpoint(c) : NULL;
+}
 
 #endif

@@ -110,23 +110,24 @@ static void emit_held(http_call *x, bool final) {
     held_clear(h);
     return;
   }
-  tp_client_http_event ev;
+  tp_client_event ev;
   memset(&ev, 0, sizeof(ev));
-  ev.base.text = h->text.len ? h->text.data : NULL;
-  ev.base.text_len = h->text.len;
-  ev.base.final = final;
-  ev.base.error = h->has_error ? h->error : NULL;
-  ev.base.error_class = h->has_error ? h->error_class : TP_ERRCLASS_NONE;
-  ev.base.server_output_tokens = h->server_output_tokens;
-  ev.base.bad_message = h->bad;
+  ev.text = h->text.len ? h->text.data : NULL;
+  ev.text_len = h->text.len;
+  ev.final = final;
+  ev.error = h->has_error ? h->error : NULL;
+  ev.error_class = h->has_error ? h->error_class : TP_ERRCLASS_NONE;
+  ev.server_output_tokens = h->server_output_tokens;
+  ev.bad_message = h->bad;
   ev.reasoning = h->reasoning;
   ev.prompt_tokens = h->prompt_tokens;
   ev.completion_tokens = h->completion_tokens;
   ev.cached_tokens = h->cached_tokens;
   ev.finish_reason = h->has_finish ? h->finish : NULL;
+  ev.status = x->status ? x->status : -1;
   if (final) x->final_sent = true;
   uint64_t t = h->arrival_ns;
-  x->hc->cbs.on_event(x->req, &ev.base, t);
+  x->hc->cbs.on_event(x->req, &ev, t);
   held_clear(h);
 }
 
@@ -629,8 +630,7 @@ static void http_session_end(tp_client *c, uint64_t session) {
   tp_http_session_end(((http_client *)(void *)c)->http, session);
 }
 
-static const tp_client_ops http_ops = {"http",      http_preflight,  http_send,       http_close,
-                                       http_cancel, http_cancel_all, http_session_end};
+static const tp_client_ops http_ops;
 
 /* Where requests go (see tp_url.h for how --url and --endpoint combine);
  * base gets the URL's origin for tp_http. */
@@ -683,6 +683,8 @@ int tp_client_http_new(tp_client **out, uv_loop_t *loop, const tp_client_opts *o
   hc->base.ops = &http_ops;
   hc->loop = loop;
   hc->opts = *o;
+  /* Borrowed for this call only (resolve_url reads them): not kept. */
+  hc->opts.target = hc->opts.host = NULL;
   hc->cbs = *cbs;
   hc->api = ho->api;
   hc->max_response_bytes = o->max_response_bytes ? o->max_response_bytes : DEFAULT_MAX_RESPONSE;
@@ -745,3 +747,16 @@ const char *tp_client_http_endpoint(const tp_client *c) {
 uint32_t tp_client_http_connections_opened(const tp_client *c) {
   return tp_http_connections_opened(((const http_client *)c)->http);
 }
+
+static const tp_client_ops http_ops = {
+    .name = "http",
+    .preflight = http_preflight,
+    .send = http_send,
+    .close = http_close,
+    .cancel = http_cancel,
+    .cancel_all = http_cancel_all,
+    .session_end = http_session_end,
+    .connections_opened = tp_client_http_connections_opened,
+    .warning = tp_client_http_warning,
+    .endpoint = tp_client_http_endpoint,
+};

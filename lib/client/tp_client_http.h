@@ -50,23 +50,6 @@ typedef struct tp_client_http_opts {
  * include_usage on. */
 void tp_client_http_opts_default(tp_client_http_opts *o);
 
-/* What an HTTP client's events carry beyond tp_client_event.  The run gets
- * &ev->base; tp_client_http_event_of gives the rest back.  These fields are
- * proposed for tp_client_event itself; until then this is how to read them. */
-typedef struct tp_client_http_event {
-  tp_client_event base;
-  bool reasoning;            /* base.text is reasoning_content, to be counted apart */
-  int64_t prompt_tokens;     /* usage.prompt_tokens, -1 = not in this event */
-  int64_t completion_tokens; /* usage.completion_tokens (cumulative), -1 = not in this event */
-  int64_t cached_tokens;     /* usage.prompt_tokens_details.cached_tokens, -1 = not reported */
-  const char *finish_reason; /* "stop", "length", ... or NULL */
-} tp_client_http_event;
-
-/* Only for events delivered by a client made with tp_client_http_new. */
-static inline const tp_client_http_event *tp_client_http_event_of(const tp_client_event *ev) {
-  return (const tp_client_http_event *)(const void *)ev;
-}
-
 /* Creates an HTTP client.  From tp_client_opts it uses target (when ho->url
  * is NULL), model (for OpenAI, "" or NULL = the first model /v1/models
  * lists, found by preflight), model_version and backend (Triton generate),
@@ -77,7 +60,7 @@ static inline const tp_client_http_event *tp_client_http_event_of(const tp_clien
  *
  * Preflight: OpenAI GET /v1/models (below the API base of the URL: see
  * tp_url.h).  401/403 is TP_ECONNECT (the API key); any other status that
- * is not 2xx leaves a warning (tp_client_http_warning) when a model name
+ * is not 2xx leaves a warning (tp_client_warning) when a model name
  * was given, and is TP_ENOTFOUND when not; a model not in a list it
  * returns is TP_ENOTFOUND.  Triton: GET /v2/health/ready,
  * /v2/models/M/ready, then the metadata to choose input names.
@@ -88,11 +71,11 @@ int tp_client_http_new(tp_client **out, uv_loop_t *loop, const tp_client_opts *o
 /* The model name requests carry (after preflight: the discovered one). */
 const char *tp_client_http_model(const tp_client *c);
 /* What preflight found worth a warning (a model list that answered 501,
- * say), "" when nothing.  The run prints it; the client prints nothing. */
+ * say), "" when nothing; also tp_client_warning. */
 const char *tp_client_http_warning(const tp_client *c);
-/* The full URL requests go to, for messages and the report. */
+/* The full URL requests go to; also tp_client_endpoint. */
 const char *tp_client_http_endpoint(const tp_client *c);
-/* Connections opened so far. */
+/* Connections opened so far; also tp_client_connections_opened. */
 uint32_t tp_client_http_connections_opened(const tp_client *c);
 
 #endif

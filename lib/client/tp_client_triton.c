@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "api/tp_triton.h"
-#include "client/tp_client.h"
+#include "client/tp_client_triton.h"
 #include "transport/tp_grpc.h"
 #include "transport/tp_h2c.h"
 #include "util/tp_wake.h"
@@ -19,6 +19,7 @@ typedef struct triton_client {
   tp_client_opts opts;
   tp_client_cbs cbs;
   char target[300];
+  char host[300]; /* the pool names it at every TLS connection, for the whole run */
   tp_triton_opts topts;
   tp_h2c_pool *pool;
   tp_buf reqbuf;
@@ -185,7 +186,10 @@ static void call_on_message(tp_call *c, const uint8_t *data, size_t len, uint64_
   tp_triton_event tev;
   tp_client_event ev;
   memset(&ev, 0, sizeof(ev));
-  ev.server_output_tokens = -1;
+  /* KServe v2 carries no usage or finish reason, and the gRPC status
+   * comes only with the call's end. */
+  ev.server_output_tokens = ev.prompt_tokens = ev.completion_tokens = ev.cached_tokens = -1;
+  ev.status = -1;
   /* tev's text and error point into data, which outlives on_event. */
   if (tp_triton_parse_response(&tev, data, len, x->tc->opts.streaming)) {
     ev.bad_message = true;
@@ -321,8 +325,7 @@ static void triton_session_end(tp_client *c, uint64_t session) {
   tp_h2c_session_end(((triton_client *)(void *)c)->pool, session);
 }
 
-static const tp_client_ops triton_ops = {"triton-grpc",   triton_preflight,  triton_send,       triton_close,
-                                         triton_cancel, triton_cancel_all, triton_session_end};
+static const tp_client_ops triton_ops;
 
 int tp_client_triton_new(tp_client **out, uv_loop_t *loop, const tp_client_opts *o,
                          const tp_client_cbs *cbs, char *err, size_t errlen) {
@@ -334,6 +337,10 @@ int tp_client_triton_new(tp_client **out, uv_loop_t *loop, const tp_client_opts 
   tc->cbs = *cbs;
   tp_buf_init(&tc->reqbuf);
   snprintf(tc->target, sizeof(tc->target), "%s", o->target);
+  snprintf(tc->host, sizeof(tc->host), "%s", o->host ? o->host : "");
+  /* The caller's strings are borrowed for this call only. */
+  tc->opts.target = tc->target;
+  tc->opts.host = tc->host;
 
   tc->topts.model = o->model;
   tc->topts.version = o->model_version;
@@ -364,7 +371,7 @@ int tp_client_triton_new(tp_client **out, uv_loop_t *loop, const tp_client_opts 
   ho.headers = (const char *const *)tc->hdr;
   ho.n_headers = tc->n_hdr;
   ho.tls = o->tls;
-  ho.host = o->host;
+  ho.host = tc->host;
   ho.ca_file = o->ca_file;
   ho.cert_file = o->cert_file;
   ho.key_file = o->key_file;
@@ -379,8 +386,7 @@ int tp_client_triton_new(tp_client **out, uv_loop_t *loop, const tp_client_opts 
   return 0;
 }
 
-int tp_client_triton_model_stats(tp_client *c, tp_triton_model_counters **out, size_t *n, char *err,
-                                 size_t errlen) {
+static int triton_model_stats(tp_client *c, tp_triton_model_counters **out, size_t *n, char *err, size_t errlen) {
   triton_client *tc = (triton_client *)c;
   tp_buf body;
   tp_buf_init(&body);
@@ -438,7 +444,7 @@ static void stats_on_close(tp_call *c, const tp_call_result *res, void *ud) {
   free(sc);
 }
 
-int tp_client_triton_model_stats_start(tp_client *c, tp_client_stats_cb done, void *ud) {
+static int triton_model_stats_start(tp_client *c, tp_client_stats_cb done, void *ud) {
   static const tp_call_cbs cbs = {stats_on_message, stats_on_close};
   triton_client *tc = (triton_client *)c;
   stats_call *sc = calloc(1, sizeof(*sc));
@@ -458,7 +464,7 @@ int tp_client_triton_model_stats_start(tp_client *c, tp_client_stats_cb done, vo
   return rv;
 }
 
-int tp_client_triton_check_inputs(tp_client *c, const char *inputs, char *err, size_t errlen) {
+static int triton_check_inputs(tp_client *c, const char *inputs, char *err, size_t errlen) {
   triton_client *tc = (triton_client *)c;
   if (!tc->meta) {
     tp_seterr(err, errlen, "the model's metadata was not read (preflight skipped?)");
@@ -472,6 +478,20 @@ int tp_client_triton_check_inputs(tp_client *c, const char *inputs, char *err, s
   return rv == TP_ENOMEM ? rv : rv ? TP_EINVAL : 0;
 }
 
-uint32_t tp_client_triton_connections_opened(const tp_client *c) {
+static uint32_t triton_connections_opened(const tp_client *c) {
   return tp_h2c_connections_opened(((const triton_client *)c)->pool);
 }
+
+static const tp_client_ops triton_ops = {
+    .name = "triton-grpc",
+    .preflight = triton_preflight,
+    .send = triton_send,
+    .close = triton_close,
+    .cancel = triton_cancel,
+    .cancel_all = triton_cancel_all,
+    .session_end = triton_session_end,
+    .model_stats = triton_model_stats,
+    .model_stats_start = triton_model_stats_start,
+    .check_inputs = triton_check_inputs,
+    .connections_opened = triton_connections_opened,
+};

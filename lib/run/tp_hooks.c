@@ -15,9 +15,10 @@
 /* Server statistics around a level (Triton's ModelStatistics).  A server
  * without them is told once and not asked again. */
 static bool stats_wanted(const tp_run *r) {
-  /* ModelStatistics is a Triton gRPC call: not for HTTP services. */
+  /* Only clients that can read them offer them (Triton gRPC's
+   * ModelStatistics). */
   return !r->stats_off && !r->cfg.no_server_stats && !r->cfg.skip_preflight &&
-         r->cfg.service_kind == TP_SERVICE_TRITON;
+         tp_client_offers_model_stats(r->client);
 }
 
 static void stats_read_before(tp_run *r) {
@@ -26,7 +27,7 @@ static void stats_read_before(tp_run *r) {
   r->stats_before = NULL;
   r->n_stats_before = 0;
   char err[300];
-  if (tp_client_triton_model_stats(r->client, &r->stats_before, &r->n_stats_before, err, sizeof(err))) {
+  if (tp_client_model_stats(r->client, &r->stats_before, &r->n_stats_before, err, sizeof(err))) {
     r->stats_off = true;
     tpr_warn(r, "server statistics unavailable: %s (--no-server-stats skips asking)", err);
   }
@@ -39,7 +40,7 @@ static void stats_read_after(tp_run *r, size_t li, tp_level_result *lv) {
   tp_triton_model_counters *after = NULL;
   size_t n_after = 0;
   char err[300];
-  if (tp_client_triton_model_stats(r->client, &after, &n_after, err, sizeof(err))) {
+  if (tp_client_model_stats(r->client, &after, &n_after, err, sizeof(err))) {
     tpr_warn(r, "server statistics unavailable after the level: %s", err);
     return;
   }
@@ -373,7 +374,7 @@ static void maybe_resnap(tp_run *r) {
   resnap *x = malloc(sizeof(*x));
   if (!x) return;
   *x = (resnap){r, r->stats_gen};
-  if (tp_client_triton_model_stats_start(r->client, resnap_done, x)) free(x);
+  if (tp_client_model_stats_start(r->client, resnap_done, x)) free(x);
 }
 
 void tpr_stats_planned(tp_run *r, const tp_record *rec) {

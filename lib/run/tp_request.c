@@ -12,7 +12,6 @@
 #include <string.h>
 
 #include "run/tp_run_internal.h"
-#include "client/tp_client_http.h"
 
 /* Room for n records in the arena; L->recs may move. */
 int tpr_reserve_records(tp_run *r, size_t n) {
@@ -108,18 +107,15 @@ void tpr_req_on_event(void *req, const tp_client_event *ev, uint64_t arrival_ns)
   if (x->final_seen) return; /* nothing after the final response counts */
   bool has_text = ev->text && ev->text_len > 0;
   tp_record_add_response(rec, arrival_ns, has_text);
-  const tp_client_http_event *hev = x->run->http ? tp_client_http_event_of(ev) : NULL;
   /* Reasoning text is a generated token for timing, but kept apart. */
-  tp_buf *into = hev && hev->reasoning ? &rec->reasoning : &rec->text;
+  tp_buf *into = ev->reasoning ? &rec->reasoning : &rec->text;
   if (has_text) {
     if (into == &rec->text && !rec->first_answer_ns) rec->first_answer_ns = arrival_ns;
     if (x->cumulative) tp_buf_reset(into);
     tp_buf_append(into, ev->text, ev->text_len);
   }
-  if (hev) {
-    if (hev->prompt_tokens >= 0) rec->server_input_tokens = hev->prompt_tokens;
-    if (hev->cached_tokens >= 0) rec->server_cached_tokens = hev->cached_tokens;
-  }
+  if (ev->prompt_tokens >= 0) rec->server_input_tokens = ev->prompt_tokens;
+  if (ev->cached_tokens >= 0) rec->server_cached_tokens = ev->cached_tokens;
   if (ev->server_output_tokens >= 0)
     rec->server_output_tokens =
         (rec->server_output_tokens < 0 ? 0 : rec->server_output_tokens) + ev->server_output_tokens;

@@ -211,11 +211,9 @@ struct tp_run {
   tp_mock_stats mock_stats;
   char target[300];
   tp_client *client;
-  bool http; /* the client is an HTTP one: its events carry usage and reasoning */
   /* perf_analyzer input data on Triton gRPC: each request carries its
    * entry's tensors as given (docs/inputs.md). */
   bool file_inputs;
-  char http_url[1100];
   tp_artifacts *artifacts;
   char artifact_dir[1024];
   char records_default[1100];

@@ -7,37 +7,11 @@
 #include <unistd.h>
 
 #include "run/tp_run_internal.h"
-#include "client/tp_client_http.h"
-#include "client/tp_url.h"
+#include "client/tp_client_factory.h"
 #include "dataset/tp_synth.h"
 #include "util/tp_stamp.h"
 
 static void warm_work(uv_work_t *w) { (void)w; }
-
-/* -u/--url: r->target gets "host:port". */
-static int parse_target(tp_run *r, const char *url, tp_url *u, char *err, size_t errlen) {
-  char why[512];
-  if (tp_url_parse(url, u, why, sizeof(why))) {
-    tp_seterr(err, errlen, "-u/--url: %s", why);
-    return TP_EINVAL;
-  }
-  if (r->cfg.service_kind == TP_SERVICE_TRITON) {
-    /* gRPC has no path; a URL with one was meant for an HTTP API. */
-    if (u->path[0] || u->query[0]) {
-      tp_seterr(err, errlen,
-                "-u/--url '%s': a gRPC address has no path (give HOST:PORT; for an HTTP API add -i http "
-                "or --service-kind openai)",
-                url);
-      return TP_EINVAL;
-    }
-    if (!u->port) {
-      tp_seterr(err, errlen, "-u/--url '%s': gRPC needs HOST:PORT (Triton's gRPC port is 8001)", url);
-      return TP_EINVAL;
-    }
-  }
-  tp_url_authority(u, r->target, sizeof(r->target));
-  return 0;
-}
 
 /* The loop's handles, the thread pool, arrival stamps and the precise
  * timers. */
@@ -104,63 +78,40 @@ static int setup_tokenizer(tp_run *r, char *err, size_t errlen) {
   return 0;
 }
 
-/* The client for the service kind, with its connections and TLS. */
-static int setup_client(tp_run *r, const tp_url *pu, char *err, size_t errlen) {
-  int rv;
-  const char *url = r->cfg.url;
+/* The client for the service kind, with its connections and TLS; the
+ * factory reads -u/--url, and r->target gets its "host:port". */
+static int setup_client(tp_run *r, char *err, size_t errlen) {
   uint32_t max_conc = 1;
   for (size_t i = 0; i < r->n_points; i++) max_conc = TP_MAX(max_conc, r->points[i].concurrency);
   if (r->cfg.n_request_rates && !r->cfg.max_concurrency) max_conc = 1024;
-  tp_client_opts co;
-  memset(&co, 0, sizeof(co));
-  co.target = r->target;
-  co.model = r->cfg.model;
-  co.model_version = r->cfg.model_version;
-  co.backend = r->cfg.backend;
-  co.streaming = r->cfg.streaming;
+  tp_client_spec s;
+  tp_client_spec_default(&s);
+  s.kind = r->cfg.service_kind;
+  s.url = r->cfg.url;
+  tp_client_opts *co = &s.opts;
+  co->model = r->cfg.model;
+  co->model_version = r->cfg.model_version;
+  co->backend = r->cfg.backend;
+  co->streaming = r->cfg.streaming;
   /* One connection per 128 streams by default: Triton serialises writes per
    * connection, and extra connections are cheap. */
-  co.connections = r->cfg.connections ? r->cfg.connections : (max_conc + 127) / 128;
-  co.max_response_bytes = MAX_RESPONSE_BYTES;
-  co.headers = r->cfg.headers;
-  co.n_headers = r->cfg.n_headers;
-  co.tls = tp_url_tls(pu);
-  /* The host, for certificate checks and SNI. */
-  co.host = pu->host;
-  co.ca_file = r->cfg.ca_file;
-  co.cert_file = r->cfg.cert_file;
-  co.key_file = r->cfg.key_file;
-  co.insecure = r->cfg.insecure;
-  co.file_inputs = r->file_inputs;
+  co->connections = r->cfg.connections ? r->cfg.connections : (max_conc + 127) / 128;
+  co->max_response_bytes = MAX_RESPONSE_BYTES;
+  co->headers = r->cfg.headers;
+  co->n_headers = r->cfg.n_headers;
+  co->ca_file = r->cfg.ca_file;
+  co->cert_file = r->cfg.cert_file;
+  co->key_file = r->cfg.key_file;
+  co->insecure = r->cfg.insecure;
+  co->file_inputs = r->file_inputs;
+  s.endpoint = r->cfg.endpoint;
+  s.api_key = r->cfg.api_key;
+  s.extra_inputs = r->cfg.extra_inputs;
+  s.n_extra_inputs = r->cfg.n_extra_inputs;
+  s.http1_only = r->cfg.http1_only;
+  s.include_usage = !r->cfg.no_usage;
   static const tp_client_cbs cbs = {tpr_req_on_event, tpr_req_on_done};
-  if (r->cfg.service_kind == TP_SERVICE_TRITON) {
-    rv = tp_client_triton_new(&r->client, &r->loop, &co, &cbs, err, errlen);
-  } else {
-    tp_client_http_opts ho;
-    tp_client_http_opts_default(&ho);
-    ho.api = r->cfg.service_kind == TP_SERVICE_OPENAI_CHAT          ? TP_HTTP_API_OPENAI_CHAT
-             : r->cfg.service_kind == TP_SERVICE_OPENAI_COMPLETIONS ? TP_HTTP_API_OPENAI_COMPLETIONS
-                                                                    : TP_HTTP_API_TRITON_GENERATE;
-    /* HTTP keeps the scheme (https) and the path of --url: the client
-     * joins it with the API's path (tp_url.h). */
-    snprintf(r->http_url, sizeof(r->http_url), "%s", url);
-    ho.url = r->http_url;
-    ho.endpoint = r->cfg.endpoint;
-    ho.api_key = r->cfg.api_key;
-    ho.headers = r->cfg.headers;
-    ho.n_headers = r->cfg.n_headers;
-    ho.extra_inputs = r->cfg.extra_inputs;
-    ho.n_extra_inputs = r->cfg.n_extra_inputs;
-    ho.ca_file = r->cfg.ca_file;
-    ho.cert_file = r->cfg.cert_file;
-    ho.key_file = r->cfg.key_file;
-    ho.insecure = r->cfg.insecure;
-    ho.http1_only = r->cfg.http1_only;
-    ho.include_usage = !r->cfg.no_usage;
-    rv = tp_client_http_new(&r->client, &r->loop, &co, &ho, &cbs, err, errlen);
-    r->http = rv == 0;
-  }
-  return rv;
+  return tp_client_open(&r->client, &r->loop, &s, &cbs, r->target, sizeof(r->target), err, errlen);
 }
 
 /* The preflight, and every perf_analyzer entry built once. */
@@ -169,18 +120,18 @@ static int setup_preflight(tp_run *r, char *err, size_t errlen) {
   if (!r->cfg.skip_preflight) {
     rv = r->client->ops->preflight(r->client, err, errlen);
     if (rv) return rv;
-    if (r->http && *tp_client_http_warning(r->client)) tpr_warn(r, "%s", tp_client_http_warning(r->client));
+    if (*tp_client_warning(r->client)) tpr_warn(r, "%s", tp_client_warning(r->client));
   }
-  if (r->http && !r->mock_cfg) {
+  const char *ep = tp_client_endpoint(r->client);
+  if (ep && !r->mock_cfg) {
     /* Without the query, which may hold a key (?key=...). */
-    const char *ep = tp_client_http_endpoint(r->client);
     tpr_progress(r, "requests go to %.*s", (int)strcspn(ep, "?"), ep);
   }
   /* Every entry is built once now, so that a tensor the model cannot take
    * stops the run with its entry named rather than failing requests. */
   for (size_t i = 0; r->file_inputs && i < r->ds.n; i++) {
     char why[400];
-    rv = tp_client_triton_check_inputs(r->client, r->ds.items[i].inputs, why, sizeof(why));
+    rv = tp_client_check_inputs(r->client, r->ds.items[i].inputs, why, sizeof(why));
     if (rv) {
       tp_seterr(err, errlen, "%s: data[%zu]: %s", r->ds.source, i, why);
       return rv;
@@ -196,10 +147,7 @@ int tpr_exec_setup(tp_run *r, char *err, size_t errlen) {
   int rv = setup_loop(r, err, errlen);
   if (!rv) rv = setup_tokenizer(r, err, errlen);
   if (rv) return rv;
-  tp_url pu;
-  memset(&pu, 0, sizeof(pu));
-  rv = parse_target(r, r->cfg.url, &pu, err, errlen);
-  if (!rv) rv = setup_client(r, &pu, err, errlen);
+  rv = setup_client(r, err, errlen);
   if (!rv) rv = setup_preflight(r, err, errlen);
   if (!rv) rv = tpr_hooks_open(r, err, errlen);
   if (!rv) rv = tpr_sink_open(r, err, errlen);

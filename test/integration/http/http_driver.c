@@ -84,7 +84,6 @@ static json_t *bytes(const uint8_t *p, size_t n) {
 
 static void on_event(void *req, const tp_client_event *ev, uint64_t arrival_ns) {
   dreq *r = req;
-  const tp_client_http_event *x = tp_client_http_event_of(ev);
   json_t *e = json_object();
   json_object_set_new(e, "t_ns", json_integer((json_int_t)arrival_ns));
   json_object_set_new(e, "text", bytes(ev->text, ev->text_len));
@@ -93,11 +92,11 @@ static void on_event(void *req, const tp_client_event *ev, uint64_t arrival_ns) 
   json_object_set_new(e, "error_class", json_string(class_name(ev->error_class)));
   json_object_set_new(e, "server_output_tokens", json_integer(ev->server_output_tokens));
   json_object_set_new(e, "bad", json_boolean(ev->bad_message));
-  json_object_set_new(e, "reasoning", json_boolean(x->reasoning));
-  json_object_set_new(e, "prompt_tokens", json_integer(x->prompt_tokens));
-  json_object_set_new(e, "completion_tokens", json_integer(x->completion_tokens));
-  json_object_set_new(e, "cached_tokens", json_integer(x->cached_tokens));
-  json_object_set_new(e, "finish_reason", str_or_null(x->finish_reason));
+  json_object_set_new(e, "reasoning", json_boolean(ev->reasoning));
+  json_object_set_new(e, "prompt_tokens", json_integer(ev->prompt_tokens));
+  json_object_set_new(e, "completion_tokens", json_integer(ev->completion_tokens));
+  json_object_set_new(e, "cached_tokens", json_integer(ev->cached_tokens));
+  json_object_set_new(e, "finish_reason", str_or_null(ev->finish_reason));
   json_array_append_new(r->events, e);
   driver *d = r->d;
   size_t n = json_array_size(r->events);

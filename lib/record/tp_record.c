@@ -20,6 +20,7 @@ void tp_record_init(tp_record *r) {
 
 void tp_record_fini(tp_record *r) {
   free(r->resp_ns);
+  free(r->resp_text_at);
   free(r->err_msg);
   tp_buf_fini(&r->text);
   tp_buf_fini(&r->reasoning);
@@ -32,8 +33,14 @@ int tp_record_add_response(tp_record *r, uint64_t t_ns, bool has_text) {
     uint64_t *p = realloc(r->resp_ns, cap * sizeof(*p));
     if (!p) return TP_ENOMEM;
     r->resp_ns = p;
+    if (r->resp_text_at) {
+      uint32_t *a = realloc(r->resp_text_at, cap * sizeof(*a));
+      if (!a) return TP_ENOMEM; /* resp_ns grew; cap_resp still holds for both */
+      r->resp_text_at = a;
+    }
     r->cap_resp = cap;
   }
+  if (r->resp_text_at) r->resp_text_at[r->n_resp] = TP_RECORD_NO_TEXT;
   r->resp_ns[r->n_resp++] = t_ns;
   if (!r->first_resp_ns) r->first_resp_ns = t_ns;
   if (has_text) {
@@ -45,10 +52,34 @@ int tp_record_add_response(tp_record *r, uint64_t t_ns, bool has_text) {
   return 0;
 }
 
+/* The piece starts where the buffer ended before it: for a delta that is
+ * where it is appended; for cumulative text it is the length of the whole
+ * text the previous response held, so the piece is what this one added
+ * (the exports write a cumulative response's own payload as that text up
+ * to its piece's end). */
+int tp_record_append_text(tp_record *r, bool reasoning, const void *s, size_t len, bool cumulative) {
+  tp_buf *into = reasoning ? &r->reasoning : &r->text;
+  size_t at = into->len;
+  /* Made with the first piece: a record whose text came otherwise (built
+   * outside the run) has none, and the exports know not to trust it. */
+  if (r->n_resp && !r->resp_text_at) {
+    r->resp_text_at = malloc(r->cap_resp * sizeof(*r->resp_text_at));
+    for (uint32_t i = 0; r->resp_text_at && i < r->n_resp; i++) r->resp_text_at[i] = TP_RECORD_NO_TEXT;
+  }
+  if (r->n_resp && r->resp_text_at) {
+    uint32_t v = at > TP_RECORD_AT_MAX ? TP_RECORD_AT_MAX : (uint32_t)at;
+    r->resp_text_at[r->n_resp - 1] = v | (reasoning ? TP_RECORD_AT_REASONING : 0u);
+  }
+  if (cumulative) tp_buf_reset(into);
+  return tp_buf_append(into, s, len);
+}
+
 void tp_record_shed(tp_record *r, uint64_t line_off) {
   r->had_reasoning = tp_record_has_reasoning(r);
   free(r->resp_ns);
   r->resp_ns = NULL;
+  free(r->resp_text_at);
+  r->resp_text_at = NULL;
   r->cap_resp = 0;
   tp_buf_fini(&r->text);
   tp_buf_fini(&r->reasoning);

@@ -43,6 +43,15 @@ typedef struct tp_record {
 
   /* Arrival time of every response message, in order. */
   uint64_t *resp_ns;
+  /* Where each response's text begins (n_resp entries beside resp_ns, see
+   * TP_RECORD_NO_TEXT): the byte of text (or, with TP_RECORD_AT_REASONING,
+   * of reasoning) at which its piece starts, which is the length the buffer
+   * had when the piece came.  A response's piece ends where the next piece
+   * of the same buffer starts, or at the buffer's end; the exports write
+   * each response's own payload from these.  Made by the first
+   * tp_record_append_text; NULL = not known (no text came that way): the
+   * exports then give the whole text at once. */
+  uint32_t *resp_text_at;
   uint32_t n_resp;
   uint32_t cap_resp;
   /* Arrival times of the responses that carried non-empty text. */
@@ -77,10 +86,22 @@ typedef struct tp_record {
 #define TP_RECORD_SERVER_OUTPUT 1u
 #define TP_RECORD_SERVER_INPUT 2u
 
+/* resp_text_at values: the response carried no text; the bit saying its
+ * text went to reasoning; the largest offset kept (a longer text's later
+ * pieces all start there: memory caps answers long before 2 GiB). */
+#define TP_RECORD_NO_TEXT UINT32_MAX
+#define TP_RECORD_AT_REASONING 0x80000000u
+#define TP_RECORD_AT_MAX 0x7ffffffeu
+
 void tp_record_init(tp_record *r);
 void tp_record_fini(tp_record *r);
 /* Appends an arrival time; returns 0 or TP_ENOMEM. */
 int tp_record_add_response(tp_record *r, uint64_t t_ns, bool has_text);
+/* Adds the text of the response last added to text (or to reasoning):
+ * appended, or with cumulative (each response holds all text so far)
+ * replacing what was there; notes where its piece starts in
+ * resp_text_at.  Returns 0 or TP_ENOMEM. */
+int tp_record_append_text(tp_record *r, bool reasoning, const void *s, size_t len, bool cumulative);
 /* Lets go of the response times, text and reasoning (kept in the records
  * file at byte line_off); n_resp, n_text_resp and every other field stay. */
 void tp_record_shed(tp_record *r, uint64_t line_off);

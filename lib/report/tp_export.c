@@ -360,7 +360,7 @@ static int add_pa(tp_artifacts *a, tp_buf *b, const tp_export_level *lv, const c
   tp_buf_reset(b);
   tp__sink sk = {fd, NULL};
   int rv = tp_buf_append(b, head, sizeof(head) - 1);
-  if (!rv) rv = tp__pa_experiment(b, &sk, lv, def_max, a->anchor_mono_ns, a->anchor_wall_ns);
+  if (!rv) rv = tp__pa_experiment(b, &sk, lv, a->cfg, def_max, a->anchor_mono_ns, a->anchor_wall_ns);
   if (rv == TP_EIO && !read_back_error(lv->reqs, lv->n)) rv = io_err(err, errlen, "write", tmp, errno);
   if (!rv && tp__write_all(fd, b->data, b->len)) rv = io_err(err, errlen, "write", tmp, errno);
   off_t end = rv ? -1 : lseek(fd, 0, SEEK_CUR);

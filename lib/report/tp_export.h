@@ -108,24 +108,37 @@ int tp_accuracy_compute(tp_accuracy *acc, const tp_export_request *reqs, size_t 
  *      (rate mode {"mode": "request_rate", "value": R}; a trace R = 0)
  *    "requests": [{"timestamp": ns, "request_inputs": {"text_input": "...",
  *      "max_tokens": M}, "response_timestamps": [ns, ...],
- *      "response_outputs": [{"text_output": "..."}, ...]}, ...],
+ *      "response_outputs": [OUTPUT, ...]}, ...],
  *    "window_boundaries": [start_ns, end_ns]}
  * (in a distributed run each request also has "rank": the rank that sent
  * it, docs/scale-out.md)
  * Times are wall-clock ns.  Requests: the measured, successful ones (the
  * same set the latency statistics use), in send order; "timestamp" is the
  * actual send time.  response_timestamps holds every response message,
- * empty ones included, as perf_analyzer records them.  The record keeps
- * the joined text, not each response's piece, so the whole text is put on
- * the first response that carried text and the others carry "" (token
- * totals per request stay right; per-response token counts do not).
+ * empty ones included, as perf_analyzer records them, and response_outputs
+ * one OUTPUT per response carrying that response's own text (its piece of
+ * the record's text, tp_record.resp_text_at):
+ *   Triton (cfg NULL, KServe or generate): {"text_output": "piece"}
+ *   OpenAI (cfg->service_kind chat or completions): {"response": PAYLOAD},
+ *     PAYLOAD being what the server sent as perf_analyzer keeps it:
+ *     streamed, the event's bytes "data: CHUNK\n\n", CHUNK a
+ *     chat.completion.chunk (the piece in choices[0].delta.content, or
+ *     .reasoning_content for reasoning; the first names the role) or a
+ *     text_completion (choices[0].text), with id, object, created (the
+ *     send's second) and model; the last response ends with
+ *     "data: [DONE]\n\n".  Without streaming, the body (chat.completion
+ *     with choices[0].message, or text_completion).
+ * With --streaming-text cumulative a response's text is all text up to
+ * its piece's end, as the server sent it.  A record that kept no offsets
+ * (made outside the run) puts its whole text on the first response that
+ * carried text, "" on the others.
  * window_boundaries: the level's measurement window when it had one (see
  * tp_export_level), else from the first measured send for duration_s, the
  * span the throughputs were divided by.  default_max_tokens fills
  * max_tokens when a request says 0.  Returns 0, TP_ENOMEM, or the error of
  * reading a shed record back (tp_records_load). */
-int tp_export_pa_experiment(tp_buf *out, const tp_export_level *lv, uint32_t default_max_tokens,
-                            uint64_t anchor_mono_ns, uint64_t anchor_wall_ns);
+int tp_export_pa_experiment(tp_buf *out, const tp_export_level *lv, const tp_config *cfg,
+                            uint32_t default_max_tokens, uint64_t anchor_mono_ns, uint64_t anchor_wall_ns);
 
 /* The tools whose per-level summaries are exported.  Each row of the
  * metric registry with the tool's key (tp_metric.genai_key, .aiperf_key)

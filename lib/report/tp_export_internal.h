@@ -59,8 +59,33 @@ bool tp__measured(const tp_export_request *q);
 
 /* perf_analyzer's experiment of one level, spilled to sk as it grows (NULL
  * = kept in out); see tp_export_pa_experiment. */
-int tp__pa_experiment(tp_buf *out, const tp__sink *sk, const tp_export_level *lv, uint32_t default_max_tokens,
-                      uint64_t anchor_mono_ns, uint64_t anchor_wall_ns);
+int tp__pa_experiment(tp_buf *out, const tp__sink *sk, const tp_export_level *lv, const tp_config *cfg,
+                      uint32_t default_max_tokens, uint64_t anchor_mono_ns, uint64_t anchor_wall_ns);
+
+/* One response's own text: len bytes at text, from the record's text or,
+ * when reasoning, its reasoning. */
+typedef struct tp__piece {
+  const char *text;
+  size_t len;
+  bool reasoning;
+} tp__piece;
+
+/* Response i's piece of r (tp_record.resp_text_at): from where it starts
+ * to where the next piece of the same buffer starts, or with cumulative
+ * (each response held all text so far) from the buffer's start, both
+ * moved back to a UTF-8 character's first byte.  Returns 1 when the
+ * response carried text, 0 when not or when r keeps no offsets (*pc is
+ * then empty). */
+int tp__pa_piece(const tp_record *r, uint32_t i, bool cumulative, tp__piece *pc);
+
+/* What an OpenAI server sent as response i of r, carrying pc, as
+ * perf_analyzer records it: streamed, "data: " CHUNK "\n\n" (the last
+ * followed by "data: [DONE]\n\n"), else the body; cfg gives the API
+ * (chat or completions), streaming and the model.  created_s: the chunk's
+ * "created".  Appended to o; returns 0, TP_ENOMEM, or TP_EINVAL for a
+ * service that is not OpenAI's. */
+int tp__pa_openai_payload(tp_buf *o, const tp_config *cfg, const tp_record *r, uint64_t created_s, uint32_t i,
+                          const tp__piece *pc);
 
 /* AIPerf's per-record lines of one level, spilled to sk as they grow (NULL
  * = kept in out); see tp_export_aiperf_records. */

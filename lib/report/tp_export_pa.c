@@ -4,20 +4,201 @@
 #include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 static bool measured_ok(const tp_export_request *q) {
   return tp__measured(q) && tp_record_ok(q->rec);
 }
 
-int tp__pa_experiment(tp_buf *out, const tp__sink *sk, const tp_export_level *lv, uint32_t default_max_tokens,
-                      uint64_t anchor_mono_ns, uint64_t anchor_wall_ns) {
+/* How a response is written: Triton's {"text_output"}, or what an OpenAI
+ * server sent, as perf_analyzer keeps it under "response". */
+typedef struct pa_api {
+  enum { PA_TRITON, PA_CHAT, PA_COMPLETIONS } kind;
+  bool streaming, cumulative;
+  const char *model;
+} pa_api;
+
+static pa_api pa_api_of(const tp_config *cfg) {
+  pa_api a = {PA_TRITON, true, false, ""};
+  if (!cfg) return a;
+  a.kind = cfg->service_kind == TP_SERVICE_OPENAI_CHAT          ? PA_CHAT
+           : cfg->service_kind == TP_SERVICE_OPENAI_COMPLETIONS ? PA_COMPLETIONS
+                                                                : PA_TRITON;
+  a.streaming = cfg->streaming;
+  a.cumulative = cfg->cumulative_text;
+  a.model = cfg->model ? cfg->model : "";
+  return a;
+}
+
+/* b moved back to the first byte of the UTF-8 character it falls inside,
+ * so that neighbouring pieces split text only between characters (each is
+ * written as a JSON string, which cannot hold half a character). */
+static size_t char_start(const unsigned char *t, size_t len, size_t b) {
+  if (b >= len) return len;
+  for (int k = 0; k < 3 && b > 0 && (t[b] & 0xC0) == 0x80; k++) b--;
+  return b;
+}
+
+int tp__pa_piece(const tp_record *r, uint32_t i, bool cumulative, tp__piece *pc) {
+  pc->text = "";
+  pc->len = 0;
+  pc->reasoning = false;
+  if (!r->resp_text_at || i >= r->n_resp) return 0;
+  uint32_t v = r->resp_text_at[i];
+  if (v == TP_RECORD_NO_TEXT) return 0;
+  bool rs = (v & TP_RECORD_AT_REASONING) != 0;
+  const tp_buf *b = rs ? &r->reasoning : &r->text;
+  if (!b->data) return 1;
+  /* It ends where the next piece of the same buffer starts.  A response
+   * is passed over only by the scans from the last piece of each buffer
+   * before it, so a whole request's scans stay linear. */
+  size_t end = b->len;
+  for (uint32_t j = i + 1; j < r->n_resp; j++) {
+    uint32_t w = r->resp_text_at[j];
+    if (w != TP_RECORD_NO_TEXT && ((w & TP_RECORD_AT_REASONING) != 0) == rs) {
+      end = w & ~TP_RECORD_AT_REASONING;
+      break;
+    }
+  }
+  size_t start = cumulative ? 0 : (v & ~TP_RECORD_AT_REASONING);
+  start = char_start(b->data, b->len, start);
+  end = char_start(b->data, b->len, end);
+  pc->text = (const char *)b->data + start;
+  pc->len = end > start ? end - start : 0;
+  pc->reasoning = rs;
+  return 1;
+}
+
+/* Response i's own text when the record did not keep where pieces begin:
+ * the whole text on the first response that carried text, as before the
+ * record kept them. */
+static void whole_on_first(const tp_record *r, uint32_t i, bool *seen, tp__piece *pc) {
+  pc->text = "";
+  pc->len = 0;
+  pc->reasoning = false;
+  if (*seen || !r->first_token_ns || r->resp_ns[i] != r->first_token_ns) return;
+  *seen = true;
+  pc->text = tp__rec_text(r, &pc->len);
+}
+
+/* The JSON an OpenAI server sends for one response: a streamed chunk
+ * (chat.completion.chunk with the piece in choices[0].delta, text_completion
+ * with it in choices[0].text) or, without streaming, the whole body.  The
+ * first chat chunk names the role, as servers do; the finish reason is not
+ * kept per request, so it is null. */
+static int openai_json(tp_buf *o, const pa_api *api, const tp_record *r, uint64_t created_s, bool first,
+                       const tp__piece *pc) {
+  bool chat = api->kind == PA_CHAT;
+  int rv = tp_buf_printf(o, "{\"id\":\"%s-%" PRIu64 "\",\"object\":\"%s\",\"created\":%" PRIu64 ",\"model\":",
+                         chat ? "chatcmpl" : "cmpl", r->seq,
+                         !chat            ? "text_completion"
+                         : api->streaming ? "chat.completion.chunk"
+                                          : "chat.completion",
+                         created_s);
+  if (!rv) rv = tp__json_str(o, api->model, strlen(api->model));
+  if (!rv) rv = tp_buf_append_str(o, ",\"choices\":[{\"index\":0,");
+  if (!rv && chat) rv = tp_buf_append_str(o, api->streaming ? "\"delta\":{" : "\"message\":{");
+  bool role = chat && (first || !api->streaming);
+  if (!rv && role) rv = tp_buf_append_str(o, "\"role\":\"assistant\"");
+  /* The answer's key is always there for completions and a chat message;
+   * a streamed chat delta has it when it carries answer text or is the
+   * role's chunk. */
+  bool key = !chat || !api->streaming || role || (pc->len && !pc->reasoning);
+  if (!rv && key) {
+    rv = tp_buf_append_str(o, role ? ",\"content\":" : chat ? "\"content\":" : "\"text\":");
+    if (!rv) rv = tp__json_str(o, pc->reasoning ? "" : pc->text, pc->reasoning ? 0 : pc->len);
+  }
+  if (!rv && pc->reasoning && pc->len) {
+    rv = tp_buf_append_str(o, key || role ? ",\"reasoning_content\":" : "\"reasoning_content\":");
+    if (!rv) rv = tp__json_str(o, pc->text, pc->len);
+  }
+  if (!rv && chat) rv = tp_buf_append(o, "}", 1);
+  if (!rv && !chat) rv = tp_buf_append_str(o, ",\"logprobs\":null");
+  if (!rv) rv = tp_buf_append_str(o, ",\"finish_reason\":null}]}");
+  return rv;
+}
+
+int tp__pa_openai_payload(tp_buf *o, const tp_config *cfg, const tp_record *r, uint64_t created_s, uint32_t i,
+                          const tp__piece *pc) {
+  pa_api api = pa_api_of(cfg);
+  if (api.kind == PA_TRITON) return TP_EINVAL;
+  /* Streamed, perf_analyzer keeps the bytes of the event as they came
+   * ("data: ...", the blank line); the end-of-stream sentinel arrives with
+   * the last chunk. */
+  int rv = api.streaming ? tp_buf_append_str(o, "data: ") : 0;
+  if (!rv) rv = openai_json(o, &api, r, created_s, i == 0, pc);
+  if (!rv && api.streaming) rv = tp_buf_append_str(o, "\n\n");
+  if (!rv && api.streaming && i + 1 == r->n_resp) rv = tp_buf_append_str(o, "data: [DONE]\n\n");
+  return rv;
+}
+
+/* "response_outputs" of one request: per response its own text, as
+ * {"text_output"} (Triton) or {"response"} (OpenAI). */
+static int pa_outputs(tp_buf *out, tp_buf *scratch, const tp_config *cfg, const tp_record *r,
+                      uint64_t created_s) {
+  pa_api api = pa_api_of(cfg);
+  bool seen = false;
+  int rv = 0;
+  for (uint32_t i = 0; i < r->n_resp && rv == 0; i++) {
+    tp__piece pc;
+    if (r->resp_text_at)
+      tp__pa_piece(r, i, api.cumulative, &pc);
+    else
+      whole_on_first(r, i, &seen, &pc);
+    if (i) rv = tp_buf_append(out, ",", 1);
+    if (!rv && api.kind == PA_TRITON) {
+      rv = tp_buf_append_str(out, "{\"text_output\":");
+      if (!rv) rv = tp__json_str(out, pc.text, pc.len);
+    } else if (!rv) {
+      tp_buf_reset(scratch);
+      rv = tp__pa_openai_payload(scratch, cfg, r, created_s, i, &pc);
+      if (!rv) rv = tp_buf_append_str(out, "{\"response\":");
+      if (!rv) rv = tp__json_str(out, (const char *)scratch->data, scratch->len);
+    }
+    if (!rv) rv = tp_buf_append(out, "}", 1);
+  }
+  return rv;
+}
+
+#define W(ts) tp_export_wall_ns(anchor_mono_ns, anchor_wall_ns, (ts))
+
+/* One request of the experiment. */
+static int pa_request(tp_buf *out, tp_buf *scratch, const tp_export_request *q, const tp_level_result *lr,
+                      const tp_config *cfg, uint32_t default_max_tokens, bool first, uint64_t anchor_mono_ns,
+                      uint64_t anchor_wall_ns) {
+  tp_record full;
+  int rv = tp__whole(q, &full);
+  if (rv) return rv;
+  const tp_record *r = &full;
+  uint32_t max_tokens = q->max_tokens ? q->max_tokens : default_max_tokens;
+  rv = tp_buf_append_str(out, first ? "{\"timestamp\":" : ",{\"timestamp\":");
+  if (!rv) rv = tp__json_u64(out, W(r->sent_ns));
+  if (!rv) rv = tp_buf_append_str(out, ",\"request_inputs\":{\"text_input\":");
+  if (!rv) rv = tp__json_sent(out, q);
+  if (!rv) rv = tp_buf_append_str(out, ",\"max_tokens\":");
+  if (!rv) rv = tp__json_u64(out, max_tokens);
+  if (!rv) rv = tp_buf_append_str(out, "},\"response_timestamps\":[");
+  for (uint32_t i = 0; i < r->n_resp && rv == 0; i++) {
+    if (i) rv = tp_buf_append(out, ",", 1);
+    if (!rv) rv = tp__json_u64(out, W(r->resp_ns[i]));
+  }
+  if (!rv) rv = tp_buf_append_str(out, "],\"response_outputs\":[");
+  if (!rv) rv = pa_outputs(out, scratch, cfg, r, W(r->sent_ns) / 1000000000u);
+  if (!rv) rv = tp_buf_append(out, "]", 1);
+  /* A distributed run says which rank sent it (docs/scale-out.md). */
+  if (!rv && lr->ranks) rv = tp_buf_printf(out, ",\"rank\":%" PRIu32, r->rank);
+  if (!rv) rv = tp_buf_append(out, "}", 1);
+  return rv;
+}
+
+int tp__pa_experiment(tp_buf *out, const tp__sink *sk, const tp_export_level *lv, const tp_config *cfg,
+                      uint32_t default_max_tokens, uint64_t anchor_mono_ns, uint64_t anchor_wall_ns) {
   const tp_level_result *lr = lv->lr;
   const tp_export_request *reqs = lv->reqs;
   size_t n = lv->n;
   size_t *idx;
   size_t k = tp__order_by_send(reqs, n, measured_ok, &idx);
   if (k == SIZE_MAX) return TP_ENOMEM;
-#define W(ts) tp_export_wall_ns(anchor_mono_ns, anchor_wall_ns, (ts))
   /* perf_analyzer writes {"mode": "concurrency", "value": N} or, with no
    * concurrency, {"mode": "request_rate", "value": rate}; a trace has no
    * rate of its own and is written as request_rate 0. */
@@ -28,40 +209,14 @@ int tp__pa_experiment(tp_buf *out, const tp__sink *sk, const tp_export_level *lv
                : tp_buf_printf(
                      out, "{\"experiment\":{\"mode\":\"request_rate\",\"value\":%.17g},\"requests\":[",
                      lr->load_mode == TP_LOAD_RATE && isfinite(lr->request_rate) ? lr->request_rate : 0.0);
+  tp_buf scratch;
+  tp_buf_init(&scratch);
   for (size_t j = 0; j < k && rv == 0; j++) {
-    const tp_export_request *q = &reqs[idx[j]];
-    tp_record full;
-    rv = tp__whole(q, &full);
-    if (rv) break;
-    const tp_record *r = &full;
-    uint32_t max_tokens = q->max_tokens ? q->max_tokens : default_max_tokens;
-    rv = tp_buf_append_str(out, j ? ",{\"timestamp\":" : "{\"timestamp\":");
-    if (!rv) rv = tp__json_u64(out, W(r->sent_ns));
-    if (!rv) rv = tp_buf_append_str(out, ",\"request_inputs\":{\"text_input\":");
-    if (!rv) rv = tp__json_sent(out, q);
-    if (!rv) rv = tp_buf_append_str(out, ",\"max_tokens\":");
-    if (!rv) rv = tp__json_u64(out, max_tokens);
-    if (!rv) rv = tp_buf_append_str(out, "},\"response_timestamps\":[");
-    size_t text_at = SIZE_MAX;
-    for (uint32_t i = 0; i < r->n_resp && rv == 0; i++) {
-      if (text_at == SIZE_MAX && r->first_token_ns && r->resp_ns[i] == r->first_token_ns) text_at = i;
-      if (i) rv = tp_buf_append(out, ",", 1);
-      if (!rv) rv = tp__json_u64(out, W(r->resp_ns[i]));
-    }
-    if (!rv) rv = tp_buf_append_str(out, "],\"response_outputs\":[");
-    for (uint32_t i = 0; i < r->n_resp && rv == 0; i++) {
-      rv = tp_buf_append_str(out, i ? ",{\"text_output\":" : "{\"text_output\":");
-      size_t tl = 0;
-      const char *t = i == text_at ? tp__rec_text(r, &tl) : "";
-      if (!rv) rv = tp__json_str(out, t, tl);
-      if (!rv) rv = tp_buf_append(out, "}", 1);
-    }
-    if (!rv) rv = tp_buf_append(out, "]", 1);
-    /* A distributed run says which rank sent it (docs/scale-out.md). */
-    if (!rv && lr->ranks) rv = tp_buf_printf(out, ",\"rank\":%" PRIu32, r->rank);
-    if (!rv) rv = tp_buf_append(out, "}", 1);
+    rv = pa_request(out, &scratch, &reqs[idx[j]], lr, cfg, default_max_tokens, j == 0, anchor_mono_ns,
+                    anchor_wall_ns);
     if (!rv) rv = tp__sink_spill(out, sk);
   }
+  tp_buf_fini(&scratch);
   free(idx);
   if (rv) return rv;
 
@@ -79,11 +234,11 @@ int tp__pa_experiment(tp_buf *out, const tp__sink *sk, const tp_export_level *lv
     rv = tp_buf_printf(out, "%" PRIu64 ",%" PRIu64, W(start_ns), W(start_ns) + dur_ns);
   }
   if (!rv) rv = tp_buf_append(out, "]}", 2);
-#undef W
   return rv;
 }
+#undef W
 
-int tp_export_pa_experiment(tp_buf *out, const tp_export_level *lv, uint32_t default_max_tokens,
-                            uint64_t anchor_mono_ns, uint64_t anchor_wall_ns) {
-  return tp__pa_experiment(out, NULL, lv, default_max_tokens, anchor_mono_ns, anchor_wall_ns);
+int tp_export_pa_experiment(tp_buf *out, const tp_export_level *lv, const tp_config *cfg,
+                            uint32_t default_max_tokens, uint64_t anchor_mono_ns, uint64_t anchor_wall_ns) {
+  return tp__pa_experiment(out, NULL, lv, cfg, default_max_tokens, anchor_mono_ns, anchor_wall_ns);
 }

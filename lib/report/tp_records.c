@@ -18,6 +18,21 @@
 
 /* JSON strings must be valid UTF-8; a server may send anything.  Invalid
  * bytes become U+FFFD (and a NUL byte U+FFFD too), the rest is kept. */
+/* Where each response's text begins (tp_record.resp_text_at), as the line
+ * says it: the byte of "text", -1 - k for byte k of "reasoning", null for
+ * a response without text. */
+static json_t *text_at_json(const tp_record *rec) {
+  json_t *a = json_array();
+  for (uint32_t i = 0; a && i < rec->n_resp; i++) {
+    uint32_t v = rec->resp_text_at[i];
+    json_int_t k = (json_int_t)(v & ~TP_RECORD_AT_REASONING);
+    json_array_append_new(a, v == TP_RECORD_NO_TEXT            ? json_null()
+                             : (v & TP_RECORD_AT_REASONING) ? json_integer(-1 - k)
+                                                            : json_integer(k));
+  }
+  return a;
+}
+
 static json_t *json_text(const uint8_t *p, size_t n) {
   json_t *v = json_stringn(p ? (const char *)p : "", p ? n : 0);
   if (v) return v;
@@ -67,6 +82,7 @@ char *tp_records_format(const tp_record *rec, const tp_records_line *l) {
   json_t *rs = json_array();
   for (uint32_t i = 0; i < rec->n_resp; i++) json_array_append_new(rs, json_integer((json_int_t)rec->resp_ns[i]));
   json_object_set_new(o, "response_ns", rs);
+  if (rec->resp_text_at) json_object_set_new(o, "response_text_at", text_at_json(rec));
   json_object_set_new(o, "input_tokens", rec->input_tokens >= 0 ? json_integer(rec->input_tokens) : json_null());
   json_object_set_new(o, "output_tokens", rec->output_tokens >= 0 ? json_integer(rec->output_tokens) : json_null());
   json_object_set_new(o, "server_output_tokens",
@@ -356,6 +372,43 @@ static int sc_resp(scan *s, tp__records_fields *f) {
   }
 }
 
+/* "response_text_at": null, or an offset as text_at_json writes it. */
+static int sc_text_at(scan *s, tp__records_fields *f) {
+  f->has_at = f->at_ok = false;
+  f->n_at = 0;
+  sc_ws(s);
+  if (s->p >= s->end || *s->p != '[') return sc_skip(s, 1);
+  s->p++;
+  f->has_at = f->at_ok = true;
+  if (sc_at(s, ']')) return 0;
+  for (;;) {
+    sc_ws(s);
+    bool is_int = false;
+    uint64_t v = 0;
+    uint32_t at = TP_RECORD_NO_TEXT;
+    bool null = s->p < s->end && *s->p == 'n'; /* sc_skip takes only "null" there */
+    int rv = s->p < s->end && (*s->p == '-' || digit(s, s->p)) ? sc_number(s, &is_int, &v) : sc_skip(s, 2);
+    if (rv) return rv;
+    int64_t x = (int64_t)v;
+    if (is_int && x >= 0 && x <= TP_RECORD_AT_MAX)
+      at = (uint32_t)x;
+    else if (is_int && x < 0 && -1 - x <= TP_RECORD_AT_MAX)
+      at = (uint32_t)(-1 - x) | TP_RECORD_AT_REASONING;
+    else if (!null)
+      f->at_ok = false;
+    if (f->n_at == f->cap_at) {
+      size_t cap = f->cap_at ? 2 * f->cap_at : 16;
+      uint32_t *p = realloc(f->text_at, cap * sizeof(*p));
+      if (!p) return TP_ENOMEM;
+      f->text_at = p;
+      f->cap_at = cap;
+    }
+    f->text_at[f->n_at++] = at;
+    if (sc_at(s, ']')) return 0;
+    if (!sc_at(s, ',')) return TP_EPROTO;
+  }
+}
+
 typedef struct key {
   const unsigned char *p;
   size_t n;
@@ -397,6 +450,7 @@ static int sc_member(scan *s, tp__records_fields *f, key name) {
     return sc_skip(s, 1);
   }
   if (key_is(name, "response_ns")) return sc_resp(s, f);
+  if (key_is(name, "response_text_at")) return sc_text_at(s, f);
   tp_buf *into = key_is(name, "text") ? &f->text : key_is(name, "reasoning") ? &f->reasoning : NULL;
   if (!into) return sc_skip(s, 1);
   tp_buf_reset(into);
@@ -406,8 +460,8 @@ static int sc_member(scan *s, tp__records_fields *f, key name) {
 
 int tp__records_scan(const char *line, size_t n, tp__records_fields *f) {
   scan s = {(const unsigned char *)line, (const unsigned char *)line + n};
-  f->has_seq = f->has_resp = f->resp_ints = false;
-  f->n_resp = 0;
+  f->has_seq = f->has_resp = f->resp_ints = f->has_at = f->at_ok = false;
+  f->n_resp = f->n_at = 0;
   tp_buf_reset(&f->text);
   tp_buf_reset(&f->reasoning);
   tp_buf scratch; /* a name with escapes, decoded */
@@ -437,6 +491,7 @@ int tp__records_scan(const char *line, size_t n, tp__records_fields *f) {
 
 void tp__records_fields_fini(tp__records_fields *f) {
   free(f->resp_ns);
+  free(f->text_at);
   tp_buf_fini(&f->text);
   tp_buf_fini(&f->reasoning);
   memset(f, 0, sizeof(*f));
@@ -521,6 +576,10 @@ static int check(const tp_records_reader *rd, uint64_t off, const tp_record *rec
   if (!f->has_resp || f->n_resp != rec->n_resp)
     return bad_line(rd, off, rec, "has another number of response times", err, errlen);
   if (!f->resp_ints) return bad_line(rd, off, rec, "has a response time that is not an integer", err, errlen);
+  if (f->has_at && f->n_at != rec->n_resp)
+    return bad_line(rd, off, rec, "has another number of response text offsets", err, errlen);
+  if (f->has_at && !f->at_ok)
+    return bad_line(rd, off, rec, "has a response text offset that is not one", err, errlen);
   return 0;
 }
 
@@ -631,6 +690,7 @@ static int load(tp_records_reader *rd, const tp_record *rec, tp_record *full, ch
   if (rv) return bad_line(rd, off, rec, "is not a JSON object", err, errlen);
   if ((rv = check(rd, off, rec, err, errlen)) != 0) return rv;
   full->resp_ns = rd->f.resp_ns;
+  full->resp_text_at = rd->f.has_at ? rd->f.text_at : NULL;
   full->cap_resp = rec->n_resp;
   full->text = rd->f.text;
   full->reasoning = rd->f.reasoning;

@@ -87,6 +87,10 @@ typedef struct tp__records_fields {
   bool resp_ints;    /* ... and all its elements are integers */
   uint64_t *resp_ns; /* its values (n_resp of them; the array grows as needed, free()) */
   size_t n_resp, cap_resp;
+  bool has_at;       /* "response_text_at" is an array */
+  bool at_ok;        /* ... of null or offsets as the writer writes them */
+  uint32_t *text_at; /* its values as tp_record.resp_text_at holds them (n_at, free()) */
+  size_t n_at, cap_at;
   tp_buf text, reasoning; /* the strings, decoded; empty when absent or not strings */
 } tp__records_fields;
 

@@ -111,8 +111,7 @@ void tpr_req_on_event(void *req, const tp_client_event *ev, uint64_t arrival_ns)
   tp_buf *into = ev->reasoning ? &rec->reasoning : &rec->text;
   if (has_text) {
     if (into == &rec->text && !rec->first_answer_ns) rec->first_answer_ns = arrival_ns;
-    if (x->cumulative) tp_buf_reset(into);
-    tp_buf_append(into, ev->text, ev->text_len);
+    tp_record_append_text(rec, into == &rec->reasoning, ev->text, ev->text_len, x->cumulative);
   }
   if (ev->prompt_tokens >= 0) rec->server_input_tokens = ev->prompt_tokens;
   if (ev->cached_tokens >= 0) rec->server_cached_tokens = ev->cached_tokens;

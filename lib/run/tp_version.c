@@ -11,8 +11,6 @@
 #include "util/tp_common.h"
 #include "tokperf/tokperf.h"
 
-const char *tp_version(void) { return TP_VERSION; }
-
 const char *tp_version_long(void) {
   static char buf[256];
   if (!buf[0]) {
@@ -28,15 +26,6 @@ const char *tp_version_long(void) {
 #endif
   }
   return buf;
-}
-
-#define TP_CLASS_NAME(name, str) case name: return str;
-const char *tp_error_class_name(tp_error_class c) {
-  switch (c) {
-    TP_ERROR_CLASSES(TP_CLASS_NAME)
-    case TP_ERRCLASS_COUNT: break;
-  }
-  return "unknown";
 }
 
 void tp_config_default(tp_config *cfg) {

@@ -7,7 +7,11 @@
 
 #include <uv.h>
 
+#include "config.h"
+
 uint64_t tp_now_ns(void) { return uv_hrtime(); }
+
+const char *tp_version(void) { return TP_VERSION; }
 
 #define TP_ERR_STR(name, str) case name: return str;
 const char *tp_strerror(int code) {
@@ -97,3 +101,11 @@ void tp_seterr(char *err, size_t errlen, const char *fmt, ...) {
   va_end(ap);
 }
 
+#define TP_CLASS_NAME(name, str) case name: return str;
+const char *tp_error_class_name(tp_error_class c) {
+  switch (c) {
+    TP_ERROR_CLASSES(TP_CLASS_NAME)
+    case TP_ERRCLASS_COUNT: break;
+  }
+  return "unknown";
+}

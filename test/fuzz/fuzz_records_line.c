@@ -28,6 +28,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (rv == 0) {
     if (f.n_resp > f.cap_resp || (f.n_resp && !f.resp_ns)) abort();
     if (f.n_resp && !f.has_resp) abort();
+    if (f.n_at > f.cap_at || (f.n_at && (!f.text_at || !f.has_at))) abort();
     /* Valid UTF-8; a NUL is a character like any other (\u0000). */
     if (tp_utf8_valid((const char *)f.text.data, f.text.len) != f.text.len) abort();
     if (tp_utf8_valid((const char *)f.reasoning.data, f.reasoning.len) != f.reasoning.len) abort();

@@ -1,11 +1,17 @@
 #!/usr/bin/env python3
-"""The GenAI-Perf and AIPerf summaries of a real run say what the report
-says: a sweep against the built-in mock, with --json, and for each level
-every figure of <stem>_genai_perf.json/.csv and <stem>_aiperf.json/.csv
-equals the same figure of the report's JSON document (the CSVs to their two
-decimals), and AIPerf's per-record profile_export.jsonl agrees with
-records.jsonl, the summary and the pooled ITL.  A run without streaming leaves the timings between tokens out
-of both.  Prints TAP."""
+"""The exports of real runs say what the records say: runs against the
+built-in mock (a concurrency sweep, a run without streaming, a request rate
+against OpenAI completions, perf_analyzer's stability windows, a reasoning
+chat run), each with --json.  For each level every figure of the report's
+JSON is worked out again from records.jsonl by the definitions of
+docs/metrics.md (with stability windows, from the requests that ended in the
+last three windows); every figure of <stem>_genai_perf.json/.csv and
+<stem>_aiperf.json/.csv equals the report's (the CSVs to their two
+decimals) and the recomputed one; AIPerf's per-record profile_export.jsonl
+agrees with records.jsonl, the summary and the pooled ITL; and
+profile_export.json gives each response its own payload, whose texts joined
+are the request's text with its token count.  A run without streaming
+leaves the timings between tokens out of both summaries.  Prints TAP."""
 import json
 import os
 import subprocess
@@ -47,13 +53,13 @@ BETWEEN_TOKENS = {"time_to_first_token", "inter_token_latency", "time_to_second_
 STATS = ["avg", "min", "max", "p1", "p5", "p10", "p25", "p50", "p75", "p90", "p95", "p99", "std"]
 
 
-def run(tmp, extra):
+def run(tmp, extra, count=True):
     os.makedirs(tmp)
     art = os.path.join(tmp, "art")
     js = os.path.join(tmp, "r.json")
     cmd = [TOKPERF, "profile", "--mock", "-q", "--artifact-dir", art, "--no-html", "--json", js,
-           "--request-count", "24", "--output-tokens-mean", "12", "--mock-ttft-ms", "2", "--mock-itl-ms", "1",
-           "--goodput", "ttft:500"] + extra
+           "--output-tokens-mean", "12", "--mock-ttft-ms", "2", "--mock-itl-ms", "1",
+           "--goodput", "ttft:500"] + (["--request-count", "24"] if count else []) + extra
     if WORDS:
         cmd += ["--tokenizer", WORDS]
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=120 * SCALE)
@@ -63,7 +69,20 @@ def run(tmp, extra):
 
 
 def level_dir(art, lv):
+    if lv["mode"] == "request_rate":
+        return os.path.join(art, "request_rate%s" % float(lv["request_rate_rps"]))
     return os.path.join(art, "concurrency%d" % lv["concurrency"])
+
+
+def label(lv):
+    return os.path.basename(level_dir("", lv))
+
+
+def level_name(lv):
+    """The level as responses.jsonl names it."""
+    if lv["mode"] == "request_rate":
+        return "request rate %g/s" % lv["request_rate_rps"]
+    return "concurrency %d" % lv["concurrency"]
 
 
 def compare_json(doc, lv, table, tool, streaming):
@@ -96,7 +115,7 @@ def compare_json(doc, lv, table, tool, streaming):
     extra = set(doc) - {k for k, _ in table.values()} - {"input_config"}
     if extra:
         bad.append("keys with no report figure: %s" % sorted(extra))
-    check(not bad, "%s json of concurrency %d: every figure is the report's" % (tool, lv["concurrency"]),
+    check(not bad, "%s json of %s: every figure is the report's" % (tool, label(lv)),
           "\n".join(bad))
 
 
@@ -132,7 +151,7 @@ def compare_csv(text, doc, table, tool, lv, thousands):
     for row, k in zip(values, value_keys):
         if row[1:] != ["%.2f" % doc[k]["avg"]]:
             bad.append("%s: %s != %.2f" % (row[0], row[1:], doc[k]["avg"]))
-    check(not bad, "%s csv of concurrency %d: every value is the figure to two decimals" % (tool, lv["concurrency"]),
+    check(not bad, "%s csv of %s: every value is the figure to two decimals" % (tool, label(lv)),
           "\n".join(bad))
 
 
@@ -141,7 +160,7 @@ def check_level(art, lv, streaming):
     for tool, table, stem, thousands in (("GenAI-Perf", GENAI, "profile_export_genai_perf", True),
                                          ("AIPerf", AIPERF, "profile_export_aiperf", False)):
         jp, cp = os.path.join(d, stem + ".json"), os.path.join(d, stem + ".csv")
-        check(os.path.exists(jp) and os.path.exists(cp), "%s files of concurrency %d" % (tool, lv["concurrency"]))
+        check(os.path.exists(jp) and os.path.exists(cp), "%s files of %s" % (tool, label(lv)))
         if not os.path.exists(jp) or not os.path.exists(cp):
             continue
         with open(jp) as f:
@@ -156,14 +175,190 @@ def close(a, b):
     return a is not None and b is not None and abs(a - b) <= 1e-9 * max(1.0, abs(a), abs(b))
 
 
-def check_records(art, li, lv, streaming):
+# ---------------------------------------------------------------------------
+# Every figure again, from records.jsonl alone, by the definitions of
+# docs/metrics.md ("Which requests count", "Per-request metrics",
+# "Per-level metrics"), with numpy's linear percentiles and the population
+# standard deviation.
+
+PCTS = [1, 5, 10, 25, 50, 75, 90, 95, 99]
+
+
+def dist(vals):
+    """{n, avg, min, max, std, p1 ... p99} of vals; None when empty."""
+    if not vals:
+        return None
+    v = sorted(vals)
+    n = len(v)
+    avg = sum(v) / n
+    out = {"n": n, "avg": avg, "min": v[0], "max": v[-1],
+           "std": 0.0 if v[0] == v[-1] else (sum((x - avg) ** 2 for x in v) / n) ** 0.5}
+    for p in PCTS:
+        rank = p / 100.0 * (n - 1)
+        lo = int(rank)
+        hi = min(lo + 1, n - 1)
+        out["p%d" % p] = v[lo] + (v[hi] - v[lo]) * (rank - lo)
+    return out
+
+
+def span_ms(a, b):
+    """b - a in ms; None when an end is missing or they are out of order."""
+    return (b - a) / 1e6 if a and b and b >= a else None
+
+
+def count_tokens(texts):
+    """The test tokenizer's count of each text (tokperf tokenize, the
+    counter profile uses)."""
+    if not texts:
+        return []
+    p = subprocess.run([TOKPERF, "tokenize", "--tokenizer", WORDS, "--jsonl", "-"],
+                       input="".join(json.dumps({"text": t}) + "\n" for t in texts),
+                       capture_output=True, text=True, timeout=60 * SCALE)
+    counts = [int(x) for x in p.stdout.split()]
+    return counts if p.returncode == 0 and len(counts) == len(texts) else [None] * len(texts)
+
+
+def request_figures(r, reasoning_tokens, goodput_ttft_ms):
+    """One successful request's own figures (None = it has none)."""
+    sent, first, done = r["sent_ns"], r["first_token_ns"], r["done_ns"]
+    out_tok = r["output_tokens"]
+    gen = None if out_tok is None else out_tok + (reasoning_tokens or 0)
+    f = {"time_to_first_token_ms": span_ms(sent, first),
+         "request_latency_ms": span_ms(sent, done),
+         "time_to_second_token_ms": span_ms(first, r["second_token_ns"]),
+         "time_to_first_output_token_ms": span_ms(sent, r["first_answer_ns"]),
+         "time_to_first_token_from_planned_ms": span_ms(r["planned_ns"], first),
+         "request_latency_from_planned_ms": span_ms(r["planned_ns"], done),
+         "responses_per_request": len(r["response_ns"]),
+         "output_tokens": out_tok, "input_tokens": r["input_tokens"],
+         "reasoning_tokens": reasoning_tokens}
+    lat = f["request_latency_ms"]
+    f["output_token_throughput_per_user_tps"] = out_tok / (lat / 1000) if out_tok is not None and lat else None
+    itl = span_ms(first, r["last_token_ns"])
+    two = r["second_token_ns"] != 0
+    f["inter_token_latency_ms"] = itl / (gen - 1) if gen is not None and gen >= 2 and two and itl is not None \
+        else None
+    tpot = span_ms(first, done)
+    f["time_per_output_token_ms"] = tpot / (gen - 1) if gen is not None and gen >= 2 and tpot is not None else None
+    itl = f["inter_token_latency_ms"]
+    f["output_token_throughput_per_user_from_itl_tps"] = 1000 / itl if itl else None
+    ttft = f["time_to_first_token_ms"]
+    f["good"] = ttft is not None and ttft <= goodput_ttft_ms
+    f["mismatch"] = gen is not None and r["max_tokens"] > 0 and gen != r["max_tokens"]
+    return f
+
+
+DISTS = ["time_to_first_token_ms", "inter_token_latency_ms", "request_latency_ms", "output_tokens",
+         "input_tokens", "output_token_throughput_per_user_tps", "time_to_second_token_ms",
+         "time_to_first_output_token_ms", "time_per_output_token_ms",
+         "output_token_throughput_per_user_from_itl_tps", "responses_per_request", "send_lag_ms",
+         "time_to_first_token_from_planned_ms", "request_latency_from_planned_ms", "reasoning_tokens"]
+
+
+def pooled_gaps(r):
+    """The gaps between consecutive responses from the first text response
+    to the last (docs: inter-chunk latency, pooled), in ms; the responses
+    with text are those response_text_at gives a place in the text."""
+    ts = r["response_ns"]
+    text = [i for i, at in enumerate(r.get("response_text_at", [])) if at is not None]
+    if len(text) < 2:
+        return []
+    a, b = text[0], text[-1]
+    return [(y - x) / 1e6 for x, y in zip(ts[a:b], ts[a + 1:b + 1])]
+
+
+def recompute(measured, window_ns=None, goodput_ttft_ms=500.0, pooled=True):
+    """The level's figures from its measured records.jsonl lines."""
+    ok = [r for r in measured if r["ok"]]
+    reasoning = count_tokens([r["reasoning"] for r in ok if r.get("reasoning")]) if WORDS else []
+    rtok = {}
+    for r in ok:
+        if r.get("reasoning") and WORDS:
+            rtok[r["seq"]] = reasoning.pop(0)
+    figs = [request_figures(r, rtok.get(r["seq"]), goodput_ttft_ms) for r in ok]
+    want = {k: dist([f[k] for f in figs if f[k] is not None]) for k in DISTS if k != "send_lag_ms"}
+    want["send_lag_ms"] = dist([span_ms(r["planned_ns"], r["sent_ns"]) for r in measured
+                                if r["sent_ns"] and r["planned_ns"] and r["sent_ns"] >= r["planned_ns"]])
+    sent = [r["sent_ns"] for r in measured if r["sent_ns"]]
+    done = [r["done_ns"] for r in measured if r["done_ns"]]
+    if window_ns:
+        dur = (window_ns[1] - window_ns[0]) / 1e9
+    else:
+        dur = (max(done) - min(sent)) / 1e9 if sent and done and max(done) > min(sent) else 0
+    out_sum = [f["output_tokens"] for f in figs if f["output_tokens"] is not None]
+    in_sum = [f["input_tokens"] for f in figs if f["input_tokens"] is not None]
+    good = sum(f["good"] for f in figs)
+    want.update({
+        "requests": len(measured), "succeeded": len(ok), "failed": len(measured) - len(ok),
+        "duration_s": dur,
+        "request_throughput_rps": len(ok) / dur if dur else None,
+        "output_token_throughput_tps": sum(out_sum) / dur if dur and out_sum else None,
+        "input_token_throughput_tps": sum(in_sum) / dur if dur and in_sum else None,
+        "goodput_rps": good / dur if dur else None,
+        "goodput_fraction": good / len(measured) if measured else None,
+        "error_rate": (len(measured) - len(ok)) / len(measured) if measured else None,
+        "achieved_send_rate_rps": (len(sent) - 1) / ((max(sent) - min(sent)) / 1e9)
+        if len(sent) > 1 and max(sent) > min(sent) else None,
+        "late_sends": sum(1 for r in measured if r["sent_ns"] and r["planned_ns"] and
+                          (span_ms(r["planned_ns"], r["sent_ns"]) or 0) > 1.0),
+        "output_length_mismatches": sum(f["mismatch"] for f in figs) if WORDS else None,
+    })
+    gaps = [g for r in ok for g in pooled_gaps(r)]
+    want["itl_pooled_ms"] = dist(gaps) if pooled else None
+    return want
+
+
+def compare_recomputed(lv, want, what):
+    """Every figure of the report's level against the recomputation.  The
+    pooled ITL's percentiles are within 1/1024 of their value (docs), its
+    other statistics exact."""
+    bad = []
+    for k, w in want.items():
+        got = lv.get(k)
+        if w is None or got is None:
+            if not (w is None and got is None) and not (k == "output_length_mismatches" and w is None):
+                bad.append("%s: report %r, recomputed %r" % (k, got, w))
+            continue
+        if isinstance(w, dict):
+            for s, v in w.items():
+                tol = abs(v) / 1024 + 1e-6 if k == "itl_pooled_ms" and s.startswith("p") else 0
+                if got.get(s) is None or not (close(got[s], v) or abs(got[s] - v) <= tol):
+                    bad.append("%s.%s: report %r, recomputed %r" % (k, s, got.get(s), v))
+        elif not close(float(got), float(w)):
+            bad.append("%s: report %r, recomputed %r" % (k, got, w))
+    check(not bad, "%s: every figure of --json is the one recomputed from records.jsonl" % what, "\n".join(bad[:30]))
+
+
+def compare_exports_recomputed(d, want, what):
+    """The GenAI-Perf and AIPerf summaries against the recomputation: each
+    exported statistic is the recomputed one (the summaries are otherwise
+    checked against --json, which is checked against the recomputation)."""
+    bad = []
+    for tool, table, stem in (("GenAI-Perf", GENAI, "profile_export_genai_perf"),
+                              ("AIPerf", AIPERF, "profile_export_aiperf")):
+        with open(os.path.join(d, stem + ".json")) as f:
+            doc = json.load(f)
+        for jkey, (key, _) in table.items():
+            w, got = want.get(jkey), doc.get(key)
+            if got is None or w is None:
+                continue
+            if isinstance(w, dict):
+                for s in STATS:
+                    if not close(got.get(s), w[s]):
+                        bad.append("%s %s.%s %r, recomputed %r" % (tool, key, s, got.get(s), w[s]))
+            elif not close(got.get("avg"), float(w)):
+                bad.append("%s %s %r, recomputed %r" % (tool, key, got.get("avg"), w))
+    check(not bad, "%s: the GenAI-Perf and AIPerf summaries hold the recomputed figures" % what, "\n".join(bad[:30]))
+
+
+def check_records(art, li, lv, streaming, pooled=True):
     """AIPerf's per-record profile_export.jsonl of a level: one line per
     measured request of records.jsonl, each figure worked out again from
     that line's times and counts, and the lines' figures summarised are the
     summary's (profile_export_aiperf.json) and the pooled ITL's."""
     d = level_dir(art, lv)
     path = os.path.join(d, "profile_export.jsonl")
-    check(os.path.exists(path), "AIPerf's profile_export.jsonl of concurrency %d" % lv["concurrency"])
+    check(os.path.exists(path), "AIPerf's profile_export.jsonl of %s" % label(lv))
     if not os.path.exists(path):
         return
     with open(path) as f:
@@ -193,14 +388,16 @@ def check_records(art, li, lv, streaming):
             continue
         if x["error"] is not None:
             bad.append("seq %d succeeded but has an error" % r["seq"])
-        want = {"request_latency": (r["done_ns"] - sent) / 1e6}
+        want = {"request_latency": span_ms(sent, r["done_ns"])}
         if WORDS:
             want["input_sequence_length"] = r["input_tokens"]
             want["output_sequence_length"] = r["output_tokens"]
         if streaming:
-            want["time_to_first_token"] = (r["first_token_ns"] - sent) / 1e6
-            want["time_to_second_token"] = (r["second_token_ns"] - r["first_token_ns"]) / 1e6
+            want["time_to_first_token"] = span_ms(sent, r["first_token_ns"])
+            want["time_to_second_token"] = span_ms(r["first_token_ns"], r["second_token_ns"])
         for k, v in want.items():
+            if v is None and k not in m:
+                continue
             if not close(m.get(k, {}).get("value"), v):
                 bad.append("seq %d: %s %r, records.jsonl gives %r" % (r["seq"], k, m.get(k), v))
         icl = m.get("inter_chunk_latency", {}).get("value")
@@ -223,12 +420,148 @@ def check_records(art, li, lv, streaming):
             bad.append("%s: the lines' mean/min/max are not the summary's %r" % (key, want))
     if summary.get("request_count", {}).get("avg") != len(lines):
         bad.append("request_count %r, %d lines" % (summary.get("request_count"), len(lines)))
-    pooled = lv.get("itl_pooled_ms")
-    if streaming and (not pooled or pooled["n"] != len(gaps) or not close(pooled["avg"], sum(gaps) / len(gaps))
-                      or not close(pooled["max"], max(gaps)) or not close(pooled["min"], min(gaps))):
-        bad.append("itl_pooled_ms %r against %d gaps" % (pooled, len(gaps)))
-    check(not bad, "AIPerf's per-record lines of concurrency %d agree with records.jsonl and the summary" %
-          lv["concurrency"], "\n".join(bad[:20]))
+    got = lv.get("itl_pooled_ms")
+    if streaming and pooled and (not got or got["n"] != len(gaps) or not close(got["avg"], sum(gaps) / len(gaps))
+                                 or not close(got["max"], max(gaps)) or not close(got["min"], min(gaps))):
+        bad.append("itl_pooled_ms %r against %d gaps" % (got, len(gaps)))
+    if not pooled and got is not None:
+        bad.append("itl_pooled_ms %r where it is unavailable" % (got,))
+    check(not bad, "AIPerf's per-record lines of %s agree with records.jsonl and the summary" % label(lv),
+          "\n".join(bad[:20]))
+
+
+def level_records(art, li):
+    with open(os.path.join(art, "records.jsonl")) as f:
+        return [r for r in map(json.loads, f) if r["level"] == li]
+
+
+def experiment(art, li):
+    with open(os.path.join(art, "profile_export.json")) as f:
+        return json.load(f)["experiments"][li]
+
+
+def chunk_texts(payload):
+    """What GenAI-Perf's parser takes from one OpenAI response: the events
+    of the read (split on blank lines, "data: " stripped), "[DONE]" apart,
+    each event's answer text (choices[0].delta.content of a chunk,
+    .message.content of a chat body, .text of a text_completion) and the
+    reasoning beside it."""
+    texts, reasoning, done, objs = [], [], 0, []
+    for ev in payload.strip().split("\n\n"):
+        ev = ev[len("data: "):] if ev.startswith("data: ") else ev
+        if ev.strip() == "[DONE]":
+            done += 1
+            continue
+        d = json.loads(ev)
+        objs.append(d)
+        ch = d["choices"][0]
+        body = ch.get("delta", ch.get("message", ch))
+        texts.append((body.get("content") if "delta" in ch or "message" in ch else ch.get("text")) or "")
+        reasoning.append(body.get("reasoning_content") or "")
+    return texts, reasoning, done, objs
+
+
+def check_payloads(art, li, lv, kind):
+    """profile_export.json carries each response's own payload: per request
+    of the level, the texts of its responses joined are its text in
+    records.jsonl and responses.jsonl; for OpenAI every payload parses as
+    the server's chunk would, [DONE] comes once, with the last response;
+    and the token count and inter-token latency GenAI-Perf would work out
+    from the chunks are the record's."""
+    exp = experiment(art, li)
+    ok = sorted((r for r in level_records(art, li) if r["measured"] and r["ok"]),
+                key=lambda r: (r["sent_ns"], r["seq"]))
+    with open(os.path.join(art, "responses.jsonl")) as f:
+        outputs = {x["id"]: x["output"] for x in map(json.loads, f) if x["level"] == level_name(lv)}
+    reqs = exp["requests"]
+    bad = []
+    if len(reqs) != len(ok):
+        bad.append("%d requests in the experiment, %d measured successful records" % (len(reqs), len(ok)))
+    joined, genai = [], []
+    for q, r in zip(reqs, ok):
+        off = q["timestamp"] - r["sent_ns"]
+        if [t - off for t in q["response_timestamps"]] != r["response_ns"]:
+            bad.append("seq %d: response_timestamps are not its response times" % r["seq"])
+        outs = q["response_outputs"]
+        if kind == "triton":
+            text, rtext = "".join(o["text_output"] for o in outs), ""
+            keep = [i for i, o in enumerate(outs) if o["text_output"]]
+        else:
+            parsed = [chunk_texts(o["response"]) for o in outs]
+            text = "".join("".join(p[0]) for p in parsed)
+            rtext = "".join("".join(p[1]) for p in parsed)
+            if [p[2] for p in parsed] != [0] * (len(parsed) - 1) + [1]:
+                bad.append("seq %d: [DONE] is not once, with the last response" % r["seq"])
+            want_obj = {"chat": "chat.completion.chunk", "completions": "text_completion"}[kind]
+            if any(set(d) < {"id", "object", "created", "model", "choices"} or d["object"] != want_obj
+                   for p in parsed for d in p[3]):
+                bad.append("seq %d: a chunk is not a %s with id, created and model" % (r["seq"], want_obj))
+            keep = [i for i, p in enumerate(parsed) if "".join(p[0])]
+        if text != r["text"] or text != outputs.get(r["seq"]) or rtext != r.get("reasoning", ""):
+            bad.append("seq %d: the responses' texts joined %r, records.jsonl %r" % (r["seq"], text, r["text"]))
+        joined.append(text)
+        ts = [q["response_timestamps"][i] for i in keep]
+        genai.append((ts[0] - q["timestamp"], ts[-1] - q["timestamp"]) if ts else None)
+    if WORDS and not bad:
+        for r, n, g in zip(ok, count_tokens(joined), genai):
+            if n != r["output_tokens"]:
+                bad.append("seq %d: %r tokens in the chunks, records.jsonl %r" % (r["seq"], n, r["output_tokens"]))
+            elif n > 1 and g:
+                # GenAI-Perf: (latency - TTFT) / (tokens - 1) over the
+                # responses with text; the record's answer span.
+                itl = (g[1] - g[0]) / (n - 1) / 1e6
+                if not close(itl, (r["last_token_ns"] - r["first_answer_ns"]) / (n - 1) / 1e6):
+                    bad.append("seq %d: ITL from the chunks %r" % (r["seq"], itl))
+    check(not bad and reqs, "profile_export.json of %s: each response carries its own %s payload, joined they "
+          "are the request's text and its token count" % (label(lv), kind), "\n".join(bad[:20]))
+
+
+def check_windows(art, li, lv):
+    """Stability windows: the measured requests are those that ended within
+    the last three windows (perf_analyzer's window_boundaries in
+    profile_export.json), up to the time between a response's arrival and
+    the run seeing it; the level's duration is the windows' span."""
+    exp = experiment(art, li)
+    recs = level_records(art, li)
+    q0 = exp["requests"][0] if exp["requests"] else None
+    r0 = next((r for r in recs if q0 and r["measured"] and r["ok"] and
+               q0["response_timestamps"] == [t + q0["timestamp"] - r["sent_ns"] for t in r["response_ns"]]), None)
+    wb = exp["window_boundaries"]
+    check(r0 is not None and len(wb) == 2, "a stability level's window boundaries and its clock offset", wb)
+    if r0 is None or len(wb) != 2:
+        return None
+    off = q0["timestamp"] - r0["sent_ns"]
+    start, end = wb[0] - off, wb[1] - off
+    slack = 20e6 * SCALE
+    bad = []
+    for r in recs:
+        d = r["done_ns"]
+        if r["measured"] and not (start - slack <= d <= end):
+            bad.append("seq %d measured, ended %.3f ms from the window's start" % (r["seq"], (d - start) / 1e6))
+        if not r["measured"] and d and start <= d <= end - slack:
+            bad.append("seq %d not measured, ended %.3f ms into the windows" % (r["seq"], (d - start) / 1e6))
+    if not close(lv["duration_s"], (end - start) / 1e9):
+        bad.append("duration %r, windows span %r" % (lv["duration_s"], (end - start) / 1e9))
+    if lv.get("stability_trials", 0) < 3:
+        bad.append("%r windows" % lv.get("stability_trials"))
+    check(not bad, "%s: the measured requests are those that ended in the last three windows" % label(lv),
+          "\n".join(bad[:20]))
+    return (start, end)
+
+
+def check_run(art, rep, streaming=True, kind="triton", windows=False):
+    """Every check of every level of one run."""
+    levels = rep.get("levels", [])
+    check(levels, "the run has levels to check")
+    for li, lv in enumerate(levels):
+        recs = level_records(art, li)
+        window = check_windows(art, li, lv) if windows else None
+        want = recompute([r for r in recs if r["measured"]], window, pooled=not windows)
+        compare_recomputed(lv, want, label(lv))
+        check_level(art, lv, streaming)
+        compare_exports_recomputed(level_dir(art, lv), want, label(lv))
+        check_records(art, li, lv, streaming, pooled=not windows)
+        check_payloads(art, li, lv, kind)
 
 
 tmp = tempfile.mkdtemp(prefix="tp_exports_")
@@ -240,14 +573,31 @@ check(all(lv.get("time_to_first_token_ms") and lv.get("time_to_second_token_ms")
 if WORDS:
     check(all(lv.get("output_tokens") and lv.get("output_token_throughput_tps") for lv in levels),
           "with a tokenizer the token figures exist to compare")
-for li, lv in enumerate(levels):
-    check_level(art, lv, True)
-    check_records(art, li, lv, True)
+check_run(art, rep)
 
 art, rep = run(os.path.join(tmp, "nostream"), ["--concurrency", "3", "--no-streaming"])
-for li, lv in enumerate(rep.get("levels", [])):
-    check_level(art, lv, False)
-    check_records(art, li, lv, False)
+check_run(art, rep, streaming=False)
+
+# A request rate, against OpenAI completions: chunks are text_completion.
+OPENAI = ["--service-kind", "openai", "--token-source", "client"]
+art, rep = run(os.path.join(tmp, "rate"), OPENAI + ["--endpoint-type", "completions", "--request-rate", "150"])
+check([lv["mode"] for lv in rep.get("levels", [])] == ["request_rate"], "the rate run has one rate level")
+check_run(art, rep, kind="completions")
+
+# perf_analyzer's stability windows: which requests count is chosen at the
+# level's end, by the time they ended.
+art, rep = run(os.path.join(tmp, "windows"), ["--concurrency", "2", "--measurement-interval", "100",
+                                              "--stability-percentage", "50", "--max-trials", "10"], count=False)
+check_run(art, rep, windows=True)
+
+# Reasoning: a chat answer that begins with reasoning_content; the ITL and
+# TPOT count its tokens, output tokens do not.
+art, rep = run(os.path.join(tmp, "reasoning"), OPENAI + ["--endpoint-type", "chat", "--concurrency", "2",
+                                                         "--mock-reasoning-tokens", "3"])
+if WORDS:
+    check(all(lv.get("reasoning_tokens") for lv in rep.get("levels", [])), "the reasoning run counted reasoning")
+check_run(art, rep, kind="chat")
+
 # The API as the tools name it: an OpenAI chat run's profile_export.json and
 # GenAI-Perf summary say "openai" and its endpoint, not the KServe defaults.
 art = os.path.join(tempfile.mkdtemp(prefix="tp_exports_api_"), "art")

@@ -14,6 +14,7 @@
 #include "report/tp_compare.h"
 #include "report/tp_report.h"
 #include "tp_test.h"
+#include "tp_test_config.h"
 
 static void set_stat(tp_stat *st, double base) {
   memset(st, 0, sizeof(*st));
@@ -56,7 +57,7 @@ static void write_doc(const char *name, const tp_level_result *lv, size_t n, cha
   snprintf(path, plen, "%s/%s", tmpdir, name);
   static const uint32_t conc[] = {4, 8, 16};
   tp_config cfg;
-  tp_config_default(&cfg);
+  tp_test_config_default(&cfg);
   cfg.model = "ensemble";
   cfg.concurrency = conc;
   cfg.n_concurrency = 3;

@@ -62,13 +62,15 @@
 #include "report/tp_export.h"
 #include "report/tp_export_internal.h"
 #include "tp_test.h"
+#include "tp_test_config.h"
 #include "tokperf/tokperf.h"
 
 #define WALL0 1700000000000000000ULL /* 2023-11-14T22:13:20Z in ns */
 #define MONO0 5000000000ULL
 
 /* A record sent at sent_ns whose responses arrive at resp[i] (text on the
- * ones with has_text[i]); done at the last response. */
+ * ones with has_text[i]: all of text came with the first of them); done at
+ * the last response. */
 static void mk_rec(tp_record *r, uint64_t seq, uint64_t sent_ns, const uint64_t *resp, const bool *has_text,
                    int nresp, const char *text, int64_t in_tok, int64_t out_tok) {
   tp_record_init(r);
@@ -76,9 +78,13 @@ static void mk_rec(tp_record *r, uint64_t seq, uint64_t sent_ns, const uint64_t 
   r->prompt_index = (uint32_t)seq * 10;
   r->planned_ns = sent_ns;
   r->sent_ns = sent_ns;
-  for (int i = 0; i < nresp; i++) tp_record_add_response(r, resp[i], has_text[i]);
+  bool put = false;
+  for (int i = 0; i < nresp; i++) {
+    tp_record_add_response(r, resp[i], has_text[i]);
+    if (has_text[i] && text && !put) put = tp_record_append_text(r, false, text, strlen(text), false) == 0;
+  }
   r->done_ns = nresp ? resp[nresp - 1] : 0;
-  if (text) tp_buf_append_str(&r->text, text);
+  if (text && !put) tp_buf_append_str(&r->text, text);
   r->input_tokens = in_tok;
   r->output_tokens = out_tok;
 }
@@ -254,7 +260,7 @@ static void test_pa_experiment(void) {
   tp_buf b;
   tp_buf_init(&b);
   tp_export_level el = {&f.lr, f.q, 5, 0, 0};
-  CHECK_INT(tp_export_pa_experiment(&b, &el, 128, MONO0, WALL0), 0, "experiment renders");
+  CHECK_INT(tp_export_pa_experiment(&b, &el, NULL, 128, MONO0, WALL0), 0, "experiment renders");
   json_error_t je;
   json_t *e = json_loadb((const char *)b.data, b.len, 0, &je);
   CHECK(e != NULL, "experiment is valid JSON (%s)", e ? "ok" : je.text);
@@ -340,7 +346,7 @@ static void test_pa_experiment(void) {
   rl.request_rate = 2.5;
   tp_export_level el2 = {&rl, f.q, 5, MONO0 + 2000000, MONO0 + 9000000};
   tp_buf_reset(&b);
-  CHECK_INT(tp_export_pa_experiment(&b, &el2, 128, MONO0, WALL0), 0, "rate-mode experiment renders");
+  CHECK_INT(tp_export_pa_experiment(&b, &el2, NULL, 128, MONO0, WALL0), 0, "rate-mode experiment renders");
   e = json_loadb((const char *)b.data, b.len, 0, &je);
   x = json_object_get(e, "experiment");
   CHECK_STR(json_string_value(json_object_get(x, "mode")), "request_rate",
@@ -525,7 +531,7 @@ static void test_summary_json(void) {
   genai_test_level(&lr);
   lr.concurrency = 8;
   tp_config cfg;
-  tp_config_default(&cfg);
+  tp_test_config_default(&cfg);
   cfg.model = "gpt2_vllm";
   cfg.backend = TP_BACKEND_VLLM;
   cfg.streaming = true;
@@ -600,7 +606,7 @@ static void test_genai_input_config(void) {
   lr.concurrency = 8;
   lr.input_tokens_mean = 512;
   tp_config cfg;
-  tp_config_default(&cfg);
+  tp_test_config_default(&cfg);
   cfg.model = "gpt2_vllm";
   cfg.backend = TP_BACKEND_VLLM;
   cfg.streaming = true;
@@ -645,7 +651,7 @@ static void test_genai_input_config(void) {
    * without a tokenizer.  GenAI-Perf writes its default backend for every
    * endpoint type but refuses it when it reads a chat summary back: the
    * backend is "" (unset) there, the rest as GenAI-Perf writes it. */
-  tp_config_default(&cfg);
+  tp_test_config_default(&cfg);
   cfg.model = "llama";
   cfg.service_kind = TP_SERVICE_OPENAI_CHAT;
   cfg.streaming = true;
@@ -693,7 +699,7 @@ static void test_sent_text(void) {
   json_decref(o);
   tp_buf_reset(&b);
   tp_export_level el = {&f.lr, f.q, 5, 0, 0};
-  CHECK_INT(tp_export_pa_experiment(&b, &el, 128, MONO0, WALL0), 0, "experiment renders");
+  CHECK_INT(tp_export_pa_experiment(&b, &el, NULL, 128, MONO0, WALL0), 0, "experiment renders");
   json_t *e = json_loadb((const char *)b.data, b.len, 0, NULL);
   json_t *in0 = json_object_get(json_array_get(json_object_get(e, "requests"), 0), "request_inputs");
   CHECK_STR(json_string_value(json_object_get(in0, "text_input")), "[00000000000000ab] shared \"prefix\" p1",
@@ -761,7 +767,7 @@ static void test_artifacts(void) {
   char art[256], path[512];
   snprintf(art, sizeof(art), "%s/run/a", dir);
   tp_config cfg;
-  tp_config_default(&cfg);
+  tp_test_config_default(&cfg);
   cfg.model = "m";
   cfg.streaming = true;
   tp_artifacts_opts o = {

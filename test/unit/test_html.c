@@ -11,6 +11,7 @@
 #include "metrics/tp_stats.h"
 #include "report/tp_html.h"
 #include "tp_test.h"
+#include "tp_test_config.h"
 #include "tokperf/tokperf.h"
 
 #define MONO0 1000000000ULL
@@ -141,7 +142,7 @@ static void test_page(void) {
   tp_html_level d[3];
   for (int i = 0; i < 3; i++) tp_html_level_init(&d[i], &L[i].lr, L[i].q, L[i].n, 25);
   tp_config cfg;
-  tp_config_default(&cfg);
+  tp_test_config_default(&cfg);
   cfg.model = "<b>\"M&M's\"</b>";
   cfg.url = "gpu-box:8001";
   tp_html_input in = {
@@ -324,7 +325,7 @@ static void test_ranks(void) {
   tp_html_level d;
   tp_html_level_init(&d, &L.lr, L.q, L.n, 25);
   tp_config cfg;
-  tp_config_default(&cfg);
+  tp_test_config_default(&cfg);
   tp_html_input in = {.cfg = &cfg, .levels = &d, .n_levels = 1, .start_wall_ns = 1700000000000000000ULL};
   tp_buf b;
   tp_buf_init(&b);

@@ -39,7 +39,9 @@ static void make_records(tp_record *r, size_t n, size_t resp_per_req) {
       bool text = !(j == 0 && i % 2) && j != k - 1; /* an empty first and final one */
       if (k == 1) text = true;
       tp_record_add_response(&r[i], r[i].sent_ns + 2000000 + j * 37123 + i, text);
-      if (text) tp_buf_printf(&r[i].text, " w%zu", j);
+      char w[32];
+      int wl = snprintf(w, sizeof(w), " w%zu", j);
+      if (text) tp_record_append_text(&r[i], false, w, (size_t)wl, false);
     }
     if (i % 5 == 1) tp_buf_append_str(&r[i].text, " caf\xc3\xa9 \xe2\x82\xac \"q\" \\ \n\t");
     if (i % 13 == 7) tp_buf_append_str(&r[i].reasoning, "think \xf0\x9f\x98\x80 first");
@@ -73,6 +75,8 @@ static size_t write_and_shed(const char *path, tp_record *r, tp_record *shed, si
     shed[i].resp_ns = r[i].n_resp ? malloc(r[i].n_resp * sizeof(uint64_t)) : NULL;
     if (r[i].n_resp) memcpy(shed[i].resp_ns, r[i].resp_ns, r[i].n_resp * sizeof(uint64_t));
     shed[i].cap_resp = r[i].n_resp;
+    shed[i].resp_text_at = r[i].n_resp ? malloc(r[i].n_resp * sizeof(uint32_t)) : NULL;
+    if (r[i].n_resp) memcpy(shed[i].resp_text_at, r[i].resp_text_at, r[i].n_resp * sizeof(uint32_t));
     tp_buf_init(&shed[i].text);
     tp_buf_init(&shed[i].reasoning);
     tp_buf_append(&shed[i].text, r[i].text.data ? r[i].text.data : (const uint8_t *)"", r[i].text.len);
@@ -146,8 +150,8 @@ static void test_exports_identical(const char *dir, size_t resp_per_req) {
   tp_buf a, b;
   tp_buf_init(&a);
   tp_buf_init(&b);
-  CHECK_INT(tp_export_pa_experiment(&a, &em, 128, MONO0, WALL0), 0, "profile export from memory");
-  CHECK_INT(tp_export_pa_experiment(&b, &es, 128, MONO0, WALL0), 0, "profile export read back");
+  CHECK_INT(tp_export_pa_experiment(&a, &em, NULL, 128, MONO0, WALL0), 0, "profile export from memory");
+  CHECK_INT(tp_export_pa_experiment(&b, &es, NULL, 128, MONO0, WALL0), 0, "profile export read back");
   CHECK(a.len > 0 && a.len == b.len && memcmp(a.data, b.data, a.len) == 0,
         "the profile export is byte-identical read back (%zu vs %zu bytes)", a.len, b.len);
   tp_buf_reset(&a);
@@ -192,7 +196,7 @@ static void test_exports_identical(const char *dir, size_t resp_per_req) {
   /* A records file that changed under the run is said so, with its name. */
   truncate(path, 10);
   tp_buf_reset(&b);
-  int rv = tp_export_pa_experiment(&b, &es, 128, MONO0, WALL0);
+  int rv = tp_export_pa_experiment(&b, &es, NULL, 128, MONO0, WALL0);
   const char *msg = tp_records_reader_error(rd);
   CHECK(rv == TP_EPROTO && msg && strstr(msg, path) && strstr(msg, "changed"),
         "a truncated records file is an error that names it (%s)", msg ? msg : "none");
@@ -448,12 +452,97 @@ static void test_read_window(const char *dir) {
   for (size_t i = 0; i < N; i++) tp_record_fini(&recs[i]);
 }
 
+/* "response_text_at" (where each response's text starts): the scan keeps
+ * what the writer writes and says when a line holds anything else. */
+typedef struct at_case {
+  const char *line;
+  int rv, has_at, at_ok;
+  size_t n;
+  uint32_t want[5];
+} at_case;
+
+static void test_scan_text_at(void) {
+  static const at_case cases[] = {
+      {"{\"response_text_at\":[null,0,5,-1,-6]}", 0, 1, 1, 5,
+       {TP_RECORD_NO_TEXT, 0, 5, TP_RECORD_AT_REASONING, 5 | TP_RECORD_AT_REASONING}},
+      {"{\"response_text_at\":[2147483646,-2147483647]}", 0, 1, 1, 2,
+       {TP_RECORD_AT_MAX, TP_RECORD_AT_MAX | TP_RECORD_AT_REASONING}},
+      {"{\"response_text_at\":[]}", 0, 1, 1, 0, {0}},
+      {"{\"response_text_at\":null}", 0, 0, 0, 0, {0}},
+      {"{\"response_text_at\":{\"a\":1}}", 0, 0, 0, 0, {0}},
+      /* beyond the offsets a record keeps, or not an offset at all */
+      {"{\"response_text_at\":[2147483647]}", 0, 1, 0, 1, {0}},
+      {"{\"response_text_at\":[-2147483648]}", 0, 1, 0, 1, {0}},
+      {"{\"response_text_at\":[1.5]}", 0, 1, 0, 1, {0}},
+      {"{\"response_text_at\":[\"3\"]}", 0, 1, 0, 1, {0}},
+      {"{\"response_text_at\":[true,[]]}", 0, 1, 0, 2, {0}},
+      {"{\"response_text_at\":[1 2]}", TP_EPROTO, 0, 0, 0, {0}},
+      {"{\"response_text_at\":[1,]}", TP_EPROTO, 0, 0, 0, {0}},
+  };
+  tp__records_fields f;
+  memset(&f, 0, sizeof(f));
+  for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    const at_case *c = &cases[i];
+    int rv = tp__records_scan(c->line, strlen(c->line), &f);
+    CHECK(rv == c->rv, "text_at case %zu (%s): rv %d, want %d", i, c->line, rv, c->rv);
+    if (rv || c->rv) continue;
+    CHECK(f.has_at == (c->has_at != 0) && f.at_ok == (c->at_ok != 0) && f.n_at == c->n,
+          "text_at case %zu: kind and count (%d %d %zu)", i, f.has_at, f.at_ok, f.n_at);
+    if (c->at_ok && f.n_at == c->n)
+      CHECK(c->n == 0 || memcmp(f.text_at, c->want, c->n * sizeof(uint32_t)) == 0, "text_at case %zu: values", i);
+  }
+  tp__records_fields_fini(&f);
+}
+
+/* A shed record's places come back from its line; a line whose places do
+ * not match its responses is a records file that changed under the run. */
+static void test_text_at_read_back(const char *dir) {
+  char path[128];
+  snprintf(path, sizeof(path), "%s/text_at.jsonl", dir);
+  tp_record r[2];
+  FILE *f = fopen(path, "w");
+  long at[2];
+  for (int i = 0; i < 2; i++) {
+    tp_record_init(&r[i]);
+    r[i].seq = (uint64_t)i;
+    tp_record_add_response(&r[i], 100, true);
+    tp_record_append_text(&r[i], true, "think", 5, false);
+    tp_record_add_response(&r[i], 200, true);
+    tp_record_append_text(&r[i], false, "ab", 2, false);
+    tp_record_add_response(&r[i], 300, false);
+    r[i].done_ns = 300;
+    tp_records_line l = {"id", 0, TP_LOAD_CONCURRENCY, 1, 0, false, NULL, TP_RECORD_MEASURED};
+    char *line = tp_records_format(&r[i], &l);
+    char *p = strstr(line, "\"response_text_at\":[-1,0,null]");
+    CHECK(p != NULL, "the line says where each response's text starts (%s)", line);
+    if (p && i == 1) memcpy(p, "\"response_text_at\":[-1,0]     ", 30); /* one place short, same length */
+    at[i] = ftell(f);
+    fprintf(f, "%s\n", line);
+    free(line);
+    tp_record_shed(&r[i], (uint64_t)at[i]);
+  }
+  fclose(f);
+  tp_records_reader *rd = NULL;
+  char err[512] = "";
+  CHECK_INT(tp_records_reader_open(&rd, path, err, sizeof(err)), 0, "the file opens");
+  tp_record full;
+  static const uint32_t want[3] = {TP_RECORD_AT_REASONING, 0, TP_RECORD_NO_TEXT};
+  CHECK_INT(tp_records_load(rd, &r[0], &full, err, sizeof(err)), 0, "a shed record reads back");
+  CHECK(full.resp_text_at && memcmp(full.resp_text_at, want, sizeof(want)) == 0, "its places come back");
+  CHECK_INT(tp_records_load(rd, &r[1], &full, err, sizeof(err)), TP_EPROTO, "a line short of a place is refused");
+  CHECK(strstr(err, "response text offsets") != NULL, "and says so (%s)", err);
+  tp_records_reader_free(rd);
+  for (int i = 0; i < 2; i++) tp_record_fini(&r[i]);
+}
+
 int main(void) {
   char dir[] = "/tmp/tp_records_XXXXXX";
   if (!mkdtemp(dir)) return 1;
   test_format_and_lossless();
   test_scan_table();
   test_scan_own_lines();
+  test_scan_text_at();
+  test_text_at_read_back(dir);
   test_mark_measured(dir);
   test_read_window(dir);
   test_exports_identical(dir, 6);

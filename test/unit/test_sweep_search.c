@@ -10,6 +10,7 @@
 #include "report/tp_report_search.h"
 #include "run/tp_sweep_search.h"
 #include "tp_test.h"
+#include "tp_test_config.h"
 
 static tp_level_result level(double ttft_p99, uint64_t failed, uint64_t requests) {
   tp_level_result lv;
@@ -25,7 +26,21 @@ static tp_level_result level(double ttft_p99, uint64_t failed, uint64_t requests
   return lv;
 }
 
+/* The copy of the defaults the tests below the run use equals the
+ * library's, field by field (both start from zeroed memory, so the bytes
+ * between fields agree too); only the list pointer differs by address. */
+static void test_config_copy(void) {
+  tp_config lib, copy;
+  tp_config_default(&lib);
+  tp_test_config_default(&copy);
+  CHECK(lib.n_concurrency == 1 && copy.n_concurrency == 1 && lib.concurrency[0] == copy.concurrency[0],
+        "test config copy: one level of the same concurrency");
+  copy.concurrency = lib.concurrency;
+  CHECK(memcmp(&lib, &copy, sizeof(lib)) == 0, "test config copy: equal to tp_config_default");
+}
+
 int main(void) {
+  test_config_copy();
   tp_config c;
   tp_config_default(&c);
   char err[512];

@@ -18,6 +18,10 @@ extern "C" {
 #endif
 #endif
 
+/* The library's version, "0.1.0" (every layer may name it in what it
+ * writes). */
+TP_API const char *tp_version(void);
+
 /* Error codes: name, phrase. */
 #define TP_ERRORS(X)                                   \
   X(TP_ENOMEM, "out of memory")                        \

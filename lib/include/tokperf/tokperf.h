@@ -22,8 +22,6 @@ extern "C" {
 
 #include "tokperf/errors.h"
 
-/* "0.1.0" */
-TP_API const char *tp_version(void);
 /* One line naming tokperf's version and the linked library versions. */
 TP_API const char *tp_version_long(void);
 

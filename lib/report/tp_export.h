@@ -105,9 +105,10 @@ int tp_accuracy_compute(tp_accuracy *acc, const tp_export_request *reqs, size_t 
 /* One experiment of perf_analyzer's profile export, as a JSON object text
  * (no trailing newline), appended to out:
  *   {"experiment": {"mode": "concurrency", "value": N},
- *      (rate mode {"mode": "request_rate", "value": R}; a trace R = 0)
- *    "requests": [{"timestamp": ns, "request_inputs": {"text_input": "...",
- *      "max_tokens": M}, "response_timestamps": [ns, ...],
+ *      (rate mode {"mode": "request_rate", "value": R}; a trace R = 0;
+ *      R written as Python writes a float, 20.0, as GenAI-Perf matches it)
+ *    "requests": [{"timestamp": ns, "request_inputs": INPUTS,
+ *      "response_timestamps": [ns, ...],
  *      "response_outputs": [OUTPUT, ...]}, ...],
  *    "window_boundaries": [start_ns, end_ns]}
  * (in a distributed run each request also has "rank": the rank that sent
@@ -128,6 +129,16 @@ int tp_accuracy_compute(tp_accuracy *acc, const tp_export_request *reqs, size_t 
  *     send's second) and model; the last response ends with
  *     "data: [DONE]\n\n".  Without streaming, the body (chat.completion
  *     with choices[0].message, or text_completion).
+ * INPUTS: Triton {"text_input": "the text sent", "max_tokens": M};
+ *   OpenAI {"payload": BODY}, BODY the JSON body sent as a string, rebuilt
+ *   by the client's rules: "model" (left out when the run's config has
+ *   none: the client then names the model /v1/models listed, which the
+ *   exports do not know), the text as one user message ("messages") or as
+ *   "prompt" (a string, as sent), "max_tokens" when set, "stream",
+ *   "stream_options" {"include_usage": true} when streaming with usage,
+ *   "min_tokens" and "ignore_eos" with deterministic lengths, then
+ *   --extra-inputs over them.  A chat dataset's own messages are given as
+ *   one user message holding their text.
  * With --streaming-text cumulative a response's text is all text up to
  * its piece's end, as the server sent it.  A record that kept no offsets
  * (made outside the run) puts its whole text on the first response that

@@ -529,6 +529,35 @@ def check_payloads(art, li, lv, kind):
                     bad.append("seq %d: ITL from the chunks %r" % (r["seq"], itl))
     check(not bad and reqs, "profile_export.json of %s: each response carries its own %s payload, joined they "
           "are the request's text and its token count" % (label(lv), kind), "\n".join(bad[:20]))
+    check_inputs(art, lv, reqs, ok, kind)
+
+
+def check_inputs(art, lv, reqs, ok, kind):
+    """request_inputs as perf_analyzer keeps them: Triton's text_input and
+    max_tokens; OpenAI's {"payload": the JSON body sent}, whose prompt (the
+    text as one user message for chat) is the prompt of responses.jsonl,
+    with the record's max_tokens and the run's stream flag, as GenAI-Perf's
+    parser reads it (payload["messages"][i]["content"], payload["prompt"])."""
+    with open(os.path.join(art, "responses.jsonl")) as f:
+        prompts = {x["id"]: x["prompt"] for x in map(json.loads, f) if x["level"] == level_name(lv)}
+    bad = []
+    for q, r in zip(reqs, ok):
+        ins = q["request_inputs"]
+        if kind == "triton":
+            if set(ins) != {"text_input", "max_tokens"} or ins["text_input"] != prompts.get(r["seq"]):
+                bad.append("seq %d: request_inputs %r" % (r["seq"], sorted(ins)))
+            continue
+        if set(ins) != {"payload"}:
+            bad.append("seq %d: request_inputs %r, want only payload" % (r["seq"], sorted(ins)))
+            continue
+        body = json.loads(ins["payload"])
+        text = body["messages"][0]["content"] if kind == "chat" else body.get("prompt")
+        if kind == "chat" and [m["role"] for m in body["messages"]] != ["user"]:
+            bad.append("seq %d: messages %r" % (r["seq"], body["messages"]))
+        if text != prompts.get(r["seq"]) or body.get("max_tokens") != r["max_tokens"] or body.get("stream") is not True:
+            bad.append("seq %d: payload %r" % (r["seq"], ins["payload"][:200]))
+    check(not bad and reqs, "profile_export.json of %s: request_inputs as perf_analyzer keeps a %s request"
+          % (label(lv), kind), "\n".join(bad[:20]))
 
 
 def check_windows(art, li, lv):

@@ -705,6 +705,55 @@ static void test_sent_text(void) {
   CHECK_STR(json_string_value(json_object_get(in0, "text_input")), "[00000000000000ab] shared \"prefix\" p1",
             "profile export: text_input is the text sent");
   json_decref(e);
+
+  /* OpenAI: perf_analyzer keeps the JSON body sent, as a string, under
+   * "payload" (GenAI-Perf's parser reads payload["prompt"] and
+   * payload["messages"][i]["content"]).  The bodies here are the OpenAI
+   * client's layout: model, the text, max_tokens, stream, stream_options
+   * when streaming, min_tokens and ignore_eos with deterministic lengths,
+   * then --extra-inputs over them (a NAME:VALUE value as JSON, an object
+   * merged). */
+  tp_config cfg;
+  tp_test_config_default(&cfg);
+  cfg.model = "m";
+  cfg.service_kind = TP_SERVICE_OPENAI_COMPLETIONS;
+  cfg.output_tokens_deterministic = true;
+  static const char *const extra[] = {"temperature:0.5", "stop:END", "{\"top_k\": 4, \"max_tokens\": 9}"};
+  cfg.extra_inputs = extra;
+  cfg.n_extra_inputs = 3;
+  for (int i = 0; i < 5; i++) f.r[i].max_tokens = 64;
+  static const struct {
+    tp_service_kind kind;
+    bool streaming, usage;
+    const char *body;
+  } cases[] = {
+      {TP_SERVICE_OPENAI_COMPLETIONS, true, true,
+       "{\"model\":\"m\",\"prompt\":\"[00000000000000ab] shared \\\"prefix\\\" p1\",\"max_tokens\":9,"
+       "\"stream\":true,\"stream_options\":{\"include_usage\":true},\"min_tokens\":64,\"ignore_eos\":true,"
+       "\"temperature\":0.5,\"stop\":\"END\",\"top_k\":4}"},
+      {TP_SERVICE_OPENAI_CHAT, false, true,
+       "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"[00000000000000ab] shared "
+       "\\\"prefix\\\" p1\"}],\"max_tokens\":9,\"stream\":false,\"min_tokens\":64,\"ignore_eos\":true,"
+       "\"temperature\":0.5,\"stop\":\"END\",\"top_k\":4}"},
+      {TP_SERVICE_OPENAI_CHAT, true, false,
+       "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"[00000000000000ab] shared "
+       "\\\"prefix\\\" p1\"}],\"max_tokens\":9,\"stream\":true,\"min_tokens\":64,\"ignore_eos\":true,"
+       "\"temperature\":0.5,\"stop\":\"END\",\"top_k\":4}"},
+  };
+  for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+    cfg.service_kind = cases[c].kind;
+    cfg.streaming = cases[c].streaming;
+    cfg.no_usage = !cases[c].usage;
+    tp_buf_reset(&b);
+    CHECK(tp_export_pa_experiment(&b, &el, &cfg, 128, MONO0, WALL0) == 0, "OpenAI experiment %zu renders", c);
+    e = json_loadb((const char *)b.data, b.len, 0, NULL);
+    in0 = json_object_get(json_array_get(json_object_get(e, "requests"), 0), "request_inputs");
+    CHECK(json_object_size(in0) == 1, "OpenAI %zu: request_inputs holds the payload alone", c);
+    const char *got = json_string_value(json_object_get(in0, "payload"));
+    CHECK(got && !strcmp(got, cases[c].body), "OpenAI %zu: the payload is the body sent: got %s", c,
+          got ? got : "(none)");
+    json_decref(e);
+  }
   tp_buf_fini(&b);
   fixture_fini(&f);
 }

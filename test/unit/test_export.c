@@ -1000,6 +1000,17 @@ static void test_artifacts(void) {
   txt = read_file(path, &len);
   CHECK(txt != NULL, "rate 20: request_rate20.0_input512, GenAI-Perf's directory name");
   free(txt);
+  /* perf_analyzer writes the rate as a double and GenAI-Perf finds the
+   * experiment by str() of it against f"{rate}": 20.0, not 20. */
+  snprintf(path, sizeof(path), "%s/request_rate20.0_input512/profile_export.json", art);
+  txt = read_file(path, &len);
+  CHECK(txt && strstr(txt, "{\"experiment\":{\"mode\":\"request_rate\",\"value\":20.0}"),
+        "rate 20: the experiment's value is 20.0, as Python writes the float");
+  free(txt);
+  snprintf(path, sizeof(path), "%s/request_rate2.5_input512/profile_export.json", art);
+  txt = read_file(path, &len);
+  CHECK(txt && strstr(txt, "\"value\":2.5}"), "rate 2.5: the value in the fewest digits, 2.5");
+  free(txt);
 
   /* An unfinished handle leaves no half document. */
   snprintf(art, sizeof(art), "%s/c", dir);

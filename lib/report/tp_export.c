@@ -10,6 +10,7 @@
 #include "tp_export_internal.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
@@ -274,21 +275,6 @@ static int grow_levels(tp_artifacts *a) {
   return 0;
 }
 
-/* The level's experiment, streamed into the profile export's temporary
- * file so a long sweep never holds every level's records. */
-static int add_pa(tp_artifacts *a, tp_buf *b, const tp_export_level *lv, char *err, size_t errlen) {
-  uint32_t def_max = a->cfg && a->cfg->output_tokens_mean ? a->cfg->output_tokens_mean : 128;
-  tp__sink pe_sink = {a->pe_fd, NULL};
-  int rv = a->pe_levels ? tp_buf_append(b, ",", 1) : 0;
-  if (!rv) rv = tp__pa_experiment(b, &pe_sink, lv, a->cfg, def_max, a->anchor_mono_ns, a->anchor_wall_ns);
-  if (rv == TP_EIO && !read_back_error(lv->reqs, lv->n))
-    return io_err(err, errlen, "write", a->pe_tmp, errno);
-  if (rv) return rv;
-  if (tp__write_all(a->pe_fd, b->data, b->len)) return io_err(err, errlen, "write", a->pe_tmp, errno);
-  a->pe_levels++;
-  return 0;
-}
-
 /* dir/<stem><suffix>, owned; NULL when out of memory. */
 static char *stem_path(const tp_artifacts *a, const char *dir, const char *suffix) {
   size_t sl = strlen(a->stem) + strlen(suffix) + 1;
@@ -314,27 +300,105 @@ static int write_json_text(tp_buf *b, char *js, const char *path, char *err, siz
   return rv;
 }
 
-/* GenAI-Perf's and AIPerf's summaries in the level's directory. */
-static int add_summaries(tp_artifacts *a, tp_buf *b, const tp_level_result *lr, const char *ldir, char *err,
-                         size_t errlen) {
+/* The end of a profile export, after its experiments: what perf_analyzer
+ * writes there, and what GenAI-Perf reads to know the API. */
+static int pe_tail(tp_buf *b, const tp_config *cfg) {
+  int rv = tp_buf_append_str(b, "],\"version\":");
+  if (!rv) rv = tp__json_str(b, tp_version(), strlen(tp_version()));
+  tp__tool_api api = tp__tool_api_of(cfg);
+  if (!rv) rv = tp_buf_append_str(b, ",\"service_kind\":");
+  if (!rv) rv = tp__json_str(b, api.service_kind, strlen(api.service_kind));
+  if (!rv) rv = tp_buf_append_str(b, ",\"endpoint\":");
+  if (!rv) rv = tp__json_str(b, api.endpoint, strlen(api.endpoint));
+  if (!rv) rv = tp_buf_append_str(b, "}\n");
+  return rv;
+}
+
+/* Bytes [from, to) of the file at path appended to file out.  Returns 0
+ * or -1 with errno. */
+static int copy_range(const char *path, off_t from, off_t to, int out) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  char chunk[1 << 16];
+  int rv = 0;
+  while (from < to && rv == 0) {
+    size_t want = (size_t)(to - from) < sizeof(chunk) ? (size_t)(to - from) : sizeof(chunk);
+    ssize_t got = pread(fd, chunk, want, from);
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) {
+      if (got == 0) errno = EIO;
+      rv = -1;
+    } else if (tp__write_all(out, chunk, (size_t)got)) {
+      rv = -1;
+    }
+    from += got > 0 ? got : 0;
+  }
+  int e = errno;
+  close(fd);
+  errno = e;
+  return rv;
+}
+
+/* The level's experiment as a profile export of its own, <level>/<stem>.json,
+ * as GenAI-Perf's artifact directory of one run holds it beside its
+ * summary (genai-perf process-export-files reads such directories); then
+ * the same bytes appended to the run's profile export, which holds every
+ * level.  Both are streamed through temporary files a MiB at a time, so a
+ * long sweep never holds a level's records. */
+static int add_pa(tp_artifacts *a, tp_buf *b, const tp_export_level *lv, const char *ldir, char *err,
+                  size_t errlen) {
+  uint32_t def_max = a->cfg && a->cfg->output_tokens_mean ? a->cfg->output_tokens_mean : 128;
+  char *path = stem_path(a, ldir, ".json"), *tmp = NULL;
+  if (!path) return TP_ENOMEM;
+  int fd = tp__open_temp(path, &tmp);
+  if (fd < 0) {
+    int rv = io_err(err, errlen, "create", path, errno);
+    free(path);
+    return rv;
+  }
+  static const char head[] = "{\"experiments\":[";
+  tp_buf_reset(b);
+  tp__sink sk = {fd, NULL};
+  int rv = tp_buf_append(b, head, sizeof(head) - 1);
+  if (!rv) rv = tp__pa_experiment(b, &sk, lv, a->cfg, def_max, a->anchor_mono_ns, a->anchor_wall_ns);
+  if (rv == TP_EIO && !read_back_error(lv->reqs, lv->n)) rv = io_err(err, errlen, "write", tmp, errno);
+  if (!rv && tp__write_all(fd, b->data, b->len)) rv = io_err(err, errlen, "write", tmp, errno);
+  off_t end = rv ? -1 : lseek(fd, 0, SEEK_CUR);
+  if (!rv && end < 0) rv = io_err(err, errlen, "write", tmp, errno);
+  tp_buf_reset(b);
+  if (!rv) rv = pe_tail(b, a->cfg);
+  if (!rv && tp__write_all(fd, b->data, b->len)) rv = io_err(err, errlen, "write", tmp, errno);
+  if (!rv && a->pe_levels && tp__write_all(a->pe_fd, ",", 1)) rv = io_err(err, errlen, "write", a->pe_tmp, errno);
+  if (!rv && copy_range(tmp, (off_t)sizeof(head) - 1, end, a->pe_fd))
+    rv = io_err(err, errlen, "write", a->pe_tmp, errno);
+  if (rv) {
+    close(fd);
+    unlink(tmp);
+  } else if (tp__commit_temp(fd, tmp, path)) {
+    rv = io_err(err, errlen, "write", path, errno);
+  }
+  if (!rv) a->pe_levels++;
+  free(tmp);
+  free(path);
+  return rv;
+}
+
+/* One tool's summary of the level, <dir>/<stem><suffix>.json and .csv. */
+static int add_summary(tp_artifacts *a, tp_buf *b, const tp_level_result *lr, const char *dir, bool genai,
+                       char *err, size_t errlen) {
   bool streaming = a->cfg ? a->cfg->streaming : true;
-  static const char *const suffix[] = {"_genai_perf.json", "_genai_perf.csv", "_aiperf.json", "_aiperf.csv"};
-  char *path[4];
-  for (int i = 0; i < 4; i++) path[i] = stem_path(a, ldir, suffix[i]);
-  int rv = write_json_text(b, tp_export_genai_json(lr, a->cfg, a->pe_path, ldir), path[0], err, errlen);
-  if (!rv && path[1]) {
+  char *jpath = stem_path(a, dir, genai ? "_genai_perf.json" : "_aiperf.json");
+  char *cpath = stem_path(a, dir, genai ? "_genai_perf.csv" : "_aiperf.csv");
+  char *js = genai ? tp_export_genai_json(lr, a->cfg, a->pe_path, dir) : tp_export_aiperf_json(lr, streaming);
+  int rv = write_json_text(b, js, jpath, err, errlen);
+  if (!rv && !cpath) rv = TP_ENOMEM;
+  if (!rv) {
     tp_buf_reset(b);
-    rv = tp_export_genai_csv(b, lr, streaming);
-    if (!rv) rv = write_file(path[1], b->data, b->len, err, errlen);
+    rv = genai ? tp_export_genai_csv(b, lr, streaming) : tp_export_aiperf_csv(b, lr, streaming);
+    if (!rv) rv = write_file(cpath, b->data, b->len, err, errlen);
   }
-  if (!rv) rv = write_json_text(b, tp_export_aiperf_json(lr, streaming), path[2], err, errlen);
-  if (!rv && path[3]) {
-    tp_buf_reset(b);
-    rv = tp_export_aiperf_csv(b, lr, streaming);
-    if (!rv) rv = write_file(path[3], b->data, b->len, err, errlen);
-  }
-  if (!rv && (!path[1] || !path[3])) rv = TP_ENOMEM;
-  for (int i = 0; i < 4; i++) free(path[i]);
+  free(jpath);
+  free(cpath);
   return rv;
 }
 
@@ -366,16 +430,25 @@ static int add_aiperf_records(tp_artifacts *a, tp_buf *b, const tp_export_level 
   return rv;
 }
 
-/* The files written per level, in a directory of their own. */
+/* The files written per level, in a directory of their own laid out as
+ * GenAI-Perf's artifact directory of one run: the level's profile export
+ * and GenAI-Perf's summary, and no other *.json (genai-perf
+ * process-export-files takes a directory's first *.json not named
+ * *_genai_perf* as its profile export).  AIPerf's files are in aiperf/,
+ * as AIPerf's own artifact directory holds them. */
 static int add_level_files(tp_artifacts *a, tp_buf *b, const tp_export_level *lv, char *err, size_t errlen) {
   char *ldir = level_dir(a, lv->lr);
-  if (!ldir) return TP_ENOMEM;
+  char *adir = ldir ? tp__join_path(ldir, "aiperf") : NULL;
   int rv = 0;
-  if (tp__make_dirs(ldir))
-    rv = io_err(err, errlen, "create", ldir, errno);
-  else
-    rv = add_summaries(a, b, lv->lr, ldir, err, errlen);
-  if (!rv) rv = add_aiperf_records(a, b, lv, ldir, err, errlen);
+  if (!adir)
+    rv = TP_ENOMEM;
+  else if (tp__make_dirs(adir))
+    rv = io_err(err, errlen, "create", adir, errno);
+  if (!rv) rv = add_pa(a, b, lv, ldir, err, errlen);
+  if (!rv) rv = add_summary(a, b, lv->lr, ldir, true, err, errlen);
+  if (!rv) rv = add_summary(a, b, lv->lr, adir, false, err, errlen);
+  if (!rv) rv = add_aiperf_records(a, b, lv, adir, err, errlen);
+  free(adir);
   free(ldir);
   return rv;
 }
@@ -428,8 +501,7 @@ int tp_artifacts_add_level(tp_artifacts *a, const tp_export_level *lv, tp_accura
   }
   tp_buf b;
   tp_buf_init(&b);
-  int rv = add_pa(a, &b, lv, err, errlen);
-  if (!rv) rv = add_level_files(a, &b, lv, err, errlen);
+  int rv = add_level_files(a, &b, lv, err, errlen);
   if (!rv) rv = add_responses(a, &b, lv, err, errlen);
   if (!rv) rv = add_digest(a, lv, acc_out);
   if (rv && read_back_error(lv->reqs, lv->n))
@@ -482,14 +554,7 @@ int tp_artifacts_finish(tp_artifacts *a, char *err, size_t errlen) {
   if (a->finished) return 0;
   tp_buf b;
   tp_buf_init(&b);
-  int rv = tp_buf_append_str(&b, "],\"version\":");
-  if (!rv) rv = tp__json_str(&b, tp_version(), strlen(tp_version()));
-  tp__tool_api api = tp__tool_api_of(a->cfg);
-  if (!rv) rv = tp_buf_append_str(&b, ",\"service_kind\":");
-  if (!rv) rv = tp__json_str(&b, api.service_kind, strlen(api.service_kind));
-  if (!rv) rv = tp_buf_append_str(&b, ",\"endpoint\":");
-  if (!rv) rv = tp__json_str(&b, api.endpoint, strlen(api.endpoint));
-  if (!rv) rv = tp_buf_append_str(&b, "}\n");
+  int rv = pe_tail(&b, a->cfg);
   if (rv) {
     tp_buf_fini(&b);
     return rv;

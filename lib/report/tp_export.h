@@ -17,9 +17,13 @@
  *                                        concurrency<N>, request_rate<R> or
  *                                        schedule, then _input<I>/_output<O>
  *                                        for swept lengths
- *   <dir>/<level>/<stem>_aiperf.json     AIPerf's summary of the level
- *   <dir>/<level>/<stem>_aiperf.csv      (profile_export_aiperf.json ...)
- *   <dir>/<level>/<stem>.jsonl           AIPerf's per-record export
+ *   <dir>/<level>/<stem>.json            the level's own profile export (its
+ *                                        one experiment), so that the level's
+ *                                        directory is GenAI-Perf's of one run
+ *                                        (process-export-files reads it)
+ *   <dir>/<level>/aiperf/<stem>_aiperf.json  AIPerf's summary of the level
+ *   <dir>/<level>/aiperf/<stem>_aiperf.csv   (profile_export_aiperf.json ...)
+ *   <dir>/<level>/aiperf/<stem>.jsonl    AIPerf's per-record export
  *                                        (profile_export.jsonl)
  *   <dir>/responses.jsonl                every measured request's prompt,
  *                                        reference and generated text
@@ -101,9 +105,10 @@ int tp_accuracy_compute(tp_accuracy *acc, const tp_export_request *reqs, size_t 
 /* One experiment of perf_analyzer's profile export, as a JSON object text
  * (no trailing newline), appended to out:
  *   {"experiment": {"mode": "concurrency", "value": N},
- *      (rate mode {"mode": "request_rate", "value": R}; a trace R = 0)
- *    "requests": [{"timestamp": ns, "request_inputs": {"text_input": "...",
- *      "max_tokens": M}, "response_timestamps": [ns, ...],
+ *      (rate mode {"mode": "request_rate", "value": R}; a trace R = 0;
+ *      R written as Python writes a float, 20.0, as GenAI-Perf matches it)
+ *    "requests": [{"timestamp": ns, "request_inputs": INPUTS,
+ *      "response_timestamps": [ns, ...],
  *      "response_outputs": [OUTPUT, ...]}, ...],
  *    "window_boundaries": [start_ns, end_ns]}
  * (in a distributed run each request also has "rank": the rank that sent
@@ -124,6 +129,16 @@ int tp_accuracy_compute(tp_accuracy *acc, const tp_export_request *reqs, size_t 
  *     send's second) and model; the last response ends with
  *     "data: [DONE]\n\n".  Without streaming, the body (chat.completion
  *     with choices[0].message, or text_completion).
+ * INPUTS: Triton {"text_input": "the text sent", "max_tokens": M};
+ *   OpenAI {"payload": BODY}, BODY the JSON body sent as a string, rebuilt
+ *   by the client's rules: "model" (left out when the run's config has
+ *   none: the client then names the model /v1/models listed, which the
+ *   exports do not know), the text as one user message ("messages") or as
+ *   "prompt" (a string, as sent), "max_tokens" when set, "stream",
+ *   "stream_options" {"include_usage": true} when streaming with usage,
+ *   "min_tokens" and "ignore_eos" with deterministic lengths, then
+ *   --extra-inputs over them.  A chat dataset's own messages are given as
+ *   one user message holding their text.
  * With --streaming-text cumulative a response's text is all text up to
  * its piece's end, as the server sent it.  A record that kept no offsets
  * (made outside the run) puts its whole text on the first response that
@@ -147,10 +162,13 @@ typedef enum tp_export_tool { TP_EXPORT_GENAI_PERF, TP_EXPORT_AIPERF } tp_export
  *   a distribution {"unit", "avg", "p1", "p5", "p10", "p25", "p50", "p75",
  *     "p90", "p95", "p99", "min", "max", "std"}
  *   a level figure or count {"unit", "avg"}
- * in registry order, then "input_config" with GenAI-Perf's argument names.
- * A metric with no value (tp_metric_available) is left out, as GenAI-Perf
- * leaves it out, and so are the timings between tokens (TP_MF_STREAMING)
- * when cfg says the run did not stream.  The figures are tokperf's
+ * in registry order, then "input_config": GenAI-Perf's configuration in
+ * its nested form (ConfigCommand.to_json_dict()), filled with cfg's
+ * settings for this level (docs/metrics.md).  A metric with no value
+ * (tp_metric_available) is left out, as GenAI-Perf leaves it out, and so
+ * are the timings between responses (TP_MF_STREAMING but the time to first
+ * token, which GenAI-Perf's JSON keeps) when cfg says the run did not
+ * stream.  The figures are tokperf's
  * (docs/metrics.md, where the differences from GenAI-Perf's are listed).
  * Returns owned text (free()) or NULL when out of memory. */
 char *tp_export_genai_json(const tp_level_result *lr, const tp_config *cfg, const char *profile_export_path,
@@ -241,7 +259,8 @@ typedef struct tp_artifacts tp_artifacts;
 int tp_artifacts_open(tp_artifacts **out, const tp_artifacts_opts *opts, char *err, size_t errlen);
 
 /* Writes everything of one finished level: appends its experiment to the
- * profile export, writes <level>/<stem>_genai_perf.json and .csv,
+ * profile export, writes <level>/<stem>.json, <stem>_genai_perf.json and
+ * .csv, AIPerf's files in <level>/aiperf/,
  * appends its lines to responses.jsonl, scores accuracy into *acc (may be
  * NULL) and keeps what report.html needs (a compact digest, not the
  * records).  lv and what it points to are borrowed for the call only.  Returns 0,

@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <jansson.h>
+
 static bool measured_ok(const tp_export_request *q) {
   return tp__measured(q) && tp_record_ok(q->rec);
 }
@@ -160,6 +162,99 @@ static int pa_outputs(tp_buf *out, tp_buf *scratch, const tp_config *cfg, const 
   return rv;
 }
 
+/* One --extra-inputs entry into obj as the OpenAI client reads it (all of
+ * them into one object, which then goes over the body): a JSON object
+ * merged in, or NAME:VALUE with the value as JSON when it parses and as a
+ * string otherwise.  Returns 0, or -1 (left out: the run refused
+ * such an entry before it sent anything). */
+static int add_extra(json_t *obj, const char *s) {
+  const char *t = s + strspn(s, " \t");
+  if (*t == '{') {
+    json_t *j = json_loads(t, 0, NULL);
+    int rv = json_is_object(j) ? json_object_update_recursive(obj, j) : -1;
+    json_decref(j);
+    return rv;
+  }
+  const char *colon = strchr(s, ':');
+  if (!colon || colon == s) return -1;
+  char *name = malloc((size_t)(colon - s) + 1);
+  if (!name) return -1;
+  memcpy(name, s, (size_t)(colon - s));
+  name[colon - s] = 0;
+  json_t *v = json_loads(colon + 1, JSON_DECODE_ANY, NULL);
+  if (!v) v = json_string(colon + 1);
+  int rv = v ? json_object_set_new(obj, name, v) : -1;
+  free(name);
+  return rv;
+}
+
+/* The JSON body the OpenAI client sent for r, into body: built by the
+ * client's rules and in its member order (model, the text as one user
+ * message or the prompt, max_tokens, stream, stream_options, min_tokens
+ * and ignore_eos, then --extra-inputs over them), so that it is the bytes
+ * sent.  Returns 0, TP_ENOMEM, or TP_EINVAL when the text is not UTF-8
+ * (a body the client could not have sent). */
+static int openai_body(tp_buf *body, const pa_api *api, const tp_config *cfg, const tp_export_request *q,
+                       const tp_record *r) {
+  tp_buf t;
+  tp_buf_init(&t);
+  int rv = 0;
+  for (int k = 0; k < 3 && !rv; k++)
+    if (q->head[k]) rv = tp_buf_append(&t, q->head[k], q->head_len[k]);
+  if (!rv && q->prompt) rv = tp_buf_append(&t, q->prompt, q->prompt_len);
+  json_t *text = rv ? NULL : json_stringn(t.len ? (const char *)t.data : "", t.len);
+  tp_buf_fini(&t);
+  if (!text) return rv ? rv : TP_EINVAL;
+  json_t *o = json_object();
+  int bad = !o;
+  if (!bad && cfg && cfg->model && *cfg->model) bad = json_object_set_new(o, "model", json_string(cfg->model));
+  if (!bad && api->kind == PA_CHAT)
+    bad = json_object_set_new(o, "messages", json_pack("[{s:s, s:O}]", "role", "user", "content", text));
+  else if (!bad)
+    bad = json_object_set(o, "prompt", text);
+  json_decref(text);
+  if (!bad && r->max_tokens) bad = json_object_set_new(o, "max_tokens", json_integer(r->max_tokens));
+  if (!bad) bad = json_object_set_new(o, "stream", json_boolean(api->streaming));
+  if (!bad && api->streaming && !(cfg && cfg->no_usage))
+    bad = json_object_set_new(o, "stream_options", json_pack("{s:b}", "include_usage", 1));
+  if (!bad && cfg && cfg->output_tokens_deterministic && r->max_tokens) {
+    bad = json_object_set_new(o, "min_tokens", json_integer(r->max_tokens));
+    if (!bad) bad = json_object_set_new(o, "ignore_eos", json_true());
+  }
+  json_t *extra = bad ? NULL : json_object();
+  for (size_t i = 0; extra && cfg && cfg->extra_inputs && i < cfg->n_extra_inputs; i++)
+    add_extra(extra, cfg->extra_inputs[i]);
+  if (!bad) bad = !extra || json_object_update_recursive(o, extra);
+  json_decref(extra);
+  char *js = bad ? NULL : json_dumps(o, JSON_COMPACT);
+  json_decref(o);
+  rv = js ? tp_buf_append_str(body, js) : TP_ENOMEM;
+  free(js);
+  return rv;
+}
+
+/* "request_inputs" of one request: what perf_analyzer keeps of it.  Triton:
+ * the input tensors, text_input and max_tokens; OpenAI: {"payload": the
+ * JSON body sent, as a string}, which GenAI-Perf parses for the prompt. */
+static int pa_inputs(tp_buf *out, tp_buf *scratch, const tp_config *cfg, const tp_export_request *q,
+                     const tp_record *r, uint32_t max_tokens) {
+  pa_api api = pa_api_of(cfg);
+  if (api.kind != PA_TRITON) {
+    tp_buf_reset(scratch);
+    int rv = openai_body(scratch, &api, cfg, q, r);
+    if (rv != TP_EINVAL) {
+      if (!rv) rv = tp_buf_append_str(out, "{\"payload\":");
+      if (!rv) rv = tp__json_str(out, (const char *)scratch->data, scratch->len);
+      return rv ? rv : tp_buf_append(out, "}", 1);
+    }
+  }
+  int rv = tp_buf_append_str(out, "{\"text_input\":");
+  if (!rv) rv = tp__json_sent(out, q);
+  if (!rv) rv = tp_buf_append_str(out, ",\"max_tokens\":");
+  if (!rv) rv = tp__json_u64(out, max_tokens);
+  return rv ? rv : tp_buf_append(out, "}", 1);
+}
+
 #define W(ts) tp_export_wall_ns(anchor_mono_ns, anchor_wall_ns, (ts))
 
 /* One request of the experiment. */
@@ -173,11 +268,9 @@ static int pa_request(tp_buf *out, tp_buf *scratch, const tp_export_request *q, 
   uint32_t max_tokens = q->max_tokens ? q->max_tokens : default_max_tokens;
   rv = tp_buf_append_str(out, first ? "{\"timestamp\":" : ",{\"timestamp\":");
   if (!rv) rv = tp__json_u64(out, W(r->sent_ns));
-  if (!rv) rv = tp_buf_append_str(out, ",\"request_inputs\":{\"text_input\":");
-  if (!rv) rv = tp__json_sent(out, q);
-  if (!rv) rv = tp_buf_append_str(out, ",\"max_tokens\":");
-  if (!rv) rv = tp__json_u64(out, max_tokens);
-  if (!rv) rv = tp_buf_append_str(out, "},\"response_timestamps\":[");
+  if (!rv) rv = tp_buf_append_str(out, ",\"request_inputs\":");
+  if (!rv) rv = pa_inputs(out, scratch, cfg, q, r, max_tokens);
+  if (!rv) rv = tp_buf_append_str(out, ",\"response_timestamps\":[");
   for (uint32_t i = 0; i < r->n_resp && rv == 0; i++) {
     if (i) rv = tp_buf_append(out, ",", 1);
     if (!rv) rv = tp__json_u64(out, W(r->resp_ns[i]));
@@ -191,6 +284,20 @@ static int pa_request(tp_buf *out, tp_buf *scratch, const tp_export_request *q, 
   return rv;
 }
 
+/* v as Python's repr of a float writes it: the fewest digits that read
+ * back to v, and ".0" on a whole number (20.0, 0.0); positional, as
+ * Python writes any rate from 1e-4 to 1e16.  perf_analyzer writes
+ * the rate as a double, and GenAI-Perf finds the experiment by that text
+ * (str() of the value read back against its own f"{rate}"): an integer 20
+ * is not found as 20.0. */
+static void py_float(char *buf, size_t len, double v) {
+  for (int prec = 0; prec <= 17; prec++) {
+    snprintf(buf, len, "%.*f", prec, v);
+    if (strtod(buf, NULL) == v) break;
+  }
+  if (!strpbrk(buf, ".n")) snprintf(buf + strlen(buf), len - strlen(buf), ".0");
+}
+
 int tp__pa_experiment(tp_buf *out, const tp__sink *sk, const tp_export_level *lv, const tp_config *cfg,
                       uint32_t default_max_tokens, uint64_t anchor_mono_ns, uint64_t anchor_wall_ns) {
   const tp_level_result *lr = lv->lr;
@@ -202,13 +309,14 @@ int tp__pa_experiment(tp_buf *out, const tp__sink *sk, const tp_export_level *lv
   /* perf_analyzer writes {"mode": "concurrency", "value": N} or, with no
    * concurrency, {"mode": "request_rate", "value": rate}; a trace has no
    * rate of its own and is written as request_rate 0. */
+  char rate[40];
+  py_float(rate, sizeof(rate), lr->load_mode == TP_LOAD_RATE && isfinite(lr->request_rate) ? lr->request_rate : 0.0);
   int rv = lr->load_mode == TP_LOAD_CONCURRENCY
                ? tp_buf_printf(
                      out, "{\"experiment\":{\"mode\":\"concurrency\",\"value\":%" PRIu32 "},\"requests\":[",
                      lr->concurrency)
-               : tp_buf_printf(
-                     out, "{\"experiment\":{\"mode\":\"request_rate\",\"value\":%.17g},\"requests\":[",
-                     lr->load_mode == TP_LOAD_RATE && isfinite(lr->request_rate) ? lr->request_rate : 0.0);
+               : tp_buf_printf(out, "{\"experiment\":{\"mode\":\"request_rate\",\"value\":%s},\"requests\":[",
+                               rate);
   tp_buf scratch;
   tp_buf_init(&scratch);
   for (size_t j = 0; j < k && rv == 0; j++) {

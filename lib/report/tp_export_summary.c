@@ -21,6 +21,7 @@ typedef struct dialect {
   bool tokens_unitless; /* a row in tokens has no "(tokens)" (GenAI-Perf) */
   bool counts_unitless; /* a count has no unit in its label (AIPerf: "Request Count") */
   bool thousands;       /* distribution values as "1,234.50" (GenAI-Perf) */
+  bool json_keeps_first_token; /* the JSON of a run without streaming has TTFT (GenAI-Perf) */
 } dialect;
 
 static const char *genai_key(const tp_metric *m) {
@@ -31,8 +32,8 @@ static const char *aiperf_key(const tp_metric *m) {
 }
 
 static const dialect dialects[] = {
-    [TP_EXPORT_GENAI_PERF] = {genai_key, tp_unit_genai, false, true, false, true},
-    [TP_EXPORT_AIPERF] = {aiperf_key, tp_unit_aiperf, true, false, true, false},
+    [TP_EXPORT_GENAI_PERF] = {genai_key, tp_unit_genai, false, true, false, true, true},
+    [TP_EXPORT_AIPERF] = {aiperf_key, tp_unit_aiperf, true, false, true, false, false},
 };
 
 /* The statistics of a distribution: in the JSON in the order both tools'
@@ -46,10 +47,17 @@ static const tp_stat_id csv_order[] = {TP_STAT_AVG, TP_STAT_MIN, TP_STAT_MAX, TP
 _Static_assert(sizeof(json_order) / sizeof(json_order[0]) == TP_STAT_COUNT, "every statistic once");
 _Static_assert(sizeof(csv_order) / sizeof(csv_order[0]) == TP_STAT_COUNT, "every statistic once");
 
-/* Whether row m goes into tool's files for level lr. */
-static bool exported(const dialect *d, const tp_metric *m, const tp_level_result *lr, bool streaming) {
+/* Whether row m goes into tool's JSON (json) or CSV for level lr.  Without
+ * streaming the timings between tokens are left out.  GenAI-Perf's JSON
+ * keeps every figure it has, and a request answered in one response still
+ * gives it a time to first token (the request's latency): only its CSV
+ * leaves that out too.  AIPerf has no first-token time without streaming. */
+static bool exported(const dialect *d, const tp_metric *m, const tp_level_result *lr, bool streaming,
+                     bool json) {
   if (!d->key(m)) return false;
-  if (!streaming && (m->flags & TP_MF_STREAMING)) return false;
+  if (!streaming && (m->flags & TP_MF_STREAMING) &&
+      !(json && d->json_keeps_first_token && m == tp_metric_find("ttft")))
+    return false;
   return tp_metric_available(m, lr);
 }
 
@@ -82,7 +90,7 @@ json_t *tp__summary_json(const tp_level_result *lr, tp_export_tool tool, bool st
   size_t nm;
   const tp_metric *all = tp_metrics(&nm);
   for (size_t k = 0; k < nm; k++) {
-    if (!exported(d, &all[k], lr, streaming)) continue;
+    if (!exported(d, &all[k], lr, streaming, true)) continue;
     if (json_object_set_new(doc, d->key(&all[k]), metric_json(d, &all[k], lr))) {
       json_decref(doc);
       return NULL;
@@ -182,11 +190,11 @@ int tp__summary_csv(tp_buf *out, const tp_level_result *lr, tp_export_tool tool,
     rv = tp_buf_printf(out, ",%s", tp_stat_name(csv_order[i]));
   if (!rv) rv = tp_buf_append(out, "\r\n", 2);
   for (size_t k = 0; k < nm && !rv; k++)
-    if (all[k].kind == TP_METRIC_DIST && exported(d, &all[k], lr, streaming))
+    if (all[k].kind == TP_METRIC_DIST && exported(d, &all[k], lr, streaming, false))
       rv = csv_dist_row(out, d, &all[k], lr);
   if (!rv) rv = tp_buf_append_str(out, "\r\nMetric,Value\r\n");
   for (size_t k = 0; k < nm && !rv; k++)
-    if (all[k].kind != TP_METRIC_DIST && exported(d, &all[k], lr, streaming))
+    if (all[k].kind != TP_METRIC_DIST && exported(d, &all[k], lr, streaming, false))
       rv = csv_value_row(out, d, &all[k], lr);
   return rv;
 }

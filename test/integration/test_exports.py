@@ -11,7 +11,10 @@ decimals) and the recomputed one; AIPerf's per-record profile_export.jsonl
 agrees with records.jsonl, the summary and the pooled ITL; and
 profile_export.json gives each response its own payload, whose texts joined
 are the request's text with its token count.  A run without streaming
-leaves the timings between tokens out of both summaries.  Prints TAP."""
+leaves the timings between tokens out of both summaries (GenAI-Perf's JSON
+keeps the time to first token, as GenAI-Perf's does).  Each level's directory
+holds its own profile export and GenAI-Perf's summary, AIPerf's files in
+aiperf/.  Prints TAP."""
 import json
 import os
 import subprocess
@@ -50,6 +53,10 @@ AIPERF.update({
 })
 BETWEEN_TOKENS = {"time_to_first_token", "inter_token_latency", "time_to_second_token",
                   "output_token_throughput_per_user"}
+# Without streaming GenAI-Perf's JSON keeps every figure it has: each
+# request's one response still gives its time to first token (its CSV
+# leaves that out, and AIPerf has none).
+NOSTREAM_JSON_KEEPS = {"GenAI-Perf": {"time_to_first_token"}, "AIPerf": set()}
 STATS = ["avg", "min", "max", "p1", "p5", "p10", "p25", "p50", "p75", "p90", "p95", "p99", "std"]
 
 
@@ -66,6 +73,12 @@ def run(tmp, extra, count=True):
     check(p.returncode == 0, "a run with %s ends with exit 0" % " ".join(extra), p.stderr[-2000:])
     with open(js) as f:
         return art, json.load(f)
+
+
+def tool_dir(d, tool):
+    """GenAI-Perf's summary is in the level's directory, AIPerf's files in
+    its aiperf/."""
+    return d if tool == "GenAI-Perf" else os.path.join(d, "aiperf")
 
 
 def level_dir(art, lv):
@@ -93,7 +106,7 @@ def compare_json(doc, lv, table, tool, streaming):
     for jkey, (key, unit) in table.items():
         want = lv.get(jkey)
         got = doc.get(key)
-        expect = want is not None and (streaming or key not in BETWEEN_TOKENS)
+        expect = want is not None and (streaming or key not in BETWEEN_TOKENS or key in NOSTREAM_JSON_KEEPS[tool])
         if not expect:
             if got is not None:
                 bad.append("%s exported without a figure to export" % key)
@@ -119,9 +132,11 @@ def compare_json(doc, lv, table, tool, streaming):
           "\n".join(bad))
 
 
-def compare_csv(text, doc, table, tool, lv, thousands):
+def compare_csv(text, doc, table, tool, lv, thousands, streaming):
     """Every number of the CSV is the JSON export's figure to two decimals
-    (the JSON having been checked against the report)."""
+    (the JSON having been checked against the report); without streaming the
+    CSV has none of the timings of tokens."""
+    doc = {k: v for k, v in doc.items() if streaming or k not in BETWEEN_TOKENS}
     fmt = (lambda v: format(v, ",.2f")) if thousands else (lambda v: format(v, ".2f"))
     lines = text.split("\r\n")
     check(lines[0] == "Metric," + ",".join(STATS) and text.endswith("\r\n"),
@@ -159,7 +174,7 @@ def check_level(art, lv, streaming):
     d = level_dir(art, lv)
     for tool, table, stem, thousands in (("GenAI-Perf", GENAI, "profile_export_genai_perf", True),
                                          ("AIPerf", AIPERF, "profile_export_aiperf", False)):
-        jp, cp = os.path.join(d, stem + ".json"), os.path.join(d, stem + ".csv")
+        jp, cp = os.path.join(tool_dir(d, tool), stem + ".json"), os.path.join(tool_dir(d, tool), stem + ".csv")
         check(os.path.exists(jp) and os.path.exists(cp), "%s files of %s" % (tool, label(lv)))
         if not os.path.exists(jp) or not os.path.exists(cp):
             continue
@@ -168,7 +183,7 @@ def check_level(art, lv, streaming):
         with open(cp, newline="") as f:
             text = f.read()
         compare_json(doc, lv, table, tool, streaming)
-        compare_csv(text, doc, table, tool, lv, thousands)
+        compare_csv(text, doc, table, tool, lv, thousands, streaming)
 
 
 def close(a, b):
@@ -336,7 +351,7 @@ def compare_exports_recomputed(d, want, what):
     bad = []
     for tool, table, stem in (("GenAI-Perf", GENAI, "profile_export_genai_perf"),
                               ("AIPerf", AIPERF, "profile_export_aiperf")):
-        with open(os.path.join(d, stem + ".json")) as f:
+        with open(os.path.join(tool_dir(d, tool), stem + ".json")) as f:
             doc = json.load(f)
         for jkey, (key, _) in table.items():
             w, got = want.get(jkey), doc.get(key)
@@ -356,7 +371,7 @@ def check_records(art, li, lv, streaming, pooled=True):
     measured request of records.jsonl, each figure worked out again from
     that line's times and counts, and the lines' figures summarised are the
     summary's (profile_export_aiperf.json) and the pooled ITL's."""
-    d = level_dir(art, lv)
+    d = tool_dir(level_dir(art, lv), "AIPerf")
     path = os.path.join(d, "profile_export.jsonl")
     check(os.path.exists(path), "AIPerf's profile_export.jsonl of %s" % label(lv))
     if not os.path.exists(path):
@@ -514,6 +529,35 @@ def check_payloads(art, li, lv, kind):
                     bad.append("seq %d: ITL from the chunks %r" % (r["seq"], itl))
     check(not bad and reqs, "profile_export.json of %s: each response carries its own %s payload, joined they "
           "are the request's text and its token count" % (label(lv), kind), "\n".join(bad[:20]))
+    check_inputs(art, lv, reqs, ok, kind)
+
+
+def check_inputs(art, lv, reqs, ok, kind):
+    """request_inputs as perf_analyzer keeps them: Triton's text_input and
+    max_tokens; OpenAI's {"payload": the JSON body sent}, whose prompt (the
+    text as one user message for chat) is the prompt of responses.jsonl,
+    with the record's max_tokens and the run's stream flag, as GenAI-Perf's
+    parser reads it (payload["messages"][i]["content"], payload["prompt"])."""
+    with open(os.path.join(art, "responses.jsonl")) as f:
+        prompts = {x["id"]: x["prompt"] for x in map(json.loads, f) if x["level"] == level_name(lv)}
+    bad = []
+    for q, r in zip(reqs, ok):
+        ins = q["request_inputs"]
+        if kind == "triton":
+            if set(ins) != {"text_input", "max_tokens"} or ins["text_input"] != prompts.get(r["seq"]):
+                bad.append("seq %d: request_inputs %r" % (r["seq"], sorted(ins)))
+            continue
+        if set(ins) != {"payload"}:
+            bad.append("seq %d: request_inputs %r, want only payload" % (r["seq"], sorted(ins)))
+            continue
+        body = json.loads(ins["payload"])
+        text = body["messages"][0]["content"] if kind == "chat" else body.get("prompt")
+        if kind == "chat" and [m["role"] for m in body["messages"]] != ["user"]:
+            bad.append("seq %d: messages %r" % (r["seq"], body["messages"]))
+        if text != prompts.get(r["seq"]) or body.get("max_tokens") != r["max_tokens"] or body.get("stream") is not True:
+            bad.append("seq %d: payload %r" % (r["seq"], ins["payload"][:200]))
+    check(not bad and reqs, "profile_export.json of %s: request_inputs as perf_analyzer keeps a %s request"
+          % (label(lv), kind), "\n".join(bad[:20]))
 
 
 def check_windows(art, li, lv):
@@ -549,6 +593,24 @@ def check_windows(art, li, lv):
     return (start, end)
 
 
+def check_level_export(art, li, lv):
+    """The level's directory as genai-perf process-export-files reads it
+    (each subdirectory's first *.json not named *_genai_perf* is a profile
+    export whose experiments[0] it reads, beside a *_genai_perf.json): the
+    level's own export, holding the run's experiment of that level."""
+    d = level_dir(art, lv)
+    jsons = sorted(f for f in os.listdir(d) if f.endswith(".json"))
+    check(jsons == ["profile_export.json", "profile_export_genai_perf.json"],
+          "%s: its only *.json are its profile export and GenAI-Perf's summary" % label(lv), jsons)
+    with open(os.path.join(art, "profile_export.json")) as f:
+        run_pe = json.load(f)
+    with open(os.path.join(d, "profile_export.json")) as f:
+        pe = json.load(f)
+    check(pe["experiments"] == [run_pe["experiments"][li]] and
+          all(pe[k] == run_pe[k] for k in ("version", "service_kind", "endpoint")),
+          "%s: its profile export is the run's experiment of the level" % label(lv))
+
+
 def check_run(art, rep, streaming=True, kind="triton", windows=False):
     """Every check of every level of one run."""
     levels = rep.get("levels", [])
@@ -559,6 +621,7 @@ def check_run(art, rep, streaming=True, kind="triton", windows=False):
         want = recompute([r for r in recs if r["measured"]], window, pooled=not windows)
         compare_recomputed(lv, want, label(lv))
         check_level(art, lv, streaming)
+        check_level_export(art, li, lv)
         compare_exports_recomputed(level_dir(art, lv), want, label(lv))
         check_records(art, li, lv, streaming, pooled=not windows)
         check_payloads(art, li, lv, kind)
@@ -633,8 +696,10 @@ ic = gp.get("input_config", {})
 check(pe.get("service_kind") == "openai" and pe.get("endpoint") == "v1/chat/completions",
       "an OpenAI chat run's profile_export.json names its service kind and endpoint",
       json.dumps({k: pe.get(k) for k in ("service_kind", "endpoint")}) + p.stderr[-300:])
-check(ic.get("service_kind") == "openai" and ic.get("endpoint_type") == "chat" and
-      ic.get("endpoint") == "v1/chat/completions", "and so does the GenAI-Perf summary's input_config",
-      json.dumps({k: ic.get(k) for k in ("service_kind", "endpoint_type", "endpoint")}))
+ep = ic.get("endpoint", {})
+check(ep.get("service_kind") == "openai" and ep.get("type") == "chat" and ep.get("custom") == "v1/chat/completions"
+      and ep.get("output_format") == "openai_chat_completions" and ep.get("backend") == "",
+      "and so does the GenAI-Perf summary's input_config, as GenAI-Perf nests it (no backend for chat)",
+      json.dumps(ep))
 check_capped_http(tmp)
 done()

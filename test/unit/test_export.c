@@ -118,6 +118,26 @@ static int count_tmp(const char *dir) {
   return n;
 }
 
+/* The names of dir's *.json files, sorted, joined by spaces (static). */
+static const char *json_names(const char *dir) {
+  static char out[512];
+  char names[16][128];
+  int n = 0;
+  out[0] = 0;
+  DIR *d = opendir(dir);
+  if (!d) return out;
+  struct dirent *e;
+  while ((e = readdir(d)) && n < 16) {
+    size_t l = strlen(e->d_name);
+    if (l > 5 && !strcmp(e->d_name + l - 5, ".json")) snprintf(names[n++], sizeof(names[0]), "%s", e->d_name);
+  }
+  closedir(d);
+  qsort(names, (size_t)n, sizeof(names[0]), (int (*)(const void *, const void *))strcmp);
+  for (int i = 0; i < n; i++)
+    snprintf(out + strlen(out), sizeof(out) - strlen(out), "%s%s", i ? " " : "", names[i]);
+  return out;
+}
+
 static void rm_rf(const char *path) {
   char cmd[512];
   snprintf(cmd, sizeof(cmd), "rm -rf '%s'", path);
@@ -517,28 +537,23 @@ static void test_summary_json(void) {
   cfg.streaming = true;
   char *text = tp_export_genai_json(&lr, &cfg, "art/profile_export.json", "art/concurrency8");
   check_json(text, "genai_perf.json", "input_config");
-  json_error_t je;
-  json_t *d = text ? json_loads(text, 0, &je) : NULL;
-  json_t *ic = json_object_get(d, "input_config");
-  CHECK(json_is_array(json_object_get(ic, "model")) &&
-            !strcmp(json_string_value(json_array_get(json_object_get(ic, "model"), 0)), "gpt2_vllm"),
-        "input_config.model is a list, as GenAI-Perf's argument is");
-  CHECK_STR(json_string_value(json_object_get(ic, "service_kind")), "triton", "input_config.service_kind");
-  CHECK_STR(json_string_value(json_object_get(ic, "backend")), "vllm", "input_config.backend");
-  CHECK(json_integer_value(json_object_get(ic, "concurrency")) == 8, "input_config.concurrency is the level");
-  CHECK(json_is_true(json_object_get(ic, "streaming")), "input_config.streaming");
-  CHECK_STR(json_string_value(json_object_get(ic, "profile_export_file")), "art/profile_export.json",
-            "input_config.profile_export_file");
-  json_decref(d);
   free(text);
   text = tp_export_aiperf_json(&lr, true);
   check_json(text, "aiperf.json", NULL);
   free(text);
 
+  /* Without streaming GenAI-Perf's JSON still has the time to first token
+   * (each request's one response), and nothing between responses. */
+  cfg.streaming = false;
+  text = tp_export_genai_json(&lr, &cfg, "art/profile_export.json", "art/concurrency8");
+  check_json(text, "genai_perf_nostream.json", "input_config");
+  free(text);
+
   lr.tpot_ms.n = 0;
   lr.input_tokens.n = 0;
   text = tp_export_genai_json(&lr, NULL, NULL, NULL);
-  d = text ? json_loads(text, 0, &je) : NULL;
+  json_error_t je;
+  json_t *d = text ? json_loads(text, 0, &je) : NULL;
   CHECK(d && !json_object_get(d, "inter_token_latency") && !json_object_get(d, "input_sequence_length"),
         "metrics without values are left out, as GenAI-Perf leaves them out");
   json_decref(d);
@@ -547,7 +562,116 @@ static void test_summary_json(void) {
   d = text ? json_loads(text, 0, &je) : NULL;
   CHECK(d && !json_object_get(d, "time_to_first_token") && !json_object_get(d, "time_to_second_token") &&
             json_object_get(d, "request_latency"),
-        "without streaming the timings between tokens are left out");
+        "AIPerf without streaming: no timings of tokens");
+  json_decref(d);
+  free(text);
+}
+
+/* input_config of text against the canonical file, which is GenAI-Perf's
+ * own ConfigCommand.to_json_dict() for the same settings (without the
+ * members named in drop, removed from both). */
+static void check_input_config(const char *text, const char *file, const char *const *drop) {
+  char *wtext = canonical(file);
+  json_error_t je;
+  json_t *got = text ? json_loads(text, 0, &je) : NULL, *want = wtext ? json_loads(wtext, 0, &je) : NULL;
+  json_t *ic = json_object_get(got, "input_config");
+  CHECK(ic != NULL && want != NULL, "%s: both documents parse", file);
+  for (size_t i = 0; drop && drop[i]; i++) {
+    json_object_del(json_object_get(ic, "endpoint"), drop[i]);
+    json_object_del(json_object_get(want, "endpoint"), drop[i]);
+  }
+  /* Section by section, member by member, so that a difference says where. */
+  const char *sk;
+  json_t *sv;
+  json_object_foreach(want, sk, sv) {
+    json_t *g = json_object_get(ic, sk);
+    if (!json_is_object(sv)) {
+      CHECK(json_equal(g, sv), "%s: input_config.%s", file, sk);
+      continue;
+    }
+    const char *k;
+    json_t *v;
+    json_object_foreach(sv, k, v) CHECK(json_equal(json_object_get(g, k), v), "%s: input_config.%s.%s", file, sk, k);
+    CHECK(json_object_size(g) == json_object_size(sv), "%s: input_config.%s has GenAI-Perf's members", file, sk);
+  }
+  CHECK(json_object_size(ic) == json_object_size(want), "%s: input_config has GenAI-Perf's sections", file);
+  json_decref(got);
+  json_decref(want);
+  free(wtext);
+}
+
+static void test_genai_input_config(void) {
+  tp_level_result lr;
+  genai_test_level(&lr);
+  lr.concurrency = 8;
+  lr.input_tokens_mean = 512;
+  tp_config cfg;
+  tp_test_config_default(&cfg);
+  cfg.model = "gpt2_vllm";
+  cfg.backend = TP_BACKEND_VLLM;
+  cfg.streaming = true;
+  cfg.url = "triton:8001";
+  cfg.metrics_url = "http://triton:8002/metrics";
+  cfg.measure_mode = TP_MEASURE_COUNT;
+  cfg.request_count = 100;
+  cfg.stability_percentage = 10; /* not used by a count: GenAI-Perf's 999 */
+  cfg.warmup_request_count = 5;
+  cfg.output_tokens_mean = 16;
+  cfg.output_tokens_deterministic = true;
+  cfg.input_tokens_stddev = 10;
+  cfg.num_prompts = 50;
+  cfg.random_seed = 42;
+  cfg.prefix_tokens = 32;
+  cfg.num_prefixes = 3;
+  cfg.tokenizer = "hf-internal-testing/llama-tokenizer";
+  cfg.goodput_ttft_ms = 200;
+  cfg.goodput_tpot_ms = 25;
+  cfg.goodput_latency_ms = 5000;
+  cfg.goodput_itl_ms = 30; /* tokperf's own ITL: no GenAI-Perf name */
+  static const char *const extra[] = {"temperature:0.5", "top_k:4",  "ignore_eos:True",
+                                      "stop:END",        "beam",     "{\"nested\": {\"a\": 1}}"};
+  cfg.extra_inputs = extra;
+  cfg.n_extra_inputs = 6;
+  static const char *const headers[] = {"X-Run: 7"};
+  cfg.headers = headers;
+  cfg.n_headers = 1;
+  char *text = tp_export_genai_json(&lr, &cfg, "art/profile_export.json", "art/concurrency8");
+  check_input_config(text, "genai_perf_input_config.json", NULL);
+  free(text);
+  /* A credential in a header never reaches the summary. */
+  static const char *const secret_headers[] = {"X-Run: 7", "X-Api-Key: sk-secret"};
+  cfg.headers = secret_headers;
+  cfg.n_headers = 2;
+  text = tp_export_genai_json(&lr, &cfg, "art/profile_export.json", "art/concurrency8");
+  CHECK(text && !strstr(text, "sk-secret") && strstr(text, "\"X-Api-Key: ***\"") && strstr(text, "\"X-Run: 7\""),
+        "input.header: a key-like header's value is masked, the others kept");
+  free(text);
+
+  /* An OpenAI chat level at a request rate, measured over time windows,
+   * without a tokenizer.  GenAI-Perf writes its default backend for every
+   * endpoint type but refuses it when it reads a chat summary back: the
+   * backend is "" (unset) there, the rest as GenAI-Perf writes it. */
+  tp_test_config_default(&cfg);
+  cfg.model = "llama";
+  cfg.service_kind = TP_SERVICE_OPENAI_CHAT;
+  cfg.streaming = true;
+  cfg.url = "http://localhost:8000";
+  cfg.measure_mode = TP_MEASURE_TIME_WINDOWS;
+  cfg.measurement_interval_ms = 4000;
+  cfg.stability_percentage = 10;
+  cfg.output_tokens_mean = 0;
+  cfg.tokenizer = NULL;
+  genai_test_level(&lr);
+  lr.load_mode = TP_LOAD_RATE;
+  lr.request_rate = 2.5;
+  text = tp_export_genai_json(&lr, &cfg, "/tmp/x/run.json", "art/request_rate2.5");
+  static const char *const no_backend[] = {"backend", NULL};
+  check_input_config(text, "genai_perf_input_config_chat.json", no_backend);
+  json_error_t je;
+  json_t *d = text ? json_loads(text, 0, &je) : NULL;
+  CHECK_STR(json_string_value(json_object_get(json_object_get(json_object_get(d, "input_config"), "endpoint"),
+                                              "backend")),
+            "", "an OpenAI level's backend is unset");
   json_decref(d);
   free(text);
 }
@@ -581,6 +705,55 @@ static void test_sent_text(void) {
   CHECK_STR(json_string_value(json_object_get(in0, "text_input")), "[00000000000000ab] shared \"prefix\" p1",
             "profile export: text_input is the text sent");
   json_decref(e);
+
+  /* OpenAI: perf_analyzer keeps the JSON body sent, as a string, under
+   * "payload" (GenAI-Perf's parser reads payload["prompt"] and
+   * payload["messages"][i]["content"]).  The bodies here are the OpenAI
+   * client's layout: model, the text, max_tokens, stream, stream_options
+   * when streaming, min_tokens and ignore_eos with deterministic lengths,
+   * then --extra-inputs over them (a NAME:VALUE value as JSON, an object
+   * merged). */
+  tp_config cfg;
+  tp_test_config_default(&cfg);
+  cfg.model = "m";
+  cfg.service_kind = TP_SERVICE_OPENAI_COMPLETIONS;
+  cfg.output_tokens_deterministic = true;
+  static const char *const extra[] = {"temperature:0.5", "stop:END", "{\"top_k\": 4, \"max_tokens\": 9}"};
+  cfg.extra_inputs = extra;
+  cfg.n_extra_inputs = 3;
+  for (int i = 0; i < 5; i++) f.r[i].max_tokens = 64;
+  static const struct {
+    tp_service_kind kind;
+    bool streaming, usage;
+    const char *body;
+  } cases[] = {
+      {TP_SERVICE_OPENAI_COMPLETIONS, true, true,
+       "{\"model\":\"m\",\"prompt\":\"[00000000000000ab] shared \\\"prefix\\\" p1\",\"max_tokens\":9,"
+       "\"stream\":true,\"stream_options\":{\"include_usage\":true},\"min_tokens\":64,\"ignore_eos\":true,"
+       "\"temperature\":0.5,\"stop\":\"END\",\"top_k\":4}"},
+      {TP_SERVICE_OPENAI_CHAT, false, true,
+       "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"[00000000000000ab] shared "
+       "\\\"prefix\\\" p1\"}],\"max_tokens\":9,\"stream\":false,\"min_tokens\":64,\"ignore_eos\":true,"
+       "\"temperature\":0.5,\"stop\":\"END\",\"top_k\":4}"},
+      {TP_SERVICE_OPENAI_CHAT, true, false,
+       "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"[00000000000000ab] shared "
+       "\\\"prefix\\\" p1\"}],\"max_tokens\":9,\"stream\":true,\"min_tokens\":64,\"ignore_eos\":true,"
+       "\"temperature\":0.5,\"stop\":\"END\",\"top_k\":4}"},
+  };
+  for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+    cfg.service_kind = cases[c].kind;
+    cfg.streaming = cases[c].streaming;
+    cfg.no_usage = !cases[c].usage;
+    tp_buf_reset(&b);
+    CHECK(tp_export_pa_experiment(&b, &el, &cfg, 128, MONO0, WALL0) == 0, "OpenAI experiment %zu renders", c);
+    e = json_loadb((const char *)b.data, b.len, 0, NULL);
+    in0 = json_object_get(json_array_get(json_object_get(e, "requests"), 0), "request_inputs");
+    CHECK(json_object_size(in0) == 1, "OpenAI %zu: request_inputs holds the payload alone", c);
+    const char *got = json_string_value(json_object_get(in0, "payload"));
+    CHECK(got && !strcmp(got, cases[c].body), "OpenAI %zu: the payload is the body sent: got %s", c,
+          got ? got : "(none)");
+    json_decref(e);
+  }
   tp_buf_fini(&b);
   fixture_fini(&f);
 }
@@ -691,30 +864,66 @@ static void test_artifacts(void) {
   json_decref(d);
   free(txt);
 
-  snprintf(path, sizeof(path), "%s/concurrency4/profile_export_genai_perf.json", art);
-  CHECK(exists(path), "concurrency4/<stem>_genai_perf.json");
+  /* Each level's directory as GenAI-Perf's artifact directory of one run
+   * holds it, so that genai-perf process-export-files reads it: the
+   * level's own profile export and GenAI-Perf's summary are its only
+   * *.json (it takes the first *.json not named *_genai_perf* as the
+   * export, and reads its first experiment). */
+  snprintf(path, sizeof(path), "%s/concurrency4", art);
+  CHECK_STR(json_names(path), "profile_export.json profile_export_genai_perf.json",
+            "concurrency4: the level's profile export and GenAI-Perf's summary are its only *.json");
+  snprintf(path, sizeof(path), "%s/concurrency4/profile_export.json", art);
+  txt = read_file(path, &len);
+  json_t *lvl = txt ? json_loadb(txt, len, 0, &je) : NULL;
+  free(txt);
+  snprintf(path, sizeof(path), "%s/profile_export.json", art);
+  txt = read_file(path, &len);
+  d = txt ? json_loadb(txt, len, 0, &je) : NULL;
+  free(txt);
+  json_t *all = json_object_get(d, "experiments");
+  CHECK(lvl && json_array_size(json_object_get(lvl, "experiments")) == 1 &&
+            json_equal(json_array_get(json_object_get(lvl, "experiments"), 0), json_array_get(all, 1)),
+        "concurrency4/<stem>.json: the level's experiment alone, as in the run's export");
+  CHECK(lvl && json_equal(json_object_get(lvl, "service_kind"), json_object_get(d, "service_kind")) &&
+            json_equal(json_object_get(lvl, "endpoint"), json_object_get(d, "endpoint")) &&
+            json_equal(json_object_get(lvl, "version"), json_object_get(d, "version")),
+        "concurrency4/<stem>.json: the run's service kind, endpoint and version");
+  snprintf(path, sizeof(path), "%s/concurrency1/profile_export.json", art);
+  txt = read_file(path, &len);
+  json_decref(lvl);
+  lvl = txt ? json_loadb(txt, len, 0, &je) : NULL;
+  free(txt);
+  json_t *first = json_pack("[O]", json_array_get(all, 0));
+  CHECK(lvl && json_equal(json_object_get(lvl, "experiments"), first),
+        "concurrency1/<stem>.json: the first level's experiment");
+  json_decref(first);
+  json_decref(lvl);
+  json_decref(d);
+
   snprintf(path, sizeof(path), "%s/concurrency4/profile_export_genai_perf.csv", art);
   txt = read_file(path, &len);
   static const char head[] = "Metric,avg,min,max,p1,p5,p10,p25,p50,p75,p90,p95,p99,std\r\n";
   CHECK(txt && !strncmp(txt, head, sizeof(head) - 1), "concurrency4/<stem>_genai_perf.csv");
   free(txt);
-  snprintf(path, sizeof(path), "%s/concurrency4/profile_export_aiperf.csv", art);
+  /* AIPerf's files in aiperf/, as AIPerf's own artifact directory holds
+   * them. */
+  snprintf(path, sizeof(path), "%s/concurrency4/aiperf/profile_export_aiperf.csv", art);
   txt = read_file(path, &len);
-  CHECK(txt && !strncmp(txt, head, sizeof(head) - 1), "concurrency4/<stem>_aiperf.csv, AIPerf's name");
+  CHECK(txt && !strncmp(txt, head, sizeof(head) - 1), "concurrency4/aiperf/<stem>_aiperf.csv, AIPerf's name");
   free(txt);
-  snprintf(path, sizeof(path), "%s/concurrency4/profile_export_aiperf.json", art);
+  snprintf(path, sizeof(path), "%s/concurrency4/aiperf/profile_export_aiperf.json", art);
   txt = read_file(path, &len);
   d = txt ? json_loadb(txt, len, 0, &je) : NULL;
   CHECK(d && json_object_get(d, "request_count") && json_object_get(d, "request_latency"),
-        "concurrency4/<stem>_aiperf.json holds the level's metrics");
+        "concurrency4/aiperf/<stem>_aiperf.json holds the level's metrics");
   json_decref(d);
   free(txt);
-  snprintf(path, sizeof(path), "%s/concurrency4/profile_export.jsonl", art);
+  snprintf(path, sizeof(path), "%s/concurrency4/aiperf/profile_export.jsonl", art);
   txt = read_file(path, &len);
   nl = 0;
   for (size_t i = 0; txt && i < len; i++) nl += txt[i] == '\n';
   CHECK(txt && nl == 4 && !strncmp(txt, "{\"metadata\":", 12),
-        "concurrency4/<stem>.jsonl: AIPerf's per-record lines beside its summary");
+        "concurrency4/aiperf/<stem>.jsonl: AIPerf's per-record lines beside its summary");
   free(txt);
   snprintf(path, sizeof(path), "%s/accuracy.json", art);
   txt = read_file(path, &len);
@@ -728,7 +937,11 @@ static void test_artifacts(void) {
   txt = read_file(path, &len);
   CHECK(txt && !strncmp(txt, "<!DOCTYPE html>", 15), "report.html written at finish");
   free(txt);
-  CHECK_INT(count_tmp(art), 0, "no temporary files left behind");
+  snprintf(path, sizeof(path), "%s/concurrency4", art);
+  int ntmp = count_tmp(path);
+  snprintf(path, sizeof(path), "%s/concurrency4/aiperf", art);
+  ntmp += count_tmp(path);
+  CHECK_INT(count_tmp(art) + ntmp, 0, "no temporary files left behind");
   tp_artifacts_free(a);
 
   /* A named profile export: GenAI-Perf's stem rule. */
@@ -768,9 +981,12 @@ static void test_artifacts(void) {
   d = txt ? json_loadb(txt, len, 0, &je) : NULL;
   CHECK(d != NULL, "rate level: request_rate<R>_input<I>/<stem>_genai_perf.json");
   json_t *ic = json_object_get(d, "input_config");
-  CHECK(json_is_null(json_object_get(ic, "concurrency")) &&
-            json_real_value(json_object_get(ic, "request_rate")) == 2.5,
-        "rate level: input_config has request_rate, no concurrency");
+  json_t *stim = json_object_get(json_object_get(ic, "perf_analyzer"), "stimulus");
+  CHECK(json_object_size(stim) == 1 && json_real_value(json_object_get(stim, "request_rate")) == 2.5,
+        "rate level: GenAI-Perf's stimulus is the request rate");
+  json_t *syn = json_object_get(json_object_get(ic, "input"), "synthetic_tokens");
+  CHECK_INT(json_integer_value(json_object_get(syn, "mean")), 512,
+            "rate level: the swept input length is GenAI-Perf's synthetic_tokens.mean");
   json_decref(d);
   free(txt);
   /* A whole rate is written as Python writes a float, as GenAI-Perf names
@@ -783,6 +999,17 @@ static void test_artifacts(void) {
   snprintf(path, sizeof(path), "%s/request_rate20.0_input512/profile_export_genai_perf.json", art);
   txt = read_file(path, &len);
   CHECK(txt != NULL, "rate 20: request_rate20.0_input512, GenAI-Perf's directory name");
+  free(txt);
+  /* perf_analyzer writes the rate as a double and GenAI-Perf finds the
+   * experiment by str() of it against f"{rate}": 20.0, not 20. */
+  snprintf(path, sizeof(path), "%s/request_rate20.0_input512/profile_export.json", art);
+  txt = read_file(path, &len);
+  CHECK(txt && strstr(txt, "{\"experiment\":{\"mode\":\"request_rate\",\"value\":20.0}"),
+        "rate 20: the experiment's value is 20.0, as Python writes the float");
+  free(txt);
+  snprintf(path, sizeof(path), "%s/request_rate2.5_input512/profile_export.json", art);
+  txt = read_file(path, &len);
+  CHECK(txt && strstr(txt, "\"value\":2.5}"), "rate 2.5: the value in the fewest digits, 2.5");
   free(txt);
 
   /* An unfinished handle leaves no half document. */
@@ -1035,6 +1262,7 @@ int main(void) {
   test_registry_keys();
   test_summary_csv();
   test_summary_json();
+  test_genai_input_config();
   test_responses_jsonl();
   test_aiperf_records();
   test_sent_text();

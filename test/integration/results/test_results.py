@@ -21,8 +21,13 @@ Facts about the formats, from the tools' sources and documents:
     "Metric,Value"; "Request Throughput (requests/sec)" and the like.
   - GenAI-Perf's JSON: metric name -> {"unit", "avg", "p1" ... "p99",
     "min", "max", "std"}, a system metric {"unit", "avg"}, plus
-    "input_config"; its inter_token_latency is (latency - TTFT) / (tokens -
+    "input_config" (ConfigCommand.to_json_dict(): model_names, then
+    sections, perf_analyzer.stimulus the load); its inter_token_latency is (latency - TTFT) / (tokens -
     1), tokperf's time per output token.
+  - genai-perf process-export-files (process_export_files.py) takes each
+    subdirectory's first *.json whose name lacks "_genai_perf" as a
+    profile export and reads its experiments[0], and *_genai_perf.json as
+    the summary.
   - JUnit XML: <testsuites> of <testsuite name tests failures> holding
     <testcase classname name> with <failure message> or <skipped>.
 """
@@ -156,8 +161,23 @@ try:
               (not lv["tpot_ms"]["n"] or near(gj["inter_token_latency"]["avg"], lv["tpot_ms"]["avg"], 1e-9)) and
               near(gj["output_token_throughput"]["avg"], lv["output_token_throughput"], 1e-6),
               "json %d: values are tokperf's figures" % c)
-        check(gj["input_config"]["concurrency"] == c and gj["input_config"]["model"] == [expect["model"]],
-              "json %d: input_config names the level and the model" % c)
+        ic = gj["input_config"]
+        check(ic["perf_analyzer"]["stimulus"] == {"concurrency": c} and ic["model_names"] == [expect["model"]],
+              "json %d: input_config names the level and the model, as GenAI-Perf nests them" % c)
+
+        # --- the level's directory as genai-perf process-export-files reads
+        # it: the first *.json whose name lacks "_genai_perf" is a profile
+        # export whose experiments[0] is read, beside one *_genai_perf.json.
+        jsons = sorted(f for f in os.listdir(d) if f.endswith(".json"))
+        pa = [f for f in jsons if "_genai_perf" not in f]
+        check(pa == ["profile_export.json"] and [f for f in jsons if "_genai_perf.json" in f] ==
+              ["profile_export_genai_perf.json"], "level %d: one profile export and one GenAI-Perf summary" % c, jsons)
+        with open(os.path.join(d, "profile_export.json")) as f:
+            lpe = json.load(f)
+        top = [e for e in pe["experiments"] if e["experiment"]["value"] == c]
+        check(lpe["experiments"] == top and {k: lpe[k] for k in ("service_kind", "endpoint", "version")} ==
+              {k: pe[k] for k in ("service_kind", "endpoint", "version")},
+              "level %d: its profile export is the run's experiment of that level" % c)
 
     # --- responses.jsonl and accuracy -----------------------------------
     lines = []

@@ -92,7 +92,7 @@ typedef struct cli_mock {
  * refused. */
 static int mock_start(tp_cli *cli, cli_mock *cm, char *err, size_t errlen) {
   tp_config *c = &cli->cfg;
-  bool scrape_mock = c->metrics_url && strcmp(c->metrics_url, "mock") == 0;
+  bool scrape_mock = c->server.metrics_url && strcmp(c->server.metrics_url, "mock") == 0;
   if (!cli->use_mock) {
     if (!scrape_mock) return 0;
     snprintf(err, errlen, "--metrics-url mock needs --mock");
@@ -104,16 +104,16 @@ static int mock_start(tp_cli *cli, cli_mock *cm, char *err, size_t errlen) {
   mc.host = "127.0.0.1";
   mc.grpc_port = 0;
   /* The HTTP side only when an HTTP service is measured or /metrics read. */
-  mc.http_port = c->service_kind == TP_SERVICE_TRITON && !c->metrics_url ? -1 : 0;
+  mc.http_port = c->server.service_kind == TP_SERVICE_TRITON && !c->server.metrics_url ? -1 : 0;
   mc.quiet = true;
   int rv = tp_mock_start(&cm->m, &mc, err, errlen);
   if (rv) return rv;
   snprintf(cm->url, sizeof(cm->url), "127.0.0.1:%d",
-           c->service_kind == TP_SERVICE_TRITON ? tp_mock_port(cm->m) : tp_mock_http_port(cm->m));
-  c->url = cm->url;
+           c->server.service_kind == TP_SERVICE_TRITON ? tp_mock_port(cm->m) : tp_mock_http_port(cm->m));
+  c->server.url = cm->url;
   if (scrape_mock) {
     snprintf(cm->metrics_url, sizeof(cm->metrics_url), "http://127.0.0.1:%d/metrics", tp_mock_http_port(cm->m));
-    c->metrics_url = cm->metrics_url;
+    c->server.metrics_url = cm->metrics_url;
   }
   return 0;
 }
@@ -132,16 +132,17 @@ static int report_run(tp_cli *cli, tp_run *run, tp_cli_report_fn report, void *u
     if (tp_run_artifact_dir(run)[0]) printf("Artifacts: %s\n", tp_run_artifact_dir(run));
   }
   fflush(stdout);
-  if (cli->cfg.json_path) {
+  if (cli->cfg.output.json_path) {
     char jerr[512];
-    if (tp_run_write_json(run, cli->cfg.json_path, jerr, sizeof(jerr))) {
+    if (tp_run_write_json(run, cli->cfg.output.json_path, jerr, sizeof(jerr))) {
       say_lib_error(jerr, 0);
       if (code == TP_EXIT_OK) code = TP_EXIT_START;
     }
   }
-  if (cli->cfg.latency_report_file) {
+  if (cli->cfg.output.latency_report_file) {
     char cerr[600];
-    if (tp_run_write_latency_csv(run, cli->cfg.latency_report_file, cli->cfg.verbose_csv, cerr, sizeof(cerr))) {
+    if (tp_run_write_latency_csv(run, cli->cfg.output.latency_report_file, cli->cfg.output.verbose_csv, cerr,
+                                 sizeof(cerr))) {
       fprintf(stderr, "tokperf: -f: %s\n", cerr);
       if (code == TP_EXIT_OK) code = TP_EXIT_START;
     }
@@ -160,19 +161,19 @@ int tp_cli_run(tp_cli *cli, tp_cli_report_fn report, void *ud) {
   /* A model name becomes its snapshot directory here, where the revision
    * is known; the run then loads a plain directory. */
   char *tok_path = NULL;
-  if (cli->tokenizer_revision && !cli->cfg.tokenizer) {
+  if (cli->tokenizer_revision && !cli->cfg.prompts.tokenizer) {
     fprintf(stderr,
             "tokperf: --tokenizer-revision '%s' needs --tokenizer ORG/NAME (the model it is a revision of)\n",
             cli->tokenizer_revision);
     return TP_EXIT_USAGE;
   }
-  if (cli->cfg.tokenizer) {
-    rv = tp_tokenizer_find(cli->cfg.tokenizer, cli->tokenizer_revision, &tok_path, err, sizeof(err));
+  if (cli->cfg.prompts.tokenizer) {
+    rv = tp_tokenizer_find(cli->cfg.prompts.tokenizer, cli->tokenizer_revision, &tok_path, err, sizeof(err));
     if (rv) {
       fprintf(stderr, "tokperf: %s\n", err);
         return exit_code_for(rv);
     }
-    cli->cfg.tokenizer = tok_path;
+    cli->cfg.prompts.tokenizer = tok_path;
   }
   cli_mock cm;
   memset(&cm, 0, sizeof(cm));
@@ -195,9 +196,9 @@ int tp_cli_run(tp_cli *cli, tp_cli_report_fn report, void *ud) {
     tp_run_set_mock(run, &cm.cfg);
     /* Said once the options are known good, where the run's own progress
      * lines begin. */
-    if (cli->cfg.progress) {
-      fprintf(cli->cfg.progress, "tokperf: built-in mock server on %s\n", cm.url);
-      fflush(cli->cfg.progress);
+    if (cli->cfg.output.progress) {
+      fprintf(cli->cfg.output.progress, "tokperf: built-in mock server on %s\n", cm.url);
+      fflush(cli->cfg.output.progress);
     }
   }
   g_run = run;

@@ -74,10 +74,10 @@ static int parse_goodput(void *base, const tp_setting *s, const char *v, char *e
     snprintf(err, errlen, "expected METRIC:MS pairs: ttft:200 itl:25 latency:5000");
     return TP_EINVAL;
   }
-  c->goodput_ttft_ms = ttft;
-  c->goodput_itl_ms = itl;
-  c->goodput_latency_ms = lat;
-  c->goodput_tpot_ms = tpot;
+  c->measure.goodput_ttft_ms = ttft;
+  c->measure.goodput_itl_ms = itl;
+  c->measure.goodput_latency_ms = lat;
+  c->measure.goodput_tpot_ms = tpot;
   return 0;
 }
 
@@ -89,10 +89,10 @@ static void format_goodput(const void *base, const tp_setting *s, char *out, siz
   const struct {
     const char *name;
     double v;
-  } b[] = {{"ttft", c->goodput_ttft_ms},
-           {"itl", c->goodput_itl_ms},
-           {"tpot", c->goodput_tpot_ms},
-           {"latency", c->goodput_latency_ms}};
+  } b[] = {{"ttft", c->measure.goodput_ttft_ms},
+           {"itl", c->measure.goodput_itl_ms},
+           {"tpot", c->measure.goodput_tpot_ms},
+           {"latency", c->measure.goodput_latency_ms}};
   for (size_t i = 0; i < sizeof(b) / sizeof(b[0]); i++) {
     if (!(b[i].v > 0) || used >= outlen) continue;
     int w = snprintf(out + used, outlen - used, "%s%s:%g", used ? " " : "", b[i].name, b[i].v);
@@ -156,18 +156,19 @@ static int parse_precision(void *base, const tp_setting *s, const char *v, char 
     snprintf(err, errlen, "expected a percentage of the load (10%%) or an amount in the load's unit (2)");
     return TP_EINVAL;
   }
-  c->search_rel_precision = pct ? x / 100 : 0;
-  c->search_abs_precision = pct ? 0 : x;
+  c->load.search_rel_precision = pct ? x / 100 : 0;
+  c->load.search_abs_precision = pct ? 0 : x;
   return 0;
 }
 
 static void format_precision(const void *base, const tp_setting *s, char *out, size_t outlen) {
   (void)s;
   const tp_config *c = base;
-  if (c->search_abs_precision > 0)
-    snprintf(out, outlen, "%g", c->search_abs_precision);
+  if (c->load.search_abs_precision > 0)
+    snprintf(out, outlen, "%g", c->load.search_abs_precision);
   else
-    snprintf(out, outlen, "%g%%", 100 * (c->search_rel_precision > 0 ? c->search_rel_precision : 0.1));
+    snprintf(out, outlen, "%g%%",
+             100 * (c->load.search_rel_precision > 0 ? c->load.search_rel_precision : 0.1));
 }
 
 /* ---- the run's settings (tp_config) ------------------------------------------ */
@@ -178,183 +179,206 @@ static void format_precision(const void *base, const tp_setting *s, char *out, s
   ROW(key, flags, TP_SET_ENUM, tp_config, field, arg, NULL, 1, 0, choices, group, help, ex, 0)
 
 static const tp_setting config_rows[] = {
-    C("server.model", "-m|--model", TP_SET_STR, model, "NAME", 1, 0, G_SERVER,
+    C("server.model", "-m|--model", TP_SET_STR, server.model, "NAME", 1, 0, G_SERVER,
       "model to benchmark (openai: default the server's first model)", "ensemble", 0),
-    C("server.model_version", "--model-version|-x", TP_SET_STR, model_version, "VERSION", 1, 0, G_SERVER,
-      "model version (empty: the server's policy)", "1", 0),
-    C("server.url", "-u|--url", TP_SET_STR, url, "URL", 1, 0, G_SERVER,
+    C("server.model_version", "--model-version|-x", TP_SET_STR, server.model_version, "VERSION", 1, 0,
+      G_SERVER, "model version (empty: the server's policy)", "1", 0),
+    C("server.url", "-u|--url", TP_SET_STR, server.url, "URL", 1, 0, G_SERVER,
       "the server: HOST:PORT for gRPC (grpc:// accepted); for HTTP APIs a base URL such as "
       "http://host:8000/v1 (the API's path is added) or a full endpoint URL (default for HTTP APIs: "
       "localhost:8000)",
       "localhost:8001", 0),
-    CE("server.service_kind", "--service-kind", service_kind, "triton|openai",
+    CE("server.service_kind", "--service-kind", server.service_kind, "triton|openai",
        "triton|openai-completions|openai|triton-generate|openai-chat=2", G_SERVER,
        "kind of server (openai: any OpenAI-compatible API)", "openai"),
-    C("server.endpoint", "--endpoint", TP_SET_STR, endpoint, "PATH", 1, 0, G_SERVER,
-      "request path instead of the API's own: /PATH on the --url host, PATH below the --url path (GenAI-Perf's "
+    C("server.endpoint", "--endpoint", TP_SET_STR, server.endpoint, "PATH", 1, 0, G_SERVER,
+      "request path instead of the API's own: /PATH on the --url host, PATH below the --url path "
+      "(GenAI-Perf's "
       "v1/chat/completions), or a full URL",
       "/v1/chat/completions", 0),
-    CE("server.backend", "--backend", backend, "tensorrtllm|vllm", "tensorrtllm|vllm|trtllm=0", G_SERVER,
-       "tensor layout of the model's inputs", "vllm"),
-    C("server.streaming", "--streaming", TP_SET_FLAG, streaming, NULL, 1, 0, G_SERVER,
+    CE("server.backend", "--backend", server.backend, "tensorrtllm|vllm", "tensorrtllm|vllm|trtllm=0",
+       G_SERVER, "tensor layout of the model's inputs", "vllm"),
+    C("server.streaming", "--streaming", TP_SET_FLAG, server.streaming, NULL, 1, 0, G_SERVER,
       "stream tokens with ModelStreamInfer", NULL, 0),
-    C("server.streaming", "--no-streaming", TP_SET_FLAG, streaming, NULL, 1, 0, G_SERVER,
+    C("server.streaming", "--no-streaming", TP_SET_FLAG, server.streaming, NULL, 1, 0, G_SERVER,
       "one unary ModelInfer answer per request", NULL, TP_SETF_CLEAR | TP_SETF_NOECHO),
-    C("server.ca_file", "--ca-file", TP_SET_STR, ca_file, "FILE", 1, 0, G_SERVER,
+    C("server.ca_file", "--ca-file", TP_SET_STR, server.ca_file, "FILE", 1, 0, G_SERVER,
       "PEM CA certificates to verify the server with (https, grpcs)", "ca.pem", TP_SETF_FILE),
-    C("server.cert_file", "--cert", TP_SET_STR, cert_file, "FILE", 1, 0, G_SERVER, "client certificate (PEM)",
-      "client.pem", TP_SETF_FILE),
-    C("server.key_file", "--key", TP_SET_STR, key_file, "FILE", 1, 0, G_SERVER, "client certificate key (PEM)",
-      "client.key", TP_SETF_FILE),
-    C("server.insecure", "--insecure", TP_SET_FLAG, insecure, NULL, 1, 0, G_SERVER,
+    C("server.cert_file", "--cert", TP_SET_STR, server.cert_file, "FILE", 1, 0, G_SERVER,
+      "client certificate (PEM)", "client.pem", TP_SETF_FILE),
+    C("server.key_file", "--key", TP_SET_STR, server.key_file, "FILE", 1, 0, G_SERVER,
+      "client certificate key (PEM)", "client.key", TP_SETF_FILE),
+    C("server.insecure", "--insecure", TP_SET_FLAG, server.insecure, NULL, 1, 0, G_SERVER,
       "do not verify the server's certificate or host name", NULL, 0),
-    C("server.http1_only", "--http1.1", TP_SET_FLAG, http1_only, NULL, 1, 0, G_SERVER,
+    C("server.http1_only", "--http1.1", TP_SET_FLAG, server.http1_only, NULL, 1, 0, G_SERVER,
       "HTTP APIs: do not offer HTTP/2", NULL, 0),
-    C("server.no_usage", "--no-usage", TP_SET_FLAG, no_usage, NULL, 1, 0, G_SERVER,
+    C("server.no_usage", "--no-usage", TP_SET_FLAG, server.no_usage, NULL, 1, 0, G_SERVER,
       "openai: do not ask for usage in the stream (stream_options)", NULL, 0),
-    C("server.skip_preflight", "--skip-preflight", TP_SET_FLAG, skip_preflight, NULL, 1, 0, G_SERVER,
+    C("server.skip_preflight", "--skip-preflight", TP_SET_FLAG, server.skip_preflight, NULL, 1, 0, G_SERVER,
       "skip the ServerLive/ModelReady/ModelMetadata checks (for replay servers)", NULL, 0),
-    C("server.no_server_stats", "--no-server-stats", TP_SET_FLAG, no_server_stats, NULL, 1, 0, G_SERVER,
-      "do not read Triton's ModelStatistics before and after each level", NULL, 0),
-    C("server.metrics_url", "--metrics-url", TP_SET_STR, metrics_url, "URL", 1, 0, G_SERVER,
+    C("server.no_server_stats", "--no-server-stats", TP_SET_FLAG, server.no_server_stats, NULL, 1, 0,
+      G_SERVER, "do not read Triton's ModelStatistics before and after each level", NULL, 0),
+    C("server.metrics_url", "--metrics-url", TP_SET_STR, server.metrics_url, "URL", 1, 0, G_SERVER,
       "scrape Prometheus metrics during each level (Triton: http://HOST:8002/metrics; with --mock: mock)",
       "http://localhost:8002/metrics", 0),
-    C("server.metrics_interval_ms", "--metrics-interval", TP_SET_MS, metrics_interval_ms, "DURATION", 1, 0,
-      G_SERVER, "time between scrapes", "500ms", TP_SETF_NONZERO),
+    C("server.metrics_interval_ms", "--metrics-interval", TP_SET_MS, server.metrics_interval_ms, "DURATION",
+      1, 0, G_SERVER, "time between scrapes", "500ms", TP_SETF_NONZERO),
 
-    CE("load.arrival", "--arrival", arrival, "constant|poisson|gamma", "constant|poisson|gamma", G_LOAD, "arrival process in rate mode",
-       "poisson"),
-    C("load.burstiness", "--burstiness", TP_SET_F64, burstiness, "K", 1e-9, 1e9, G_LOAD,
+    CE("load.arrival", "--arrival", load.arrival, "constant|poisson|gamma", "constant|poisson|gamma", G_LOAD,
+       "arrival process in rate mode", "poisson"),
+    C("load.burstiness", "--burstiness", TP_SET_F64, load.burstiness, "K", 1e-9, 1e9, G_LOAD,
       "gamma shape for --arrival gamma (1 is Poisson, below 1 burstier)", "0.5", 0),
-    C("load.max_concurrency", "--max-concurrency", TP_SET_U32, max_concurrency, "N", 1, 100000, G_LOAD,
+    C("load.max_concurrency", "--max-concurrency", TP_SET_U32, load.max_concurrency, "N", 1, 100000, G_LOAD,
       "rate mode: cap on requests in flight (waiting shows as send lag)", "64", TP_SETF_UNSET0),
-    C("load.schedule_file", "--schedule", TP_SET_STR, schedule_file, "FILE.jsonl", 1, 0, G_LOAD,
+    C("load.schedule_file", "--schedule", TP_SET_STR, load.schedule_file, "FILE.jsonl", 1, 0, G_LOAD,
       "replay a trace: timestamp (ms) and a prompt or input_length/output_length, optional hash_ids",
       "trace.jsonl", TP_SETF_FILE),
-    C("load.replay_speedup", "--replay-speedup", TP_SET_F64, replay_speedup, "X", 1e-9, 1e9, G_LOAD,
+    C("load.replay_speedup", "--replay-speedup", TP_SET_F64, load.replay_speedup, "X", 1e-9, 1e9, G_LOAD,
       "play --schedule X times faster", "2", 0),
-    C("load.prefix_block_tokens", "--prefix-block-tokens", TP_SET_U32, prefix_block_tokens, "N", 1, 1000000,
-      G_LOAD, "tokens per hash_ids block in --schedule", "512", 0),
+    C("load.prefix_block_tokens", "--prefix-block-tokens", TP_SET_U32, load.prefix_block_tokens, "N", 1,
+      1000000, G_LOAD, "tokens per hash_ids block in --schedule", "512", 0),
 
-    C("measure.request_count", "--request-count|--num-prompts-per-level", TP_SET_U64, request_count, "N", 1,
-      1e12, G_MEASURE, "measured requests per level (default: 4 per slot or 4 s of the rate, at least 16)",
-      "200", TP_SETF_NONZERO | TP_SETF_UNSET0),
-    C("measure.duration_ms", "--duration", TP_SET_MS, duration_ms, "DURATION", 1, 0, G_MEASURE,
+    C("measure.request_count", "--request-count|--num-prompts-per-level", TP_SET_U64, measure.request_count,
+      "N", 1, 1e12, G_MEASURE,
+      "measured requests per level (default: 4 per slot or 4 s of the rate, at least 16)", "200",
+      TP_SETF_NONZERO | TP_SETF_UNSET0),
+    C("measure.duration_ms", "--duration", TP_SET_MS, measure.duration_ms, "DURATION", 1, 0, G_MEASURE,
       "measure the requests planned within this time per level", "60s", TP_SETF_NONZERO | TP_SETF_UNSET0),
-    C("measure.warmup_request_count", "--warmup-request-count", TP_SET_U64, warmup_request_count, "N", 1, 0,
-      G_MEASURE, "requests per level sent first and left out of the statistics", "8", 0),
-    C("measure.warmup_duration_ms", "--warmup-duration", TP_SET_MS, warmup_duration_ms, "DURATION", 1, 0, G_MEASURE,
-      "warm up for this long per level instead of a count", "10s", TP_SETF_NONZERO | TP_SETF_UNSET0),
-    C("measure.measurement_interval_ms", "--measurement-interval|-p", TP_SET_MS, measurement_interval_ms, "DURATION",
-      1, 0, G_MEASURE, "perf_analyzer stability mode: windows this long until the last three agree (bare number: ms)",
-      "10s", TP_SETF_NONZERO),
-    C("measure.measurement_request_count", "--measurement-request-count", TP_SET_U64, measurement_request_count,
-      "N", 1, 1e12, G_MEASURE, "requests per window in count_windows mode", "100", TP_SETF_NONZERO),
-    C("measure.stability_percentage", "--stability-percentage|-s", TP_SET_F64, stability_percentage, "P", 1e-9, 1e6,
-      G_MEASURE, "windows agree when max/min of their throughputs and of their latencies is within 1 + P%", "5",
-      0),
-    C("measure.max_trials", "--max-trials", TP_SET_U32, max_trials, "N", 1, 64, G_MEASURE,
+    C("measure.warmup_request_count", "--warmup-request-count", TP_SET_U64, measure.warmup_request_count, "N",
+      1, 0, G_MEASURE, "requests per level sent first and left out of the statistics", "8", 0),
+    C("measure.warmup_duration_ms", "--warmup-duration", TP_SET_MS, measure.warmup_duration_ms, "DURATION", 1,
+      0, G_MEASURE, "warm up for this long per level instead of a count", "10s",
+      TP_SETF_NONZERO | TP_SETF_UNSET0),
+    C("measure.measurement_interval_ms", "--measurement-interval|-p", TP_SET_MS,
+      measure.measurement_interval_ms, "DURATION", 1, 0, G_MEASURE,
+      "perf_analyzer stability mode: windows this long until the last three agree (bare number: ms)", "10s",
+      TP_SETF_NONZERO),
+    C("measure.measurement_request_count", "--measurement-request-count", TP_SET_U64,
+      measure.measurement_request_count, "N", 1, 1e12, G_MEASURE, "requests per window in count_windows mode",
+      "100", TP_SETF_NONZERO),
+    C("measure.stability_percentage", "--stability-percentage|-s", TP_SET_F64, measure.stability_percentage,
+      "P", 1e-9, 1e6, G_MEASURE,
+      "windows agree when max/min of their throughputs and of their latencies is within 1 + P%", "5", 0),
+    C("measure.max_trials", "--max-trials", TP_SET_U32, measure.max_trials, "N", 1, 64, G_MEASURE,
       "stop after this many windows, stable or not", "20", 0),
-    C("measure.grace_period_ms", "--grace-period", TP_SET_MS, grace_period_ms, "DURATION", 1, 0, G_MEASURE,
-      "after Ctrl-C, how long in-flight requests may finish", "10s", 0),
+    C("measure.grace_period_ms", "--grace-period", TP_SET_MS, measure.grace_period_ms, "DURATION", 1, 0,
+      G_MEASURE, "after Ctrl-C, how long in-flight requests may finish", "10s", 0),
 
-    C("prompts.input_file", "--input-file|--input-data", TP_SET_STR, input_file, "FILE", 1, 0, G_PROMPTS,
+    C("prompts.input_file", "--input-file|--input-data", TP_SET_STR, prompts.input_file, "FILE", 1, 0,
+      G_PROMPTS,
       "prompts: JSONL (text_input|input|prompt|text, optional output, max_tokens; or chat messages, AIPerf "
       "single_turn), perf_analyzer input data or ShareGPT JSON, told apart by content (docs/inputs.md)",
       "prompts.jsonl", TP_SETF_FILE),
-    C("prompts.tokenizer", "--tokenizer|--tokenizer-path", TP_SET_STR, tokenizer, "PATH|ORG/NAME", 1, 0, G_PROMPTS,
+    C("prompts.tokenizer", "--tokenizer|--tokenizer-path", TP_SET_STR, prompts.tokenizer, "PATH|ORG/NAME", 1,
+      0, G_PROMPTS,
       "a tokenizer.json, a sentencepiece tokenizer.model, a model directory holding one, or a model name "
       "found offline in the Hugging Face cache ($HF_HUB_CACHE, $HF_HOME/hub, ~/.cache/huggingface/hub); "
       "without it token metrics are n/a",
       "/models/llama2/tokenizer.model", TP_SETF_FILE),
-    CE("prompts.token_source", "--token-source", token_source, "auto|client|server", "auto|client|server",
-       G_PROMPTS,
+    CE("prompts.token_source", "--token-source", prompts.token_source, "auto|client|server",
+       "auto|client|server", G_PROMPTS,
        "where token counts come from: the server's (OpenAI usage, vLLM num_output_tokens), the client's "
        "tokenizer, or auto: the server's when it reports them, else the tokenizer",
        "server"),
     C("prompts.tokenizer_add_special_tokens", "--tokenizer-add-special-tokens", TP_SET_FLAG,
-      tokenizer_add_special_tokens, NULL, 1, 0, G_PROMPTS,
-      "count input tokens with the special tokens the tokenizer adds (BOS...), as most servers count prompts; "
+      prompts.tokenizer_add_special_tokens, NULL, 1, 0, G_PROMPTS,
+      "count input tokens with the special tokens the tokenizer adds (BOS...), as most servers count "
+      "prompts; "
       "output tokens never include them",
       NULL, 0),
-    C("prompts.random_seed", "--random-seed", TP_SET_U64, random_seed, "N", 1, 0, G_PROMPTS,
+    C("prompts.random_seed", "--random-seed", TP_SET_U64, prompts.random_seed, "N", 1, 0, G_PROMPTS,
       "seed for synthetic prompts", "42", 0),
-    C("prompts.output_tokens_stddev", "--output-tokens-stddev", TP_SET_U32, output_tokens_stddev, "N", 0, 1000000,
-      G_PROMPTS, "draw each request's max_tokens around the mean", "16", 0),
-    C("prompts.input_tokens_stddev", "--synthetic-input-tokens-stddev|--input-tokens-stddev", TP_SET_U32, input_tokens_stddev, "N", 0,
-      1000000, G_PROMPTS, "spread of the synthetic prompt lengths", "32", 0),
+    C("prompts.output_tokens_stddev", "--output-tokens-stddev", TP_SET_U32, prompts.output_tokens_stddev, "N",
+      0, 1000000, G_PROMPTS, "draw each request's max_tokens around the mean", "16", 0),
+    C("prompts.input_tokens_stddev", "--synthetic-input-tokens-stddev|--input-tokens-stddev", TP_SET_U32,
+      prompts.input_tokens_stddev, "N", 0, 1000000, G_PROMPTS, "spread of the synthetic prompt lengths", "32",
+      0),
     C("prompts.output_tokens_deterministic", "--output-tokens-mean-deterministic", TP_SET_FLAG,
-      output_tokens_deterministic, NULL, 1, 0, G_PROMPTS,
+      prompts.output_tokens_deterministic, NULL, 1, 0, G_PROMPTS,
       "also ask the server not to stop early (min_length/min_tokens, vLLM ignore_eos)", NULL, 0),
-    C("prompts.synthetic_input_words", "--synthetic-input-words", TP_SET_U32, synthetic_input_words, "N", 0,
-      1000000, G_PROMPTS, "words per synthetic prompt (no --input-file)", "128", 0),
-    C("prompts.num_prompts", "--num-prompts|--num-dataset-entries", TP_SET_U32, num_prompts, "N", 0, 10000000, G_PROMPTS,
-      "number of synthetic prompts", "500", 0),
-    C("prompts.cache_bust", "--cache-bust", TP_SET_FLAG, cache_bust, NULL, 1, 0, G_PROMPTS,
-      "start every prompt with a unique marker so no KV-cache prefix can be reused (docs/kv-cache.md)", NULL, 0),
-    C("prompts.prefix_tokens", "--prefix-tokens", TP_SET_U32, prefix_tokens, "N", 1, 1000000, G_PROMPTS,
-      "put a shared prefix of exactly N tokens before every prompt (needs --tokenizer)", "256", TP_SETF_UNSET0),
-    C("prompts.num_prefixes", "--num-prefixes", TP_SET_U32, num_prefixes, "K", 1, 100000, G_PROMPTS,
+    C("prompts.synthetic_input_words", "--synthetic-input-words", TP_SET_U32, prompts.synthetic_input_words,
+      "N", 0, 1000000, G_PROMPTS, "words per synthetic prompt (no --input-file)", "128", 0),
+    C("prompts.num_prompts", "--num-prompts|--num-dataset-entries", TP_SET_U32, prompts.num_prompts, "N", 0,
+      10000000, G_PROMPTS, "number of synthetic prompts", "500", 0),
+    C("prompts.cache_bust", "--cache-bust", TP_SET_FLAG, prompts.cache_bust, NULL, 1, 0, G_PROMPTS,
+      "start every prompt with a unique marker so no KV-cache prefix can be reused (docs/kv-cache.md)", NULL,
+      0),
+    C("prompts.prefix_tokens", "--prefix-tokens", TP_SET_U32, prompts.prefix_tokens, "N", 1, 1000000,
+      G_PROMPTS, "put a shared prefix of exactly N tokens before every prompt (needs --tokenizer)", "256",
+      TP_SETF_UNSET0),
+    C("prompts.num_prefixes", "--num-prefixes", TP_SET_U32, prompts.num_prefixes, "K", 1, 100000, G_PROMPTS,
       "how many different shared prefixes, used in turn", "4", 0),
 
-    CE("search.mode", "--search", search, "request-rate|concurrency", "none|request-rate|concurrency|rate=1",
-       G_SEARCH, "find the highest request rate or concurrency at which every --slo holds (docs/search.md)",
+    CE("search.mode", "--search", load.search, "request-rate|concurrency",
+       "none|request-rate|concurrency|rate=1", G_SEARCH,
+       "find the highest request rate or concurrency at which every --slo holds (docs/search.md)",
        "concurrency"),
-    C("search.min", "--search-min", TP_SET_F64, search_min, "LOAD", 1e-9, 1e9, G_SEARCH,
+    C("search.min", "--search-min", TP_SET_F64, load.search_min, "LOAD", 1e-9, 1e9, G_SEARCH,
       "the lowest load probed, and the first probe (default 1)", "1", TP_SETF_UNSET0),
-    C("search.max", "--search-max", TP_SET_F64, search_max, "LOAD", 1e-9, 1e9, G_SEARCH,
+    C("search.max", "--search-max", TP_SET_F64, load.search_max, "LOAD", 1e-9, 1e9, G_SEARCH,
       "the highest load probed (default 1024)", "256", TP_SETF_UNSET0),
-    CUSTOM_ROW("search.precision", "--search-precision", "P%|AMOUNT", G_SEARCH,
-               "stop when the last passing and first failing loads are this close: a percentage of the passing "
-               "load, or an amount in requests/s or requests in flight (concurrency: at least 1)",
-               "5%", 0, parse_precision, format_precision),
-    C("search.max_probes", "--search-max-probes", TP_SET_U32, search_max_probes, "N", 1, 64, G_SEARCH,
+    CUSTOM_ROW(
+        "search.precision", "--search-precision", "P%|AMOUNT", G_SEARCH,
+        "stop when the last passing and first failing loads are this close: a percentage of the passing "
+        "load, or an amount in requests/s or requests in flight (concurrency: at least 1)",
+        "5%", 0, parse_precision, format_precision),
+    C("search.max_probes", "--search-max-probes", TP_SET_U32, load.search_max_probes, "N", 1, 64, G_SEARCH,
       "stop after this many probes and report the bracket so far (default 12)", "8", TP_SETF_UNSET0),
-    C("measure.num_profile_runs", "--num-profile-runs", TP_SET_U32, num_profile_runs, "N", 1, 1000, G_MEASURE,
+    C("measure.num_profile_runs", "--num-profile-runs", TP_SET_U32, measure.num_profile_runs, "N", 1, 1000,
+      G_MEASURE,
       "run every level N times; the report gives each metric's mean, standard deviation and 95% confidence "
       "interval over the runs, and compare calls only differences beyond them regressions",
       "5", TP_SETF_UNSET0),
 
     CUSTOM_ROW("goals.goodput", "--goodput", "BOUNDS", G_GOALS,
-               "goodput bounds in ms, e.g. 'ttft:200 itl:25 tpot:30 latency:5000' (also GenAI-Perf's and vLLM's names)", "ttft:200 itl:25", 0, parse_goodput,
-               format_goodput),
+               "goodput bounds in ms, e.g. 'ttft:200 itl:25 tpot:30 latency:5000' (also GenAI-Perf's and "
+               "vLLM's names)",
+               "ttft:200 itl:25", 0, parse_goodput, format_goodput),
 
-    C("connection.connections", "--connections", TP_SET_U32, connections, "N", 1, 4096, G_CONN,
+    C("connection.connections", "--connections", TP_SET_U32, server.connections, "N", 1, 4096, G_CONN,
       "HTTP/2 connections (default: one per 128 concurrent streams)", "4", TP_SETF_UNSET0),
-    C("connection.request_timeout_ms", "--request-timeout", TP_SET_MS, request_timeout_ms, "DURATION", 1, 0, G_CONN,
-      "fail a request after this long; sent as grpc-timeout", "30s", TP_SETF_NONZERO | TP_SETF_UNSET0),
-    C("connection.max_response_bytes", "--max-response-bytes", TP_SET_SIZE, max_response_bytes, "SIZE", 1, 0, G_CONN,
-      "cancel (and count as failed) an answer whose text passes this size", "16M", 0),
-    C("connection.max_output_tokens", "--max-output-tokens", TP_SET_U64, max_output_tokens, "N", 1, 0, G_CONN,
-      "cancel (and count as failed) an answer streamed in more than N text responses", "4096", TP_SETF_UNSET0),
-    C("connection.mpi_timeout_ms", "--mpi-timeout", TP_SET_MS, mpi_timeout_ms, "DURATION", 1, 0, G_CONN,
-      "under mpirun: how long rank 0 waits on a silent rank before it reports it failed (default 20s; docs/scale-out.md)",
+    C("connection.request_timeout_ms", "--request-timeout", TP_SET_MS, server.request_timeout_ms, "DURATION",
+      1, 0, G_CONN, "fail a request after this long; sent as grpc-timeout", "30s",
+      TP_SETF_NONZERO | TP_SETF_UNSET0),
+    C("connection.max_response_bytes", "--max-response-bytes", TP_SET_SIZE, server.max_response_bytes, "SIZE",
+      1, 0, G_CONN, "cancel (and count as failed) an answer whose text passes this size", "16M", 0),
+    C("connection.max_output_tokens", "--max-output-tokens", TP_SET_U64, server.max_output_tokens, "N", 1, 0,
+      G_CONN, "cancel (and count as failed) an answer streamed in more than N text responses", "4096",
+      TP_SETF_UNSET0),
+    C("connection.mpi_timeout_ms", "--mpi-timeout", TP_SET_MS, dist.mpi_timeout_ms, "DURATION", 1, 0, G_CONN,
+      "under mpirun: how long rank 0 waits on a silent rank before it reports it failed (default 20s; "
+      "docs/scale-out.md)",
       "60s", TP_SETF_NONZERO | TP_SETF_UNSET0),
 
-    C("output.json_path", "--json", TP_SET_STR, json_path, "FILE", 1, 0, G_OUTPUT,
+    C("output.json_path", "--json", TP_SET_STR, output.json_path, "FILE", 1, 0, G_OUTPUT,
       "write every figure, with units, and the configuration as JSON", "run.json", TP_SETF_FILE),
-    C("output.latency_report_file", "-f|--latency-report-file", TP_SET_STR, latency_report_file, "FILE", 1, 0,
-      G_OUTPUT,
-      "perf_analyzer's latency report: a CSV row per level (throughput, latency parts and percentiles in us), and "
+    C("output.latency_report_file", "-f|--latency-report-file", TP_SET_STR, output.latency_report_file,
+      "FILE", 1, 0, G_OUTPUT,
+      "perf_analyzer's latency report: a CSV row per level (throughput, latency parts and percentiles in "
+      "us), and "
       "one file per composing model beside it",
       "perf.csv", TP_SETF_FILE),
-    C("output.verbose_csv", "--verbose-csv", TP_SET_FLAG, verbose_csv, NULL, 1, 0, G_OUTPUT,
-      "perf_analyzer: with -f, also the average latency, request/response and response wait columns", NULL, 0),
-    C("output.records_path", "--records", TP_SET_STR, records_path, "FILE.jsonl", 1, 0, G_OUTPUT,
+    C("output.verbose_csv", "--verbose-csv", TP_SET_FLAG, output.verbose_csv, NULL, 1, 0, G_OUTPUT,
+      "perf_analyzer: with -f, also the average latency, request/response and response wait columns", NULL,
+      0),
+    C("output.records_path", "--records", TP_SET_STR, output.records_path, "FILE.jsonl", 1, 0, G_OUTPUT,
       "one JSON line per request, flushed as each ends (default: records.jsonl in the artifact dir)",
       "records.jsonl", TP_SETF_FILE),
-    C("output.artifact_dir", "--artifact-dir", TP_SET_STR, artifact_dir, "DIR", 1, 0, G_OUTPUT,
+    C("output.artifact_dir", "--artifact-dir", TP_SET_STR, artifacts.artifact_dir, "DIR", 1, 0, G_OUTPUT,
       "profile export, GenAI-Perf summaries, records, responses, report.html "
-      "(default: as GenAI-Perf names it, artifacts/MODEL-SERVICE-API-MODE, e.g. ensemble-triton-tensorrtllm-concurrency, "
+      "(default: as GenAI-Perf names it, artifacts/MODEL-SERVICE-API-MODE, e.g. "
+      "ensemble-triton-tensorrtllm-concurrency, "
       "m-openai-chat-concurrency)",
       "artifacts/run1", TP_SETF_DIR),
-    C("output.profile_export_file", "--profile-export-file", TP_SET_STR, profile_export_file, "FILE", 1, 0, G_OUTPUT,
-      "perf_analyzer profile export name; a bare name goes in the artifact dir [default: profile_export.json]",
+    C("output.profile_export_file", "--profile-export-file", TP_SET_STR, artifacts.profile_export_file,
+      "FILE", 1, 0, G_OUTPUT,
+      "perf_analyzer profile export name; a bare name goes in the artifact dir [default: "
+      "profile_export.json]",
       "export.json", TP_SETF_FILE),
-    C("output.no_artifacts", "--no-artifacts", TP_SET_FLAG, no_artifacts, NULL, 1, 0, G_OUTPUT,
+    C("output.no_artifacts", "--no-artifacts", TP_SET_FLAG, artifacts.no_artifacts, NULL, 1, 0, G_OUTPUT,
       "write no artifact directory", NULL, 0),
-    C("output.no_html", "--no-html", TP_SET_FLAG, no_html, NULL, 1, 0, G_OUTPUT, "leave report.html out of the artifacts",
-      NULL, 0),
+    C("output.no_html", "--no-html", TP_SET_FLAG, artifacts.no_html, NULL, 1, 0, G_OUTPUT,
+      "leave report.html out of the artifacts", NULL, 0),
 
 };
 
@@ -640,33 +664,33 @@ static int apply_other_tools(tp_cli *cli, const unsigned char *given_cfg, unsign
   if (was_given(cli_rows, CLI_N, given, "compat.output_format")) {
     /* GenAI-Perf's older --output-format named the server's API. */
     switch (cli->output_format) {
-      case 0: c->backend = TP_BACKEND_TENSORRTLLM; break;
-      case 1: c->backend = TP_BACKEND_VLLM; break;
-      case 2: c->service_kind = TP_SERVICE_OPENAI_CHAT; break;
-      case 3: c->service_kind = TP_SERVICE_OPENAI_COMPLETIONS; break;
+      case 0: c->server.backend = TP_BACKEND_TENSORRTLLM; break;
+      case 1: c->server.backend = TP_BACKEND_VLLM; break;
+      case 2: c->server.service_kind = TP_SERVICE_OPENAI_CHAT; break;
+      case 3: c->server.service_kind = TP_SERVICE_OPENAI_COMPLETIONS; break;
     }
   }
   if (was_given(cli_rows, CLI_N, given, "compat.prompt_source")) {
     if (cli->prompt_source == 2)
       return usage("profile", "--prompt-source dataset: tokperf downloads no datasets; save the prompts as JSONL "
                               "(one {\"text_input\": ...} per line) and give --input-file FILE");
-    if (cli->prompt_source == 1 && !c->input_file)
+    if (cli->prompt_source == 1 && !c->prompts.input_file)
       return usage("profile", "--prompt-source file needs --input-file FILE");
-    if (cli->prompt_source == 0 && c->input_file)
+    if (cli->prompt_source == 0 && c->prompts.input_file)
       return usage("profile", "--prompt-source synthetic and --input-file exclude each other");
   }
-  if (cli->collect_metrics && !c->metrics_url) {
+  if (cli->collect_metrics && !c->server.metrics_url) {
     /* perf_analyzer's default: Triton's metrics port on the server's host. */
     if (cli->use_mock) {
-      c->metrics_url = "mock";
+      c->server.metrics_url = "mock";
     } else {
       static char url[512];
-      const char *h = c->url;
+      const char *h = c->server.url;
       const char *sep = strstr(h, "://");
       if (sep) h = sep + 3;
       size_t hl = strcspn(h, ":/");
       snprintf(url, sizeof(url), "http://%.*s:8002/metrics", (int)hl, h);
-      c->metrics_url = url;
+      c->server.metrics_url = url;
     }
   }
   /* --concurrency beside --request-rate is the cap on requests in flight
@@ -677,7 +701,7 @@ static int apply_other_tools(tp_cli *cli, const unsigned char *given_cfg, unsign
                                  "(or use --max-concurrency alone)");
       return usage("profile", msg);
     }
-    c->max_concurrency = cli->concurrency.v[0];
+    c->load.max_concurrency = cli->concurrency.v[0];
     given[CLI_CONCURRENCY] = 0; /* not a sweep of concurrencies */
   }
   return 0;
@@ -700,33 +724,33 @@ static int map_search(tp_cli *cli, const unsigned char *given) {
                             "latency); or give --search with --slo");
   }
   if (cli->binary_search) {
-    if (c->search)
+    if (c->load.search)
       return usage("profile", "--binary-search is perf_analyzer's --search: give one of them");
     bool rate = cli->rates.n > 0;
-    c->search = rate ? TP_SEARCH_REQUEST_RATE : TP_SEARCH_CONCURRENCY;
+    c->load.search = rate ? TP_SEARCH_REQUEST_RATE : TP_SEARCH_CONCURRENCY;
     if (rate || given[CLI_CONCURRENCY]) {
       size_t n = rate ? cli->rates.n : cli->concurrency.n;
       double first = rate ? cli->rates.v[0] : cli->concurrency.v[0];
       double last = rate ? cli->rates.v[n - 1] : cli->concurrency.v[n - 1];
-      if (!c->search_min) c->search_min = first < last ? first : last;
-      if (!c->search_max) c->search_max = first < last ? last : first;
+      if (!c->load.search_min) c->load.search_min = first < last ? first : last;
+      if (!c->load.search_max) c->load.search_max = first < last ? last : first;
     }
-  } else if (c->search) {
+  } else if (c->load.search) {
     if (cli->rates.n)
       return usage("profile", "--search chooses the request rates itself: give --search-min and --search-max "
                               "instead of --request-rate");
     if (given[CLI_CONCURRENCY]) {
-      if (c->search != TP_SEARCH_REQUEST_RATE || cli->concurrency.n != 1)
+      if (c->load.search != TP_SEARCH_REQUEST_RATE || cli->concurrency.n != 1)
         return usage("profile", "--search chooses the concurrencies itself: give --search-min and --search-max "
                                 "instead of --concurrency (with --search request-rate, one --concurrency caps "
                                 "the requests in flight)");
-      c->max_concurrency = cli->concurrency.v[0];
+      c->load.max_concurrency = cli->concurrency.v[0];
     }
   }
-  if (cli->slos.n && !c->search)
+  if (cli->slos.n && !c->load.search)
     return usage("profile", "--slo goes with --search; for a bound checked at every level, use --assert");
-  c->slos = cli->slos.v;
-  c->n_slos = cli->slos.n;
+  c->load.slos = cli->slos.v;
+  c->load.n_slos = cli->slos.n;
   return 0;
 }
 
@@ -750,61 +774,67 @@ int tp_cli_parse_profile(tp_cli *cli, int argc, char **argv) {
       snprintf(err, sizeof(err), "--header '%s': expected 'Name: value'", cli->headers.v[i]);
       return usage("profile", err);
     }
-  if (cli->quiet) c->progress = NULL;
-  c->cumulative_text = cli->stream_text == 1;
+  if (cli->quiet) c->output.progress = NULL;
+  c->server.cumulative_text = cli->stream_text == 1;
 
   /* GenAI-Perf's spellings: --service-kind openai --endpoint-type chat|completions,
    * and --service-kind triton -i http (--endpoint-type generate). */
   bool ep_given = given[CLI_ENDPOINT_TYPE];
-  if (c->service_kind == TP_SERVICE_OPENAI_CHAT || c->service_kind == TP_SERVICE_OPENAI_COMPLETIONS) {
+  if (c->server.service_kind == TP_SERVICE_OPENAI_CHAT ||
+      c->server.service_kind == TP_SERVICE_OPENAI_COMPLETIONS) {
     if (ep_given && cli->endpoint_type == 2)
       return usage("profile", "--endpoint-type generate goes with --service-kind triton -i http");
-    if (ep_given) c->service_kind = cli->endpoint_type == 1 ? TP_SERVICE_OPENAI_COMPLETIONS : TP_SERVICE_OPENAI_CHAT;
+    if (ep_given)
+      c->server.service_kind =
+          cli->endpoint_type == 1 ? TP_SERVICE_OPENAI_COMPLETIONS : TP_SERVICE_OPENAI_CHAT;
     /* No -m: the server's first model (from /v1/models). */
-    if (!GIVEN_CFG("server.model")) c->model = "";
-  } else if (c->service_kind == TP_SERVICE_TRITON && (cli->protocol == 1 || (ep_given && cli->endpoint_type == 2))) {
-    c->service_kind = TP_SERVICE_TRITON_GENERATE;
+    if (!GIVEN_CFG("server.model")) c->server.model = "";
+  } else if (c->server.service_kind == TP_SERVICE_TRITON &&
+             (cli->protocol == 1 || (ep_given && cli->endpoint_type == 2))) {
+    c->server.service_kind = TP_SERVICE_TRITON_GENERATE;
   } else if (ep_given && cli->endpoint_type != 2) {
     return usage("profile", "--endpoint-type chat and completions go with --service-kind openai");
   }
 
   /* Without -u, an HTTP API is looked for where GenAI-Perf and vLLM look:
    * port 8000 (Triton's HTTP port, vLLM's default). */
-  if (!GIVEN_CFG("server.url") && c->service_kind != TP_SERVICE_TRITON) c->url = "localhost:8000";
+  if (!GIVEN_CFG("server.url") && c->server.service_kind != TP_SERVICE_TRITON)
+    c->server.url = "localhost:8000";
   if (cli->api_key_file && read_api_key(cli)) return TP_EXIT_USAGE;
   if (!cli->api_key) {
     const char *k = getenv("OPENAI_API_KEY");
     if (k && *k) cli->api_key = strdup(k);
   }
-  c->api_key = cli->api_key;
-  c->headers = cli->headers.v;
-  c->n_headers = cli->headers.n;
-  c->extra_inputs = cli->extra_inputs.v;
-  c->n_extra_inputs = cli->extra_inputs.n;
-  c->asserts = cli->asserts.v;
-  c->n_asserts = cli->asserts.n;
+  c->server.api_key = cli->api_key;
+  c->server.headers = cli->headers.v;
+  c->server.n_headers = cli->headers.n;
+  c->server.extra_inputs = cli->extra_inputs.v;
+  c->server.n_extra_inputs = cli->extra_inputs.n;
+  c->measure.asserts = cli->asserts.v;
+  c->measure.n_asserts = cli->asserts.n;
   if (map_search(cli, given)) return TP_EXIT_USAGE;
-  c->n_asserts = cli->asserts.n; /* -l may have added one */
+  c->measure.n_asserts = cli->asserts.n; /* -l may have added one */
   /* An unset --max-error-rate means no limit (the library's -1). */
-  if (was_given(cli_rows, CLI_N, given, "goals.max_error_rate")) c->max_error_rate = cli->max_error_rate;
+  if (was_given(cli_rows, CLI_N, given, "goals.max_error_rate"))
+    c->measure.max_error_rate = cli->max_error_rate;
   if (given[CLI_CONCURRENCY]) {
-    c->concurrency = cli->concurrency.v;
-    c->n_concurrency = cli->concurrency.n;
+    c->load.concurrency = cli->concurrency.v;
+    c->load.n_concurrency = cli->concurrency.n;
   }
   if (cli->rates.n) {
-    c->request_rates = cli->rates.v;
-    c->n_request_rates = cli->rates.n;
+    c->load.request_rates = cli->rates.v;
+    c->load.n_request_rates = cli->rates.n;
   }
   if (cli->in_means.n) {
-    c->input_tokens_means = cli->in_means.v;
-    c->n_input_tokens_means = cli->in_means.n;
+    c->prompts.input_tokens_means = cli->in_means.v;
+    c->prompts.n_input_tokens_means = cli->in_means.n;
     /* GenAI-Perf cuts synthetic prompts with its default tokenizer when none
      * is given: the same one, when the Hugging Face cache holds it. */
     static const char genai_default[] = "hf-internal-testing/llama-tokenizer";
     char *found = NULL;
     char e[512];
-    if (!c->tokenizer && tp_tokenizer_find(genai_default, NULL, &found, e, sizeof(e)) == 0) {
-      c->tokenizer = genai_default;
+    if (!c->prompts.tokenizer && tp_tokenizer_find(genai_default, NULL, &found, e, sizeof(e)) == 0) {
+      c->prompts.tokenizer = genai_default;
       if (!cli->quiet)
         fprintf(stderr, "tokperf: note: no --tokenizer: prompt lengths are counted with %s, GenAI-Perf's "
                         "default, found in the Hugging Face cache\n", genai_default);
@@ -812,10 +842,10 @@ int tp_cli_parse_profile(tp_cli *cli, int argc, char **argv) {
     free(found);
   }
   if (cli->out_means.n) {
-    c->output_tokens_mean = cli->out_means.v[0];
+    c->prompts.output_tokens_mean = cli->out_means.v[0];
     if (cli->out_means.n > 1) {
-      c->output_tokens_means = cli->out_means.v;
-      c->n_output_tokens_means = cli->out_means.n;
+      c->prompts.output_tokens_means = cli->out_means.v;
+      c->prompts.n_output_tokens_means = cli->out_means.n;
     }
   }
 
@@ -828,9 +858,9 @@ int tp_cli_parse_profile(tp_cli *cli, int argc, char **argv) {
     if (windows)
       return usage("profile", "--duration and the stability windows (--measurement-interval, --measurement-mode, "
                               "--measurement-request-count) exclude each other");
-    c->measure_mode = TP_MEASURE_DURATION;
+    c->measure.measure_mode = TP_MEASURE_DURATION;
   } else if (windows) {
-    c->measure_mode = count_windows ? TP_MEASURE_COUNT_WINDOWS : TP_MEASURE_TIME_WINDOWS;
+    c->measure.measure_mode = count_windows ? TP_MEASURE_COUNT_WINDOWS : TP_MEASURE_TIME_WINDOWS;
   }
 #undef GIVEN_CFG
   return 0;

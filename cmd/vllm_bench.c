@@ -379,35 +379,38 @@ int tp_cmd_vllm_bench(int argc, char **argv) {
   tp_cli cli;
   tp_cli_init(&cli);
   tp_config *c = &cli.cfg;
-  c->service_kind = backend_is_chat(o.backend) ? TP_SERVICE_OPENAI_CHAT : TP_SERVICE_OPENAI_COMPLETIONS;
+  c->server.service_kind =
+      backend_is_chat(o.backend) ? TP_SERVICE_OPENAI_CHAT : TP_SERVICE_OPENAI_COMPLETIONS;
   static char url[512];
   if (o.base_url)
     snprintf(url, sizeof(url), "%s", o.base_url);
   else
     snprintf(url, sizeof(url), "http://%s:%d", o.host, o.port);
-  c->url = url;
-  c->endpoint = o.endpoint ? o.endpoint : backend_is_chat(o.backend) ? "/v1/chat/completions" : "/v1/completions";
-  c->model = o.served_model_name ? o.served_model_name : o.model ? o.model : "";
-  x.model = o.model ? o.model : c->model;
+  c->server.url = url;
+  c->server.endpoint = o.endpoint                   ? o.endpoint
+                       : backend_is_chat(o.backend) ? "/v1/chat/completions"
+                                                    : "/v1/completions";
+  c->server.model = o.served_model_name ? o.served_model_name : o.model ? o.model : "";
+  x.model = o.model ? o.model : c->server.model;
   cli.use_mock = o.mock;
-  if (o.quiet) c->progress = NULL;
-  c->no_artifacts = true;
-  c->random_seed = o.seed;
-  c->output_tokens_deterministic = o.ignore_eos;
-  c->warmup_request_count = 0;
-  c->request_count = o.num_prompts;
-  c->num_prompts = o.num_prompts;
+  if (o.quiet) c->output.progress = NULL;
+  c->artifacts.no_artifacts = true;
+  c->prompts.random_seed = o.seed;
+  c->prompts.output_tokens_deterministic = o.ignore_eos;
+  c->measure.warmup_request_count = 0;
+  c->measure.request_count = o.num_prompts;
+  c->prompts.num_prompts = o.num_prompts;
 
   /* The tokenizer: --tokenizer, else the model's name when the Hugging
    * Face cache holds it (vLLM's default), else none (token counts n/a). */
   if (o.tokenizer) {
-    c->tokenizer = o.tokenizer;
+    c->prompts.tokenizer = o.tokenizer;
   } else if (o.model) {
     char *found = NULL;
     char e2[1024];
     if (tp_tokenizer_find(o.model, NULL, &found, e2, sizeof(e2)) == 0) {
       free(found);
-      c->tokenizer = o.model;
+      c->prompts.tokenizer = o.model;
     } else if (!o.quiet) {
       fprintf(stderr, "tokperf vllm-bench: note: no tokenizer for %s in the Hugging Face cache; token counts are "
                       "n/a (give --tokenizer)\n", o.model);
@@ -420,23 +423,23 @@ int tp_cmd_vllm_bench(int argc, char **argv) {
     double sd = 1.0 / sqrt(3.0);
     cli.in_means.v[0] = o.random_input_len;
     cli.in_means.n = 1;
-    if (c->tokenizer) {
-      c->input_tokens_means = cli.in_means.v;
-      c->n_input_tokens_means = 1;
-      c->input_tokens_stddev = (uint32_t)llround(o.random_range_ratio * o.random_input_len * sd);
-      if (o.random_prefix_len) c->prefix_tokens = o.random_prefix_len;
+    if (c->prompts.tokenizer) {
+      c->prompts.input_tokens_means = cli.in_means.v;
+      c->prompts.n_input_tokens_means = 1;
+      c->prompts.input_tokens_stddev = (uint32_t)llround(o.random_range_ratio * o.random_input_len * sd);
+      if (o.random_prefix_len) c->prompts.prefix_tokens = o.random_prefix_len;
     } else {
-      c->synthetic_input_words = o.random_input_len; /* no tokenizer: words stand for tokens */
+      c->prompts.synthetic_input_words = o.random_input_len; /* no tokenizer: words stand for tokens */
     }
-    c->output_tokens_mean = o.random_output_len;
-    c->output_tokens_stddev = (uint32_t)llround(o.random_range_ratio * o.random_output_len * sd);
+    c->prompts.output_tokens_mean = o.random_output_len;
+    c->prompts.output_tokens_stddev = (uint32_t)llround(o.random_range_ratio * o.random_output_len * sd);
   } else {
     if (!o.dataset_path) {
       tp_cli_fini(&cli);
       return fail("--dataset-name sharegpt and custom read --dataset-path FILE (nothing is downloaded)");
     }
-    c->input_file = o.dataset_path;
-    if (o.sharegpt_output_len) c->output_tokens_mean = o.sharegpt_output_len;
+    c->prompts.input_file = o.dataset_path;
+    if (o.sharegpt_output_len) c->prompts.output_tokens_mean = o.sharegpt_output_len;
   }
 
   /* inf: every request at once (within --max-concurrency); a rate: an open
@@ -444,8 +447,8 @@ int tp_cmd_vllm_bench(int argc, char **argv) {
   if (strcmp(o.request_rate, "inf") == 0) {
     cli.concurrency.v[0] = o.max_concurrency ? o.max_concurrency : o.num_prompts;
     cli.concurrency.n = 1;
-    c->concurrency = cli.concurrency.v;
-    c->n_concurrency = 1;
+    c->load.concurrency = cli.concurrency.v;
+    c->load.n_concurrency = 1;
   } else {
     char *end;
     double r = strtod(o.request_rate, &end);
@@ -456,11 +459,11 @@ int tp_cmd_vllm_bench(int argc, char **argv) {
     }
     cli.rates.v[0] = r;
     cli.rates.n = 1;
-    c->request_rates = cli.rates.v;
-    c->n_request_rates = 1;
-    c->arrival = o.burstiness == 1 ? TP_ARRIVAL_POISSON : TP_ARRIVAL_GAMMA;
-    c->burstiness = o.burstiness;
-    c->max_concurrency = o.max_concurrency;
+    c->load.request_rates = cli.rates.v;
+    c->load.n_request_rates = 1;
+    c->load.arrival = o.burstiness == 1 ? TP_ARRIVAL_POISSON : TP_ARRIVAL_GAMMA;
+    c->load.burstiness = o.burstiness;
+    c->load.max_concurrency = o.max_concurrency;
   }
 
   /* --goodput ttft:500 tpot:50 e2el:2000 */
@@ -475,9 +478,12 @@ int tp_cmd_vllm_bench(int argc, char **argv) {
         return fail(err);
       }
       *colon = 0;
-      if (strcmp(t, "ttft") == 0) c->goodput_ttft_ms = ms;
-      else if (strcmp(t, "tpot") == 0) c->goodput_tpot_ms = ms;
-      else if (strcmp(t, "e2el") == 0) c->goodput_latency_ms = ms;
+      if (strcmp(t, "ttft") == 0)
+        c->measure.goodput_ttft_ms = ms;
+      else if (strcmp(t, "tpot") == 0)
+        c->measure.goodput_tpot_ms = ms;
+      else if (strcmp(t, "e2el") == 0)
+        c->measure.goodput_latency_ms = ms;
       else {
         tp_cli_fini(&cli);
         snprintf(err, sizeof(err), "--goodput '%s': expected KEY:MS with KEY ttft, tpot or e2el", o.goodput.v[i]);

@@ -24,12 +24,12 @@ int main(void) {
 
   tp_config cfg;
   tp_config_default(&cfg);
-  cfg.url = url;
-  cfg.concurrency = levels;
-  cfg.n_concurrency = 2;
-  cfg.request_count = 16;
-  cfg.output_tokens_mean = 16;
-  cfg.progress = NULL;
+  cfg.server.url = url;
+  cfg.load.concurrency = levels;
+  cfg.load.n_concurrency = 2;
+  cfg.measure.request_count = 16;
+  cfg.prompts.output_tokens_mean = 16;
+  cfg.output.progress = NULL;
 
   tp_run *run;
   int rv = tp_run_new(&run, &cfg, err, sizeof(err));

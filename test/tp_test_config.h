@@ -14,31 +14,31 @@
 static inline void tp_test_config_default(tp_config *cfg) {
   static const uint32_t one = 1;
   memset(cfg, 0, sizeof(*cfg));
-  cfg->url = "localhost:8001";
-  cfg->model = "ensemble";
-  cfg->model_version = "";
-  cfg->service_kind = TP_SERVICE_TRITON;
-  cfg->backend = TP_BACKEND_TENSORRTLLM;
-  cfg->streaming = true;
-  cfg->concurrency = &one;
-  cfg->n_concurrency = 1;
-  cfg->synthetic_input_words = 64;
-  cfg->num_prompts = 100;
-  cfg->progress = stderr;
-  cfg->arrival = TP_ARRIVAL_CONSTANT;
-  cfg->burstiness = 1;
-  cfg->replay_speedup = 1;
-  cfg->prefix_block_tokens = 512;
-  cfg->measure_mode = TP_MEASURE_COUNT;
-  cfg->measurement_interval_ms = 10000;
-  cfg->measurement_request_count = 50;
-  cfg->stability_percentage = 10;
-  cfg->max_trials = 10;
-  cfg->max_error_rate = -1;
-  cfg->num_prefixes = 1;
-  cfg->metrics_interval_ms = 1000;
-  cfg->max_response_bytes = 64ull << 20;
-  cfg->grace_period_ms = 5000;
+  cfg->server.url = "localhost:8001";
+  cfg->server.model = "ensemble";
+  cfg->server.model_version = "";
+  cfg->server.service_kind = TP_SERVICE_TRITON;
+  cfg->server.backend = TP_BACKEND_TENSORRTLLM;
+  cfg->server.streaming = true;
+  cfg->load.concurrency = &one;
+  cfg->load.n_concurrency = 1;
+  cfg->prompts.synthetic_input_words = 64;
+  cfg->prompts.num_prompts = 100;
+  cfg->output.progress = stderr;
+  cfg->load.arrival = TP_ARRIVAL_CONSTANT;
+  cfg->load.burstiness = 1;
+  cfg->load.replay_speedup = 1;
+  cfg->load.prefix_block_tokens = 512;
+  cfg->measure.measure_mode = TP_MEASURE_COUNT;
+  cfg->measure.measurement_interval_ms = 10000;
+  cfg->measure.measurement_request_count = 50;
+  cfg->measure.stability_percentage = 10;
+  cfg->measure.max_trials = 10;
+  cfg->measure.max_error_rate = -1;
+  cfg->prompts.num_prefixes = 1;
+  cfg->server.metrics_interval_ms = 1000;
+  cfg->server.max_response_bytes = 64ull << 20;
+  cfg->measure.grace_period_ms = 5000;
 }
 
 #endif

@@ -347,7 +347,7 @@ static int copy_range(const char *path, off_t from, off_t to, int out) {
  * long sweep never holds a level's records. */
 static int add_pa(tp_artifacts *a, tp_buf *b, const tp_export_level *lv, const char *ldir, char *err,
                   size_t errlen) {
-  uint32_t def_max = a->cfg && a->cfg->output_tokens_mean ? a->cfg->output_tokens_mean : 128;
+  uint32_t def_max = a->cfg && a->cfg->prompts.output_tokens_mean ? a->cfg->prompts.output_tokens_mean : 128;
   char *path = stem_path(a, ldir, ".json"), *tmp = NULL;
   if (!path) return TP_ENOMEM;
   int fd = tp__open_temp(path, &tmp);
@@ -386,7 +386,7 @@ static int add_pa(tp_artifacts *a, tp_buf *b, const tp_export_level *lv, const c
 /* One tool's summary of the level, <dir>/<stem><suffix>.json and .csv. */
 static int add_summary(tp_artifacts *a, tp_buf *b, const tp_level_result *lr, const char *dir, bool genai,
                        char *err, size_t errlen) {
-  bool streaming = a->cfg ? a->cfg->streaming : true;
+  bool streaming = a->cfg ? a->cfg->server.streaming : true;
   char *jpath = stem_path(a, dir, genai ? "_genai_perf.json" : "_aiperf.json");
   char *cpath = stem_path(a, dir, genai ? "_genai_perf.csv" : "_aiperf.csv");
   char *js = genai ? tp_export_genai_json(lr, a->cfg, a->pe_path, dir) : tp_export_aiperf_json(lr, streaming);
@@ -416,7 +416,8 @@ static int add_aiperf_records(tp_artifacts *a, tp_buf *b, const tp_export_level 
   }
   tp_buf_reset(b);
   tp__sink sk = {fd, NULL};
-  int rv = tp__aiperf_records(b, &sk, lv, a->cfg ? a->cfg->streaming : true, a->anchor_mono_ns, a->anchor_wall_ns);
+  int rv = tp__aiperf_records(b, &sk, lv, a->cfg ? a->cfg->server.streaming : true, a->anchor_mono_ns,
+                              a->anchor_wall_ns);
   if (rv == TP_EIO && !read_back_error(lv->reqs, lv->n)) rv = io_err(err, errlen, "write", tmp, errno);
   if (!rv && tp__write_all(fd, b->data, b->len)) rv = io_err(err, errlen, "write", tmp, errno);
   if (rv) {

@@ -120,7 +120,7 @@ int tp_accuracy_compute(tp_accuracy *acc, const tp_export_request *reqs, size_t 
  * one OUTPUT per response carrying that response's own text (its piece of
  * the record's text, tp_record.resp_text_at):
  *   Triton (cfg NULL, KServe or generate): {"text_output": "piece"}
- *   OpenAI (cfg->service_kind chat or completions): {"response": PAYLOAD},
+ *   OpenAI (cfg->server.service_kind chat or completions): {"response": PAYLOAD},
  *     PAYLOAD being what the server sent as perf_analyzer keeps it:
  *     streamed, the event's bytes "data: CHUNK\n\n", CHUNK a
  *     chat.completion.chunk (the piece in choices[0].delta.content, or

@@ -34,7 +34,7 @@ static json_t *str_or_unset(const char *s) {
 static json_t *endpoint_section(const tp_config *cfg) {
   tp__tool_api api = tp__tool_api_of(cfg);
   bool kserve = !strcmp(api.endpoint_type, "kserve");
-  const char *backend = cfg->backend == TP_BACKEND_VLLM ? "vllm" : "tensorrtllm";
+  const char *backend = cfg->server.backend == TP_BACKEND_VLLM ? "vllm" : "tensorrtllm";
   const char *format = kserve ? backend
                        : !strcmp(api.endpoint_type, "chat")        ? "openai_chat_completions"
                        : !strcmp(api.endpoint_type, "completions") ? "openai_completions"
@@ -44,18 +44,19 @@ static json_t *endpoint_section(const tp_config *cfg) {
   const char *m = strstr(api.endpoint, "{MODEL}");
   if (m)
     snprintf(custom, sizeof(custom), "%.*s%s%s", (int)(m - api.endpoint), api.endpoint,
-             cfg->model ? cfg->model : "", m + strlen("{MODEL}"));
+             cfg->server.model ? cfg->server.model : "", m + strlen("{MODEL}"));
   else
     snprintf(custom, sizeof(custom), "%s", api.endpoint);
-  json_t *urls = cfg->metrics_url && *cfg->metrics_url ? json_pack("[s]", cfg->metrics_url)
-                                                       : json_pack("[s]", "http://localhost:9400/metrics");
+  json_t *urls = cfg->server.metrics_url && *cfg->server.metrics_url
+                     ? json_pack("[s]", cfg->server.metrics_url)
+                     : json_pack("[s]", "http://localhost:9400/metrics");
   /* GenAI-Perf's service kind follows from the endpoint type: "triton"
    * for KServe, "openai" for every HTTP type (its generate included). */
   return json_pack("{s:s, s:s, s:s, s:s, s:b, s:o, s:o, s:s, s:s, s:s}", "model_selection_strategy",
                    "round_robin", "backend", kserve ? backend : "", "custom", custom, "type",
-                   api.endpoint_type, "streaming", cfg->streaming, "server_metrics_urls", urls, "url",
-                   str_or_unset(cfg->url), "grpc_method", "", "service_kind", kserve ? "triton" : "openai",
-                   "output_format", format);
+                   api.endpoint_type, "streaming", cfg->server.streaming, "server_metrics_urls", urls, "url",
+                   str_or_unset(cfg->server.url), "grpc_method", "", "service_kind",
+                   kserve ? "triton" : "openai", "output_format", format);
 }
 
 /* perf_analyzer's load of this level and how it was measured: a count of
@@ -69,24 +70,27 @@ static json_t *perf_analyzer_section(const tp_level_result *lr, const tp_config 
   else
     stim = json_pack("{s:I}", "concurrency", (json_int_t)lr->concurrency);
   json_t *meas;
-  if (cfg->measure_mode == TP_MEASURE_TIME_WINDOWS)
-    meas = json_pack("{s:s, s:I}", "mode", "interval", "num", (json_int_t)cfg->measurement_interval_ms);
-  else if (cfg->measure_mode == TP_MEASURE_COUNT_WINDOWS)
-    meas = json_pack("{s:s, s:I}", "mode", "request_count", "num", (json_int_t)cfg->measurement_request_count);
-  else if (cfg->measure_mode == TP_MEASURE_COUNT && cfg->request_count)
-    meas = json_pack("{s:s, s:I}", "mode", "request_count", "num", (json_int_t)cfg->request_count);
+  if (cfg->measure.measure_mode == TP_MEASURE_TIME_WINDOWS)
+    meas =
+        json_pack("{s:s, s:I}", "mode", "interval", "num", (json_int_t)cfg->measure.measurement_interval_ms);
+  else if (cfg->measure.measure_mode == TP_MEASURE_COUNT_WINDOWS)
+    meas = json_pack("{s:s, s:I}", "mode", "request_count", "num",
+                     (json_int_t)cfg->measure.measurement_request_count);
+  else if (cfg->measure.measure_mode == TP_MEASURE_COUNT && cfg->measure.request_count)
+    meas = json_pack("{s:s, s:I}", "mode", "request_count", "num", (json_int_t)cfg->measure.request_count);
   else /* a duration, or tokperf's own count: no GenAI-Perf number says it */
     meas = json_pack("{s:s, s:s}", "mode", "request_count", "num", "");
   /* tokperf judges stability over windows only; a count is taken as is,
    * as GenAI-Perf's default 999 % lets any result pass (it bounds the
    * setting to 1..999). */
-  bool windows = cfg->measure_mode == TP_MEASURE_TIME_WINDOWS || cfg->measure_mode == TP_MEASURE_COUNT_WINDOWS;
-  double sp = cfg->stability_percentage;
+  bool windows = cfg->measure.measure_mode == TP_MEASURE_TIME_WINDOWS ||
+                 cfg->measure.measure_mode == TP_MEASURE_COUNT_WINDOWS;
+  double sp = cfg->measure.stability_percentage;
   json_t *stab = windows && sp >= 1 && sp <= 999 ? (sp == (double)(int)sp ? json_integer((int)sp) : json_real(sp))
                                                  : json_integer(999);
   return json_pack("{s:s, s:b, s:o, s:o, s:o, s:I}", "path", "perf_analyzer", "verbose", 0, "stimulus", stim,
                    "stability_percentage", stab, "measurement", meas, "warmup_request_count",
-                   (json_int_t)cfg->warmup_request_count);
+                   (json_int_t)cfg->measure.warmup_request_count);
 }
 
 /* a == b, ASCII letters in either case. */
@@ -140,9 +144,9 @@ static json_t *goodput(const tp_config *cfg) {
   const struct {
     const char *name;
     double ms;
-  } b[] = {{"time_to_first_token", cfg->goodput_ttft_ms},
-           {"inter_token_latency", cfg->goodput_tpot_ms},
-           {"request_latency", cfg->goodput_latency_ms}};
+  } b[] = {{"time_to_first_token", cfg->measure.goodput_ttft_ms},
+           {"inter_token_latency", cfg->measure.goodput_tpot_ms},
+           {"request_latency", cfg->measure.goodput_latency_ms}};
   json_t *o = json_object();
   for (size_t i = 0; o && i < sizeof(b) / sizeof(b[0]); i++)
     if (b[i].ms > 0 && json_object_set_new(o, b[i].name, json_real(b[i].ms))) {
@@ -178,12 +182,12 @@ static json_t *header_masked(const char *h) {
 /* --extra-inputs as one object, --header as the list GenAI-Perf keeps;
  * "" when none. */
 static json_t *extra_and_headers(const tp_config *cfg, json_t **headers) {
-  json_t *extra = json_object(), *h = cfg->n_headers ? json_array() : json_string("");
+  json_t *extra = json_object(), *h = cfg->server.n_headers ? json_array() : json_string("");
   int bad = !extra || !h;
-  for (size_t i = 0; !bad && i < cfg->n_extra_inputs && cfg->extra_inputs; i++)
-    bad = add_extra(extra, cfg->extra_inputs[i]) != 0;
-  for (size_t i = 0; !bad && i < cfg->n_headers && cfg->headers; i++)
-    bad = json_array_append_new(h, header_masked(cfg->headers[i])) != 0;
+  for (size_t i = 0; !bad && i < cfg->server.n_extra_inputs && cfg->server.extra_inputs; i++)
+    bad = add_extra(extra, cfg->server.extra_inputs[i]) != 0;
+  for (size_t i = 0; !bad && i < cfg->server.n_headers && cfg->server.headers; i++)
+    bad = json_array_append_new(h, header_masked(cfg->server.headers[i])) != 0;
   if (!bad && !json_object_size(extra)) {
     json_decref(extra);
     extra = json_string("");
@@ -205,10 +209,11 @@ static json_t *extra_and_headers(const tp_config *cfg, json_t **headers) {
 static json_t *input_section(const tp_level_result *lr, const tp_config *cfg) {
   json_t *headers = NULL, *extra = extra_and_headers(cfg, &headers);
   if (!extra) return NULL;
-  uint32_t out = lr->output_tokens_mean ? lr->output_tokens_mean : cfg->output_tokens_mean;
+  uint32_t out = lr->output_tokens_mean ? lr->output_tokens_mean : cfg->prompts.output_tokens_mean;
   uint32_t in = lr->input_tokens_mean ? lr->input_tokens_mean
-                : cfg->n_input_tokens_means && cfg->input_tokens_means ? cfg->input_tokens_means[0]
-                                                                        : 550;
+                : cfg->prompts.n_input_tokens_means && cfg->prompts.input_tokens_means
+                    ? cfg->prompts.input_tokens_means[0]
+                    : 550;
   json_t *audio = json_pack("{s:i, s:{s:i, s:i}, s:s, s:[i], s:[i], s:i}", "batch_size", 1, "length", "mean", 0,
                             "stddev", 0, "format", "wav", "depths", 16, "sample_rates", 16, "num_channels", 1);
   json_t *image = json_pack("{s:{s:i, s:i}, s:{s:i, s:i}, s:i, s:s}", "width", "mean", 0, "stddev", 0, "height",
@@ -216,31 +221,34 @@ static json_t *input_section(const tp_level_result *lr, const tp_config *cfg) {
   json_t *sessions = json_pack("{s:i, s:{s:i, s:i}, s:{s:i, s:f, s:i}}", "num", 0, "turns", "mean", 1, "stddev",
                                0, "turn_delay", "mean", 0, "ratio", 1.0, "stddev", 0);
   json_t *outtok = json_pack("{s:o, s:b, s:I}", "mean", out ? json_integer(out) : json_string(""),
-                             "deterministic", cfg->output_tokens_deterministic, "stddev",
-                             (json_int_t)cfg->output_tokens_stddev);
-  json_t *prefix = json_pack("{s:I, s:I}", "num", (json_int_t)(cfg->prefix_tokens ? cfg->num_prefixes : 0),
-                             "length", (json_int_t)(cfg->prefix_tokens ? cfg->prefix_tokens : 100));
-  json_t *seed = cfg->random_seed <= (uint64_t)INT64_MAX ? json_integer((json_int_t)cfg->random_seed)
-                                                         : json_string("");
-  return json_pack("{s:i, s:o, s:o, s:o, s:o, s:I, s:o, s:o, s:o, s:o, s:{s:I, s:I}, s:o, s:o, s:s, s:[], s:s}",
-                   "batch_size", 1, "extra", extra, "goodput", goodput(cfg), "header", headers, "file",
-                   str_or_unset(cfg->input_file), "num_dataset_entries", (json_int_t)cfg->num_prompts,
-                   "random_seed", seed, "audio", audio, "image", image, "output_tokens", outtok,
-                   "synthetic_tokens", "mean", (json_int_t)in, "stddev", (json_int_t)cfg->input_tokens_stddev,
-                   "prefix_prompt", prefix, "sessions", sessions, "prompt_source",
-                   cfg->input_file && *cfg->input_file ? "file" : "synthetic", "synthetic_files",
-                   "payload_file", "");
+                             "deterministic", cfg->prompts.output_tokens_deterministic, "stddev",
+                             (json_int_t)cfg->prompts.output_tokens_stddev);
+  json_t *prefix =
+      json_pack("{s:I, s:I}", "num", (json_int_t)(cfg->prompts.prefix_tokens ? cfg->prompts.num_prefixes : 0),
+                "length", (json_int_t)(cfg->prompts.prefix_tokens ? cfg->prompts.prefix_tokens : 100));
+  json_t *seed = cfg->prompts.random_seed <= (uint64_t)INT64_MAX
+                     ? json_integer((json_int_t)cfg->prompts.random_seed)
+                     : json_string("");
+  return json_pack(
+      "{s:i, s:o, s:o, s:o, s:o, s:I, s:o, s:o, s:o, s:o, s:{s:I, s:I}, s:o, s:o, s:s, s:[], s:s}",
+      "batch_size", 1, "extra", extra, "goodput", goodput(cfg), "header", headers, "file",
+      str_or_unset(cfg->prompts.input_file), "num_dataset_entries", (json_int_t)cfg->prompts.num_prompts,
+      "random_seed", seed, "audio", audio, "image", image, "output_tokens", outtok, "synthetic_tokens",
+      "mean", (json_int_t)in, "stddev", (json_int_t)cfg->prompts.input_tokens_stddev, "prefix_prompt", prefix,
+      "sessions", sessions, "prompt_source",
+      cfg->prompts.input_file && *cfg->prompts.input_file ? "file" : "synthetic", "synthetic_files",
+      "payload_file", "");
 }
 
 static json_t *genai_input_config(const tp_level_result *lr, const tp_config *cfg, const char *pe_path,
                                   const char *artifact_dir) {
   static const tp_config none;
   if (!cfg) cfg = &none;
-  const char *model = cfg->model && *cfg->model ? cfg->model : "";
+  const char *model = cfg->server.model && *cfg->server.model ? cfg->server.model : "";
   /* GenAI-Perf keeps the export's file name; its directory is the level's. */
   const char *pe_name = pe_path && strrchr(pe_path, '/') ? strrchr(pe_path, '/') + 1 : pe_path;
   /* Without a tokenizer GenAI-Perf's default is the model's. */
-  const char *tok = cfg->tokenizer && *cfg->tokenizer ? cfg->tokenizer : model;
+  const char *tok = cfg->prompts.tokenizer && *cfg->prompts.tokenizer ? cfg->prompts.tokenizer : model;
   return json_pack(
       "{s:[s], s:s, s:b, s:s, s:{s:{s:{s:i, s:i}}}, s:o, s:o, s:o, s:{s:o, s:s, s:o, s:b, s:b}, "
       "s:{s:s, s:s, s:b, s:b}, s:{s:s}}",
@@ -257,7 +265,7 @@ char *tp_export_genai_json(const tp_level_result *lr, const tp_config *cfg, cons
                            const char *artifact_dir) {
   /* GenAI-Perf's JSON keeps every figure it has, with or without
    * streaming (only its CSV and console leave the streaming ones out). */
-  json_t *doc = tp__summary_json(lr, TP_EXPORT_GENAI_PERF, cfg ? cfg->streaming : true);
+  json_t *doc = tp__summary_json(lr, TP_EXPORT_GENAI_PERF, cfg ? cfg->server.streaming : true);
   if (!doc) return NULL;
   json_t *ic = genai_input_config(lr, cfg, profile_export_path, artifact_dir);
   int bad = !ic || json_object_set_new(doc, "input_config", ic);

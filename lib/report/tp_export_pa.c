@@ -23,12 +23,12 @@ typedef struct pa_api {
 static pa_api pa_api_of(const tp_config *cfg) {
   pa_api a = {PA_TRITON, true, false, ""};
   if (!cfg) return a;
-  a.kind = cfg->service_kind == TP_SERVICE_OPENAI_CHAT          ? PA_CHAT
-           : cfg->service_kind == TP_SERVICE_OPENAI_COMPLETIONS ? PA_COMPLETIONS
-                                                                : PA_TRITON;
-  a.streaming = cfg->streaming;
-  a.cumulative = cfg->cumulative_text;
-  a.model = cfg->model ? cfg->model : "";
+  a.kind = cfg->server.service_kind == TP_SERVICE_OPENAI_CHAT          ? PA_CHAT
+           : cfg->server.service_kind == TP_SERVICE_OPENAI_COMPLETIONS ? PA_COMPLETIONS
+                                                                       : PA_TRITON;
+  a.streaming = cfg->server.streaming;
+  a.cumulative = cfg->server.cumulative_text;
+  a.model = cfg->server.model ? cfg->server.model : "";
   return a;
 }
 
@@ -207,7 +207,8 @@ static int openai_body(tp_buf *body, const pa_api *api, const tp_config *cfg, co
   if (!text) return rv ? rv : TP_EINVAL;
   json_t *o = json_object();
   int bad = !o;
-  if (!bad && cfg && cfg->model && *cfg->model) bad = json_object_set_new(o, "model", json_string(cfg->model));
+  if (!bad && cfg && cfg->server.model && *cfg->server.model)
+    bad = json_object_set_new(o, "model", json_string(cfg->server.model));
   if (!bad && api->kind == PA_CHAT)
     bad = json_object_set_new(o, "messages", json_pack("[{s:s, s:O}]", "role", "user", "content", text));
   else if (!bad)
@@ -215,15 +216,15 @@ static int openai_body(tp_buf *body, const pa_api *api, const tp_config *cfg, co
   json_decref(text);
   if (!bad && r->max_tokens) bad = json_object_set_new(o, "max_tokens", json_integer(r->max_tokens));
   if (!bad) bad = json_object_set_new(o, "stream", json_boolean(api->streaming));
-  if (!bad && api->streaming && !(cfg && cfg->no_usage))
+  if (!bad && api->streaming && !(cfg && cfg->server.no_usage))
     bad = json_object_set_new(o, "stream_options", json_pack("{s:b}", "include_usage", 1));
-  if (!bad && cfg && cfg->output_tokens_deterministic && r->max_tokens) {
+  if (!bad && cfg && cfg->prompts.output_tokens_deterministic && r->max_tokens) {
     bad = json_object_set_new(o, "min_tokens", json_integer(r->max_tokens));
     if (!bad) bad = json_object_set_new(o, "ignore_eos", json_true());
   }
   json_t *extra = bad ? NULL : json_object();
-  for (size_t i = 0; extra && cfg && cfg->extra_inputs && i < cfg->n_extra_inputs; i++)
-    add_extra(extra, cfg->extra_inputs[i]);
+  for (size_t i = 0; extra && cfg && cfg->server.extra_inputs && i < cfg->server.n_extra_inputs; i++)
+    add_extra(extra, cfg->server.extra_inputs[i]);
   if (!bad) bad = !extra || json_object_update_recursive(o, extra);
   json_decref(extra);
   char *js = bad ? NULL : json_dumps(o, JSON_COMPACT);

@@ -17,16 +17,18 @@
 tp__tool_api tp__tool_api_of(const tp_config *cfg) {
   tp__tool_api a = {"triton", "", "kserve"};
   if (!cfg) return a;
-  switch (cfg->service_kind) {
+  switch (cfg->server.service_kind) {
     case TP_SERVICE_OPENAI_CHAT: a = (tp__tool_api){"openai", "v1/chat/completions", "chat"}; break;
     case TP_SERVICE_OPENAI_COMPLETIONS: a = (tp__tool_api){"openai", "v1/completions", "completions"}; break;
     case TP_SERVICE_TRITON_GENERATE:
-      a = (tp__tool_api){"triton", cfg->streaming ? "v2/models/{MODEL}/generate_stream" : "v2/models/{MODEL}/generate",
-                         "generate"};
+      a = (tp__tool_api){
+          "triton",
+          cfg->server.streaming ? "v2/models/{MODEL}/generate_stream" : "v2/models/{MODEL}/generate",
+          "generate"};
       break;
     case TP_SERVICE_TRITON: break;
   }
-  if (cfg->endpoint && *cfg->endpoint) a.endpoint = cfg->endpoint;
+  if (cfg->server.endpoint && *cfg->server.endpoint) a.endpoint = cfg->server.endpoint;
   return a;
 }
 

@@ -309,9 +309,9 @@ static int header(tp_buf *o, const tp_html_input *in) {
                              "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
                              "<title>");
   if (!rv) rv = tp__html_esc(o, title);
-  if (!rv && in->cfg && in->cfg->model) {
+  if (!rv && in->cfg && in->cfg->server.model) {
     rv = tp_buf_append_str(o, ": ");
-    if (!rv) rv = tp__html_esc(o, in->cfg->model);
+    if (!rv) rv = tp__html_esc(o, in->cfg->server.model);
   }
   if (!rv) rv = tp_buf_printf(o, "</title>\n<style>%s</style>\n</head>\n<body>\n<header><h1>", css);
   if (!rv) rv = tp__html_esc(o, title);
@@ -319,17 +319,17 @@ static int header(tp_buf *o, const tp_html_input *in) {
   if (!rv && in->cfg) {
     const tp_config *c = in->cfg;
     rv = tp_buf_append_str(o, "<p class=\"meta\">Model: ");
-    if (!rv) rv = tp__html_esc(o, c->model ? c->model : "n/a");
+    if (!rv) rv = tp__html_esc(o, c->server.model ? c->server.model : "n/a");
     if (!rv) rv = tp_buf_append_str(o, " · target: ");
-    if (!rv) rv = tp__html_esc(o, in->mock ? "built-in mock" : c->url ? c->url : "n/a");
+    if (!rv) rv = tp__html_esc(o, in->mock ? "built-in mock" : c->server.url ? c->server.url : "n/a");
     if (!rv)
-      rv = tp_buf_printf(o, " · backend: %s · streaming: %s · tokenizer: ", backend_name(c->backend),
-                         c->streaming ? "on" : "off");
-    if (!rv) rv = tp__html_esc(o, c->tokenizer ? c->tokenizer : "none");
-    if (!rv && c->tokenizer && c->tokenizer_add_special_tokens)
+      rv = tp_buf_printf(o, " · backend: %s · streaming: %s · tokenizer: ", backend_name(c->server.backend),
+                         c->server.streaming ? "on" : "off");
+    if (!rv) rv = tp__html_esc(o, c->prompts.tokenizer ? c->prompts.tokenizer : "none");
+    if (!rv && c->prompts.tokenizer && c->prompts.tokenizer_add_special_tokens)
       rv = tp_buf_append_str(o, " (input counted with special tokens)");
     if (!rv) rv = tp_buf_append_str(o, " · prompts: ");
-    if (!rv) rv = tp__html_esc(o, c->input_file ? c->input_file : "synthetic");
+    if (!rv) rv = tp__html_esc(o, c->prompts.input_file ? c->prompts.input_file : "synthetic");
     if (!rv) rv = tp_buf_append_str(o, "</p>\n");
   }
   if (!rv) {

@@ -354,9 +354,12 @@ static void print_load_figures(FILE *out, const tp_report_input *in, const tp_le
     fmt_num(a, sizeof(a), lr->goodput_rps, 2);
     fprintf(out, "Goodput (requests/s): %s, %.2f%% of requests met every bound\n", a, 100 * lr->goodput_fraction);
     if (lr->goodput_unjudged)
-      fprintf(out, "note: the %s bound could not judge %" PRIu64 " requests (no tokenizer counted their tokens, or "
+      fprintf(out,
+              "note: the %s bound could not judge %" PRIu64
+              " requests (no tokenizer counted their tokens, or "
               "their text came in one response); they count as not meeting it\n",
-              in->cfg && in->cfg->goodput_itl_ms <= 0 && in->cfg->goodput_tpot_ms > 0 ? "TPOT" : "ITL",
+              in->cfg && in->cfg->measure.goodput_itl_ms <= 0 && in->cfg->measure.goodput_tpot_ms > 0 ? "TPOT"
+                                                                                                      : "ITL",
               lr->goodput_unjudged);
   }
 }
@@ -449,7 +452,7 @@ static void print_level(FILE *out, const tp_report_input *in, const tp_level_res
   fputc('\n', out);
   table(out, title, head, cells, STAT_COLS, nrows);
 
-  bool tokenizer_given = in->tokenizer_desc || (in->cfg && in->cfg->tokenizer);
+  bool tokenizer_given = in->tokenizer_desc || (in->cfg && in->cfg->prompts.tokenizer);
   if (lr->succeeded == 0)
     fprintf(out, "note: no request succeeded, so latency and token metrics are unavailable\n");
   else if (!lr->tokens_available && !tokenizer_given && !*noted_tokens) {
@@ -534,7 +537,7 @@ static void print_summary(FILE *out, const tp_report_input *in) {
       snprintf(r[0].s, CELL_LEN, "c=%" PRIu32, lr->concurrency);
     if (lr->input_tokens_mean)
       snprintf(r[0].s + strlen(r[0].s), CELL_LEN - strlen(r[0].s), " i%" PRIu32, lr->input_tokens_mean);
-    if (lr->output_tokens_mean && in->cfg && in->cfg->n_output_tokens_means)
+    if (lr->output_tokens_mean && in->cfg && in->cfg->prompts.n_output_tokens_means)
       snprintf(r[0].s + strlen(r[0].s), CELL_LEN - strlen(r[0].s), " o%" PRIu32, lr->output_tokens_mean);
     fmt_u64(r[1].s, CELL_LEN, lr->requests);
     fmt_u64(r[2].s, CELL_LEN, lr->failed);
@@ -555,14 +558,13 @@ void tp_report_text(FILE *out, const tp_report_input *in) {
   table_width_limit = terminal_width(out);
   static const tp_config no_cfg;
   const tp_config *cfg = in->cfg ? in->cfg : &no_cfg;
-  const char *target = in->target ? in->target : cfg->url ? cfg->url : NA;
-  const char *dataset = in->dataset_desc  ? in->dataset_desc
-                        : cfg->input_file ? cfg->input_file
-                                          : "synthetic prompts";
-  fprintf(out, "Target: %s, model: %s, backend: %s, streaming: %s, tokenizer: %s, dataset: %s\n",
-          target, cfg->model ? cfg->model : NA, tp__report_backend_name(cfg->backend),
-          cfg->streaming ? "on" : "off", in->tokenizer_desc ? in->tokenizer_desc : "none",
-          dataset);
+  const char *target = in->target ? in->target : cfg->server.url ? cfg->server.url : NA;
+  const char *dataset = in->dataset_desc          ? in->dataset_desc
+                        : cfg->prompts.input_file ? cfg->prompts.input_file
+                                                  : "synthetic prompts";
+  fprintf(out, "Target: %s, model: %s, backend: %s, streaming: %s, tokenizer: %s, dataset: %s\n", target,
+          cfg->server.model ? cfg->server.model : NA, tp__report_backend_name(cfg->server.backend),
+          cfg->server.streaming ? "on" : "off", in->tokenizer_desc ? in->tokenizer_desc : "none", dataset);
 
   bool noted_tokens = false;
   for (size_t i = 0; i < in->n_levels; i++) print_level(out, in, &in->levels[i], &noted_tokens);
@@ -592,7 +594,7 @@ void tp_report_text(FILE *out, const tp_report_input *in) {
 
   if (in->interrupted) {
     fprintf(out, "Sweep interrupted: %zu of %zu levels completed", in->n_levels,
-            TP_MAX(cfg->n_concurrency, in->n_levels));
+            TP_MAX(cfg->load.n_concurrency, in->n_levels));
     for (size_t i = 0; i < in->n_levels; i++)
       fprintf(out, "%s%" PRIu32, i ? ", " : " (concurrency ", in->levels[i].concurrency);
     fprintf(out, "%s\n", in->n_levels ? ")" : "");

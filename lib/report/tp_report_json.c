@@ -95,32 +95,36 @@ static json_t *mock_config_json(const tp_mock_config *m) {
 /* The target and the load: what was measured, how hard and for how long. */
 static int config_load_json(json_t *o, json_t *conc, const tp_config *cfg) {
   int bad = 0;
-  for (size_t i = 0; i < cfg->n_concurrency && cfg->concurrency; i++)
-    bad |= json_array_append_new(conc, u64(cfg->concurrency[i]));
-  bad |= set(o, "url", str_or_null(cfg->url));
-  bad |= set(o, "model", str_or_null(cfg->model));
-  bad |= set(o, "model_version", str_or_null(cfg->model_version));
-  bad |= set(o, "service_kind", json_string(tp__report_service_kind_name(cfg->service_kind)));
-  bad |= set(o, "backend", json_string(tp__report_backend_name(cfg->backend)));
-  bad |= set(o, "streaming", json_boolean(cfg->streaming));
+  for (size_t i = 0; i < cfg->load.n_concurrency && cfg->load.concurrency; i++)
+    bad |= json_array_append_new(conc, u64(cfg->load.concurrency[i]));
+  bad |= set(o, "url", str_or_null(cfg->server.url));
+  bad |= set(o, "model", str_or_null(cfg->server.model));
+  bad |= set(o, "model_version", str_or_null(cfg->server.model_version));
+  bad |= set(o, "service_kind", json_string(tp__report_service_kind_name(cfg->server.service_kind)));
+  bad |= set(o, "backend", json_string(tp__report_backend_name(cfg->server.backend)));
+  bad |= set(o, "streaming", json_boolean(cfg->server.streaming));
   bad |= set(o, "concurrency", conc);
   json_t *rates = json_array();
-  for (size_t i = 0; i < cfg->n_request_rates && cfg->request_rates; i++)
-    json_array_append_new(rates, json_real(cfg->request_rates[i]));
+  for (size_t i = 0; i < cfg->load.n_request_rates && cfg->load.request_rates; i++)
+    json_array_append_new(rates, json_real(cfg->load.request_rates[i]));
   bad |= set(o, "request_rates", rates);
   static const char *const arrivals[] = {"constant", "poisson", "gamma"};
-  bad |= set(o, "arrival", json_string(arrivals[cfg->arrival <= TP_ARRIVAL_GAMMA ? cfg->arrival : 0]));
-  bad |= set(o, "burstiness", real_or_null(cfg->burstiness));
-  bad |= set(o, "max_concurrency", u64(cfg->max_concurrency));
-  bad |= set(o, "schedule_file", str_or_null(cfg->schedule_file));
-  bad |= set(o, "replay_speedup", real_or_null(cfg->replay_speedup));
+  bad |=
+      set(o, "arrival", json_string(arrivals[cfg->load.arrival <= TP_ARRIVAL_GAMMA ? cfg->load.arrival : 0]));
+  bad |= set(o, "burstiness", real_or_null(cfg->load.burstiness));
+  bad |= set(o, "max_concurrency", u64(cfg->load.max_concurrency));
+  bad |= set(o, "schedule_file", str_or_null(cfg->load.schedule_file));
+  bad |= set(o, "replay_speedup", real_or_null(cfg->load.replay_speedup));
   static const char *const mmodes[] = {"count", "duration", "time_windows", "count_windows"};
-  bad |= set(o, "measure_mode", json_string(mmodes[cfg->measure_mode <= TP_MEASURE_COUNT_WINDOWS ? cfg->measure_mode : 0]));
-  bad |= set(o, "duration_ms", u64(cfg->duration_ms));
-  bad |= set(o, "warmup_duration_ms", u64(cfg->warmup_duration_ms));
-  bad |= set(o, "measurement_request_count", u64(cfg->measurement_request_count));
-  bad |= set(o, "stability_percentage", real_or_null(cfg->stability_percentage));
-  bad |= set(o, "max_trials", u64(cfg->max_trials));
+  bad |=
+      set(o, "measure_mode",
+          json_string(
+              mmodes[cfg->measure.measure_mode <= TP_MEASURE_COUNT_WINDOWS ? cfg->measure.measure_mode : 0]));
+  bad |= set(o, "duration_ms", u64(cfg->measure.duration_ms));
+  bad |= set(o, "warmup_duration_ms", u64(cfg->measure.warmup_duration_ms));
+  bad |= set(o, "measurement_request_count", u64(cfg->measure.measurement_request_count));
+  bad |= set(o, "stability_percentage", real_or_null(cfg->measure.stability_percentage));
+  bad |= set(o, "max_trials", u64(cfg->measure.max_trials));
   return bad;
 }
 
@@ -128,32 +132,38 @@ static int config_load_json(json_t *o, json_t *conc, const tp_config *cfg) {
 static int config_lengths_json(json_t *o, const tp_config *cfg) {
   int bad = 0;
   json_t *ins = json_array(), *outs = json_array();
-  for (size_t i = 0; i < cfg->n_input_tokens_means && cfg->input_tokens_means; i++)
-    json_array_append_new(ins, u64(cfg->input_tokens_means[i]));
-  for (size_t i = 0; i < cfg->n_output_tokens_means && cfg->output_tokens_means; i++)
-    json_array_append_new(outs, u64(cfg->output_tokens_means[i]));
+  for (size_t i = 0; i < cfg->prompts.n_input_tokens_means && cfg->prompts.input_tokens_means; i++)
+    json_array_append_new(ins, u64(cfg->prompts.input_tokens_means[i]));
+  for (size_t i = 0; i < cfg->prompts.n_output_tokens_means && cfg->prompts.output_tokens_means; i++)
+    json_array_append_new(outs, u64(cfg->prompts.output_tokens_means[i]));
   bad |= set(o, "synthetic_input_tokens_mean", ins);
-  bad |= set(o, "synthetic_input_tokens_stddev", u64(cfg->input_tokens_stddev));
+  bad |= set(o, "synthetic_input_tokens_stddev", u64(cfg->prompts.input_tokens_stddev));
   bad |= set(o, "output_tokens_sweep", outs);
-  bad |= set(o, "output_tokens_stddev", u64(cfg->output_tokens_stddev));
+  bad |= set(o, "output_tokens_stddev", u64(cfg->prompts.output_tokens_stddev));
   json_t *gp = json_object();
-  if (cfg->goodput_ttft_ms > 0) json_object_set_new(gp, "ttft_ms", json_real(cfg->goodput_ttft_ms));
-  if (cfg->goodput_itl_ms > 0) json_object_set_new(gp, "itl_ms", json_real(cfg->goodput_itl_ms));
-  if (cfg->goodput_latency_ms > 0) json_object_set_new(gp, "latency_ms", json_real(cfg->goodput_latency_ms));
-  if (cfg->goodput_tpot_ms > 0) json_object_set_new(gp, "tpot_ms", json_real(cfg->goodput_tpot_ms));
+  if (cfg->measure.goodput_ttft_ms > 0)
+    json_object_set_new(gp, "ttft_ms", json_real(cfg->measure.goodput_ttft_ms));
+  if (cfg->measure.goodput_itl_ms > 0)
+    json_object_set_new(gp, "itl_ms", json_real(cfg->measure.goodput_itl_ms));
+  if (cfg->measure.goodput_latency_ms > 0)
+    json_object_set_new(gp, "latency_ms", json_real(cfg->measure.goodput_latency_ms));
+  if (cfg->measure.goodput_tpot_ms > 0)
+    json_object_set_new(gp, "tpot_ms", json_real(cfg->measure.goodput_tpot_ms));
   bad |= set(o, "goodput", gp);
   json_t *as = json_array();
-  for (size_t i = 0; i < cfg->n_asserts && cfg->asserts; i++) json_array_append_new(as, json_string(cfg->asserts[i]));
+  for (size_t i = 0; i < cfg->measure.n_asserts && cfg->measure.asserts; i++)
+    json_array_append_new(as, json_string(cfg->measure.asserts[i]));
   bad |= set(o, "asserts", as);
-  bad |= set(o, "max_error_rate", cfg->max_error_rate >= 0 ? json_real(cfg->max_error_rate) : json_null());
+  bad |= set(o, "max_error_rate",
+             cfg->measure.max_error_rate >= 0 ? json_real(cfg->measure.max_error_rate) : json_null());
   return bad;
 }
 
 /* The header lines, with values that look like credentials masked. */
 static json_t *headers_json(const tp_config *cfg) {
   json_t *hdrs = json_array();
-  for (size_t i = 0; i < cfg->n_headers && cfg->headers; i++) {
-    const char *h = cfg->headers[i];
+  for (size_t i = 0; i < cfg->server.n_headers && cfg->server.headers; i++) {
+    const char *h = cfg->server.headers[i];
     const char *colon = strchr(h, ':');
     size_t nl = colon ? (size_t)(colon - h) : strlen(h);
     char lower[64];
@@ -172,15 +182,15 @@ static json_t *headers_json(const tp_config *cfg) {
 /* How requests reach the server: endpoint, key, headers, extra inputs. */
 static int config_access_json(json_t *o, const tp_config *cfg) {
   int bad = 0;
-  bad |= set(o, "endpoint", str_or_null(cfg->endpoint));
+  bad |= set(o, "endpoint", str_or_null(cfg->server.endpoint));
   /* Secrets never leave the process: the key is only said to be set, and
    * header values that look like credentials are masked. */
-  bad |= set(o, "api_key", cfg->api_key ? json_string("***") : json_null());
+  bad |= set(o, "api_key", cfg->server.api_key ? json_string("***") : json_null());
   json_t *hdrs = headers_json(cfg);
   bad |= set(o, "headers", hdrs);
   json_t *extra = json_array();
-  for (size_t i = 0; i < cfg->n_extra_inputs && cfg->extra_inputs; i++)
-    json_array_append_new(extra, json_string(cfg->extra_inputs[i]));
+  for (size_t i = 0; i < cfg->server.n_extra_inputs && cfg->server.extra_inputs; i++)
+    json_array_append_new(extra, json_string(cfg->server.extra_inputs[i]));
   bad |= set(o, "extra_inputs", extra);
   return bad;
 }
@@ -188,32 +198,32 @@ static int config_access_json(json_t *o, const tp_config *cfg) {
 /* TLS files, counts, inputs, the tokenizer, outputs and the mock. */
 static int config_rest_json(json_t *o, const tp_config *cfg, const tp_mock_config *mock) {
   int bad = 0;
-  bad |= set(o, "ca_file", str_or_null(cfg->ca_file));
-  bad |= set(o, "cert_file", str_or_null(cfg->cert_file));
-  bad |= set(o, "key_file", str_or_null(cfg->key_file));
-  bad |= set(o, "insecure", json_boolean(cfg->insecure));
-  bad |= set(o, "request_count", u64(cfg->request_count));
-  bad |= set(o, "measurement_interval_ms", u64(cfg->measurement_interval_ms));
-  bad |= set(o, "warmup_request_count", u64(cfg->warmup_request_count));
-  bad |= set(o, "input_file", str_or_null(cfg->input_file));
-  bad |= set(o, "tokenizer", str_or_null(cfg->tokenizer));
-  bad |= set(o, "tokenizer_add_special_tokens", json_boolean(cfg->tokenizer_add_special_tokens));
-  bad |= set(o, "random_seed", u64(cfg->random_seed));
-  bad |= set(o, "output_tokens_mean", u64(cfg->output_tokens_mean));
-  bad |= set(o, "output_tokens_deterministic", json_boolean(cfg->output_tokens_deterministic));
-  bad |= set(o, "synthetic_input_words", u64(cfg->synthetic_input_words));
-  bad |= set(o, "num_prompts", u64(cfg->num_prompts));
-  bad |= set(o, "connections", u64(cfg->connections));
-  bad |= set(o, "request_timeout_ms", u64(cfg->request_timeout_ms));
-  bad |= set(o, "skip_preflight", json_boolean(cfg->skip_preflight));
-  bad |= set(o, "json_path", str_or_null(cfg->json_path));
-  bad |= set(o, "records_path", str_or_null(cfg->records_path));
+  bad |= set(o, "ca_file", str_or_null(cfg->server.ca_file));
+  bad |= set(o, "cert_file", str_or_null(cfg->server.cert_file));
+  bad |= set(o, "key_file", str_or_null(cfg->server.key_file));
+  bad |= set(o, "insecure", json_boolean(cfg->server.insecure));
+  bad |= set(o, "request_count", u64(cfg->measure.request_count));
+  bad |= set(o, "measurement_interval_ms", u64(cfg->measure.measurement_interval_ms));
+  bad |= set(o, "warmup_request_count", u64(cfg->measure.warmup_request_count));
+  bad |= set(o, "input_file", str_or_null(cfg->prompts.input_file));
+  bad |= set(o, "tokenizer", str_or_null(cfg->prompts.tokenizer));
+  bad |= set(o, "tokenizer_add_special_tokens", json_boolean(cfg->prompts.tokenizer_add_special_tokens));
+  bad |= set(o, "random_seed", u64(cfg->prompts.random_seed));
+  bad |= set(o, "output_tokens_mean", u64(cfg->prompts.output_tokens_mean));
+  bad |= set(o, "output_tokens_deterministic", json_boolean(cfg->prompts.output_tokens_deterministic));
+  bad |= set(o, "synthetic_input_words", u64(cfg->prompts.synthetic_input_words));
+  bad |= set(o, "num_prompts", u64(cfg->prompts.num_prompts));
+  bad |= set(o, "connections", u64(cfg->server.connections));
+  bad |= set(o, "request_timeout_ms", u64(cfg->server.request_timeout_ms));
+  bad |= set(o, "skip_preflight", json_boolean(cfg->server.skip_preflight));
+  bad |= set(o, "json_path", str_or_null(cfg->output.json_path));
+  bad |= set(o, "records_path", str_or_null(cfg->output.records_path));
   bad |= set(o, "mock", json_boolean(mock != NULL));
   bad |= set(o, "mock_config", mock_config_json(mock));
   bad |= set(o, "mock_log_path", str_or_null(mock ? mock->log_path : NULL));
-  /* cfg->progress is a stream, not a setting worth recording; "quiet"
+  /* cfg->output.progress is a stream, not a setting worth recording; "quiet"
    * is what it means to a reader. */
-  bad |= set(o, "progress", json_boolean(cfg->progress != NULL));
+  bad |= set(o, "progress", json_boolean(cfg->output.progress != NULL));
   return bad;
 }
 

@@ -129,7 +129,7 @@ void tp_repeat_ci(const tp_level_result *levels, size_t first, size_t n, const t
 }
 
 static size_t runs_of(const tp_report_input *in) {
-  return in->cfg && in->cfg->num_profile_runs > 1 ? in->cfg->num_profile_runs : 1;
+  return in->cfg && in->cfg->measure.num_profile_runs > 1 ? in->cfg->measure.num_profile_runs : 1;
 }
 
 static void point_name(const tp_level_result *lr, char *buf, size_t len) {

@@ -17,7 +17,7 @@
 static bool stats_wanted(const tp_run *r) {
   /* Only clients that can read them offer them (Triton gRPC's
    * ModelStatistics). */
-  return !r->stats_off && !r->cfg.no_server_stats && !r->cfg.skip_preflight &&
+  return !r->stats_off && !r->cfg.server.no_server_stats && !r->cfg.server.skip_preflight &&
          tp_client_offers_model_stats(r->client);
 }
 
@@ -50,7 +50,7 @@ static void stats_read_after(tp_run *r, size_t li, tp_level_result *lv) {
     /* The target model first, then the composing models in server order. */
     for (size_t i = 0; i < n_after; i++) {
       const tp_triton_model_counters *a = &after[i];
-      bool target = strcmp(a->name, r->cfg.model) == 0;
+      bool target = strcmp(a->name, r->cfg.server.model) == 0;
       if ((pass == 0) != target) continue;
       tp_triton_model_counters b;
       memset(&b, 0, sizeof(b));
@@ -258,7 +258,7 @@ static void dist_fill_level(tp_run *r, size_t li, tp_level_result *lv) {
  * options, so every rank stops alike). */
 int tpr_dist_open(tp_run *r, char *err, size_t errlen) {
   if (!tp_mpi_launched()) return 0;
-  uint64_t timeout_ms = r->cfg.mpi_timeout_ms ? r->cfg.mpi_timeout_ms : 20000;
+  uint64_t timeout_ms = r->cfg.dist.mpi_timeout_ms ? r->cfg.dist.mpi_timeout_ms : 20000;
   int rv = tp_mpi_new(&r->mpi, timeout_ms * TP_NS_PER_MS, err, errlen);
   if (rv) return rv;
   r->rank = tp_mpi_rank(r->mpi);
@@ -267,17 +267,18 @@ int tpr_dist_open(tp_run *r, char *err, size_t errlen) {
     snprintf(r->rank_tag, sizeof(r->rank_tag), "rank %u on %s: ", r->rank, tp_mpi_host(r->mpi, r->rank));
   const char *why = NULL;
   char buf[512];
-  if (r->cfg.measure_mode == TP_MEASURE_TIME_WINDOWS || r->cfg.measure_mode == TP_MEASURE_COUNT_WINDOWS) {
+  if (r->cfg.measure.measure_mode == TP_MEASURE_TIME_WINDOWS ||
+      r->cfg.measure.measure_mode == TP_MEASURE_COUNT_WINDOWS) {
     why =
         "the stability windows (measure.measurement_interval_ms, measure.measurement_mode) are not available "
         "under MPI: each rank would judge stability alone; use measure.request_count or measure.duration_ms";
   } else if (r->mock_cfg && r->n_ranks > 1) {
     why = "--mock runs the server inside one process, which ranks on other hosts cannot reach; start one "
           "'tokperf mock --host ADDR' and give every rank -u ADDR:PORT (docs/scale-out.md)";
-  } else if (r->cfg.max_concurrency && r->cfg.max_concurrency < r->n_ranks) {
+  } else if (r->cfg.load.max_concurrency && r->cfg.load.max_concurrency < r->n_ranks) {
     snprintf(buf, sizeof(buf),
              "load.max_concurrency %u is below the %u ranks: each rank needs at least one slot",
-             r->cfg.max_concurrency, r->n_ranks);
+             r->cfg.load.max_concurrency, r->n_ranks);
     why = buf;
   }
   if (why) {
@@ -290,11 +291,11 @@ int tpr_dist_open(tp_run *r, char *err, size_t errlen) {
   if (r->rank != 0) {
     /* Rank 0 alone reports, writes artifacts and reads the server's own
      * figures; the others are quiet but for their errors. */
-    r->cfg.progress = NULL;
-    r->cfg.no_artifacts = true;
-    r->cfg.records_path = NULL;
-    r->cfg.metrics_url = NULL;
-    r->cfg.no_server_stats = true;
+    r->cfg.output.progress = NULL;
+    r->cfg.artifacts.no_artifacts = true;
+    r->cfg.output.records_path = NULL;
+    r->cfg.server.metrics_url = NULL;
+    r->cfg.server.no_server_stats = true;
   }
   uv_timer_init(&r->loop, &r->mpi_timer);
   r->mpi_timer.data = r;
@@ -393,9 +394,10 @@ void tpr_stats_done(tp_run *r, const tp_record *rec) {
 }
 
 static int scrape_open(tp_run *r, char *err, size_t errlen) {
-  if (!r->cfg.metrics_url) return 0;
-  snprintf(r->metrics_url, sizeof(r->metrics_url), "%s", r->cfg.metrics_url);
-  return tp_scraper_new(&r->scraper, &r->loop, r->metrics_url, r->cfg.metrics_interval_ms, &r->cfg, err, errlen);
+  if (!r->cfg.server.metrics_url) return 0;
+  snprintf(r->metrics_url, sizeof(r->metrics_url), "%s", r->cfg.server.metrics_url);
+  return tp_scraper_new(&r->scraper, &r->loop, r->metrics_url, r->cfg.server.metrics_interval_ms, &r->cfg,
+                        err, errlen);
 }
 
 static int scrape_begin(tp_run *r, size_t li, char *err, size_t errlen) {
@@ -434,25 +436,25 @@ static void mpi_end(tp_run *r, size_t li, tp_level_result *lv) {
 }
 
 static int artifacts_open(tp_run *r, char *err, size_t errlen) {
-  if (r->cfg.no_artifacts) return 0;
+  if (r->cfg.artifacts.no_artifacts) return 0;
   tpr_artifact_dir_name(&r->cfg, r->artifact_dir, sizeof(r->artifact_dir));
   struct timespec wall;
   clock_gettime(CLOCK_REALTIME, &wall);
   tp_artifacts_opts ao;
   memset(&ao, 0, sizeof(ao));
   ao.dir = r->artifact_dir;
-  ao.profile_export_file = r->cfg.profile_export_file;
+  ao.profile_export_file = r->cfg.artifacts.profile_export_file;
   ao.cfg = &r->cfg;
   /* One anchor pair: wall time = anchor + (monotonic - its anchor). */
   ao.anchor_mono_ns = tp_now_ns();
   ao.anchor_wall_ns = (uint64_t)wall.tv_sec * TP_NS_PER_S + (uint64_t)wall.tv_nsec;
-  ao.html = !r->cfg.no_html;
+  ao.html = !r->cfg.artifacts.no_html;
   int rv = tp_artifacts_open(&r->artifacts, &ao, err, errlen);
   if (rv) return rv == TP_ENOMEM ? rv : TP_EIO;
   tp_artifacts_set_mock(r->artifacts, r->mock_cfg != NULL);
-  if (!r->cfg.records_path) {
+  if (!r->cfg.output.records_path) {
     snprintf(r->records_default, sizeof(r->records_default), "%s/records.jsonl", r->artifact_dir);
-    r->cfg.records_path = r->records_default;
+    r->cfg.output.records_path = r->records_default;
   }
   return 0;
 }
@@ -485,14 +487,14 @@ static void artifacts_end(tp_run *r, size_t li, tp_level_result *lv) {
      * lines (flushed already; the merged ones of other ranks are not shed). */
     char rerr[600];
     fflush(r->records_fp);
-    if (tp_records_reader_open(&from, r->cfg.records_path, rerr, sizeof(rerr)))
+    if (tp_records_reader_open(&from, r->cfg.output.records_path, rerr, sizeof(rerr)))
       tpr_warn(r, "the level's exports lack response times and text: %s", rerr);
   }
   if (from || !L->n_shed) {
     tp_export_request *reqs = calloc(L->n_planned ? L->n_planned : 1, sizeof(*reqs));
     /* The exports give the text sent: the markers are kept for them. */
-    char(*markers)[24] = r->cfg.cache_bust ? calloc(L->n_planned ? L->n_planned : 1, 24) : NULL;
-    if (reqs && (markers || !r->cfg.cache_bust)) {
+    char(*markers)[24] = r->cfg.prompts.cache_bust ? calloc(L->n_planned ? L->n_planned : 1, 24) : NULL;
+    if (reqs && (markers || !r->cfg.prompts.cache_bust)) {
       export_requests(r, reqs, markers, from);
       tp_export_level el = {lv, reqs, L->n_planned, L->lo.window_start_ns, L->lo.window_end_ns};
       tp_accuracy acc;

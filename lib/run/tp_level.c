@@ -20,9 +20,9 @@ void tpr_open_windows(tp_run *r, uint64_t start_ns) {
   level_state *L = &r->lv;
   L->win_start_ns = start_ns;
   L->win_edges_ns[0] = start_ns;
-  if (r->cfg.measure_mode == TP_MEASURE_TIME_WINDOWS) {
-    uv_timer_start(&r->window_timer, on_window_timer, r->cfg.measurement_interval_ms,
-                   r->cfg.measurement_interval_ms);
+  if (r->cfg.measure.measure_mode == TP_MEASURE_TIME_WINDOWS) {
+    uv_timer_start(&r->window_timer, on_window_timer, r->cfg.measure.measurement_interval_ms,
+                   r->cfg.measure.measurement_interval_ms);
     L->window_timer_on = true;
   }
 }
@@ -34,13 +34,15 @@ void tpr_open_windows(tp_run *r, uint64_t start_ns) {
  * in the next one). */
 void tpr_window_on_completion(tp_run *r, tp_record *rec) {
   level_state *L = &r->lv;
-  bool windows = r->cfg.measure_mode == TP_MEASURE_TIME_WINDOWS || r->cfg.measure_mode == TP_MEASURE_COUNT_WINDOWS;
+  bool windows = r->cfg.measure.measure_mode == TP_MEASURE_TIME_WINDOWS ||
+                 r->cfg.measure.measure_mode == TP_MEASURE_COUNT_WINDOWS;
   if (!windows || !L->win_start_ns || L->stop_planning || rec->warmup) return;
   if (rec->done_ns < L->win_edges_ns[0] || !tp_record_ok(rec)) return;
   rec->window = (uint8_t)(L->trials + 1);
   L->win_done++;
   L->win_lat_sum_ms += (double)(rec->done_ns - rec->sent_ns) / 1e6;
-  if (r->cfg.measure_mode == TP_MEASURE_COUNT_WINDOWS && L->win_done >= r->cfg.measurement_request_count)
+  if (r->cfg.measure.measure_mode == TP_MEASURE_COUNT_WINDOWS &&
+      L->win_done >= r->cfg.measure.measurement_request_count)
     close_window(r, tp_now_ns());
 }
 
@@ -57,8 +59,8 @@ static void close_window(tp_run *r, uint64_t now) {
   L->win_start_ns = now;
   L->win_done = 0;
   L->win_lat_sum_ms = 0;
-  L->stable = tp_windows_stable(L->win_tput, L->win_lat_ms, L->trials, r->cfg.stability_percentage);
-  if (L->stable || L->trials >= r->cfg.max_trials) {
+  L->stable = tp_windows_stable(L->win_tput, L->win_lat_ms, L->trials, r->cfg.measure.stability_percentage);
+  if (L->stable || L->trials >= r->cfg.measure.max_trials) {
     tpr_stop_planning(r, now);
     if (L->window_timer_on) {
       uv_timer_stop(&r->window_timer);
@@ -66,8 +68,9 @@ static void close_window(tp_run *r, uint64_t now) {
       L->window_timer_on = false;
     }
     if (!L->stable)
-      tpr_warn(r, "the last three windows never agreed within %g%% in %u trials: reporting the last three anyway",
-           r->cfg.stability_percentage, L->trials);
+      tpr_warn(
+          r, "the last three windows never agreed within %g%% in %u trials: reporting the last three anyway",
+          r->cfg.measure.stability_percentage, L->trials);
   }
   tpr_level_check_done(r);
 }
@@ -112,9 +115,12 @@ void tpr_on_interrupt(uv_async_t *a) {
   /* In-flight requests get the grace period to finish; then they are
    * cancelled, so a stalled server cannot hold the results hostage. */
   if (L->in_flight && r->client->ops->cancel_all) {
-    tpr_warn(r, "interrupted: waiting up to %" PRIu64 " ms for %u requests in flight (Ctrl-C again to quit at once)",
-         r->cfg.grace_period_ms, L->in_flight);
-    uv_timer_start(&r->grace_timer, on_grace, r->cfg.grace_period_ms ? r->cfg.grace_period_ms : 1, 0);
+    tpr_warn(r,
+             "interrupted: waiting up to %" PRIu64
+             " ms for %u requests in flight (Ctrl-C again to quit at once)",
+             r->cfg.measure.grace_period_ms, L->in_flight);
+    uv_timer_start(&r->grace_timer, on_grace,
+                   r->cfg.measure.grace_period_ms ? r->cfg.measure.grace_period_ms : 1, 0);
   }
   tpr_level_check_done(r);
 }
@@ -150,9 +156,10 @@ static void on_progress(uv_timer_t *t) {
   if (L->total_all != SIZE_MAX) snprintf(total, sizeof(total), " of %zu", L->total_all);
   double rate = secs > 0 ? (double)done / secs : 0;
   if (!r->progress_tty) {
-    fprintf(r->cfg.progress, "tokperf: %s%zu%s done, %zu in flight, %.1f requests/s, %zu failed, %.0f s\n",
-            r->id_prefix, done, total, in_flight, rate, failed, secs);
-    fflush(r->cfg.progress);
+    fprintf(r->cfg.output.progress,
+            "tokperf: %s%zu%s done, %zu in flight, %.1f requests/s, %zu failed, %.0f s\n", r->id_prefix, done,
+            total, in_flight, rate, failed, secs);
+    fflush(r->cfg.output.progress);
     return;
   }
   /* On a terminal, one status line redrawn in place: which level of how
@@ -169,10 +176,11 @@ static void on_progress(uv_timer_t *t) {
   char left[32] = "";
   if (L->total_all != SIZE_MAX && rate > 0 && L->total_all > done)
     snprintf(left, sizeof(left), ", ~%.0f s left", (double)(L->total_all - done) / rate);
-  fprintf(r->cfg.progress,
-          "\r\033[Ktokperf: level %zu/%zu %s: %zu%s done, %zu in flight, %zu failed, %.1f requests/s%s, %.0f s%s",
-          L->index + 1, r->n_points, L->desc, done, total, in_flight, failed, rate, ttft, secs, left);
-  fflush(r->cfg.progress);
+  fprintf(
+      r->cfg.output.progress,
+      "\r\033[Ktokperf: level %zu/%zu %s: %zu%s done, %zu in flight, %zu failed, %.1f requests/s%s, %.0f s%s",
+      L->index + 1, r->n_points, L->desc, done, total, in_flight, failed, rate, ttft, secs, left);
+  fflush(r->cfg.output.progress);
 }
 
 static void describe_point(const point *pt, char *buf, size_t len) {
@@ -210,7 +218,7 @@ static int level_reset(tp_run *r, size_t li, char *err, size_t errlen) {
   if (rv) return rv;
   tpr_count_prompts(r, L->ds);
   tp_timer_init(&L->plan_timer, tpr_on_plan_timer, r);
-  tp_rng_seed(&L->out_rng, tp_rng_mix(r->cfg.random_seed ^ 0x07f, li));
+  tp_rng_seed(&L->out_rng, tp_rng_mix(r->cfg.prompts.random_seed ^ 0x07f, li));
 
   describe_point(pt, L->desc, sizeof(L->desc));
   L->index = li;
@@ -222,9 +230,9 @@ static int level_reset(tp_run *r, size_t li, char *err, size_t errlen) {
   if (pt->input_tokens || pt->output_tokens)
     snprintf(r->id_prefix + strlen(r->id_prefix), sizeof(r->id_prefix) - strlen(r->id_prefix), "i%uo%u-",
              pt->input_tokens, pt->output_tokens);
-  if (r->cfg.num_profile_runs > 1) /* repeated runs: ids stay unique */
+  if (r->cfg.measure.num_profile_runs > 1) /* repeated runs: ids stay unique */
     snprintf(r->id_prefix + strlen(r->id_prefix), sizeof(r->id_prefix) - strlen(r->id_prefix), "r%zu-",
-             li % r->cfg.num_profile_runs + 1);
+             li % r->cfg.measure.num_profile_runs + 1);
   return 0;
 }
 
@@ -232,8 +240,8 @@ static int level_reset(tp_run *r, size_t li, char *err, size_t errlen) {
  * stability windows). */
 static void level_counts(tp_run *r, const point *pt) {
   level_state *L = &r->lv;
-  L->n_warmup = r->cfg.warmup_request_count;
-  uint64_t measured = r->cfg.request_count;
+  L->n_warmup = r->cfg.measure.warmup_request_count;
+  uint64_t measured = r->cfg.measure.request_count;
   if (!measured) {
     if (pt->mode == TP_LOAD_CONCURRENCY)
       measured = TP_MAX(16, 4 * (uint64_t)pt->concurrency);
@@ -242,11 +250,12 @@ static void level_counts(tp_run *r, const point *pt) {
   }
   /* A conversations file: the counts are of sessions, and by default each
    * of the file's sessions runs once. */
-  if (r->ds.n_sessions && L->ds == &r->ds && !r->cfg.request_count) measured = r->ds.n_sessions;
-  switch (r->cfg.measure_mode) {
-    case TP_MEASURE_COUNT: L->total = pt->mode == TP_LOAD_SCHEDULE && !r->cfg.request_count
-                                          ? L->n_warmup + r->n_trace
-                                          : L->n_warmup + measured; break;
+  if (r->ds.n_sessions && L->ds == &r->ds && !r->cfg.measure.request_count) measured = r->ds.n_sessions;
+  switch (r->cfg.measure.measure_mode) {
+    case TP_MEASURE_COUNT:
+      L->total = pt->mode == TP_LOAD_SCHEDULE && !r->cfg.measure.request_count ? L->n_warmup + r->n_trace
+                                                                               : L->n_warmup + measured;
+      break;
     default: L->total = SIZE_MAX; break;
   }
   if (pt->mode == TP_LOAD_SCHEDULE && L->total == SIZE_MAX) L->total = r->n_trace + L->n_warmup;
@@ -262,18 +271,19 @@ static int level_offsets(tp_run *r, size_t li, const point *pt) {
      * stops when it has its answer. */
     size_t n = L->total;
     if (n == SIZE_MAX) {
-      double secs = (double)(r->cfg.warmup_duration_ms) / 1e3;
-      if (r->cfg.measure_mode == TP_MEASURE_DURATION) secs += (double)r->cfg.duration_ms / 1e3;
-      else if (r->cfg.measure_mode == TP_MEASURE_TIME_WINDOWS)
-        secs += (double)r->cfg.measurement_interval_ms / 1e3 * r->cfg.max_trials;
+      double secs = (double)(r->cfg.measure.warmup_duration_ms) / 1e3;
+      if (r->cfg.measure.measure_mode == TP_MEASURE_DURATION)
+        secs += (double)r->cfg.measure.duration_ms / 1e3;
+      else if (r->cfg.measure.measure_mode == TP_MEASURE_TIME_WINDOWS)
+        secs += (double)r->cfg.measure.measurement_interval_ms / 1e3 * r->cfg.measure.max_trials;
       else
-        secs += (double)r->cfg.measurement_request_count * r->cfg.max_trials / pt->rate;
+        secs += (double)r->cfg.measure.measurement_request_count * r->cfg.measure.max_trials / pt->rate;
       n = L->n_warmup + (size_t)(pt->rate * secs * 1.1) + 64;
     }
     L->offsets = malloc(n * sizeof(uint64_t));
     if (!L->offsets) return TP_ENOMEM;
-    int rv = tp_sched_fill(L->offsets, n, pt->rate, r->cfg.arrival, r->cfg.burstiness,
-                           tp_sched_seed(r->cfg.random_seed, li));
+    int rv = tp_sched_fill(L->offsets, n, pt->rate, r->cfg.load.arrival, r->cfg.load.burstiness,
+                           tp_sched_seed(r->cfg.prompts.random_seed, li));
     if (rv) return rv;
     L->n_offsets = n;
   } else if (pt->mode == TP_LOAD_SCHEDULE) {
@@ -293,18 +303,18 @@ static void level_announce(tp_run *r) {
   const char *desc = L->desc;
   if (L->sess && L->sess_total == SIZE_MAX)
     tpr_progress(r, "%s: sessions of %s for %" PRIu64 " ms, each turn with its history", desc, r->ds.source,
-                 r->cfg.duration_ms);
+                 r->cfg.measure.duration_ms);
   else if (L->sess)
     tpr_progress(r, "%s: %zu sessions of %s (+%zu warm-up), each turn with its history", desc,
                  L->sess_total - L->n_warmup, r->ds.source, L->n_warmup);
-  else if (r->cfg.measure_mode == TP_MEASURE_TIME_WINDOWS)
+  else if (r->cfg.measure.measure_mode == TP_MEASURE_TIME_WINDOWS)
     tpr_progress(r, "%s: measuring in windows of %" PRIu64 " ms until three agree within %g%%", desc,
-                 r->cfg.measurement_interval_ms, r->cfg.stability_percentage);
-  else if (r->cfg.measure_mode == TP_MEASURE_COUNT_WINDOWS)
+                 r->cfg.measure.measurement_interval_ms, r->cfg.measure.stability_percentage);
+  else if (r->cfg.measure.measure_mode == TP_MEASURE_COUNT_WINDOWS)
     tpr_progress(r, "%s: measuring in windows of %" PRIu64 " requests until three agree within %g%%", desc,
-                 r->cfg.measurement_request_count, r->cfg.stability_percentage);
-  else if (r->cfg.measure_mode == TP_MEASURE_DURATION)
-    tpr_progress(r, "%s: measuring for %" PRIu64 " ms", desc, r->cfg.duration_ms);
+                 r->cfg.measure.measurement_request_count, r->cfg.measure.stability_percentage);
+  else if (r->cfg.measure.measure_mode == TP_MEASURE_DURATION)
+    tpr_progress(r, "%s: measuring for %" PRIu64 " ms", desc, r->cfg.measure.duration_ms);
   else
     tpr_progress(r, "%s: %zu requests (+%zu warm-up)", desc, L->total - L->n_warmup, L->n_warmup);
 }
@@ -338,8 +348,9 @@ static int level_drive(tp_run *r, size_t li, const point *pt, char *err, size_t 
   int rv = tpr_hooks_begin(r, li, err, errlen);
   if (rv) return rv;
   if (!r->mpi) L->t0 = tp_now_ns();
-  if (r->cfg.warmup_duration_ms) L->warmup_end_ns = L->t0 + r->cfg.warmup_duration_ms * TP_NS_PER_MS;
-  if (r->cfg.progress) {
+  if (r->cfg.measure.warmup_duration_ms)
+    L->warmup_end_ns = L->t0 + r->cfg.measure.warmup_duration_ms * TP_NS_PER_MS;
+  if (r->cfg.output.progress) {
     r->last_progress_ns = L->t0;
     uv_timer_start(&r->progress_timer, on_progress, PROGRESS_MS, PROGRESS_MS);
   }
@@ -357,7 +368,7 @@ static int level_drive(tp_run *r, size_t li, const point *pt, char *err, size_t 
   tp_pacer_free(L->pacer);
   L->pacer = NULL;
   uv_timer_stop(&r->progress_timer);
-  if (r->progress_tty && r->cfg.progress) fputs("\r\033[K", r->cfg.progress);
+  if (r->progress_tty && r->cfg.output.progress) fputs("\r\033[K", r->cfg.output.progress);
   tpr_hooks_stop(r);
   tp_timer_stop(r->timers, &L->plan_timer);
   uv_timer_stop(&r->window_timer);
@@ -371,12 +382,13 @@ static void level_choose_measured(tp_run *r) {
   level_state *L = &r->lv;
   tp_level_opts *lo = &L->lo;
   memset(lo, 0, sizeof(*lo));
-  lo->goodput_ttft_ms = r->cfg.goodput_ttft_ms;
-  lo->goodput_itl_ms = r->cfg.goodput_itl_ms;
-  lo->goodput_latency_ms = r->cfg.goodput_latency_ms;
-  lo->goodput_tpot_ms = r->cfg.goodput_tpot_ms;
+  lo->goodput_ttft_ms = r->cfg.measure.goodput_ttft_ms;
+  lo->goodput_itl_ms = r->cfg.measure.goodput_itl_ms;
+  lo->goodput_latency_ms = r->cfg.measure.goodput_latency_ms;
+  lo->goodput_tpot_ms = r->cfg.measure.goodput_tpot_ms;
   lo->gaps = r->mpi ? NULL : r->gaps; /* other ranks' gaps stay there */
-  bool windows = r->cfg.measure_mode == TP_MEASURE_TIME_WINDOWS || r->cfg.measure_mode == TP_MEASURE_COUNT_WINDOWS;
+  bool windows = r->cfg.measure.measure_mode == TP_MEASURE_TIME_WINDOWS ||
+                 r->cfg.measure.measure_mode == TP_MEASURE_COUNT_WINDOWS;
   if (windows && L->trials > 0) {
     uint32_t first = L->trials >= 3 ? L->trials - 3 : 0;
     lo->window_start_ns = L->win_edges_ns[first];
@@ -405,7 +417,7 @@ static int level_result(tp_run *r, size_t li, const point *pt, tp_level_result *
   lv->concurrency = pt->concurrency;
   lv->request_rate = pt->rate;
   lv->input_tokens_mean = pt->input_tokens;
-  lv->output_tokens_mean = r->cfg.n_output_tokens_means ? pt->output_tokens : 0;
+  lv->output_tokens_mean = r->cfg.prompts.n_output_tokens_means ? pt->output_tokens : 0;
   lv->max_in_flight = L->max_in_flight;
   if (L->sess) tpr_sessions_level_stats(r, lv);
   lv->trials = L->trials;

@@ -50,8 +50,8 @@ static void plan_session_turn(tp_run *r, const tp_sessions_turn *t) {
   tpr_stats_planned(r, rec);
   if (!rec->warmup && !L->measure_start_ns) {
     L->measure_start_ns = rec->planned_ns;
-    if (r->cfg.measure_mode == TP_MEASURE_DURATION)
-      L->measure_end_ns = rec->planned_ns + r->cfg.duration_ms * TP_NS_PER_MS;
+    if (r->cfg.measure.measure_mode == TP_MEASURE_DURATION)
+      L->measure_end_ns = rec->planned_ns + r->cfg.measure.duration_ms * TP_NS_PER_MS;
   }
   tpr_send_request(r, seq);
   /* A send never ends inside tpr_send_request: an end already there means it
@@ -91,7 +91,7 @@ static void on_sessions_timer(tp_timer *t, uint64_t now_ns) {
 void tpr_sessions_fill_send(tp_run *r, size_t seq, tp_client_send *snd) {
   level_state *L = &r->lv;
   snd->session = L->recs[seq].session;
-  bool chat = r->cfg.service_kind == TP_SERVICE_OPENAI_CHAT;
+  bool chat = r->cfg.server.service_kind == TP_SERVICE_OPENAI_CHAT;
   if (tp_sessions_build(L->sess, &L->sess_turns[seq], chat, &r->sendbuf, &L->sess_msgs)) return;
   snd->prompt = (const char *)r->sendbuf.data;
   snd->prompt_len = r->sendbuf.len;
@@ -114,8 +114,8 @@ void tpr_sessions_on_done(tp_run *r, size_t seq) {
 int tpr_sessions_level_start(tp_run *r, char *err, size_t errlen) {
   level_state *L = &r->lv;
   const tp_config *c = &r->cfg;
-  if (L->pt.mode == TP_LOAD_SCHEDULE || c->measure_mode == TP_MEASURE_TIME_WINDOWS ||
-      c->measure_mode == TP_MEASURE_COUNT_WINDOWS) {
+  if (L->pt.mode == TP_LOAD_SCHEDULE || c->measure.measure_mode == TP_MEASURE_TIME_WINDOWS ||
+      c->measure.measure_mode == TP_MEASURE_COUNT_WINDOWS) {
     tp_seterr(err, errlen,
               "%s: a conversations file runs with load.concurrency or load.request_rate, measured by count "
               "or measure.duration_ms (not a schedule or stability windows)",

@@ -39,8 +39,9 @@ uint32_t tpr_draw_max_tokens(tp_run *r, const tp_prompt *p, size_t seq) {
   if (L->pt.mode == TP_LOAD_SCHEDULE && r->trace[seq % r->n_trace].output_tokens)
     return r->trace[seq % r->n_trace].output_tokens;
   if (L->pt.output_tokens) {
-    if (!r->cfg.output_tokens_stddev) return L->pt.output_tokens;
-    double d = (double)L->pt.output_tokens + (double)r->cfg.output_tokens_stddev * tp_rng_normal(&L->out_rng);
+    if (!r->cfg.prompts.output_tokens_stddev) return L->pt.output_tokens;
+    double d = (double)L->pt.output_tokens +
+               (double)r->cfg.prompts.output_tokens_stddev * tp_rng_normal(&L->out_rng);
     return d < 1 ? 1 : (uint32_t)llround(d);
   }
   return p->max_tokens > 0 ? (uint32_t)p->max_tokens : DEFAULT_MAX_TOKENS;
@@ -77,9 +78,10 @@ static size_t plan_record(tp_run *r, const tp_pacer_item *it) {
   if (!rec->warmup && !L->measure_start_ns) {
     /* The measurement starts with the first measured request. */
     L->measure_start_ns = planned_ns;
-    if (r->cfg.measure_mode == TP_MEASURE_DURATION)
-      L->measure_end_ns = planned_ns + r->cfg.duration_ms * TP_NS_PER_MS;
-    if (r->cfg.measure_mode == TP_MEASURE_TIME_WINDOWS || r->cfg.measure_mode == TP_MEASURE_COUNT_WINDOWS)
+    if (r->cfg.measure.measure_mode == TP_MEASURE_DURATION)
+      L->measure_end_ns = planned_ns + r->cfg.measure.duration_ms * TP_NS_PER_MS;
+    if (r->cfg.measure.measure_mode == TP_MEASURE_TIME_WINDOWS ||
+        r->cfg.measure.measure_mode == TP_MEASURE_COUNT_WINDOWS)
       tpr_open_windows(r, planned_ns);
   }
   return seq;
@@ -217,13 +219,13 @@ void tpr_req_on_event(void *req, const tp_client_event *ev, uint64_t arrival_ns)
   }
   /* Memory stays bounded under an answer that never ends. */
   const tp_config *c = &x->run->cfg;
-  bool too_big = c->max_response_bytes && rec->text.len > c->max_response_bytes;
-  bool too_long = c->max_output_tokens && rec->n_text_resp > c->max_output_tokens;
+  bool too_big = c->server.max_response_bytes && rec->text.len > c->server.max_response_bytes;
+  bool too_long = c->server.max_output_tokens && rec->n_text_resp > c->server.max_output_tokens;
   if ((too_big || too_long) && !x->cancelled && x->run->client->ops->cancel) {
     char msg[160];
     snprintf(msg, sizeof(msg), "answer cancelled: it passed %s (%" PRIu64 ")",
              too_big ? "--max-response-bytes" : "--max-output-tokens",
-             too_big ? c->max_response_bytes : c->max_output_tokens);
+             too_big ? c->server.max_response_bytes : c->server.max_output_tokens);
     tp_record_fail(rec, TP_ERRCLASS_PROTOCOL, -1, msg, strlen(msg));
     x->cancelled = true;
     x->run->client->ops->cancel(x->run->client, x->handle);
@@ -244,9 +246,10 @@ void tpr_sent_head(const tp_run *r, size_t seq, char marker[24], const char *hea
     head[i] = NULL;
     len[i] = 0;
   }
-  if (r->cfg.cache_bust) {
+  if (r->cfg.prompts.cache_bust) {
     snprintf(marker, 24, "[%016llx] ",
-             (unsigned long long)tp_rng_mix(r->cfg.random_seed ^ 0xcb, ((uint64_t)r->cur_level << 40) | gseq));
+             (unsigned long long)tp_rng_mix(r->cfg.prompts.random_seed ^ 0xcb,
+                                            ((uint64_t)r->cur_level << 40) | gseq));
     head[0] = marker;
     len[0] = strlen(marker);
   }
@@ -287,7 +290,8 @@ void tpr_req_on_done(void *req, const tp_client_done *d) {
   if (!rec->done_ns) rec->done_ns = d->end_ns;
   /* The dataset's count is the prompt's; a marker or prefix in front is
    * counted with it by the tokenizer (tpr_count_work), or not at all. */
-  rec->input_tokens = r->cfg.cache_bust || r->n_prefixes ? -1 : L->ds->items[rec->prompt_index].input_tokens;
+  rec->input_tokens =
+      r->cfg.prompts.cache_bust || r->n_prefixes ? -1 : L->ds->items[rec->prompt_index].input_tokens;
   L->in_flight--;
   note_done(L, rec);
 
@@ -336,18 +340,21 @@ void tpr_send_request(tp_run *r, size_t seq) {
   }
   x->run = r;
   x->seq = seq;
-  x->cumulative = r->cfg.cumulative_text;
+  x->cumulative = r->cfg.server.cumulative_text;
   const tp_prompt *p = &L->ds->items[rec->prompt_index];
   char id[96];
   snprintf(id, sizeof(id), "%s%" PRIu64, r->id_prefix, rec->seq);
-  uint32_t min_tokens = r->cfg.output_tokens_deterministic ? rec->max_tokens : 0;
-  tp_client_send snd = {id, p->text, p->text_len, rec->max_tokens, min_tokens,
-                        r->cfg.request_timeout_ms * TP_NS_PER_MS, &x->handle, NULL, NULL, 0};
-  if (r->cfg.cache_bust || r->n_prefixes) {
+  uint32_t min_tokens = r->cfg.prompts.output_tokens_deterministic ? rec->max_tokens : 0;
+  tp_client_send snd = {id,          p->text,
+                        p->text_len, rec->max_tokens,
+                        min_tokens,  r->cfg.server.request_timeout_ms * TP_NS_PER_MS,
+                        &x->handle,  NULL,
+                        NULL,        0};
+  if (r->cfg.prompts.cache_bust || r->n_prefixes) {
     tpr_build_sent_text(r, seq, &r->sendbuf);
     snd.prompt = (const char *)r->sendbuf.data;
     snd.prompt_len = r->sendbuf.len;
-  } else if (p->messages && r->cfg.service_kind == TP_SERVICE_OPENAI_CHAT) {
+  } else if (p->messages && r->cfg.server.service_kind == TP_SERVICE_OPENAI_CHAT) {
     snd.messages = p->messages; /* the chat messages as the file gave them */
   }
   if (r->file_inputs) snd.inputs = p->inputs;

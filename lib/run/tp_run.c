@@ -17,20 +17,20 @@
 #include "util/tp_stamp.h"
 
 void tpr_progress(tp_run *r, const char *fmt, ...) {
-  if (!r->cfg.progress) return;
+  if (!r->cfg.output.progress) return;
   va_list ap;
   va_start(ap, fmt);
-  if (r->progress_tty) fputs("\r\033[K", r->cfg.progress);
-  fputs("tokperf: ", r->cfg.progress);
-  vfprintf(r->cfg.progress, fmt, ap);
-  fputc('\n', r->cfg.progress);
-  fflush(r->cfg.progress);
+  if (r->progress_tty) fputs("\r\033[K", r->cfg.output.progress);
+  fputs("tokperf: ", r->cfg.output.progress);
+  vfprintf(r->cfg.output.progress, fmt, ap);
+  fputc('\n', r->cfg.output.progress);
+  fflush(r->cfg.output.progress);
   va_end(ap);
 }
 
 /* Warnings are not progress: --quiet silences progress, never a warning. */
 void tpr_warn(tp_run *r, const char *fmt, ...) {
-  FILE *out = r->cfg.progress ? r->cfg.progress : stderr;
+  FILE *out = r->cfg.output.progress ? r->cfg.output.progress : stderr;
   va_list ap;
   va_start(ap, fmt);
   if (r->progress_tty) fputs("\r\033[K", out);
@@ -45,7 +45,9 @@ void tpr_warn(tp_run *r, const char *fmt, ...) {
  * shared prefix is put before the prompt text, which for messages would
  * mean rewriting one of them, so the two are not combined. */
 static int check_messages_use(tp_run *r, char *err, size_t errlen) {
-  if (r->cfg.service_kind != TP_SERVICE_OPENAI_CHAT || !(r->cfg.cache_bust || r->cfg.prefix_tokens)) return 0;
+  if (r->cfg.server.service_kind != TP_SERVICE_OPENAI_CHAT ||
+      !(r->cfg.prompts.cache_bust || r->cfg.prompts.prefix_tokens))
+    return 0;
   for (size_t i = 0; i < r->ds.n; i++) {
     if (r->ds.items[i].messages) {
       tp_seterr(err, errlen,
@@ -60,28 +62,28 @@ static int check_messages_use(tp_run *r, char *err, size_t errlen) {
 
 /* What the prompts need: a source, and a tokenizer for exact token counts. */
 static int validate_prompts(const tp_config *c, char *err, size_t errlen) {
-  if (!c->input_file && (c->num_prompts == 0 || c->synthetic_input_words == 0)) {
+  if (!c->prompts.input_file && (c->prompts.num_prompts == 0 || c->prompts.synthetic_input_words == 0)) {
     tp_seterr(err, errlen,
               "synthetic prompts need prompts.num_prompts and prompts.synthetic_input_words above 0");
     return TP_EINVAL;
   }
-  if (c->n_input_tokens_means && !c->tokenizer) {
+  if (c->prompts.n_input_tokens_means && !c->prompts.tokenizer) {
     tp_seterr(err, errlen,
               "prompts.synthetic_input_tokens_mean needs prompts.tokenizer: prompts are cut to an exact "
               "number of the model's tokens");
     return TP_EINVAL;
   }
-  if (c->n_input_tokens_means && c->input_file) {
+  if (c->prompts.n_input_tokens_means && c->prompts.input_file) {
     tp_seterr(err, errlen, "prompts.synthetic_input_tokens_mean and prompts.input_file exclude each other");
     return TP_EINVAL;
   }
-  if (c->prefix_tokens && !c->tokenizer) {
+  if (c->prompts.prefix_tokens && !c->prompts.tokenizer) {
     tp_seterr(err, errlen,
               "prompts.prefix_tokens needs prompts.tokenizer: the shared prefixes are cut to an exact number "
               "of the model's tokens");
     return TP_EINVAL;
   }
-  if (c->tokenizer_add_special_tokens && !c->tokenizer) {
+  if (c->prompts.tokenizer_add_special_tokens && !c->prompts.tokenizer) {
     tp_seterr(err, errlen,
               "prompts.tokenizer_add_special_tokens needs prompts.tokenizer: it says how the tokenizer "
               "counts prompts");
@@ -91,58 +93,61 @@ static int validate_prompts(const tp_config *c, char *err, size_t errlen) {
 }
 
 static int validate(const tp_config *c, char *err, size_t errlen) {
-  if (c->search && (c->schedule_file || c->n_input_tokens_means > 1 || c->n_output_tokens_means > 1)) {
+  if (c->load.search && (c->load.schedule_file || c->prompts.n_input_tokens_means > 1 ||
+                         c->prompts.n_output_tokens_means > 1)) {
     tp_seterr(err, errlen,
               "search.mode probes one load at a time: it goes without load.schedule_file and lists of token "
               "lengths");
     return TP_EINVAL;
   }
-  if (!c->request_rates || !c->n_request_rates) {
-    if (!c->schedule_file && (!c->n_concurrency || !c->concurrency)) {
+  if (!c->load.request_rates || !c->load.n_request_rates) {
+    if (!c->load.schedule_file && (!c->load.n_concurrency || !c->load.concurrency)) {
       tp_seterr(err, errlen, "load.concurrency: no levels given; expected a list like 1,4,8");
       return TP_EINVAL;
     }
   }
-  for (size_t i = 0; i < c->n_concurrency; i++) {
-    if (c->concurrency[i] == 0 || c->concurrency[i] > 100000) {
-      tp_seterr(err, errlen, "load.concurrency: %u is out of range; expected 1 to 100000", c->concurrency[i]);
+  for (size_t i = 0; i < c->load.n_concurrency; i++) {
+    if (c->load.concurrency[i] == 0 || c->load.concurrency[i] > 100000) {
+      tp_seterr(err, errlen, "load.concurrency: %u is out of range; expected 1 to 100000",
+                c->load.concurrency[i]);
       return TP_EINVAL;
     }
   }
-  for (size_t i = 0; i < c->n_request_rates; i++) {
-    if (!(c->request_rates[i] > 0) || c->request_rates[i] > 1e7) {
+  for (size_t i = 0; i < c->load.n_request_rates; i++) {
+    if (!(c->load.request_rates[i] > 0) || c->load.request_rates[i] > 1e7) {
       tp_seterr(err, errlen, "load.request_rate: %g is out of range; expected above 0, at most 10000000",
-                c->request_rates[i]);
+                c->load.request_rates[i]);
       return TP_EINVAL;
     }
   }
-  if (c->arrival == TP_ARRIVAL_GAMMA && !(c->burstiness > 0)) {
+  if (c->load.arrival == TP_ARRIVAL_GAMMA && !(c->load.burstiness > 0)) {
     tp_seterr(err, errlen, "load.burstiness: must be above 0 (1 is Poisson)");
     return TP_EINVAL;
   }
-  bool openai = c->service_kind == TP_SERVICE_OPENAI_CHAT || c->service_kind == TP_SERVICE_OPENAI_COMPLETIONS;
-  if (!c->model || (!*c->model && !openai)) {
+  bool openai = c->server.service_kind == TP_SERVICE_OPENAI_CHAT ||
+                c->server.service_kind == TP_SERVICE_OPENAI_COMPLETIONS;
+  if (!c->server.model || (!*c->server.model && !openai)) {
     tp_seterr(err, errlen, "server.model: a model name is needed (e.g. ensemble)");
     return TP_EINVAL;
   }
-  if (!c->url || !*c->url) {
+  if (!c->server.url || !*c->server.url) {
     tp_seterr(err, errlen, "server.url: a server address is needed (HOST:PORT)");
     return TP_EINVAL;
   }
-  if (c->backend != TP_BACKEND_TENSORRTLLM && c->backend != TP_BACKEND_VLLM) {
+  if (c->server.backend != TP_BACKEND_TENSORRTLLM && c->server.backend != TP_BACKEND_VLLM) {
     tp_seterr(err, errlen, "server.backend: expected tensorrtllm or vllm");
     return TP_EINVAL;
   }
   if (validate_prompts(c, err, errlen)) return TP_EINVAL;
-  if (c->measure_mode == TP_MEASURE_TIME_WINDOWS && c->measurement_interval_ms == 0) {
+  if (c->measure.measure_mode == TP_MEASURE_TIME_WINDOWS && c->measure.measurement_interval_ms == 0) {
     tp_seterr(err, errlen, "measure.measurement_interval_ms: the measurement window must be longer than 0");
     return TP_EINVAL;
   }
-  if (c->measure_mode == TP_MEASURE_DURATION && c->duration_ms == 0) {
+  if (c->measure.measure_mode == TP_MEASURE_DURATION && c->measure.duration_ms == 0) {
     tp_seterr(err, errlen, "measure.duration_ms: the measurement window must be longer than 0");
     return TP_EINVAL;
   }
-  if (c->schedule_file && (c->n_request_rates || c->n_input_tokens_means)) {
+  if (c->load.schedule_file && (c->load.n_request_rates || c->prompts.n_input_tokens_means)) {
     tp_seterr(err, errlen,
               "load.schedule_file replays its own times and lengths: drop load.request_rate and "
               "prompts.synthetic_input_tokens_mean");
@@ -164,12 +169,14 @@ static int validate(const tp_config *c, char *err, size_t errlen) {
 /* The sweep: input lengths outermost, then output lengths, then the load. */
 static int make_points(tp_run *r) {
   const tp_config *c = &r->cfg;
-  size_t ni = c->n_input_tokens_means ? c->n_input_tokens_means : 1;
-  size_t no = c->n_output_tokens_means ? c->n_output_tokens_means : 1;
-  size_t nl = c->search ? tp_sweep_search_max_levels(c)
-              : c->schedule_file ? 1 : c->n_request_rates ? c->n_request_rates : c->n_concurrency;
+  size_t ni = c->prompts.n_input_tokens_means ? c->prompts.n_input_tokens_means : 1;
+  size_t no = c->prompts.n_output_tokens_means ? c->prompts.n_output_tokens_means : 1;
+  size_t nl = c->load.search            ? tp_sweep_search_max_levels(c)
+              : c->load.schedule_file   ? 1
+              : c->load.n_request_rates ? c->load.n_request_rates
+                                        : c->load.n_concurrency;
   /* --num-profile-runs: each point that many times in a row. */
-  size_t nr = c->num_profile_runs > 1 ? c->num_profile_runs : 1;
+  size_t nr = c->measure.num_profile_runs > 1 ? c->measure.num_profile_runs : 1;
   r->n_points = ni * no * nl * nr;
   r->points = calloc(r->n_points, sizeof(point));
   if (!r->points) return TP_ENOMEM;
@@ -178,18 +185,18 @@ static int make_points(tp_run *r) {
     for (size_t o = 0; o < no; o++)
       for (size_t l = 0; l < nl * nr; l++) {
         point *p = &r->points[k++];
-        p->input_tokens = c->n_input_tokens_means ? r->in_means[i] : 0;
-        p->output_tokens = c->n_output_tokens_means ? r->out_means[o] : c->output_tokens_mean;
-        if (c->schedule_file) {
+        p->input_tokens = c->prompts.n_input_tokens_means ? r->in_means[i] : 0;
+        p->output_tokens = c->prompts.n_output_tokens_means ? r->out_means[o] : c->prompts.output_tokens_mean;
+        if (c->load.schedule_file) {
           p->mode = TP_LOAD_SCHEDULE;
-          p->concurrency = c->max_concurrency;
-        } else if (c->n_request_rates) {
+          p->concurrency = c->load.max_concurrency;
+        } else if (c->load.n_request_rates) {
           p->mode = TP_LOAD_RATE;
           p->rate = r->rates[l / nr];
-          p->concurrency = c->max_concurrency;
+          p->concurrency = c->load.max_concurrency;
         } else {
           p->mode = TP_LOAD_CONCURRENCY;
-          p->concurrency = c->search ? 0 : r->concurrency[l / nr];
+          p->concurrency = c->load.search ? 0 : r->concurrency[l / nr];
         }
       }
   return 0;
@@ -206,20 +213,22 @@ static int load_schedule(tp_run *r, char *err, size_t errlen);
  * HTTP service), then the load mode.  A run without a model name (an
  * OpenAI server that ignores it) leaves the model part out. */
 void tpr_artifact_dir_name(const tp_config *c, char *out, size_t outlen) {
-  if (c->artifact_dir) {
-    snprintf(out, outlen, "%s", c->artifact_dir);
+  if (c->artifacts.artifact_dir) {
+    snprintf(out, outlen, "%s", c->artifacts.artifact_dir);
     return;
   }
-  const char *mode = c->schedule_file ? "schedule" : c->n_request_rates ? "request_rate" : "concurrency";
-  const char *api = c->backend == TP_BACKEND_VLLM ? "triton-vllm" : "triton-tensorrtllm";
-  switch (c->service_kind) {
+  const char *mode = c->load.schedule_file     ? "schedule"
+                     : c->load.n_request_rates ? "request_rate"
+                                               : "concurrency";
+  const char *api = c->server.backend == TP_BACKEND_VLLM ? "triton-vllm" : "triton-tensorrtllm";
+  switch (c->server.service_kind) {
     case TP_SERVICE_OPENAI_CHAT: api = "openai-chat"; break;
     case TP_SERVICE_OPENAI_COMPLETIONS: api = "openai-completions"; break;
     case TP_SERVICE_TRITON_GENERATE: api = "openai-generate"; break;
     case TP_SERVICE_TRITON: break;
   }
-  bool named = c->model && *c->model;
-  snprintf(out, outlen, "artifacts/%s%s%s-%s", named ? c->model : "", named ? "-" : "", api, mode);
+  bool named = c->server.model && *c->server.model;
+  snprintf(out, outlen, "artifacts/%s%s%s-%s", named ? c->server.model : "", named ? "-" : "", api, mode);
   for (char *p = out + 10; *p; p++)
     if (*p == '/' || *p == ' ') *p = '_';
 }
@@ -239,13 +248,14 @@ static int check_outputs(const tp_config *c, char *err, size_t errlen) {
   char why[600];
   struct {
     const char *opt, *path;
-  } files[] = {{"output.json_path", c->json_path},
-               {"output.records_path", c->records_path},
-                {"output.latency_report_file", c->latency_report_file},
-               {"output.profile_export_file",
-                c->profile_export_file && strchr(c->profile_export_file, '/') && !c->no_artifacts
-                    ? c->profile_export_file
-                    : NULL}};
+  } files[] = {{"output.json_path", c->output.json_path},
+               {"output.records_path", c->output.records_path},
+               {"output.latency_report_file", c->output.latency_report_file},
+               {"output.profile_export_file", c->artifacts.profile_export_file &&
+                                                      strchr(c->artifacts.profile_export_file, '/') &&
+                                                      !c->artifacts.no_artifacts
+                                                  ? c->artifacts.profile_export_file
+                                                  : NULL}};
   for (size_t i = 0; i < TP_ARRAY_LEN(files); i++) {
     if (!files[i].path) continue;
     if (tp_file_check_writable(files[i].path, why, sizeof(why))) {
@@ -254,14 +264,14 @@ static int check_outputs(const tp_config *c, char *err, size_t errlen) {
       return TP_EINVAL;
     }
   }
-  if (!c->no_artifacts) {
+  if (!c->artifacts.no_artifacts) {
     char dir[1024];
     tpr_artifact_dir_name(c, dir, sizeof(dir));
     if (tp_dir_check_creatable(dir, why, sizeof(why))) {
       tp_seterr(err, errlen,
                 "%s: cannot write the artifact directory '%s': %s (choose another with "
                 "output.artifact_dir, or output.no_artifacts)",
-                c->artifact_dir ? "output.artifact_dir" : "artifacts", dir, why);
+                c->artifacts.artifact_dir ? "output.artifact_dir" : "artifacts", dir, why);
       return TP_EINVAL;
     }
   }
@@ -273,42 +283,46 @@ static int check_outputs(const tp_config *c, char *err, size_t errlen) {
  * loaded). */
 static int load_inputs(tp_run *r, const tp_config *cfg, char *err, size_t errlen) {
   int rv;
-  if (cfg->schedule_file) {
+  if (cfg->load.schedule_file) {
     rv = load_schedule(r, err, errlen);
     if (rv) return rv;
-  } else if (cfg->input_file) {
-    rv = tp_dataset_load(&r->ds, cfg->input_file, err, errlen);
+  } else if (cfg->prompts.input_file) {
+    rv = tp_dataset_load(&r->ds, cfg->prompts.input_file, err, errlen);
     if (rv) return rv;
-    if (!cfg->tokenizer && tp_trace_has_lengths(&r->ds)) {
+    if (!cfg->prompts.tokenizer && tp_trace_has_lengths(&r->ds)) {
       tp_seterr(err, errlen,
                 "%s: turns given as \"input_length\" need prompts.tokenizer to make prompts of that many "
                 "tokens",
-                cfg->input_file);
+                cfg->prompts.input_file);
       return TP_EINVAL;
     }
     rv = check_messages_use(r, err, errlen);
     if (rv) return rv;
     /* The entry's own tensors go out unless an option must rewrite the
      * prompt or the length, or no metadata gives their datatypes. */
-    r->file_inputs = strcmp(r->ds.format, "perf_analyzer") == 0 && cfg->service_kind == TP_SERVICE_TRITON &&
-                     !cfg->skip_preflight && !cfg->cache_bust && !cfg->prefix_tokens &&
-                     !cfg->output_tokens_deterministic && !cfg->output_tokens_mean && !cfg->n_output_tokens_means;
+    r->file_inputs = strcmp(r->ds.format, "perf_analyzer") == 0 &&
+                     cfg->server.service_kind == TP_SERVICE_TRITON && !cfg->server.skip_preflight &&
+                     !cfg->prompts.cache_bust && !cfg->prompts.prefix_tokens &&
+                     !cfg->prompts.output_tokens_deterministic && !cfg->prompts.output_tokens_mean &&
+                     !cfg->prompts.n_output_tokens_means;
     if (r->ds.note[0] && !r->file_inputs) tpr_warn(r, "%s", r->ds.note);
     if (strcmp(r->ds.format, "jsonl") == 0)
-      snprintf(r->ds_desc, sizeof(r->ds_desc), "%s (%zu prompts)", cfg->input_file, r->ds.n);
+      snprintf(r->ds_desc, sizeof(r->ds_desc), "%s (%zu prompts)", cfg->prompts.input_file, r->ds.n);
     else
-      snprintf(r->ds_desc, sizeof(r->ds_desc), "%s (%zu prompts, %s)", cfg->input_file, r->ds.n, r->ds.format);
-  } else if (!cfg->n_input_tokens_means) {
-    rv = tp_dataset_synthetic(&r->ds, cfg->num_prompts, cfg->synthetic_input_words, cfg->random_seed);
+      snprintf(r->ds_desc, sizeof(r->ds_desc), "%s (%zu prompts, %s)", cfg->prompts.input_file, r->ds.n,
+               r->ds.format);
+  } else if (!cfg->prompts.n_input_tokens_means) {
+    rv = tp_dataset_synthetic(&r->ds, cfg->prompts.num_prompts, cfg->prompts.synthetic_input_words,
+                              cfg->prompts.random_seed);
     if (rv) {
       tp_seterr(err, errlen, "cannot make synthetic prompts: %s", tp_strerror(rv));
       return rv;
     }
-    snprintf(r->ds_desc, sizeof(r->ds_desc), "synthetic (%zu prompts of %u words, seed %" PRIu64 ")",
-             r->ds.n, cfg->synthetic_input_words, cfg->random_seed);
+    snprintf(r->ds_desc, sizeof(r->ds_desc), "synthetic (%zu prompts of %u words, seed %" PRIu64 ")", r->ds.n,
+             cfg->prompts.synthetic_input_words, cfg->prompts.random_seed);
   } else {
     snprintf(r->ds_desc, sizeof(r->ds_desc), "synthetic (%u prompts of exact token length, seed %" PRIu64 ")",
-             cfg->num_prompts, cfg->random_seed);
+             cfg->prompts.num_prompts, cfg->prompts.random_seed);
   }
   return 0;
 }
@@ -321,22 +335,22 @@ int tp_run_new(tp_run **out, const tp_config *cfg, char *err, size_t errlen) {
   tp_run *r = calloc(1, sizeof(*r));
   if (!r) return TP_ENOMEM;
   r->cfg = *cfg;
-  DUP_LIST(r->concurrency, cfg->concurrency, cfg->n_concurrency, uint32_t);
-  DUP_LIST(r->rates, cfg->request_rates, cfg->n_request_rates, double);
-  DUP_LIST(r->in_means, cfg->input_tokens_means, cfg->n_input_tokens_means, uint32_t);
-  DUP_LIST(r->out_means, cfg->output_tokens_means, cfg->n_output_tokens_means, uint32_t);
-  r->cfg.concurrency = r->concurrency;
-  r->cfg.request_rates = r->rates;
-  r->cfg.input_tokens_means = r->in_means;
-  r->cfg.output_tokens_means = r->out_means;
-  if (r->cfg.replay_speedup <= 0) r->cfg.replay_speedup = 1;
-  if (r->cfg.prefix_block_tokens == 0) r->cfg.prefix_block_tokens = 512;
-  if (r->cfg.burstiness <= 0 && r->cfg.arrival != TP_ARRIVAL_GAMMA) r->cfg.burstiness = 1;
-  if (r->cfg.measurement_interval_ms == 0) r->cfg.measurement_interval_ms = 10000;
-  if (r->cfg.measurement_request_count == 0) r->cfg.measurement_request_count = 50;
-  if (r->cfg.stability_percentage <= 0) r->cfg.stability_percentage = 10;
-  if (r->cfg.max_trials == 0) r->cfg.max_trials = 10;
-  if (r->cfg.max_trials > MAX_WINDOWS) r->cfg.max_trials = MAX_WINDOWS;
+  DUP_LIST(r->concurrency, cfg->load.concurrency, cfg->load.n_concurrency, uint32_t);
+  DUP_LIST(r->rates, cfg->load.request_rates, cfg->load.n_request_rates, double);
+  DUP_LIST(r->in_means, cfg->prompts.input_tokens_means, cfg->prompts.n_input_tokens_means, uint32_t);
+  DUP_LIST(r->out_means, cfg->prompts.output_tokens_means, cfg->prompts.n_output_tokens_means, uint32_t);
+  r->cfg.load.concurrency = r->concurrency;
+  r->cfg.load.request_rates = r->rates;
+  r->cfg.prompts.input_tokens_means = r->in_means;
+  r->cfg.prompts.output_tokens_means = r->out_means;
+  if (r->cfg.load.replay_speedup <= 0) r->cfg.load.replay_speedup = 1;
+  if (r->cfg.load.prefix_block_tokens == 0) r->cfg.load.prefix_block_tokens = 512;
+  if (r->cfg.load.burstiness <= 0 && r->cfg.load.arrival != TP_ARRIVAL_GAMMA) r->cfg.load.burstiness = 1;
+  if (r->cfg.measure.measurement_interval_ms == 0) r->cfg.measure.measurement_interval_ms = 10000;
+  if (r->cfg.measure.measurement_request_count == 0) r->cfg.measure.measurement_request_count = 50;
+  if (r->cfg.measure.stability_percentage <= 0) r->cfg.measure.stability_percentage = 10;
+  if (r->cfg.measure.max_trials == 0) r->cfg.measure.max_trials = 10;
+  if (r->cfg.measure.max_trials > MAX_WINDOWS) r->cfg.measure.max_trials = MAX_WINDOWS;
   atomic_init(&r->interrupt_flag, false);
   uv_loop_init(&r->loop);
   uv_mutex_init(&r->records_lock);
@@ -344,9 +358,9 @@ int tp_run_new(tp_run **out, const tp_config *cfg, char *err, size_t errlen) {
    * thread builds a record line. */
   json_object_seed(0);
 
-  rv = tp_gates_new(&r->gates, cfg->asserts, cfg->n_asserts, err, errlen);
+  rv = tp_gates_new(&r->gates, cfg->measure.asserts, cfg->measure.n_asserts, err, errlen);
   if (rv) goto fail;
-  if (cfg->search) {
+  if (cfg->load.search) {
     rv = tp_sweep_search_new(&r->search, cfg, err, errlen);
     if (rv) goto fail;
   }
@@ -369,18 +383,18 @@ fail:
 }
 
 static int load_schedule(tp_run *r, char *err, size_t errlen) {
-  const char *path = r->cfg.schedule_file;
+  const char *path = r->cfg.load.schedule_file;
   FILE *f = fopen(path, "r");
   if (!f) {
     tp_seterr(err, errlen, "%s: %s (check load.schedule_file)", path, strerror(errno));
     return errno == ENOENT ? TP_ENOTFOUND : TP_EIO;
   }
-  int rv = tp_trace_read(f, path, r->cfg.replay_speedup, r->cfg.tokenizer != NULL, &r->ds, &r->trace, &r->n_trace,
-                         err, errlen);
+  int rv = tp_trace_read(f, path, r->cfg.load.replay_speedup, r->cfg.prompts.tokenizer != NULL, &r->ds,
+                         &r->trace, &r->n_trace, err, errlen);
   fclose(f);
   if (rv == 0)
     snprintf(r->ds_desc, sizeof(r->ds_desc), "%s (%zu requests, speed-up %g)", path, r->n_trace,
-             r->cfg.replay_speedup);
+             r->cfg.load.replay_speedup);
   return rv;
 }
 
@@ -407,7 +421,7 @@ const char *tp_run_artifact_dir(const tp_run *r) { return r->artifacts ? r->arti
 
 int tp_run_check_gates(const tp_run *r, FILE *out) {
   if (r->search) return tp_sweep_search_check(r->search, r->gates, r->levels, out);
-  return tp_gates_check(r->gates, r->levels, r->n_levels, r->cfg.max_error_rate, out);
+  return tp_gates_check(r->gates, r->levels, r->n_levels, r->cfg.measure.max_error_rate, out);
 }
 
 static void fill_report(const tp_run *r, tp_report_input *in) {

@@ -172,10 +172,10 @@ int tp_scraper_new(tp_scraper **out, uv_loop_t *loop, const char *url, uint64_t 
   tp_http_opts ho;
   memset(&ho, 0, sizeof(ho));
   ho.base_url = url;
-  ho.ca_file = cfg->ca_file;
-  ho.cert_file = cfg->cert_file;
-  ho.key_file = cfg->key_file;
-  ho.insecure = cfg->insecure;
+  ho.ca_file = cfg->server.ca_file;
+  ho.cert_file = cfg->server.cert_file;
+  ho.key_file = cfg->server.key_file;
+  ho.insecure = cfg->server.insecure;
   ho.max_host_connections = 1;
   int rv = s->url ? tp_http_new(&s->http, loop, &ho, err, errlen) : TP_ENOMEM;
   if (rv) {

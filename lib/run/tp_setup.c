@@ -30,7 +30,7 @@ static int setup_loop(tp_run *r, char *err, size_t errlen) {
    * start it now rather than inside the first request's completion. */
   static uv_work_t warm;
   uv_queue_work(&r->loop, &warm, warm_work, NULL);
-  r->progress_tty = r->cfg.progress && isatty(fileno(r->cfg.progress));
+  r->progress_tty = r->cfg.output.progress && isatty(fileno(r->cfg.output.progress));
   rv = tp_stamp_install(&r->loop);
   if (rv) return rv;
   rv = tp_timers_new(&r->timers, &r->loop);
@@ -44,31 +44,34 @@ static int setup_loop(tp_run *r, char *err, size_t errlen) {
 /* The tokenizer, and what it makes: a trace's prompts given as lengths,
  * the shared prefixes. */
 static int setup_tokenizer(tp_run *r, char *err, size_t errlen) {
-  if (!r->cfg.tokenizer) return 0;
-  int rv = tp_tok_load_ex(&r->tok, r->cfg.tokenizer,
-                          r->cfg.tokenizer_add_special_tokens ? TP_TOK_FLAG_SPECIAL_TOKENS : 0, err, errlen);
+  if (!r->cfg.prompts.tokenizer) return 0;
+  int rv = tp_tok_load_ex(&r->tok, r->cfg.prompts.tokenizer,
+                          r->cfg.prompts.tokenizer_add_special_tokens ? TP_TOK_FLAG_SPECIAL_TOKENS : 0, err,
+                          errlen);
   if (rv) return rv == TP_ENOMEM ? rv : TP_ENOTFOUND;
   /* The description goes into every report, so results say how prompts
    * were counted. */
-  if (r->cfg.tokenizer_add_special_tokens)
-    snprintf(r->tok_desc, sizeof(r->tok_desc), "%s (%s; input tokens counted as %s)",
-             tp_tok_name(r->tok), r->cfg.tokenizer, tp_tok_special_desc(r->tok));
+  if (r->cfg.prompts.tokenizer_add_special_tokens)
+    snprintf(r->tok_desc, sizeof(r->tok_desc), "%s (%s; input tokens counted as %s)", tp_tok_name(r->tok),
+             r->cfg.prompts.tokenizer, tp_tok_special_desc(r->tok));
   else
-    snprintf(r->tok_desc, sizeof(r->tok_desc), "%s (%s)", tp_tok_name(r->tok), r->cfg.tokenizer);
-  if (r->cfg.schedule_file || tp_trace_has_lengths(&r->ds)) {
-    rv = tp_trace_make_prompts(&r->ds, r->tok, r->cfg.prefix_block_tokens, r->cfg.random_seed, err, errlen);
+    snprintf(r->tok_desc, sizeof(r->tok_desc), "%s (%s)", tp_tok_name(r->tok), r->cfg.prompts.tokenizer);
+  if (r->cfg.load.schedule_file || tp_trace_has_lengths(&r->ds)) {
+    rv = tp_trace_make_prompts(&r->ds, r->tok, r->cfg.load.prefix_block_tokens, r->cfg.prompts.random_seed,
+                               err, errlen);
     if (rv) return rv;
   }
-  if (r->cfg.prefix_tokens) {
-    size_t k = r->cfg.num_prefixes ? r->cfg.num_prefixes : 1;
+  if (r->cfg.prompts.prefix_tokens) {
+    size_t k = r->cfg.prompts.num_prefixes ? r->cfg.prompts.num_prefixes : 1;
     r->prefixes = calloc(k, sizeof(char *));
     r->prefix_len = calloc(k, sizeof(size_t));
     if (!r->prefixes || !r->prefix_len) return TP_ENOMEM;
     for (size_t i = 0; i < k; i++) {
-      rv = tp_synth_text(r->tok, r->cfg.prefix_tokens, tp_rng_mix(r->cfg.random_seed ^ 0x9f, i), &r->prefixes[i],
-                         &r->prefix_len[i]);
+      rv =
+          tp_synth_text(r->tok, r->cfg.prompts.prefix_tokens,
+                        tp_rng_mix(r->cfg.prompts.random_seed ^ 0x9f, i), &r->prefixes[i], &r->prefix_len[i]);
       if (rv) {
-        tp_seterr(err, errlen, "cannot make a shared prefix of %u tokens: %s", r->cfg.prefix_tokens,
+        tp_seterr(err, errlen, "cannot make a shared prefix of %u tokens: %s", r->cfg.prompts.prefix_tokens,
                   tp_strerror(rv));
         return rv;
       }
@@ -83,33 +86,33 @@ static int setup_tokenizer(tp_run *r, char *err, size_t errlen) {
 static int setup_client(tp_run *r, char *err, size_t errlen) {
   uint32_t max_conc = 1;
   for (size_t i = 0; i < r->n_points; i++) max_conc = TP_MAX(max_conc, r->points[i].concurrency);
-  if (r->cfg.n_request_rates && !r->cfg.max_concurrency) max_conc = 1024;
+  if (r->cfg.load.n_request_rates && !r->cfg.load.max_concurrency) max_conc = 1024;
   tp_client_spec s;
   tp_client_spec_default(&s);
-  s.kind = r->cfg.service_kind;
-  s.url = r->cfg.url;
+  s.kind = r->cfg.server.service_kind;
+  s.url = r->cfg.server.url;
   tp_client_opts *co = &s.opts;
-  co->model = r->cfg.model;
-  co->model_version = r->cfg.model_version;
-  co->backend = r->cfg.backend;
-  co->streaming = r->cfg.streaming;
+  co->model = r->cfg.server.model;
+  co->model_version = r->cfg.server.model_version;
+  co->backend = r->cfg.server.backend;
+  co->streaming = r->cfg.server.streaming;
   /* One connection per 128 streams by default: Triton serialises writes per
    * connection, and extra connections are cheap. */
-  co->connections = r->cfg.connections ? r->cfg.connections : (max_conc + 127) / 128;
+  co->connections = r->cfg.server.connections ? r->cfg.server.connections : (max_conc + 127) / 128;
   co->max_response_bytes = MAX_RESPONSE_BYTES;
-  co->headers = r->cfg.headers;
-  co->n_headers = r->cfg.n_headers;
-  co->ca_file = r->cfg.ca_file;
-  co->cert_file = r->cfg.cert_file;
-  co->key_file = r->cfg.key_file;
-  co->insecure = r->cfg.insecure;
+  co->headers = r->cfg.server.headers;
+  co->n_headers = r->cfg.server.n_headers;
+  co->ca_file = r->cfg.server.ca_file;
+  co->cert_file = r->cfg.server.cert_file;
+  co->key_file = r->cfg.server.key_file;
+  co->insecure = r->cfg.server.insecure;
   co->file_inputs = r->file_inputs;
-  s.endpoint = r->cfg.endpoint;
-  s.api_key = r->cfg.api_key;
-  s.extra_inputs = r->cfg.extra_inputs;
-  s.n_extra_inputs = r->cfg.n_extra_inputs;
-  s.http1_only = r->cfg.http1_only;
-  s.include_usage = !r->cfg.no_usage;
+  s.endpoint = r->cfg.server.endpoint;
+  s.api_key = r->cfg.server.api_key;
+  s.extra_inputs = r->cfg.server.extra_inputs;
+  s.n_extra_inputs = r->cfg.server.n_extra_inputs;
+  s.http1_only = r->cfg.server.http1_only;
+  s.include_usage = !r->cfg.server.no_usage;
   static const tp_client_cbs cbs = {tpr_req_on_event, tpr_req_on_done};
   return tp_client_open(&r->client, &r->loop, &s, &cbs, r->target, sizeof(r->target), err, errlen);
 }
@@ -117,7 +120,7 @@ static int setup_client(tp_run *r, char *err, size_t errlen) {
 /* The preflight, and every perf_analyzer entry built once. */
 static int setup_preflight(tp_run *r, char *err, size_t errlen) {
   int rv;
-  if (!r->cfg.skip_preflight) {
+  if (!r->cfg.server.skip_preflight) {
     rv = r->client->ops->preflight(r->client, err, errlen);
     if (rv) return rv;
     if (*tp_client_warning(r->client)) tpr_warn(r, "%s", tp_client_warning(r->client));

@@ -56,8 +56,8 @@ static void finalize(tp_run *r, size_t seq) {
  * them (tp_tok_count): a server's completion count has no BOS, and an EOS
  * that ends generation is not in the text. */
 int tpr_count_input(const tp_run *r, const tp_tok *tok, const char *text, size_t len, size_t *n) {
-  return r->cfg.tokenizer_add_special_tokens ? tp_tok_count_special(tok, text, len, n)
-                                             : tp_tok_count(tok, text, len, n);
+  return r->cfg.prompts.tokenizer_add_special_tokens ? tp_tok_count_special(tok, text, len, n)
+                                                     : tp_tok_count(tok, text, len, n);
 }
 
 /* One line of the records file (any thread: the file has its lock).
@@ -146,7 +146,7 @@ static void batch_work(uv_work_t *w) {
  * client_*.  A server's completion count includes the reasoning tokens,
  * which the client counts apart: they are taken off when it counted them. */
 static void choose_token_counts(const tp_run *r, tp_record *rec) {
-  tp_token_source src = r->cfg.token_source;
+  tp_token_source src = r->cfg.prompts.token_source;
   rec->client_output_tokens = rec->output_tokens;
   rec->client_input_tokens = rec->input_tokens;
   rec->server_counts = 0;
@@ -200,7 +200,8 @@ static void batch_after(uv_work_t *w, int status) {
  * stability windows are chosen at the level's end (tpr_mark_measured_lines). */
 static int measured_as_written(const tp_run *r, const tp_record *rec) {
   const level_state *L = &r->lv;
-  bool windows = r->cfg.measure_mode == TP_MEASURE_TIME_WINDOWS || r->cfg.measure_mode == TP_MEASURE_COUNT_WINDOWS;
+  bool windows = r->cfg.measure.measure_mode == TP_MEASURE_TIME_WINDOWS ||
+                 r->cfg.measure.measure_mode == TP_MEASURE_COUNT_WINDOWS;
   if (rec->warmup || (L->measure_end_ns && rec->planned_ns >= L->measure_end_ns)) return TP_RECORD_UNMEASURED;
   return windows ? TP_RECORD_PENDING : TP_RECORD_MEASURED;
 }
@@ -219,12 +220,11 @@ static bool line_measured(void *ctx, uint64_t gseq, uint32_t rank) {
  * true in place.  Every line of the level is in the file by now (no count
  * is pending at the level's end). */
 void tpr_mark_measured_lines(tp_run *r) {
-  if (!r->records_fp || !r->cfg.records_path) return;
+  if (!r->records_fp || !r->cfg.output.records_path) return;
   char err[600];
-  snprintf(err, sizeof(err), "cannot flush the records file %s", r->cfg.records_path);
-  if (fflush(r->records_fp) ||
-      tp_records_mark_measured(r->cfg.records_path, &r->records_marked_to, r->n_levels, line_measured, r, err,
-                               sizeof(err)))
+  snprintf(err, sizeof(err), "cannot flush the records file %s", r->cfg.output.records_path);
+  if (fflush(r->records_fp) || tp_records_mark_measured(r->cfg.output.records_path, &r->records_marked_to,
+                                                        r->n_levels, line_measured, r, err, sizeof(err)))
     tpr_warn(r, "%s: its lines of this level say \"measured\": false", err);
 }
 
@@ -267,7 +267,7 @@ static count_job *begin_done(tp_run *r, size_t seq) {
     j->sent_text = L->sess_sent ? L->sess_sent[seq] : NULL;
     j->sent_len = j->sent_text ? strlen(j->sent_text) : 0;
     if (L->sess_sent) L->sess_sent[seq] = NULL;
-  } else if (r->cfg.cache_bust || r->n_prefixes) {
+  } else if (r->cfg.prompts.cache_bust || r->n_prefixes) {
     tpr_build_sent_text(r, seq, &r->sendbuf);
     j->sent_text = tp_strndup((const char *)r->sendbuf.data, r->sendbuf.len);
     j->sent_len = r->sendbuf.len;
@@ -348,17 +348,19 @@ int tpr_sink_open(tp_run *r, char *err, size_t errlen) {
   /* The records' file goes beside the records file (on the disk the user
    * chose for results), else in $TMPDIR. */
   char dir[4096] = "";
-  const char *slash = r->cfg.records_path ? strrchr(r->cfg.records_path, '/') : NULL;
-  if (slash) snprintf(dir, sizeof(dir), "%.*s", (int)(slash - r->cfg.records_path), r->cfg.records_path);
-  if (!r->arena && tp_rec_arena_new(&r->arena, slash ? (slash == r->cfg.records_path ? "/" : dir)
-                                                     : r->cfg.records_path ? "." : NULL)) {
+  const char *slash = r->cfg.output.records_path ? strrchr(r->cfg.output.records_path, '/') : NULL;
+  if (slash)
+    snprintf(dir, sizeof(dir), "%.*s", (int)(slash - r->cfg.output.records_path), r->cfg.output.records_path);
+  if (!r->arena && tp_rec_arena_new(&r->arena, slash ? (slash == r->cfg.output.records_path ? "/" : dir)
+                                               : r->cfg.output.records_path ? "."
+                                                                            : NULL)) {
     tp_seterr(err, errlen, "out of memory");
     return TP_ENOMEM;
   }
-  if (!r->cfg.records_path) return 0;
-  r->records_fp = fopen(r->cfg.records_path, "w");
+  if (!r->cfg.output.records_path) return 0;
+  r->records_fp = fopen(r->cfg.output.records_path, "w");
   if (!r->records_fp) {
-    tp_seterr(err, errlen, "cannot write output.records_path file %s: %s", r->cfg.records_path,
+    tp_seterr(err, errlen, "cannot write output.records_path file %s: %s", r->cfg.output.records_path,
               strerror(errno));
     return TP_EIO;
   }

@@ -18,17 +18,18 @@ int tpr_prepare_point_prompts(tp_run *r, const point *pt, char *err, size_t errl
   }
   if (r->have_syn_ds) tp_dataset_free(&r->syn_ds);
   r->have_syn_ds = false;
-  tpr_progress(r, "making %u prompts of %u tokens (stddev %u)", r->cfg.num_prompts, pt->input_tokens,
-           r->cfg.input_tokens_stddev);
-  int rv = tp_synth_prompts(&r->syn_ds, r->tok, r->cfg.num_prompts, pt->input_tokens, r->cfg.input_tokens_stddev,
-                            tp_rng_mix(r->cfg.random_seed, pt->input_tokens), err, errlen);
+  tpr_progress(r, "making %u prompts of %u tokens (stddev %u)", r->cfg.prompts.num_prompts, pt->input_tokens,
+               r->cfg.prompts.input_tokens_stddev);
+  int rv = tp_synth_prompts(&r->syn_ds, r->tok, r->cfg.prompts.num_prompts, pt->input_tokens,
+                            r->cfg.prompts.input_tokens_stddev,
+                            tp_rng_mix(r->cfg.prompts.random_seed, pt->input_tokens), err, errlen);
   if (rv) {
     tp_dataset_free(&r->syn_ds);
     return rv;
   }
   /* The drawn lengths are the text's own tokens; with special tokens the
    * prompts are counted again, like any prompt, so BOS and the like are in. */
-  if (r->cfg.tokenizer_add_special_tokens)
+  if (r->cfg.prompts.tokenizer_add_special_tokens)
     for (size_t i = 0; i < r->syn_ds.n; i++) r->syn_ds.items[i].input_tokens = -1;
   r->have_syn_ds = true;
   r->syn_ds_tokens = pt->input_tokens;
@@ -59,10 +60,10 @@ static bool search_point(tp_run *r, size_t li) {
   double load;
   if (!tp_sweep_search_next(r->search, &load)) return false;
   point *p = &r->points[li];
-  if (r->cfg.search == TP_SEARCH_REQUEST_RATE) {
+  if (r->cfg.load.search == TP_SEARCH_REQUEST_RATE) {
     p->mode = TP_LOAD_RATE;
     p->rate = load;
-    p->concurrency = r->cfg.max_concurrency;
+    p->concurrency = r->cfg.load.max_concurrency;
   } else {
     p->mode = TP_LOAD_CONCURRENCY;
     p->concurrency = (uint32_t)load;
@@ -96,7 +97,7 @@ int tp_run_exec(tp_run *r, char *err, size_t errlen) {
     tp_seterr(err, errlen, "search.mode runs in one process: start it without mpirun");
     return TP_EINVAL;
   }
-  size_t runs = r->cfg.num_profile_runs > 1 ? r->cfg.num_profile_runs : 1;
+  size_t runs = r->cfg.measure.num_profile_runs > 1 ? r->cfg.measure.num_profile_runs : 1;
   for (size_t li = 0; li < r->n_points && !r->interrupted; li++) {
     /* A probe's first run asks the search for the load; its repeats keep it. */
     if (r->search && li % runs == 0 && !search_point(r, li)) break;

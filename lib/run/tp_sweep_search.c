@@ -20,27 +20,27 @@ struct tp_sweep_search {
 };
 
 size_t tp_sweep_search_max_levels(const tp_config *c) {
-  size_t n = c->search_max_probes ? c->search_max_probes : DEFAULT_PROBES;
+  size_t n = c->load.search_max_probes ? c->load.search_max_probes : DEFAULT_PROBES;
   return n > TP_SEARCH_MAX_PROBES ? TP_SEARCH_MAX_PROBES : n;
 }
 
 int tp_sweep_search_new(tp_sweep_search **out, const tp_config *c, char *err, size_t errlen) {
   *out = NULL;
-  if (!c->n_slos && c->max_error_rate < 0) {
+  if (!c->load.n_slos && c->measure.max_error_rate < 0) {
     tp_seterr(err, errlen,
               "search.mode: give at least one search.slos, like 'ttft.p99 <= 300ms' (or "
               "goals.max_error_rate)");
     return TP_EINVAL;
   }
-  if (c->n_slos > TP_SLO_MAX) {
+  if (c->load.n_slos > TP_SLO_MAX) {
     tp_seterr(err, errlen, "search.slos: at most %d SLOs", TP_SLO_MAX);
     return TP_EINVAL;
   }
-  bool conc = c->search == TP_SEARCH_CONCURRENCY;
+  bool conc = c->load.search == TP_SEARCH_CONCURRENCY;
   tp_search_opts o;
   memset(&o, 0, sizeof(o));
-  o.min = c->search_min > 0 ? c->search_min : DEFAULT_MIN;
-  o.max = c->search_max > 0 ? c->search_max : DEFAULT_MAX;
+  o.min = c->load.search_min > 0 ? c->load.search_min : DEFAULT_MIN;
+  o.max = c->load.search_max > 0 ? c->load.search_max : DEFAULT_MAX;
   if (conc && (o.max > 100000 || o.min != floor(o.min) || o.max != floor(o.max))) {
     tp_seterr(err, errlen,
               "search.min/search.max: concurrencies are whole numbers from 1 to 100000 "
@@ -54,8 +54,8 @@ int tp_sweep_search_new(tp_sweep_search **out, const tp_config *c, char *err, si
   }
   o.start = o.min;
   o.growth = 2;
-  o.rel_precision = c->search_rel_precision;
-  o.abs_precision = c->search_abs_precision;
+  o.rel_precision = c->load.search_rel_precision;
+  o.abs_precision = c->load.search_abs_precision;
   if (!(o.rel_precision > 0) && !(o.abs_precision > 0)) o.rel_precision = DEFAULT_REL_PRECISION;
   if (o.rel_precision > 0) o.abs_precision = 0;
   o.integer = conc;
@@ -71,7 +71,7 @@ int tp_sweep_search_new(tp_sweep_search **out, const tp_config *c, char *err, si
   /* The SLOs read like gates, so an expression's errors name
    * goals.asserts; they say search.slos here. */
   char gerr[512];
-  rv = tp_gates_new(&s->gates, c->slos, c->n_slos, gerr, sizeof(gerr));
+  rv = tp_gates_new(&s->gates, c->load.slos, c->load.n_slos, gerr, sizeof(gerr));
   if (rv) {
     const char *msg = strncmp(gerr, "goals.asserts", 13) == 0 ? gerr + 13 : gerr;
     tp_seterr(err, errlen, "search.slos%s", msg);
@@ -79,10 +79,10 @@ int tp_sweep_search_new(tp_sweep_search **out, const tp_config *c, char *err, si
     return rv;
   }
   tp_search_summary *m = &s->sum;
-  m->mode = c->search;
-  m->slos = c->slos;
-  m->n_slos = c->n_slos;
-  m->max_error_rate = c->max_error_rate;
+  m->mode = c->load.search;
+  m->slos = c->load.slos;
+  m->n_slos = c->load.n_slos;
+  m->max_error_rate = c->measure.max_error_rate;
   m->probes = s->rows;
   m->min = o.min;
   m->max = o.max;

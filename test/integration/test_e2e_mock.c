@@ -85,11 +85,11 @@ static void fixed_timing_run(tp_mock_config *mc, tp_config *cfg, uint32_t *conc,
   mc->itl_us_per_seq = 0;
   mc->log_path = log_path;
   tp_config_default(cfg);
-  cfg->concurrency = conc;
-  cfg->n_concurrency = 1;
-  cfg->request_count = *conc < 8 ? 16 : 2 * (uint64_t)*conc;
-  cfg->tokenizer = tokenizer;
-  cfg->progress = NULL;
+  cfg->load.concurrency = conc;
+  cfg->load.n_concurrency = 1;
+  cfg->measure.request_count = *conc < 8 ? 16 : 2 * (uint64_t)*conc;
+  cfg->prompts.tokenizer = tokenizer;
+  cfg->output.progress = NULL;
 }
 
 /* Starts mc's mock in-process on free loopback ports and points cfg at it,
@@ -98,7 +98,7 @@ static void fixed_timing_run(tp_mock_config *mc, tp_config *cfg, uint32_t *conc,
 static tp_mock *start_mock(tp_mock_config *mc, tp_config *cfg, char *url, size_t urllen) {
   mc->host = "127.0.0.1";
   mc->grpc_port = 0;
-  mc->http_port = cfg->service_kind == TP_SERVICE_TRITON ? -1 : 0;
+  mc->http_port = cfg->server.service_kind == TP_SERVICE_TRITON ? -1 : 0;
   mc->quiet = true;
   char err[512] = "";
   tp_mock *m = NULL;
@@ -107,9 +107,9 @@ static tp_mock *start_mock(tp_mock_config *mc, tp_config *cfg, char *url, size_t
     CHECK(0, "the mock starts (%s)", err);
     return NULL;
   }
-  bool grpc = cfg->service_kind == TP_SERVICE_TRITON;
+  bool grpc = cfg->server.service_kind == TP_SERVICE_TRITON;
   snprintf(url, urllen, "127.0.0.1:%d", grpc ? tp_mock_port(m) : tp_mock_http_port(m));
-  cfg->url = url;
+  cfg->server.url = url;
   return m;
 }
 
@@ -194,7 +194,7 @@ static void run_level(uint32_t conc, const char *tokenizer, const char *dir) {
   tp_mock_config mc;
   tp_config cfg;
   fixed_timing_run(&mc, &cfg, &conc, tokenizer, log_path);
-  cfg.records_path = rec_path;
+  cfg.output.records_path = rec_path;
   char url[64];
   tp_mock *mock = start_mock(&mc, &cfg, url, sizeof(url));
   if (!mock) return;
@@ -232,7 +232,7 @@ static void run_level(uint32_t conc, const char *tokenizer, const char *dir) {
   snprintf(what, sizeof(what), "c=%u: every request succeeded", conc);
   CHECK_INT(lv->failed, 0, what);
   snprintf(what, sizeof(what), "c=%u: measured requests", conc);
-  CHECK_INT(lv->requests, cfg.request_count, what);
+  CHECK_INT(lv->requests, cfg.measure.request_count, what);
   snprintf(what, sizeof(what), "c=%u: mean TTFT within 1 ms of 50 ms", conc);
   CHECK_NEAR(lv->ttft_ms.avg, 50.0, 1.0 * slack(), what);
   snprintf(what, sizeof(what), "c=%u: mean ITL within 0.2 ms of 10 ms", conc);
@@ -250,7 +250,7 @@ static void run_level(uint32_t conc, const char *tokenizer, const char *dir) {
   tp_mock_stop(mock);
 
   /* Now hold the client's records against the mock's log. */
-  hold_against_log(conc, cfg.request_count, log_path, rec_path);
+  hold_against_log(conc, cfg.measure.request_count, log_path, rec_path);
 }
 
 /* The HTTP endpoints: the mock names HTTP requests itself, so the log is
@@ -261,8 +261,8 @@ static void run_http_level(uint32_t conc, tp_service_kind kind, const char *toke
   tp_mock_config mc;
   tp_config cfg;
   fixed_timing_run(&mc, &cfg, &conc, tokenizer, log_path);
-  cfg.service_kind = kind;
-  cfg.no_artifacts = true;
+  cfg.server.service_kind = kind;
+  cfg.artifacts.no_artifacts = true;
   char url[64];
   tp_mock *mock = start_mock(&mc, &cfg, url, sizeof(url));
   if (!mock) return;
@@ -276,7 +276,8 @@ static void run_http_level(uint32_t conc, tp_service_kind kind, const char *toke
     return;
   }
   const tp_level_result *lv = tp_run_level(run, 0);
-  CHECK(lv && lv->failed == 0 && lv->succeeded == cfg.request_count, "%s c=%u: every request succeeded", name, conc);
+  CHECK(lv && lv->failed == 0 && lv->succeeded == cfg.measure.request_count,
+        "%s c=%u: every request succeeded", name, conc);
   /* 64 HTTP/1.1 answers arriving together are read one socket after
    * another, each after libcurl, SSE and JSON work on the ones before; the
    * kernel's receive stamps (tp_stamp_fd) keep that work out of the TTFT. */
@@ -303,7 +304,7 @@ static void run_http_level(uint32_t conc, tp_service_kind kind, const char *toke
       n++;
     }
   free(mr);
-  CHECK_INT(n, cfg.request_count, "the mock logged every HTTP request");
+  CHECK_INT(n, cfg.measure.request_count, "the mock logged every HTTP request");
   if (n)
     CHECK(fabs(client_ttft - sum / (double)n) <= ttft_bound,
           "%s c=%u: client mean TTFT within %.0f ms of the mock's log (%.3f vs %.3f)", name, conc, ttft_bound,

@@ -13,53 +13,53 @@ static const double one_rate[] = {10};
 static const char *const bad_assert[] = {"speed >= 1"};
 
 static void conc_zero(tp_config *c) {
-  c->concurrency = zero_conc;
-  c->n_concurrency = 1;
+  c->load.concurrency = zero_conc;
+  c->load.n_concurrency = 1;
 }
 static void no_levels(tp_config *c) {
-  c->concurrency = NULL;
-  c->n_concurrency = 0;
+  c->load.concurrency = NULL;
+  c->load.n_concurrency = 0;
 }
 static void rate_negative(tp_config *c) {
-  c->request_rates = bad_rate;
-  c->n_request_rates = 1;
+  c->load.request_rates = bad_rate;
+  c->load.n_request_rates = 1;
 }
 static void gamma_flat(tp_config *c) {
-  c->arrival = TP_ARRIVAL_GAMMA;
-  c->burstiness = 0;
+  c->load.arrival = TP_ARRIVAL_GAMMA;
+  c->load.burstiness = 0;
 }
 static void no_model(tp_config *c) {
-  c->model = NULL;
+  c->server.model = NULL;
 }
 static void no_url(tp_config *c) {
-  c->url = "";
+  c->server.url = "";
 }
 static void bad_backend(tp_config *c) {
-  c->backend = (tp_backend)7;
+  c->server.backend = (tp_backend)7;
 }
 static void prefix_no_tok(tp_config *c) {
-  c->prefix_tokens = 16;
+  c->prompts.prefix_tokens = 16;
 }
 static void special_no_tok(tp_config *c) {
-  c->tokenizer_add_special_tokens = true;
+  c->prompts.tokenizer_add_special_tokens = true;
 }
 static void schedule_and_rate(tp_config *c) {
-  c->schedule_file = "trace.jsonl";
-  c->request_rates = one_rate;
-  c->n_request_rates = 1;
+  c->load.schedule_file = "trace.jsonl";
+  c->load.request_rates = one_rate;
+  c->load.n_request_rates = 1;
 }
 static void zero_duration(tp_config *c) {
-  c->measure_mode = TP_MEASURE_DURATION;
-  c->duration_ms = 0;
+  c->measure.measure_mode = TP_MEASURE_DURATION;
+  c->measure.duration_ms = 0;
 }
 static void zero_window(tp_config *c) {
-  c->measure_mode = TP_MEASURE_TIME_WINDOWS;
-  c->measurement_interval_ms = 0;
+  c->measure.measure_mode = TP_MEASURE_TIME_WINDOWS;
+  c->measure.measurement_interval_ms = 0;
 }
 static void bad_gate(tp_config *c) {
-  c->asserts = bad_assert;
-  c->n_asserts = 1;
-  c->no_artifacts = true;
+  c->measure.asserts = bad_assert;
+  c->measure.n_asserts = 1;
+  c->artifacts.no_artifacts = true;
 }
 
 int main(void) {
@@ -84,7 +84,7 @@ int main(void) {
   for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
     tp_config c;
     tp_config_default(&c);
-    c.progress = NULL;
+    c.output.progress = NULL;
     cases[i].set(&c);
     char err[2048] = "";
     tp_run *run = NULL;

@@ -58,9 +58,9 @@ static void write_doc(const char *name, const tp_level_result *lv, size_t n, cha
   static const uint32_t conc[] = {4, 8, 16};
   tp_config cfg;
   tp_test_config_default(&cfg);
-  cfg.model = "ensemble";
-  cfg.concurrency = conc;
-  cfg.n_concurrency = 3;
+  cfg.server.model = "ensemble";
+  cfg.load.concurrency = conc;
+  cfg.load.n_concurrency = 3;
   tp_report_input in = {.cfg = &cfg, .levels = lv, .n_levels = n};
   char err[256];
   if (tp_report_json(path, &in, err, sizeof(err))) fprintf(stderr, "# %s\n", err);

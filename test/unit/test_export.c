@@ -532,9 +532,9 @@ static void test_summary_json(void) {
   lr.concurrency = 8;
   tp_config cfg;
   tp_test_config_default(&cfg);
-  cfg.model = "gpt2_vllm";
-  cfg.backend = TP_BACKEND_VLLM;
-  cfg.streaming = true;
+  cfg.server.model = "gpt2_vllm";
+  cfg.server.backend = TP_BACKEND_VLLM;
+  cfg.server.streaming = true;
   char *text = tp_export_genai_json(&lr, &cfg, "art/profile_export.json", "art/concurrency8");
   check_json(text, "genai_perf.json", "input_config");
   free(text);
@@ -544,7 +544,7 @@ static void test_summary_json(void) {
 
   /* Without streaming GenAI-Perf's JSON still has the time to first token
    * (each request's one response), and nothing between responses. */
-  cfg.streaming = false;
+  cfg.server.streaming = false;
   text = tp_export_genai_json(&lr, &cfg, "art/profile_export.json", "art/concurrency8");
   check_json(text, "genai_perf_nostream.json", "input_config");
   free(text);
@@ -607,41 +607,41 @@ static void test_genai_input_config(void) {
   lr.input_tokens_mean = 512;
   tp_config cfg;
   tp_test_config_default(&cfg);
-  cfg.model = "gpt2_vllm";
-  cfg.backend = TP_BACKEND_VLLM;
-  cfg.streaming = true;
-  cfg.url = "triton:8001";
-  cfg.metrics_url = "http://triton:8002/metrics";
-  cfg.measure_mode = TP_MEASURE_COUNT;
-  cfg.request_count = 100;
-  cfg.stability_percentage = 10; /* not used by a count: GenAI-Perf's 999 */
-  cfg.warmup_request_count = 5;
-  cfg.output_tokens_mean = 16;
-  cfg.output_tokens_deterministic = true;
-  cfg.input_tokens_stddev = 10;
-  cfg.num_prompts = 50;
-  cfg.random_seed = 42;
-  cfg.prefix_tokens = 32;
-  cfg.num_prefixes = 3;
-  cfg.tokenizer = "hf-internal-testing/llama-tokenizer";
-  cfg.goodput_ttft_ms = 200;
-  cfg.goodput_tpot_ms = 25;
-  cfg.goodput_latency_ms = 5000;
-  cfg.goodput_itl_ms = 30; /* tokperf's own ITL: no GenAI-Perf name */
+  cfg.server.model = "gpt2_vllm";
+  cfg.server.backend = TP_BACKEND_VLLM;
+  cfg.server.streaming = true;
+  cfg.server.url = "triton:8001";
+  cfg.server.metrics_url = "http://triton:8002/metrics";
+  cfg.measure.measure_mode = TP_MEASURE_COUNT;
+  cfg.measure.request_count = 100;
+  cfg.measure.stability_percentage = 10; /* not used by a count: GenAI-Perf's 999 */
+  cfg.measure.warmup_request_count = 5;
+  cfg.prompts.output_tokens_mean = 16;
+  cfg.prompts.output_tokens_deterministic = true;
+  cfg.prompts.input_tokens_stddev = 10;
+  cfg.prompts.num_prompts = 50;
+  cfg.prompts.random_seed = 42;
+  cfg.prompts.prefix_tokens = 32;
+  cfg.prompts.num_prefixes = 3;
+  cfg.prompts.tokenizer = "hf-internal-testing/llama-tokenizer";
+  cfg.measure.goodput_ttft_ms = 200;
+  cfg.measure.goodput_tpot_ms = 25;
+  cfg.measure.goodput_latency_ms = 5000;
+  cfg.measure.goodput_itl_ms = 30; /* tokperf's own ITL: no GenAI-Perf name */
   static const char *const extra[] = {"temperature:0.5", "top_k:4",  "ignore_eos:True",
                                       "stop:END",        "beam",     "{\"nested\": {\"a\": 1}}"};
-  cfg.extra_inputs = extra;
-  cfg.n_extra_inputs = 6;
+  cfg.server.extra_inputs = extra;
+  cfg.server.n_extra_inputs = 6;
   static const char *const headers[] = {"X-Run: 7"};
-  cfg.headers = headers;
-  cfg.n_headers = 1;
+  cfg.server.headers = headers;
+  cfg.server.n_headers = 1;
   char *text = tp_export_genai_json(&lr, &cfg, "art/profile_export.json", "art/concurrency8");
   check_input_config(text, "genai_perf_input_config.json", NULL);
   free(text);
   /* A credential in a header never reaches the summary. */
   static const char *const secret_headers[] = {"X-Run: 7", "X-Api-Key: sk-secret"};
-  cfg.headers = secret_headers;
-  cfg.n_headers = 2;
+  cfg.server.headers = secret_headers;
+  cfg.server.n_headers = 2;
   text = tp_export_genai_json(&lr, &cfg, "art/profile_export.json", "art/concurrency8");
   CHECK(text && !strstr(text, "sk-secret") && strstr(text, "\"X-Api-Key: ***\"") && strstr(text, "\"X-Run: 7\""),
         "input.header: a key-like header's value is masked, the others kept");
@@ -652,15 +652,15 @@ static void test_genai_input_config(void) {
    * endpoint type but refuses it when it reads a chat summary back: the
    * backend is "" (unset) there, the rest as GenAI-Perf writes it. */
   tp_test_config_default(&cfg);
-  cfg.model = "llama";
-  cfg.service_kind = TP_SERVICE_OPENAI_CHAT;
-  cfg.streaming = true;
-  cfg.url = "http://localhost:8000";
-  cfg.measure_mode = TP_MEASURE_TIME_WINDOWS;
-  cfg.measurement_interval_ms = 4000;
-  cfg.stability_percentage = 10;
-  cfg.output_tokens_mean = 0;
-  cfg.tokenizer = NULL;
+  cfg.server.model = "llama";
+  cfg.server.service_kind = TP_SERVICE_OPENAI_CHAT;
+  cfg.server.streaming = true;
+  cfg.server.url = "http://localhost:8000";
+  cfg.measure.measure_mode = TP_MEASURE_TIME_WINDOWS;
+  cfg.measure.measurement_interval_ms = 4000;
+  cfg.measure.stability_percentage = 10;
+  cfg.prompts.output_tokens_mean = 0;
+  cfg.prompts.tokenizer = NULL;
   genai_test_level(&lr);
   lr.load_mode = TP_LOAD_RATE;
   lr.request_rate = 2.5;
@@ -715,12 +715,12 @@ static void test_sent_text(void) {
    * merged). */
   tp_config cfg;
   tp_test_config_default(&cfg);
-  cfg.model = "m";
-  cfg.service_kind = TP_SERVICE_OPENAI_COMPLETIONS;
-  cfg.output_tokens_deterministic = true;
+  cfg.server.model = "m";
+  cfg.server.service_kind = TP_SERVICE_OPENAI_COMPLETIONS;
+  cfg.prompts.output_tokens_deterministic = true;
   static const char *const extra[] = {"temperature:0.5", "stop:END", "{\"top_k\": 4, \"max_tokens\": 9}"};
-  cfg.extra_inputs = extra;
-  cfg.n_extra_inputs = 3;
+  cfg.server.extra_inputs = extra;
+  cfg.server.n_extra_inputs = 3;
   for (int i = 0; i < 5; i++) f.r[i].max_tokens = 64;
   static const struct {
     tp_service_kind kind;
@@ -741,9 +741,9 @@ static void test_sent_text(void) {
        "\"temperature\":0.5,\"stop\":\"END\",\"top_k\":4}"},
   };
   for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
-    cfg.service_kind = cases[c].kind;
-    cfg.streaming = cases[c].streaming;
-    cfg.no_usage = !cases[c].usage;
+    cfg.server.service_kind = cases[c].kind;
+    cfg.server.streaming = cases[c].streaming;
+    cfg.server.no_usage = !cases[c].usage;
     tp_buf_reset(&b);
     CHECK(tp_export_pa_experiment(&b, &el, &cfg, 128, MONO0, WALL0) == 0, "OpenAI experiment %zu renders", c);
     e = json_loadb((const char *)b.data, b.len, 0, NULL);
@@ -817,8 +817,8 @@ static void test_artifacts(void) {
   snprintf(art, sizeof(art), "%s/run/a", dir);
   tp_config cfg;
   tp_test_config_default(&cfg);
-  cfg.model = "m";
-  cfg.streaming = true;
+  cfg.server.model = "m";
+  cfg.server.streaming = true;
   tp_artifacts_opts o = {
       .dir = art, .cfg = &cfg, .anchor_mono_ns = MONO0, .anchor_wall_ns = WALL0, .html = true};
   tp_artifacts *a = NULL;

@@ -213,9 +213,9 @@ static void test_payloads(void) {
     const payload_case *pc = &PAYLOADS[c];
     tp_config cfg;
     tp_test_config_default(&cfg);
-    cfg.service_kind = pc->kind;
-    cfg.streaming = pc->streaming;
-    cfg.model = "m\"x";
+    cfg.server.service_kind = pc->kind;
+    cfg.server.streaming = pc->streaming;
+    cfg.server.model = "m\"x";
     tp_record r;
     tp_record_init(&r);
     r.seq = 7;
@@ -228,7 +228,7 @@ static void test_payloads(void) {
   }
   tp_config cfg;
   tp_test_config_default(&cfg);
-  cfg.service_kind = TP_SERVICE_TRITON;
+  cfg.server.service_kind = TP_SERVICE_TRITON;
   tp_record r;
   tp_record_init(&r);
   tp_buf o;
@@ -278,8 +278,8 @@ static void test_experiment_chunks(void) {
   tp_export_level lv = {&lr, &q, 1, 0, 0};
   tp_config cfg;
   tp_test_config_default(&cfg);
-  cfg.service_kind = TP_SERVICE_OPENAI_CHAT;
-  cfg.model = "m";
+  cfg.server.service_kind = TP_SERVICE_OPENAI_CHAT;
+  cfg.server.model = "m";
   tp_buf b;
   tp_buf_init(&b);
   CHECK_INT(tp_export_pa_experiment(&b, &lv, &cfg, 16, MONO0, WALL0), 0, "a chat experiment renders");

@@ -143,8 +143,8 @@ static void test_page(void) {
   for (int i = 0; i < 3; i++) tp_html_level_init(&d[i], &L[i].lr, L[i].q, L[i].n, 25);
   tp_config cfg;
   tp_test_config_default(&cfg);
-  cfg.model = "<b>\"M&M's\"</b>";
-  cfg.url = "gpu-box:8001";
+  cfg.server.model = "<b>\"M&M's\"</b>";
+  cfg.server.url = "gpu-box:8001";
   tp_html_input in = {
       .cfg = &cfg, .levels = d, .n_levels = 3, .timeline_level = 1, .start_wall_ns = 1700000000000000000ULL};
   tp_buf b;

@@ -75,19 +75,19 @@ static const uint32_t conc3[] = {4, 8, 16};
 
 static void base_cfg(tp_config *cfg) {
   memset(cfg, 0, sizeof(*cfg));
-  cfg->url = "localhost:8001";
-  cfg->model = "ensemble";
-  cfg->backend = TP_BACKEND_VLLM;
-  cfg->streaming = true;
-  cfg->concurrency = conc3;
-  cfg->n_concurrency = 3;
-  cfg->request_count = 20;
-  cfg->warmup_request_count = 2;
-  cfg->input_file = "prompts.jsonl";
-  cfg->random_seed = UINT64_MAX;
-  cfg->output_tokens_mean = 128;
-  cfg->num_prompts = 3;
-  cfg->request_timeout_ms = 30000;
+  cfg->server.url = "localhost:8001";
+  cfg->server.model = "ensemble";
+  cfg->server.backend = TP_BACKEND_VLLM;
+  cfg->server.streaming = true;
+  cfg->load.concurrency = conc3;
+  cfg->load.n_concurrency = 3;
+  cfg->measure.request_count = 20;
+  cfg->measure.warmup_request_count = 2;
+  cfg->prompts.input_file = "prompts.jsonl";
+  cfg->prompts.random_seed = UINT64_MAX;
+  cfg->prompts.output_tokens_mean = 128;
+  cfg->prompts.num_prompts = 3;
+  cfg->server.request_timeout_ms = 30000;
 }
 
 /* The built-in mock a run was pointed at, as the CLI hands it to the
@@ -312,9 +312,9 @@ static void test_text_full(void) {
 static void test_text_no_tokens(void) {
   tp_config cfg;
   base_cfg(&cfg);
-  cfg.input_file = NULL;
-  cfg.streaming = false;
-  cfg.backend = TP_BACKEND_TENSORRTLLM;
+  cfg.prompts.input_file = NULL;
+  cfg.server.streaming = false;
+  cfg.server.backend = TP_BACKEND_TENSORRTLLM;
   tp_level_result lr[2];
   level_no_tokens(&lr[0], 1);
   level_no_tokens(&lr[1], 2);

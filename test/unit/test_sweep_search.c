@@ -33,9 +33,10 @@ static void test_config_copy(void) {
   tp_config lib, copy;
   tp_config_default(&lib);
   tp_test_config_default(&copy);
-  CHECK(lib.n_concurrency == 1 && copy.n_concurrency == 1 && lib.concurrency[0] == copy.concurrency[0],
+  CHECK(lib.load.n_concurrency == 1 && copy.load.n_concurrency == 1 &&
+            lib.load.concurrency[0] == copy.load.concurrency[0],
         "test config copy: one level of the same concurrency");
-  copy.concurrency = lib.concurrency;
+  copy.load.concurrency = lib.load.concurrency;
   CHECK(memcmp(&lib, &copy, sizeof(lib)) == 0, "test config copy: equal to tp_config_default");
 }
 
@@ -45,28 +46,28 @@ int main(void) {
   tp_config_default(&c);
   char err[512];
   tp_sweep_search *s = NULL;
-  c.search = TP_SEARCH_CONCURRENCY;
+  c.load.search = TP_SEARCH_CONCURRENCY;
   CHECK(tp_sweep_search_new(&s, &c, err, sizeof(err)) != 0 && strstr(err, "search.slos"),
         "no SLO: refused, the key named (%s)", err);
   const char *slos[] = {"ttft.p99 <= 300ms", "error_rate <= 1%"};
-  c.slos = slos;
-  c.n_slos = 2;
-  c.search_min = 1.5;
+  c.load.slos = slos;
+  c.load.n_slos = 2;
+  c.load.search_min = 1.5;
   CHECK(tp_sweep_search_new(&s, &c, err, sizeof(err)) != 0 && strstr(err, "whole"),
         "a fractional concurrency is refused (%s)", err);
-  c.search_min = 1;
-  c.search_max = 0.5;
+  c.load.search_min = 1;
+  c.load.search_max = 0.5;
   CHECK(tp_sweep_search_new(&s, &c, err, sizeof(err)) != 0 && strstr(err, "search.max"), "max below min (%s)",
         err);
   const char *bad[] = {"speed <= 3"};
-  c.search_max = 64;
-  c.slos = bad;
-  c.n_slos = 1;
+  c.load.search_max = 64;
+  c.load.slos = bad;
+  c.load.n_slos = 1;
   CHECK(tp_sweep_search_new(&s, &c, err, sizeof(err)) != 0 && strncmp(err, "search.slos", 11) == 0,
         "a bad SLO names search.slos (%s)", err);
-  c.slos = slos;
-  c.n_slos = 2;
-  c.search_abs_precision = 1;
+  c.load.slos = slos;
+  c.load.n_slos = 2;
+  c.load.search_abs_precision = 1;
   CHECK_INT(tp_sweep_search_new(&s, &c, err, sizeof(err)), 0, "a concurrency search from 1 to 64 starts");
 
   /* A server that holds ttft.p99 <= 300 ms up to 13 requests in flight. */
@@ -86,7 +87,7 @@ int main(void) {
   tp_sweep_search_free(s);
 
   /* Judging one level. */
-  c.search_abs_precision = 0;
+  c.load.search_abs_precision = 0;
   CHECK_INT(tp_sweep_search_new(&s, &c, err, sizeof(err)), 0, "again");
   tp_gates *g = NULL;
   CHECK_INT(tp_gates_new(&g, slos, 2, err, sizeof(err)), 0, "the SLOs parse as gates");

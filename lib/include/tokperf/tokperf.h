@@ -81,7 +81,9 @@ typedef enum tp_service_kind {
  * reports (tp_run_set_mock, tp_run_set_mock_stats). */
 #include "tokperf/mock.h"
 
-typedef struct tp_config {
+/* The server and how to talk to it: address, API, model, TLS, headers, limits on each request
+ * and answer, the metrics scrape. */
+typedef struct tp_server_config {
   /* Server: "host:port" (default "localhost:8001"). */
   const char *url;
   const char *model;         /* default "ensemble" */
@@ -94,6 +96,44 @@ typedef struct tp_config {
    * cumulative text replaces instead of appending. */
   bool cumulative_text;
 
+  uint32_t connections; /* HTTP/2 connections (0 = automatic) */
+
+  /* HTTP services (OpenAI-compatible, Triton generate).  url may then be a
+   * full http(s)://host:port[/prefix]. */
+  const char *endpoint; /* request path or URL instead of the API's own */
+  /* The API key, sent as "Authorization: Bearer KEY" and never printed,
+   * logged or exported.  The CLI reads it from OPENAI_API_KEY or
+   * --api-key-file, never from the command line. */
+  const char *api_key;
+  /* Extra request headers "Name: value" on every protocol (gRPC metadata
+   * too), and extra body fields "name:value" or JSON objects (HTTP). */
+  const char *const *headers;
+  size_t n_headers;
+  const char *const *extra_inputs;
+  size_t n_extra_inputs;
+  /* TLS (https://, grpcs://): verification is on unless insecure. */
+  const char *ca_file, *cert_file, *key_file;
+  bool insecure;
+  bool http1_only; /* do not offer HTTP/2 on HTTP services */
+  bool no_usage;   /* do not ask OpenAI servers for usage in the stream */
+
+  /* Prometheus text endpoint scraped during each level (Triton :8002
+   * /metrics, vLLM /metrics). */
+  const char *metrics_url;
+  uint64_t metrics_interval_ms; /* default 1000 */
+  uint64_t request_timeout_ms;  /* 0 = none; sent as grpc-timeout */
+  /* Memory bounds under an endless or huge answer: a request whose text
+   * passes max_response_bytes (default 64 MiB) or whose text responses pass
+   * max_output_tokens (0 = no bound) is cancelled and counted as failed. */
+  uint64_t max_response_bytes;
+  uint64_t max_output_tokens;
+  bool skip_preflight;  /* skip ServerLive/ModelReady/ModelMetadata */
+  bool no_server_stats; /* do not read Triton's ModelStatistics around each level */
+} tp_server_config;
+
+/* The load of each level: concurrencies or request rates and their arrival process, a trace to
+ * replay, or the capacity search that picks the levels. */
+typedef struct tp_load_config {
   /* Concurrency levels to sweep, in order.  The array is borrowed. */
   const uint32_t *concurrency;
   size_t n_concurrency;
@@ -115,6 +155,26 @@ typedef struct tp_config {
   double replay_speedup;          /* default 1 */
   uint32_t prefix_block_tokens;   /* tokens per hash id block, default 512 */
 
+  /* Capacity search (docs/search.md): instead of the listed levels, probe
+   * request rates or concurrencies between search_min and search_max
+   * (bracket, then bisect; lib/run/tp_search.h) for the highest load at
+   * which every SLO holds ("metric.stat OP value", the --assert syntax,
+   * borrowed; max_error_rate counts as one too).  The search stops when the
+   * last passing and first failing loads are within the precision (a
+   * fraction of the passing load, or an absolute amount in the load's unit;
+   * relative when both are set) or after search_max_probes levels. */
+  tp_search_mode search;
+  const char *const *slos;
+  size_t n_slos;
+  double search_min, search_max; /* 0 = 1 and 1024 */
+  double search_rel_precision;   /* 0.1 = 10 % */
+  double search_abs_precision;   /* in requests/s or requests in flight */
+  uint32_t search_max_probes;    /* 0 = 12 */
+} tp_load_config;
+
+/* What each level measures and how long: counts, durations, stability windows, warm-up, repeats,
+ * and the goals a level is judged by (goodput, gates, error rate). */
+typedef struct tp_measure_config {
   /* Measurement, per level.  measure_mode COUNT: request_count requests (0 =
    * 4 per slot or 4 s of rate, at least 16).  DURATION: duration_ms.
    * Windows: perf_analyzer's stability rule over the last three windows. */
@@ -128,16 +188,6 @@ typedef struct tp_config {
   uint64_t warmup_request_count;       /* per level, left out of the statistics */
   uint64_t warmup_duration_ms;         /* per level, alternative to the count */
 
-  /* Sweep dimensions (borrowed lists; empty = one point).  Synthetic input
-   * lengths need a tokenizer: prompts are made to exactly the drawn number
-   * of tokens. */
-  const uint32_t *input_tokens_means;
-  size_t n_input_tokens_means;
-  uint32_t input_tokens_stddev;
-  const uint32_t *output_tokens_means;
-  size_t n_output_tokens_means;
-  uint32_t output_tokens_stddev;
-
   /* Goodput bounds in ms (0 = no bound on that metric). */
   double goodput_ttft_ms, goodput_itl_ms, goodput_latency_ms;
   double goodput_tpot_ms; /* time per output token (tpot; GenAI-Perf's inter_token_latency) */
@@ -147,25 +197,28 @@ typedef struct tp_config {
   size_t n_asserts;
   double max_error_rate; /* < 0 = no limit (default -1) */
 
-  /* Capacity search (docs/search.md): instead of the listed levels, probe
-   * request rates or concurrencies between search_min and search_max
-   * (bracket, then bisect; lib/run/tp_search.h) for the highest load at
-   * which every SLO holds ("metric.stat OP value", the --assert syntax,
-   * borrowed; max_error_rate counts as one too).  The search stops when the
-   * last passing and first failing loads are within the precision (a
-   * fraction of the passing load, or an absolute amount in the load's unit;
-   * relative when both are set) or after search_max_probes levels. */
-  tp_search_mode search;
-  const char *const *slos;
-  size_t n_slos;
-  double search_min, search_max;          /* 0 = 1 and 1024 */
-  double search_rel_precision;            /* 0.1 = 10 % */
-  double search_abs_precision;            /* in requests/s or requests in flight */
-  uint32_t search_max_probes;             /* 0 = 12 */
   /* Repeated runs: every level is run this many times (0 or 1 = once); the
    * report gives per metric the mean, standard deviation and 95%
    * confidence interval over the runs. */
   uint32_t num_profile_runs;
+
+  /* After an interruption, how long in-flight requests may take to finish
+   * before they are cancelled (default 5 s). */
+  uint64_t grace_period_ms;
+} tp_measure_config;
+
+/* What is sent: the prompt file or synthetic prompts, their token lengths, the tokenizer,
+ * KV-cache controls. */
+typedef struct tp_prompts_config {
+  /* Sweep dimensions (borrowed lists; empty = one point).  Synthetic input
+   * lengths need a tokenizer: prompts are made to exactly the drawn number
+   * of tokens. */
+  const uint32_t *input_tokens_means;
+  size_t n_input_tokens_means;
+  uint32_t input_tokens_stddev;
+  const uint32_t *output_tokens_means;
+  size_t n_output_tokens_means;
+  uint32_t output_tokens_stddev;
 
   const char *input_file; /* JSONL prompts; NULL = synthetic prompts */
   const char *tokenizer;  /* tokenizer.model or a directory holding one */
@@ -184,43 +237,6 @@ typedef struct tp_config {
   uint32_t synthetic_input_words; /* synthetic prompt length in words */
   uint32_t num_prompts;           /* synthetic prompt count */
 
-  uint32_t connections;       /* HTTP/2 connections (0 = automatic) */
-
-  /* HTTP services (OpenAI-compatible, Triton generate).  url may then be a
-   * full http(s)://host:port[/prefix]. */
-  const char *endpoint;  /* request path or URL instead of the API's own */
-  /* The API key, sent as "Authorization: Bearer KEY" and never printed,
-   * logged or exported.  The CLI reads it from OPENAI_API_KEY or
-   * --api-key-file, never from the command line. */
-  const char *api_key;
-  /* Extra request headers "Name: value" on every protocol (gRPC metadata
-   * too), and extra body fields "name:value" or JSON objects (HTTP). */
-  const char *const *headers;
-  size_t n_headers;
-  const char *const *extra_inputs;
-  size_t n_extra_inputs;
-  /* TLS (https://, grpcs://): verification is on unless insecure. */
-  const char *ca_file, *cert_file, *key_file;
-  bool insecure;
-  bool http1_only;     /* do not offer HTTP/2 on HTTP services */
-  bool no_usage;       /* do not ask OpenAI servers for usage in the stream */
-
-  /* Prometheus text endpoint scraped during each level (Triton :8002
-   * /metrics, vLLM /metrics). */
-  const char *metrics_url;
-  uint64_t metrics_interval_ms; /* default 1000 */
-  uint64_t request_timeout_ms; /* 0 = none; sent as grpc-timeout */
-  /* Memory bounds under an endless or huge answer: a request whose text
-   * passes max_response_bytes (default 64 MiB) or whose text responses pass
-   * max_output_tokens (0 = no bound) is cancelled and counted as failed. */
-  uint64_t max_response_bytes;
-  uint64_t max_output_tokens;
-  /* After an interruption, how long in-flight requests may take to finish
-   * before they are cancelled (default 5 s). */
-  uint64_t grace_period_ms;
-  bool skip_preflight;         /* skip ServerLive/ModelReady/ModelMetadata */
-  bool no_server_stats;        /* do not read Triton's ModelStatistics around each level */
-
   /* KV-cache controls (docs/kv-cache.md).  cache_bust puts a unique,
    * seed-reproducible marker at the very start of every prompt so that no
    * prefix can be reused; prefix_tokens > 0 puts one of num_prefixes shared
@@ -229,13 +245,23 @@ typedef struct tp_config {
   bool cache_bust;
   uint32_t prefix_tokens;
   uint32_t num_prefixes; /* default 1 */
+} tp_prompts_config;
 
+/* Where results go besides the artifact directory: the JSON document, the records, progress
+ * lines. */
+typedef struct tp_output_config {
   const char *json_path;    /* --json: every figure with units, config */
   const char *records_path; /* --records: one JSON line per request (default: in the artifact dir) */
   /* perf_analyzer's -f: its latency report CSV (tp_run_write_latency_csv),
    * with verbose_csv its --verbose-csv columns. */
   const char *latency_report_file;
   bool verbose_csv;
+
+  FILE *progress; /* progress lines (stderr by default, NULL = quiet) */
+} tp_output_config;
+
+/* The artifact directory: profile export, GenAI-Perf summaries, records, responses, report.html. */
+typedef struct tp_artifacts_config {
   /* The artifact directory: perf_analyzer's profile export, GenAI-Perf's
    * summaries per level, records.jsonl, responses.jsonl, report.html.
    * NULL = artifacts/<model>-<service>-<backend>-<mode>; no_artifacts turns
@@ -244,13 +270,26 @@ typedef struct tp_config {
   const char *profile_export_file; /* NULL = profile_export.json in the directory */
   bool no_artifacts;
   bool no_html;
+} tp_artifacts_config;
 
-  FILE *progress; /* progress lines (stderr by default, NULL = quiet) */
-
+/* Distributed runs under mpirun (docs/scale-out.md). */
+typedef struct tp_dist_config {
   /* Distributed runs (`mpirun -np N tokperf profile`, docs/scale-out.md):
    * how long rank 0 waits on a rank that has gone silent before it reports
    * the rank failed and goes on without it (0 = 20 s). */
   uint64_t mpi_timeout_ms;
+} tp_dist_config;
+
+/* A run's settings, by concern; tp_config_default fills every group.  The
+ * settings table (cmd/options.c) names each field by its key. */
+typedef struct tp_config {
+  tp_server_config server;
+  tp_load_config load;
+  tp_measure_config measure;
+  tp_prompts_config prompts;
+  tp_output_config output;
+  tp_artifacts_config artifacts;
+  tp_dist_config dist;
 } tp_config;
 
 TP_API void tp_config_default(tp_config *cfg);
@@ -475,7 +514,7 @@ TP_API size_t tp_run_level_count(const tp_run *run);
 TP_API const tp_level_result *tp_run_level(const tp_run *run, size_t i);
 
 /* A mock server the caller started in-process for this run (`tokperf
- * profile --mock` starts one and points cfg->url at it): the reports name
+ * profile --mock` starts one and points cfg->server.url at it): the reports name
  * the target "built-in mock" and record these settings (log_path: where its
  * log of true send times goes), and a distributed run is refused, since
  * ranks on other hosts cannot reach it.  Call before tp_run_exec; cfg is

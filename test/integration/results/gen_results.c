@@ -127,13 +127,13 @@ int main(int argc, char **argv) {
 
   tp_config cfg;
   tp_config_default(&cfg);
-  cfg.model = "llama <7b> & \"friends\"";
-  cfg.url = "127.0.0.1:8001";
-  cfg.streaming = true;
-  cfg.concurrency = concs;
-  cfg.n_concurrency = NLEVELS;
-  cfg.tokenizer = "tokenizer.model";
-  cfg.output_tokens_mean = 64;
+  cfg.server.model = "llama <7b> & \"friends\"";
+  cfg.server.url = "127.0.0.1:8001";
+  cfg.server.streaming = true;
+  cfg.load.concurrency = concs;
+  cfg.load.n_concurrency = NLEVELS;
+  cfg.prompts.tokenizer = "tokenizer.model";
+  cfg.prompts.output_tokens_mean = 64;
 
   level lv[NLEVELS];
   static const size_t sizes[NLEVELS] = {20, 60, 600};

@@ -51,8 +51,10 @@ enum {
   TP_MF_SUMMARY = 32,     /* columns of the sweep summary (avg and p99 for a distribution) */
   TP_MF_ACCURACY = 64,    /* unavailable unless references were scored */
   TP_MF_COMPARE = 128,    /* a row of tokperf compare's side-by-side table */
-  /* A timing between tokens: left out of the GenAI-Perf and AIPerf
-   * exports of a run without streaming, as those tools leave it out. */
+  /* A timing between tokens (and TTFT): left out, in a run without
+   * streaming, of GenAI-Perf's CSV and of AIPerf's files, as those tools
+   * leave it out; GenAI-Perf's JSON keeps TTFT (equal to the latency), as
+   * GenAI-Perf's JSON exporter does. */
   TP_MF_STREAMING = 256
 };
 

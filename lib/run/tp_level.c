@@ -363,6 +363,12 @@ static int level_prepare(tp_run *r) {
     /* Taken ahead only: a failure here is a growth later. */
     (void)tpr_reserve_records(r, want < max ? want : max);
   }
+  /* The first write into a file mapping whose blocks were just let go
+   * stalls for the file system (about 2 ms on ext4 here, where later pages
+   * take microseconds): taken now, before the clock starts, not by the
+   * level's first request.  Every record is initialised again when its
+   * request is planned. */
+  if (L->cap) tp_record_init(&L->recs[0]);
   return tpr_ctx_pool_init(r, L->slots ? L->slots : 256);
 }
 

@@ -47,8 +47,8 @@
 #define MAX_WINDOWS 64
 #define PROGRESS_MS 1000
 #define LIVE_TTFT_N 1024
-#define COUNT_Q_MAX 1024
-#define COUNT_BATCHES_OUT 2
+#define COUNT_Q_MAX 32
+#define COUNT_WAIT_MS 1
 
 /* One point of the sweep. */
 typedef struct point {
@@ -214,13 +214,14 @@ struct tp_run {
   tp_defer done_defer;
   size_t *done_q;
   size_t done_n, done_cap;
-  /* Finished requests waiting for the pool (tp_sink.c): while
-   * COUNT_BATCHES_OUT batches are on it, the requests that end queue here
-   * and leave as one batch when one comes back, so a tokenizer's counts
-   * cost one hand-over per batch, not one per request. */
+  /* Finished requests waiting for the pool (tp_sink.c): they leave as one
+   * batch once COUNT_Q_MAX have queued, COUNT_WAIT_MS after the first, or
+   * when no request is in flight, so a tokenizer's counts cost one
+   * hand-over per batch, not one per request. */
   struct count_job *count_q[COUNT_Q_MAX];
   size_t count_n;
-  uint32_t batches_out;
+  tp_timer count_timer;
+  bool count_timer_ready;
   bool progress_tty;
   uint64_t last_progress_ns;
 

@@ -195,22 +195,10 @@ static void job_after(count_job *j, int status) {
   finalize(r, seq);
 }
 
-static void dispatch(tp_run *r, count_job **jobs, size_t n);
-
-/* The requests that queued while the pool was busy leave as one batch. */
-static void flush_queue(tp_run *r) {
-  size_t n = r->count_n;
-  r->count_n = 0;
-  if (n) dispatch(r, r->count_q, n);
-}
-
 static void batch_after(uv_work_t *w, int status) {
   count_batch *b = w->data;
-  tp_run *r = b->run;
-  r->batches_out--;
   for (size_t i = 0; i < b->n; i++) job_after(b->jobs[i], status);
   free(b);
-  if (r->batches_out < COUNT_BATCHES_OUT) flush_queue(r);
 }
 
 /* Jobs done on the loop: the batch's work and its end, at once. */
@@ -228,10 +216,7 @@ static void dispatch(tp_run *r, count_job **jobs, size_t n) {
     b->n = n;
     memcpy(b->jobs, jobs, n * sizeof(*jobs));
     b->work.data = b;
-    if (uv_queue_work(&r->loop, &b->work, batch_work, batch_after) == 0) {
-      r->batches_out++;
-      return;
-    }
+    if (uv_queue_work(&r->loop, &b->work, batch_work, batch_after) == 0) return;
     free(b);
   }
   jobs_here(r, jobs, n);
@@ -316,6 +301,31 @@ static count_job *begin_done(tp_run *r, size_t seq) {
   return j;
 }
 
+/* The queued requests leave as one batch. */
+static void flush_queue(tp_run *r) {
+  size_t n = r->count_n;
+  r->count_n = 0;
+  tp_timer_stop(r->timers, &r->count_timer);
+  if (n) dispatch(r, r->count_q, n);
+}
+
+static void on_count_timer(tp_timer *t, uint64_t now_ns) {
+  (void)now_ns;
+  flush_queue(t->data);
+}
+
+/* A job waits in the queue; the first one arms the timer that bounds its
+ * wait. */
+static void enqueue(tp_run *r, count_job *j) {
+  if (!r->count_timer_ready) {
+    tp_timer_init(&r->count_timer, on_count_timer, r);
+    r->count_timer_ready = true;
+  }
+  if (!r->count_n) tp_timer_start(r->timers, &r->count_timer, tp_now_ns() + COUNT_WAIT_MS * TP_NS_PER_MS);
+  r->count_q[r->count_n++] = j;
+  if (r->count_n == COUNT_Q_MAX) flush_queue(r);
+}
+
 /* Hands n jobs on.  Without a tokenizer, and with a regular records file,
  * they are done here on the loop: their lines cost a microsecond or two
  * each and one write to the page cache, where the hand-over to a pool
@@ -324,9 +334,12 @@ static count_job *begin_done(tp_run *r, size_t seq) {
  * to its limit (and, with tokperf on a real-time priority, its pool
  * threads held the loop off its send times for milliseconds).  A pipe or a
  * terminal may block, and a tokenizer's counts take longer: those go to
- * the pool, a batch at a time; while COUNT_BATCHES_OUT batches are there,
- * the jobs queue (r->count_q) and leave together when one comes back, so
- * at a high rate a hand-over carries many requests, not one. */
+ * the pool in batches.  A hand-over costs more than a line or a short
+ * count, and one request ends per turn of the loop at tens of thousands a
+ * second, so the jobs queue (r->count_q) and leave together: at most
+ * COUNT_WAIT_MS later (their lines reach the file that much later; no
+ * timestamp moves), at once when the queue is full or nothing is in
+ * flight. */
 static void submit(tp_run *r, count_job **jobs, size_t n) {
   level_state *L = &r->lv;
   /* The windows are fed as the request ends, not once its tokens are
@@ -339,14 +352,10 @@ static void submit(tp_run *r, count_job **jobs, size_t n) {
   }
   if (!r->tok && r->shed_records) {
     jobs_here(r, jobs, n);
-  } else if (r->batches_out < COUNT_BATCHES_OUT && !r->count_n) {
-    dispatch(r, jobs, n);
-  } else {
-    for (size_t i = 0; i < n; i++) {
-      if (r->count_n == COUNT_Q_MAX) flush_queue(r); /* a full queue leaves as one more batch */
-      r->count_q[r->count_n++] = jobs[i];
-    }
+    return;
   }
+  for (size_t i = 0; i < n; i++) enqueue(r, jobs[i]);
+  if (!L->in_flight) flush_queue(r);
 }
 
 void tpr_finish_done(tp_run *r, size_t seq) {

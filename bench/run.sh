@@ -17,7 +17,8 @@
 #   f. tokenizers (bench_tok, when its runner is present).
 #   g. open-loop ceiling: CPU microseconds per request at 1k, 20k, 100k
 #      requests/s against nghttpd, unary and streaming, with the rate error
-#      and the send lag (BENCH_G_RATES, BENCH_G_TOKENS, BENCH_G_ARTIFACTS).
+#      and the send lag (BENCH_G_RATES, BENCH_G_TOKENS, BENCH_G_ARTIFACTS,
+#      BENCH_G_ARGS: more tokperf arguments, e.g. "--tokenizer MODEL").
 #
 # The machine is shared and small: every figure that compares two clients
 # is a ratio taken in the same run against the same server; the client is
@@ -680,25 +681,26 @@ if want g; then
           [ "$art" = 1 ] && TP_ART="$OUT/${name}_art"
           tp "$name" "$G_PID" -u "127.0.0.1:$G_PORT" --skip-preflight --no-server-stats \
             $([ "$kind" = unary ] && echo --no-streaming) --request-rate "$r" \
-            --duration "${SECS}s" --warmup-duration "${WARM}s"
+            --duration "${SECS}s" --warmup-duration "${WARM}s" ${BENCH_G_ARGS:-}
           TP_ART=""
           # The CPU over the measured part only: from 0.2 s into it to
           # 0.2 s before its end (the sampler's first sample is the start).
           set -- $(window_at "$OUT/$name.cpu" "$(calc "$WARM + 0.2")" "$(calc "$SECS - 0.4")")
           ucpu=$1 scpu=$2 uwait=$3 cpus=$4 wall=$5
           v=$("$UTIL" get "$OUT/$name.json" levels.0.achieved_send_rate_rps levels.0.send_lag_ms.p99 \
-            levels.0.failed levels.0.send_lag_ms.p50 | tr '\n' ' ')
+            levels.0.failed levels.0.send_lag_ms.p50 levels.0.send_lag_ms.max | tr '\n' ' ')
           set -- $v
-          ach=${1:-null} lagms=${2:-null} failed=${3:-?} p50=${4:-null}
+          ach=${1:-null} lagms=${2:-null} failed=${3:-?} p50=${4:-null} lagmax=${5:-null}
           us=$([[ "$ach" != null && "$cpus" != n/a ]] && calc "$cpus * 1e6 / ($wall * $ach)" || echo n/a)
           err=$([[ "$ach" != null ]] && calc "($ach / $r - 1) * 100" || echo n/a)
           lag=$([[ "$lagms" != null ]] && calc "$lagms * 1000" || echo n/a)
           p50=$([[ "$p50" != null ]] && calc "$p50 * 1000" || echo n/a)
+          lagmax=$([[ "$lagmax" != null ]] && calc "$lagmax * 1000" || echo n/a)
           what="$kind $r/s$([ "$art" = 1 ] && echo ", artifacts" || echo ", --no-artifacts")"
           pin="tokperf: taskset -c $CCPU (used $ucpu%, others $uwait%); nghttpd: taskset -c $SCPU (CPU $scpu%); $SCHED_NOTE; failed $failed"
           row g "CPU per request, $what" "$us" "us" "" "$pin" "$ucpu" "$scpu"
           row g "  achieved/target - 1, $what" "$err" "%" "" "$WIN"
-          row g "  send lag p99, $what" "$lag" "us" "< 100" "p50 $p50 us"
+          row g "  send lag p99, $what" "$lag" "us" "< 100" "p50 $p50 us, max $lagmax us"
           if [[ "$err" != n/a && "$lag" != n/a ]] &&
             awk -v e="$err" -v l="$lag" 'BEGIN { exit !((e < 0 ? -e : e) <= 0.1 && l < 100) }'; then
             best=$r

@@ -339,6 +339,39 @@ static int level_pacer(tp_run *r) {
   return 0;
 }
 
+/* Records the arena holds ahead at most: a file-backed arena only sets its
+ * file's size and maps it (untouched pages cost nothing until a record is
+ * written), so a million records (a few hundred megabytes of address
+ * space) cost no more than a few; heap memory is zeroed as it is taken,
+ * so less is taken ahead there. */
+#define AHEAD_FILE_MAX ((size_t)1 << 20)
+#define AHEAD_HEAP_MAX ((size_t)1 << 16)
+
+/* What the level needs before its first request: room for the records it
+ * will plan when that is known (a count; an open loop's arrivals, drawn
+ * for its whole duration), so the array does not double on the loop
+ * mid-level; and its request contexts, one per slot. */
+static int level_prepare(tp_run *r) {
+  level_state *L = &r->lv;
+  size_t want = 0;
+  if (!L->sess && L->pt.mode != TP_LOAD_CONCURRENCY)
+    want = L->n_offsets < L->total ? L->n_offsets : L->total;
+  else if (!L->sess && L->total != SIZE_MAX)
+    want = L->total;
+  if (want) {
+    size_t max = r->arena && !tp_rec_arena_file_backed(r->arena) ? AHEAD_HEAP_MAX : AHEAD_FILE_MAX;
+    /* Taken ahead only: a failure here is a growth later. */
+    (void)tpr_reserve_records(r, want < max ? want : max);
+  }
+  /* The first write into a file mapping whose blocks were just let go
+   * stalls for the file system (about 2 ms on ext4 here, where later pages
+   * take microseconds): taken now, before the clock starts, not by the
+   * level's first request.  Every record is initialised again when its
+   * request is planned. */
+  if (L->cap) tp_record_init(&L->recs[0]);
+  return tpr_ctx_pool_init(r, L->slots ? L->slots : 256);
+}
+
 /* The hooks begin, the clock starts (MPI's hook starts it on every rank at
  * once) and the first requests leave; returns once the level is over and
  * every timer of it is stopped. */
@@ -347,6 +380,10 @@ static int level_drive(tp_run *r, size_t li, const point *pt, char *err, size_t 
   L->total_all = L->total;
   int rv = tpr_hooks_begin(r, li, err, errlen);
   if (rv) return rv;
+  if (level_prepare(r)) {
+    tp_seterr(err, errlen, "cannot start the level: out of memory");
+    return TP_ENOMEM;
+  }
   if (!r->mpi) L->t0 = tp_now_ns();
   if (r->cfg.measure.warmup_duration_ms)
     L->warmup_end_ns = L->t0 + r->cfg.measure.warmup_duration_ms * TP_NS_PER_MS;
@@ -367,6 +404,9 @@ static int level_drive(tp_run *r, size_t li, const point *pt, char *err, size_t 
   /* The level's requests are all over: nothing more is paced. */
   tp_pacer_free(L->pacer);
   L->pacer = NULL;
+  /* Every request's on_done has run (the level ends with none in flight);
+   * otherwise the contexts are left to the client that still holds them. */
+  if (L->in_flight == 0) tpr_ctx_pool_free(r);
   uv_timer_stop(&r->progress_timer);
   if (r->progress_tty && r->cfg.output.progress) fputs("\r\033[K", r->cfg.output.progress);
   tpr_hooks_stop(r);

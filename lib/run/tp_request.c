@@ -194,6 +194,52 @@ void tpr_drop_waiting(tp_run *r) {
   L->stop_planning = true;
 }
 
+/* A slab of n more contexts, put on the free list. */
+static int ctx_pool_add(level_state *L, size_t n) {
+  ctx_slab *s = malloc(sizeof(*s) + n * sizeof(req_ctx));
+  if (!s) return TP_ENOMEM;
+  s->n = n;
+  s->next = L->ctx_slabs;
+  L->ctx_slabs = s;
+  for (size_t i = n; i-- > 0;) {
+    s->ctx[i].next = L->ctx_free;
+    L->ctx_free = &s->ctx[i];
+  }
+  L->ctx_n += n;
+  return 0;
+}
+
+int tpr_ctx_pool_init(tp_run *r, size_t n) {
+  tpr_ctx_pool_free(r);
+  return ctx_pool_add(&r->lv, n ? n : 64);
+}
+
+void tpr_ctx_pool_free(tp_run *r) {
+  level_state *L = &r->lv;
+  while (L->ctx_slabs) {
+    ctx_slab *s = L->ctx_slabs;
+    L->ctx_slabs = s->next;
+    free(s);
+  }
+  L->ctx_free = NULL;
+  L->ctx_n = 0;
+}
+
+/* A context for a request about to be sent; a new slab only when every
+ * one is in flight. */
+static req_ctx *ctx_take(level_state *L) {
+  if (!L->ctx_free && ctx_pool_add(L, L->ctx_n ? L->ctx_n : 64)) return NULL;
+  req_ctx *x = L->ctx_free;
+  L->ctx_free = x->next;
+  *x = (req_ctx){0};
+  return x;
+}
+
+static void ctx_give(level_state *L, req_ctx *x) {
+  x->next = L->ctx_free;
+  L->ctx_free = x;
+}
+
 void tpr_req_on_event(void *req, const tp_client_event *ev, uint64_t arrival_ns) {
   req_ctx *x = req;
   tp_record *rec = &x->run->lv.recs[x->seq];
@@ -281,7 +327,7 @@ void tpr_req_on_done(void *req, const tp_client_done *d) {
   level_state *L = &r->lv;
   size_t seq = x->seq;
   tp_record *rec = &L->recs[seq];
-  free(x);
+  ctx_give(L, x);
   /* The wire time of the request's last byte is the truest send time. */
   if (d->sent_ns) rec->sent_ns = d->sent_ns;
   rec->resends = d->resends;
@@ -330,7 +376,7 @@ void tpr_req_on_done(void *req, const tp_client_done *d) {
 void tpr_send_request(tp_run *r, size_t seq) {
   level_state *L = &r->lv;
   tp_record *rec = &L->recs[seq];
-  req_ctx *x = calloc(1, sizeof(*x));
+  req_ctx *x = ctx_take(L);
   uint64_t now = tp_now_ns();
   if (!x) {
     tp_record_fail(rec, TP_ERRCLASS_CANCELLED, -1, "out of memory", 13);
@@ -364,7 +410,7 @@ void tpr_send_request(tp_run *r, size_t seq) {
   if (L->in_flight > L->max_in_flight) L->max_in_flight = L->in_flight;
   int rv = r->client->ops->send(r->client, &snd, x);
   if (rv) {
-    free(x);
+    ctx_give(L, x);
     L->in_flight--;
     tp_record_fail(rec, TP_ERRCLASS_PROTOCOL, -1, "cannot send the request", 23);
     rec->done_ns = now;

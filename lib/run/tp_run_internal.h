@@ -47,6 +47,8 @@
 #define MAX_WINDOWS 64
 #define PROGRESS_MS 1000
 #define LIVE_TTFT_N 1024
+#define COUNT_Q_MAX 32
+#define COUNT_WAIT_MS 1
 
 /* One point of the sweep. */
 typedef struct point {
@@ -57,16 +59,29 @@ typedef struct point {
   uint32_t output_tokens; /* 0 = per prompt / default */
 } point;
 
-/* One per request in flight, allocated on its own so its address stays put
- * while the record array grows. */
+/* One per request in flight, the client's handle on it from send to
+ * on_done.  The level owns them (ctx_pool): taken from its free list at the
+ * send and given back in on_done, so a request costs no allocation for its
+ * context, and its address stays put while the record array grows. */
 typedef struct req_ctx {
   tp_run *run;
   size_t seq;
   bool final_seen;
   bool cumulative;
   bool cancelled;
-  void *handle; /* the client's, for cancelling */
+  void *handle;         /* the client's, for cancelling */
+  struct req_ctx *next; /* the pool's free list */
 } req_ctx;
+
+/* The level's request contexts: slabs that never move (a context's address
+ * is the client's until its on_done), chained for freeing, and the free
+ * list over them.  A slab is added only when more requests are in flight
+ * than ever before in the level, twice as many contexts each time. */
+typedef struct ctx_slab {
+  struct ctx_slab *next;
+  size_t n;
+  req_ctx ctx[];
+} ctx_slab;
 
 /* Work on a finished request off the loop: counting its tokens and writing
  * its line to the records file.  The job works on a snapshot of the record
@@ -118,6 +133,11 @@ typedef struct level_state {
   uint64_t *offsets;
   size_t n_offsets;
   tp_timer plan_timer;
+  /* The request contexts (req_ctx): made at the level's start, freed at its
+   * end, once every request's on_done has run. */
+  ctx_slab *ctx_slabs;
+  req_ctx *ctx_free;
+  size_t ctx_n;
   /* Single-turn levels: what leaves when (closed loop, open loop, the cap
    * and its queue); NULL for sessions (tp_sessions has its own) and for a
    * rank with no share of the level.  pump_ns: when the pump last asked. */
@@ -194,6 +214,14 @@ struct tp_run {
   tp_defer done_defer;
   size_t *done_q;
   size_t done_n, done_cap;
+  /* Finished requests waiting for the pool (tp_sink.c): they leave as one
+   * batch once COUNT_Q_MAX have queued, COUNT_WAIT_MS after the first, or
+   * when no request is in flight, so a tokenizer's counts cost one
+   * hand-over per batch, not one per request. */
+  struct count_job *count_q[COUNT_Q_MAX];
+  size_t count_n;
+  tp_timer count_timer;
+  bool count_timer_ready;
   bool progress_tty;
   uint64_t last_progress_ns;
 
@@ -296,6 +324,10 @@ void tpr_sent_head(const tp_run *r, size_t seq, char marker[24], const char *hea
 void tpr_build_sent_text(tp_run *r, size_t seq, tp_buf *out);
 void tpr_req_on_done(void *req, const tp_client_done *d);
 void tpr_send_request(tp_run *r, size_t seq);
+/* The level's request contexts: room for n in flight at once (more are
+ * added as needed), and all of them let go (none may be in flight). */
+int tpr_ctx_pool_init(tp_run *r, size_t n);
+void tpr_ctx_pool_free(tp_run *r);
 void tpr_on_plan_timer(tp_timer *t, uint64_t now_ns);
 void tpr_open_windows(tp_run *r, uint64_t start_ns);
 void tpr_window_on_completion(tp_run *r, tp_record *rec);

@@ -123,12 +123,12 @@ typedef struct count_batch {
   count_job *jobs[];
 } count_batch;
 
-static void batch_work(uv_work_t *w) {
-  count_batch *b = w->data;
-  tp_run *r = b->run;
-  for (size_t i = 0; i < b->n; i++) {
-    count_tokens(b->jobs[i]);
-    b->jobs[i]->line_off = tpr_write_record_line(r, b->jobs[i], false);
+/* Counts and writes the lines of n jobs (any thread), with one flush for
+ * them all. */
+static void work_jobs(tp_run *r, count_job **jobs, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    count_tokens(jobs[i]);
+    jobs[i]->line_off = tpr_write_record_line(r, jobs[i], false);
   }
   /* Flushed as the batch is written, before the loop learns of it: a
    * crash or a kill loses nothing already measured.  Lines a failed flush
@@ -138,7 +138,12 @@ static void batch_work(uv_work_t *w) {
   bool ok = fflush(r->records_fp) == 0;
   uv_mutex_unlock(&r->records_lock);
   if (!ok)
-    for (size_t i = 0; i < b->n; i++) b->jobs[i]->line_off = 0;
+    for (size_t i = 0; i < n; i++) jobs[i]->line_off = 0;
+}
+
+static void batch_work(uv_work_t *w) {
+  count_batch *b = w->data;
+  work_jobs(b->run, b->jobs, b->n);
 }
 
 /* --token-source: output_tokens and input_tokens become the counts the
@@ -194,6 +199,27 @@ static void batch_after(uv_work_t *w, int status) {
   count_batch *b = w->data;
   for (size_t i = 0; i < b->n; i++) job_after(b->jobs[i], status);
   free(b);
+}
+
+/* Jobs done on the loop: the batch's work and its end, at once. */
+static void jobs_here(tp_run *r, count_job **jobs, size_t n) {
+  work_jobs(r, jobs, n);
+  for (size_t i = 0; i < n; i++) job_after(jobs[i], 0);
+}
+
+/* Hands n jobs to the pool as one batch (their pending counts already
+ * taken); does them here when it cannot, so none is ever lost. */
+static void dispatch(tp_run *r, count_job **jobs, size_t n) {
+  count_batch *b = malloc(sizeof(*b) + n * sizeof(*jobs));
+  if (b) {
+    b->run = r;
+    b->n = n;
+    memcpy(b->jobs, jobs, n * sizeof(*jobs));
+    b->work.data = b;
+    if (uv_queue_work(&r->loop, &b->work, batch_work, batch_after) == 0) return;
+    free(b);
+  }
+  jobs_here(r, jobs, n);
 }
 
 /* Whether a request that just ended is measured, as far as is known now:
@@ -275,47 +301,61 @@ static count_job *begin_done(tp_run *r, size_t seq) {
   return j;
 }
 
-/* Hands n jobs to the pool as one batch; settles them here when it cannot.
- * Without a tokenizer, and with a regular records file, the batch is done
- * here on the loop instead: its lines cost a microsecond or two each and
- * one write to the page cache, where the hand-over to a pool thread and
- * back cost two context switches and a wake-up of the loop, which at tens
- * of thousands of requests a second took the client's CPU to its limit
- * (and, with tokperf on a real-time priority, its pool threads held the
- * loop off its send times for milliseconds).  A pipe or a terminal may
- * block, so their lines stay on the pool. */
+/* The queued requests leave as one batch. */
+static void flush_queue(tp_run *r) {
+  size_t n = r->count_n;
+  r->count_n = 0;
+  tp_timer_stop(r->timers, &r->count_timer);
+  if (n) dispatch(r, r->count_q, n);
+}
+
+static void on_count_timer(tp_timer *t, uint64_t now_ns) {
+  (void)now_ns;
+  flush_queue(t->data);
+}
+
+/* A job waits in the queue; the first one arms the timer that bounds its
+ * wait. */
+static void enqueue(tp_run *r, count_job *j) {
+  if (!r->count_timer_ready) {
+    tp_timer_init(&r->count_timer, on_count_timer, r);
+    r->count_timer_ready = true;
+  }
+  if (!r->count_n) tp_timer_start(r->timers, &r->count_timer, tp_now_ns() + COUNT_WAIT_MS * TP_NS_PER_MS);
+  r->count_q[r->count_n++] = j;
+  if (r->count_n == COUNT_Q_MAX) flush_queue(r);
+}
+
+/* Hands n jobs on.  Without a tokenizer, and with a regular records file,
+ * they are done here on the loop: their lines cost a microsecond or two
+ * each and one write to the page cache, where the hand-over to a pool
+ * thread and back cost two context switches and a wake-up of the loop,
+ * which at tens of thousands of requests a second took the client's CPU
+ * to its limit (and, with tokperf on a real-time priority, its pool
+ * threads held the loop off its send times for milliseconds).  A pipe or a
+ * terminal may block, and a tokenizer's counts take longer: those go to
+ * the pool in batches.  A hand-over costs more than a line or a short
+ * count, and one request ends per turn of the loop at tens of thousands a
+ * second, so the jobs queue (r->count_q) and leave together: at most
+ * COUNT_WAIT_MS later (their lines reach the file that much later; no
+ * timestamp moves), at once when the queue is full or nothing is in
+ * flight. */
 static void submit(tp_run *r, count_job **jobs, size_t n) {
   level_state *L = &r->lv;
-  count_batch *b = malloc(sizeof(*b) + n * sizeof(*jobs));
-  if (b) {
-    b->run = r;
-    b->n = n;
-    memcpy(b->jobs, jobs, n * sizeof(*jobs));
-    b->work.data = b;
-    bool here = !r->tok && r->shed_records;
-    if (here || uv_queue_work(&r->loop, &b->work, batch_work, batch_after) == 0) {
-      /* The windows are fed as the request ends, not once its tokens are
-       * counted: a count that finished after its window closed would
-       * leave the request out of that window's throughput (and, past
-       * the last window, out of every one). The windows need no tokens. */
-      for (size_t i = 0; i < n; i++) {
-        L->pending_counts++;
-        tpr_window_on_completion(r, &L->recs[jobs[i]->seq]);
-      }
-      if (here) {
-        batch_work(&b->work);
-        batch_after(&b->work, 0);
-      }
-      return;
-    }
-    free(b);
-  }
+  /* The windows are fed as the request ends, not once its tokens are
+   * counted: a count that finished after its window closed would leave
+   * the request out of that window's throughput (and, past the last
+   * window, out of every one).  The windows need no tokens. */
   for (size_t i = 0; i < n; i++) {
-    size_t seq = jobs[i]->seq;
-    free(jobs[i]->sent_text);
-    free(jobs[i]);
-    settle_here(r, seq);
+    L->pending_counts++;
+    tpr_window_on_completion(r, &L->recs[jobs[i]->seq]);
   }
+  if (!r->tok && r->shed_records) {
+    jobs_here(r, jobs, n);
+    return;
+  }
+  for (size_t i = 0; i < n; i++) enqueue(r, jobs[i]);
+  if (!L->in_flight) flush_queue(r);
 }
 
 void tpr_finish_done(tp_run *r, size_t seq) {

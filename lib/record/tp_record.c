@@ -61,10 +61,17 @@ int tp_record_append_text(tp_record *r, bool reasoning, const void *s, size_t le
   tp_buf *into = reasoning ? &r->reasoning : &r->text;
   size_t at = into->len;
   /* Made with the first piece: a record whose text came otherwise (built
-   * outside the run) has none, and the exports know not to trust it. */
-  if (r->n_resp && !r->resp_text_at) {
+   * outside the run) has none, and the exports know not to trust it.  A
+   * lone answer in the first response needs none either: without places
+   * the exports give the whole text to the first response that carried
+   * text, which is that one.  Most unary answers end there, and the array
+   * would be one more allocation for each of them; a second piece makes it,
+   * with the first response's place (0) filled in. */
+  bool lone_first = !reasoning && r->n_resp == 1 && r->text.len == 0 && r->reasoning.len == 0;
+  if (r->n_resp && !r->resp_text_at && !lone_first) {
     r->resp_text_at = malloc(r->cap_resp * sizeof(*r->resp_text_at));
     for (uint32_t i = 0; r->resp_text_at && i < r->n_resp; i++) r->resp_text_at[i] = TP_RECORD_NO_TEXT;
+    if (r->resp_text_at && r->n_resp > 1 && r->text.len > 0) r->resp_text_at[0] = 0;
   }
   if (r->n_resp && r->resp_text_at) {
     uint32_t v = at > TP_RECORD_AT_MAX ? TP_RECORD_AT_MAX : (uint32_t)at;

@@ -49,8 +49,10 @@ typedef struct tp_record {
    * had when the piece came.  A response's piece ends where the next piece
    * of the same buffer starts, or at the buffer's end; the exports write
    * each response's own payload from these.  Made by the first
-   * tp_record_append_text; NULL = not known (no text came that way): the
-   * exports then give the whole text at once. */
+   * tp_record_append_text, or by the second when the first was a lone
+   * answer in response 0 (a unary answer keeps none: it needs none); NULL =
+   * not kept: the exports then give the whole text to the first response
+   * that carried text. */
   uint32_t *resp_text_at;
   uint32_t n_resp;
   uint32_t cap_resp;

@@ -75,8 +75,9 @@ static size_t write_and_shed(const char *path, tp_record *r, tp_record *shed, si
     shed[i].resp_ns = r[i].n_resp ? malloc(r[i].n_resp * sizeof(uint64_t)) : NULL;
     if (r[i].n_resp) memcpy(shed[i].resp_ns, r[i].resp_ns, r[i].n_resp * sizeof(uint64_t));
     shed[i].cap_resp = r[i].n_resp;
-    shed[i].resp_text_at = r[i].n_resp ? malloc(r[i].n_resp * sizeof(uint32_t)) : NULL;
-    if (r[i].n_resp) memcpy(shed[i].resp_text_at, r[i].resp_text_at, r[i].n_resp * sizeof(uint32_t));
+    /* A lone answer in the first response keeps no places (tp_record.h). */
+    shed[i].resp_text_at = r[i].resp_text_at ? malloc(r[i].n_resp * sizeof(uint32_t)) : NULL;
+    if (r[i].resp_text_at) memcpy(shed[i].resp_text_at, r[i].resp_text_at, r[i].n_resp * sizeof(uint32_t));
     tp_buf_init(&shed[i].text);
     tp_buf_init(&shed[i].reasoning);
     tp_buf_append(&shed[i].text, r[i].text.data ? r[i].text.data : (const uint8_t *)"", r[i].text.len);

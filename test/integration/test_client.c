@@ -38,7 +38,7 @@ static void test_refusals(void) {
       {(tp_service_kind)99, "127.0.0.1:1", NULL, "unknown service kind 99"},
   };
   for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
-    uv_loop_t loop;
+    uv_loop_t loop = {0}; /* libuv keeps loop.data across init; the stamps read it */
     uv_loop_init(&loop);
     tp_client_spec s;
     tp_client_spec_default(&s);
@@ -53,7 +53,7 @@ static void test_refusals(void) {
     uv_loop_close(&loop);
   }
   /* The address is known before the kind is refused, for the report. */
-  uv_loop_t loop;
+  uv_loop_t loop = {0}; /* libuv keeps loop.data across init; the stamps read it */
   uv_loop_init(&loop);
   tp_client_spec s;
   tp_client_spec_default(&s);
@@ -88,7 +88,7 @@ static void test_choice(void) {
        "http://127.0.0.1:8000/v2/models/m/generate_stream", "127.0.0.1:8000", false},
   };
   for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
-    uv_loop_t loop;
+    uv_loop_t loop = {0}; /* libuv keeps loop.data across init; the stamps read it */
     uv_loop_init(&loop);
     tp_client_spec s;
     tp_client_spec_default(&s);
@@ -167,7 +167,7 @@ static void on_done(void *req, const tp_client_done *d) {
  * mock through a client the factory opens for kind. */
 static int one_request(tp_service_kind kind, const char *url, seen *out) {
   static const tp_client_cbs cbs = {on_event, on_done};
-  uv_loop_t loop;
+  uv_loop_t loop = {0}; /* libuv keeps loop.data across init; the stamps read it */
   uv_loop_init(&loop);
   tp_client_spec s;
   tp_client_spec_default(&s);

@@ -17,6 +17,7 @@
 
 #include <jansson.h>
 
+#include "report/tp_export_internal.h"
 #include "util/tp_utf8.h"
 
 /* A line is written directly, not built as a jansson tree and dumped: at
@@ -25,22 +26,12 @@
  * output is what json_dumps(JSON_COMPACT | JSON_ENSURE_ASCII) gave for the
  * same members in the same order (a unit test holds the two together). */
 
-static void put_u64(tp_buf *b, uint64_t v) {
-  char tmp[24];
-  size_t i = sizeof(tmp);
-  do {
-    tmp[--i] = (char)('0' + v % 10);
-    v /= 10;
-  } while (v);
-  tp_buf_append(b, tmp + i, sizeof(tmp) - i);
-}
-
 static void put_i64(tp_buf *b, int64_t v) {
   if (v < 0) {
     tp_buf_append(b, "-", 1);
-    put_u64(b, (uint64_t)0 - (uint64_t)v);
+    tp__json_u64(b, (uint64_t)0 - (uint64_t)v);
   } else {
-    put_u64(b, (uint64_t)v);
+    tp__json_u64(b, (uint64_t)v);
   }
 }
 

@@ -228,7 +228,13 @@ static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
   /* libuv reads right after this returns: the last moment the kernel's
    * receive stamp of the waiting bytes can be had (see tp_stamp_fd).  It is
    * the arrival time of everything this read returns, taken before parsing. */
-  c->read_ns = c->fd >= 0 ? tp_stamp_fd(c->pool->loop, c->fd, sizeof(c->rbuf)) : tp_stamp_now(c->pool->loop);
+  uint64_t prev = c->read_ns;
+  c->read_ns = tp_stamp_fd_covered(c->pool->loop, c->fd, sizeof(c->rbuf), &c->read_covered);
+  /* One TCP stream's bytes arrive in order: a stamp is never before the
+   * time given to the bytes read before them (those past an earlier peek
+   * were dated after their read, which can be a little later than the
+   * arrival of the next bytes). */
+  if (c->read_ns < prev) c->read_ns = prev;
   *buf = uv_buf_init((char *)c->rbuf, sizeof(c->rbuf));
 }
 
@@ -281,8 +287,19 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
     return;
   }
   if (!c->ssl) {
-    if (!feed_h2(c, (const uint8_t *)buf->base, (size_t)nread)) return;
+    /* Bytes past those the stamp covers reached the socket between the
+     * peek and the read: dated now, a few microseconds late rather than
+     * early. */
+    size_t n = (size_t)nread, first = TP_MIN(n, c->read_covered);
+    if (first && !feed_h2(c, (const uint8_t *)buf->base, first)) return;
+    if (first < n) {
+      c->read_ns = tp_now_ns();
+      if (!feed_h2(c, (const uint8_t *)buf->base + first, n - first)) return;
+    }
   } else {
+    /* The records are decrypted as a whole: when some bytes came after the
+     * peek, all are dated now (late by microseconds, never early). */
+    if ((size_t)nread > c->read_covered) c->read_ns = tp_now_ns();
     BIO_write(c->rbio, buf->base, (int)nread);
     if (!c->hs_done) {
       int r = SSL_do_handshake(c->ssl);

@@ -79,6 +79,7 @@ struct conn {
   uint32_t n_streams;
   uint32_t max_streams;
   uint64_t read_ns; /* arrival time of the current socket read's bytes */
+  size_t read_covered; /* how many of them read_ns covers (the rest came later) */
   int fd;           /* the socket, once it carries kernel receive stamps; else -1 */
   int busy;         /* inside mem_recv / mem_send: no flushing now */
   bool want_flush;

@@ -25,7 +25,12 @@ static size_t write_cb(char *ptr, size_t size, size_t nmemb, void *ud) {
   size_t n = size * nmemb;
   r->got_bytes = true;
   if (r->abort || r->local_failed) return 0; /* libcurl ends it with WRITE_ERROR */
+  /* Bytes of one answer arrive in order: never dated before the ones
+   * delivered earlier (which may have had the clock, when read past every
+   * stamp, and the next bytes an earlier stamp taken after that). */
   uint64_t t = tp__http_arrival_ns(r);
+  if (t < r->last_arrival_ns) t = r->last_arrival_ns;
+  r->last_arrival_ns = t;
   if (!r->responded) {
     r->responded = true;
     if (r->cbs.on_response) {
@@ -40,10 +45,12 @@ static size_t write_cb(char *ptr, size_t size, size_t nmemb, void *ud) {
     }
   }
   if (n == 0) return 0;
+  uint64_t began = tp_now_ns();
   if (r->cbs.on_body(r, (const uint8_t *)ptr, n, t, r->user_data) < 0 || r->abort) {
     if (!r->local_failed) tp_http_cancel(r);
     return 0;
   }
+  tp__http_after_body(r, began);
   return n;
 }
 
@@ -64,7 +71,8 @@ static size_t header_cb(char *ptr, size_t size, size_t nmemb, void *ud) {
 static int prereq_cb(void *ud, char *conn_primary_ip, char *conn_local_ip, int conn_primary_port,
                      int conn_local_port) {
   tp_http_req *r = ud;
-  (void)conn_primary_ip, (void)conn_local_ip, (void)conn_primary_port, (void)conn_local_port;
+  (void)conn_primary_ip, (void)conn_local_ip, (void)conn_primary_port;
+  r->local_port = conn_local_port;
   if (++r->attempts > 1) {
     r->resends++;
     r->sent_ns = 0;

@@ -16,6 +16,7 @@ typedef struct sock_ctx {
   tp_http *h;
   uv_poll_t poll;
   curl_socket_t fd;
+  int local_port; /* the connection's local port, 0 until known */
   struct sock_ctx *prev, *next;
 } sock_ctx;
 
@@ -39,6 +40,8 @@ struct tp_http_req {
   char local_msg[256];
   char errbuf[CURL_ERROR_SIZE];
   uint64_t session; /* 0, or the session whose share (connection) it uses */
+  int local_port;   /* its connection's local port (prereq_cb), 0 until known */
+  uint64_t last_arrival_ns; /* the time given to its last bytes */
 };
 
 struct tp_http {
@@ -48,10 +51,24 @@ struct tp_http {
   uv_timer_t defer;   /* work asked for outside libcurl's calls */
   int in_curl;        /* inside curl_multi_socket_action */
   uint64_t action_ns; /* when the current socket event was seen */
-  /* The socket that event was for (CURL_SOCKET_BAD for a timer's call):
-   * one libcurl call may also run other transfers, whose bytes come from
-   * other sockets, and action_ns dates only this one's. */
+  /* The socket that event was for (CURL_SOCKET_BAD for a timer's call) and
+   * its local port: one libcurl call may also run other transfers, whose
+   * bytes come from other sockets, and action_ns dates only this one's.  A
+   * transfer is matched to the socket by its connection's local port, which
+   * libcurl reports when it sends (CURLINFO_ACTIVESOCKET is not set while a
+   * transfer runs). */
   curl_socket_t action_fd;
+  int action_port;
+  /* Arrival times by position in action_fd's byte stream: every byte
+   * before seg[k].received (the kernel's count when the stamp was taken)
+   * arrived by seg[k].ns.  seg[0] is action_ns; libcurl reads a socket
+   * again while it stays readable, so each answer callback adds the stamp
+   * of what came meanwhile (tp__http_after_body), and a byte past the last
+   * count is dated by the clock.  n_seg 0: counts unknown. */
+  struct {
+    uint64_t received, ns;
+  } seg[8];
+  int n_seg;
   tp_http_req *reqs;
   size_t n_reqs;
   size_t n_pending_add; /* started inside a libcurl call, not yet added */
@@ -90,5 +107,9 @@ tp_error_class tp__http_classify(const tp_http *h, const tp_http_req *r, CURLcod
  * (never earlier than their arrival; libcurl has read them already, so
  * their kernel stamp is gone). */
 uint64_t tp__http_arrival_ns(const tp_http_req *r);
+/* After an answer callback that began at began_ns: notes the arrival time
+ * of bytes that came to the socket meanwhile, before libcurl reads them
+ * (see seg). */
+void tp__http_after_body(const tp_http_req *r, uint64_t began_ns);
 
 #endif

@@ -8,10 +8,17 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 
 #include "transport/tp_http_share.h"
 
 static void socket_action(tp_http *h, curl_socket_t fd, int flags);
+
+/* How far into a readable socket an arrival stamp looks: at least what
+ * libcurl reads at once (its buffer is 16 KiB by default). */
+#define STAMP_PEEK_BYTES (256 * 1024)
 
 /* ---- handles ------------------------------------------------------------ */
 
@@ -53,6 +60,16 @@ static void sock_close(sock_ctx *sc) {
   uv_close((uv_handle_t *)&sc->poll, on_sock_closed);
 }
 
+/* The local port of a connected socket, 0 when it has none yet. */
+static int local_port(curl_socket_t fd) {
+  struct sockaddr_storage ss;
+  socklen_t len = sizeof(ss);
+  if (getsockname(fd, (struct sockaddr *)&ss, &len) != 0) return 0;
+  if (ss.ss_family == AF_INET) return ntohs(((struct sockaddr_in *)&ss)->sin_port);
+  if (ss.ss_family == AF_INET6) return ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
+  return 0;
+}
+
 static void on_poll(uv_poll_t *p, int status, int events) {
   sock_ctx *sc = p->data;
   int flags = 0;
@@ -62,6 +79,9 @@ static void on_poll(uv_poll_t *p, int status, int events) {
     if (events & UV_READABLE) flags |= CURL_CSELECT_IN;
     if (events & UV_WRITABLE) flags |= CURL_CSELECT_OUT;
   }
+  /* Once per socket: a connection's port is fixed from its connect(). */
+  if (!sc->local_port) sc->local_port = local_port(sc->fd);
+  sc->h->action_port = sc->local_port;
   socket_action(sc->h, sc->fd, flags);
 }
 
@@ -206,9 +226,39 @@ uint64_t tp__http_arrival_ns(const tp_http_req *r) {
   const tp_http *h = r->h;
   if (!h->action_ns) return tp_now_ns();
   if (h->action_fd == CURL_SOCKET_BAD) return h->action_ns; /* a timer's call: its clock reading */
-  curl_socket_t fd = CURL_SOCKET_BAD;
-  if (curl_easy_getinfo(r->easy, CURLINFO_ACTIVESOCKET, &fd) != CURLE_OK || fd != h->action_fd) return tp_now_ns();
-  return h->action_ns;
+  /* Another socket's bytes, read in this call: the clock, never early. */
+  if (!r->local_port || r->local_port != h->action_port) return tp_now_ns();
+  if (h->n_seg == 0) return h->action_ns;
+  /* The newest byte libcurl has read (received and no longer waiting) is
+   * in the first segment whose count is past it; one call suffices while
+   * nothing came since the first stamp. */
+  uint64_t received = 0, unread = 0;
+  if (!tp_stamp_tcp_counts(h->action_fd, &received, NULL)) return tp_now_ns();
+  if (received == h->seg[0].received) return h->seg[0].ns;
+  if (!tp_stamp_tcp_counts(h->action_fd, &received, &unread)) return tp_now_ns();
+  for (int k = 0; k < h->n_seg; k++)
+    if (received - unread <= h->seg[k].received) return h->seg[k].ns;
+  return tp_now_ns(); /* read after it came, with no stamp taken: the clock */
+}
+
+/* A callback shorter than this is not followed by a look at the socket:
+ * bytes that came during it and that libcurl reads next are dated by the
+ * clock, late by about this much at most, and the look (a system call) is
+ * saved on every answer of a busy run. */
+#define AFTER_BODY_LOOK_NS 20000
+
+void tp__http_after_body(const tp_http_req *r, uint64_t began_ns) {
+  tp_http *h = r->h;
+  if (h->n_seg == 0 || h->n_seg == (int)(sizeof(h->seg) / sizeof(h->seg[0])) || r->local_port != h->action_port ||
+      tp_now_ns() - began_ns < AFTER_BODY_LOOK_NS)
+    return;
+  uint64_t received = 0;
+  if (!tp_stamp_tcp_counts(h->action_fd, &received, NULL) || received == h->seg[h->n_seg - 1].received) return;
+  /* The count is taken first: the peek's stamp is that of the newest byte
+   * waiting, which covers every byte counted. */
+  h->seg[h->n_seg].received = received;
+  h->seg[h->n_seg].ns = tp_stamp_fd(h->loop, h->action_fd, STAMP_PEEK_BYTES);
+  h->n_seg++;
 }
 
 static void check_multi_info(tp_http *h) {
@@ -257,11 +307,6 @@ static void schedule_deferred(tp_http *h) {
   if (!h->in_curl && !h->closing) uv_timer_start(&h->defer, on_defer, 0, 0);
 }
 
-/* How far into a readable socket the arrival stamp looks: at least what
- * libcurl reads in one call (its buffer is 16 KiB by default), so that no
- * byte it reads arrived after the stamp. */
-#define STAMP_PEEK_BYTES (256 * 1024)
-
 static void socket_action(tp_http *h, curl_socket_t fd, int flags) {
   if (h->closing) return;
   /* The arrival time of everything this call delivers, taken before libcurl
@@ -270,7 +315,9 @@ static void socket_action(tp_http *h, curl_socket_t fd, int flags) {
    * that the work done on sockets read earlier in a burst does not make this
    * one's answer look late; timer-driven calls run outside the poll phase
    * and read the clock. */
+  h->n_seg = (flags & CURL_CSELECT_IN) && tp_stamp_tcp_counts(fd, &h->seg[0].received, NULL) ? 1 : 0;
   h->action_ns = (flags & CURL_CSELECT_IN) ? tp_stamp_fd(h->loop, fd, STAMP_PEEK_BYTES) : tp_now_ns();
+  h->seg[0].ns = h->action_ns;
   h->action_fd = (flags & CURL_CSELECT_IN) ? fd : CURL_SOCKET_BAD;
   int running = 0;
   h->in_curl++;
@@ -279,6 +326,8 @@ static void socket_action(tp_http *h, curl_socket_t fd, int flags) {
   check_multi_info(h);
   h->action_ns = 0;
   h->action_fd = CURL_SOCKET_BAD;
+  h->action_port = 0;
+  h->n_seg = 0;
   run_deferred(h);
 }
 

@@ -87,9 +87,10 @@ uint64_t tp_stamp_from_realtime(const struct timespec *ts) {
  * queue (len = 0 counts as 1; at most PEEK_MAX_BYTES).  With MSG_TRUNC a
  * TCP receive copies nothing (the buffer is never touched), and the stamp
  * it reports is that of the last segment it walked over.  Returns the bytes walked (<= len), or 0 when
- * there is no data or no stamp. */
+ * there is no data or no stamp; *walked (when not NULL) gets the bytes
+ * walked whether or not they carried a stamp. */
 #if TP_KERNEL_STAMPS
-static size_t peek_stamp(int fd, size_t len, struct timespec *ts) {
+static size_t peek_stamp_walk(int fd, size_t len, struct timespec *ts, size_t *walked) {
   union {
     char buf[CMSG_SPACE(sizeof(struct timespec))];
     struct cmsghdr align;
@@ -101,6 +102,7 @@ static size_t peek_stamp(int fd, size_t len, struct timespec *ts) {
   struct iovec iov = {.iov_base = scratch, .iov_len = len == 0 ? 1 : len < sizeof(scratch) ? len : sizeof(scratch)};
   struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf, .msg_controllen = sizeof(ctl.buf)};
   ssize_t n = recvmsg(fd, &m, MSG_PEEK | MSG_TRUNC | MSG_DONTWAIT);
+  if (walked) *walked = n > 0 ? (size_t)n : 0;
   if (n <= 0) return 0;
   for (struct cmsghdr *c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c)) {
     if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_TIMESTAMPNS) continue;
@@ -111,13 +113,15 @@ static size_t peek_stamp(int fd, size_t len, struct timespec *ts) {
   return 0;
 }
 #else
-static size_t peek_stamp(int fd, size_t len, struct timespec *ts) {
+static size_t peek_stamp_walk(int fd, size_t len, struct timespec *ts, size_t *walked) {
   (void)fd;
-  (void)len;
   (void)ts;
-  return 0; /* no kernel stamps: the callers use the batch stamp */
+  if (walked) *walked = len; /* unknown: the batch stamp stands for the whole read */
+  return 0;                  /* no kernel stamps: the callers use the batch stamp */
 }
 #endif
+
+static size_t peek_stamp(int fd, size_t len, struct timespec *ts) { return peek_stamp_walk(fd, len, ts, NULL); }
 
 static bool same_ts(const struct timespec *a, const struct timespec *b) {
   return a->tv_sec == b->tv_sec && a->tv_nsec == b->tv_nsec;
@@ -137,6 +141,23 @@ uint64_t tp_stamp_fd(uv_loop_t *loop, int fd, size_t len) {
   uint64_t batch = tp_stamp_now(loop);
   struct timespec ts;
   return peek_stamp(fd, len, &ts) ? kernel_or_batch(&ts, batch) : batch;
+}
+
+uint64_t tp_stamp_fd_covered(uv_loop_t *loop, int fd, size_t len, size_t *covered) {
+  uint64_t batch = tp_stamp_now(loop);
+  struct timespec ts;
+  size_t walked = 0;
+  if (fd < 0) {
+    *covered = len;
+    return batch;
+  }
+  if (peek_stamp_walk(fd, len, &ts, &walked)) {
+    *covered = walked;
+    return kernel_or_batch(&ts, batch);
+  }
+  /* Bytes without a stamp: the batch stamp, for the whole read. */
+  *covered = walked ? len : 0;
+  return batch;
 }
 
 uint64_t tp_stamp_fd_group(uv_loop_t *loop, int fd, size_t len, size_t *group_len) {

@@ -9,6 +9,7 @@
 #ifndef TP_STAMP_H
 #define TP_STAMP_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <time.h>
@@ -47,6 +48,18 @@ int tp_stamp_enable_fd(int fd);
  * socket holds no data or carries no kernel stamp.  The peek walks the queue without copying
  * (MSG_PEEK | MSG_TRUNC). */
 uint64_t tp_stamp_fd(uv_loop_t *loop, int fd, size_t len);
+/* tp_stamp_fd, and how many of the next len bytes the time covers in
+ * *covered: the bytes waiting now (a read that returns more took bytes that
+ * arrived after this call, later than the time returned: the caller dates
+ * those itself), or len when the socket carries no kernel stamps (the batch
+ * stamp then stands for the whole read, as in tp_stamp_fd); 0 when nothing
+ * is waiting. */
+uint64_t tp_stamp_fd_covered(uv_loop_t *loop, int fd, size_t len, size_t *covered);
+/* A TCP socket's byte counts: how many the kernel has received on it so
+ * far (*received) and how many of those wait unread (*unread; NULL to skip
+ * that second call).  Returns false when the system does not say (then a
+ * caller cannot tell whether a reader took bytes newer than a stamp). */
+bool tp_stamp_tcp_counts(int fd, uint64_t *received, uint64_t *unread);
 /* Like tp_stamp_fd, but exact when the waiting bytes arrived at different
  * times: returns the arrival time of the bytes at the head of the queue and
  * sets *group_len to how many of the next len bytes arrived with them (1 to

@@ -146,12 +146,44 @@ static void test_kernel_stamps(void) {
         ((double)t - (double)before_late) / MS);
   drain(rd);
 
+  /* What a stamp covers, and the byte counts that tell a reader whether
+   * it took bytes newer than its stamp. */
+  size_t covered = 99;
+  new_batch(&loop);
+  t = tp_stamp_fd_covered(&loop, rd, 65536, &covered);
+  CHECK_INT(covered, 0, "an empty socket: the stamp covers nothing");
+  CHECK_INT(t, tp_stamp_now(&loop), "and is the batch's");
+  uint64_t received0 = 0, unread = 99;
+  bool counted = tp_stamp_tcp_counts(rd, &received0, &unread);
+  CHECK(counted, "TCP byte counts are known on Linux");
+  CHECK_INT(unread, 0, "nothing unread");
+  CHECK_INT(write(wr, "0123456789", 10), 10, "write 10 bytes");
+  sleep_ms(5);
+  t = tp_stamp_fd_covered(&loop, rd, 65536, &covered);
+  CHECK_INT(covered, 10, "the stamp covers the 10 bytes waiting");
+  CHECK_INT(tp_stamp_fd_covered(&loop, rd, 4, &covered) != 0, 1, "a shorter look");
+  CHECK_INT(covered, 4, "covers only what it looked at");
+  uint64_t received = 0;
+  CHECK(tp_stamp_tcp_counts(rd, &received, &unread), "counts after the write");
+  CHECK_INT(received - received0, 10, "10 more bytes received");
+  CHECK_INT(unread, 10, "all 10 unread");
+  CHECK_INT(recv(rd, buf, 4, 0), 4, "read 4");
+  CHECK(tp_stamp_tcp_counts(rd, &received, &unread), "counts after the read");
+  CHECK_INT(unread, 6, "6 still unread");
+  CHECK_INT(received - received0, 10, "reading changes nothing received");
+  CHECK(tp_stamp_tcp_counts(rd, &received, NULL), "the received count alone");
+  CHECK(!tp_stamp_tcp_counts(-1, &received, &unread), "no counts for an invalid descriptor");
+  drain(rd);
+  batch = tp_stamp_now(&loop);
+
   /* A socket without kernel stamps: the batch stamp. */
   int rd2 = -1, wr2 = -1;
   if (tcp_pair(&rd2, &wr2) == 0) {
     CHECK_INT(write(wr2, "x", 1), 1, "write on a socket without stamps");
     sleep_ms(5);
     CHECK_INT(tp_stamp_fd(&loop, rd2, 65536), batch, "no kernel stamp: the batch stamp");
+    CHECK_INT(tp_stamp_fd_covered(&loop, rd2, 65536, &covered), batch, "the same through the covering look");
+    CHECK_INT(covered, 65536, "which then stands for the whole read");
     close(rd2);
     close(wr2);
   }

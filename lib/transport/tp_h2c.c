@@ -12,6 +12,7 @@
 
 void tp__h2c_pool_free(tp_h2c_pool *p) {
   if (p->ssl_ctx) SSL_CTX_free(p->ssl_ctx);
+  tp_slab_free(p->slab); /* every session was deleted with its connection */
   tp_u64map_fini(&p->pins);
   free(p->authority);
   free(p);
@@ -128,6 +129,12 @@ static void on_sweep(uv_timer_t *t) {
 
 /* ---- public ------------------------------------------------------------ */
 
+/* nghttp2's allocator (nghttp2_mem) over the pool's slab. */
+static void *slab_malloc(size_t size, void *ud) { return tp_slab_alloc(ud, size); }
+static void slab_free(void *ptr, void *ud) { tp_slab_release(ud, ptr); }
+static void *slab_calloc(size_t nmemb, size_t size, void *ud) { return tp_slab_calloc(ud, nmemb, size); }
+static void *slab_realloc(void *ptr, size_t size, void *ud) { return tp_slab_realloc(ud, ptr, size); }
+
 int tp_h2c_pool_new(tp_h2c_pool **out, uv_loop_t *loop, const tp_h2c_opts *o, char *err, size_t errlen) {
   tp_h2c_pool *p = calloc(1, sizeof(*p));
   if (!p) return TP_ENOMEM;
@@ -141,9 +148,12 @@ int tp_h2c_pool_new(tp_h2c_pool **out, uv_loop_t *loop, const tp_h2c_opts *o, ch
     return TP_ENOMEM;
   }
   snprintf(p->user_agent, sizeof(p->user_agent), "tokperf/%s", TP_VERSION);
+  p->slab = tp_slab_new();
+  if (p->slab) p->mem = (nghttp2_mem){p->slab, slab_malloc, slab_free, slab_calloc, slab_realloc};
   if (o->tls) {
     int rv = tp__h2c_make_ssl_ctx(p, err, errlen);
     if (rv) {
+      tp_slab_free(p->slab);
       free(p->authority);
       free(p);
       return rv;
@@ -168,22 +178,22 @@ void tp_h2c_session_end(tp_h2c_pool *p, uint64_t session) { tp_u64map_del(&p->pi
 int tp_h2c_call_session(tp_h2c_pool *p, uint64_t session, const char *path, const uint8_t *body, size_t len,
                         uint64_t timeout_ns, const tp_call_cbs *cbs, void *user_data, tp_call **out) {
   if (p->closing || !cbs || !cbs->on_close || !cbs->on_message) return TP_EINVAL;
-  tp_call *c = calloc(1, sizeof(*c));
+  /* The call, its path and its body in one block of the pool's slab. */
+  size_t path_len = strlen(path);
+  if (len > SIZE_MAX - sizeof(tp_call) - path_len - 1) return TP_ENOMEM;
+  size_t size = sizeof(tp_call) + path_len + 1 + len;
+  tp_call *c = p->slab ? tp_slab_alloc(p->slab, size) : malloc(size);
   if (!c) return TP_ENOMEM;
+  memset(c, 0, sizeof(*c));
   c->pool = p;
   c->session = session;
   c->cbs = *cbs;
   c->user_data = user_data;
   c->grpc_status = -1;
-  c->path = tp_strndup(path, strlen(path));
-  c->body = malloc(len ? len : 1);
-  if (!c->path || !c->body) {
-    free(c->path);
-    free(c->body);
-    free(c);
-    return TP_ENOMEM;
-  }
-  memcpy(c->body, body, len);
+  c->path = (char *)(c + 1);
+  memcpy(c->path, path, path_len + 1);
+  c->body = (uint8_t *)c->path + path_len + 1;
+  if (len) memcpy(c->body, body, len);
   c->body_len = len;
   tp_grpc_reader_init(&c->reader, p->opts.max_msg_bytes);
   c->timeout_ns = timeout_ns;

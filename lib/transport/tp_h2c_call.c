@@ -53,10 +53,12 @@ void tp__h2c_active_remove(tp_h2c_pool *p, tp_call *c) {
 
 static void call_free(tp_call *c) {
   tp_grpc_reader_fini(&c->reader);
-  free(c->path);
-  free(c->body);
   free(c->grpc_message);
-  free(c);
+  /* One block with its path and body (tp_h2c_call_session). */
+  if (c->pool->slab)
+    tp_slab_release(c->pool->slab, c);
+  else
+    free(c);
 }
 
 void tp__h2c_call_set_local(tp_call *c, int status, tp_error_class cls, const char *fmt, ...) {

@@ -405,7 +405,7 @@ int tp__h2c_conn_open(tp_h2c_pool *p) {
     free(c);
     return TP_ENOMEM;
   }
-  int rv = nghttp2_session_client_new(&c->session, cbs, c);
+  int rv = nghttp2_session_client_new3(&c->session, cbs, c, NULL, p->slab ? &p->mem : NULL);
   nghttp2_session_callbacks_del(cbs);
   if (rv) {
     free(c);

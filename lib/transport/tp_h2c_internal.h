@@ -11,6 +11,7 @@
 #include <openssl/ssl.h>
 
 #include "transport/tp_grpc.h"
+#include "util/tp_slab.h"
 #include "util/tp_u64map.h"
 
 /* Flow-control windows.  Token streams are small, but hundreds of streams
@@ -131,6 +132,10 @@ struct tp_h2c_pool {
    * (tp_h2c_call_session): a session keeps to one connection while that
    * connection lives, as a chat client holding its channel would. */
   tp_u64map pins;
+  /* nghttp2's allocations for every session of the pool (all on the
+   * loop's thread), from free lists rather than malloc; NULL: malloc. */
+  tp_slab *slab;
+  nghttp2_mem mem;
 };
 
 /* The pool (tp_h2c.c). */

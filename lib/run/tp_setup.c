@@ -11,6 +11,8 @@
 #include "dataset/tp_synth.h"
 #include "util/tp_stamp.h"
 
+#define PACER_SPIN_NS (20 * 1000ull)
+
 static void warm_work(uv_work_t *w) { (void)w; }
 
 /* The loop's handles, the thread pool, arrival stamps and the precise
@@ -38,6 +40,10 @@ static int setup_loop(tp_run *r, char *err, size_t errlen) {
     tp_seterr(err, errlen, "cannot create the precise timers: %s", tp_strerror(rv));
     return rv;
   }
+  /* Send times under 20 us apart (an open loop above 50,000 requests/s)
+   * are polled for rather than slept to: a wake-up costs about that much
+   * on a virtual machine, and would make every send late by it. */
+  tp_timers_set_spin(r->timers, PACER_SPIN_NS);
   return 0;
 }
 

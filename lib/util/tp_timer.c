@@ -30,6 +30,10 @@
 
 struct tp_timers {
   uv_poll_t poll;
+  uv_idle_t idle; /* running while the next deadline is polled for */
+  bool idle_on;
+  uint64_t spin_ns; /* see tp_timers_set_spin */
+  int open_handles;
   int fd;
   tp_timer **heap;
   size_t n, cap;
@@ -98,7 +102,22 @@ static int grow(tp_timer ***arr, size_t *cap, size_t need) {
 
 /* ---- timerfd ------------------------------------------------------------- */
 
+static void on_idle(uv_idle_t *h);
+
+/* Polls for the next deadline rather than sleeping when it is within
+ * spin_ns (see tp_timers_set_spin); returns whether it does. */
+static bool spin(tp_timers *ts) {
+  bool near = ts->spin_ns && ts->n && ts->heap[0]->deadline_ns <= tp_now_ns() + ts->spin_ns;
+  if (near && !ts->idle_on) uv_idle_start(&ts->idle, on_idle);
+  if (!near && ts->idle_on) uv_idle_stop(&ts->idle);
+  ts->idle_on = near;
+  return near;
+}
+
 static void arm(tp_timers *ts) {
+  /* A polled deadline leaves the timerfd as it is: a wake-up for an
+   * earlier deadline finds nothing due and re-arms. */
+  if (spin(ts)) return;
   /* An empty heap leaves the timerfd armed: a stray wake-up that finds
    * nothing due costs less than a second syscall per stop. */
   if (!ts->n) return;
@@ -143,6 +162,18 @@ static void dispatch(tp_timers *ts) {
   }
 }
 
+/* Each turn of the loop while a near deadline is polled for. */
+static void on_idle(uv_idle_t *h) {
+  tp_timers *ts = h->data;
+  if (ts->closing) return;
+  if (ts->n && ts->heap[0]->deadline_ns <= tp_now_ns()) {
+    dispatch(ts);
+    return;
+  }
+  ts->armed_ns = 0;
+  arm(ts); /* the deadline moved away, or no timer is left: sleep again */
+}
+
 static void on_poll(uv_poll_t *p, int status, int events) {
   tp_timers *ts = p->data;
   (void)status;
@@ -161,6 +192,7 @@ static void on_poll(uv_poll_t *p, int status, int events) {
 
 static void on_close(uv_handle_t *h) {
   tp_timers *ts = h->data;
+  if (--ts->open_handles > 0) return;
   close(ts->fd);
   free(ts->heap);
   free(ts->batch);
@@ -184,11 +216,15 @@ int tp_timers_new(tp_timers **out, uv_loop_t *loop) {
     return TP_EIO;
   }
   ts->poll.data = ts;
+  ts->open_handles = 1;
   if (uv_poll_start(&ts->poll, UV_READABLE, on_poll) != 0) {
     /* The handle is initialised, so it must go through uv_close. */
     uv_close((uv_handle_t *)&ts->poll, on_close);
     return TP_EIO;
   }
+  uv_idle_init(loop, &ts->idle);
+  ts->idle.data = ts;
+  ts->open_handles = 2;
   *out = ts;
   return 0;
 }
@@ -200,6 +236,12 @@ void tp_timers_close(tp_timers *ts) {
   ts->closing = true;
   uv_poll_stop(&ts->poll);
   uv_close((uv_handle_t *)&ts->poll, on_close);
+  uv_close((uv_handle_t *)&ts->idle, on_close);
+}
+
+void tp_timers_set_spin(tp_timers *ts, uint64_t spin_ns) {
+  ts->spin_ns = spin_ns;
+  if (!ts->closing) arm(ts);
 }
 
 void tp_timer_init(tp_timer *t, tp_timer_cb cb, void *data) {

@@ -377,7 +377,61 @@ static void test_precision(void) {
   harness_fini(&h, "precision");
 }
 
+/* ---- polling for near deadlines -------------------------------------------- */
+
+typedef struct spun {
+  harness *h;
+  tp_timer t[3];
+  uint64_t fired_ns[3], iter_at[3], iter_start;
+  int n;
+} spun;
+
+static void on_spun(tp_timer *t, uint64_t now_ns) {
+  spun *s = t->data;
+  int i = (int)(t - s->t);
+  s->fired_ns[i] = now_ns;
+  s->iter_at[i] = s->h->iteration;
+  if (++s->n == 3) harness_finish(s->h);
+}
+
+/* With a 5 ms window: a deadline 2 ms ahead is polled for (the loop turns
+ * many times before it, where a sleep turns it once or twice), one that is
+ * 37 ms ahead when the timers are next armed is slept to; every timer fires
+ * at or after its deadline; and the loop ends once none is left (the idle
+ * handle stops). */
+static void test_spin(void) {
+  harness h;
+  harness_init(&h);
+  spun *s = calloc(1, sizeof(*s));
+  s->h = &h;
+  tp_timers_set_spin(h.ts, 5 * MS);
+  uint64_t now = tp_now_ns();
+  uint64_t due[3] = {now + 2 * MS, now + 3 * MS, now + 40 * MS};
+  for (int i = 0; i < 3; i++) {
+    tp_timer_init(&s->t[i], on_spun, s);
+    tp_timer_start(h.ts, &s->t[i], due[i]);
+  }
+  s->iter_start = h.iteration;
+  harness_run(&h);
+  CHECK_INT(s->n, 3, "spin: every timer fired");
+  for (int i = 0; i < 3; i++)
+    CHECK(s->fired_ns[i] >= due[i], "spin: timer %d not early (%+.3f ms)", i,
+          ((double)s->fired_ns[i] - (double)due[i]) / MS);
+  CHECK(s->iter_at[0] - s->iter_start > 20, "spin: the loop turned while polling for a near deadline (%llu turns)",
+        (unsigned long long)(s->iter_at[0] - s->iter_start));
+  /* Between the second (3 ms) and third (40 ms) timers the loop sleeps:
+   * far fewer turns than 37 ms of polling at the rate seen before the first
+   * deadline. */
+  double rate0 = (double)(s->iter_at[0] - s->iter_start) / 2.0;
+  double turns = (double)(s->iter_at[2] - s->iter_at[1]);
+  CHECK(turns < rate0 * 37 * 0.6, "spin: a far deadline is slept to, not polled for (%.0f turns, %.0f per ms polling)",
+        turns, rate0);
+  free(s);
+  harness_fini(&h, "spin");
+}
+
 int main(void) {
+  test_spin();
   test_ordering();
   test_stop();
   test_stop_same_batch();

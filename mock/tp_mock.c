@@ -33,7 +33,7 @@
 #include "mock/tp_mock_engine.h"
 #include "mock/tp_mock_grpc.h"
 #include "mock/tp_mock_internal.h"
-#include "mock/tp_mock_reader.h"
+#include "util/tp_reader.h"
 #include "mock/tp_mock_sse.h"
 #include "transport/tp_grpc.h"
 #include "util/tp_common.h"
@@ -75,7 +75,7 @@ static void shutdown_loop(tp_mock *m) {
   uv_close((uv_handle_t *)&m->listen_timer, NULL);
   while (m->conns) tp__mock_conn_close(m->conns);
   /* After the connections: each removed its socket from the reader. */
-  tp__mock_reader_close(m->reader);
+  tp_reader_close(m->reader);
   m->reader = NULL;
   tp__mock_http_shutdown(m);
   uv_close((uv_handle_t *)&m->check, NULL);
@@ -298,7 +298,7 @@ static int mock_setup(tp_mock **out, const tp_mock_config *cfg, char *err, size_
     return rv;
   }
   init_handles(m);
-  rv = tp__mock_reader_new(&m->reader, &m->loop, tp__mock_grpc_on_chunk);
+  rv = tp_reader_new(&m->reader, &m->loop, tp__mock_grpc_on_chunk);
   if (rv) tp_seterr(err, errlen, "tokperf mock: cannot start the reader thread");
   if (!rv) rv = bind_all(m, err, errlen);
   if (!rv) {

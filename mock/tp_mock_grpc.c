@@ -24,7 +24,7 @@
 #include "mock/tp_mock_engine.h"
 #include "mock/tp_mock_grpc.h"
 #include "mock/tp_mock_internal.h"
-#include "mock/tp_mock_reader.h"
+#include "util/tp_reader.h"
 #include "transport/tp_grpc.h"
 #include "util/tp_common.h"
 #include "util/tp_timer.h"
@@ -478,7 +478,7 @@ void tp__mock_conn_close(conn *c) {
   nghttp2_session_del(c->h2);
   c->h2 = NULL;
   /* Before the socket closes: its fd number may be reused at once. */
-  if (c->rsock && m->reader) tp__mock_reader_remove(m->reader, c->rsock);
+  if (c->rsock && m->reader) tp_reader_remove(m->reader, c->rsock);
   c->rsock = NULL;
   if (c->prev)
     c->prev->next = c->next;
@@ -488,7 +488,7 @@ void tp__mock_conn_close(conn *c) {
   uv_close((uv_handle_t *)&c->tcp, on_conn_closed);
 }
 
-/* A chunk from the reader thread (tp_mock_reader.h), in arrival order: the
+/* A chunk from the reader thread (tp_reader.h), in arrival order: the
  * bytes are fed to nghttp2 here, on the loop, with the request clock at
  * the chunk's arrival stamp, just as a read of the loop's own would be. */
 void tp__mock_grpc_on_chunk(void *owner, const uint8_t *data, ssize_t nread, uint64_t stamp_ns) {
@@ -540,7 +540,7 @@ void tp__mock_grpc_on_connection(uv_stream_t *server, int status) {
   if (m->conns) m->conns->prev = c;
   m->conns = c;
   uv_os_fd_t fd;
-  if (uv_fileno((uv_handle_t *)&c->tcp, &fd) != 0 || !(c->rsock = tp__mock_reader_add(m->reader, fd, c))) {
+  if (uv_fileno((uv_handle_t *)&c->tcp, &fd) != 0 || !(c->rsock = tp_reader_add(m->reader, fd, c))) {
     tp__mock_conn_close(c);
     return;
   }

@@ -83,7 +83,7 @@ struct mstream {
 struct conn {
   tp_mock *m;
   uv_tcp_t tcp; /* written on the loop; read by the reader thread (rsock) */
-  struct tp__mock_rsock *rsock; /* the reader's registration, NULL once removed */
+  struct tp_rsock *rsock; /* the reader's registration, NULL once removed */
   nghttp2_session *h2;
   conn *prev, *next; /* in m->conns */
   conn *dirty_next;  /* in m->dirty */
@@ -117,7 +117,7 @@ typedef struct blank_time {
 /* Everything but the socket handle is released at once; the struct goes in
  * the close callback. */
 void tp__mock_conn_close(conn *c);
-/* The reader's handler (tp__mock_reader_cb): a connection's bytes, or its
+/* The reader's handler (tp_reader_cb): a connection's bytes, or its
  * end. */
 void tp__mock_grpc_on_chunk(void *owner, const uint8_t *data, ssize_t nread, uint64_t stamp_ns);
 /* The listener's connection callback: accepts and starts an h2c session. */

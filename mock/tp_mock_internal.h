@@ -121,8 +121,8 @@ struct tp_mock {
 
   tp_timers *timers;
   /* Reads the gRPC connections on a thread of its own and hands the bytes
-   * to the loop (tp_mock_reader.h); NULL once closed. */
-  struct tp__mock_reader *reader;
+   * to the loop (tp_reader.h); NULL once closed. */
+  struct tp_reader *reader;
   tp_mock_engine *engine;
   void *cbs; /* nghttp2_session_callbacks */
   conn *conns;

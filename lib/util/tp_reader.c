@@ -1,6 +1,6 @@
-/* The gRPC side's reader thread (see tp_mock_reader.h for why and for the
- * threading contract). */
-#include "mock/tp_mock_reader.h"
+/* The reader thread (see tp_reader.h for why and for the threading
+ * contract). */
+#include "util/tp_reader.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -24,25 +24,25 @@
 #define TURN_MAX (256 * 1024)
 #define MAX_EVENTS 256
 
-struct tp__mock_rsock {
+struct tp_rsock {
   int fd;
   void *owner;
   bool dead;            /* removed: never read again (under mu) */
-  tp__mock_rsock *next; /* in r->graveyard once dead */
+  tp_rsock *next; /* in r->graveyard once dead */
 };
 
 typedef struct chunk {
   struct chunk *next;
-  tp__mock_rsock *s;
+  tp_rsock *s;
   void *owner;
   ssize_t n;
   uint64_t stamp_ns;
   uint8_t data[];
 } chunk;
 
-struct tp__mock_reader {
+struct tp_reader {
   uv_async_t async; /* first member: the close callback frees r */
-  tp__mock_reader_cb cb;
+  tp_reader_cb cb;
   int epfd;
   int stopfd; /* eventfd: written once to stop the thread */
   pthread_t thread;
@@ -50,7 +50,7 @@ struct tp__mock_reader {
   pthread_mutex_t mu;
   /* Under mu: */
   chunk *head, *tail;
-  tp__mock_rsock *graveyard;
+  tp_rsock *graveyard;
   /* Reader thread only: */
   uint8_t buf[READ_MAX];
   /* Never run: tp_stamp_fd_group takes a loop for its fallback, and a loop
@@ -59,7 +59,7 @@ struct tp__mock_reader {
   uv_loop_t no_batch;
 };
 
-static void push(tp__mock_reader *r, tp__mock_rsock *s, const uint8_t *p, ssize_t n, uint64_t t) {
+static void push(tp_reader *r, tp_rsock *s, const uint8_t *p, ssize_t n, uint64_t t) {
   chunk *k = malloc(sizeof(*k) + (n > 0 ? (size_t)n : 0));
   if (!k) n = UV_ENOMEM; /* the connection ends: bytes cannot be dropped silently */
   if (!k && !(k = malloc(sizeof(*k)))) return;
@@ -78,7 +78,7 @@ static void push(tp__mock_reader *r, tp__mock_rsock *s, const uint8_t *p, ssize_
 
 /* Reads s for one turn (under mu, s live).  Returns true when it queued a
  * chunk. */
-static bool read_turn(tp__mock_reader *r, tp__mock_rsock *s) {
+static bool read_turn(tp_reader *r, tp_rsock *s) {
   bool queued = false;
   for (size_t total = 0; total < TURN_MAX;) {
     size_t len;
@@ -117,7 +117,7 @@ static void outrank_loop(void) {
 }
 
 static void *thread_main(void *arg) {
-  tp__mock_reader *r = arg;
+  tp_reader *r = arg;
   /* Signals are the loop's business (SIGINT, SIGTERM); this thread never
    * writes, so SIGPIPE cannot arise here either. */
   sigset_t all;
@@ -128,7 +128,7 @@ static void *thread_main(void *arg) {
   for (;;) {
     pthread_mutex_lock(&r->mu);
     while (r->graveyard) {
-      tp__mock_rsock *s = r->graveyard;
+      tp_rsock *s = r->graveyard;
       r->graveyard = s->next;
       free(s);
     }
@@ -136,7 +136,7 @@ static void *thread_main(void *arg) {
     int n = epoll_wait(r->epfd, ev, MAX_EVENTS, -1);
     if (n < 0 && errno != EINTR) break;
     for (int i = 0; i < n; i++) {
-      tp__mock_rsock *s = ev[i].data.ptr;
+      tp_rsock *s = ev[i].data.ptr;
       if (!s) return NULL; /* the stop eventfd */
       pthread_mutex_lock(&r->mu);
       bool queued = !s->dead && read_turn(r, s);
@@ -150,7 +150,7 @@ static void *thread_main(void *arg) {
 /* Hands the queued chunks to the handler one at a time (see the contract:
  * a handler may remove any socket, whose chunks then leave the queue). */
 static void on_async(uv_async_t *a) {
-  tp__mock_reader *r = (tp__mock_reader *)a;
+  tp_reader *r = (tp_reader *)a;
   for (;;) {
     pthread_mutex_lock(&r->mu);
     chunk *k = r->head;
@@ -165,9 +165,9 @@ static void on_async(uv_async_t *a) {
   }
 }
 
-int tp__mock_reader_new(tp__mock_reader **out, uv_loop_t *loop, tp__mock_reader_cb cb) {
+int tp_reader_new(tp_reader **out, uv_loop_t *loop, tp_reader_cb cb) {
   *out = NULL;
-  tp__mock_reader *r = calloc(1, sizeof(*r));
+  tp_reader *r = calloc(1, sizeof(*r));
   if (!r) return TP_ENOMEM;
   r->cb = cb;
   r->epfd = epoll_create1(EPOLL_CLOEXEC);
@@ -187,8 +187,11 @@ int tp__mock_reader_new(tp__mock_reader **out, uv_loop_t *loop, tp__mock_reader_
     free(r);
     return TP_EIO;
   }
+  /* The sockets' own handles keep the loop running while they are open;
+   * the reader alone does not. */
+  uv_unref((uv_handle_t *)&r->async);
   if (pthread_create(&r->thread, NULL, thread_main, r) != 0) {
-    tp__mock_reader_close(r); /* closes the async handle, which frees r */
+    tp_reader_close(r); /* closes the async handle, which frees r */
     return TP_EIO;
   }
   r->started = true;
@@ -196,8 +199,8 @@ int tp__mock_reader_new(tp__mock_reader **out, uv_loop_t *loop, tp__mock_reader_
   return 0;
 }
 
-tp__mock_rsock *tp__mock_reader_add(tp__mock_reader *r, int fd, void *owner) {
-  tp__mock_rsock *s = calloc(1, sizeof(*s));
+tp_rsock *tp_reader_add(tp_reader *r, int fd, void *owner) {
+  tp_rsock *s = calloc(1, sizeof(*s));
   if (!s) return NULL;
   s->fd = fd;
   s->owner = owner;
@@ -214,7 +217,7 @@ tp__mock_rsock *tp__mock_reader_add(tp__mock_reader *r, int fd, void *owner) {
   return s;
 }
 
-void tp__mock_reader_remove(tp__mock_reader *r, tp__mock_rsock *s) {
+void tp_reader_remove(tp_reader *r, tp_rsock *s) {
   pthread_mutex_lock(&r->mu);
   /* ENOENT after the end of stream: already unregistered. */
   epoll_ctl(r->epfd, EPOLL_CTL_DEL, s->fd, NULL);
@@ -237,14 +240,14 @@ void tp__mock_reader_remove(tp__mock_reader *r, tp__mock_rsock *s) {
 }
 
 static void on_closed(uv_handle_t *h) {
-  tp__mock_reader *r = (tp__mock_reader *)h;
+  tp_reader *r = (tp_reader *)h;
   while (r->head) {
     chunk *k = r->head;
     r->head = k->next;
     free(k);
   }
   while (r->graveyard) {
-    tp__mock_rsock *s = r->graveyard;
+    tp_rsock *s = r->graveyard;
     r->graveyard = s->next;
     free(s);
   }
@@ -252,7 +255,7 @@ static void on_closed(uv_handle_t *h) {
   free(r);
 }
 
-void tp__mock_reader_close(tp__mock_reader *r) {
+void tp_reader_close(tp_reader *r) {
   if (!r) return;
   if (r->started) {
     uint64_t one = 1;

@@ -494,7 +494,7 @@ if want c; then
       --prefill-us-per-token 0 --prefill-queue-ms 0 --max-batch $((CS > 4096 ? CS : 4096)) --log "$OUT/${name}_mock_log.jsonl" ||
       return 1
     tp "$name" "$MOCK_PID" -u "$MOCK_ADDR" --request-count $((3 * CS)) --warmup-request-count "$CS" \
-      --no-server-stats --records "$OUT/${name}_records.jsonl" "$@"
+      --no-server-stats --records "$OUT/${name}_records.jsonl" ${BENCH_C_ARGS:-} "$@"
     stop "$MOCK_PID"
     "$UTIL" fidelity "$OUT/${name}_records.jsonl" "$OUT/${name}_mock_log.jsonl" >"$OUT/${name}_fidelity.txt"
     FV_CPU=$TP_CPU FV_SRV=$SRV_CPU

@@ -212,6 +212,10 @@ static const tp_setting config_rows[] = {
       "do not verify the server's certificate or host name", NULL, 0),
     C("server.http1_only", "--http1.1", TP_SET_FLAG, server.http1_only, NULL, 1, 0, G_SERVER,
       "HTTP APIs: do not offer HTTP/2", NULL, 0),
+    C("server.reader_thread", "--reader-thread", TP_SET_FLAG, server.reader_thread, NULL, 1, 0, G_SERVER,
+      "gRPC: read the sockets on a thread of their own, so that answers keep their arrival times while "
+      "the client is busy with thousands of streams (costs a copy and a hand-over per read)",
+      NULL, 0),
     C("server.no_usage", "--no-usage", TP_SET_FLAG, server.no_usage, NULL, 1, 0, G_SERVER,
       "openai: do not ask for usage in the stream (stream_options)", NULL, 0),
     C("server.skip_preflight", "--skip-preflight", TP_SET_FLAG, server.skip_preflight, NULL, 1, 0, G_SERVER,

@@ -158,6 +158,7 @@ typedef struct tp_client_opts {
   const char *host; /* borrowed for the constructor's call */
   const char *ca_file, *cert_file, *key_file;
   bool insecure;
+  bool reader_thread; /* gRPC: read the sockets on a thread of their own (tp_h2c_opts) */
   /* Requests will carry an input file's tensors (tp_client_send.inputs):
    * the Triton client keeps the model's metadata for their datatypes and
    * checks only that the model answers in text_output. */

@@ -376,6 +376,7 @@ int tp_client_triton_new(tp_client **out, uv_loop_t *loop, const tp_client_opts 
   ho.cert_file = o->cert_file;
   ho.key_file = o->key_file;
   ho.insecure = o->insecure;
+  ho.reader_thread = o->reader_thread;
   rv = tp_h2c_pool_new(&tc->pool, loop, &ho, err, errlen);
   if (rv) {
     free_headers(tc);

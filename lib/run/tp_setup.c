@@ -112,6 +112,7 @@ static int setup_client(tp_run *r, char *err, size_t errlen) {
   co->cert_file = r->cfg.server.cert_file;
   co->key_file = r->cfg.server.key_file;
   co->insecure = r->cfg.server.insecure;
+  co->reader_thread = r->cfg.server.reader_thread;
   co->file_inputs = r->file_inputs;
   s.endpoint = r->cfg.server.endpoint;
   s.api_key = r->cfg.server.api_key;

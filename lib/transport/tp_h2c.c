@@ -150,9 +150,17 @@ int tp_h2c_pool_new(tp_h2c_pool **out, uv_loop_t *loop, const tp_h2c_opts *o, ch
   snprintf(p->user_agent, sizeof(p->user_agent), "tokperf/%s", TP_VERSION);
   p->slab = tp_slab_new();
   if (p->slab) p->mem = (nghttp2_mem){p->slab, slab_malloc, slab_free, slab_calloc, slab_realloc};
+  if (o->reader_thread && tp_reader_new(&p->reader, loop, tp__h2c_on_chunk) != 0) {
+    tp_slab_free(p->slab);
+    free(p->authority);
+    free(p);
+    tp_seterr(err, errlen, "cannot start the socket reader thread (--reader-thread)");
+    return TP_EIO;
+  }
   if (o->tls) {
     int rv = tp__h2c_make_ssl_ctx(p, err, errlen);
     if (rv) {
+      tp_reader_close(p->reader);
       tp_slab_free(p->slab);
       free(p->authority);
       free(p);
@@ -270,6 +278,10 @@ void tp_h2c_pool_close(tp_h2c_pool *p) {
     tp__h2c_call_finish(c, 0, false);
   }
   while (p->conns) tp__h2c_conn_fail(p->conns, "closing");
+  /* Every socket is removed: the thread stops now, while its handle is
+   * still the pool's to close. */
+  tp_reader_close(p->reader);
+  p->reader = NULL;
   uv_timer_stop(&p->sweep);
   uv_close((uv_handle_t *)&p->sweep, on_sweep_closed);
   uv_timer_stop(&p->retry);

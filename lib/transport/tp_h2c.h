@@ -66,6 +66,10 @@ typedef struct tp_h2c_opts {
   const char *cert_file; /* client certificate, NULL = none */
   const char *key_file;  /* its key; NULL = inside cert_file */
   bool insecure;
+  /* Read the connections' sockets on a thread of their own (tp_reader.h),
+   * which never waits on the loop's work: bytes keep their own arrival
+   * times while the loop is busy with a wave of sends or answers. */
+  bool reader_thread;
 } tp_h2c_opts;
 
 /* Creates a pool; connections are opened as calls need them.  Returns 0,

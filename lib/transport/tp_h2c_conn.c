@@ -51,6 +51,11 @@ static void conn_unlink(conn *c) {
 void tp__h2c_conn_fail(conn *c, const char *why) {
   if (c->state == C_CLOSED) return;
   tp_h2c_pool *p = c->pool;
+  /* Before the socket closes: the reader never reads it again. */
+  if (c->rsock) {
+    tp_reader_remove(p->reader, c->rsock);
+    c->rsock = NULL;
+  }
   bool never_ready = c->state == C_CONNECTING;
   c->state = C_CLOSED;
   conn_unlink(c);
@@ -274,9 +279,27 @@ static void tls_fail(conn *c) {
   tp__h2c_conn_fail(c, why);
 }
 
+static void conn_input(conn *c, ssize_t nread, const uv_buf_t *buf);
+
 static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
-  conn *c = s->data;
   if (nread == 0) return; /* c->read_ns was set in on_alloc */
+  conn_input(s->data, nread, buf);
+}
+
+/* A chunk from the pool's reader thread (tp_reader.h): bytes that arrived
+ * at stamp_ns, or the end of the connection (n < 0). */
+void tp__h2c_on_chunk(void *owner, const uint8_t *data, ssize_t n, uint64_t stamp_ns) {
+  conn *c = owner;
+  if (c->state == C_CLOSED) return;
+  /* One TCP stream's bytes arrive in order (see on_alloc). */
+  if (stamp_ns > c->read_ns) c->read_ns = stamp_ns;
+  c->read_covered = n > 0 ? (size_t)n : 0;
+  uv_buf_t b = uv_buf_init((char *)(uintptr_t)data, n > 0 ? (unsigned)n : 0);
+  conn_input(c, n, &b);
+}
+
+/* Bytes read from the socket (nread > 0, dated c->read_ns), or its end. */
+static void conn_input(conn *c, ssize_t nread, const uv_buf_t *buf) {
   if (nread < 0) {
     if (c->ssl && !c->hs_done) {
       tls_fail(c);
@@ -357,12 +380,19 @@ static void on_connect(uv_connect_t *req, int status) {
   uv_tcp_nodelay(&c->tcp, 1);
   uv_os_fd_t fd;
   if (uv_fileno((uv_handle_t *)&c->tcp, &fd) == 0 && tp_stamp_enable_fd(fd) == 0) c->fd = fd;
-  int rv = uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read);
+  tp_h2c_pool *p = c->pool;
+  int rv = 0;
+  if (p->reader && c->fd >= 0) {
+    /* The reader thread reads it; libuv only writes. */
+    c->rsock = tp_reader_add(p->reader, c->fd, c);
+    if (!c->rsock) rv = UV_ENOMEM;
+  } else {
+    rv = uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read);
+  }
   if (rv < 0) {
     tp__h2c_conn_fail(c, uv_strerror(rv));
     return;
   }
-  tp_h2c_pool *p = c->pool;
   if (p->ssl_ctx) {
     c->ssl = SSL_new(p->ssl_ctx);
     c->rbio = BIO_new(BIO_s_mem());

@@ -11,6 +11,7 @@
 #include <openssl/ssl.h>
 
 #include "transport/tp_grpc.h"
+#include "util/tp_reader.h"
 #include "util/tp_slab.h"
 #include "util/tp_u64map.h"
 
@@ -81,6 +82,7 @@ struct conn {
   uint32_t max_streams;
   uint64_t read_ns; /* arrival time of the current socket read's bytes */
   size_t read_covered; /* how many of them read_ns covers (the rest came later) */
+  tp_rsock *rsock;     /* the pool's reader thread reads the socket; NULL: libuv */
   int fd;           /* the socket, once it carries kernel receive stamps; else -1 */
   int busy;         /* inside mem_recv / mem_send: no flushing now */
   bool want_flush;
@@ -136,6 +138,7 @@ struct tp_h2c_pool {
    * loop's thread), from free lists rather than malloc; NULL: malloc. */
   tp_slab *slab;
   nghttp2_mem mem;
+  tp_reader *reader; /* opts.reader_thread: reads every connection's socket */
 };
 
 /* The pool (tp_h2c.c). */
@@ -159,6 +162,7 @@ int tp__h2c_session_callbacks(nghttp2_session_callbacks **out);
 void tp__h2c_conn_flush(conn *c);
 void tp__h2c_conn_fail(conn *c, const char *why);
 void tp__h2c_conn_maybe_flush_later(conn *c);
+void tp__h2c_on_chunk(void *owner, const uint8_t *data, ssize_t n, uint64_t stamp_ns);
 int tp__h2c_conn_open(tp_h2c_pool *p);
 int tp__h2c_make_ssl_ctx(tp_h2c_pool *p, char *err, size_t errlen);
 

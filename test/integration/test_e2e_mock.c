@@ -186,15 +186,19 @@ static void hold_against_log(uint32_t conc, uint64_t expected, const char *log_p
   CHECK_NEAR(sum_client_itl / n, sum_true_itl / n, 0.2 * slack(), what);
 }
 
-static void run_level(uint32_t conc, const char *tokenizer, const char *dir) {
+/* reader: the client reads its sockets on a thread of its own
+ * (--reader-thread); the checks are the same. */
+static void run_level(uint32_t conc, bool reader, const char *tokenizer, const char *dir) {
   char log_path[512], rec_path[512];
-  snprintf(log_path, sizeof(log_path), "%s/mock-%u.jsonl", dir, conc);
-  snprintf(rec_path, sizeof(rec_path), "%s/records-%u.jsonl", dir, conc);
+  snprintf(log_path, sizeof(log_path), "%s/mock-%u%s.jsonl", dir, conc, reader ? "-reader" : "");
+  snprintf(rec_path, sizeof(rec_path), "%s/records-%u%s.jsonl", dir, conc, reader ? "-reader" : "");
+  if (reader) printf("# the next checks: c=%u with --reader-thread\n", conc);
 
   tp_mock_config mc;
   tp_config cfg;
   fixed_timing_run(&mc, &cfg, &conc, tokenizer, log_path);
   cfg.output.records_path = rec_path;
+  cfg.server.reader_thread = reader;
   char url[64];
   tp_mock *mock = start_mock(&mc, &cfg, url, sizeof(url));
   if (!mock) return;
@@ -322,9 +326,11 @@ int main(void) {
     printf("Bail out! cannot make a temporary directory\n");
     return 1;
   }
-  run_level(1, tok, dir);
-  run_level(8, tok, dir);
-  run_level(64, tok, dir);
+  run_level(1, false, tok, dir);
+  run_level(8, false, tok, dir);
+  run_level(64, false, tok, dir);
+  run_level(8, true, tok, dir);
+  run_level(64, true, tok, dir);
   static const uint32_t concs[] = {1, 8, 64};
   for (size_t i = 0; i < 3; i++) {
     run_http_level(concs[i], TP_SERVICE_OPENAI_CHAT, tok, dir);

@@ -115,6 +115,10 @@ typedef struct tp_server_config {
   const char *ca_file, *cert_file, *key_file;
   bool insecure;
   bool http1_only; /* do not offer HTTP/2 on HTTP services */
+  /* gRPC: read the connections' sockets on a thread of their own, so that
+   * answers keep their arrival times while the loop is busy (a wave of
+   * thousands of streams); costs a copy and a hand-over per read. */
+  bool reader_thread;
   bool no_usage;   /* do not ask OpenAI servers for usage in the stream */
 
   /* Prometheus text endpoint scraped during each level (Triton :8002

@@ -75,6 +75,13 @@ def main():
         res, doc = run(["--insecure"])
         tap.check(res.returncode == 0 and doc and doc["levels"][0]["succeeded"] == 4, "--insecure passes",
                   res.stderr[-600:])
+        res, doc = run(["--ca-file", cert, "--reader-thread"])
+        tap.check(res.returncode == 0 and doc and doc["levels"][0]["succeeded"] == 4,
+                  "grpcs with --reader-thread: the records read on the reader thread decrypt, every request succeeds",
+                  res.stderr[-600:])
+        res, doc = run(["--reader-thread"])
+        tap.check(res.returncode == 3 and "certificate verification failed" in res.stderr,
+                  "with --reader-thread a failed handshake is still a clear verification error", res.stderr[-600:])
         res, doc = run(["--ca-file", cert, "--cert", ccert, "--key", ckey], p=mport)
         tap.check(res.returncode == 0 and doc and doc["levels"][0]["succeeded"] == 4,
                   "a server that requires a client certificate accepts --cert/--key", res.stderr[-600:])

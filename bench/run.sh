@@ -34,7 +34,8 @@
 # (tries of a disturbed run in sections a and b, 3),
 # BENCH_REPEAT (runs per rate in section d, 3), BENCH_C_STREAMS (concurrent
 # streams of section c, 1000; its target is p99 < 100 us at 1,000 and
-# < 500 us at 10,000), BENCH_CLIENT_CPU /
+# < 500 us at 10,000), BENCH_C_ARGS (more tokperf arguments for section c,
+# e.g. --reader-thread), BENCH_CLIENT_CPU /
 # BENCH_SERVER_CPU (0 and 1).
 set -uo pipefail
 

@@ -6,13 +6,12 @@
 
 #define SLAB_BYTES (64u << 10)
 #define BIG_CLASS 0xffu
-#define HDR_MAGIC 0x51ab5eedu
 
 /* Every block starts with this header, 16 bytes so that the payload keeps
  * malloc's alignment. */
 typedef struct hdr {
   uint32_t cls; /* index in class_size, or BIG_CLASS */
-  uint32_t magic;
+  uint32_t pad;
   uint64_t size; /* a BIG_CLASS block's size */
 } hdr;
 
@@ -86,7 +85,6 @@ static void *carve(tp_slab *s, unsigned cls) {
   hdr *h = (hdr *)(void *)s->bump;
   s->bump += need;
   h->cls = cls;
-  h->magic = HDR_MAGIC;
   h->size = 0;
   return h + 1;
 }
@@ -105,7 +103,6 @@ void *tp_slab_alloc(tp_slab *s, size_t size) {
   hdr *h = malloc(sizeof(hdr) + size);
   if (!h) return NULL;
   h->cls = BIG_CLASS;
-  h->magic = HDR_MAGIC;
   h->size = size;
   return h + 1;
 }

@@ -135,6 +135,10 @@ typedef struct tp_client_ops {
   const char *(*warning)(const tp_client *c);
   /* The full URL requests go to, for messages and the report. */
   const char *(*endpoint)(const tp_client *c);
+  /* While held (calls nest), requests sent are written when the last hold
+   * is released, together: the run holds while it sends every request due
+   * at once (an open loop that fell behind), so they cost one write. */
+  void (*hold)(tp_client *c, bool hold);
 } tp_client_ops;
 
 struct tp_client {
@@ -159,6 +163,8 @@ typedef struct tp_client_opts {
   const char *ca_file, *cert_file, *key_file;
   bool insecure;
   bool reader_thread; /* gRPC: read the sockets on a thread of their own (tp_h2c_opts) */
+  /* gRPC: timers served between slices of a long read (tp_h2c_opts). */
+  struct tp_timers *yield_to;
   /* Requests will carry an input file's tensors (tp_client_send.inputs):
    * the Triton client keeps the model's metadata for their datatypes and
    * checks only that the model answers in text_output. */
@@ -194,6 +200,10 @@ static inline int tp_client_check_inputs(tp_client *c, const char *inputs, char 
 
 static inline uint32_t tp_client_connections_opened(const tp_client *c) {
   return c->ops->connections_opened ? c->ops->connections_opened(c) : 0;
+}
+
+static inline void tp_client_hold(tp_client *c, bool hold) {
+  if (c->ops->hold) c->ops->hold(c, hold);
 }
 
 /* "" when the client has nothing to say. */

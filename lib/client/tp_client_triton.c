@@ -377,6 +377,7 @@ int tp_client_triton_new(tp_client **out, uv_loop_t *loop, const tp_client_opts 
   ho.key_file = o->key_file;
   ho.insecure = o->insecure;
   ho.reader_thread = o->reader_thread;
+  ho.yield_to = o->yield_to;
   rv = tp_h2c_pool_new(&tc->pool, loop, &ho, err, errlen);
   if (rv) {
     free_headers(tc);
@@ -483,6 +484,11 @@ static uint32_t triton_connections_opened(const tp_client *c) {
   return tp_h2c_connections_opened(((const triton_client *)c)->pool);
 }
 
+static void triton_hold(tp_client *c, bool hold) {
+  triton_client *tc = (triton_client *)c;
+  if (tc->pool) tp_h2c_pool_hold(tc->pool, hold);
+}
+
 static const tp_client_ops triton_ops = {
     .name = "triton-grpc",
     .preflight = triton_preflight,
@@ -495,4 +501,5 @@ static const tp_client_ops triton_ops = {
     .model_stats_start = triton_model_stats_start,
     .check_inputs = triton_check_inputs,
     .connections_opened = triton_connections_opened,
+    .hold = triton_hold,
 };

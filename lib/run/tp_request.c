@@ -129,6 +129,8 @@ void tpr_pump(tp_run *r, uint64_t now) {
   if (!L->pacer) return;
   bool open = L->pt.mode != TP_LOAD_CONCURRENCY;
   tp_pacer_item it;
+  /* Everything due now leaves in one write (see tp_client_hold). */
+  tp_client_hold(r->client, true);
   while (!r->interrupted) {
     /* Past the measured duration nothing more is planned; requests due
      * before it and held by the cap still leave. */
@@ -142,6 +144,7 @@ void tpr_pump(tp_run *r, uint64_t now) {
     if (open) now = tp_now_ns();
   }
   uint64_t due = tp_pacer_next_due(L->pacer);
+  tp_client_hold(r->client, false);
   if (due != UINT64_MAX && !r->interrupted)
     tp_timer_start(r->timers, &L->plan_timer, due);
   else

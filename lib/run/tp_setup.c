@@ -113,6 +113,7 @@ static int setup_client(tp_run *r, char *err, size_t errlen) {
   co->key_file = r->cfg.server.key_file;
   co->insecure = r->cfg.server.insecure;
   co->reader_thread = r->cfg.server.reader_thread;
+  co->yield_to = r->timers; /* the pacer's sends go between slices of a burst */
   co->file_inputs = r->file_inputs;
   s.endpoint = r->cfg.server.endpoint;
   s.api_key = r->cfg.server.api_key;

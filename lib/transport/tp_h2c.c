@@ -23,18 +23,13 @@ static void on_retry(uv_timer_t *t) {
   tp_h2c_pool *p = t->data;
   p->retry_armed = false;
   tp__h2c_pool_dispatch(p);
-  /* Flush connections opened for queued calls. */
-  conn *next;
-  for (conn *c = p->conns; c; c = next) {
-    next = c->next;
-    if (c->want_flush) tp__h2c_conn_flush(c);
-  }
+  tp__h2c_pool_flush(p, NULL); /* connections opened for queued calls */
 }
 
 void tp__h2c_pool_dispatch(tp_h2c_pool *p) {
   if (p->closing) return;
   while (p->pending_head) {
-    conn *best = NULL, *avoided = NULL, *pinned = NULL;
+    conn *best = NULL, *avoided = NULL, *pinned = NULL, *waiting = NULL;
     bool connecting = false;
     uint64_t avoid = p->pending_head->avoid_serial, pin = 0;
     if (p->pending_head->session) tp_u64map_get(&p->pins, p->pending_head->session, &pin);
@@ -47,8 +42,13 @@ void tp__h2c_pool_dispatch(tp_h2c_pool *p) {
         continue;
       }
       if (pin && c->serial == pin) pinned = c;
+      if (!waiting && c->want_flush) waiting = c;
       if (!best || c->n_streams < best->n_streams) best = c;
     }
+    /* Under the caller's hold, calls join a connection whose write already
+     * waits, so that they leave in one write rather than one per
+     * connection; the first call of the hold took the least busy one. */
+    if (p->batching && waiting) best = waiting;
     /* A session's turn goes where its earlier turns went, while it can. */
     if (pinned) best = pinned;
     /* ...unless no other can be opened. */
@@ -120,11 +120,7 @@ static void on_sweep(uv_timer_t *t) {
       c->conn->want_flush = true;
     }
   }
-  conn *cnext;
-  for (conn *c = p->conns; c; c = cnext) {
-    cnext = c->next;
-    if (c->want_flush) tp__h2c_conn_flush(c);
-  }
+  tp__h2c_pool_flush(p, NULL);
 }
 
 /* ---- public ------------------------------------------------------------ */
@@ -231,6 +227,16 @@ void tp_h2c_cancel(tp_call *c) {
   tp__h2c_call_set_local(c, TP_GRPC_CANCELLED, TP_ERRCLASS_CANCELLED, "cancelled%s", "");
   nghttp2_submit_rst_stream(c->conn->session, NGHTTP2_FLAG_NONE, c->stream_id, NGHTTP2_CANCEL);
   tp__h2c_conn_maybe_flush_later(c->conn);
+}
+
+void tp_h2c_pool_hold(tp_h2c_pool *p, bool hold) {
+  if (hold) {
+    p->held++;
+    p->batching++;
+    return;
+  }
+  if (p->batching > 0) p->batching--;
+  if (p->held > 0 && --p->held == 0 && !p->closing) tp__h2c_pool_flush(p, NULL);
 }
 
 void tp_h2c_cancel_all(tp_h2c_pool *p) {

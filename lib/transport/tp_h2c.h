@@ -23,6 +23,7 @@
 #include <uv.h>
 
 #include "util/tp_common.h"
+#include "util/tp_timer.h"
 
 typedef struct tp_h2c_pool tp_h2c_pool;
 typedef struct tp_call tp_call;
@@ -70,6 +71,11 @@ typedef struct tp_h2c_opts {
    * which never waits on the loop's work: bytes keep their own arrival
    * times while the loop is busy with a wave of sends or answers. */
   bool reader_thread;
+  /* Timers served between slices of a long read (NULL: none): a burst of
+   * answers read at once is parsed a slice at a time, and a deadline due
+   * meanwhile (the next request's send time) runs in between, its writes
+   * leaving at once, instead of waiting for the whole burst. */
+  tp_timers *yield_to;
 } tp_h2c_opts;
 
 /* Creates a pool; connections are opened as calls need them.  Returns 0,
@@ -100,6 +106,13 @@ void tp_h2c_cancel(tp_call *c);
 /* Cancels every call, queued or open (grace period over, shutting down):
  * each on_close follows with CANCELLED.  Queued calls end at once. */
 void tp_h2c_cancel_all(tp_h2c_pool *p);
+
+/* Holds the writes of new calls while true (nested calls count): a caller
+ * about to start several calls at once (an open loop that fell behind)
+ * gets them into one write per connection instead of one each.  Releasing
+ * the last hold writes what waits.  The pool holds its writes the same way
+ * while it reads, where answers start new calls. */
+void tp_h2c_pool_hold(tp_h2c_pool *p, bool hold);
 
 /* Calls queued or open. */
 size_t tp_h2c_active_calls(const tp_h2c_pool *p);

@@ -3,9 +3,12 @@
 #include "tp_h2c_internal.h"
 
 #include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <openssl/err.h>
 #include <openssl/x509v3.h>
@@ -19,7 +22,7 @@
 /* ---- connections ------------------------------------------------------- */
 
 void tp__h2c_conn_maybe_flush_later(conn *c) {
-  if (c->busy)
+  if (c->busy || c->pool->held)
     c->want_flush = true;
   else
     tp__h2c_conn_flush(c);
@@ -27,6 +30,7 @@ void tp__h2c_conn_maybe_flush_later(conn *c) {
 
 static void on_handle_closed(uv_handle_t *h) {
   conn *c = h->data;
+  if (--c->handles > 0) return;
   tp_h2c_pool *p = c->pool;
   tp_buf_fini(&c->wbuf);
   tp_buf_fini(&c->cbuf);
@@ -96,6 +100,13 @@ void tp__h2c_conn_fail(conn *c, const char *why) {
       }
     }
   }
+  if (c->rfd >= 0) {
+    /* uv_close takes the descriptor out of the epoll set at once, so it
+     * can close now (the socket ends with the TCP handle's close below). */
+    uv_close((uv_handle_t *)&c->rpoll, on_handle_closed);
+    close(c->rfd);
+    c->rfd = -1;
+  }
   if (c->handle_open) {
     c->handle_open = false;
     uv_close((uv_handle_t *)&c->tcp, on_handle_closed);
@@ -157,6 +168,13 @@ static int tls_drain(conn *c) {
 
 void tp__h2c_conn_flush(conn *c) {
   if (c->state == C_CLOSED || c->writing || !c->session) return;
+  /* Inside this connection's mem_recv or mem_send (a callback there ended
+   * a call, and the run's hold on writes was released): the frames go when
+   * that returns, in order, instead of overtaking the ones being written. */
+  if (c->busy) {
+    c->want_flush = true;
+    return;
+  }
   tp_buf_reset(&c->wbuf);
   c->busy++;
   /* Callbacks run inside mem_send may submit more frames (a closed stream's
@@ -204,14 +222,29 @@ void tp__h2c_conn_flush(conn *c) {
     out = &c->cbuf;
   }
   if (out->len) {
-    /* A request's send time is when the socket takes its last byte.
-     * uv_write writes at once (one write at a time here), so the bytes it
-     * took were taken now; the rest go as the peer reads, and their
-     * requests are stamped when the write completes.  Over TLS the
+    /* A request's send time is when the socket takes its last byte.  The
+     * socket is tried first (uv_try_write): what it takes was taken now, and
+     * a write taken whole needs no request, no completion callback on the
+     * next loop turn and no change to the epoll set (libuv's drain after a
+     * completed uv_write costs an epoll_ctl each time, one per request at
+     * an open loop's rates).  The rest goes with uv_write as the peer reads,
+     * and its requests are stamped when that write completes.  Over TLS the
      * plaintext offsets do not map onto the ciphertext: any shortfall
      * defers every request of the write. */
     uint64_t now = tp_now_ns();
-    uv_buf_t b = uv_buf_init((char *)out->data, (unsigned)out->len);
+    int tw = uv_try_write((uv_stream_t *)&c->tcp, &(uv_buf_t){.base = (char *)out->data, .len = out->len}, 1);
+    if (tw < 0 && tw != UV_EAGAIN) {
+      c->peer_closed = true;
+      tp__h2c_conn_fail(c, uv_strerror(tw));
+      return;
+    }
+    size_t done = tw > 0 ? (size_t)tw : 0;
+    if (done == out->len) {
+      stamp_sent(c, &c->sent_ids, SIZE_MAX, now, NULL);
+      conn_check_done(c); /* what the completion callback's flush would do */
+      return;
+    }
+    uv_buf_t b = uv_buf_init((char *)out->data + done, (unsigned)(out->len - done));
     c->write_req.data = c;
     int rv = uv_write(&c->write_req, (uv_stream_t *)&c->tcp, &b, 1, on_write);
     if (rv < 0) {
@@ -220,7 +253,7 @@ void tp__h2c_conn_flush(conn *c) {
     }
     c->writing = true;
     size_t left = uv_stream_get_write_queue_size((uv_stream_t *)&c->tcp);
-    size_t taken = left == 0 ? SIZE_MAX : c->ssl ? 0 : out->len - TP_MIN(left, out->len);
+    size_t taken = left == 0 ? SIZE_MAX : c->ssl ? 0 : done + (b.len - TP_MIN(left, b.len));
     stamp_sent(c, &c->sent_ids, taken, now, &c->late_ids);
   } else {
     conn_check_done(c);
@@ -243,9 +276,34 @@ static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
   *buf = uv_buf_init((char *)c->rbuf, sizeof(c->rbuf));
 }
 
-/* Feeds plaintext to the HTTP/2 session; returns false when the connection
- * was failed. */
+static bool feed_h2_slice(conn *c, const uint8_t *data, size_t len);
+
+/* Lets the loop's due timers run between two slices of input (see
+ * tp_h2c_opts.yield_to), with the read's hold on writes lifted so that
+ * what they send leaves now.  Returns false when the connection was failed
+ * meanwhile. */
+static bool yield_between(conn *c) {
+  tp_h2c_pool *p = c->pool;
+  if (!p->opts.yield_to || p->held <= 0) return true;
+  p->held--;
+  if (tp_timers_run_due(p->opts.yield_to) && !p->held) tp__h2c_pool_flush(p, NULL);
+  p->held++;
+  return c->state != C_CLOSED;
+}
+
+/* Feeds plaintext to the HTTP/2 session, a slice at a time with the due
+ * timers served in between; returns false when the connection was
+ * failed. */
 static bool feed_h2(conn *c, const uint8_t *data, size_t len) {
+  while (len > FEED_SLICE_BYTES) {
+    if (!feed_h2_slice(c, data, FEED_SLICE_BYTES) || !yield_between(c)) return false;
+    data += FEED_SLICE_BYTES;
+    len -= FEED_SLICE_BYTES;
+  }
+  return feed_h2_slice(c, data, len);
+}
+
+static bool feed_h2_slice(conn *c, const uint8_t *data, size_t len) {
   /* An HTTP/1 server answers the client preface with a status line, which
    * HTTP/2 would read as a frame of 4.7 MB: say what the port speaks. */
   if (c->state == C_CONNECTING && len >= 7 && memcmp(data, "HTTP/1.", 7) == 0) {
@@ -281,9 +339,56 @@ static void tls_fail(conn *c) {
 
 static void conn_input(conn *c, ssize_t nread, const uv_buf_t *buf);
 
+void tp__h2c_pool_flush(tp_h2c_pool *p, conn *also) {
+  conn *next;
+  for (conn *o = p->conns; o; o = next) {
+    next = o->next;
+    if (o == also || o->want_flush) tp__h2c_conn_flush(o);
+  }
+}
+
+/* Reads hold the pool's writes: answers that start new calls (a closed
+ * loop refilling its slots) put them on the least busy connection, often
+ * another one, and each would be a write of its own.  The connection read
+ * is flushed after too (replies, WINDOW_UPDATEs, handshake records).  A
+ * connection failed by its input is no longer in the list. */
+static void conn_input_held(conn *c, ssize_t nread, const uv_buf_t *buf) {
+  tp_h2c_pool *p = c->pool;
+  p->held++;
+  conn_input(c, nread, buf);
+  p->held--;
+  if (!p->held) tp__h2c_pool_flush(p, c->state == C_CLOSED ? NULL : c);
+}
+
+/* The socket is readable (rfd): reads until the kernel has no more, up to
+ * a bound so that one busy connection cannot hold the loop. */
+static void on_readable(uv_poll_t *h, int status, int events) {
+  conn *c = h->data;
+  (void)events;
+  if (status < 0) {
+    conn_input_held(c, status, NULL);
+    return;
+  }
+  for (int i = 0; i < READS_PER_WAKEUP && c->state != C_CLOSED; i++) {
+    uint64_t at;
+    ssize_t n = tp_stamp_recv(c->pool->loop, c->rfd, c->rbuf, sizeof(c->rbuf), &at);
+    if (n == -EAGAIN || n == -EWOULDBLOCK) return;
+    if (n <= 0) {
+      conn_input_held(c, n == 0 ? UV_EOF : n, NULL);
+      return;
+    }
+    /* One TCP stream's bytes arrive in order (see on_alloc). */
+    c->read_ns = at > c->read_ns ? at : c->read_ns;
+    c->read_covered = (size_t)n; /* the stamp is the newest segment read */
+    uv_buf_t b = uv_buf_init((char *)c->rbuf, (unsigned)n);
+    conn_input_held(c, n, &b);
+    if ((size_t)n < sizeof(c->rbuf)) return; /* drained */
+  }
+}
+
 static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
   if (nread == 0) return; /* c->read_ns was set in on_alloc */
-  conn_input(s->data, nread, buf);
+  conn_input_held(s->data, nread, buf);
 }
 
 /* A chunk from the pool's reader thread (tp_reader.h): bytes that arrived
@@ -295,7 +400,7 @@ void tp__h2c_on_chunk(void *owner, const uint8_t *data, ssize_t n, uint64_t stam
   if (stamp_ns > c->read_ns) c->read_ns = stamp_ns;
   c->read_covered = n > 0 ? (size_t)n : 0;
   uv_buf_t b = uv_buf_init((char *)(uintptr_t)data, n > 0 ? (unsigned)n : 0);
-  conn_input(c, n, &b);
+  conn_input_held(c, n, &b);
 }
 
 /* Bytes read from the socket (nread > 0, dated c->read_ns), or its end. */
@@ -360,14 +465,28 @@ static void conn_input(conn *c, ssize_t nread, const uv_buf_t *buf) {
       }
     }
   }
-  /* Flush this connection (replies, WINDOW_UPDATEs, new streams started by
-   * callbacks, handshake records) and any other that callbacks queued work on. */
-  tp_h2c_pool *p = c->pool;
-  conn *next;
-  for (conn *o = p->conns; o; o = next) {
-    next = o->next;
-    if (o == c || o->want_flush) tp__h2c_conn_flush(o);
+}
+
+/* Polls a duplicate of the socket for reading (see conn.rfd); false when
+ * that cannot be set up, and libuv reads instead. */
+static bool start_own_reads(conn *c) {
+  int fd = fcntl(c->fd, F_DUPFD_CLOEXEC, 0);
+  if (fd < 0) return false;
+  if (uv_poll_init(c->pool->loop, &c->rpoll, fd) != 0) {
+    close(fd);
+    return false;
   }
+  c->rpoll.data = c;
+  c->rfd = fd;
+  c->handles++;
+  if (uv_poll_start(&c->rpoll, UV_READABLE, on_readable) != 0) {
+    /* Initialised: it goes through uv_close, and libuv reads. */
+    uv_close((uv_handle_t *)&c->rpoll, on_handle_closed);
+    close(fd);
+    c->rfd = -1;
+    return false;
+  }
+  return true;
 }
 
 static void on_connect(uv_connect_t *req, int status) {
@@ -386,6 +505,8 @@ static void on_connect(uv_connect_t *req, int status) {
     /* The reader thread reads it; libuv only writes. */
     c->rsock = tp_reader_add(p->reader, c->fd, c);
     if (!c->rsock) rv = UV_ENOMEM;
+  } else if (c->fd >= 0 && start_own_reads(c)) {
+    rv = 0; /* on_readable reads it; libuv only writes */
   } else {
     rv = uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read);
   }
@@ -426,6 +547,7 @@ int tp__h2c_conn_open(tp_h2c_pool *p) {
   c->pool = p;
   c->state = C_CONNECTING;
   c->fd = -1;
+  c->rfd = -1;
   tp_buf_init(&c->wbuf);
   tp_buf_init(&c->sent_ids);
   tp_buf_init(&c->late_ids);
@@ -451,6 +573,7 @@ int tp__h2c_conn_open(tp_h2c_pool *p) {
   uv_tcp_init(p->loop, &c->tcp);
   c->tcp.data = c;
   c->handle_open = true;
+  c->handles = 1;
   p->open_handles++;
   c->next = p->conns;
   p->conns = c;

@@ -20,6 +20,13 @@
 #define STREAM_WINDOW_BYTES (16 << 20)
 #define CONN_WINDOW_BYTES (256 << 20)
 #define READ_BUF_BYTES (256 << 10)
+/* Reads of a connection per readiness: a socket that stays full yields
+ * the loop after this many (the timers and other sockets go next). */
+#define READS_PER_WAKEUP 4
+/* Input is parsed this many bytes at a time, with the due timers served
+ * in between (tp_h2c_opts.yield_to): about 25 short answers, some tens of
+ * microseconds of work. */
+#define FEED_SLICE_BYTES 4096
 #define DEADLINE_SWEEP_MS 5
 /* Connections opened beyond the asked number when every connection is at its
  * peer's stream limit. */
@@ -83,6 +90,13 @@ struct conn {
   uint64_t read_ns; /* arrival time of the current socket read's bytes */
   size_t read_covered; /* how many of them read_ns covers (the rest came later) */
   tp_rsock *rsock;     /* the pool's reader thread reads the socket; NULL: libuv */
+  /* The loop reads the socket itself through rfd, a duplicate of fd that
+   * libuv polls apart from the TCP handle (which then only writes): one
+   * recvmsg gives the bytes and their kernel stamp, where libuv's read
+   * needs a peek before it for the stamp.  rfd is -1 when libuv reads. */
+  uv_poll_t rpoll;
+  int rfd;
+  int handles; /* libuv handles of this connection still open (tcp, rpoll) */
   int fd;           /* the socket, once it carries kernel receive stamps; else -1 */
   int busy;         /* inside mem_recv / mem_send: no flushing now */
   bool want_flush;
@@ -125,6 +139,8 @@ struct tp_h2c_pool {
   uint64_t backoff_ms;      /* 0 = connect at once */
   uint64_t next_connect_ns; /* no new connection before this */
   bool closing;
+  int held;     /* tp_h2c_pool_hold and reads in progress: writes wait */
+  int batching; /* the tp_h2c_pool_hold part of held */
   int open_handles;
   uint32_t max_streams_seen;
   uint32_t conns_opened;
@@ -162,6 +178,8 @@ int tp__h2c_session_callbacks(nghttp2_session_callbacks **out);
 void tp__h2c_conn_flush(conn *c);
 void tp__h2c_conn_fail(conn *c, const char *why);
 void tp__h2c_conn_maybe_flush_later(conn *c);
+/* Flushes every connection with writes waiting, and `also` (may be NULL). */
+void tp__h2c_pool_flush(tp_h2c_pool *p, conn *also);
 void tp__h2c_on_chunk(void *owner, const uint8_t *data, ssize_t n, uint64_t stamp_ns);
 int tp__h2c_conn_open(tp_h2c_pool *p);
 int tp__h2c_make_ssl_ctx(tp_h2c_pool *p, char *err, size_t errlen);

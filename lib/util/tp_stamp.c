@@ -1,5 +1,6 @@
 #include "tp_stamp.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -135,6 +136,39 @@ static bool same_ts(const struct timespec *a, const struct timespec *b) {
 static uint64_t kernel_or_batch(const struct timespec *ts, uint64_t batch) {
   uint64_t t = tp_stamp_from_realtime(ts);
   return t ? t : batch;
+}
+
+ssize_t tp_stamp_recv(uv_loop_t *loop, int fd, void *buf, size_t len, uint64_t *at) {
+  ssize_t n;
+  struct timespec ts = {0, 0};
+#if TP_KERNEL_STAMPS
+  union {
+    char buf[CMSG_SPACE(sizeof(struct timespec))];
+    struct cmsghdr align;
+  } ctl;
+  struct iovec iov = {.iov_base = buf, .iov_len = len};
+  struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf, .msg_controllen = sizeof(ctl.buf)};
+  do
+    n = recvmsg(fd, &m, MSG_DONTWAIT);
+  while (n < 0 && errno == EINTR);
+  if (n > 0) {
+    for (struct cmsghdr *c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c)) {
+      if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_TIMESTAMPNS) {
+        memcpy(&ts, CMSG_DATA(c), sizeof(ts));
+        break;
+      }
+    }
+  }
+#else
+  do
+    n = recv(fd, buf, len, MSG_DONTWAIT);
+  while (n < 0 && errno == EINTR);
+#endif
+  if (n < 0) return -errno;
+  uint64_t batch = tp_stamp_now(loop);
+  /* Zero: queued before stamps were turned on. */
+  *at = ts.tv_sec || ts.tv_nsec ? kernel_or_batch(&ts, batch) : batch;
+  return n;
 }
 
 uint64_t tp_stamp_fd(uv_loop_t *loop, int fd, size_t len) {

@@ -69,6 +69,14 @@ bool tp_stamp_tcp_counts(int fd, uint64_t *received, uint64_t *unread);
  * when the arrivals differ; for the mock server, whose times are the
  * reference the client is held against. */
 uint64_t tp_stamp_fd_group(uv_loop_t *loop, int fd, size_t len, size_t *group_len);
+/* Reads up to len bytes of fd (never blocking) and dates them in one
+ * system call: *at gets the kernel stamp of the newest segment the read
+ * took (every byte it returns arrived then or before, as with
+ * tp_stamp_fd, but without a peek and without bytes arriving between the
+ * look and the read), or tp_stamp_now(loop) when the bytes carry no
+ * stamp.  Returns the bytes read, 0 at the end of the stream, or -errno
+ * (-EAGAIN: nothing waiting). */
+ssize_t tp_stamp_recv(uv_loop_t *loop, int fd, void *buf, size_t len, uint64_t *at);
 /* The same conversion for a kernel stamp already taken (CLOCK_REALTIME, as
  * SO_TIMESTAMPNS gives it): the tp_now_ns() time of that instant, or 0 when
  * it lies in the future or over 10 s back (the wall clock was stepped). */

@@ -239,6 +239,12 @@ void tp_timers_close(tp_timers *ts) {
   uv_close((uv_handle_t *)&ts->idle, on_close);
 }
 
+bool tp_timers_run_due(tp_timers *ts) {
+  if (ts->closing || ts->dispatching || !ts->n || ts->heap[0]->deadline_ns > tp_now_ns()) return false;
+  dispatch(ts);
+  return true;
+}
+
 void tp_timers_set_spin(tp_timers *ts, uint64_t spin_ns) {
   ts->spin_ns = spin_ns;
   if (!ts->closing) arm(ts);

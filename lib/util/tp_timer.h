@@ -10,6 +10,7 @@
 #ifndef TP_TIMER_H
 #define TP_TIMER_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -40,6 +41,13 @@ void tp_timers_close(tp_timers *ts);
  * costs the time it saves and makes every deadline late by a wake-up.  The
  * loop then uses its whole CPU while deadlines are that close. */
 void tp_timers_set_spin(tp_timers *ts, uint64_t spin_ns);
+
+/* Runs the callbacks of the timers already due, now, from wherever the
+ * loop is: a long piece of work (a burst of answers read in one go) calls
+ * it between its steps, so a deadline that falls during the work is served
+ * on time instead of after it.  Returns whether any ran.  Inside a timer
+ * callback it does nothing (those already run in deadline order). */
+bool tp_timers_run_due(tp_timers *ts);
 
 void tp_timer_init(tp_timer *t, tp_timer_cb cb, void *data);
 /* Arms (or re-arms) t for the absolute time deadline_ns.  A deadline in the

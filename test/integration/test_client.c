@@ -249,6 +249,83 @@ static void test_grpc_events(tp_mock *m) {
   CHECK(s.n && s.ev[s.n - 1].final, "gRPC: the last event is final");
 }
 
+/* Busy-waits: a write the hold did not keep back would leave meanwhile. */
+static uint64_t spin_us(uint64_t us) {
+  uint64_t until = tp_now_ns() + us * 1000;
+  while (tp_now_ns() < until) {
+  }
+  return until;
+}
+
+/* tp_client_hold: requests sent under a hold (nested holds count) leave in
+ * one write when the last hold goes, stamped then; without a hold each
+ * leaves as it is sent. */
+static void test_grpc_hold(tp_mock *m) {
+  static const tp_client_cbs cbs = {on_event, on_done};
+  char url[64];
+  snprintf(url, sizeof(url), "127.0.0.1:%d", tp_mock_port(m));
+  uv_loop_t loop = {0}; /* libuv keeps loop.data across init; the stamps read it */
+  uv_loop_init(&loop);
+  tp_client_spec s;
+  tp_client_spec_default(&s);
+  s.kind = TP_SERVICE_TRITON;
+  s.url = url;
+  s.opts.model = "ensemble";
+  s.opts.backend = TP_BACKEND_TENSORRTLLM;
+  s.opts.connections = 2; /* held requests share one connection's write */
+  tp_client *c = NULL;
+  char err[600] = "";
+  int rv = tp_client_open(&c, &loop, &s, &cbs, NULL, 0, err, sizeof(err));
+  CHECK(rv == 0, "hold: opened (%s)", err);
+  if (rv) {
+    uv_loop_close(&loop);
+    return;
+  }
+  rv = c->ops->preflight(c, err, sizeof(err));
+  CHECK(rv == 0, "hold: preflight passes (%s)", err);
+  seen *r = calloc(7, sizeof(*r));
+  tp_client_send snd = {.id = "h", .prompt = "one two", .prompt_len = 7, .max_tokens = 2,
+                        .timeout_ns = (uint64_t)(10 * tp_test_time_scale()) * TP_NS_PER_S};
+  /* Both connections open and ready first. */
+  CHECK_INT(c->ops->send(c, &snd, &r[0]), 0, "hold: the first request is sent");
+  while (!r[0].done) uv_run(&loop, UV_RUN_ONCE);
+  tp_client_hold(c, true);
+  tp_client_hold(c, true);
+  for (int i = 1; i <= 3; i++) {
+    CHECK_INT(c->ops->send(c, &snd, &r[i]), 0, "hold: a held request is sent");
+    spin_us(300);
+  }
+  tp_client_hold(c, false); /* one hold left */
+  spin_us(300);
+  uint64_t released = tp_now_ns();
+  tp_client_hold(c, false);
+  uint64_t after = tp_now_ns();
+  /* Without a hold each request leaves at once. */
+  uint64_t sent_at[3];
+  for (int i = 4; i <= 6; i++) {
+    sent_at[i - 4] = tp_now_ns();
+    CHECK_INT(c->ops->send(c, &snd, &r[i]), 0, "hold: a request is sent without a hold");
+    spin_us(300);
+  }
+  for (int i = 1; i <= 6; i++)
+    while (!r[i].done) uv_run(&loop, UV_RUN_ONCE);
+  for (int i = 1; i <= 6; i++)
+    CHECK(r[i].d.err_class == TP_ERRCLASS_NONE && r[i].d.sent_ns, "hold: request %d completes (%s)", i,
+          r[i].message);
+  for (int i = 1; i <= 3; i++)
+    CHECK(r[i].d.sent_ns >= released && r[i].d.sent_ns <= after,
+          "hold: held request %d left when the last hold went (%+.3f ms after)", i,
+          ((double)r[i].d.sent_ns - (double)released) / 1e6);
+  CHECK(r[1].d.sent_ns == r[2].d.sent_ns && r[2].d.sent_ns == r[3].d.sent_ns,
+        "hold: the held requests left in one write (one send time)");
+  for (int i = 4; i <= 6; i++)
+    CHECK(r[i].d.sent_ns >= sent_at[i - 4] && r[i].d.sent_ns < sent_at[i - 4] + 300000,
+          "hold: request %d without a hold left as it was sent (%+.3f ms)", i,
+          ((double)r[i].d.sent_ns - (double)sent_at[i - 4]) / 1e6);
+  free(r);
+  close_client(&loop, c, "hold: the loop closes with nothing left");
+}
+
 static void test_events(void) {
   tp_mock_config mc;
   tp_mock_config_default(&mc);
@@ -267,6 +344,7 @@ static void test_events(void) {
   if (rv) return;
   test_http_events(m);
   test_grpc_events(m);
+  test_grpc_hold(m);
   tp_mock_stop(m);
 }
 

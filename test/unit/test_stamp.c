@@ -17,6 +17,8 @@
 
 #include "tp_test.h"
 #include "util/tp_common.h"
+#include <errno.h>
+
 #include "util/tp_stamp.h"
 
 #define MS TP_NS_PER_MS
@@ -198,8 +200,58 @@ static void test_kernel_stamps(void) {
   CHECK_INT(uv_loop_close(&loop), 0, "loop closes: no handle left behind");
 }
 
+/* tp_stamp_recv: the bytes and their stamp in one call.  Two writes 20 ms
+ * apart read together are dated at the newest; a lone write that waited
+ * 30 ms keeps its arrival time; nothing waiting is -EAGAIN; the peer's
+ * close is 0. */
+static void test_recv(void) {
+  uv_loop_t loop;
+  uv_loop_init(&loop);
+  CHECK_INT(tp_stamp_install(&loop), 0, "recv: stamp installed");
+  int rd = -1, wr = -1;
+  if (tcp_pair(&rd, &wr)) {
+    CHECK(0, "recv: loopback TCP pair");
+    return;
+  }
+  CHECK_INT(tp_stamp_enable_fd(rd), 0, "recv: kernel stamps on");
+  char buf[64];
+  uint64_t at = 0;
+  new_batch(&loop);
+  CHECK_INT(tp_stamp_recv(&loop, rd, buf, sizeof(buf), &at), -EAGAIN, "recv: nothing waiting is -EAGAIN");
+  uint64_t before = 0, after = 0, now = 0;
+  ssize_t n = 0;
+  /* Up to three tries, as above: a stepped wall clock refuses one stamp. */
+  for (int attempt = 1; attempt <= 3; attempt++) {
+    new_batch(&loop);
+    CHECK_INT(write(wr, "a", 1), 1, "recv: write a");
+    sleep_ms(20);
+    before = tp_now_ns();
+    CHECK_INT(write(wr, "bc", 2), 2, "recv: write bc");
+    after = tp_now_ns();
+    sleep_ms(30);
+    n = tp_stamp_recv(&loop, rd, buf, sizeof(buf), &at);
+    now = tp_now_ns();
+    if (n == 3 && at >= before && at <= after + 2 * MS) break;
+    printf("# try %d: %zd bytes, stamp %.3f ms after the second write\n", attempt, n,
+           ((double)at - (double)after) / MS);
+    drain(rd);
+  }
+  CHECK(n == 3 && memcmp(buf, "abc", 3) == 0, "recv: both writes read in one call (%zd bytes)", n);
+  CHECK(at >= before, "recv: dated no earlier than the newest write (%.3f ms)", ((double)at - (double)before) / MS);
+  CHECK(at <= after + 2 * MS, "recv: dated at its arrival, not at the read (%.3f ms after the write)",
+        ((double)at - (double)after) / MS);
+  CHECK(now - at >= 25 * MS, "recv: the stamp lies the wait before the read (%.3f ms)", (double)(now - at) / MS);
+  close(wr);
+  CHECK_INT(tp_stamp_recv(&loop, rd, buf, sizeof(buf), &at), 0, "recv: the peer's close reads as 0");
+  close(rd);
+  tp_stamp_uninstall(&loop);
+  uv_run(&loop, UV_RUN_DEFAULT);
+  CHECK_INT(uv_loop_close(&loop), 0, "recv: loop closes");
+}
+
 int main(void) {
   test_from_realtime();
   test_kernel_stamps();
+  test_recv();
   return tp_test_done();
 }

@@ -234,6 +234,10 @@ static const tp_setting config_rows[] = {
       "gamma shape for --arrival gamma (1 is Poisson, below 1 burstier)", "0.5", 0),
     C("load.max_concurrency", "--max-concurrency", TP_SET_U32, load.max_concurrency, "N", 1, 100000, G_LOAD,
       "rate mode: cap on requests in flight (waiting shows as send lag)", "64", TP_SETF_UNSET0),
+    C("load.send_window_us", "--send-window", TP_SET_U32, load.send_window_us, "US", 0, 100000, G_LOAD,
+      "rate mode: requests due within US microseconds of the first leave together in one write (send "
+      "lag up to US, less CPU per request)",
+      "20", 0),
     C("load.schedule_file", "--schedule", TP_SET_STR, load.schedule_file, "FILE.jsonl", 1, 0, G_LOAD,
       "replay a trace: timestamp (ms) and a prompt or input_length/output_length, optional hash_ids",
       "trace.jsonl", TP_SETF_FILE),

@@ -113,6 +113,7 @@ static int config_load_json(json_t *o, json_t *conc, const tp_config *cfg) {
       set(o, "arrival", json_string(arrivals[cfg->load.arrival <= TP_ARRIVAL_GAMMA ? cfg->load.arrival : 0]));
   bad |= set(o, "burstiness", real_or_null(cfg->load.burstiness));
   bad |= set(o, "max_concurrency", u64(cfg->load.max_concurrency));
+  bad |= set(o, "send_window_us", u64(cfg->load.send_window_us));
   bad |= set(o, "schedule_file", str_or_null(cfg->load.schedule_file));
   bad |= set(o, "replay_speedup", real_or_null(cfg->load.replay_speedup));
   static const char *const mmodes[] = {"count", "duration", "time_windows", "count_windows"};

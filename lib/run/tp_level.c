@@ -106,6 +106,7 @@ void tpr_on_interrupt(uv_async_t *a) {
   /* Requests held back by the cap were never sent: they are dropped. */
   tpr_drop_waiting(r);
   tp_timer_stop(r->timers, &L->plan_timer);
+  tpr_window_close(r);
   if (L->sess) {
     /* Turns not yet due never leave, and none waiting for the cap either. */
     tp_sessions_stop_at(L->sess, tp_now_ns(), tp_now_ns(), true);
@@ -411,6 +412,7 @@ static int level_drive(tp_run *r, size_t li, const point *pt, char *err, size_t 
   if (r->progress_tty && r->cfg.output.progress) fputs("\r\033[K", r->cfg.output.progress);
   tpr_hooks_stop(r);
   tp_timer_stop(r->timers, &L->plan_timer);
+  tpr_window_close(r);
   uv_timer_stop(&r->window_timer);
   uv_timer_stop(&r->grace_timer);
   return rv;
@@ -480,8 +482,9 @@ static void level_finish(tp_run *r, const tp_level_result *lv) {
                lv->failed, lv->request_throughput);
   if (lv->requests && lv->late_sends * 100 > lv->requests)
     tpr_warn(r, "%" PRIu64 " of %" PRIu64 " requests (%.1f%%) left over 1 ms after their planned time; "
-                "the client or the in-flight cap held them back (see send lag)",
-             lv->late_sends, lv->requests, 100.0 * (double)lv->late_sends / (double)lv->requests);
+                "the client or the in-flight cap held them back (see send lag)%s",
+             lv->late_sends, lv->requests, 100.0 * (double)lv->late_sends / (double)lv->requests,
+             r->send_window_ns > TP_NS_PER_MS ? ", and --send-window holds each up to its width" : "");
   for (size_t i = 0; i < L->n_planned; i++) tp_record_fini(&L->recs[i]);
   free(L->offsets);
   L->offsets = NULL;

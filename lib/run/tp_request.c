@@ -131,12 +131,18 @@ void tpr_pump(tp_run *r, uint64_t now) {
   tp_pacer_item it;
   /* Everything due now leaves in one write (see tp_client_hold). */
   tp_client_hold(r->client, true);
+  uint64_t window = open ? r->send_window_ns : 0;
   while (!r->interrupted) {
     /* Past the measured duration nothing more is planned; requests due
      * before it and held by the cap still leave. */
     if (L->measure_end_ns) tp_pacer_stop_at(L->pacer, L->measure_end_ns, now, false);
     L->pump_ns = now;
     if (!tp_pacer_next(L->pacer, now, &it)) break;
+    if (window && !L->window_held) {
+      tp_client_hold(r->client, true);
+      L->window_held = true;
+      L->window_first_ns = it.planned_ns;
+    }
     release(r, &it);
     /* A closed loop plans its slots at the time the pump was called (at
      * the start, every slot at the level's t0); an open loop looks again,
@@ -144,6 +150,9 @@ void tpr_pump(tp_run *r, uint64_t now) {
     if (open) now = tp_now_ns();
   }
   uint64_t due = tp_pacer_next_due(L->pacer);
+  /* The window closes when the next request is not due within it (or
+   * already is, held back by the cap): what it holds is written now. */
+  if (L->window_held && (r->interrupted || due <= now || due > L->window_first_ns + window)) tpr_window_close(r);
   tp_client_hold(r->client, false);
   if (due != UINT64_MAX && !r->interrupted)
     tp_timer_start(r->timers, &L->plan_timer, due);
@@ -152,6 +161,12 @@ void tpr_pump(tp_run *r, uint64_t now) {
   /* Only ever set here: the stability windows set it too, and requests
    * already due still leave after that. */
   if (tp_pacer_finished(L->pacer)) L->stop_planning = true;
+}
+
+void tpr_window_close(tp_run *r) {
+  if (!r->lv.window_held) return;
+  r->lv.window_held = false;
+  tp_client_hold(r->client, false);
 }
 
 void tpr_on_plan_timer(tp_timer *t, uint64_t now_ns) {

@@ -143,6 +143,11 @@ typedef struct level_state {
    * rank with no share of the level.  pump_ns: when the pump last asked. */
   tp_pacer *pacer;
   uint64_t pump_ns;
+  /* The send window (load.send_window_us): requests released and held
+   * in the client since window_first_ns (their first one's planned time);
+   * window_held while the hold is taken. */
+  bool window_held;
+  uint64_t window_first_ns;
   /* Measurement. */
   size_t n_warmup;
   uint64_t warmup_end_ns; /* by time; 0 = by count */
@@ -205,6 +210,7 @@ struct tp_run {
   atomic_bool interrupt_flag;
   bool interrupted;
   tp_timers *timers;
+  uint64_t send_window_ns; /* load.send_window_us, in ns */
   uv_timer_t progress_timer;
   uv_timer_t window_timer; /* the run's, so it outlives every level */
   uv_timer_t grace_timer;
@@ -329,6 +335,8 @@ void tpr_send_request(tp_run *r, size_t seq);
 int tpr_ctx_pool_init(tp_run *r, size_t n);
 void tpr_ctx_pool_free(tp_run *r);
 void tpr_on_plan_timer(tp_timer *t, uint64_t now_ns);
+/* Writes what the send window holds, if anything (the level stops). */
+void tpr_window_close(tp_run *r);
 void tpr_open_windows(tp_run *r, uint64_t start_ns);
 void tpr_window_on_completion(tp_run *r, tp_record *rec);
 void tpr_level_check_done(tp_run *r);

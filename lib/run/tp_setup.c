@@ -44,6 +44,7 @@ static int setup_loop(tp_run *r, char *err, size_t errlen) {
    * are polled for rather than slept to: a wake-up costs about that much
    * on a virtual machine, and would make every send late by it. */
   tp_timers_set_spin(r->timers, PACER_SPIN_NS);
+  r->send_window_ns = (uint64_t)r->cfg.load.send_window_us * 1000;
   return 0;
 }
 

@@ -355,5 +355,32 @@ rc, out, err, doc, recs = run(["--skip-preflight", "-m", "no_such_model", "--con
 check(rc == 1 and "every one of the 4 measured requests failed" in err, "all requests failed: exit 1", err)
 check(doc and doc["levels"][0]["errors_by_class"]["server_error"] == 4, "classed as server errors")
 
+# 11. The send window: constant arrivals 500 us apart with a 1,200 us window
+# leave in threes, each group in one write at its last request's due time.
+from collections import Counter  # noqa: E402
+win = FAST + ["--request-rate", "2000", "--arrival", "constant", "--request-count", "300",
+              "--output-tokens-mean", "2"]
+rc, out, err, doc, recs = run(win + ["--send-window", "1200"])
+check(rc == 0 and doc and len(recs) == 300, "--send-window 1200: exit 0", err)
+if doc and recs:
+    check(doc["config"]["send_window_us"] == 1200, "the window is echoed in the report's config")
+    check(all(r["sent_ns"] >= r["planned_ns"] for r in recs), "window: no request left before its planned time")
+    groups = {}
+    for r in recs:
+        groups.setdefault(r["sent_ns"], []).append(r["planned_ns"])
+    sizes = Counter(len(g) for g in groups.values())
+    check(sizes[3] >= 0.8 * len(groups) and max(sizes) <= 3,
+          "window: requests leave in groups of three, one send time each", "group sizes %r" % dict(sizes))
+    check(all(t >= max(g) for t, g in groups.items()), "window: a group leaves once its last request is due")
+    spans = [max(g) - min(g) for g in groups.values()]
+    check(max(spans) <= 1200000, "window: no group spans more than the window",
+          "widest %d ns" % max(spans))
+rc, out, err, doc, recs = run(win)
+if doc and recs:
+    check(doc["config"]["send_window_us"] == 0, "no window by default")
+    sends = len(set(r["sent_ns"] for r in recs))
+    check(sends >= 0.8 * len(recs), "without a window each request leaves at its own time",
+          "%d send times for %d requests" % (sends, len(recs)))
+
 subprocess.run(["rm", "-rf", tmp])
 done()

@@ -151,6 +151,12 @@ typedef struct tp_load_config {
   tp_arrival arrival;
   double burstiness;        /* gamma shape; 1 = Poisson (default 1) */
   uint32_t max_concurrency; /* 0 = no cap */
+  /* Open loop: requests due within this many microseconds of the first of
+   * them leave together, in one write at the last one's due time (each
+   * request's send lag shows the wait; 0 = each at its own time).  At tens
+   * of thousands of requests per second a write per request is most of
+   * the client's CPU (docs/metrics.md, "Send lag"). */
+  uint32_t send_window_us;
 
   /* Trace replay: JSONL with "timestamp" (ms) and "text_input"/"prompt" or
    * "input_length"/"output_length" (tokens; needs a tokenizer), optionally

@@ -48,6 +48,16 @@ void tp_rec_arena_release(tp_rec_arena *a, size_t below);
 /* Empties the arena for a new level: its pages leave memory and the file
  * its blocks; the capacity stays and the array reads as zeros again. */
 void tp_rec_arena_reset(tp_rec_arena *a);
+/* Makes the pages holding records [from, from + n) (clipped to the
+ * capacity) resident and writable now, so that the first write to each
+ * does not stop its writer in the file system (on ext4 a page of a fresh
+ * file mapping costs the writer microseconds, and now and then a
+ * journal wait of tens of milliseconds).  Meant for a worker thread,
+ * ahead of the records the loop writes: the arena's growth and reset wait
+ * for it.  Returns 0; TP_EUNSUPPORTED where the kernel cannot do it (then
+ * pages fault in as they are written, as before); TP_EIO when it failed
+ * otherwise.  Nothing to do for an arena in heap memory. */
+int tp_rec_arena_prefault(tp_rec_arena *a, size_t from, size_t n);
 /* Whether the records live in a file (release has an effect). */
 int tp_rec_arena_file_backed(const tp_rec_arena *a);
 

@@ -367,9 +367,11 @@ static int level_prepare(tp_run *r) {
   /* The first write into a file mapping whose blocks were just let go
    * stalls for the file system (about 2 ms on ext4 here, where later pages
    * take microseconds): taken now, before the clock starts, not by the
-   * level's first request.  Every record is initialised again when its
-   * request is planned. */
+   * level's first request, with the pages of the first records; the
+   * thread pool readies the next ones ahead of the loop (tpr_prefault).
+   * Every record is initialised again when its request is planned. */
   if (L->cap) tp_record_init(&L->recs[0]);
+  tpr_prefault(r, true);
   return tpr_ctx_pool_init(r, L->slots ? L->slots : 256);
 }
 

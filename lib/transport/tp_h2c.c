@@ -29,7 +29,7 @@ static void on_retry(uv_timer_t *t) {
 void tp__h2c_pool_dispatch(tp_h2c_pool *p) {
   if (p->closing) return;
   while (p->pending_head) {
-    conn *best = NULL, *avoided = NULL, *pinned = NULL, *waiting = NULL;
+    conn *best = NULL, *avoided = NULL, *pinned = NULL, *joined = NULL;
     bool connecting = false;
     uint64_t avoid = p->pending_head->avoid_serial, pin = 0;
     if (p->pending_head->session) tp_u64map_get(&p->pins, p->pending_head->session, &pin);
@@ -42,13 +42,13 @@ void tp__h2c_pool_dispatch(tp_h2c_pool *p) {
         continue;
       }
       if (pin && c->serial == pin) pinned = c;
-      if (!waiting && c->want_flush) waiting = c;
+      if (c == p->hold_conn) joined = c;
       if (!best || c->n_streams < best->n_streams) best = c;
     }
-    /* Under the caller's hold, calls join a connection whose write already
-     * waits, so that they leave in one write rather than one per
-     * connection; the first call of the hold took the least busy one. */
-    if (p->batching && waiting) best = waiting;
+    /* Under the caller's hold, calls join the connection the hold's first
+     * call took (the least busy then), so that they leave in one write
+     * rather than one per connection. */
+    if (p->held && joined) best = joined;
     /* A session's turn goes where its earlier turns went, while it can. */
     if (pinned) best = pinned;
     /* ...unless no other can be opened. */
@@ -84,6 +84,7 @@ void tp__h2c_pool_dispatch(tp_h2c_pool *p) {
       tp__h2c_call_finish(c, 0, false);
       continue;
     }
+    if (p->held) p->hold_conn = best;
     tp__h2c_conn_maybe_flush_later(best);
   }
 }
@@ -232,11 +233,12 @@ void tp_h2c_cancel(tp_call *c) {
 void tp_h2c_pool_hold(tp_h2c_pool *p, bool hold) {
   if (hold) {
     p->held++;
-    p->batching++;
     return;
   }
-  if (p->batching > 0) p->batching--;
-  if (p->held > 0 && --p->held == 0 && !p->closing) tp__h2c_pool_flush(p, NULL);
+  if (p->held > 0 && --p->held == 0) {
+    p->hold_conn = NULL;
+    if (!p->closing) tp__h2c_pool_flush(p, NULL);
+  }
 }
 
 void tp_h2c_cancel_all(tp_h2c_pool *p) {

@@ -109,9 +109,9 @@ void tp_h2c_cancel_all(tp_h2c_pool *p);
 
 /* Holds the writes of new calls while true (nested calls count): a caller
  * about to start several calls at once (an open loop that fell behind)
- * gets them into one write per connection instead of one each.  Releasing
- * the last hold writes what waits.  The pool holds its writes the same way
- * while it reads, where answers start new calls. */
+ * gets them into one write instead of one each (a held call joins a
+ * connection whose write already waits).  Releasing the last hold writes
+ * what waits. */
 void tp_h2c_pool_hold(tp_h2c_pool *p, bool hold);
 
 /* Calls queued or open. */

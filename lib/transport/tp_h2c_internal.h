@@ -139,8 +139,8 @@ struct tp_h2c_pool {
   uint64_t backoff_ms;      /* 0 = connect at once */
   uint64_t next_connect_ns; /* no new connection before this */
   bool closing;
-  int held;     /* tp_h2c_pool_hold and reads in progress: writes wait */
-  int batching; /* the tp_h2c_pool_hold part of held */
+  int held;        /* tp_h2c_pool_hold: new calls' writes wait */
+  conn *hold_conn; /* where the calls of the current hold go */
   int open_handles;
   uint32_t max_streams_seen;
   uint32_t conns_opened;

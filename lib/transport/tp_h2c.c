@@ -47,8 +47,12 @@ void tp__h2c_pool_dispatch(tp_h2c_pool *p) {
     }
     /* Under the caller's hold, calls join the connection the hold's first
      * call took (the least busy then), so that they leave in one write
-     * rather than one per connection. */
-    if (p->held && joined) best = joined;
+     * rather than one per connection; HOLD_JOIN_MAX at most, so that a
+     * large batch (a closed loop's first thousands of requests) still
+     * spreads over the connections instead of queueing behind one
+     * connection's flow control. */
+    bool join = p->held && joined && p->hold_joined < HOLD_JOIN_MAX;
+    if (join) best = joined;
     /* A session's turn goes where its earlier turns went, while it can. */
     if (pinned) best = pinned;
     /* ...unless no other can be opened. */
@@ -84,7 +88,10 @@ void tp__h2c_pool_dispatch(tp_h2c_pool *p) {
       tp__h2c_call_finish(c, 0, false);
       continue;
     }
-    if (p->held) p->hold_conn = best;
+    if (p->held) {
+      p->hold_joined = join ? p->hold_joined + 1 : 1;
+      p->hold_conn = best;
+    }
     tp__h2c_conn_maybe_flush_later(best);
   }
 }

@@ -23,6 +23,8 @@
 /* Reads of a connection per readiness: a socket that stays full yields
  * the loop after this many (the timers and other sockets go next). */
 #define READS_PER_WAKEUP 4
+/* Calls of one hold that share a connection (tp_h2c_pool_hold). */
+#define HOLD_JOIN_MAX 8
 /* Input is parsed this many bytes at a time, with the due timers served
  * in between (tp_h2c_opts.yield_to): about 25 short answers, some tens of
  * microseconds of work. */
@@ -140,7 +142,8 @@ struct tp_h2c_pool {
   uint64_t next_connect_ns; /* no new connection before this */
   bool closing;
   int held;        /* tp_h2c_pool_hold: new calls' writes wait */
-  conn *hold_conn; /* where the calls of the current hold go */
+  conn *hold_conn;      /* where the calls of the current hold go */
+  uint32_t hold_joined; /* calls that went there */
   int open_handles;
   uint32_t max_streams_seen;
   uint32_t conns_opened;

@@ -322,6 +322,24 @@ static void test_grpc_hold(tp_mock *m) {
     CHECK(r[i].d.sent_ns >= sent_at[i - 4] && r[i].d.sent_ns < sent_at[i - 4] + 300000,
           "hold: request %d without a hold left as it was sent (%+.3f ms)", i,
           ((double)r[i].d.sent_ns - (double)sent_at[i - 4]) / 1e6);
+  /* A large hold still spreads over the connections (8 calls at most
+   * join one): 20 held requests leave in one write per connection, two
+   * send times in all. */
+  seen *big = calloc(20, sizeof(*big));
+  tp_client_hold(c, true);
+  for (int i = 0; i < 20; i++) CHECK_INT(c->ops->send(c, &snd, &big[i]), 0, "hold: one of 20 held requests is sent");
+  tp_client_hold(c, false);
+  for (int i = 0; i < 20; i++)
+    while (!big[i].done) uv_run(&loop, UV_RUN_ONCE);
+  uint64_t times[20];
+  size_t distinct = 0;
+  for (int i = 0; i < 20; i++) {
+    size_t k = 0;
+    while (k < distinct && times[k] != big[i].d.sent_ns) k++;
+    if (k == distinct) times[distinct++] = big[i].d.sent_ns;
+  }
+  CHECK_INT(distinct, 2, "hold: 20 held requests went over both connections, one write each");
+  free(big);
   free(r);
   close_client(&loop, c, "hold: the loop closes with nothing left");
 }

@@ -261,11 +261,7 @@ void tp_h2c_cancel_all(tp_h2c_pool *p) {
     nghttp2_submit_rst_stream(c->conn->session, NGHTTP2_FLAG_NONE, c->stream_id, NGHTTP2_CANCEL);
     c->conn->want_flush = true;
   }
-  conn *next;
-  for (conn *c = p->conns; c; c = next) {
-    next = c->next;
-    if (c->want_flush) tp__h2c_conn_flush(c);
-  }
+  tp__h2c_pool_flush(p, NULL);
 }
 
 size_t tp_h2c_active_calls(const tp_h2c_pool *p) { return p->n_calls; }

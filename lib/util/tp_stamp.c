@@ -91,11 +91,25 @@ uint64_t tp_stamp_from_realtime(const struct timespec *ts) {
  * there is no data or no stamp; *walked (when not NULL) gets the bytes
  * walked whether or not they carried a stamp. */
 #if TP_KERNEL_STAMPS
+/* Room for the stamp's control message, aligned for it. */
+typedef union stamp_ctl {
+  char buf[CMSG_SPACE(sizeof(struct timespec))];
+  struct cmsghdr align;
+} stamp_ctl;
+
+/* The receive stamp a recvmsg returned in m: false when there is none, or
+ * it is zero (the bytes were queued before stamps were turned on). */
+static bool cmsg_stamp(struct msghdr *m, struct timespec *ts) {
+  for (struct cmsghdr *c = CMSG_FIRSTHDR(m); c; c = CMSG_NXTHDR(m, c)) {
+    if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_TIMESTAMPNS) continue;
+    memcpy(ts, CMSG_DATA(c), sizeof(*ts));
+    return ts->tv_sec != 0 || ts->tv_nsec != 0;
+  }
+  return false;
+}
+
 static size_t peek_stamp_walk(int fd, size_t len, struct timespec *ts, size_t *walked) {
-  union {
-    char buf[CMSG_SPACE(sizeof(struct timespec))];
-    struct cmsghdr align;
-  } ctl;
+  stamp_ctl ctl;
   /* The kernel copies nothing into a TCP buffer under MSG_TRUNC, but tools
    * that check system calls (valgrind) want the range to be addressable:
    * one shared scratch area, never read, serves every peek. */
@@ -105,13 +119,7 @@ static size_t peek_stamp_walk(int fd, size_t len, struct timespec *ts, size_t *w
   ssize_t n = recvmsg(fd, &m, MSG_PEEK | MSG_TRUNC | MSG_DONTWAIT);
   if (walked) *walked = n > 0 ? (size_t)n : 0;
   if (n <= 0) return 0;
-  for (struct cmsghdr *c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c)) {
-    if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_TIMESTAMPNS) continue;
-    memcpy(ts, CMSG_DATA(c), sizeof(*ts));
-    /* Zero: queued before stamps were turned on. */
-    return ts->tv_sec == 0 && ts->tv_nsec == 0 ? 0 : (size_t)n;
-  }
-  return 0;
+  return cmsg_stamp(&m, ts) ? (size_t)n : 0;
 }
 #else
 static size_t peek_stamp_walk(int fd, size_t len, struct timespec *ts, size_t *walked) {
@@ -141,24 +149,15 @@ static uint64_t kernel_or_batch(const struct timespec *ts, uint64_t batch) {
 ssize_t tp_stamp_recv(uv_loop_t *loop, int fd, void *buf, size_t len, uint64_t *at) {
   ssize_t n;
   struct timespec ts = {0, 0};
+  bool stamped = false;
 #if TP_KERNEL_STAMPS
-  union {
-    char buf[CMSG_SPACE(sizeof(struct timespec))];
-    struct cmsghdr align;
-  } ctl;
+  stamp_ctl ctl;
   struct iovec iov = {.iov_base = buf, .iov_len = len};
   struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf, .msg_controllen = sizeof(ctl.buf)};
   do
     n = recvmsg(fd, &m, MSG_DONTWAIT);
   while (n < 0 && errno == EINTR);
-  if (n > 0) {
-    for (struct cmsghdr *c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c)) {
-      if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_TIMESTAMPNS) {
-        memcpy(&ts, CMSG_DATA(c), sizeof(ts));
-        break;
-      }
-    }
-  }
+  if (n > 0) stamped = cmsg_stamp(&m, &ts);
 #else
   do
     n = recv(fd, buf, len, MSG_DONTWAIT);
@@ -166,8 +165,7 @@ ssize_t tp_stamp_recv(uv_loop_t *loop, int fd, void *buf, size_t len, uint64_t *
 #endif
   if (n < 0) return -errno;
   uint64_t batch = tp_stamp_now(loop);
-  /* Zero: queued before stamps were turned on. */
-  *at = ts.tv_sec || ts.tv_nsec ? kernel_or_batch(&ts, batch) : batch;
+  *at = stamped ? kernel_or_batch(&ts, batch) : batch;
   return n;
 }
 

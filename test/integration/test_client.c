@@ -163,29 +163,40 @@ static void on_done(void *req, const tp_client_done *d) {
   s->done = true;
 }
 
-/* One streamed request of 4 tokens (2 of them reasoning on chat) to the
- * mock through a client the factory opens for kind. */
-static int one_request(tp_service_kind kind, const char *url, seen *out) {
+/* A client the factory opens for kind on the mock at url, its preflight
+ * passed (checked); NULL, with the loop closed, when it cannot open. */
+static tp_client *open_on_mock(uv_loop_t *loop, tp_service_kind kind, const char *url, bool streaming,
+                               uint32_t connections) {
   static const tp_client_cbs cbs = {on_event, on_done};
-  uv_loop_t loop = {0}; /* libuv keeps loop.data across init; the stamps read it */
-  uv_loop_init(&loop);
+  uv_loop_init(loop);
   tp_client_spec s;
   tp_client_spec_default(&s);
   s.kind = kind;
   s.url = url;
   s.opts.model = "ensemble"; /* a model the mock serves, TensorRT-LLM's layout */
   s.opts.backend = TP_BACKEND_TENSORRTLLM;
-  s.opts.streaming = true;
+  s.opts.streaming = streaming;
+  s.opts.connections = connections;
   tp_client *c = NULL;
   char err[600] = "";
-  int rv = tp_client_open(&c, &loop, &s, &cbs, NULL, 0, err, sizeof(err));
+  int rv = tp_client_open(&c, loop, &s, &cbs, NULL, 0, err, sizeof(err));
   CHECK(rv == 0, "kind %d: opened on %s (%s)", (int)kind, url, err);
   if (rv) {
-    uv_loop_close(&loop);
-    return rv;
+    uv_loop_close(loop);
+    return NULL;
   }
   rv = c->ops->preflight(c, err, sizeof(err));
   CHECK(rv == 0, "kind %d: preflight passes (%s)", (int)kind, err);
+  return c;
+}
+
+/* One streamed request of 4 tokens (2 of them reasoning on chat) to the
+ * mock through a client the factory opens for kind. */
+static int one_request(tp_service_kind kind, const char *url, seen *out) {
+  uv_loop_t loop = {0}; /* libuv keeps loop.data across init; the stamps read it */
+  tp_client *c = open_on_mock(&loop, kind, url, true, 0);
+  if (!c) return TP_ECONNECT;
+  int rv;
   CHECK_STR(tp_client_warning(c), "", "nothing to warn of after a clean preflight");
   memset(out, 0, sizeof(*out));
   tp_client_send snd = {.id = "r1", .prompt = "one two three", .prompt_len = 13, .max_tokens = 4,
@@ -261,28 +272,12 @@ static uint64_t spin_us(uint64_t us) {
  * one write when the last hold goes, stamped then; without a hold each
  * leaves as it is sent. */
 static void test_grpc_hold(tp_mock *m) {
-  static const tp_client_cbs cbs = {on_event, on_done};
   char url[64];
   snprintf(url, sizeof(url), "127.0.0.1:%d", tp_mock_port(m));
   uv_loop_t loop = {0}; /* libuv keeps loop.data across init; the stamps read it */
-  uv_loop_init(&loop);
-  tp_client_spec s;
-  tp_client_spec_default(&s);
-  s.kind = TP_SERVICE_TRITON;
-  s.url = url;
-  s.opts.model = "ensemble";
-  s.opts.backend = TP_BACKEND_TENSORRTLLM;
-  s.opts.connections = 2; /* held requests share one connection's write */
-  tp_client *c = NULL;
-  char err[600] = "";
-  int rv = tp_client_open(&c, &loop, &s, &cbs, NULL, 0, err, sizeof(err));
-  CHECK(rv == 0, "hold: opened (%s)", err);
-  if (rv) {
-    uv_loop_close(&loop);
-    return;
-  }
-  rv = c->ops->preflight(c, err, sizeof(err));
-  CHECK(rv == 0, "hold: preflight passes (%s)", err);
+  /* Two connections: held requests share one connection's write. */
+  tp_client *c = open_on_mock(&loop, TP_SERVICE_TRITON, url, false, 2);
+  if (!c) return;
   seen *r = calloc(7, sizeof(*r));
   tp_client_send snd = {.id = "h", .prompt = "one two", .prompt_len = 7, .max_tokens = 2,
                         .timeout_ns = (uint64_t)(10 * tp_test_time_scale()) * TP_NS_PER_S};

@@ -488,7 +488,10 @@ static void test_run_due(void) {
     CHECK(w->fired_ns[i] >= w->due[i] && w->fired_ns[i] < w->work_end,
           "run_due: deadline %d, due during the work, ran during it (%+.3f ms after due, work ended %+.3f ms)", i,
           ((double)w->fired_ns[i] - (double)w->due[i]) / MS, ((double)w->work_end - (double)w->due[i]) / MS);
-    CHECK(w->fired_ns[i] - w->due[i] < MS, "run_due: deadline %d served within 1 ms of due (%+.3f ms)", i,
+    /* 4 ms, not the 100 us the work asks at: a loaded machine preempts
+     * the test for a millisecond now and then; served at the work's end
+     * would be 9 ms late. */
+    CHECK(w->fired_ns[i] - w->due[i] < 4 * MS, "run_due: deadline %d served within 4 ms of due (%+.3f ms)", i,
           ((double)w->fired_ns[i] - (double)w->due[i]) / MS);
   }
   CHECK(w->served >= 1 && w->served <= 2, "run_due: served the due deadlines from the work (%d calls ran some)",

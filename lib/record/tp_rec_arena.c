@@ -3,8 +3,6 @@
 #endif
 #include "record/tp_rec_arena.h"
 
-#include <errno.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,21 +11,13 @@
 
 #include "util/tp_common.h"
 
-/* Linux 5.14; older C libraries lack the name. */
-#ifndef MADV_POPULATE_WRITE
-#define MADV_POPULATE_WRITE 23
-#endif
-
 struct tp_rec_arena {
   tp_record *base;
   size_t cap;      /* records the array holds */
   size_t bytes;    /* mapped (file-backed) or allocated bytes */
   size_t released; /* bytes from the start already handed back */
   int fd;          /* -1: heap memory */
-  /* Held while the mapping moves or empties (the loop) and while pages are
-   * made ready ahead (a worker: tp_rec_arena_prefault). */
-  pthread_mutex_t mu;
-  int no_populate; /* the kernel refused MADV_POPULATE_WRITE once */
+  int advice;      /* the mapping's read-ahead advice: MADV_RANDOM or MADV_SEQUENTIAL */
 };
 
 static size_t page_size(void) {
@@ -49,8 +39,8 @@ static int open_file(const char *dir) {
 int tp_rec_arena_new(tp_rec_arena **out, const char *dir) {
   tp_rec_arena *a = calloc(1, sizeof(*a));
   if (!a) return TP_ENOMEM;
-  pthread_mutex_init(&a->mu, NULL);
   a->fd = open_file(dir);
+  a->advice = MADV_RANDOM;
   *out = a;
   return 0;
 }
@@ -63,7 +53,6 @@ void tp_rec_arena_free(tp_rec_arena *a) {
   } else {
     free(a->base);
   }
-  pthread_mutex_destroy(&a->mu);
   free(a);
 }
 
@@ -90,6 +79,8 @@ static int grow_file(tp_rec_arena *a, size_t bytes) {
   }
   a->base = p;
   a->bytes = bytes;
+  /* Advice is only a hint: a kernel that ignores it reads ahead as before. */
+  (void)madvise(p, bytes, a->advice);
   return 0;
 }
 
@@ -109,12 +100,7 @@ int tp_rec_arena_reserve(tp_rec_arena *a, size_t n) {
     a->fd = -1;
   }
   if (a->fd >= 0) {
-    if (a->base != NULL && a->bytes < bytes) {
-      pthread_mutex_lock(&a->mu);
-      int rv = grow_file(a, bytes);
-      pthread_mutex_unlock(&a->mu);
-      if (rv) return TP_ENOMEM;
-    }
+    if (a->base != NULL && a->bytes < bytes && grow_file(a, bytes)) return TP_ENOMEM;
     /* new pages of a grown file read as zeros */
   } else {
     tp_record *p = realloc(a->base, bytes);
@@ -143,31 +129,14 @@ void tp_rec_arena_reset(tp_rec_arena *a) {
   if (a->fd < 0 || !a->base) return;
   /* Emptying the file frees its blocks; growing it back reads as zeros.
    * The mapping stays where it is. */
-  pthread_mutex_lock(&a->mu);
   madvise(a->base, a->bytes, MADV_DONTNEED);
   if (set_size(a->fd, 0) == 0) (void)set_size(a->fd, a->bytes);
-  pthread_mutex_unlock(&a->mu);
+  a->advice = MADV_RANDOM;
+  (void)madvise(a->base, a->bytes, a->advice);
 }
 
-int tp_rec_arena_prefault(tp_rec_arena *a, size_t from, size_t n) {
-  if (!a || a->fd < 0) return 0; /* heap memory was zeroed when taken */
-  pthread_mutex_lock(&a->mu);
-  int rv = 0;
-  if (a->no_populate) {
-    rv = TP_EUNSUPPORTED;
-  } else if (a->base && from < a->cap) {
-    if (n > a->cap - from) n = a->cap - from;
-    size_t pg = page_size();
-    size_t lo = from * sizeof(tp_record) / pg * pg;
-    size_t hi = ((from + n) * sizeof(tp_record) + pg - 1) / pg * pg;
-    if (hi > a->bytes) hi = a->bytes;
-    if (hi > lo && madvise((char *)a->base + lo, hi - lo, MADV_POPULATE_WRITE) != 0) {
-      /* EINVAL: a kernel without it; anything else (a full disk) leaves
-       * the pages to fault in as they are written, as without it. */
-      if (errno == EINVAL) a->no_populate = 1;
-      rv = errno == EINVAL ? TP_EUNSUPPORTED : TP_EIO;
-    }
-  }
-  pthread_mutex_unlock(&a->mu);
-  return rv;
+void tp_rec_arena_read_back(tp_rec_arena *a) {
+  if (a->fd < 0 || !a->base || a->advice == MADV_SEQUENTIAL) return;
+  a->advice = MADV_SEQUENTIAL;
+  (void)madvise(a->base, a->bytes, a->advice);
 }

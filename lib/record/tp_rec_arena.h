@@ -13,6 +13,15 @@
  * them under pressure instead of swapping), and come back, unchanged, the
  * next time they are touched.  The array's users see plain memory.
  *
+ * While a level writes its records, the mapping is advised MADV_RANDOM:
+ * a record's first write faults in its own page of the file and nothing
+ * around it.  With the kernel's default read-around, a write into a hole
+ * of the file took in a read-ahead window of zeroed pages at once, and
+ * the loop stopped for up to a millisecond every megabyte or so of records
+ * (a disk with read_ahead_kb 8192, ext4): at 100,000 requests/s a pause
+ * every 45 ms, enough to move the send lag's p99.  Reading back, at the
+ * level's end, asks for read-ahead again (tp_rec_arena_read_back).
+ *
  * Where no file can be made (a read-only or full directory, a system
  * without mremap), the arena is plain heap memory and release does
  * nothing: the run still works, its memory grows as before. */
@@ -48,16 +57,11 @@ void tp_rec_arena_release(tp_rec_arena *a, size_t below);
 /* Empties the arena for a new level: its pages leave memory and the file
  * its blocks; the capacity stays and the array reads as zeros again. */
 void tp_rec_arena_reset(tp_rec_arena *a);
-/* Makes the pages holding records [from, from + n) (clipped to the
- * capacity) resident and writable now, so that the first write to each
- * does not stop its writer in the file system (on ext4 a page of a fresh
- * file mapping costs the writer microseconds, and now and then a
- * journal wait of tens of milliseconds).  Meant for a worker thread,
- * ahead of the records the loop writes: the arena's growth and reset wait
- * for it.  Returns 0; TP_EUNSUPPORTED where the kernel cannot do it (then
- * pages fault in as they are written, as before); TP_EIO when it failed
- * otherwise.  Nothing to do for an arena in heap memory. */
-int tp_rec_arena_prefault(tp_rec_arena *a, size_t from, size_t n);
+/* From now until the next reset the records are read in order (the
+ * level's statistics and exports): pages that left memory are read ahead.
+ * While a level writes its records the arena asks for no read-ahead (see
+ * the top of this file). */
+void tp_rec_arena_read_back(tp_rec_arena *a);
 /* Whether the records live in a file (release has an effect). */
 int tp_rec_arena_file_backed(const tp_rec_arena *a);
 

@@ -367,11 +367,9 @@ static int level_prepare(tp_run *r) {
   /* The first write into a file mapping whose blocks were just let go
    * stalls for the file system (about 2 ms on ext4 here, where later pages
    * take microseconds): taken now, before the clock starts, not by the
-   * level's first request, with the pages of the first records; the
-   * thread pool readies the next ones ahead of the loop (tpr_prefault).
-   * Every record is initialised again when its request is planned. */
+   * level's first request.  Every record is initialised again when its
+   * request is planned. */
   if (L->cap) tp_record_init(&L->recs[0]);
-  tpr_prefault(r, true);
   return tpr_ctx_pool_init(r, L->slots ? L->slots : 256);
 }
 
@@ -508,6 +506,8 @@ int tpr_run_level(tp_run *r, size_t li, char *err, size_t errlen) {
   level_announce(r);
   rv = level_drive(r, li, pt, err, errlen);
   if (rv) return rv;
+  /* From here the records are read in order (statistics, exports). */
+  if (r->arena) tp_rec_arena_read_back(r->arena);
   level_choose_measured(r);
   if (r->mpi) {
     /* The other ranks hand their records to rank 0 and are done with the

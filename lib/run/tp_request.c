@@ -31,7 +31,6 @@ tp_record *tpr_grow_records(tp_run *r) {
   if (L->n_planned == L->cap && tpr_reserve_records(r, L->n_planned + 1)) return NULL;
   tp_record *rec = &L->recs[L->n_planned];
   tp_record_init(rec);
-  tpr_prefault(r, false);
   return rec;
 }
 

@@ -148,8 +148,6 @@ typedef struct level_state {
    * window_held while the hold is taken. */
   bool window_held;
   uint64_t window_first_ns;
-  /* Records below this index have their pages made ready (tpr_prefault). */
-  size_t prefault_to;
   /* Measurement. */
   size_t n_warmup;
   uint64_t warmup_end_ns; /* by time; 0 = by count */
@@ -213,15 +211,6 @@ struct tp_run {
   bool interrupted;
   tp_timers *timers;
   uint64_t send_window_ns; /* load.send_window_us, in ns */
-  /* The job making record pages ready ahead (tp_sink.c), one at a time;
-   * level counts the levels begun, job_level the job's. */
-  struct {
-    uv_work_t work;
-    size_t from, n;
-    uint32_t level, job_level;
-    int rv;
-    bool busy, off;
-  } prefault;
   uv_timer_t progress_timer;
   uv_timer_t window_timer; /* the run's, so it outlives every level */
   uv_timer_t grace_timer;
@@ -346,10 +335,6 @@ void tpr_send_request(tp_run *r, size_t seq);
 int tpr_ctx_pool_init(tp_run *r, size_t n);
 void tpr_ctx_pool_free(tp_run *r);
 void tpr_on_plan_timer(tp_timer *t, uint64_t now_ns);
-/* Makes the pages of the records about to be planned ready on the thread
- * pool, ahead of the loop (tp_rec_arena_prefault); at a level's start
- * (begin) the first of them at once, before the clock starts. */
-void tpr_prefault(tp_run *r, bool begin);
 /* Writes what the send window holds, if anything (the level stops). */
 void tpr_window_close(tp_run *r);
 void tpr_open_windows(tp_run *r, uint64_t start_ns);

@@ -45,49 +45,6 @@ static void settle(tp_run *r, size_t seq) {
   }
 }
 
-/* Record pages are made ready this many records at a time (about 460 KB:
- * a job every 20 ms at 100,000 requests/s, short enough not to hold up
- * the loop when both share a CPU), once the loop is within PREFAULT_AHEAD
- * records of the last page made ready. */
-#define PREFAULT_CHUNK 2048
-#define PREFAULT_AHEAD 8192
-
-static void prefault_work(uv_work_t *w) {
-  tp_run *r = w->data;
-  r->prefault.rv = tp_rec_arena_prefault(r->arena, r->prefault.from, r->prefault.n);
-}
-
-static void prefault_after(uv_work_t *w, int status) {
-  tp_run *r = w->data;
-  (void)status;
-  r->prefault.busy = false;
-  /* A kernel without MADV_POPULATE_WRITE: the pages fault in as written. */
-  if (r->prefault.rv == TP_EUNSUPPORTED) r->prefault.off = true;
-  if (r->prefault.job_level == r->prefault.level) tpr_prefault(r, false);
-}
-
-void tpr_prefault(tp_run *r, bool begin) {
-  level_state *L = &r->lv;
-  if (!r->arena || !tp_rec_arena_file_backed(r->arena) || r->prefault.off) return;
-  if (begin) {
-    /* Before the clock starts: the first chunk on the loop (a job of the
-     * level before may still run; the arena's lock orders the two). */
-    r->prefault.level++;
-    size_t n = TP_MIN((size_t)PREFAULT_CHUNK, L->cap);
-    if (tp_rec_arena_prefault(r->arena, 0, n) == TP_EUNSUPPORTED) r->prefault.off = true;
-    L->prefault_to = n;
-    return;
-  }
-  if (r->prefault.busy || L->prefault_to >= L->cap || L->n_planned + PREFAULT_AHEAD < L->prefault_to) return;
-  r->prefault.from = L->prefault_to;
-  r->prefault.n = TP_MIN((size_t)PREFAULT_CHUNK, L->cap - L->prefault_to);
-  r->prefault.job_level = r->prefault.level;
-  r->prefault.work.data = r;
-  if (uv_queue_work(&r->loop, &r->prefault.work, prefault_work, prefault_after) != 0) return;
-  r->prefault.busy = true;
-  L->prefault_to += r->prefault.n;
-}
-
 static void finalize(tp_run *r, size_t seq) {
   settle(r, seq);
   tpr_level_check_done(r);

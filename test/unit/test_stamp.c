@@ -9,6 +9,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -65,6 +66,30 @@ static void drain(int fd) {
   }
 }
 
+/* A loop with stamps installed and a loopback TCP pair whose reading end
+ * carries kernel stamps; false (reported) when the pair cannot be made.
+ * what prefixes the checks' names. */
+static bool open_stamped(uv_loop_t *loop, int *rd, int *wr, const char *what) {
+  uv_loop_init(loop);
+  int rv = tp_stamp_install(loop);
+  CHECK(rv == 0, "%sstamp installed (%d)", what, rv);
+  if (tcp_pair(rd, wr)) {
+    CHECK(0, "%sloopback TCP pair", what);
+    return false;
+  }
+  rv = tp_stamp_enable_fd(*rd);
+  CHECK(rv == 0, "%skernel stamps turned on for a TCP socket (%d)", what, rv);
+  return true;
+}
+
+/* Takes the stamps off the loop and closes it: nothing may be left. */
+static void close_stamped(uv_loop_t *loop, const char *what) {
+  tp_stamp_uninstall(loop);
+  uv_run(loop, UV_RUN_DEFAULT);
+  int rv = uv_loop_close(loop);
+  CHECK(rv == 0, "%sloop closes: no handle left behind (%d)", what, rv);
+}
+
 static void test_from_realtime(void) {
   struct timespec now;
   clock_gettime(CLOCK_REALTIME, &now);
@@ -84,14 +109,8 @@ static void test_from_realtime(void) {
 
 static void test_kernel_stamps(void) {
   uv_loop_t loop;
-  uv_loop_init(&loop);
-  CHECK_INT(tp_stamp_install(&loop), 0, "stamp installed");
   int rd = -1, wr = -1;
-  if (tcp_pair(&rd, &wr)) {
-    CHECK(0, "loopback TCP pair");
-    return;
-  }
-  CHECK_INT(tp_stamp_enable_fd(rd), 0, "kernel stamps turned on for a TCP socket");
+  if (!open_stamped(&loop, &rd, &wr, "")) return;
 
   /* Bytes that waited 30 ms in the queue keep their arrival time.  A shared
    * machine can lose one try (the wall clock stepped by its time daemon
@@ -195,9 +214,7 @@ static void test_kernel_stamps(void) {
 
   close(rd);
   close(wr);
-  tp_stamp_uninstall(&loop);
-  uv_run(&loop, UV_RUN_DEFAULT);
-  CHECK_INT(uv_loop_close(&loop), 0, "loop closes: no handle left behind");
+  close_stamped(&loop, "");
 }
 
 /* tp_stamp_recv: the bytes and their stamp in one call.  Two writes 20 ms
@@ -206,14 +223,8 @@ static void test_kernel_stamps(void) {
  * close is 0. */
 static void test_recv(void) {
   uv_loop_t loop;
-  uv_loop_init(&loop);
-  CHECK_INT(tp_stamp_install(&loop), 0, "recv: stamp installed");
   int rd = -1, wr = -1;
-  if (tcp_pair(&rd, &wr)) {
-    CHECK(0, "recv: loopback TCP pair");
-    return;
-  }
-  CHECK_INT(tp_stamp_enable_fd(rd), 0, "recv: kernel stamps on");
+  if (!open_stamped(&loop, &rd, &wr, "recv: ")) return;
   char buf[64];
   uint64_t at = 0;
   new_batch(&loop);
@@ -244,9 +255,7 @@ static void test_recv(void) {
   close(wr);
   CHECK_INT(tp_stamp_recv(&loop, rd, buf, sizeof(buf), &at), 0, "recv: the peer's close reads as 0");
   close(rd);
-  tp_stamp_uninstall(&loop);
-  uv_run(&loop, UV_RUN_DEFAULT);
-  CHECK_INT(uv_loop_close(&loop), 0, "recv: loop closes");
+  close_stamped(&loop, "recv: ");
 }
 
 int main(void) {

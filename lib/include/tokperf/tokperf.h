@@ -155,7 +155,7 @@ typedef struct tp_load_config {
    * them leave together, in one write at the last one's due time (each
    * request's send lag shows the wait; 0 = each at its own time).  At tens
    * of thousands of requests per second a write per request is most of
-   * the client's CPU (docs/metrics.md, "Send lag"). */
+   * the client's CPU (docs/metrics.md, "Send times at high rates"). */
   uint32_t send_window_us;
 
   /* Trace replay: JSONL with "timestamp" (ms) and "text_input"/"prompt" or

@@ -262,6 +262,8 @@ static void add_record(tp_level_result *out, level_acc *a, const tp_record *r, c
   if (r->sent_ns > a->max_sent_ns) a->max_sent_ns = r->sent_ns;
   if (r->done_ns > a->max_done_ns) a->max_done_ns = r->done_ns;
   if (r->sent_ns) a->n_sent++;
+  if (r->sent_ns && ((r->first_resp_ns && r->first_resp_ns < r->sent_ns) || (r->done_ns && r->done_ns < r->sent_ns)))
+    out->answers_before_send++;
   if (m.send_lag_ms >= 0) {
     push(a, V_LAG, m.send_lag_ms);
     if (m.send_lag_ms > 1.0) out->late_sends++;

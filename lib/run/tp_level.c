@@ -485,6 +485,10 @@ static void level_finish(tp_run *r, const tp_level_result *lv) {
                 "the client or the in-flight cap held them back (see send lag)%s",
              lv->late_sends, lv->requests, 100.0 * (double)lv->late_sends / (double)lv->requests,
              r->send_window_ns > TP_NS_PER_MS ? ", and --send-window holds each up to its width" : "");
+  if (lv->answers_before_send)
+    tpr_warn(r, "%" PRIu64 " of %" PRIu64 " requests have an answer dated before their send: the client's "
+                "clock misdated them (please report it; their records are kept as measured)",
+             lv->answers_before_send, lv->requests);
   for (size_t i = 0; i < L->n_planned; i++) tp_record_fini(&L->recs[i]);
   free(L->offsets);
   L->offsets = NULL;

@@ -23,6 +23,8 @@ static void curl_init(void) {
 static size_t write_cb(char *ptr, size_t size, size_t nmemb, void *ud) {
   tp_http_req *r = ud;
   size_t n = size * nmemb;
+  /* The answer began: every byte of the request was sent. */
+  if (!r->got_bytes) tp__http_tx_final(r);
   r->got_bytes = true;
   if (r->abort || r->local_failed) return 0; /* libcurl ends it with WRITE_ERROR */
   /* Bytes of one answer arrive in order: never dated before the ones
@@ -59,6 +61,7 @@ static size_t write_cb(char *ptr, size_t size, size_t nmemb, void *ud) {
 static size_t header_cb(char *ptr, size_t size, size_t nmemb, void *ud) {
   tp_http_req *r = ud;
   (void)ptr;
+  if (!r->got_bytes) tp__http_tx_final(r);
   r->got_bytes = true;
   return size * nmemb;
 }
@@ -77,6 +80,7 @@ static int prereq_cb(void *ud, char *conn_primary_ip, char *conn_local_ip, int c
     r->resends++;
     r->sent_ns = 0;
   }
+  tp__http_tx_begin(r, conn_local_port);
   return CURL_PREREQFUNC_OK;
 }
 #endif
@@ -84,8 +88,10 @@ static int prereq_cb(void *ud, char *conn_primary_ip, char *conn_local_ip, int c
 static int xferinfo_cb(void *ud, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal, curl_off_t ulnow) {
   tp_http_req *r = ud;
   /* libcurl counts the body as sent once it is written to the socket (with
-   * the headers, for small bodies); it calls this after every step. */
-  if (!r->sent_ns && r->body_len && ulnow >= (curl_off_t)r->body_len) r->sent_ns = tp_now_ns();
+   * the headers, for small bodies); it calls this after every step, but
+   * only after serving other transfers of the same call: the clock here is
+   * a fallback, the kernel's stamp of the write is the send time. */
+  if (!r->uploaded && r->body_len && ulnow >= (curl_off_t)r->body_len) tp__http_tx_uploaded(r, tp_now_ns());
   return r->abort || r->local_failed;
 }
 
@@ -295,6 +301,7 @@ static CURLcode set_options(tp_http_req *r, const tp_http_req_opts *ro, const ch
   SET(CURLOPT_USERAGENT, h->user_agent);
   SET(CURLOPT_TCP_NODELAY, 1L);
   SET(CURLOPT_SOCKOPTFUNCTION, tp__http_sockopt_cb);
+  SET(CURLOPT_SOCKOPTDATA, (void *)h);
   SET(CURLOPT_CLOSESOCKETFUNCTION, tp__http_closesocket_cb);
   SET(CURLOPT_CLOSESOCKETDATA, (void *)h);
   if (ro->session) {
@@ -339,6 +346,7 @@ int tp_http_request(tp_http *h, const tp_http_req_opts *ro, const tp_http_req_cb
   r->h = h;
   r->cbs = *cbs;
   r->user_data = user_data;
+  r->tx_fd = CURL_SOCKET_BAD;
   r->easy = curl_easy_init();
   tp_buf url;
   tp_buf_init(&url);

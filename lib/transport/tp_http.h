@@ -85,6 +85,7 @@ typedef struct tp_http_result {
    * only (an HTTP/1.1 request answered with binary frames).  Borrowed. */
   const char *message;
   uint64_t sent_ns;    /* when the request's last byte went out; 0 = unknown */
+  bool sent_kernel;    /* sent_ns is the kernel's transmit stamp (else the clock) */
   /* When the transfer ended: the time taken when the socket event that
    * completed it was seen (the end of the body), or when it failed. */
   uint64_t end_ns;

@@ -17,8 +17,17 @@ typedef struct sock_ctx {
   uv_poll_t poll;
   curl_socket_t fd;
   int local_port; /* the connection's local port, 0 until known */
+  int events;     /* what libcurl asked to watch (UV_READABLE | UV_WRITABLE) */
   struct sock_ctx *prev, *next;
 } sock_ctx;
+
+/* A socket libcurl opened (tp__http_sockopt_cb) and has not closed: the
+ * send stamps are read from it by its number, found by local port. */
+typedef struct tx_sock {
+  curl_socket_t fd;
+  int local_port; /* 0 until connected and looked up */
+  bool stamps;    /* transmit stamps are on */
+} tx_sock;
 
 struct tp_http_req {
   tp_http *h;
@@ -42,6 +51,17 @@ struct tp_http_req {
   uint64_t session; /* 0, or the session whose share (connection) it uses */
   int local_port;   /* its connection's local port (prereq_cb), 0 until known */
   uint64_t last_arrival_ns; /* the time given to its last bytes */
+  /* The send time (tp_http_loop.c, "send stamps"): from prereq_cb until
+   * final, the request is on h->tx_list and every transmit stamp read from
+   * tx_fd is its latest write's; the newest is the send time once libcurl
+   * has taken the whole body and the kernel has sent every byte of it. */
+  curl_socket_t tx_fd;    /* CURL_SOCKET_BAD: no stamped socket known */
+  uint64_t tx_ns;         /* newest transmit stamp since this attempt began */
+  uint64_t clock_sent_ns; /* the clock when libcurl said the body was taken */
+  bool uploaded;          /* libcurl has taken the whole body */
+  bool tx_listed;         /* on h->tx_list */
+  bool sent_kernel;       /* sent_ns is a kernel stamp */
+  tp_http_req *tx_prev, *tx_next;
 };
 
 struct tp_http {
@@ -86,6 +106,10 @@ struct tp_http {
   bool closing;
   char user_agent[48];
   tp_u64map shares; /* per session in flight: its connection (tp_http_share.h) */
+  tx_sock *txs;      /* libcurl's open sockets */
+  size_t n_txs, cap_txs;
+  tp_http_req *tx_list; /* requests whose send time is not final yet */
+  uint64_t sends_kernel, sends_clock; /* send times by source, over the client's life */
 };
 
 /* The loop (tp_http_loop.c). */
@@ -111,5 +135,15 @@ uint64_t tp__http_arrival_ns(const tp_http_req *r);
  * of bytes that came to the socket meanwhile, before libcurl reads them
  * (see seg). */
 void tp__http_after_body(const tp_http_req *r, uint64_t began_ns);
+
+/* Send stamps (tp_http_loop.c).  tp__http_tx_begin: r is about to be sent
+ * on the connection with that local port (prereq_cb): its send time starts
+ * over.  tp__http_tx_uploaded: libcurl has taken r's whole body (clock
+ * reading now_ns, the fallback).  tp__http_tx_final: the answer began or r
+ * ended, so every byte of it was sent: the send time is settled from the
+ * stamps read so far. */
+void tp__http_tx_begin(tp_http_req *r, int local_port);
+void tp__http_tx_uploaded(tp_http_req *r, uint64_t now_ns);
+void tp__http_tx_final(tp_http_req *r);
 
 #endif

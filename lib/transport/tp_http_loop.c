@@ -15,6 +15,8 @@
 #include "transport/tp_http_share.h"
 
 static void socket_action(tp_http *h, curl_socket_t fd, int flags);
+static int tx_drain(tp_http *h, curl_socket_t fd);
+static void tx_sweep(tp_http *h);
 
 /* How far into a readable socket an arrival stamp looks: at least what
  * libcurl reads at once (its buffer is 16 KiB by default). */
@@ -31,6 +33,7 @@ void tp__http_maybe_free(tp_http *h) {
   free(h->ca_file);
   free(h->cert_file);
   free(h->key_file);
+  free(h->txs);
   free(h);
 }
 
@@ -61,7 +64,7 @@ static void sock_close(sock_ctx *sc) {
 }
 
 /* The local port of a connected socket, 0 when it has none yet. */
-static int local_port(curl_socket_t fd) {
+static int local_port_of(curl_socket_t fd) {
   struct sockaddr_storage ss;
   socklen_t len = sizeof(ss);
   if (getsockname(fd, (struct sockaddr *)&ss, &len) != 0) return 0;
@@ -73,6 +76,20 @@ static int local_port(curl_socket_t fd) {
 static void on_poll(uv_poll_t *p, int status, int events) {
   sock_ctx *sc = p->data;
   int flags = 0;
+  /* A transmit stamp waiting on the error queue makes poll say "error", and
+   * libuv then stops the watcher (UV_EBADF): read the stamps, and when the
+   * socket itself has no error, watch it again (level-triggered, so a
+   * pending read is reported on the next turn, its bytes still carrying
+   * their kernel stamps). */
+  if (status == UV_EBADF && tx_drain(sc->h, sc->fd) > 0) {
+    int err = 0;
+    socklen_t elen = sizeof(err);
+    if (getsockopt(sc->fd, SOL_SOCKET, SO_ERROR, &err, &elen) == 0 && err == 0) {
+      if (sc->events) uv_poll_start(&sc->poll, sc->events, on_poll);
+      tx_sweep(sc->h);
+      return;
+    }
+  }
   if (status < 0) {
     flags = CURL_CSELECT_ERR;
   } else {
@@ -80,7 +97,7 @@ static void on_poll(uv_poll_t *p, int status, int events) {
     if (events & UV_WRITABLE) flags |= CURL_CSELECT_OUT;
   }
   /* Once per socket: a connection's port is fixed from its connect(). */
-  if (!sc->local_port) sc->local_port = local_port(sc->fd);
+  if (!sc->local_port) sc->local_port = local_port_of(sc->fd);
   sc->h->action_port = sc->local_port;
   socket_action(sc->h, sc->fd, flags);
 }
@@ -114,6 +131,7 @@ static int sock_cb(CURL *e, curl_socket_t s, int what, void *userp, void *socket
   int ev = 0;
   if (what & CURL_POLL_IN) ev |= UV_READABLE;
   if (what & CURL_POLL_OUT) ev |= UV_WRITABLE;
+  sc->events = ev;
   uv_poll_start(&sc->poll, ev, on_poll);
   return 0;
 }
@@ -154,6 +172,117 @@ static void req_unlink(tp_http_req *r) {
   h->n_reqs--;
 }
 
+/* ---- send stamps --------------------------------------------------------- */
+
+/* A request's send time is the kernel's stamp of its last write (see
+ * tp_stamp_enable_tx).  libcurl writes the request inside one of its calls
+ * and reports the body taken only later (after serving its other
+ * transfers), so the stamps are read from the socket after every libcurl
+ * call and given to the requests being sent on it; the newest is the send
+ * time once the body was taken and the kernel holds none of it unsent.  On
+ * HTTP/1.1 one request at a time uses a connection, so the stamps read
+ * between its start and its answer are its own.  On a multiplexed HTTP/2
+ * connection another stream written in the same libcurl call can add a
+ * later stamp: the time is then late by at most that call's other writes,
+ * never early. */
+
+static void tx_unlist(tp_http_req *r) {
+  tp_http *h = r->h;
+  if (!r->tx_listed) return;
+  if (r->tx_prev)
+    r->tx_prev->tx_next = r->tx_next;
+  else
+    h->tx_list = r->tx_next;
+  if (r->tx_next) r->tx_next->tx_prev = r->tx_prev;
+  r->tx_prev = r->tx_next = NULL;
+  r->tx_listed = false;
+}
+
+/* Reads fd's transmit stamps and gives the newest to every request being
+ * sent on it.  Returns how many stamps were read. */
+static int tx_drain(tp_http *h, curl_socket_t fd) {
+  struct timespec ts;
+  int n = tp_stamp_tx_drain(fd, &ts);
+  if (n <= 0) return n < 0 ? 0 : n;
+  uint64_t t = tp_stamp_from_realtime(&ts);
+  if (!t) return n;
+  for (tp_http_req *r = h->tx_list; r; r = r->tx_next)
+    if (r->tx_fd == fd && t > r->tx_ns) r->tx_ns = t;
+  return n;
+}
+
+/* Fixes r's send time from what is known now and takes it off the list. */
+static void tx_settle(tp_http_req *r) {
+  tp_http *h = r->h;
+  if (r->tx_ns) {
+    r->sent_ns = r->tx_ns;
+    r->sent_kernel = true;
+    h->sends_kernel++;
+  } else if (r->clock_sent_ns) {
+    r->sent_ns = r->clock_sent_ns;
+    h->sends_clock++;
+  }
+  tx_unlist(r);
+}
+
+static void tx_sweep(tp_http *h) {
+  tp_http_req *next;
+  for (tp_http_req *r = h->tx_list; r; r = next) {
+    next = r->tx_next;
+    if (!r->uploaded) continue;
+    tx_drain(h, r->tx_fd);
+    /* Bytes still unsent: the last write's stamp is yet to come (a full
+     * congestion window); poll's "error" will bring it. */
+    long unsent = tp_stamp_tcp_unsent(r->tx_fd);
+    if (r->tx_ns && unsent == 0) tx_settle(r);
+    else if (unsent < 0) tx_settle(r);
+  }
+}
+
+static tx_sock *tx_sock_find(tp_http *h, int local_port) {
+  if (local_port <= 0) return NULL;
+  for (size_t i = 0; i < h->n_txs; i++) {
+    tx_sock *t = &h->txs[i];
+    if (!t->local_port) t->local_port = local_port_of(t->fd);
+    if (t->local_port == local_port) return t;
+  }
+  return NULL;
+}
+
+void tp__http_tx_begin(tp_http_req *r, int local_port) {
+  tp_http *h = r->h;
+  tx_unlist(r);
+  r->tx_ns = r->clock_sent_ns = 0;
+  r->uploaded = r->sent_kernel = false;
+  r->tx_fd = CURL_SOCKET_BAD;
+  tx_sock *t = tx_sock_find(h, local_port);
+  if (!t || !t->stamps) return;
+  /* Stamps of earlier writes on this connection go to whoever wrote them. */
+  tx_drain(h, t->fd);
+  r->tx_fd = t->fd;
+  r->tx_next = h->tx_list;
+  if (h->tx_list) h->tx_list->tx_prev = r;
+  h->tx_list = r;
+  r->tx_listed = true;
+}
+
+void tp__http_tx_uploaded(tp_http_req *r, uint64_t now_ns) {
+  if (r->uploaded) return;
+  r->uploaded = true;
+  r->clock_sent_ns = now_ns;
+  /* No stamped socket: the clock is all there is. */
+  if (!r->tx_listed && !r->sent_ns) {
+    r->sent_ns = now_ns;
+    r->h->sends_clock++;
+  }
+}
+
+void tp__http_tx_final(tp_http_req *r) {
+  if (!r->tx_listed) return;
+  if (r->tx_fd != CURL_SOCKET_BAD) tx_drain(r->h, r->tx_fd);
+  tx_settle(r);
+}
+
 /* Sends r again on a new connection when tp_http_should_resend says so.
  * Called only outside libcurl's calls, with r in the multi handle.  Returns
  * true when r is under way again (finish must not go on). */
@@ -169,6 +298,10 @@ static bool try_resend(tp_http_req *r, CURLcode code) {
   r->resends++;
   r->attempts = 0;
   r->sent_ns = 0; /* the record's send time is the re-send's */
+  tx_unlist(r);
+  r->tx_fd = CURL_SOCKET_BAD;
+  r->tx_ns = r->clock_sent_ns = 0;
+  r->uploaded = r->sent_kernel = false;
   r->errbuf[0] = 0;
   if (curl_multi_add_handle(h->multi, r->easy) != CURLM_OK) {
     /* Not in the multi handle any more; finish reports the first failure. */
@@ -209,7 +342,9 @@ static void finish(tp_http_req *r, CURLcode code, uint64_t end_ns) {
   }
   res.message = msg;
   res.resends = r->resends;
+  tp__http_tx_final(r);
   res.sent_ns = r->sent_ns;
+  res.sent_kernel = r->sent_kernel;
   /* end_ns is when the last socket event began; the send may have happened
    * later inside that same libcurl call (a failure right after it). */
   res.end_ns = end_ns > r->sent_ns ? end_ns : r->sent_ns;
@@ -224,8 +359,10 @@ static void finish(tp_http_req *r, CURLcode code, uint64_t end_ns) {
 
 uint64_t tp__http_arrival_ns(const tp_http_req *r) {
   const tp_http *h = r->h;
-  if (!h->action_ns) return tp_now_ns();
-  if (h->action_fd == CURL_SOCKET_BAD) return h->action_ns; /* a timer's call: its clock reading */
+  /* Outside a socket event, or in a timer's call: bytes read in the call
+   * came at some point during it (a request sent and answered in one call
+   * against a fast server), so only the clock now is never early. */
+  if (!h->action_ns || h->action_fd == CURL_SOCKET_BAD) return tp_now_ns();
   /* Another socket's bytes, read in this call: the clock, never early. */
   if (!r->local_port || r->local_port != h->action_port) return tp_now_ns();
   if (h->n_seg == 0) return h->action_ns;
@@ -323,6 +460,9 @@ static void socket_action(tp_http *h, curl_socket_t fd, int flags) {
   h->in_curl++;
   curl_multi_socket_action(h->multi, fd, flags, &running);
   h->in_curl--;
+  /* The writes of this call are stamped by now (loopback stamps inside the
+   * write): settle the send times it completed before anything else runs. */
+  tx_sweep(h);
   check_multi_info(h);
   h->action_ns = 0;
   h->action_fd = CURL_SOCKET_BAD;
@@ -333,10 +473,22 @@ static void socket_action(tp_http *h, curl_socket_t fd, int flags) {
 
 /* ---- sockets libcurl opens and closes ----------------------------------- */
 
-/* Every new connection carries kernel receive stamps (see socket_action). */
+/* Every new connection carries kernel receive stamps (see socket_action)
+ * and transmit stamps (send stamps, above), and is noted so that a request
+ * can find its socket by local port. */
 int tp__http_sockopt_cb(void *ud, curl_socket_t fd, curlsocktype purpose) {
-  (void)ud;
-  if (purpose == CURLSOCKTYPE_IPCXN) (void)tp_stamp_enable_fd(fd);
+  tp_http *h = ud;
+  if (purpose != CURLSOCKTYPE_IPCXN) return CURL_SOCKOPT_OK;
+  (void)tp_stamp_enable_fd(fd);
+  if (!h) return CURL_SOCKOPT_OK;
+  if (h->n_txs == h->cap_txs) {
+    size_t cap = h->cap_txs ? h->cap_txs * 2 : 16;
+    tx_sock *t = realloc(h->txs, cap * sizeof(*t));
+    if (!t) return CURL_SOCKOPT_OK; /* no send stamps for this one: the clock */
+    h->txs = t;
+    h->cap_txs = cap;
+  }
+  h->txs[h->n_txs++] = (tx_sock){.fd = fd, .local_port = 0, .stamps = tp_stamp_enable_tx(fd) == 0};
   return CURL_SOCKOPT_OK;
 }
 
@@ -346,6 +498,18 @@ int tp__http_sockopt_cb(void *ud, curl_socket_t fd, curlsocktype purpose) {
  * first, so a new socket given the same number is never watched by it. */
 int tp__http_closesocket_cb(void *ud, curl_socket_t fd) {
   tp_http *h = ud;
+  for (size_t i = 0; i < h->n_txs; i++)
+    if (h->txs[i].fd == fd) {
+      h->txs[i] = h->txs[--h->n_txs];
+      break;
+    }
+  /* A request still waiting for this socket's stamps keeps what it read. */
+  tx_drain(h, fd);
+  tp_http_req *next;
+  for (tp_http_req *r = h->tx_list; r; r = next) {
+    next = r->tx_next;
+    if (r->tx_fd == fd) tx_settle(r);
+  }
   for (sock_ctx *sc = h->socks; sc; sc = sc->next)
     if (sc->fd == fd) {
       if (h->multi) curl_multi_assign(h->multi, fd, NULL);

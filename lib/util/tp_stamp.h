@@ -82,4 +82,29 @@ ssize_t tp_stamp_recv(uv_loop_t *loop, int fd, void *buf, size_t len, uint64_t *
  * it lies in the future or over 10 s back (the wall clock was stepped). */
 uint64_t tp_stamp_from_realtime(const struct timespec *ts);
 
+/* Kernel transmit stamps (tp_stamp_tcp.c).
+ *
+ * A send time taken with the clock after a library's write returns is late
+ * by whatever the library did in between (libcurl serves its other
+ * transfers before it reports progress).  The kernel stamps the last segment
+ * of every write as it hands it to the device: for loopback, inside the
+ * write itself, always before the peer can receive it.
+ *
+ * tp_stamp_enable_tx asks for those stamps on a socket (SO_TIMESTAMPING,
+ * software transmit stamps, no packet copy); 0, or -1 when the system does
+ * not give them (the caller keeps its clock reading).  Each stamp waits on
+ * the socket's error queue, which makes poll report an error until it is
+ * read: a caller that enables them drains the queue after its writes and
+ * when poll says "error". */
+int tp_stamp_enable_tx(int fd);
+/* Reads every transmit stamp waiting on fd's error queue without blocking.
+ * Returns how many were read (0: none waiting), with the newest in *newest
+ * (CLOCK_REALTIME, as the kernel gives it: tp_stamp_from_realtime converts
+ * it); -errno when the queue could not be read. */
+int tp_stamp_tx_drain(int fd, struct timespec *newest);
+/* Bytes written to a TCP socket that the kernel has not sent yet
+ * (SIOCOUTQNSD); -1 when the system does not say.  0 means the stamp of the
+ * last write is taken or on its way (the device's queue). */
+long tp_stamp_tcp_unsent(int fd);
+
 #endif

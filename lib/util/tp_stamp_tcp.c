@@ -39,3 +39,85 @@ bool tp_stamp_tcp_counts(int fd, uint64_t *received, uint64_t *unread) {
   return false;
 #endif
 }
+
+/* ---- kernel transmit stamps (see tp_stamp.h) ----------------------------- */
+
+#if defined(__linux__)
+#include <errno.h>
+#include <linux/errqueue.h>
+#include <linux/net_tstamp.h>
+#include <time.h>
+#endif
+
+int tp_stamp_enable_tx(int fd);
+int tp_stamp_tx_drain(int fd, struct timespec *newest);
+long tp_stamp_tcp_unsent(int fd);
+
+int tp_stamp_enable_tx(int fd) {
+#if defined(__linux__) && defined(SO_TIMESTAMPING)
+  /* The software stamp the kernel takes as each write's last segment is
+   * handed to the device (for loopback, in the write itself), reported
+   * without a copy of the packet (OPT_TSONLY).  No RX flags: receive stamps
+   * stay SO_TIMESTAMPNS's, as tp_stamp_enable_fd turned them on. */
+  int v = SOF_TIMESTAMPING_TX_SOFTWARE | SOF_TIMESTAMPING_SOFTWARE | SOF_TIMESTAMPING_OPT_TSONLY;
+  return setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPING, &v, sizeof(v)) == 0 ? 0 : -1;
+#else
+  (void)fd;
+  return -1;
+#endif
+}
+
+int tp_stamp_tx_drain(int fd, struct timespec *newest) {
+#if defined(__linux__) && defined(SO_TIMESTAMPING) && defined(SCM_TIMESTAMPING)
+  int n = 0;
+  for (;;) {
+    union {
+      char buf[512];
+      struct cmsghdr align;
+    } ctl;
+    char data[64];
+    struct iovec iov = {.iov_base = data, .iov_len = sizeof(data)};
+    struct msghdr m;
+    memset(&m, 0, sizeof(m));
+    m.msg_iov = &iov;
+    m.msg_iovlen = 1;
+    m.msg_control = ctl.buf;
+    m.msg_controllen = sizeof(ctl.buf);
+    ssize_t r = recvmsg(fd, &m, MSG_ERRQUEUE | MSG_DONTWAIT);
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      return errno == EAGAIN || errno == EWOULDBLOCK ? n : (n ? n : -errno);
+    }
+    struct timespec ts = {0, 0};
+    bool is_stamp = false;
+    for (struct cmsghdr *c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c)) {
+      if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_TIMESTAMPING &&
+          c->cmsg_len >= CMSG_LEN(sizeof(struct timespec))) {
+        memcpy(&ts, CMSG_DATA(c), sizeof(ts)); /* ts[0]: the software stamp */
+      } else if ((c->cmsg_level == SOL_IP && c->cmsg_type == IP_RECVERR) ||
+                 (c->cmsg_level == SOL_IPV6 && c->cmsg_type == IPV6_RECVERR)) {
+        struct sock_extended_err ee;
+        memcpy(&ee, CMSG_DATA(c), sizeof(ee));
+        is_stamp = ee.ee_origin == SO_EE_ORIGIN_TIMESTAMPING && ee.ee_info == SCM_TSTAMP_SND;
+      }
+    }
+    if (!is_stamp || (ts.tv_sec == 0 && ts.tv_nsec == 0)) continue;
+    if (n == 0 || ts.tv_sec > newest->tv_sec || (ts.tv_sec == newest->tv_sec && ts.tv_nsec > newest->tv_nsec))
+      *newest = ts;
+    n++;
+  }
+#else
+  (void)fd, (void)newest;
+  return 0;
+#endif
+}
+
+long tp_stamp_tcp_unsent(int fd) {
+#if defined(__linux__) && defined(SIOCOUTQNSD)
+  int q = 0;
+  return ioctl(fd, SIOCOUTQNSD, &q) == 0 && q >= 0 ? (long)q : -1;
+#else
+  (void)fd;
+  return -1;
+#endif
+}

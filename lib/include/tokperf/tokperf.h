@@ -417,6 +417,10 @@ typedef struct tp_level_result {
   double achieved_send_rate;     /* requests/s actually sent */
   tp_stat send_lag_ms;           /* actual send - planned send */
   uint64_t late_sends;           /* measured requests sent over 1 ms late */
+  /* Measured requests whose first response is dated before their send: a
+   * clock error of the client's (never expected; each is counted, warned
+   * about and kept in records.jsonl as it was measured). */
+  uint64_t answers_before_send;
   tp_stat ttft_from_planned_ms;  /* first token - planned send */
   tp_stat latency_from_planned_ms;
   double error_rate;             /* failed / measured */

@@ -178,8 +178,10 @@ static void hold_against_log(uint32_t conc, uint64_t expected, const char *log_p
   printf("# c=%u: largest client-minus-mock TTFT %.3f ms\n", conc, worst);
   snprintf(what, sizeof(what), "c=%u: 95%% of client TTFTs within %.0f ms of the mock's true one", conc, 2.0 * slack());
   CHECK(close_enough * 100 >= n * 95, "%s (%zu of %zu)", what, close_enough, n);
-  snprintf(what, sizeof(what), "c=%u: mock's true mean TTFT within 1 ms of 50 ms", conc);
-  CHECK_NEAR(sum_true_ttft / n, 50.0, 1.0 * slack(), what);
+  /* The mock is never early; on a busy machine it is late, and the client
+   * is held against what it really did, below, not against its settings. */
+  snprintf(what, sizeof(what), "c=%u: mock's true mean TTFT not below its 50 ms", conc);
+  CHECK(sum_true_ttft / n >= 50.0 - 0.05, "%s (%.3f)", what, sum_true_ttft / n);
   snprintf(what, sizeof(what), "c=%u: client mean TTFT within 1 ms of the mock's log", conc);
   CHECK_NEAR(sum_client_ttft / n, sum_true_ttft / n, 1.0 * slack(), what);
   snprintf(what, sizeof(what), "c=%u: client mean ITL within 0.2 ms of the mock's log", conc);
@@ -237,10 +239,13 @@ static void run_level(uint32_t conc, bool reader, const char *tokenizer, const c
   CHECK_INT(lv->failed, 0, what);
   snprintf(what, sizeof(what), "c=%u: measured requests", conc);
   CHECK_INT(lv->requests, cfg.measure.request_count, what);
-  snprintf(what, sizeof(what), "c=%u: mean TTFT within 1 ms of 50 ms", conc);
-  CHECK_NEAR(lv->ttft_ms.avg, 50.0, 1.0 * slack(), what);
-  snprintf(what, sizeof(what), "c=%u: mean ITL within 0.2 ms of 10 ms", conc);
-  CHECK_NEAR(lv->itl_ms.avg, 10.0, 0.2 * slack(), what);
+  /* The level's figures against the mock's log come below (the records
+   * they are computed from, request by request); here only what holds
+   * however late a busy mock is: no TTFT below the mock's 50 ms. */
+  snprintf(what, sizeof(what), "c=%u: mean TTFT not below the mock's 50 ms", conc);
+  CHECK(lv->ttft_ms.avg >= 50.0 - 0.05, "%s (%.3f)", what, lv->ttft_ms.avg);
+  snprintf(what, sizeof(what), "c=%u: no answer dated before its send", conc);
+  CHECK_INT(lv->answers_before_send, 0, what);
   snprintf(what, sizeof(what), "c=%u: every request counted 32 output tokens", conc);
   CHECK(lv->output_tokens.min == 32 && lv->output_tokens.max == 32, "%s", what);
   snprintf(what, sizeof(what), "c=%u: client in-flight peak equals the target", conc);
@@ -361,26 +366,33 @@ static void run_http_level(uint32_t conc, tp_service_kind kind, const char *toke
      * or sends late would read below the configured times. */
     CHECK(lv->ttft_ms.avg >= 50.0 - 0.05, "%s c=%u: mean TTFT not below the mock's 50 ms (%.3f)", name, conc,
           lv->ttft_ms.avg);
-    CHECK(lv->itl_ms.avg >= 10.0 - 0.05, "%s c=%u: mean ITL not below the mock's 10 ms (%.4f)", name, conc,
-          lv->itl_ms.avg);
     CHECK(lv->answers_before_send == 0, "%s c=%u: no answer dated before its send", name, conc);
     CHECK(lv->output_tokens.min == 32 && lv->output_tokens.max == 32, "%s c=%u: 32 output tokens each", name, conc);
   }
-  double client_ttft = lv ? lv->ttft_ms.avg : 0;
+  double client_ttft = lv ? lv->ttft_ms.avg : 0, client_itl = lv ? lv->itl_ms.avg : 0;
   tp_run_free(run);
   tp_mock_stop(mock);
   /* The mock's own log: request arrival to first text, averaged. */
   size_t cap = 4096;
   mock_req *mr = calloc(cap, sizeof(*mr));
   size_t nm = read_mock_log(log_path, mr, cap);
-  double sum = 0;
-  size_t n = 0;
-  for (size_t i = 0; i < nm; i++)
+  double sum = 0, sum_itl = 0;
+  size_t n = 0, n_itl = 0;
+  for (size_t i = 0; i < nm; i++) {
     if (mr[i].first_ns) {
       sum += (double)(mr[i].first_ns - mr[i].req_ns) / 1e6;
       n++;
     }
+    if (mr[i].n_text > 1) {
+      sum_itl += (double)(mr[i].last_ns - mr[i].first_ns) / 1e6 / (mr[i].n_text - 1);
+      n_itl++;
+    }
+  }
   http_causality(name, conc, rec_path, mr, nm);
+  if (n_itl)
+    CHECK(fabs(client_itl - sum_itl / (double)n_itl) <= 0.2 * slack(),
+          "%s c=%u: client mean ITL within 0.2 ms of the mock's log (%.4f vs %.4f)", name, conc, client_itl,
+          sum_itl / (double)n_itl);
   free(mr);
   CHECK_INT(n, cfg.measure.request_count, "the mock logged every HTTP request");
   if (n)

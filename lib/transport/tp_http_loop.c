@@ -10,6 +10,7 @@
 #include <unistd.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/socket.h>
 
 #include "transport/tp_http_share.h"
@@ -77,18 +78,23 @@ static void on_poll(uv_poll_t *p, int status, int events) {
   sock_ctx *sc = p->data;
   int flags = 0;
   /* A transmit stamp waiting on the error queue makes poll say "error", and
-   * libuv then stops the watcher (UV_EBADF): read the stamps, and when the
+   * libuv then stops the watcher (UV_EBADF): read the stamps (another
+   * socket's sweep may have read them since the poll returned), and when the
    * socket itself has no error, watch it again (level-triggered, so a
    * pending read is reported on the next turn, its bytes still carrying
-   * their kernel stamps). */
-  if (status == UV_EBADF && tx_drain(sc->h, sc->fd) > 0) {
-    int err = 0;
-    socklen_t elen = sizeof(err);
-    if (getsockopt(sc->fd, SOL_SOCKET, SO_ERROR, &err, &elen) == 0 && err == 0) {
+   * their kernel stamps).  poll tells a real error without consuming it
+   * (SO_ERROR would clear it before libcurl looks); a stamp taken by the
+   * device just after the queue was read also says "error", so the queue
+   * is read again while it yields stamps. */
+  for (int tries = 0; status == UV_EBADF && tries < 8; tries++) {
+    int n = tx_drain(sc->h, sc->fd);
+    struct pollfd pf = {.fd = sc->fd, .events = POLLIN | POLLOUT, .revents = 0};
+    if (poll(&pf, 1, 0) >= 0 && !(pf.revents & (POLLERR | POLLNVAL))) {
       if (sc->events) uv_poll_start(&sc->poll, sc->events, on_poll);
       tx_sweep(sc->h);
       return;
     }
+    if (n == 0) break; /* "error" with no stamp waiting: a real one, for libcurl */
   }
   if (status < 0) {
     flags = CURL_CSELECT_ERR;

@@ -258,9 +258,74 @@ static void test_recv(void) {
   close_stamped(&loop, "recv: ");
 }
 
+/* libuv's poll watcher on a socket whose error queue holds a stamp. */
+static int tx_poll_status = 1;
+static void on_tx_poll(uv_poll_t *p, int status, int events) {
+  (void)events;
+  tx_poll_status = status;
+  uv_poll_stop(p);
+}
+
+static void test_transmit(void) {
+  int rd = -1, wr = -1;
+  if (tcp_pair(&rd, &wr)) {
+    CHECK(0, "tx: loopback TCP pair");
+    return;
+  }
+  struct timespec newest = {0, 0};
+  CHECK_INT(tp_stamp_tx_drain(wr, &newest), 0, "tx: without transmit stamps the error queue is empty");
+  CHECK_INT(tp_stamp_enable_tx(wr), 0, "tx: transmit stamps turned on for a TCP socket");
+  CHECK_INT(tp_stamp_tx_drain(wr, &newest), 0, "tx: nothing written, nothing stamped");
+  /* Two writes 20 ms apart: two stamps, the newest the second's, taken
+   * inside the write on loopback. */
+  uint64_t at = 0, before = 0, after = 0;
+  int n = 0;
+  for (int attempt = 1; attempt <= 3; attempt++) {
+    CHECK_INT(write(wr, "a", 1), 1, "tx: write a");
+    sleep_ms(20);
+    before = tp_now_ns();
+    CHECK_INT(write(wr, "bc", 2), 2, "tx: write bc");
+    after = tp_now_ns();
+    sleep_ms(10);
+    n = tp_stamp_tx_drain(wr, &newest);
+    at = tp_stamp_from_realtime(&newest);
+    drain(rd);
+    if (n == 2 && at >= before && at <= after) break;
+    printf("# try %d: %d stamps, newest %.3f ms after the second write\n", attempt, n,
+           ((double)at - (double)after) / MS);
+  }
+  CHECK_INT(n, 2, "tx: one stamp per write");
+  CHECK(at >= before && at <= after, "tx: the newest stamp lies inside the second write (%.1f us after its start)",
+        ((double)at - (double)before) / 1e3);
+  CHECK_INT(tp_stamp_tcp_unsent(wr), 0, "tx: nothing left unsent");
+  CHECK_INT(tp_stamp_tx_drain(wr, &newest), 0, "tx: a stamp is read once");
+  /* A stamp left on the queue makes poll report an error: libuv stops the
+   * watcher with UV_EBADF, which the HTTP client reads as "stamps waiting"
+   * (tp_http_loop.c). */
+  uv_loop_t loop;
+  uv_loop_init(&loop);
+  uv_poll_t p;
+  uv_poll_init_socket(&loop, &p, wr);
+  CHECK_INT(write(wr, "d", 1), 1, "tx: write d");
+  uv_poll_start(&p, UV_READABLE, on_tx_poll);
+  uv_run(&loop, UV_RUN_NOWAIT);
+  CHECK_INT(tx_poll_status, UV_EBADF, "tx: a waiting stamp stops a read watcher with UV_EBADF");
+  CHECK_INT(tp_stamp_tx_drain(wr, &newest), 1, "tx: and the stamp is still there to read");
+  tx_poll_status = 1;
+  uv_poll_start(&p, UV_READABLE, on_tx_poll);
+  uv_run(&loop, UV_RUN_NOWAIT);
+  CHECK_INT(tx_poll_status, 1, "tx: once read, the socket is quiet again");
+  uv_close((uv_handle_t *)&p, NULL);
+  uv_run(&loop, UV_RUN_DEFAULT);
+  uv_loop_close(&loop);
+  close(rd);
+  close(wr);
+}
+
 int main(void) {
   test_from_realtime();
   test_kernel_stamps();
   test_recv();
+  test_transmit();
   return tp_test_done();
 }

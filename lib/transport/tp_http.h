@@ -148,11 +148,18 @@ void tp_http_cancel_all(tp_http *h);
 tp_error_class tp_http_local_class(const tp_http_req *r);
 
 /* Whether a transfer that ended with libcurl's code curl_code (a CURLcode)
- * is sent again, once, on a fresh connection, rather than failed: it went
- * out on a reused connection (CURLINFO_NUM_CONNECTS was 0), not one byte of
- * the answer (status line, header or body) came back, it was not re-sent
- * already, and the code says the connection was lost (SEND_ERROR,
- * RECV_ERROR, GOT_NOTHING).  That is a server closing a kept-alive
+ * is sent again on a fresh connection rather than failed: it went out on a
+ * reused connection (CURLINFO_NUM_CONNECTS was 0: no attempt of it opened
+ * a connection), not one byte of the answer (status line, header or body)
+ * came back, it was re-sent fewer than TP_HTTP_MAX_RESENDS times, and the
+ * code says the connection was lost (SEND_ERROR, RECV_ERROR, GOT_NOTHING).
+ * A re-send goes out on a fresh connection, so one that is lost again
+ * failed on a fresh connection and is never re-sent: a server that resets
+ * new connections is refusing them (a full listen queue, a connection
+ * limit), which is a failure to count, and trying again would only add to
+ * its load.  Only libcurl's own retry can put a request on a second reused
+ * connection (several kept-alive connections closed at once by an idle
+ * timeout), which is why the bound is not 1.  That is a server closing a kept-alive
  * connection just as the request went out (llama-server closes after every
  * stream; many servers close idle ones after a few seconds), which almost
  * always means the server never read the request.  libcurl retries some
@@ -161,6 +168,8 @@ tp_error_class tp_http_local_class(const tp_http_req *r);
  * the retry explicit and counted.  Pure; the caller also leaves out
  * requests failed or cancelled locally. */
 bool tp_http_should_resend(bool reused, bool got_bytes, uint32_t resends, int curl_code);
+/* The most times one request is sent again (ours and libcurl's own). */
+#define TP_HTTP_MAX_RESENDS 3
 
 /* "host:port" of the base URL, for messages. */
 const char *tp_http_authority(const tp_http *h);

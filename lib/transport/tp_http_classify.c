@@ -105,6 +105,6 @@ tp_error_class tp__http_classify(const tp_http *h, const tp_http_req *r, CURLcod
 }
 
 bool tp_http_should_resend(bool reused, bool got_bytes, uint32_t resends, int curl_code) {
-  if (!reused || got_bytes || resends > 0) return false;
+  if (!reused || got_bytes || resends >= TP_HTTP_MAX_RESENDS) return false;
   return curl_code == CURLE_SEND_ERROR || curl_code == CURLE_RECV_ERROR || curl_code == CURLE_GOT_NOTHING;
 }

@@ -11,6 +11,7 @@ its own, killed with SIGKILL 2 s into a 20 s --duration level.
 - open loop: the schedule is kept (every planned request has its record), the
   ones due while the server is away are counted as not_sent, and only the
   back-off's probes open connections; with the default limit the level ends;
+- a sessions level (a conversations file) ends the same way;
 - a server that comes back: the JSON says when, and requests succeed again.
 
 Times are compared on one clock: tokperf's records carry CLOCK_MONOTONIC
@@ -169,6 +170,22 @@ for target in ("grpc", "http"):
     summary.append("%s: %d requests sent after the kill, artifacts %d bytes, level ended %.3f s after the kill "
                    "(%.3f s into the level), exit %d" %
                    (name, o["sent_after"], o["art_bytes"], end_s, (o["last_done"] - o["t0"]) / 1e9, o["rc"]))
+
+# ---- sessions: a failed turn ends its session, and its slot backs off -------------------------
+conv = os.path.join(tmp, "conv.jsonl")
+with open(conv, "w") as f:
+    for i in range(40):
+        f.write(json.dumps({"session_id": "s%d" % i, "turns": [
+            {"text": "hello %d" % i, "max_tokens": 8}, {"text": "more", "max_tokens": 8, "delay_ms": 50},
+            {"text": "again", "max_tokens": 8, "delay_ms": 50}]}) + "\n")
+name = "sessions-http"
+o = profile(name, "http", ["--input-file", conv, "--duration", "20s", "--concurrency", "16"])
+check(o["doc"] is not None and o["rc"] == 1, "%s: the run ends with exit 1 (rc %r)" % (name, o["rc"]), o["err"][-800:])
+check(o["sent_after"] <= LIMIT + 2 * 16 and o["wall"] < 15 * SCALE,
+      "%s: %d turns sent after the kill (at most %d), tokperf exits after %.1f s" %
+      (name, o["sent_after"], LIMIT + 2 * 16, o["wall"]))
+check_away(name, o, True)
+summary.append("%s: %d turns sent after the kill, exit %d" % (name, o["sent_after"], o["rc"]))
 
 # ---- open loop: the schedule kept, not_sent counted ------------------------------------------
 for target, extra, ended in (("http", ["--max-consecutive-failures", "0"], False), ("grpc", [], True)):

@@ -45,7 +45,9 @@ bool tp_backoff_failed(tp_backoff *b, uint64_t sent_ns, uint64_t now_ns) {
   return count(b, now_ns);
 }
 
-bool tp_backoff_not_sent(tp_backoff *b, uint64_t now_ns) { return count(b, now_ns); }
+bool tp_backoff_not_sent(tp_backoff *b, uint64_t now_ns) {
+  return count(b, now_ns);
+}
 
 void tp_backoff_answered(tp_backoff *b, uint64_t sent_ns, uint64_t answer_ns) {
   if (b->probe_out && sent_ns >= b->since_ns) b->probe_out = false;

@@ -22,8 +22,8 @@
 #include <stdint.h>
 
 /* The first step and the largest (docs/metrics.md says why these). */
-#define TP_BACKOFF_FIRST_NS 10000000ULL  /* 10 ms */
-#define TP_BACKOFF_MAX_NS 1000000000ULL  /* 1 s */
+#define TP_BACKOFF_FIRST_NS 10000000ULL /* 10 ms */
+#define TP_BACKOFF_MAX_NS 1000000000ULL /* 1 s */
 
 typedef struct tp_backoff {
   uint64_t limit; /* the level ends after this many in a row (0 = never) */

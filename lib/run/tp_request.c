@@ -365,9 +365,11 @@ void tpr_backoff_done(tp_run *r, const tp_record *rec, uint32_t backoff, uint64_
     *hold_ns = tp_backoff_delay_ns(*count);
     if (tp_backoff_failed(&L->bo, rec->sent_ns, rec->done_ns)) tpr_end_on_failures(r, tp_now_ns());
   } else if (rec->first_resp_ns || rec->err_class != TP_ERRCLASS_CANCELLED) {
-    /* The server's last word: a whole answer's end, else the first byte. */
-    uint64_t at = tp_record_ok(rec) ? rec->done_ns : rec->first_resp_ns ? TP_MAX(rec->first_resp_ns, rec->last_token_ns)
-                                                                         : rec->done_ns;
+    /* The server's last word: a whole answer's end, else the last byte of
+     * text or the first of any kind (an answer cut off), else the end (an
+     * HTTP status). */
+    uint64_t at = rec->done_ns;
+    if (!tp_record_ok(rec) && rec->first_resp_ns) at = TP_MAX(rec->first_resp_ns, rec->last_token_ns);
     tp_backoff_answered(&L->bo, rec->sent_ns, at);
   } else {
     tp_backoff_other(&L->bo, rec->sent_ns);

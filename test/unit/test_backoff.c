@@ -46,7 +46,8 @@ int main(void) {
   tp_backoff_answered(&b, 50 * MS, 60 * MS);
   CHECK_INT(b.streak, 6, "an answer that began before the run ends nothing");
   tp_backoff_answered(&b, 141 * MS, 150 * MS);
-  CHECK(b.streak == 0 && b.step == 0 && tp_backoff_may_send(&b, 151 * MS), "the server answered: the back-off is over");
+  CHECK(b.streak == 0 && b.step == 0 && tp_backoff_may_send(&b, 151 * MS),
+        "the server answered: the back-off is over");
   CHECK(b.runs == 1 && b.away_ns == 100 * MS && b.back_ns == 150 * MS && b.away_n == 6,
         "the run: away at 100 ms, back at 150 ms, 6 requests");
 

@@ -135,7 +135,8 @@ static void test_holds(void) {
   tp_pacer_next(p, 0, &a);
   tp_pacer_next(p, 0, &b);
   tp_pacer_done_hold(p, &a, 1 * MS, 10 * MS, 1);
-  CHECK(tp_pacer_next(p, 11 * MS, &a) && a.backoff == 1 && a.session == 2, "holds, count: the last request leaves after its hold");
+  CHECK(tp_pacer_next(p, 11 * MS, &a) && a.backoff == 1 && a.session == 2,
+        "holds, count: the last request leaves after its hold");
   tp_pacer_done_hold(p, &a, 12 * MS, 20 * MS, 2);
   tp_pacer_done(p, &b, 12 * MS);
   CHECK(tp_pacer_finished(p) && tp_pacer_held(p) == 0, "holds, count: nothing left to send: no slot is held");

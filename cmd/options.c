@@ -353,6 +353,11 @@ static const tp_setting config_rows[] = {
     C("connection.max_output_tokens", "--max-output-tokens", TP_SET_U64, server.max_output_tokens, "N", 1, 0,
       G_CONN, "cancel (and count as failed) an answer streamed in more than N text responses", "4096",
       TP_SETF_UNSET0),
+    C("connection.max_consecutive_failures", "--max-consecutive-failures", TP_SET_U64,
+      server.max_consecutive_failures, "N", 1, 0, G_CONN,
+      "end the level once N requests in a row failed to reach the server (refused, lost or timed out "
+      "before any answer) or were not sent while backing off from it (0: never; docs/metrics.md)",
+      "20", 0),
     C("connection.mpi_timeout_ms", "--mpi-timeout", TP_SET_MS, dist.mpi_timeout_ms, "DURATION", 1, 0, G_CONN,
       "under mpirun: how long rank 0 waits on a silent rank before it reports it failed (default 20s; "
       "docs/scale-out.md)",

@@ -436,6 +436,20 @@ static void print_failures(FILE *out, const tp_level_result *lr) {
   }
 }
 
+/* When the server went away and came back (docs/metrics.md, "When the
+ * server goes away"): the longest run of requests it did not take. */
+static void print_server_away(FILE *out, const tp_level_result *lr) {
+  if (!lr->server_outages) return;
+  char n[64], back[64] = "";
+  fmt_u64(n, sizeof(n), lr->server_away_requests);
+  if (lr->server_back_s >= 0) snprintf(back, sizeof(back), " to %.2f s", lr->server_back_s);
+  fprintf(out, "Server away: from %.2f s%s into the level%s (%s requests in a row failed to reach it or were not sent)",
+          lr->server_away_s, back, lr->server_back_s >= 0 ? "" : ", not back by its end", n);
+  if (lr->server_outages > 1) fprintf(out, "; the longest of %" PRIu32 " outages", lr->server_outages);
+  if (lr->server_gone) fprintf(out, "; the level ended there (--max-consecutive-failures)");
+  fputc('\n', out);
+}
+
 static void print_level(FILE *out, const tp_report_input *in, const tp_level_result *lr,
                         bool *noted_tokens) {
   cell head[STAT_COLS], cells[MAX_TABLE_ROWS * STAT_COLS];
@@ -488,6 +502,7 @@ static void print_level(FILE *out, const tp_report_input *in, const tp_level_res
   print_server_figures(out, lr);
   print_server_models(out, lr);
   print_failures(out, lr);
+  print_server_away(out, lr);
 }
 
 /* The sweep summary: the level, its counts, then the registry's summary

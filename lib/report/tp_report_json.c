@@ -216,6 +216,7 @@ static int config_rest_json(json_t *o, const tp_config *cfg, const tp_mock_confi
   bad |= set(o, "num_prompts", u64(cfg->prompts.num_prompts));
   bad |= set(o, "connections", u64(cfg->server.connections));
   bad |= set(o, "request_timeout_ms", u64(cfg->server.request_timeout_ms));
+  bad |= set(o, "max_consecutive_failures", u64(cfg->server.max_consecutive_failures));
   bad |= set(o, "skip_preflight", json_boolean(cfg->server.skip_preflight));
   bad |= set(o, "json_path", str_or_null(cfg->output.json_path));
   bad |= set(o, "records_path", str_or_null(cfg->output.records_path));
@@ -415,6 +416,15 @@ static json_t *level_json(const tp_level_result *lr) {
   bad |= set(o, "stable", lr->trials ? json_boolean(lr->stable) : json_null());
   bad |= set(o, "window_s", lr->window_end_s > 0 ? json_pack("[f,f]", lr->window_start_s, lr->window_end_s)
                                                     : json_null());
+  /* The longest run of requests the server did not take (docs/metrics.md,
+   * "When the server goes away"); null when there was none. */
+  bad |= set(o, "server_away",
+             lr->server_outages
+                 ? json_pack("{s:f,s:o,s:I,s:I,s:b}", "at_s", lr->server_away_s, "back_s",
+                             lr->server_back_s >= 0 ? json_real(lr->server_back_s) : json_null(), "requests",
+                             (json_int_t)lr->server_away_requests, "outages", (json_int_t)lr->server_outages,
+                             "ended_level", lr->server_gone)
+                 : json_null());
   /* Only in sessions runs (docs/sessions.md), like "mpi" below. */
   if (lr->n_turns) bad |= level_sessions_json(o, lr);
   /* Only in distributed runs, so a single process's document is unchanged. */

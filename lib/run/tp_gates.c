@@ -171,6 +171,15 @@ int tp_gates_check(const tp_gates *g, const tp_level_result *levels, size_t n_le
           fprintf(out, "; rank %" PRIu32 " on %s: %s", k, lv->rank_info[k].host, lv->rank_info[k].failure);
       fputc('\n', out);
     }
+    /* A level the server went away from ended early: its figures are
+     * reported, but the run does not pass. */
+    if (lv->server_gone) {
+      failures++;
+      fprintf(out,
+              "tokperf: the server went away at %s: %" PRIu64 " requests in a row failed to reach it from %.2f s "
+              "into the level, which ended there (--max-consecutive-failures)\n",
+              where, lv->server_away_requests, lv->server_away_s);
+    }
     if (max_error_rate >= 0 && lv->error_rate > max_error_rate) {
       failures++;
       fprintf(out, "tokperf: --max-error-rate %g exceeded: %.4g (%" PRIu64 " of %" PRIu64 " failed) at %s\n",

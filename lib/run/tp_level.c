@@ -96,6 +96,29 @@ static void on_grace(uv_timer_t *t) {
   }
 }
 
+void tpr_end_on_failures(tp_run *r, uint64_t now) {
+  level_state *L = &r->lv;
+  if (L->server_gone) return;
+  L->server_gone = true;
+  tpr_warn(r,
+           "%s: %" PRIu64 " requests in a row failed to reach the server or were not sent, from %.2f s into the "
+           "level: the server went away; the level ends here (--max-consecutive-failures %" PRIu64 ", 0: never)",
+           L->desc, L->bo.streak, (double)(L->bo.run_start_ns - L->t0) / 1e9, r->cfg.server.max_consecutive_failures);
+  /* Nothing more is planned; what the cap held leaves as not sent
+   * (tp_backoff_may_send says no from now on). */
+  if (L->sess)
+    tp_sessions_stop_at(L->sess, now, now, true);
+  else if (L->pacer)
+    tp_pacer_stop_at(L->pacer, now, now, true);
+  L->stop_planning = true;
+  tp_timer_stop(r->timers, &L->plan_timer);
+  /* Requests still in flight get the grace period, as after Ctrl-C: a
+   * server that holds them without answering cannot hold the level. */
+  if (L->in_flight && r->client->ops->cancel_all)
+    uv_timer_start(&r->grace_timer, on_grace, r->cfg.measure.grace_period_ms ? r->cfg.measure.grace_period_ms : 1,
+                   0);
+}
+
 void tpr_on_interrupt(uv_async_t *a) {
   tp_run *r = a->data;
   if (!atomic_load(&r->interrupt_flag)) return;
@@ -212,6 +235,7 @@ static int level_reset(tp_run *r, size_t li, char *err, size_t errlen) {
   L->recs = keep_recs;
   L->cap = keep_cap;
   L->pt = *pt;
+  tp_backoff_init(&L->bo, r->cfg.server.max_consecutive_failures);
   L->slots = pt->concurrency;
   L->seq_step = 1;
   r->cur_level = li;
@@ -470,6 +494,12 @@ static int level_result(tp_run *r, size_t li, const point *pt, tp_level_result *
     lv->window_start_s = (double)(L->lo.window_start_ns - L->t0) / 1e9;
     lv->window_end_s = (double)(L->lo.window_end_ns - L->t0) / 1e9;
   }
+  /* The server going away, as the level saw it (this process's requests). */
+  lv->server_outages = L->bo.runs;
+  lv->server_away_requests = L->bo.away_n;
+  lv->server_away_s = L->bo.runs ? (double)(L->bo.away_ns - L->t0) / 1e9 : -1;
+  lv->server_back_s = L->bo.runs && L->bo.back_ns ? (double)(L->bo.back_ns - L->t0) / 1e9 : -1;
+  lv->server_gone = L->server_gone;
   return 0;
 }
 
@@ -480,6 +510,7 @@ static void level_finish(tp_run *r, const tp_level_result *lv) {
   if (r->records_fp) fflush(r->records_fp);
   tpr_progress(r, "%s: %" PRIu64 " succeeded, %" PRIu64 " failed, %.2f requests/s", L->desc, lv->succeeded,
                lv->failed, lv->request_throughput);
+  if (L->server_gone) r->server_gone = true;
   if (lv->requests && lv->late_sends * 100 > lv->requests)
     tpr_warn(r, "%" PRIu64 " of %" PRIu64 " requests (%.1f%%) left over 1 ms after their planned time; "
                 "the client or the in-flight cap held them back (see send lag)%s",

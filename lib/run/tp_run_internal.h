@@ -25,6 +25,7 @@
 #include "client/tp_client.h"
 #include "dataset/tp_dataset.h"
 #include "dataset/tp_trace.h"
+#include "load/tp_backoff.h"
 #include "metrics/tp_gaps.h"
 #include "metrics/tp_stats.h"
 #include "record/tp_rec_arena.h"
@@ -69,6 +70,7 @@ typedef struct req_ctx {
   bool final_seen;
   bool cumulative;
   bool cancelled;
+  uint32_t backoff;     /* its slot's requests in a row that failed to reach the server before it */
   void *handle;         /* the client's, for cancelling */
   struct req_ctx *next; /* the pool's free list */
 } req_ctx;
@@ -191,6 +193,11 @@ typedef struct level_state {
   size_t index;
   double live_ttft[LIVE_TTFT_N];
   size_t live_n;
+  /* A server that stopped answering (load/tp_backoff.h): the count of
+   * requests in a row it did not take, the open loop's gate, and whether
+   * the count's limit ended the level. */
+  tp_backoff bo;
+  bool server_gone;
 } level_state;
 
 struct tp_run {
@@ -209,6 +216,7 @@ struct tp_run {
   uv_async_t interrupt_async;
   atomic_bool interrupt_flag;
   bool interrupted;
+  bool server_gone; /* a level ended because the server stopped answering: the sweep stops */
   tp_timers *timers;
   uint64_t send_window_ns; /* load.send_window_us, in ns */
   uv_timer_t progress_timer;
@@ -329,7 +337,18 @@ int tpr_sink_open(tp_run *r, char *err, size_t errlen);
 void tpr_sent_head(const tp_run *r, size_t seq, char marker[24], const char *head[3], size_t len[3]);
 void tpr_build_sent_text(tp_run *r, size_t seq, tp_buf *out);
 void tpr_req_on_done(void *req, const tp_client_done *d);
-void tpr_send_request(tp_run *r, size_t seq);
+/* Sends request seq; backoff: its slot's requests in a row that failed to
+ * reach the server before it (tp_pacer_item.backoff). */
+void tpr_send_request(tp_run *r, size_t seq, uint32_t backoff);
+/* Request seq was planned and is not sent: the server is away and the
+ * open loop backs off (class not_sent); its end is handed on like any. */
+void tpr_not_sent(tp_run *r, size_t seq);
+/* How request seq's end bears on the back-off: the hold its closed-loop
+ * slot waits before its next request (0 = none) and that slot's count. */
+void tpr_backoff_done(tp_run *r, const tp_record *rec, uint32_t backoff, uint64_t *hold_ns, uint32_t *count);
+/* The limit of requests in a row the server did not take is reached:
+ * nothing more is planned, the level ends (and the sweep with it). */
+void tpr_end_on_failures(tp_run *r, uint64_t now);
 /* The level's request contexts: room for n in flight at once (more are
  * added as needed), and all of them let go (none may be in flight). */
 int tpr_ctx_pool_init(tp_run *r, size_t n);
@@ -349,7 +368,7 @@ int tpr_dist_start(tp_run *r, int status, char *err, size_t errlen);
 int tpr_dist_leave(tp_run *r, int rv, char *err, size_t errlen);
 void tpr_sessions_pump(tp_run *r, uint64_t now);
 void tpr_sessions_fill_send(tp_run *r, size_t seq, tp_client_send *snd);
-void tpr_sessions_on_done(tp_run *r, size_t seq);
+void tpr_sessions_on_done(tp_run *r, size_t seq, uint64_t hold_ns, uint32_t backoff);
 int tpr_sessions_level_start(tp_run *r, char *err, size_t errlen);
 void tpr_sessions_level_stats(tp_run *r, tp_level_result *lv);
 void tpr_sessions_level_end(tp_run *r);

@@ -106,6 +106,13 @@ int tp_run_exec(tp_run *r, char *err, size_t errlen) {
     if (rv && r->mpi && r->rank != 0) return tpr_dist_leave(r, rv, err, errlen);
     if (rv) return rv;
     if (r->search) search_judge(r, li, runs);
+    /* A server that went away is not measured level after level (the
+     * ranks of a distributed run go on together: each level ends alike). */
+    if (r->server_gone && !r->mpi) {
+      if (li + 1 < r->n_points)
+        tpr_warn(r, "the sweep stops after %zu of %zu levels: the server went away", r->n_levels, r->n_points);
+      break;
+    }
   }
   if (r->mpi) {
     tp_mpi_finish(r->mpi);

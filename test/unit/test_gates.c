@@ -67,6 +67,21 @@ int main(void) {
   CHECK_INT(run("ttft.p99 <= 250ms", &dead, -1, out, sizeof(out)), 2, "an unavailable figure fails its bound too");
   CHECK(strstr(out, "unavailable"), "as unavailable: %s", out);
 
+  /* A level --max-consecutive-failures ended (the server went away) fails
+   * the run; an outage the level rode out does not. */
+  tp_level_result gone = level(200, 1500, 0, 100);
+  gone.server_outages = 1;
+  gone.server_away_s = 2.01;
+  gone.server_back_s = -1;
+  gone.server_away_requests = 128;
+  gone.server_gone = true;
+  CHECK_INT(run(NULL, &gone, -1, out, sizeof(out)), 1, "a level the server went away from fails the run");
+  CHECK(strstr(out, "server went away at concurrency 8") && strstr(out, "128 requests in a row") &&
+            strstr(out, "2.01 s") && strstr(out, "--max-consecutive-failures"),
+        "and says when, how many and which setting: %s", out);
+  gone.server_gone = false;
+  CHECK_INT(run(NULL, &gone, -1, out, sizeof(out)), 0, "an outage that did not end the level fails nothing");
+
   CHECK_INT(run("ttft.p42 <= 1", &good, -1, out, sizeof(out)), -1, "unknown statistic refused");
   CHECK(strstr(out, "p42") && strstr(out, "p99"), "naming it and the accepted ones: %s", out);
   CHECK_INT(run("speed >= 1", &good, -1, out, sizeof(out)), -1, "unknown metric refused");

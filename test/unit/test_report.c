@@ -389,6 +389,43 @@ static void test_text_all_failed(void) {
   free(t);
 }
 
+/* When the server went away (and came back): one line after the failures,
+ * and the JSON's server_away (test_json_server_away). */
+static void test_text_server_away(void) {
+  tp_config cfg;
+  base_cfg(&cfg);
+  tp_level_result lr;
+  memset(&lr, 0, sizeof(lr));
+  lr.concurrency = 64;
+  lr.requests = lr.failed = 200;
+  lr.errors_by_class[TP_ERRCLASS_CONNECT] = 150;
+  lr.errors_by_class[TP_ERRCLASS_NOT_SENT] = 50;
+  lr.server_outages = 1;
+  lr.server_away_s = 2.014;
+  lr.server_back_s = -1;
+  lr.server_away_requests = 1234;
+  lr.server_gone = true;
+  tp_report_input in = {.cfg = &cfg, .levels = &lr, .n_levels = 1};
+  char *t = render(&in);
+  CHECK(t && strstr(t, "Failed requests by class: connect 150, not_sent 50\n"), "away: not_sent is a class");
+  CHECK(t && strstr(t, "Server away: from 2.01 s into the level, not back by its end (1,234 requests in a row "
+                       "failed to reach it or were not sent); the level ended there (--max-consecutive-failures)\n"),
+        "away: when, not back, how many, the limit ended the level");
+  free(t);
+  lr.server_back_s = 3.5;
+  lr.server_outages = 3;
+  lr.server_gone = false;
+  t = render(&in);
+  CHECK(t && strstr(t, "Server away: from 2.01 s to 3.50 s into the level (1,234 requests in a row failed to reach "
+                       "it or were not sent); the longest of 3 outages\n"),
+        "away and back: both times, the longest of several");
+  free(t);
+  lr.server_outages = 0;
+  t = render(&in);
+  CHECK(t && !strstr(t, "Server away"), "no outage: no line");
+  free(t);
+}
+
 /* ------------------------------------------------------------------------ */
 
 static char tmpdir[256];
@@ -575,6 +612,38 @@ static void test_json_full(void) {
   unlink(path);
 }
 
+static void test_json_server_away(void) {
+  tp_config cfg;
+  base_cfg(&cfg);
+  tp_level_result lr[2];
+  memset(lr, 0, sizeof(lr));
+  lr[0].concurrency = lr[1].concurrency = 4;
+  lr[0].server_outages = 2;
+  lr[0].server_away_s = 1.5;
+  lr[0].server_back_s = 2.25;
+  lr[0].server_away_requests = 40;
+  lr[1].server_back_s = -1;
+  cfg.server.max_consecutive_failures = 100;
+  tp_report_input in = {.cfg = &cfg, .levels = lr, .n_levels = 2};
+  char path[512], err[512];
+  snprintf(path, sizeof(path), "%s/away.json", tmpdir);
+  CHECK_INT(tp_report_json(path, &in, err, sizeof(err)), 0, "json away: written");
+  json_t *doc = json_load_file(path, 0, NULL);
+  json_t *levels = json_object_get(doc, "levels");
+  json_t *a = json_object_get(json_array_get(levels, 0), "server_away");
+  CHECK(json_is_object(a) && num(a, "at_s") == 1.5 && num(a, "back_s") == 2.25 &&
+            json_integer_value(json_object_get(a, "requests")) == 40 &&
+            json_integer_value(json_object_get(a, "outages")) == 2 && json_is_false(json_object_get(a, "ended_level")),
+        "json away: at_s, back_s, requests, outages, ended_level");
+  CHECK(json_is_null(json_object_get(json_array_get(levels, 1), "server_away")), "json away: null without an outage");
+  json_t *ebc = json_object_get(json_array_get(levels, 0), "errors_by_class");
+  CHECK(json_is_integer(json_object_get(ebc, "not_sent")), "json away: errors_by_class has not_sent");
+  CHECK(json_integer_value(json_object_get(json_object_get(doc, "config"), "max_consecutive_failures")) == 100,
+        "json away: the config says the limit");
+  json_decref(doc);
+  unlink(path);
+}
+
 static void test_json_errors(void) {
   tp_config cfg;
   base_cfg(&cfg);
@@ -688,7 +757,9 @@ int main(void) {
   test_text_full();
   test_text_no_tokens();
   test_text_all_failed();
+  test_text_server_away();
   test_json_full();
+  test_json_server_away();
   test_json_errors();
   test_pa_csv();
   rmdir(tmpdir);

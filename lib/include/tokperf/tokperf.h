@@ -131,6 +131,11 @@ typedef struct tp_server_config {
    * max_output_tokens (0 = no bound) is cancelled and counted as failed. */
   uint64_t max_response_bytes;
   uint64_t max_output_tokens;
+  /* A server that stopped answering (docs/metrics.md, "When the server
+   * goes away"): requests that fail to reach it back off, and the level
+   * ends once this many in a row failed to reach it or were not sent
+   * (default 100; 0 = never). */
+  uint64_t max_consecutive_failures;
   bool skip_preflight;  /* skip ServerLive/ModelReady/ModelMetadata */
   bool no_server_stats; /* do not read Triton's ModelStatistics around each level */
 } tp_server_config;
@@ -493,6 +498,17 @@ typedef struct tp_level_result {
   bool incomplete;          /* a rank failed: its share of the load and its records are missing */
   double clock_uncertainty_us; /* the largest rank's offset uncertainty: the merged time line's precision */
   const tp_rank_info *rank_info; /* ranks entries, owned by the run */
+
+  /* The server going away (docs/metrics.md, "When the server goes away"):
+   * runs of requests in a row that failed to reach it (connection refused,
+   * lost or timed out before any byte of an answer) or were not sent while
+   * backing off; the longest one's first failure and the first answer
+   * after it, in seconds from the level's start (back < 0: none by the
+   * level's end), and its length.  server_outages == 0: none. */
+  uint32_t server_outages;
+  double server_away_s, server_back_s;
+  uint64_t server_away_requests;
+  bool server_gone; /* max_consecutive_failures in a row ended the level */
 } tp_level_result;
 
 /* ------------------------------------------------------------------------ */

@@ -201,16 +201,14 @@ static void describe_point(const point *pt, char *buf, size_t len) {
 static int level_reset(tp_run *r, size_t li, char *err, size_t errlen) {
   const point *pt = &r->points[li];
   level_state *L = &r->lv;
-  tp_record *keep_recs = L->recs;
-  size_t keep_cap = L->cap;
   free(L->settled);
   memset(L, 0, sizeof(*L));
   /* The arena keeps its room; the last level's pages and file blocks go. */
   if (r->arena) tp_rec_arena_reset(r->arena);
   if (!r->gaps) r->gaps = tp_gap_pool_new();
   if (r->gaps) tp_gap_pool_reset(r->gaps);
-  L->recs = keep_recs;
-  L->cap = keep_cap;
+  /* The reset may have moved the records (to memory, on a full disk). */
+  if (r->arena) tpr_mirror_arena(r);
   L->pt = *pt;
   L->slots = pt->concurrency;
   L->seq_step = 1;
@@ -341,8 +339,9 @@ static int level_pacer(tp_run *r) {
 }
 
 /* Records the arena holds ahead at most: a file-backed arena only sets its
- * file's size and maps it (untouched pages cost nothing until a record is
- * written), so a million records (a few hundred megabytes of address
+ * file's size and maps it (tp_rec_arena_expect: untouched pages cost
+ * nothing, and their blocks are reserved a step at a time as records are
+ * planned), so a million records (a few hundred megabytes of address
  * space) cost no more than a few; heap memory is zeroed as it is taken,
  * so less is taken ahead there. */
 #define AHEAD_FILE_MAX ((size_t)1 << 20)
@@ -359,11 +358,12 @@ static int level_prepare(tp_run *r) {
     want = L->n_offsets < L->total ? L->n_offsets : L->total;
   else if (!L->sess && L->total != SIZE_MAX)
     want = L->total;
-  if (want) {
-    size_t max = r->arena && !tp_rec_arena_file_backed(r->arena) ? AHEAD_HEAP_MAX : AHEAD_FILE_MAX;
-    /* Taken ahead only: a failure here is a growth later. */
-    (void)tpr_reserve_records(r, want < max ? want : max);
+  if (want && r->arena && tp_rec_arena_file_backed(r->arena)) {
+    (void)tp_rec_arena_expect(r->arena, want < AHEAD_FILE_MAX ? want : AHEAD_FILE_MAX);
+    want = 1;
   }
+  /* Taken ahead only: a failure here is a growth later. */
+  if (want) (void)tpr_reserve_records(r, want < AHEAD_HEAP_MAX ? want : AHEAD_HEAP_MAX);
   /* The first write into a file mapping whose blocks were just let go
    * stalls for the file system (about 2 ms on ext4 here, where later pages
    * take microseconds): taken now, before the clock starts, not by the

@@ -196,6 +196,8 @@ typedef struct level_state {
 struct tp_run {
   tp_config cfg;
   tp_rec_arena *arena; /* the levels' records (tp_sink.c) */
+  char arena_dir[1024]; /* where its file is ("" = $TMPDIR or /tmp) */
+  bool arena_warned;    /* said that the records left the file for memory */
   tp_gap_pool *gaps;   /* the level's gaps between text responses (itl_pooled) */
   uint32_t stats_gen; /* levels begun: a late snapshot of an earlier level is dropped */
   /* --search with --num-profile-runs: the current probe's runs so far. */
@@ -310,6 +312,7 @@ tp_record *tpr_grow_records(tp_run *r);
 void tpr_stats_planned(tp_run *r, const tp_record *rec);
 void tpr_stats_done(tp_run *r, const tp_record *rec);
 int tpr_reserve_records(tp_run *r, size_t n);
+void tpr_mirror_arena(tp_run *r);
 uint32_t tpr_draw_max_tokens(tp_run *r, const tp_prompt *p, size_t seq);
 /* The pacer releases what is due now (sessions or single requests) and
  * its timer is armed for the next; tpr_stop_planning ends the planning (a

@@ -460,7 +460,7 @@ static int write_junit(const char *path, const char *pa, const char *pb, const t
   if (!rv) rv = junit_metrics(&o, rs);
   if (!rv) rv = tp_buf_append_str(&o, "  </testsuite>\n</testsuites>\n");
   if (!rv && tp__write_atomic(path, o.data, o.len)) {
-    tp_seterr(err, errlen, "cannot write %s: %s (see --junit)", path, strerror(errno));
+    tp__write_err(err, errlen, path, errno, "see --junit");
     rv = TP_EIO;
   } else if (rv) {
     tp_seterr(err, errlen, "cannot write %s: out of memory", path);

@@ -421,8 +421,7 @@ int tp_html_write(const char *path, const tp_html_input *in, char *err, size_t e
     return rv;
   }
   if (tp__write_atomic(path, b.data, b.len)) {
-    tp_seterr(err, errlen, "cannot write %s: %s (check that the directory exists and is writable)", path,
-              strerror(errno));
+    tp__write_err(err, errlen, path, errno, "check that the directory exists and is writable");
     rv = TP_EIO;
   }
   tp_buf_fini(&b);

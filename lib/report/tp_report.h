@@ -71,9 +71,13 @@ int tp_report_pa_csv(tp_buf *out, const tp_level_result *levels, size_t n, const
                      bool verbose);
 /* Writes that report to path, and beside it one file per composing model
  * of an ensemble (dir/NAME_vVERSION.FILE, as perf_analyzer names them).
- * Returns 0, or TP_EIO / TP_ENOMEM with "cannot write PATH: reason" in
- * err. */
-int tp_report_pa_csv_files(const char *path, const tp_level_result *levels, size_t n, bool verbose, char *err,
+ * A path that is not a regular file (a FIFO, /dev/null) gets the report in
+ * place and no neighbours: the composing files go to sibling_dir (the
+ * artifact directory) instead, or, without one, are not written and err
+ * says so while 0 is returned (err is "" otherwise).  Returns 0, or
+ * TP_EIO / TP_ENOMEM with "cannot write PATH: reason" in err. */
+int tp_report_pa_csv_files(const char *path, const char *sibling_dir, const tp_level_result *levels, size_t n,
+                           bool verbose, char *err,
                            size_t errlen);
 
 #endif

@@ -508,8 +508,7 @@ int tp_report_json(const char *path, const tp_report_input *in, char *err, size_
   int e = errno;
   free(withnl);
   if (rv) {
-    tp_seterr(err, errlen, "cannot write %s: %s (check that the directory exists and is writable)",
-              path, strerror(e));
+    tp__write_err(err, errlen, path, e, "check that the directory exists and is writable");
     return TP_EIO;
   }
   return 0;

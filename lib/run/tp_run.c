@@ -452,7 +452,14 @@ int tp_run_write_json(const tp_run *r, const char *path, char *err, size_t errle
 }
 
 int tp_run_write_latency_csv(const tp_run *r, const char *path, bool verbose, char *err, size_t errlen) {
-  return tp_report_pa_csv_files(path, r->levels, r->n_levels, verbose, err, errlen);
+  char note[600];
+  int rv = tp_report_pa_csv_files(path, r->artifacts ? r->artifact_dir : NULL, r->levels, r->n_levels, verbose,
+                                  note, sizeof(note));
+  if (rv)
+    tp_seterr(err, errlen, "%s", note);
+  else if (note[0])
+    tpr_warn((tp_run *)r, "%s", note);
+  return rv;
 }
 
 static void walk_close(uv_handle_t *h, void *arg) {

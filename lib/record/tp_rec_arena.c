@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "util/tp_common.h"
@@ -105,6 +106,14 @@ static int grow_file(tp_rec_arena *a, size_t bytes) {
  * every page is reserved here before a record can be written into it. */
 static int reserve_blocks(tp_rec_arena *a, size_t to) {
   if (to <= a->reserved) return 0;
+  /* The file is a cache of what memory could hold; the run's results
+   * (records.jsonl, the exports) are usually written to the same disk and
+   * cannot go anywhere else: blocks are taken only while that much is left
+   * free beside them. */
+  struct statvfs fs;
+  if (fstatvfs(a->fd, &fs) == 0 && fs.f_frsize &&
+      (uint64_t)fs.f_bavail < ((uint64_t)(to - a->reserved) + TP_REC_ARENA_KEEP_FREE) / fs.f_frsize)
+    return TP_ENOMEM;
   if (posix_fallocate(a->fd, (off_t)a->reserved, (off_t)(to - a->reserved))) return TP_ENOMEM;
   a->reserved = to;
   return 0;

@@ -28,7 +28,10 @@
  * with SIGBUS.  So the arena hands out only records whose blocks it has
  * reserved (posix_fallocate, a step of a megabyte ahead of the records
  * asked for): tp_rec_arena_cap counts those, not the mapping's size.
- * When blocks cannot be reserved (a full or size-limited disk), the records
+ * Blocks are reserved only while the file system keeps
+ * TP_REC_ARENA_KEEP_FREE bytes free beside them: the file is a cache, and
+ * the run's results (records.jsonl, exports), usually on the same disk, go
+ * first.  When blocks cannot be reserved (a full or size-limited disk), the records
  * move to heap memory and the run goes on there (tp_rec_arena_fell_back):
  * nothing is lost, only the memory grows as without a file.
  *
@@ -39,10 +42,14 @@
 #define TP_REC_ARENA_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "record/tp_record.h"
 
 typedef struct tp_rec_arena tp_rec_arena;
+
+/* Free space the arena leaves on its file system for the run's results. */
+#define TP_REC_ARENA_KEEP_FREE ((uint64_t)64 << 20)
 
 /* A new, empty arena whose file is made in dir (NULL: $TMPDIR, else /tmp)
  * and unlinked at once, so nothing is left behind however the process

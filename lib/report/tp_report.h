@@ -60,6 +60,9 @@ void tp_report_text(FILE *out, const tp_report_input *in);
  * carrying its unit in its key name (ttft_ms, output_token_throughput_tps).
  * Returns 0, or TP_EIO with "cannot write PATH: reason" in err. */
 int tp_report_json(const char *path, const tp_report_input *in, char *err, size_t errlen);
+/* The same document written to out (no file of its own: --format json on
+ * stdout).  Returns 0, TP_ENOMEM or TP_EIO with a message in err. */
+int tp_report_json_fp(FILE *out, const tp_report_input *in, char *err, size_t errlen);
 
 /* perf_analyzer's latency report (its -f FILE) over levels (in sweep
  * order): the header and one row per level in increasing order of

@@ -477,7 +477,8 @@ static int level_result(tp_run *r, size_t li, const point *pt, tp_level_result *
 static void level_finish(tp_run *r, const tp_level_result *lv) {
   level_state *L = &r->lv;
   r->n_levels++;
-  if (r->records_fp) fflush(r->records_fp);
+  tpr_records_flush(r);
+  tpr_records_say(r);
   tpr_progress(r, "%s: %" PRIu64 " succeeded, %" PRIu64 " failed, %.2f requests/s", L->desc, lv->succeeded,
                lv->failed, lv->request_throughput);
   if (lv->requests && lv->late_sends * 100 > lv->requests)

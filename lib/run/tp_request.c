@@ -23,8 +23,10 @@ void tpr_mirror_arena(tp_run *r) {
   L->cap = tp_rec_arena_cap(r->arena);
   if (tp_rec_arena_fell_back(r->arena) && !r->arena_warned) {
     r->arena_warned = true;
-    tpr_warn(r, "no space left on %s for the records' working file: the records are kept in memory from now on",
-             r->arena_dir[0] ? r->arena_dir : "the temporary directory");
+    tpr_warn(r,
+             "%s has too little space for the records' working file (it leaves %" PRIu64
+             " MiB free for the results): the records are kept in memory from now on",
+             r->arena_dir[0] ? r->arena_dir : "the temporary directory", TP_REC_ARENA_KEEP_FREE >> 20);
   }
 }
 

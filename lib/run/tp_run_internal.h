@@ -18,6 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/types.h>
 
 #include <uv.h>
 
@@ -258,6 +259,15 @@ struct tp_run {
   char artifact_dir[1024];
   char records_default[1100];
   FILE *records_fp;
+  /* A failed write ends the records file (tp_sink.c): its errno, whether
+   * it was cut back to records_good (the end of its last whole line),
+   * lines written and lines known whole, and whether the loop said it. */
+  int records_errno;
+  bool records_cut, records_said;
+  off_t records_good;
+  uint64_t records_lines, records_lines_good;
+  /* The first output that could not be written whole (tp_run_output_error). */
+  char output_error[1024];
   uint64_t records_marked_to; /* records file bytes whose "measured" is final */
   bool shed_records; /* the records file can be read back: finished records let go of their details */
   uv_mutex_t records_lock; /* pool threads write record lines */
@@ -306,6 +316,13 @@ static inline void note_done(level_state *L, const tp_record *rec) {
 
 void tpr_progress(tp_run *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void tpr_warn(tp_run *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* An output could not be written whole: said as a warning now, kept as
+ * the run's output error (the first one) for the end. */
+void tpr_output_failed(tp_run *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Flushes the records file; false when it has failed (now or before). */
+bool tpr_records_flush(tp_run *r);
+/* On the loop: says a failed records file, once. */
+void tpr_records_say(tp_run *r);
 void tpr_artifact_dir_name(const tp_config *c, char *out, size_t outlen);
 tp_record *tpr_grow_records(tp_run *r);
 /* Server statistics: a request planned, a request ended (tp_hooks.c). */

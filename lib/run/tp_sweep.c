@@ -116,7 +116,8 @@ int tp_run_exec(tp_run *r, char *err, size_t errlen) {
     /* Also after an interruption: what was measured is written. */
     char aerr[512];
     if (r->search) tp_artifacts_set_search(r->artifacts, tp_sweep_search_summary(r->search));
-    if (tp_artifacts_finish(r->artifacts, aerr, sizeof(aerr))) tpr_warn(r, "cannot finish the artifacts: %s", aerr);
+    if (tp_artifacts_finish(r->artifacts, aerr, sizeof(aerr)))
+      tpr_output_failed(r, "cannot finish the artifacts: %s", aerr);
   }
   if (r->interrupted) {
     tp_seterr(err, errlen, "interrupted after %zu of %zu levels", r->n_levels, r->n_points);

@@ -548,6 +548,9 @@ TP_API int tp_run_check_gates(const tp_run *run, FILE *out);
  * units). Returns TP_EIO with a message in err when the file cannot be
  * written. */
 TP_API int tp_run_write_json(const tp_run *run, const char *path, char *err, size_t errlen);
+/* The same document printed to out (no temporary file).  Returns 0, or
+ * TP_EIO / TP_ENOMEM with a message in err. */
+TP_API int tp_run_print_json(const tp_run *run, FILE *out, char *err, size_t errlen);
 /* Writes perf_analyzer's latency report (its -f FILE: one CSV row per
  * level, times in microseconds; docs/metrics.md says what fills each
  * column), and with an ensemble one file per composing model beside it
@@ -556,6 +559,12 @@ TP_API int tp_run_write_json(const tp_run *run, const char *path, char *err, siz
 TP_API int tp_run_write_latency_csv(const tp_run *run, const char *path, bool verbose, char *err, size_t errlen);
 
 TP_API void tp_run_free(tp_run *run);
+/* The first of the run's own outputs that could not be written whole
+ * during tp_run_exec (the records file, the artifact directory's files),
+ * in words that name the file and, on a full disk, "no space left on DIR";
+ * NULL when every one was.  What was measured is still in the run (its
+ * reports, --json and -f are written by the caller). */
+TP_API const char *tp_run_output_error(const tp_run *run);
 
 
 /* Where the run wrote its artifacts ("" = none); borrowed. */

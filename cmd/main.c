@@ -13,7 +13,8 @@
 static tp_run *volatile g_run;
 static volatile sig_atomic_t g_signals;
 
-/* First Ctrl-C: stop sending, let in-flight requests finish, report.  Second:
+/* First Ctrl-C (or SIGTERM, or SIGHUP: a closed terminal, a CI runner's
+ * cancel): stop sending, let in-flight requests finish, report.  Second:
  * leave at once (whatever was written stays written). */
 static void on_signal(int sig) {
   (void)sig;
@@ -202,6 +203,7 @@ int tp_cli_run(tp_cli *cli, tp_cli_report_fn report, void *ud) {
   sa.sa_handler = on_signal;
   sigaction(SIGINT, &sa, NULL);
   sigaction(SIGTERM, &sa, NULL);
+  sigaction(SIGHUP, &sa, NULL);
 
   rv = tp_run_exec(run, err, sizeof(err));
   int code = TP_EXIT_OK;

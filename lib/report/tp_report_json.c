@@ -415,6 +415,15 @@ static json_t *level_json(const tp_level_result *lr) {
   bad |= set(o, "stable", lr->trials ? json_boolean(lr->stable) : json_null());
   bad |= set(o, "window_s", lr->window_end_s > 0 ? json_pack("[f,f]", lr->window_start_s, lr->window_end_s)
                                                     : json_null());
+  /* An interruption cut the level short: how long it ran, of what it was
+   * set to (null: not set by time, or by count). */
+  bad |= set(o, "partial", json_boolean(lr->partial));
+  if (lr->partial) {
+    bad |= set(o, "partial_ran_s", real_or_null(lr->partial_ran_s));
+    bad |= set(o, "partial_planned_s", lr->partial_planned_s > 0 ? real_or_null(lr->partial_planned_s) : json_null());
+    bad |= set(o, "partial_planned_requests",
+               lr->partial_planned_requests ? u64(lr->partial_planned_requests) : json_null());
+  }
   /* Only in sessions runs (docs/sessions.md), like "mpi" below. */
   if (lr->n_turns) bad |= level_sessions_json(o, lr);
   /* Only in distributed runs, so a single process's document is unchanged. */

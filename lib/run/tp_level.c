@@ -100,6 +100,9 @@ void tpr_on_interrupt(uv_async_t *a) {
   tp_run *r = a->data;
   if (!atomic_load(&r->interrupt_flag)) return;
   r->interrupted = true;
+  /* A level still planning is cut short (partial); one whose stop rule
+   * already ended its planning only waits for its last answers. */
+  if (!r->lv.done && r->lv.t0 && !r->lv.stop_planning && !r->lv.interrupted_ns) r->lv.interrupted_ns = tp_now_ns();
   /* Rank 0 stops every rank's level with its own. */
   if (r->mpi) tp_mpi_interrupt(r->mpi);
   level_state *L = &r->lv;
@@ -450,6 +453,21 @@ static void level_choose_measured(tp_run *r) {
   }
 }
 
+/* A level an interruption cut short says so, with how long it ran of what
+ * it was set to run. */
+static void level_partial(const tp_run *r, tp_level_result *lv) {
+  const level_state *L = &r->lv;
+  if (!L->interrupted_ns) return;
+  lv->partial = true;
+  lv->partial_ran_s = (double)(L->interrupted_ns - L->t0) / 1e9;
+  if (r->cfg.measure.measure_mode == TP_MEASURE_DURATION)
+    lv->partial_planned_s = (double)(r->cfg.measure.warmup_duration_ms + r->cfg.measure.duration_ms) / 1e3;
+  else if (L->sess && L->sess_total != SIZE_MAX && L->sess_total > L->n_warmup)
+    lv->partial_planned_requests = L->sess_total - L->n_warmup;
+  else if (!L->sess && L->total != SIZE_MAX && L->total_all > L->n_warmup)
+    lv->partial_planned_requests = L->total_all - L->n_warmup;
+}
+
 /* The level's figures, from its records, and the hooks' part of them. */
 static int level_result(tp_run *r, size_t li, const point *pt, tp_level_result *lv) {
   level_state *L = &r->lv;
@@ -465,6 +483,7 @@ static int level_result(tp_run *r, size_t li, const point *pt, tp_level_result *
   lv->trials = L->trials;
   lv->stable = L->stable;
   lv->prefix_cache_hit_rate = -1;
+  level_partial(r, lv); /* before the hooks: the artifacts say it too */
   tpr_hooks_end(r, li, lv);
   if (L->lo.window_end_ns) {
     lv->window_start_s = (double)(L->lo.window_start_ns - L->t0) / 1e9;

@@ -129,6 +129,7 @@ typedef struct level_state {
   size_t n_failed; /* of the done ones, failed: kept as they end, for progress */
   size_t total; /* requests to plan (count measurement), SIZE_MAX = until told to stop */
   uint64_t t0;  /* level start */
+  uint64_t interrupted_ns; /* when an interruption cut the level short (0 = it was not) */
   /* Open loop: the next planned offsets come from here. */
   tp_rng out_rng;
   uint64_t *offsets;

@@ -119,8 +119,17 @@ int tp_run_exec(tp_run *r, char *err, size_t errlen) {
     if (tp_artifacts_finish(r->artifacts, aerr, sizeof(aerr)))
       tpr_output_failed(r, "cannot finish the artifacts: %s", aerr);
   }
+  /* A failing server is said even when no gate asks (one line). */
+  char note[400];
+  if (tp_gates_error_rate_note(r->levels, r->n_levels, r->cfg.measure.max_error_rate, note, sizeof(note)))
+    tpr_warn(r, "%s", note);
   if (r->interrupted) {
-    tp_seterr(err, errlen, "interrupted after %zu of %zu levels", r->n_levels, r->n_points);
+    const tp_level_result *last = r->n_levels ? &r->levels[r->n_levels - 1] : NULL;
+    if (last && last->partial)
+      tp_seterr(err, errlen, "interrupted %.1f s into level %zu of %zu (partial: its figures cover what ran)",
+                last->partial_ran_s, r->n_levels, r->n_points);
+    else
+      tp_seterr(err, errlen, "interrupted after %zu of %zu levels", r->n_levels, r->n_points);
     return TP_EINTERRUPTED;
   }
   return 0;

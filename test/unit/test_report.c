@@ -680,6 +680,62 @@ static void test_pa_csv(void) {
   tp_buf_fini(&b);
 }
 
+/* A level an interruption cut short: named partial with how long it ran,
+ * in the level's text, the summary, the closing line and the JSON; the
+ * levels before it count as completed. */
+static void test_partial(void) {
+  tp_config cfg;
+  base_cfg(&cfg);
+  tp_level_result lr[3];
+  level_full(&lr[0]);
+  level_full(&lr[1]);
+  level_full(&lr[2]);
+  lr[1].concurrency = 8;
+  lr[1].partial = true;
+  lr[1].partial_ran_s = 2.31;
+  lr[1].partial_planned_s = 4;
+  lr[2].concurrency = 16;
+  lr[2].partial = true;
+  lr[2].partial_ran_s = 0.5;
+  lr[2].partial_planned_requests = 100;
+  tp_report_input in = {.cfg = &cfg, .levels = lr, .n_levels = 2, .interrupted = true};
+  char *t = render(&in);
+  CHECK(t && strstr(t, "Partial: interrupted, it ran 2.3 of 4.0 s; the figures cover what ran\n"),
+        "partial: the level says how long it ran of its time");
+  CHECK(t && strstr(t, "c=8 partial"), "partial: marked in the summary");
+  CHECK(t && strstr(t, "Sweep interrupted: 1 of 3 levels completed (concurrency 4); level 2 (concurrency 8) "
+                       "partial: it ran 2.3 of 4.0 s\n"),
+        "partial: not counted completed, named with its time");
+  if (t) check_tables_aligned(t, 3, "partial");
+  free(t);
+  in.levels = &lr[2];
+  in.n_levels = 1;
+  t = render(&in);
+  CHECK(t && strstr(t, "Partial: interrupted, it ran 0.5 s, 20 of its 100 requests measured"),
+        "partial: a count says how many of its requests were measured");
+  free(t);
+
+  char path[600], err[512];
+  snprintf(path, sizeof(path), "%s/partial.json", tmpdir);
+  in.levels = lr;
+  in.n_levels = 3;
+  CHECK_INT(tp_report_json(path, &in, err, sizeof(err)), 0, "partial: JSON written");
+  json_t *doc = json_load_file(path, 0, NULL);
+  json_t *lv = json_object_get(doc, "levels");
+  CHECK(json_is_false(json_object_get(json_array_get(lv, 0), "partial")) &&
+            !json_object_get(json_array_get(lv, 0), "partial_ran_s"),
+        "partial: a whole level is \"partial\": false");
+  json_t *p1 = json_array_get(lv, 1), *p2 = json_array_get(lv, 2);
+  CHECK(json_is_true(json_object_get(p1, "partial")) && num(p1, "partial_ran_s") == 2.31 &&
+            num(p1, "partial_planned_s") == 4 && json_is_null(json_object_get(p1, "partial_planned_requests")),
+        "partial: JSON gives the time it ran and its planned time");
+  CHECK(json_is_true(json_object_get(p2, "partial")) && json_is_null(json_object_get(p2, "partial_planned_s")) &&
+            num(p2, "partial_planned_requests") == 100,
+        "partial: or its planned count");
+  json_decref(doc);
+  unlink(path);
+}
+
 /* The bytes of path, up to len (-1: unreadable). */
 static ssize_t slurp(const char *path, char *buf, size_t len) {
   int fd = open(path, O_RDONLY | O_NONBLOCK);
@@ -781,6 +837,7 @@ int main(void) {
   test_json_errors();
   test_pa_csv();
   test_targets();
+  test_partial();
   rmdir(tmpdir);
   return tp_test_done();
 }

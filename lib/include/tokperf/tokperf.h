@@ -489,7 +489,21 @@ typedef struct tp_level_result {
   bool incomplete;          /* a rank failed: its share of the load and its records are missing */
   double clock_uncertainty_us; /* the largest rank's offset uncertainty: the merged time line's precision */
   const tp_rank_info *rank_info; /* ranks entries, owned by the run */
+
+  /* An interruption (Ctrl-C, SIGTERM, SIGHUP) cut the level short: it ran
+   * partial_ran_s seconds (from its start to the interruption) of the
+   * partial_planned_s it was set to run (warm-up and duration; 0 = not
+   * set by time), or of partial_planned_requests (the measured requests,
+   * or sessions, of a count; 0 = not set by count).  Its figures cover
+   * what ran. */
+  bool partial;
+  double partial_ran_s, partial_planned_s;
+  uint64_t partial_planned_requests;
 } tp_level_result;
+
+/* A run whose error rate at some level exceeds this is said in one line on
+ * stderr even without --max-error-rate (which makes it fail). */
+#define TP_ERROR_RATE_WARN 0.10
 
 /* ------------------------------------------------------------------------ */
 /* A run: a sweep of levels.                                                */

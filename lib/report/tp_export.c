@@ -13,6 +13,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <math.h>
+#include <stdio_ext.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -479,15 +480,25 @@ static int add_level_files(tp_artifacts *a, tp_buf *b, const tp_export_level *lv
 /* responses.jsonl, appended and flushed so an interrupted run keeps every
  * finished level. */
 static int add_responses(tp_artifacts *a, tp_buf *b, const tp_export_level *lv, char *err, size_t errlen) {
+  if (!a->resp) return io_err(err, errlen, "write", a->resp_path, EIO);
   tp_buf_reset(b);
+  /* A level that cannot be written whole is cut off again (a full disk):
+   * the file keeps the earlier levels' lines, every one whole. */
+  off_t good = ftello(a->resp);
   tp__sink resp_sink = {-1, a->resp};
   int rv = responses_jsonl(b, &resp_sink, lv->lr, lv->reqs, lv->n);
-  if (rv == TP_EIO && !read_back_error(lv->reqs, lv->n))
-    return io_err(err, errlen, "write", a->resp_path, errno);
-  if (rv) return rv;
-  if ((b->len && fwrite(b->data, 1, b->len, a->resp) != b->len) || fflush(a->resp))
-    return io_err(err, errlen, "write", a->resp_path, errno);
-  return 0;
+  if (rv == TP_EIO && !read_back_error(lv->reqs, lv->n)) rv = io_err(err, errlen, "write", a->resp_path, errno);
+  if (!rv && ((b->len && fwrite(b->data, 1, b->len, a->resp) != b->len) || fflush(a->resp)))
+    rv = io_err(err, errlen, "write", a->resp_path, errno);
+  if (rv && good >= 0) {
+    __fpurge(a->resp);
+    clearerr(a->resp);
+    if (ftruncate(fileno(a->resp), good) || fseeko(a->resp, good, SEEK_SET)) {
+      fclose(a->resp);
+      a->resp = NULL;
+    }
+  }
+  return rv;
 }
 
 /* Accuracy and the page's digest. */
@@ -524,9 +535,15 @@ int tp_artifacts_add_level(tp_artifacts *a, const tp_export_level *lv, tp_accura
   }
   tp_buf b;
   tp_buf_init(&b);
+  /* Each part is tried whatever became of the others (a full disk that
+   * stops the level's files may leave room for its lines, and the page's
+   * digest is kept in memory); the first failure is returned. */
+  char more[600];
   int rv = add_level_files(a, &b, lv, err, errlen);
-  if (!rv) rv = add_responses(a, &b, lv, err, errlen);
-  if (!rv) rv = add_digest(a, lv, acc_out);
+  int r2 = add_responses(a, &b, lv, rv ? more : err, rv ? sizeof(more) : errlen);
+  if (!rv) rv = r2;
+  r2 = add_digest(a, lv, acc_out);
+  if (!rv) rv = r2;
   if (rv && read_back_error(lv->reqs, lv->n))
     tp_seterr(err, errlen, "%s", read_back_error(lv->reqs, lv->n));
   else if (rv == TP_ENOMEM)

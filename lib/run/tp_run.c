@@ -463,6 +463,12 @@ int tp_run_write_json(const tp_run *r, const char *path, char *err, size_t errle
   return tp_report_json(path, &in, err, errlen);
 }
 
+int tp_write_file(const char *path, const void *data, size_t len, char *err, size_t errlen) {
+  if (tp__write_atomic(path, data, len) == 0) return 0;
+  tp__write_err(err, errlen, path, errno, NULL);
+  return TP_EIO;
+}
+
 int tp_run_print_json(const tp_run *r, FILE *out, char *err, size_t errlen) {
   tp_report_input in;
   fill_report(r, &in);

@@ -117,6 +117,8 @@ else:
         check(ok and 0 < n < 600, "full artifact directory: records.jsonl holds %d whole lines, no partial one" % n)
         check("first %d records" % n in p.stderr, "full artifact directory: the message says how many it holds",
               p.stderr)
+        rn, rok = whole_lines(os.path.join(full, "a", "responses.jsonl"))
+        check(rok, "full artifact directory: responses.jsonl holds %d whole lines, no partial one" % rn)
         check(temporaries(full) == [], "full artifact directory: no temporary file left", temporaries(full))
         pe = os.path.join(full, "a", "profile_export.json")
         if os.path.exists(pe):

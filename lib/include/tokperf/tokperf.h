@@ -562,6 +562,12 @@ TP_API int tp_run_check_gates(const tp_run *run, FILE *out);
  * units). Returns TP_EIO with a message in err when the file cannot be
  * written. */
 TP_API int tp_run_write_json(const tp_run *run, const char *path, char *err, size_t errlen);
+/* Writes len bytes to path as tokperf writes every output: through a
+ * temporary file and a rename (its symbolic links followed), a FIFO or a
+ * character device in place, no temporary left on failure.  Returns 0, or
+ * TP_EIO with a message in err ("no space left on DIR (FILE not written
+ * whole)" on a full disk). */
+TP_API int tp_write_file(const char *path, const void *data, size_t len, char *err, size_t errlen);
 /* The same document printed to out (no temporary file).  Returns 0, or
  * TP_EIO / TP_ENOMEM with a message in err. */
 TP_API int tp_run_print_json(const tp_run *run, FILE *out, char *err, size_t errlen);

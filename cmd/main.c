@@ -1,6 +1,7 @@
 /* tokperf: the command-line front end.  It fills a tp_config from the
  * arguments, runs the sweep, and prints the report; results go to stdout,
  * progress and errors to stderr. */
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -120,7 +121,11 @@ static int report_run(tp_cli *cli, tp_run *run, tp_cli_report_fn report, void *u
     tp_run_report_text(run, stdout);
     if (tp_run_artifact_dir(run)[0]) printf("Artifacts: %s\n", tp_run_artifact_dir(run));
   }
-  fflush(stdout);
+  /* stdout is an output too (a file on a full disk, a closed pipe). */
+  if (fflush(stdout) || ferror(stdout)) {
+    fprintf(stderr, "tokperf: cannot write the report to stdout: %s\n", strerror(errno));
+    if (code == TP_EXIT_OK) code = TP_EXIT_WRITE;
+  }
   if (cli->cfg.output.json_path) {
     char jerr[512];
     if (tp_run_write_json(run, cli->cfg.output.json_path, jerr, sizeof(jerr))) {

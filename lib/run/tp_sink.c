@@ -75,7 +75,8 @@ static void records_fail(tp_run *r, int e) {
   r->records_errno = e ? e : EIO;
   __fpurge(r->records_fp);
   clearerr(r->records_fp);
-  r->records_cut = !r->shed_records || ftruncate(fileno(r->records_fp), r->records_good) == 0;
+  /* A pipe cannot be cut: what reached it stays, perhaps half a line. */
+  r->records_cut = r->shed_records && ftruncate(fileno(r->records_fp), r->records_good) == 0;
 }
 
 /* After a flush (the records lock held): its bytes are in the file, or

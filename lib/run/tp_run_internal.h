@@ -265,7 +265,7 @@ struct tp_run {
    * lines written and lines known whole, and whether the loop said it. */
   int records_errno;
   bool records_cut, records_said;
-  off_t records_good;
+  off_t records_good, records_end; /* bytes known whole, bytes written */
   uint64_t records_lines, records_lines_good;
   /* The first output that could not be written whole (tp_run_output_error). */
   char output_error[1024];

@@ -212,22 +212,19 @@ void tp_rec_arena_reset(tp_rec_arena *a) {
   a->released = 0;
   if (a->fd < 0 || !a->base) return;
   /* Emptying the file frees its blocks; growing it back reads as zeros.
-   * The mapping stays where it is, and the blocks of the capacity are
-   * reserved again (the next level is likely to need as many); where the
-   * file cannot be sized or its blocks reserved again, the records move to
-   * heap memory (zeros: nothing is copied from a reset arena). */
+   * The mapping stays where it is, and its blocks are reserved again a
+   * step at a time as the next level plans records.  A file that cannot
+   * be sized again (the mapping would reach past its end) leaves the
+   * records to heap memory. */
   madvise(a->base, a->bytes, MADV_DONTNEED);
-  size_t keep = a->reserved;
   a->reserved = 0;
+  a->cap = 0;
   a->advice = MADV_RANDOM;
-  if (set_size(a->fd, 0) || set_size(a->fd, a->bytes) || reserve_blocks(a, keep)) {
-    /* No memory either: nothing may be written until the next reserve. */
-    a->cap = 0;
-    (void)to_heap(a, keep);
+  if (set_size(a->fd, 0) || set_size(a->fd, a->bytes)) {
+    (void)to_heap(a, 0);
     return;
   }
   (void)madvise(a->base, a->bytes, a->advice);
-  a->cap = a->reserved / sizeof(tp_record);
 }
 
 void tp_rec_arena_read_back(tp_rec_arena *a) {

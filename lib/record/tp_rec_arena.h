@@ -79,9 +79,9 @@ int tp_rec_arena_expect(tp_rec_arena *a, size_t n);
  * same bound does nothing. */
 void tp_rec_arena_release(tp_rec_arena *a, size_t below);
 /* Empties the arena for a new level: its pages leave memory and the file
- * its blocks, which are reserved again for the same capacity (or the
- * array moves to heap memory); the array reads as zeros again.  The base
- * may move. */
+ * its blocks (reserved again by the next reserves: the capacity is 0 then);
+ * the mapping stays and reads as zeros.  The base may move (to heap
+ * memory, when the file cannot be sized again). */
 void tp_rec_arena_reset(tp_rec_arena *a);
 /* From now until the next reset the records are read in order (the
  * level's statistics and exports): pages that left memory are read ahead.

@@ -361,8 +361,10 @@ static int level_prepare(tp_run *r) {
     want = L->n_offsets < L->total ? L->n_offsets : L->total;
   else if (!L->sess && L->total != SIZE_MAX)
     want = L->total;
-  if (want && r->arena && tp_rec_arena_file_backed(r->arena)) {
-    (void)tp_rec_arena_expect(r->arena, want < AHEAD_FILE_MAX ? want : AHEAD_FILE_MAX);
+  /* A file-backed arena maps ahead and reserves the first step of blocks
+   * now (its first records, whatever the level's length). */
+  if (r->arena && tp_rec_arena_file_backed(r->arena)) {
+    if (want) (void)tp_rec_arena_expect(r->arena, want < AHEAD_FILE_MAX ? want : AHEAD_FILE_MAX);
     want = 1;
   }
   /* Taken ahead only: a failure here is a growth later. */

@@ -34,7 +34,9 @@ static size_t page_size(void) {
   return p > 0 ? (size_t)p : 4096;
 }
 
-static size_t round_up(size_t n, size_t to) { return (n + to - 1) / to * to; }
+static size_t round_up(size_t n, size_t to) {
+  return (n + to - 1) / to * to;
+}
 
 static int open_file(const char *dir) {
   if (!dir || !*dir) dir = getenv("TMPDIR");
@@ -71,7 +73,9 @@ tp_record *tp_rec_arena_base(const tp_rec_arena *a) { return a->base; }
 
 int tp_rec_arena_file_backed(const tp_rec_arena *a) { return a->fd >= 0; }
 
-int tp_rec_arena_fell_back(const tp_rec_arena *a) { return a->fell_back; }
+int tp_rec_arena_fell_back(const tp_rec_arena *a) {
+  return a->fell_back;
+}
 
 size_t tp_rec_arena_cap(const tp_rec_arena *a) { return a->cap; }
 

@@ -162,8 +162,8 @@ static int io_err(char *err, size_t errlen, const char *what, const char *path, 
   if (tp_errno_full(e) && tp_write_error(full, sizeof(full), path, e))
     tp_seterr(err, errlen, "%s", full);
   else
-    tp_seterr(err, errlen, "cannot %s %s: %s (check that the directory is writable; see --artifact-dir)", what,
-              path, strerror(e));
+    tp_seterr(err, errlen, "cannot %s %s: %s (check that the directory is writable; see --artifact-dir)",
+              what, path, strerror(e));
   return e == ENOMEM ? TP_ENOMEM : TP_EIO;
 }
 
@@ -378,7 +378,8 @@ static int add_pa(tp_artifacts *a, tp_buf *b, const tp_export_level *lv, const c
    * appended whole is cut off again, so the file stays one JSON document
    * of the levels that fit. */
   off_t pe_end = a->pe_tmp ? lseek(a->pe_fd, 0, SEEK_CUR) : -1;
-  if (!rv && a->pe_levels && tp__write_all(a->pe_fd, ",", 1)) rv = io_err(err, errlen, "write", a->pe_path, errno);
+  if (!rv && a->pe_levels && tp__write_all(a->pe_fd, ",", 1))
+    rv = io_err(err, errlen, "write", a->pe_path, errno);
   /* The same bytes into the run's export: copied from the level's file,
    * or, where that was written in place (a device someone put there),
    * made again. */
@@ -388,7 +389,8 @@ static int add_pa(tp_artifacts *a, tp_buf *b, const tp_export_level *lv, const c
     tp__sink pe_sink = {a->pe_fd, NULL};
     tp_buf_reset(b);
     rv = tp__pa_experiment(b, &pe_sink, lv, a->cfg, def_max, a->anchor_mono_ns, a->anchor_wall_ns);
-    if (rv == TP_EIO && !read_back_error(lv->reqs, lv->n)) rv = io_err(err, errlen, "write", a->pe_path, errno);
+    if (rv == TP_EIO && !read_back_error(lv->reqs, lv->n))
+      rv = io_err(err, errlen, "write", a->pe_path, errno);
     if (!rv && tp__write_all(a->pe_fd, b->data, b->len)) rv = io_err(err, errlen, "write", a->pe_path, errno);
   }
   if (rv && pe_end >= 0 && (ftruncate(a->pe_fd, pe_end) || lseek(a->pe_fd, pe_end, SEEK_SET) < 0)) {
@@ -487,7 +489,8 @@ static int add_responses(tp_artifacts *a, tp_buf *b, const tp_export_level *lv, 
   off_t good = ftello(a->resp);
   tp__sink resp_sink = {-1, a->resp};
   int rv = responses_jsonl(b, &resp_sink, lv->lr, lv->reqs, lv->n);
-  if (rv == TP_EIO && !read_back_error(lv->reqs, lv->n)) rv = io_err(err, errlen, "write", a->resp_path, errno);
+  if (rv == TP_EIO && !read_back_error(lv->reqs, lv->n))
+    rv = io_err(err, errlen, "write", a->resp_path, errno);
   if (!rv && ((b->len && fwrite(b->data, 1, b->len, a->resp) != b->len) || fflush(a->resp)))
     rv = io_err(err, errlen, "write", a->resp_path, errno);
   if (rv && good >= 0) {

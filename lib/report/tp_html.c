@@ -219,8 +219,8 @@ static int summary_table(tp_buf *o, const tp_html_input *in) {
     if (!lr->partial) continue;
     char lname[128];
     tp__level_name(lr, lname, sizeof(lname));
-    rv = tp_buf_printf(o, "<p class=\"err\">%c%s is partial: interrupted after %.1f s", toupper((unsigned char)lname[0]),
-                       lname + 1, lr->partial_ran_s);
+    rv = tp_buf_printf(o, "<p class=\"err\">%c%s is partial: interrupted after %.1f s",
+                       toupper((unsigned char)lname[0]), lname + 1, lr->partial_ran_s);
     if (!rv && lr->partial_planned_s > 0) rv = tp_buf_printf(o, " of %.1f s", lr->partial_planned_s);
     if (!rv) rv = tp_buf_append_str(o, "; its figures cover what ran.</p>\n");
   }

@@ -618,7 +618,8 @@ void tp_report_text(FILE *out, const tp_report_input *in) {
             TP_MAX(cfg->load.n_concurrency, in->n_levels));
     size_t k = 0;
     for (size_t i = 0; i < in->n_levels; i++)
-      if (!in->levels[i].partial) fprintf(out, "%s%" PRIu32, k++ ? ", " : " (concurrency ", in->levels[i].concurrency);
+      if (!in->levels[i].partial)
+        fprintf(out, "%s%" PRIu32, k++ ? ", " : " (concurrency ", in->levels[i].concurrency);
     fprintf(out, "%s", k ? ")" : "");
     for (size_t i = 0; i < in->n_levels; i++) {
       if (!in->levels[i].partial) continue;

@@ -80,7 +80,6 @@ int tp_report_pa_csv(tp_buf *out, const tp_level_result *levels, size_t n, const
  * says so while 0 is returned (err is "" otherwise).  Returns 0, or
  * TP_EIO / TP_ENOMEM with "cannot write PATH: reason" in err. */
 int tp_report_pa_csv_files(const char *path, const char *sibling_dir, const tp_level_result *levels, size_t n,
-                           bool verbose, char *err,
-                           size_t errlen);
+                           bool verbose, char *err, size_t errlen);
 
 #endif

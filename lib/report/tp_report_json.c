@@ -420,7 +420,8 @@ static json_t *level_json(const tp_level_result *lr) {
   bad |= set(o, "partial", json_boolean(lr->partial));
   if (lr->partial) {
     bad |= set(o, "partial_ran_s", real_or_null(lr->partial_ran_s));
-    bad |= set(o, "partial_planned_s", lr->partial_planned_s > 0 ? real_or_null(lr->partial_planned_s) : json_null());
+    bad |= set(o, "partial_planned_s",
+               lr->partial_planned_s > 0 ? real_or_null(lr->partial_planned_s) : json_null());
     bad |= set(o, "partial_planned_requests",
                lr->partial_planned_requests ? u64(lr->partial_planned_requests) : json_null());
   }

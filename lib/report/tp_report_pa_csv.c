@@ -175,10 +175,11 @@ int tp_report_pa_csv_files(const char *path, const char *sibling_dir, const tp_l
     rv = write_one(cpath, levels, n, m->name, false, err, errlen);
   }
   if (!rv && skipped)
-    tp_seterr(err, errlen,
-              "%s is not a regular file: the latency reports of its %zu composing models are not written beside "
-              "it (they go to the artifact directory when there is one)",
-              path, skipped);
+    tp_seterr(
+        err, errlen,
+        "%s is not a regular file: the latency reports of its %zu composing models are not written beside "
+        "it (they go to the artifact directory when there is one)",
+        path, skipped);
   free(real);
   return rv;
 }

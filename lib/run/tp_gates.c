@@ -199,9 +199,11 @@ int tp_gates_error_rate_note(const tp_level_result *levels, size_t n_levels, dou
   if (!worst) return 0;
   char where[64], more[64] = "";
   level_name(worst, where, sizeof(where));
-  if (over > 1) snprintf(more, sizeof(more), " (and %zu more levels over %g%%)", over - 1, 100 * TP_ERROR_RATE_WARN);
+  if (over > 1)
+    snprintf(more, sizeof(more), " (and %zu more levels over %g%%)", over - 1, 100 * TP_ERROR_RATE_WARN);
   snprintf(buf, len,
-           "%.1f%% of the measured requests failed at %s (%" PRIu64 " of %" PRIu64 ")%s, over the %g%% tokperf "
+           "%.1f%% of the measured requests failed at %s (%" PRIu64 " of %" PRIu64
+           ")%s, over the %g%% tokperf "
            "warns at; the figures describe a failing server (--max-error-rate R makes such a run fail)",
            100 * worst->error_rate, where, worst->failed, worst->requests, more, 100 * TP_ERROR_RATE_WARN);
   return 1;

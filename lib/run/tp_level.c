@@ -102,7 +102,8 @@ void tpr_on_interrupt(uv_async_t *a) {
   r->interrupted = true;
   /* A level still planning is cut short (partial); one whose stop rule
    * already ended its planning only waits for its last answers. */
-  if (!r->lv.done && r->lv.t0 && !r->lv.stop_planning && !r->lv.interrupted_ns) r->lv.interrupted_ns = tp_now_ns();
+  if (!r->lv.done && r->lv.t0 && !r->lv.stop_planning && !r->lv.interrupted_ns)
+    r->lv.interrupted_ns = tp_now_ns();
   /* Rank 0 stops every rank's level with its own. */
   if (r->mpi) tp_mpi_interrupt(r->mpi);
   level_state *L = &r->lv;

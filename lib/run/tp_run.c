@@ -51,7 +51,9 @@ void tpr_output_failed(tp_run *r, const char *fmt, ...) {
   if (!r->output_error[0]) snprintf(r->output_error, sizeof(r->output_error), "%s", msg);
 }
 
-const char *tp_run_output_error(const tp_run *r) { return r->output_error[0] ? r->output_error : NULL; }
+const char *tp_run_output_error(const tp_run *r) {
+  return r->output_error[0] ? r->output_error : NULL;
+}
 
 /* Chat messages go to /v1/chat/completions as they are; a marker or a
  * shared prefix is put before the prompt text, which for messages would
@@ -477,8 +479,8 @@ int tp_run_print_json(const tp_run *r, FILE *out, char *err, size_t errlen) {
 
 int tp_run_write_latency_csv(const tp_run *r, const char *path, bool verbose, char *err, size_t errlen) {
   char note[600];
-  int rv = tp_report_pa_csv_files(path, r->artifacts ? r->artifact_dir : NULL, r->levels, r->n_levels, verbose,
-                                  note, sizeof(note));
+  int rv = tp_report_pa_csv_files(path, r->artifacts ? r->artifact_dir : NULL, r->levels, r->n_levels,
+                                  verbose, note, sizeof(note));
   if (rv)
     tp_seterr(err, errlen, "%s", note);
   else if (note[0])

@@ -457,9 +457,9 @@ int tpr_sink_open(tp_run *r, char *err, size_t errlen) {
   const char *slash = r->cfg.output.records_path ? strrchr(r->cfg.output.records_path, '/') : NULL;
   if (slash)
     snprintf(dir, sizeof(dir), "%.*s", (int)(slash - r->cfg.output.records_path), r->cfg.output.records_path);
-  const char *arena_dir = slash ? (slash == r->cfg.output.records_path ? "/" : dir)
-                         : r->cfg.output.records_path ? "."
-                                                      : NULL;
+  const char *arena_dir = slash                        ? (slash == r->cfg.output.records_path ? "/" : dir)
+                          : r->cfg.output.records_path ? "."
+                                                       : NULL;
   if (!arena_dir) arena_dir = getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
   snprintf(r->arena_dir, sizeof(r->arena_dir), "%s", arena_dir);
   if (!r->arena && tp_rec_arena_new(&r->arena, arena_dir)) {

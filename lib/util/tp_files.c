@@ -73,11 +73,16 @@ tp_target_kind tp_target_kind_of(const char *resolved, char *why, size_t whylen)
   if (stat(resolved, &st) != 0 || S_ISREG(st.st_mode)) return TP_TARGET_FILE;
   if (S_ISFIFO(st.st_mode) || S_ISCHR(st.st_mode)) return TP_TARGET_STREAM;
   tp_seterr(why, whylen, "it is a %s (give a file, a FIFO or a character device such as /dev/null)",
-            S_ISDIR(st.st_mode) ? "directory" : S_ISSOCK(st.st_mode) ? "socket" : S_ISBLK(st.st_mode) ? "block device" : "special file");
+            S_ISDIR(st.st_mode)    ? "directory"
+            : S_ISSOCK(st.st_mode) ? "socket"
+            : S_ISBLK(st.st_mode)  ? "block device"
+                                   : "special file");
   return TP_TARGET_REFUSED;
 }
 
-int tp_errno_full(int e) { return e == ENOSPC || e == EDQUOT; }
+int tp_errno_full(int e) {
+  return e == ENOSPC || e == EDQUOT;
+}
 
 int tp_write_error(char *why, size_t whylen, const char *path, int e) {
   if (!tp_errno_full(e)) {
@@ -89,7 +94,8 @@ int tp_write_error(char *why, size_t whylen, const char *path, int e) {
   char dir[PATH_MAX], real[PATH_MAX];
   dir_of(path, dir, sizeof(dir));
   const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
-  tp_seterr(why, whylen, "no space left on %s (%s not written whole)", realpath(dir, real) ? real : dir, base);
+  tp_seterr(why, whylen, "no space left on %s (%s not written whole)", realpath(dir, real) ? real : dir,
+            base);
   return 1;
 }
 

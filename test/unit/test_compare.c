@@ -350,7 +350,8 @@ static void test_partial(void) {
   CHECK_INT(rv, 0, "partial: compared");
   CHECK(t && strstr(t, "Concurrency 8 (partial in B: it ran 2.3 of 4.0 s)\n") && strstr(t, "Concurrency 4\n"),
         "partial: the cut level is flagged with its time, the whole one not");
-  CHECK(t && strstr(t, "Partial: 1 of the compared levels were cut short"), "partial: and counted at the end");
+  CHECK(t && strstr(t, "Partial: 1 of the compared levels were cut short"),
+        "partial: and counted at the end");
   free(t);
   unlink(pa);
   unlink(pb);

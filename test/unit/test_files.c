@@ -109,7 +109,8 @@ int main(void) {
   t = tp_resolve_target(at("loop1"));
   CHECK(!t && errno == ELOOP, "resolve: a loop of links is ELOOP");
   free(t);
-  CHECK(tp_file_check_writable(at("dangling"), why, sizeof(why)) == 0, "file: a link to a new file in a writable directory");
+  CHECK(tp_file_check_writable(at("dangling"), why, sizeof(why)) == 0,
+        "file: a link to a new file in a writable directory");
   symlink("missing/x.json", at("dangling2"));
   CHECK(tp_file_check_writable(at("dangling2"), why, sizeof(why)) == TP_EIO && strstr(why, "missing"),
         "file: a link into a missing directory names it (%s)", why);
@@ -140,11 +141,13 @@ int main(void) {
    * and the file. */
   char want[600], real[512];
   CHECK(tp_write_error(why, sizeof(why), at("dir/../file"), ENOSPC) == 1, "full: ENOSPC is a full disk");
-  snprintf(want, sizeof(want), "no space left on %s (file not written whole)", realpath(root, real) ? real : root);
+  snprintf(want, sizeof(want), "no space left on %s (file not written whole)",
+           realpath(root, real) ? real : root);
   CHECK_STR(why, want, "full: the directory resolved and the file named");
   CHECK(tp_write_error(why, sizeof(why), at("x"), EDQUOT) == 1 && strstr(why, "no space left on"),
         "full: a quota is a full disk too");
-  CHECK(tp_write_error(why, sizeof(why), at("x"), EACCES) == 0 && strstr(why, strerror(EACCES)) && strstr(why, at("x")),
+  CHECK(tp_write_error(why, sizeof(why), at("x"), EACCES) == 0 && strstr(why, strerror(EACCES)) &&
+            strstr(why, at("x")),
         "full: another error is said as it is (%s)", why);
 
   const char *links[] = {"dir/rel", "abs", "dangling", "dangling2", "loop1", "loop2", "fifo", "sock"};

@@ -104,6 +104,7 @@ int main(void) {
   CHECK_INT(tp_gates_error_rate_note(lv3, 3, 0.5, note, sizeof(note)), 0,
             "error-rate note: none with --max-error-rate (the gate says it)");
   tp_level_result edge = level(200, 1500, 10, 100);
-  CHECK_INT(tp_gates_error_rate_note(&edge, 1, -1, note, sizeof(note)), 0, "error-rate note: exactly 10% is not over");
+  CHECK_INT(tp_gates_error_rate_note(&edge, 1, -1, note, sizeof(note)), 0,
+            "error-rate note: exactly 10% is not over");
   return tp_test_done();
 }

@@ -703,8 +703,9 @@ static void test_partial(void) {
   CHECK(t && strstr(t, "Partial: interrupted, it ran 2.3 of 4.0 s; the figures cover what ran\n"),
         "partial: the level says how long it ran of its time");
   CHECK(t && strstr(t, "c=8 partial"), "partial: marked in the summary");
-  CHECK(t && strstr(t, "Sweep interrupted: 1 of 3 levels completed (concurrency 4); level 2 (concurrency 8) "
-                       "partial: it ran 2.3 of 4.0 s\n"),
+  CHECK(t && strstr(t,
+                    "Sweep interrupted: 1 of 3 levels completed (concurrency 4); level 2 (concurrency 8) "
+                    "partial: it ran 2.3 of 4.0 s\n"),
         "partial: not counted completed, named with its time");
   if (t) check_tables_aligned(t, 3, "partial");
   free(t);
@@ -727,9 +728,11 @@ static void test_partial(void) {
         "partial: a whole level is \"partial\": false");
   json_t *p1 = json_array_get(lv, 1), *p2 = json_array_get(lv, 2);
   CHECK(json_is_true(json_object_get(p1, "partial")) && num(p1, "partial_ran_s") == 2.31 &&
-            num(p1, "partial_planned_s") == 4 && json_is_null(json_object_get(p1, "partial_planned_requests")),
+            num(p1, "partial_planned_s") == 4 &&
+            json_is_null(json_object_get(p1, "partial_planned_requests")),
         "partial: JSON gives the time it ran and its planned time");
-  CHECK(json_is_true(json_object_get(p2, "partial")) && json_is_null(json_object_get(p2, "partial_planned_s")) &&
+  CHECK(json_is_true(json_object_get(p2, "partial")) &&
+            json_is_null(json_object_get(p2, "partial_planned_s")) &&
             num(p2, "partial_planned_requests") == 100,
         "partial: or its planned count");
   json_decref(doc);
@@ -763,7 +766,8 @@ static void test_targets(void) {
   CHECK_INT(tp_report_json(link, &in, err, sizeof(err)), 0, "targets: JSON through a link to a new file");
   struct stat st;
   CHECK(lstat(link, &st) == 0 && S_ISLNK(st.st_mode), "targets: the link is still a link");
-  CHECK(slurp(target, buf, sizeof(buf)) > 0 && strstr(buf, "\"schema\""), "targets: its target holds the document");
+  CHECK(slurp(target, buf, sizeof(buf)) > 0 && strstr(buf, "\"schema\""),
+        "targets: its target holds the document");
   CHECK_INT(tp_report_json(link, &in, err, sizeof(err)), 0, "targets: and again, over the existing target");
   CHECK(lstat(link, &st) == 0 && S_ISLNK(st.st_mode), "targets: still a link");
   CHECK_INT(dir_entries(dir), 2, "targets: no temporary left beside them");
@@ -801,7 +805,8 @@ static void test_targets(void) {
   CHECK(access(cpath, R_OK) == 0, "targets: the composing file went to the artifact directory");
   CHECK_INT(dir_entries(dir), 4, "targets: nothing beside the FIFO");
   unlink(cpath);
-  CHECK_INT(tp_report_pa_csv_files(fifo, NULL, lv, 1, false, err, sizeof(err)), 0, "targets: -f into a FIFO, no directory");
+  CHECK_INT(tp_report_pa_csv_files(fifo, NULL, lv, 1, false, err, sizeof(err)), 0,
+            "targets: -f into a FIFO, no directory");
   CHECK(strstr(err, "not written") != NULL, "targets: the composing file not written is said (%s)", err);
   CHECK_INT(dir_entries(dir), 4, "targets: still nothing beside the FIFO");
   if (rd >= 0) close(rd);

@@ -898,8 +898,12 @@ static void print_exit_codes(FILE *out) {
           "  1    the run completed but a threshold failed\n"
           "  2    usage or input error: a bad option value, or a bad --input-file line (file:line named)\n"
           "  3    could not start: server unreachable, model missing or not ready or lacking an input,\n"
-          "       tokenizer not loadable\n"
-          "  130  interrupted (Ctrl-C); the levels completed so far are reported\n");
+          "       tokenizer not loadable; or an output could not be written whole (a full disk: 'no space\n"
+          "       left on DIR'); the results are on stdout and in every output that had room\n"
+          "  130  interrupted (Ctrl-C, SIGTERM, SIGHUP); what was measured is reported, a level cut\n"
+          "       short marked partial with the time it ran\n"
+          "A level with over 10%% of its requests failed is said in one line on stderr (exit 0 unless\n"
+          "--max-error-rate).\n");
 }
 
 void tp_cli_help_main(FILE *out) {
@@ -1000,8 +1004,10 @@ void tp_cli_man(FILE *out) {
   fprintf(out,
           ".SH \"EXIT STATUS\"\n.TP\n0\nthe run completed (failed requests are counted, not fatal)\n"
           ".TP\n1\na threshold (\\-\\-assert, \\-\\-max\\-error\\-rate) failed\n"
-          ".TP\n2\nusage or input error\n.TP\n3\ncould not start (server, model or tokenizer)\n"
-          ".TP\n130\ninterrupted; the levels completed so far are reported\n"
+          ".TP\n2\nusage or input error\n.TP\n3\ncould not start (server, model or tokenizer), or an output "
+          "could not be written whole (a full disk: no space left on DIR)\n"
+          ".TP\n130\ninterrupted (SIGINT, SIGTERM, SIGHUP); what was measured is reported, a level cut short "
+          "marked partial\n"
           ".SH EXAMPLES\n.nf\ntokperf profile \\-\\-mock \\-\\-concurrency 1,4,16,64\n"
           "tokperf profile \\-u localhost:8001 \\-m ensemble \\-\\-concurrency 1:64:x2 \\-\\-tokenizer /models/llama2\n"
           ".fi\n");

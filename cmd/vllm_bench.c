@@ -263,12 +263,15 @@ static int save_result(const vb_ctx *x, const tp_level_result *lr) {
       json_object_set_new(j, k, st->n ? json_real(v) : json_null());
     }
   }
-  int rv = json_dump_file(j, path, JSON_INDENT(2));
+  char *text = json_dumps(j, JSON_INDENT(2));
   json_decref(j);
-  if (rv) {
-    fprintf(stderr, "tokperf vllm-bench: cannot write --save-result file %s\n", path);
+  char err[700] = "out of memory";
+  if (!text || tp_write_file(path, text, strlen(text), err, sizeof(err))) {
+    free(text);
+    fprintf(stderr, "tokperf vllm-bench: --save-result: %s\n", err);
     return -1;
   }
+  free(text);
   fprintf(stderr, "tokperf vllm-bench: result written to %s\n", path);
   return 0;
 }

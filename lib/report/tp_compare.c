@@ -460,7 +460,7 @@ static int write_junit(const char *path, const char *pa, const char *pb, const t
   if (!rv) rv = junit_metrics(&o, rs);
   if (!rv) rv = tp_buf_append_str(&o, "  </testsuite>\n</testsuites>\n");
   if (!rv && tp__write_atomic(path, o.data, o.len)) {
-    tp_seterr(err, errlen, "cannot write %s: %s (see --junit)", path, strerror(errno));
+    tp__write_err(err, errlen, path, errno, "see --junit");
     rv = TP_EIO;
   } else if (rv) {
     tp_seterr(err, errlen, "cannot write %s: out of memory", path);
@@ -499,6 +499,19 @@ static int parse_rules(const char *const *fail_on, size_t n, tp_compare_rule *ru
     }
   }
   return 0;
+}
+
+/* A level an interruption cut short (its "partial" is true): "partial in
+ * A: it ran 2.1 of 4.0 s" into buf, else nothing (false). */
+static bool partial_note(json_t *lv, const char *which, char *buf, size_t len) {
+  if (!json_is_true(json_object_get(lv, "partial"))) return false;
+  double ran = 0, planned = 0;
+  num(json_object_get(lv, "partial_ran_s"), &ran);
+  if (num(json_object_get(lv, "partial_planned_s"), &planned) && planned > 0)
+    snprintf(buf, len, "partial in %s: it ran %.1f of %.1f s", which, ran, planned);
+  else
+    snprintf(buf, len, "partial in %s: interrupted after %.1f s", which, ran);
+  return true;
 }
 
 /* The point of B that matches la's point pa and is not used yet (marked
@@ -587,6 +600,7 @@ typedef struct run_cmp {
   bool *used_b;
   bool use_ci;
   size_t matched, nfail;
+  size_t partial; /* matched levels an interruption cut short in A or B */
   char first_fail[640];
 } run_cmp;
 
@@ -604,8 +618,18 @@ static int compare_levels(run_cmp *c, results *rs, const tp_compare_rule *rules,
       continue;
     }
     c->matched++;
+    /* A level an interruption cut short is compared all the same, and
+     * flagged: its figures cover less than the other's. */
+    char pa_note[96], pb_note[96], suffix[240] = "\n";
+    bool pa_part = partial_note(la, "A", pa_note, sizeof(pa_note));
+    bool pb_part = partial_note(lb, "B", pb_note, sizeof(pb_note));
+    if (pa_part || pb_part) {
+      snprintf(suffix, sizeof(suffix), " (%s%s%s)\n", pa_part ? pa_note : "", pa_part && pb_part ? "; " : "",
+               pb_part ? pb_note : "");
+      c->partial++;
+    }
     if (out) {
-      print_level_head(out, name, "\n");
+      print_level_head(out, name, suffix);
       fprintf(out, "  %-34s %14s %14s %9s\n", "Metric", "A", "B", "Change");
     }
     rv = compare_metrics(rs, name, la, lb, c->use_ci, out);
@@ -654,6 +678,11 @@ int tp_compare_run(const char *json_a, const char *json_b, const char *const *fa
     rv = TP_EINVAL;
   }
 
+  if (!rv && out && c.partial)
+    fprintf(out,
+            "\nPartial: %zu of the compared levels were cut short by an interruption; their figures cover "
+            "less time than a whole level's\n",
+            c.partial);
   if (!rv && out && n) print_rules(out, rules, &rs);
   if (!rv && junit_path) rv = write_junit(junit_path, json_a, json_b, rules, &rs, err, errlen);
   size_t nfail = c.nfail;

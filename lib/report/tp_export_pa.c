@@ -342,7 +342,22 @@ int tp__pa_experiment(tp_buf *out, const tp__sink *sk, const tp_export_level *lv
     uint64_t dur_ns = lr->duration_s > 0 ? (uint64_t)llround(lr->duration_s * 1e9) : 0;
     rv = tp_buf_printf(out, "%" PRIu64 ",%" PRIu64, W(start_ns), W(start_ns) + dur_ns);
   }
-  if (!rv) rv = tp_buf_append(out, "]}", 2);
+  if (!rv) rv = tp_buf_append(out, "]", 1);
+  /* tokperf's own key, only on a level an interruption cut short
+   * (perf_analyzer has no such level; its readers skip keys they do not
+   * know). */
+  if (!rv && lr->partial) {
+    rv = tp_buf_printf(out, ",\"tokperf_partial\":{\"ran_s\":%.6g,\"planned_s\":", lr->partial_ran_s);
+    if (!rv)
+      rv = lr->partial_planned_s > 0 ? tp_buf_printf(out, "%.6g", lr->partial_planned_s)
+                                     : tp_buf_append_str(out, "null");
+    if (!rv) rv = tp_buf_append_str(out, ",\"planned_requests\":");
+    if (!rv)
+      rv = lr->partial_planned_requests ? tp__json_u64(out, lr->partial_planned_requests)
+                                        : tp_buf_append_str(out, "null");
+    if (!rv) rv = tp_buf_append(out, "}", 1);
+  }
+  if (!rv) rv = tp_buf_append(out, "}", 1);
   return rv;
 }
 #undef W

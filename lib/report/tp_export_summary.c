@@ -96,6 +96,19 @@ json_t *tp__summary_json(const tp_level_result *lr, tp_export_tool tool, bool st
       return NULL;
     }
   }
+  /* tokperf's own key, only on a level an interruption cut short (the
+   * tools have no such level; their readers skip keys they do not know). */
+  if (lr->partial &&
+      json_object_set_new(
+          doc, "tokperf_partial",
+          json_pack("{s:f,s:o,s:o}", "ran_s", lr->partial_ran_s, "planned_s",
+                    lr->partial_planned_s > 0 ? json_real(lr->partial_planned_s) : json_null(),
+                    "planned_requests",
+                    lr->partial_planned_requests ? json_integer((json_int_t)lr->partial_planned_requests)
+                                                 : json_null()))) {
+    json_decref(doc);
+    return NULL;
+  }
   return doc;
 }
 

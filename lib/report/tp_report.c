@@ -450,6 +450,18 @@ static void print_server_away(FILE *out, const tp_level_result *lr) {
   fputc('\n', out);
 }
 
+/* How far a partial level got: "it ran 2.3 of 4.0 s", "it ran 2.3 s, 37
+ * of its 100 requests measured", "it ran 2.3 s". */
+static void partial_words(const tp_level_result *lr, char *buf, size_t len) {
+  if (lr->partial_planned_s > 0)
+    snprintf(buf, len, "it ran %.1f of %.1f s", lr->partial_ran_s, lr->partial_planned_s);
+  else if (lr->partial_planned_requests)
+    snprintf(buf, len, "it ran %.1f s, %" PRIu64 " of its %" PRIu64 " requests measured", lr->partial_ran_s,
+             lr->requests, lr->partial_planned_requests);
+  else
+    snprintf(buf, len, "it ran %.1f s", lr->partial_ran_s);
+}
+
 static void print_level(FILE *out, const tp_report_input *in, const tp_level_result *lr,
                         bool *noted_tokens) {
   cell head[STAT_COLS], cells[MAX_TABLE_ROWS * STAT_COLS];
@@ -465,6 +477,10 @@ static void print_level(FILE *out, const tp_report_input *in, const tp_level_res
   snprintf(title, sizeof(title), "LLM metrics, %s", name);
   fputc('\n', out);
   table(out, title, head, cells, STAT_COLS, nrows);
+  if (lr->partial) {
+    partial_words(lr, a, sizeof(a));
+    fprintf(out, "Partial: interrupted, %s; the figures cover what ran\n", a);
+  }
 
   bool tokenizer_given = in->tokenizer_desc || (in->cfg && in->cfg->prompts.tokenizer);
   if (lr->succeeded == 0)
@@ -554,6 +570,7 @@ static void print_summary(FILE *out, const tp_report_input *in) {
       snprintf(r[0].s + strlen(r[0].s), CELL_LEN - strlen(r[0].s), " i%" PRIu32, lr->input_tokens_mean);
     if (lr->output_tokens_mean && in->cfg && in->cfg->prompts.n_output_tokens_means)
       snprintf(r[0].s + strlen(r[0].s), CELL_LEN - strlen(r[0].s), " o%" PRIu32, lr->output_tokens_mean);
+    if (lr->partial) snprintf(r[0].s + strlen(r[0].s), CELL_LEN - strlen(r[0].s), " partial");
     fmt_u64(r[1].s, CELL_LEN, lr->requests);
     fmt_u64(r[2].s, CELL_LEN, lr->failed);
     for (size_t c = 3; c < ncols; c++) {
@@ -608,10 +625,24 @@ void tp_report_text(FILE *out, const tp_report_input *in) {
   }
 
   if (in->interrupted) {
-    fprintf(out, "Sweep interrupted: %zu of %zu levels completed", in->n_levels,
+    /* A level cut short is not counted completed: it is named, with how
+     * far it got. */
+    size_t done = 0;
+    for (size_t i = 0; i < in->n_levels; i++) done += !in->levels[i].partial;
+    fprintf(out, "Sweep interrupted: %zu of %zu levels completed", done,
             TP_MAX(cfg->load.n_concurrency, in->n_levels));
+    size_t k = 0;
     for (size_t i = 0; i < in->n_levels; i++)
-      fprintf(out, "%s%" PRIu32, i ? ", " : " (concurrency ", in->levels[i].concurrency);
-    fprintf(out, "%s\n", in->n_levels ? ")" : "");
+      if (!in->levels[i].partial)
+        fprintf(out, "%s%" PRIu32, k++ ? ", " : " (concurrency ", in->levels[i].concurrency);
+    fprintf(out, "%s", k ? ")" : "");
+    for (size_t i = 0; i < in->n_levels; i++) {
+      if (!in->levels[i].partial) continue;
+      char name[128], w[128];
+      level_name(&in->levels[i], name, sizeof(name));
+      partial_words(&in->levels[i], w, sizeof(w));
+      fprintf(out, "; level %zu (%s) partial: %s", i + 1, name, w);
+    }
+    fputc('\n', out);
   }
 }

@@ -425,6 +425,16 @@ static json_t *level_json(const tp_level_result *lr) {
                              (json_int_t)lr->server_away_requests, "outages", (json_int_t)lr->server_outages,
                              "ended_level", lr->server_gone)
                  : json_null());
+  /* An interruption cut the level short: how long it ran, of what it was
+   * set to (null: not set by time, or by count). */
+  bad |= set(o, "partial", json_boolean(lr->partial));
+  if (lr->partial) {
+    bad |= set(o, "partial_ran_s", real_or_null(lr->partial_ran_s));
+    bad |= set(o, "partial_planned_s",
+               lr->partial_planned_s > 0 ? real_or_null(lr->partial_planned_s) : json_null());
+    bad |= set(o, "partial_planned_requests",
+               lr->partial_planned_requests ? u64(lr->partial_planned_requests) : json_null());
+  }
   /* Only in sessions runs (docs/sessions.md), like "mpi" below. */
   if (lr->n_turns) bad |= level_sessions_json(o, lr);
   /* Only in distributed runs, so a single process's document is unchanged. */
@@ -488,39 +498,59 @@ static json_t *report_json(const tp_report_input *in) {
   return doc;
 }
 
+/* The document's text with its final newline (owned), NULL when out of
+ * memory.  15 significant digits: exact for every figure (ns resolution in
+ * ms needs at most 13) without the 17-digit noise of 0.1 round trips. */
+static char *report_text(const tp_report_input *in, size_t *len) {
+  json_t *doc = report_json(in);
+  char *text = doc ? json_dumps(doc, JSON_INDENT(2) | JSON_REAL_PRECISION(15)) : NULL;
+  json_decref(doc);
+  if (!text) return NULL;
+  /* The document ends with a newline, as a text file should. */
+  size_t tl = strlen(text);
+  char *withnl = realloc(text, tl + 2);
+  if (!withnl) {
+    free(text);
+    return NULL;
+  }
+  withnl[tl] = '\n';
+  withnl[tl + 1] = 0;
+  *len = tl + 1;
+  return withnl;
+}
+
 int tp_report_json(const char *path, const tp_report_input *in, char *err, size_t errlen) {
   if (!path || !in) {
     tp_seterr(err, errlen, "cannot write the JSON report: no path given");
     return TP_EINVAL;
   }
-  json_t *doc = report_json(in);
-  /* 15 significant digits: exact for every figure (ns resolution in ms
-   * needs at most 13) without the 17-digit noise of 0.1 round trips. */
-  char *text = doc ? json_dumps(doc, JSON_INDENT(2) | JSON_REAL_PRECISION(15)) : NULL;
-  json_decref(doc);
+  size_t len = 0;
+  char *text = report_text(in, &len);
   if (!text) {
     tp_seterr(err, errlen, "cannot write %s: out of memory", path);
     return TP_ENOMEM;
   }
-  /* The document ends with a newline, as a text file should; written
-   * through a temporary and a rename (tp__write_atomic), so a reader never
-   * sees half of it. */
-  size_t tl = strlen(text);
-  char *withnl = realloc(text, tl + 2);
-  if (!withnl) {
-    free(text);
-    tp_seterr(err, errlen, "cannot write %s: out of memory", path);
-    return TP_ENOMEM;
-  }
-  withnl[tl] = '\n';
-  withnl[tl + 1] = 0;
-  int rv = tp__write_atomic(path, withnl, tl + 1);
+  /* Written through a temporary and a rename (tp__write_atomic), so a
+   * reader never sees half of it. */
+  int rv = tp__write_atomic(path, text, len);
   int e = errno;
-  free(withnl);
+  free(text);
   if (rv) {
-    tp_seterr(err, errlen, "cannot write %s: %s (check that the directory exists and is writable)",
-              path, strerror(e));
+    tp__write_err(err, errlen, path, e, "check that the directory exists and is writable");
     return TP_EIO;
   }
   return 0;
+}
+
+int tp_report_json_fp(FILE *out, const tp_report_input *in, char *err, size_t errlen) {
+  size_t len = 0;
+  char *text = report_text(in, &len);
+  if (!text) {
+    tp_seterr(err, errlen, "cannot print the JSON report: out of memory");
+    return TP_ENOMEM;
+  }
+  int rv = fwrite(text, 1, len, out) == len && fflush(out) == 0 ? 0 : TP_EIO;
+  if (rv) tp_seterr(err, errlen, "cannot print the JSON report: %s", strerror(errno));
+  free(text);
+  return rv;
 }

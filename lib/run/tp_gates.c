@@ -194,6 +194,30 @@ int tp_gates_check(const tp_gates *g, const tp_level_result *levels, size_t n_le
   return failures;
 }
 
+int tp_gates_error_rate_note(const tp_level_result *levels, size_t n_levels, double max_error_rate, char *buf,
+                             size_t len) {
+  if (max_error_rate >= 0) return 0; /* the gate says it, and fails the run */
+  const tp_level_result *worst = NULL;
+  size_t over = 0;
+  for (size_t l = 0; l < n_levels; l++) {
+    const tp_level_result *lv = &levels[l];
+    if (!lv->requests || !(lv->error_rate > TP_ERROR_RATE_WARN)) continue;
+    over++;
+    if (!worst || lv->error_rate > worst->error_rate) worst = lv;
+  }
+  if (!worst) return 0;
+  char where[64], more[64] = "";
+  level_name(worst, where, sizeof(where));
+  if (over > 1)
+    snprintf(more, sizeof(more), " (and %zu more levels over %g%%)", over - 1, 100 * TP_ERROR_RATE_WARN);
+  snprintf(buf, len,
+           "%.1f%% of the measured requests failed at %s (%" PRIu64 " of %" PRIu64
+           ")%s, over the %g%% tokperf "
+           "warns at; the figures describe a failing server (--max-error-rate R makes such a run fail)",
+           100 * worst->error_rate, where, worst->failed, worst->requests, more, 100 * TP_ERROR_RATE_WARN);
+  return 1;
+}
+
 void tp_gates_free(tp_gates *g) {
   if (!g) return;
   free(g->g);

@@ -123,6 +123,10 @@ void tpr_on_interrupt(uv_async_t *a) {
   tp_run *r = a->data;
   if (!atomic_load(&r->interrupt_flag)) return;
   r->interrupted = true;
+  /* A level still planning is cut short (partial); one whose stop rule
+   * already ended its planning only waits for its last answers. */
+  if (!r->lv.done && r->lv.t0 && !r->lv.stop_planning && !r->lv.interrupted_ns)
+    r->lv.interrupted_ns = tp_now_ns();
   /* Rank 0 stops every rank's level with its own. */
   if (r->mpi) tp_mpi_interrupt(r->mpi);
   level_state *L = &r->lv;
@@ -224,16 +228,14 @@ static void describe_point(const point *pt, char *buf, size_t len) {
 static int level_reset(tp_run *r, size_t li, char *err, size_t errlen) {
   const point *pt = &r->points[li];
   level_state *L = &r->lv;
-  tp_record *keep_recs = L->recs;
-  size_t keep_cap = L->cap;
   free(L->settled);
   memset(L, 0, sizeof(*L));
   /* The arena keeps its room; the last level's pages and file blocks go. */
   if (r->arena) tp_rec_arena_reset(r->arena);
   if (!r->gaps) r->gaps = tp_gap_pool_new();
   if (r->gaps) tp_gap_pool_reset(r->gaps);
-  L->recs = keep_recs;
-  L->cap = keep_cap;
+  /* The reset may have moved the records (to memory, on a full disk). */
+  if (r->arena) tpr_mirror_arena(r);
   L->pt = *pt;
   tp_backoff_init(&L->bo, r->cfg.server.max_consecutive_failures);
   L->slots = pt->concurrency;
@@ -365,8 +367,9 @@ static int level_pacer(tp_run *r) {
 }
 
 /* Records the arena holds ahead at most: a file-backed arena only sets its
- * file's size and maps it (untouched pages cost nothing until a record is
- * written), so a million records (a few hundred megabytes of address
+ * file's size and maps it (tp_rec_arena_expect: untouched pages cost
+ * nothing, and their blocks are reserved a step at a time as records are
+ * planned), so a million records (a few hundred megabytes of address
  * space) cost no more than a few; heap memory is zeroed as it is taken,
  * so less is taken ahead there. */
 #define AHEAD_FILE_MAX ((size_t)1 << 20)
@@ -383,11 +386,14 @@ static int level_prepare(tp_run *r) {
     want = L->n_offsets < L->total ? L->n_offsets : L->total;
   else if (!L->sess && L->total != SIZE_MAX)
     want = L->total;
-  if (want) {
-    size_t max = r->arena && !tp_rec_arena_file_backed(r->arena) ? AHEAD_HEAP_MAX : AHEAD_FILE_MAX;
-    /* Taken ahead only: a failure here is a growth later. */
-    (void)tpr_reserve_records(r, want < max ? want : max);
+  /* A file-backed arena maps ahead and reserves the first step of blocks
+   * now (its first records, whatever the level's length). */
+  if (r->arena && tp_rec_arena_file_backed(r->arena)) {
+    if (want) (void)tp_rec_arena_expect(r->arena, want < AHEAD_FILE_MAX ? want : AHEAD_FILE_MAX);
+    want = 1;
   }
+  /* Taken ahead only: a failure here is a growth later. */
+  if (want) (void)tpr_reserve_records(r, want < AHEAD_HEAP_MAX ? want : AHEAD_HEAP_MAX);
   /* The first write into a file mapping whose blocks were just let go
    * stalls for the file system (about 2 ms on ext4 here, where later pages
    * take microseconds): taken now, before the clock starts, not by the
@@ -474,6 +480,21 @@ static void level_choose_measured(tp_run *r) {
   }
 }
 
+/* A level an interruption cut short says so, with how long it ran of what
+ * it was set to run. */
+static void level_partial(const tp_run *r, tp_level_result *lv) {
+  const level_state *L = &r->lv;
+  if (!L->interrupted_ns) return;
+  lv->partial = true;
+  lv->partial_ran_s = (double)(L->interrupted_ns - L->t0) / 1e9;
+  if (r->cfg.measure.measure_mode == TP_MEASURE_DURATION)
+    lv->partial_planned_s = (double)(r->cfg.measure.warmup_duration_ms + r->cfg.measure.duration_ms) / 1e3;
+  else if (L->sess && L->sess_total != SIZE_MAX && L->sess_total > L->n_warmup)
+    lv->partial_planned_requests = L->sess_total - L->n_warmup;
+  else if (!L->sess && L->total != SIZE_MAX && L->total_all > L->n_warmup)
+    lv->partial_planned_requests = L->total_all - L->n_warmup;
+}
+
 /* The level's figures, from its records, and the hooks' part of them. */
 static int level_result(tp_run *r, size_t li, const point *pt, tp_level_result *lv) {
   level_state *L = &r->lv;
@@ -489,6 +510,7 @@ static int level_result(tp_run *r, size_t li, const point *pt, tp_level_result *
   lv->trials = L->trials;
   lv->stable = L->stable;
   lv->prefix_cache_hit_rate = -1;
+  level_partial(r, lv); /* before the hooks: the artifacts say it too */
   tpr_hooks_end(r, li, lv);
   if (L->lo.window_end_ns) {
     lv->window_start_s = (double)(L->lo.window_start_ns - L->t0) / 1e9;
@@ -507,7 +529,8 @@ static int level_result(tp_run *r, size_t li, const point *pt, tp_level_result *
 static void level_finish(tp_run *r, const tp_level_result *lv) {
   level_state *L = &r->lv;
   r->n_levels++;
-  if (r->records_fp) fflush(r->records_fp);
+  tpr_records_flush(r);
+  tpr_records_say(r);
   tpr_progress(r, "%s: %" PRIu64 " succeeded, %" PRIu64 " failed, %.2f requests/s", L->desc, lv->succeeded,
                lv->failed, lv->request_throughput);
   if (L->server_gone) r->server_gone = true;

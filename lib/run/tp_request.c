@@ -15,14 +15,27 @@
 
 #include "run/tp_run_internal.h"
 
+/* The level's view of the arena, after anything that may have moved it;
+ * said once when its records had to leave their file for memory. */
+void tpr_mirror_arena(tp_run *r) {
+  level_state *L = &r->lv;
+  L->recs = tp_rec_arena_base(r->arena);
+  L->cap = tp_rec_arena_cap(r->arena);
+  if (tp_rec_arena_fell_back(r->arena) && !r->arena_warned) {
+    r->arena_warned = true;
+    tpr_warn(r,
+             "%s has too little space for the records' working file (it leaves %" PRIu64
+             " MiB free for the results): the records are kept in memory from now on",
+             r->arena_dir[0] ? r->arena_dir : "the temporary directory", TP_REC_ARENA_KEEP_FREE >> 20);
+  }
+}
+
 /* Room for n records in the arena; L->recs may move. */
 int tpr_reserve_records(tp_run *r, size_t n) {
-  level_state *L = &r->lv;
   /* Made by the sink at start-up; a run driven without it gets one here. */
   if (!r->arena && tp_rec_arena_new(&r->arena, NULL)) return TP_ENOMEM;
   int rv = tp_rec_arena_reserve(r->arena, n);
-  L->recs = tp_rec_arena_base(r->arena);
-  L->cap = tp_rec_arena_cap(r->arena);
+  tpr_mirror_arena(r);
   return rv;
 }
 

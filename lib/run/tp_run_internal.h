@@ -18,6 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/types.h>
 
 #include <uv.h>
 
@@ -130,6 +131,7 @@ typedef struct level_state {
   size_t n_failed; /* of the done ones, failed: kept as they end, for progress */
   size_t total; /* requests to plan (count measurement), SIZE_MAX = until told to stop */
   uint64_t t0;  /* level start */
+  uint64_t interrupted_ns; /* when an interruption cut the level short (0 = it was not) */
   /* Open loop: the next planned offsets come from here. */
   tp_rng out_rng;
   uint64_t *offsets;
@@ -203,6 +205,8 @@ typedef struct level_state {
 struct tp_run {
   tp_config cfg;
   tp_rec_arena *arena; /* the levels' records (tp_sink.c) */
+  char arena_dir[1024]; /* where its file is ("" = $TMPDIR or /tmp) */
+  bool arena_warned;    /* said that the records left the file for memory */
   tp_gap_pool *gaps;   /* the level's gaps between text responses (itl_pooled) */
   uint32_t stats_gen; /* levels begun: a late snapshot of an earlier level is dropped */
   /* --search with --num-profile-runs: the current probe's runs so far. */
@@ -264,6 +268,15 @@ struct tp_run {
   char artifact_dir[1024];
   char records_default[1100];
   FILE *records_fp;
+  /* A failed write ends the records file (tp_sink.c): its errno, whether
+   * it was cut back to records_good (the end of its last whole line),
+   * lines written and lines known whole, and whether the loop said it. */
+  int records_errno;
+  bool records_cut, records_said;
+  off_t records_good, records_end; /* bytes known whole, bytes written */
+  uint64_t records_lines, records_lines_good;
+  /* The first output that could not be written whole (tp_run_output_error). */
+  char output_error[1024];
   uint64_t records_marked_to; /* records file bytes whose "measured" is final */
   bool shed_records; /* the records file can be read back: finished records let go of their details */
   uv_mutex_t records_lock; /* pool threads write record lines */
@@ -312,12 +325,20 @@ static inline void note_done(level_state *L, const tp_record *rec) {
 
 void tpr_progress(tp_run *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void tpr_warn(tp_run *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* An output could not be written whole: said as a warning now, kept as
+ * the run's output error (the first one) for the end. */
+void tpr_output_failed(tp_run *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Flushes the records file; false when it has failed (now or before). */
+bool tpr_records_flush(tp_run *r);
+/* On the loop: says a failed records file, once. */
+void tpr_records_say(tp_run *r);
 void tpr_artifact_dir_name(const tp_config *c, char *out, size_t outlen);
 tp_record *tpr_grow_records(tp_run *r);
 /* Server statistics: a request planned, a request ended (tp_hooks.c). */
 void tpr_stats_planned(tp_run *r, const tp_record *rec);
 void tpr_stats_done(tp_run *r, const tp_record *rec);
 int tpr_reserve_records(tp_run *r, size_t n);
+void tpr_mirror_arena(tp_run *r);
 uint32_t tpr_draw_max_tokens(tp_run *r, const tp_prompt *p, size_t seq);
 /* The pacer releases what is due now (sessions or single requests) and
  * its timer is armed for the next; tpr_stop_planning ends the planning (a

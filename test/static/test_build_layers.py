@@ -54,6 +54,7 @@ SYSTEM = {
     "sys/eventfd.h", "sys/ioctl.h", "sys/mman.h", "sys/socket.h", "sys/stat.h", "sys/time.h",
     "sys/timerfd.h", "sys/types.h", "sys/uio.h", "sys/wait.h", "time.h", "unistd.h", "assert.h",
     "float.h", "stdnoreturn.h", "sys/random.h", "getopt.h", "locale.h", "setjmp.h", "linux/tcp.h", "linux/sockios.h",
+    "sys/statvfs.h", "stdio_ext.h",
 }
 # Public headers that belong to one layer (the others, tokperf.h and the
 # bottom layers' errors.h and parse.h, are shared declarations).

@@ -328,6 +328,35 @@ static void test_compare(void) {
   }
 }
 
+/* A level an interruption cut short is compared all the same and flagged,
+ * with how long it ran. */
+static void test_partial(void) {
+  char pa[512], pb[512], err[512] = "";
+  tp_level_result a[2], b[2];
+  level(&a[0], 4, 100, 10, 4000, 0);
+  level(&a[1], 8, 150, 12, 7000, 0);
+  level(&b[0], 4, 100, 10, 4000, 0);
+  level(&b[1], 8, 150, 12, 7000, 0);
+  b[1].partial = true;
+  b[1].partial_ran_s = 2.3;
+  b[1].partial_planned_s = 4;
+  write_doc("pa.json", a, 2, pa, sizeof(pa));
+  write_doc("pb.json", b, 2, pb, sizeof(pb));
+  FILE *out = tmpfile();
+  int rv = tp_compare_run(pa, pb, NULL, 0, out, NULL, err, sizeof(err));
+  rewind(out);
+  char *t = slurp(out);
+  fclose(out);
+  CHECK_INT(rv, 0, "partial: compared");
+  CHECK(t && strstr(t, "Concurrency 8 (partial in B: it ran 2.3 of 4.0 s)\n") && strstr(t, "Concurrency 4\n"),
+        "partial: the cut level is flagged with its time, the whole one not");
+  CHECK(t && strstr(t, "Partial: 1 of the compared levels were cut short"),
+        "partial: and counted at the end");
+  free(t);
+  unlink(pa);
+  unlink(pb);
+}
+
 int main(void) {
   if (!mkdtemp(tmpdir)) {
     printf("not ok 1 - temporary directory\n1..1\n");
@@ -335,6 +364,7 @@ int main(void) {
   }
   test_rules();
   test_compare();
+  test_partial();
   rmdir(tmpdir);
   return tp_test_done();
 }

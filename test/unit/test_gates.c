@@ -103,5 +103,23 @@ int main(void) {
   CHECK_INT(run("ttft.p99 <= 250000us", &good, -1, out, sizeof(out)), 0, "a time bound takes us");
   CHECK_INT(run("speed >= 1", &good, -1, out, sizeof(out)), -1, "unknown metric refused");
   CHECK(strstr(out, "reconnects") && strstr(out, "goodput_fraction"), "listing every registry row: %s", out);
+
+  /* Without --max-error-rate, a failing server is said in one line (not a
+   * failure) once a level's error rate is over TP_ERROR_RATE_WARN (10%). */
+  tp_level_result lv3[3] = {level(200, 1500, 5, 100), level(200, 1500, 30, 100), level(200, 1500, 98, 100)};
+  lv3[1].concurrency = 16;
+  lv3[2].concurrency = 32;
+  char note[512];
+  CHECK_INT(tp_gates_error_rate_note(lv3, 1, -1, note, sizeof(note)), 0, "error-rate note: not at 5%");
+  CHECK_INT(tp_gates_error_rate_note(lv3, 3, -1, note, sizeof(note)), 1, "error-rate note: at 30% and 98%");
+  CHECK(strstr(note, "98.0% of the measured requests failed at concurrency 32 (98 of 100)") &&
+            strstr(note, "and 1 more levels over 10%") && strstr(note, "--max-error-rate"),
+        "error-rate note: the worst level, how many more, and the option: %s", note);
+  CHECK(!strchr(note, '\n'), "error-rate note: one line");
+  CHECK_INT(tp_gates_error_rate_note(lv3, 3, 0.5, note, sizeof(note)), 0,
+            "error-rate note: none with --max-error-rate (the gate says it)");
+  tp_level_result edge = level(200, 1500, 10, 100);
+  CHECK_INT(tp_gates_error_rate_note(&edge, 1, -1, note, sizeof(note)), 0,
+            "error-rate note: exactly 10% is not over");
   return tp_test_done();
 }

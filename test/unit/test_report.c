@@ -3,6 +3,8 @@
  * back with jansson. */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <sys/sysmacros.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -737,14 +739,162 @@ static void test_pa_csv(void) {
   snprintf(path, sizeof(path), "%s/perf.csv", tmpdir);
   snprintf(cpath, sizeof(cpath), "%s/postprocessing_v2.perf.csv", tmpdir);
   for (int i = 0; i < 3; i++) lv[i].n_server_models = 2;
-  CHECK_INT(tp_report_pa_csv_files(path, lv, 3, false, err, sizeof(err)), 0, "pa csv files: written");
+  CHECK_INT(tp_report_pa_csv_files(path, NULL, lv, 3, false, err, sizeof(err)), 0, "pa csv files: written");
   CHECK(access(path, R_OK) == 0 && access(cpath, R_OK) == 0, "pa csv files: %s and its composing file", path);
   unlink(path);
   unlink(cpath);
   snprintf(path, sizeof(path), "%s/no/such/dir/perf.csv", tmpdir);
-  CHECK(tp_report_pa_csv_files(path, lv, 3, false, err, sizeof(err)) == TP_EIO && strstr(err, path),
+  CHECK(tp_report_pa_csv_files(path, NULL, lv, 3, false, err, sizeof(err)) == TP_EIO && strstr(err, path),
         "pa csv files: an unwritable path is named: %s", err);
   tp_buf_fini(&b);
+}
+
+/* A level an interruption cut short: named partial with how long it ran,
+ * in the level's text, the summary, the closing line and the JSON; the
+ * levels before it count as completed. */
+static void test_partial(void) {
+  tp_config cfg;
+  base_cfg(&cfg);
+  tp_level_result lr[3];
+  level_full(&lr[0]);
+  level_full(&lr[1]);
+  level_full(&lr[2]);
+  lr[1].concurrency = 8;
+  lr[1].partial = true;
+  lr[1].partial_ran_s = 2.31;
+  lr[1].partial_planned_s = 4;
+  lr[2].concurrency = 16;
+  lr[2].partial = true;
+  lr[2].partial_ran_s = 0.5;
+  lr[2].partial_planned_requests = 100;
+  tp_report_input in = {.cfg = &cfg, .levels = lr, .n_levels = 2, .interrupted = true};
+  char *t = render(&in);
+  CHECK(t && strstr(t, "Partial: interrupted, it ran 2.3 of 4.0 s; the figures cover what ran\n"),
+        "partial: the level says how long it ran of its time");
+  CHECK(t && strstr(t, "c=8 partial"), "partial: marked in the summary");
+  CHECK(t && strstr(t,
+                    "Sweep interrupted: 1 of 3 levels completed (concurrency 4); level 2 (concurrency 8) "
+                    "partial: it ran 2.3 of 4.0 s\n"),
+        "partial: not counted completed, named with its time");
+  if (t) check_tables_aligned(t, 3, "partial");
+  free(t);
+  in.levels = &lr[2];
+  in.n_levels = 1;
+  t = render(&in);
+  CHECK(t && strstr(t, "Partial: interrupted, it ran 0.5 s, 20 of its 100 requests measured"),
+        "partial: a count says how many of its requests were measured");
+  free(t);
+
+  char path[600], err[512];
+  snprintf(path, sizeof(path), "%s/partial.json", tmpdir);
+  in.levels = lr;
+  in.n_levels = 3;
+  CHECK_INT(tp_report_json(path, &in, err, sizeof(err)), 0, "partial: JSON written");
+  json_t *doc = json_load_file(path, 0, NULL);
+  json_t *lv = json_object_get(doc, "levels");
+  CHECK(json_is_false(json_object_get(json_array_get(lv, 0), "partial")) &&
+            !json_object_get(json_array_get(lv, 0), "partial_ran_s"),
+        "partial: a whole level is \"partial\": false");
+  json_t *p1 = json_array_get(lv, 1), *p2 = json_array_get(lv, 2);
+  CHECK(json_is_true(json_object_get(p1, "partial")) && num(p1, "partial_ran_s") == 2.31 &&
+            num(p1, "partial_planned_s") == 4 &&
+            json_is_null(json_object_get(p1, "partial_planned_requests")),
+        "partial: JSON gives the time it ran and its planned time");
+  CHECK(json_is_true(json_object_get(p2, "partial")) &&
+            json_is_null(json_object_get(p2, "partial_planned_s")) &&
+            num(p2, "partial_planned_requests") == 100,
+        "partial: or its planned count");
+  json_decref(doc);
+  unlink(path);
+}
+
+/* The bytes of path, up to len (-1: unreadable). */
+static ssize_t slurp(const char *path, char *buf, size_t len) {
+  int fd = open(path, O_RDONLY | O_NONBLOCK);
+  if (fd < 0) return -1;
+  ssize_t n = read(fd, buf, len - 1);
+  close(fd);
+  if (n >= 0) buf[n] = 0;
+  return n;
+}
+
+/* Outputs never destroy what is there: a link stays a link and its target
+ * gets the data; a FIFO is written in place (its reader gets the data, it
+ * stays a FIFO); a character device made in a temporary directory (root
+ * only: mknod) stays a device; a failed write leaves no temporary. */
+static void test_targets(void) {
+  tp_config cfg;
+  base_cfg(&cfg);
+  tp_report_input in = {.cfg = &cfg};
+  char err[512] = "", dir[400], target[450], link[450], fifo[450], node[450], buf[8192];
+  snprintf(dir, sizeof(dir), "%s/targets", tmpdir);
+  mkdir(dir, 0755);
+  snprintf(target, sizeof(target), "%s/real.json", dir);
+  snprintf(link, sizeof(link), "%s/link.json", dir);
+  symlink("real.json", link);
+  CHECK_INT(tp_report_json(link, &in, err, sizeof(err)), 0, "targets: JSON through a link to a new file");
+  struct stat st;
+  CHECK(lstat(link, &st) == 0 && S_ISLNK(st.st_mode), "targets: the link is still a link");
+  CHECK(slurp(target, buf, sizeof(buf)) > 0 && strstr(buf, "\"schema\""),
+        "targets: its target holds the document");
+  CHECK_INT(tp_report_json(link, &in, err, sizeof(err)), 0, "targets: and again, over the existing target");
+  CHECK(lstat(link, &st) == 0 && S_ISLNK(st.st_mode), "targets: still a link");
+  CHECK_INT(dir_entries(dir), 2, "targets: no temporary left beside them");
+
+  snprintf(fifo, sizeof(fifo), "%s/fifo", dir);
+  mkfifo(fifo, 0600);
+  /* A reader first (the write then never blocks: the document fits the
+   * pipe's buffer). */
+  int rd = open(fifo, O_RDONLY | O_NONBLOCK);
+  CHECK_INT(tp_report_json(fifo, &in, err, sizeof(err)), 0, "targets: JSON into a FIFO with a reader");
+  ssize_t got = rd >= 0 ? read(rd, buf, sizeof(buf) - 1) : -1;
+  if (got >= 0) buf[got] = 0;
+  CHECK(got > 0 && strstr(buf, "\"schema\""), "targets: the reader got the document (%zd bytes)", got);
+  if (rd >= 0) close(rd);
+  CHECK(lstat(fifo, &st) == 0 && S_ISFIFO(st.st_mode), "targets: the FIFO is still a FIFO");
+
+  /* -f at a FIFO: the composing models' files go to the directory given,
+   * not beside the FIFO; without one they are not written, and said. */
+  tp_level_result lv[1];
+  memset(lv, 0, sizeof(lv));
+  tp_server_model_stats models[2];
+  memset(models, 0, sizeof(models));
+  snprintf(models[0].name, sizeof(models[0].name), "ensemble");
+  models[0].is_target = true;
+  snprintf(models[1].name, sizeof(models[1].name), "postprocessing");
+  lv[0].server_models = models;
+  lv[0].n_server_models = 2;
+  lv[0].requests = lv[0].succeeded = 1;
+  char side[450], cpath[600];
+  snprintf(side, sizeof(side), "%s/artifacts", dir);
+  mkdir(side, 0755);
+  rd = open(fifo, O_RDONLY | O_NONBLOCK);
+  CHECK_INT(tp_report_pa_csv_files(fifo, side, lv, 1, false, err, sizeof(err)), 0, "targets: -f into a FIFO");
+  snprintf(cpath, sizeof(cpath), "%s/postprocessing_v1.fifo", side);
+  CHECK(access(cpath, R_OK) == 0, "targets: the composing file went to the artifact directory");
+  CHECK_INT(dir_entries(dir), 4, "targets: nothing beside the FIFO");
+  unlink(cpath);
+  CHECK_INT(tp_report_pa_csv_files(fifo, NULL, lv, 1, false, err, sizeof(err)), 0,
+            "targets: -f into a FIFO, no directory");
+  CHECK(strstr(err, "not written") != NULL, "targets: the composing file not written is said (%s)", err);
+  CHECK_INT(dir_entries(dir), 4, "targets: still nothing beside the FIFO");
+  if (rd >= 0) close(rd);
+  rmdir(side);
+
+  snprintf(node, sizeof(node), "%s/null", dir);
+  if (mknod(node, S_IFCHR | 0666, makedev(1, 3)) == 0) {
+    CHECK_INT(tp_report_json(node, &in, err, sizeof(err)), 0, "targets: JSON into a character device");
+    CHECK(lstat(node, &st) == 0 && S_ISCHR(st.st_mode) && st.st_rdev == makedev(1, 3),
+          "targets: the device node is still the same device node");
+    CHECK_INT(dir_entries(dir), 4, "targets: no temporary beside it");
+    unlink(node);
+  } else {
+    printf("ok %d - targets: character device # SKIP mknod: %s\n", ++tp_test_n_, strerror(errno));
+  }
+  unlink(fifo);
+  unlink(link);
+  unlink(target);
+  rmdir(dir);
 }
 
 int main(void) {
@@ -762,6 +912,8 @@ int main(void) {
   test_json_server_away();
   test_json_errors();
   test_pa_csv();
+  test_targets();
+  test_partial();
   rmdir(tmpdir);
   return tp_test_done();
 }

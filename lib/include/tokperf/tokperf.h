@@ -509,7 +509,20 @@ typedef struct tp_level_result {
   double server_away_s, server_back_s;
   uint64_t server_away_requests;
   bool server_gone; /* max_consecutive_failures in a row ended the level */
+  /* An interruption (Ctrl-C, SIGTERM, SIGHUP) cut the level short: it ran
+   * partial_ran_s seconds (from its start to the interruption) of the
+   * partial_planned_s it was set to run (warm-up and duration; 0 = not
+   * set by time), or of partial_planned_requests (the measured requests,
+   * or sessions, of a count; 0 = not set by count).  Its figures cover
+   * what ran. */
+  bool partial;
+  double partial_ran_s, partial_planned_s;
+  uint64_t partial_planned_requests;
 } tp_level_result;
+
+/* A run whose error rate at some level exceeds this is said in one line on
+ * stderr even without --max-error-rate (which makes it fail). */
+#define TP_ERROR_RATE_WARN 0.10
 
 /* ------------------------------------------------------------------------ */
 /* A run: a sweep of levels.                                                */
@@ -568,6 +581,15 @@ TP_API int tp_run_check_gates(const tp_run *run, FILE *out);
  * units). Returns TP_EIO with a message in err when the file cannot be
  * written. */
 TP_API int tp_run_write_json(const tp_run *run, const char *path, char *err, size_t errlen);
+/* Writes len bytes to path as tokperf writes every output: through a
+ * temporary file and a rename (its symbolic links followed), a FIFO or a
+ * character device in place, no temporary left on failure.  Returns 0, or
+ * TP_EIO with a message in err ("no space left on DIR (FILE not written
+ * whole)" on a full disk). */
+TP_API int tp_write_file(const char *path, const void *data, size_t len, char *err, size_t errlen);
+/* The same document printed to out (no temporary file).  Returns 0, or
+ * TP_EIO / TP_ENOMEM with a message in err. */
+TP_API int tp_run_print_json(const tp_run *run, FILE *out, char *err, size_t errlen);
 /* Writes perf_analyzer's latency report (its -f FILE: one CSV row per
  * level, times in microseconds; docs/metrics.md says what fills each
  * column), and with an ensemble one file per composing model beside it
@@ -576,6 +598,12 @@ TP_API int tp_run_write_json(const tp_run *run, const char *path, char *err, siz
 TP_API int tp_run_write_latency_csv(const tp_run *run, const char *path, bool verbose, char *err, size_t errlen);
 
 TP_API void tp_run_free(tp_run *run);
+/* The first of the run's own outputs that could not be written whole
+ * during tp_run_exec (the records file, the artifact directory's files),
+ * in words that name the file and, on a full disk, "no space left on DIR";
+ * NULL when every one was.  What was measured is still in the run (its
+ * reports, --json and -f are written by the caller). */
+TP_API const char *tp_run_output_error(const tp_run *run);
 
 
 /* Where the run wrote its artifacts ("" = none); borrowed. */

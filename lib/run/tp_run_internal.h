@@ -107,6 +107,13 @@ typedef struct count_job {
   int measured;      /* tp_records_line.measured */
 } count_job;
 
+/* The client's own counters at one moment (docs/metrics.md, "Fidelity"):
+ * the clock, the reads its loop dated, the CPU time of the loop's thread
+ * and of the process. */
+typedef struct fid_mark {
+  uint64_t t_ns, reads, thread_cpu_ns, process_cpu_ns;
+} fid_mark;
+
 typedef struct level_state {
   point pt;
   tp_dataset *ds;
@@ -191,12 +198,15 @@ typedef struct level_state {
   size_t index;
   double live_ttft[LIVE_TTFT_N];
   size_t live_n;
+  /* The client's counters when the level began and when its loop ended. */
+  fid_mark fid_begin, fid_end;
 } level_state;
 
 struct tp_run {
   tp_config cfg;
   tp_rec_arena *arena; /* the levels' records (tp_sink.c) */
   tp_gap_pool *gaps;   /* the level's gaps between text responses (itl_pooled) */
+  tp_gap_pool *loop_lag; /* the level's read lags (fidelity.loop_lag), from the loop's stamp */
   uint32_t stats_gen; /* levels begun: a late snapshot of an earlier level is dropped */
   /* --search with --num-profile-runs: the current probe's runs so far. */
   uint64_t probe_requests;

@@ -29,8 +29,7 @@
  * no room left to catch up. */
 #define TP_FIDELITY_CPU_PCT 90.0
 
-/* "ok", "degraded", "client-bound"; "?" for another value. */
-const char *tp_fidelity_verdict_name(uint64_t verdict);
+/* The verdict's name: tp_fidelity_verdict_name (tokperf.h). */
 /* Sets lr->fidelity.verdict and .reason from the figures in lr (send lag,
  * and the fidelity block: loop lag, merged share, the loop's CPU); a
  * figure that is unavailable crosses nothing. */

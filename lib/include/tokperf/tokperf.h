@@ -536,6 +536,10 @@ typedef struct tp_level_result {
   tp_fidelity fidelity;
 } tp_level_result;
 
+/* "ok", "degraded" or "client-bound" for a tp_fidelity verdict; "?" for
+ * another value. */
+TP_API const char *tp_fidelity_verdict_name(uint64_t verdict);
+
 /* ------------------------------------------------------------------------ */
 /* A run: a sweep of levels.                                                */
 

@@ -312,7 +312,8 @@ static void print_row(FILE *out, const result *r) {
   fmt_val(a, sizeof(a), r->metric, r->have_a, r->a);
   fmt_val(b, sizeof(b), r->metric, r->have_b, r->b);
   fmt_change(c, sizeof(c), r);
-  const char *mark = !r->have_a || !r->have_b                                      ? ""
+  /* A figure with no better direction (reads per second) is neither. */
+  const char *mark = !r->have_a || !r->have_b || !r->metric->better                ? ""
                      : r->worse                                                    ? "  worse"
                      : r->noise                                                    ? "  within noise"
                      : r->a != r->b && (!r->use_ci || tp_ci_apart(&r->ca, &r->cb)) ? "  better"

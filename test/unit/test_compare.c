@@ -151,6 +151,7 @@ static void test_compare(void) {
   b[1].itl_ms.n = 0;                  /* ITL unavailable in B at 8 */
   b[1].fidelity.merged_pct = 3;       /* B's client merged more at 8, and was degraded */
   b[1].fidelity.verdict = TP_FIDELITY_DEGRADED;
+  b[0].fidelity.reads_per_s = 1500;   /* more reads at 4: neither better nor worse */
   write_doc("a.json", a, 2, pa, sizeof(pa));
   write_doc("b.json", b, 3, pb, sizeof(pb));
   snprintf(junit, sizeof(junit), "%s/junit.xml", tmpdir);
@@ -184,6 +185,11 @@ static void test_compare(void) {
   CHECK(strstr(s, "fidelity.merged_pct (%)") && strstr(s, "+500.0%  worse") && strstr(s, "fidelity.verdict ") &&
             strstr(s, "fidelity.loop_lag.max (ms)") && strstr(s, "send_lag.p99 (ms)"),
         "the fidelity rows: the merged share up, worse; the verdict without a unit");
+  const char *rps = strstr(s, "fidelity.reads_per_s (reads/s)");
+  const char *eol = rps ? strchr(rps, '\n') : NULL;
+  CHECK(rps && eol && eol - rps > 40 && !memmem(rps, (size_t)(eol - rps), "better", 6) &&
+            !memmem(rps, (size_t)(eol - rps), "worse", 5),
+        "a figure with no better direction is marked neither way");
   free(s);
   fclose(out);
 

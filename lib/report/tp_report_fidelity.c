@@ -98,8 +98,10 @@ int tp__report_fidelity_level_json(json_t *level, const tp_level_result *lr) {
   /* The registry's walk made the object where its rows come; it moves to
    * the level's end, where every report puts the client's own figures. */
   json_t *o = json_object_get(level, "fidelity");
-  if (o) json_incref(o);
-  else o = json_object();
+  if (o)
+    json_incref(o);
+  else
+    o = json_object();
   if (!o) return -1;
   json_object_del(level, "fidelity");
   int bad = add_registry(o, lr);
@@ -117,10 +119,10 @@ json_t *tp__report_fidelity_json(const tp_report_input *in) {
     char name[128];
     tp__level_name(lr, name, sizeof(name));
     if (lr->fidelity.verdict > worst) worst = lr->fidelity.verdict;
-    bad |= json_array_append_new(levels, json_pack("{s:s,s:s,s:o}", "level", name, "verdict",
-                                                   tp_fidelity_verdict_name(lr->fidelity.verdict), "reason",
-                                                   lr->fidelity.reason[0] ? json_string(lr->fidelity.reason)
-                                                                          : json_null()));
+    bad |= json_array_append_new(
+        levels,
+        json_pack("{s:s,s:s,s:o}", "level", name, "verdict", tp_fidelity_verdict_name(lr->fidelity.verdict),
+                  "reason", lr->fidelity.reason[0] ? json_string(lr->fidelity.reason) : json_null()));
   }
   if (!bad) bad |= json_object_set_new(o, "verdict", json_string(tp_fidelity_verdict_name(worst)));
   if (!bad) {
@@ -171,23 +173,23 @@ int tp__fidelity_export_member(tp_buf *out, const tp_level_result *lr) {
 /* Text and HTML                                                            */
 
 enum { FID_COLS = 10, FID_CELL = 64 };
-static const char *const fid_head[FID_COLS] = {"Level",           "Send lag p50 ms", "Send lag p99 ms",
-                                               "Send lag max ms", "Loop lag p99 ms", "Loop lag max ms",
-                                               "Merged %",        "Client CPU %",    "Reads/s",
-                                               "Verdict"};
+static const char *const fid_head[FID_COLS] = {
+    "Level",           "Send lag p50 ms", "Send lag p99 ms", "Send lag max ms", "Loop lag p99 ms",
+    "Loop lag max ms", "Merged %",        "Client CPU %",    "Reads/s",         "Verdict"};
 
 /* One level's cells, in fid_head's order. */
 static void fid_cells(const tp_level_result *lr, char cells[FID_COLS][FID_CELL]) {
   const tp_fidelity *f = &lr->fidelity;
   tp__level_name(lr, cells[0], FID_CELL);
   const double nan = NAN;
-  double v[] = {lr->send_lag_ms.n ? lr->send_lag_ms.p50 : nan, lr->send_lag_ms.n ? lr->send_lag_ms.p99 : nan,
-                lr->send_lag_ms.n ? lr->send_lag_ms.max : nan, f->loop_lag_ms.n ? f->loop_lag_ms.p99 : nan,
-                f->loop_lag_ms.n ? f->loop_lag_ms.max : nan,   f->merged_pct,
-                f->client_cpu_pct >= 0 ? f->client_cpu_pct : nan,
-                f->reads_per_s >= 0 ? f->reads_per_s : nan};
+  double v[] = {
+      lr->send_lag_ms.n ? lr->send_lag_ms.p50 : nan,    lr->send_lag_ms.n ? lr->send_lag_ms.p99 : nan,
+      lr->send_lag_ms.n ? lr->send_lag_ms.max : nan,    f->loop_lag_ms.n ? f->loop_lag_ms.p99 : nan,
+      f->loop_lag_ms.n ? f->loop_lag_ms.max : nan,      f->merged_pct,
+      f->client_cpu_pct >= 0 ? f->client_cpu_pct : nan, f->reads_per_s >= 0 ? f->reads_per_s : nan};
   static const int dec[] = {3, 3, 3, 3, 3, 2, 1, 0};
-  for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) tp__report_fmt_num(cells[i + 1], FID_CELL, v[i], dec[i]);
+  for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++)
+    tp__report_fmt_num(cells[i + 1], FID_CELL, v[i], dec[i]);
   snprintf(cells[FID_COLS - 1], FID_CELL, "%s", tp_fidelity_verdict_name(f->verdict));
 }
 
@@ -236,17 +238,19 @@ void tp__report_fidelity_text(FILE *out, const tp_report_input *in) {
     itl_marks(lr, marks, sizeof(marks));
     if (marks[0]) fprintf(out, "  ITL, %s: %s\n", name, marks);
   }
-  fprintf(out, "(ok: every figure within its threshold; degraded: the figures named crossed theirs; "
-               "client-bound: the client's own core was the bottleneck. docs/metrics.md, \"Fidelity\")\n");
+  fprintf(out,
+          "(ok: every figure within its threshold; degraded: the figures named crossed theirs; "
+          "client-bound: the client's own core was the bottleneck. docs/metrics.md, \"Fidelity\")\n");
 }
 
 int tp__html_fidelity(tp_buf *o, const tp_html_input *in) {
   if (!in->n_levels) return 0;
   int rv = tp_buf_append_str(
-      o, "<section><h2>Fidelity: the client's own figures</h2>\n"
-         "<p class=\"meta\">How far the numbers above can be trusted (docs/metrics.md, &quot;Fidelity&quot;): "
-         "ok, every figure within its threshold; degraded, the figures named crossed theirs; client-bound, "
-         "the client's own core was the bottleneck.</p>\n<table class=\"summary\"><thead><tr>");
+      o,
+      "<section><h2>Fidelity: the client's own figures</h2>\n"
+      "<p class=\"meta\">How far the numbers above can be trusted (docs/metrics.md, &quot;Fidelity&quot;): "
+      "ok, every figure within its threshold; degraded, the figures named crossed theirs; client-bound, "
+      "the client's own core was the bottleneck.</p>\n<table class=\"summary\"><thead><tr>");
   for (size_t k = 0; k < FID_COLS && !rv; k++) rv = tp_buf_printf(o, "<th>%s</th>", fid_head[k]);
   if (!rv) rv = tp_buf_append_str(o, "</tr></thead><tbody>\n");
   for (size_t i = 0; i < in->n_levels && !rv; i++) {

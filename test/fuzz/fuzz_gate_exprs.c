@@ -81,9 +81,12 @@ static void fuzz_gate(const char *s) {
     const tp_metric *all = tp_metrics(&nm);
     for (size_t k = 0; k < nm; k++) {
       char *f = (char *)&lv + all[k].offset;
-      if (all[k].kind == TP_METRIC_DIST) ((tp_stat *)(void *)f)->n = 10;
-      else if (all[k].kind == TP_METRIC_VALUE) *(double *)(void *)f = 1;
-      else *(uint64_t *)(void *)f = 1;
+      if (all[k].kind == TP_METRIC_DIST)
+        ((tp_stat *)(void *)f)->n = 10;
+      else if (all[k].kind == TP_METRIC_VALUE)
+        *(double *)(void *)f = 1;
+      else
+        *(uint64_t *)(void *)f = 1;
     }
     lv.tokens_available = lv.goodput_set = true;
     lv.accuracy_scored = 1;

@@ -17,7 +17,7 @@
 #include "tp_test.h"
 
 #define T0 1000000000ULL
-#define MS(x) ((uint64_t)((x) * 1e6))
+#define MS(x) ((uint64_t)((x)*1e6))
 
 /* A level whose client figures are all well within their thresholds. */
 static tp_level_result calm(void) {
@@ -84,7 +84,8 @@ static void test_verdict(void) {
         "at the CPU threshold and a late loop: client-bound");
   lr = calm();
   lr.fidelity.client_cpu_pct = 100;
-  judge(&lr, TP_FIDELITY_OK, "", "a busy core alone (an open loop spinning for its deadlines) is not client-bound");
+  judge(&lr, TP_FIDELITY_OK, "",
+        "a busy core alone (an open loop spinning for its deadlines) is not client-bound");
   lr = calm();
   lr.fidelity.client_cpu_pct = 100;
   lr.fidelity.merged_pct = 4;
@@ -145,7 +146,8 @@ static void test_records(void) {
   make(&r[2], (double[]){10, 10}, 2, 30, 2);
   /* All apart. */
   make(&r[3], (double[]){10, 18, 26, 34}, 4, 34, 4);
-  CHECK(r[0].n_text_merged == 2 && r[1].n_text_merged == 1 && r[2].n_text_merged == 1 && r[3].n_text_merged == 0,
+  CHECK(r[0].n_text_merged == 2 && r[1].n_text_merged == 1 && r[2].n_text_merged == 1 &&
+            r[3].n_text_merged == 0,
         "records count text responses sharing the time of the one before");
   tp_req_metrics m;
   tp_request_metrics(&r[0], &m);
@@ -162,7 +164,8 @@ static void test_records(void) {
   tp_level_result lr;
   tp_level_compute(&lr, r, 4);
   const tp_fidelity *f = &lr.fidelity;
-  CHECK(f->merged_responses == 4 && f->response_gaps == 8, "level: 4 of 8 gaps between text responses unseen");
+  CHECK(f->merged_responses == 4 && f->response_gaps == 8,
+        "level: 4 of 8 gaps between text responses unseen");
   CHECK(fabs(f->merged_pct - 50) < 1e-12, "level: merged share 50%%");
   CHECK(f->itl_all_merged_requests == 2 && f->itl_merged_requests == 1,
         "level: requests without an ITL, and with a marked one, counted");
@@ -203,7 +206,8 @@ static void test_registry(void) {
   CHECK(tp_metric_value(tp_metric_find("fidelity.loop_lag"), &lr, TP_STAT_P99, &v) && v == 0.1,
         "loop lag's p99 through the registry");
   lr.fidelity.client_cpu_pct = -1;
-  CHECK(!tp_metric_available(tp_metric_find("fidelity.client_cpu_pct"), &lr), "an unmeasured CPU is unavailable");
+  CHECK(!tp_metric_available(tp_metric_find("fidelity.client_cpu_pct"), &lr),
+        "an unmeasured CPU is unavailable");
   lr.fidelity.verdict = TP_FIDELITY_CLIENT_BOUND;
   CHECK(tp_metric_value(tp_metric_find("fidelity.verdict"), &lr, TP_STAT_AVG, &v) && v == 2,
         "the verdict as a number a gate reads");

@@ -81,7 +81,8 @@ void tp_dist_shift_record(tp_record *rec, int64_t offset_ns) {
 
 /* ---- records on the wire ---------------------------------------------------------- */
 
-#define MAGIC "TPL2"
+/* TPL3: a record carries its count of text responses of one time. */
+#define MAGIC "TPL3"
 #define NO_STRING UINT64_MAX /* a NULL error message, told apart from "" */
 
 static int put64(tp_buf *b, uint64_t v) {

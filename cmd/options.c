@@ -434,8 +434,8 @@ static const tp_setting cli_rows[] = {
       NULL, 1, 0, NULL, G_PROMPTS, "tokperf reads tokenizer files itself and runs no model code", NULL,
       TP_SETF_NOOP | TP_SETF_NOECHO),
     L("goals.asserts", "--assert", TP_SET_STR_LIST, asserts, "EXPR", NULL, 1, 0, NULL, G_GOALS,
-      "CI gate, repeatable: 'ttft.p99 <= 250ms', 'output_token_throughput >= 1000', 'error_rate <= 1%' "
-      "(any metric of docs/metrics.md)",
+      "CI gate, repeatable: 'ttft.p99 <= 250ms', 'output_token_throughput >= 1000', 'error_rate <= 1%', "
+      "'fidelity.verdict < 2' (any metric of docs/metrics.md, the client's own figures included)",
       "ttft.p99 <= 250ms", 0),
     L("search.slos", "--slo", TP_SET_STR_LIST, slos, "EXPR", NULL, 1, 0, NULL, G_SEARCH,
       "with --search, repeatable: a bound every passing probe meets, in --assert's syntax: 'ttft.p99 <= 300ms', "

@@ -312,6 +312,9 @@ static void report(const tp_run *run, void *ud) {
   }
   for (int i = 0; i < 50; i++) putchar('=');
   putchar('\n');
+  /* tokperf's own, after vLLM's block: how far to trust it. */
+  printf("Fidelity (tokperf): %s%s%s\n", tp_fidelity_verdict_name(lr->fidelity.verdict),
+         lr->fidelity.reason[0] ? ": " : "", lr->fidelity.reason);
   fflush(stdout);
   if (x->o->save_result && save_result(x, lr)) x->code = TP_EXIT_START;
 }

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "metrics/tp_metric.h"
+#include "report/tp_report_fidelity.h"
 
 /* How one tool writes its summary. */
 typedef struct dialect {
@@ -214,6 +215,11 @@ int tp__summary_csv(tp_buf *out, const tp_level_result *lr, tp_export_tool tool,
 
 char *tp_export_aiperf_json(const tp_level_result *lr, bool streaming) {
   json_t *doc = tp__summary_json(lr, TP_EXPORT_AIPERF, streaming);
+  /* tokperf's own: the client's figures (AIPerf reads none of it). */
+  if (doc && json_object_set_new(doc, "tokperf_fidelity", tp__fidelity_export_json(lr))) {
+    json_decref(doc);
+    doc = NULL;
+  }
   char *text = doc ? json_dumps(doc, JSON_INDENT(2) | JSON_REAL_PRECISION(15)) : NULL;
   json_decref(doc);
   return text;

@@ -6,6 +6,7 @@
  * outside (model name, target, prompts, error messages) goes through
  * tp_html_escape. */
 #include "tp_html.h"
+#include "report/tp_report_fidelity.h"
 
 #include "report/tp_report.h"
 
@@ -417,6 +418,8 @@ int tp_html_render(tp_buf *o, const tp_html_input *in) {
   if (!rv) rv = summary_table(o, in);
   if (!rv) rv = tp_buf_append_str(o, "</section>\n");
   if (!rv) rv = ranks_section(o, in);
+  /* Last: the client's own figures. */
+  if (!rv) rv = tp__html_fidelity(o, in);
   if (!rv) rv = tp_buf_append_str(o, "</body>\n</html>\n");
   return rv;
 }

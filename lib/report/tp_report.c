@@ -200,6 +200,19 @@ static void table(FILE *out, const char *title, const cell *head, const cell *ce
 
 static void set_cell(cell *c, const char *s) { snprintf(c->s, sizeof(c->s), "%s", s); }
 
+void tp__report_table(FILE *out, const char *title, const char *const *head, const char *const *cells,
+                      size_t ncols, size_t nrows) {
+  if (ncols > MAX_COLS) return;
+  cell h[MAX_COLS], *c = calloc(nrows ? nrows * ncols : 1, sizeof(*c));
+  if (!c) return;
+  for (size_t k = 0; k < ncols; k++) set_cell(&h[k], head[k]);
+  for (size_t k = 0; k < nrows * ncols; k++) set_cell(&c[k], cells[k]);
+  table(out, title, h, c, ncols, nrows);
+  free(c);
+}
+
+void tp__report_fmt_num(char *buf, size_t len, double v, int decimals) { fmt_num(buf, len, v, decimals); }
+
 /* The per-level table's columns, in the order they are shown. */
 static const tp_stat_id table_stats[] = {TP_STAT_AVG, TP_STAT_MIN, TP_STAT_MAX, TP_STAT_P99, TP_STAT_P95,
                                          TP_STAT_P90, TP_STAT_P75, TP_STAT_P50, TP_STAT_STD};
@@ -645,4 +658,6 @@ void tp_report_text(FILE *out, const tp_report_input *in) {
     }
     fputc('\n', out);
   }
+  /* Last: the client's own figures, and how far to trust the above. */
+  tp__report_fidelity_text(out, in);
 }

@@ -3,6 +3,7 @@
  * null, never as 0. */
 #include "report/tp_report_search.h"
 #include "tp_report_internal.h"
+#include "report/tp_report_fidelity.h"
 #include "report/tp_export.h"
 #include "metrics/tp_metric.h"
 #include "tokperf/tokperf.h"
@@ -286,26 +287,26 @@ static json_t *mpi_json(const tp_level_result *lr) {
   return o;
 }
 
+json_t *tp__report_metric_json(const tp_metric *m, const tp_level_result *lr) {
+  double v;
+  if (m->kind == TP_METRIC_DIST) return stat_json(tp_metric_stat(m, lr));
+  if (m->kind == TP_METRIC_COUNT)
+    return tp_metric_value(m, lr, TP_STAT_AVG, &v)
+               ? u64(*(const uint64_t *)(const void *)((const char *)lr + m->offset))
+               : json_null();
+  return tp_metric_value(m, lr, TP_STAT_AVG, &v) ? real_or_null(v) : json_null();
+}
+
 /* Every figure of the metric registry under its key. */
 static int level_metrics_json(json_t *o, const tp_level_result *lr) {
   int bad = 0;
   /* Every figure of the metric registry under its key: a distribution's
-   * statistics, a level figure, a count; null when unavailable. */
+   * statistics, a level figure, a count; null when unavailable.  A key
+   * "a.b" is member b of the level's object a. */
   size_t nm;
   const tp_metric *all = tp_metrics(&nm);
-  for (size_t k = 0; k < nm; k++) {
-    const tp_metric *m = &all[k];
-    double v;
-    if (m->kind == TP_METRIC_DIST)
-      bad |= set(o, m->json_key, stat_json(tp_metric_stat(m, lr)));
-    else if (m->kind == TP_METRIC_COUNT)
-      bad |= set(o, m->json_key,
-                 tp_metric_value(m, lr, TP_STAT_AVG, &v)
-                     ? u64(*(const uint64_t *)(const void *)((const char *)lr + m->offset))
-                     : json_null());
-    else
-      bad |= set(o, m->json_key, tp_metric_value(m, lr, TP_STAT_AVG, &v) ? real_or_null(v) : json_null());
-  }
+  for (size_t k = 0; k < nm; k++)
+    bad |= tp__json_key_set(o, all[k].json_key, tp__report_metric_json(&all[k], lr));
   return bad;
 }
 
@@ -439,6 +440,8 @@ static json_t *level_json(const tp_level_result *lr) {
   if (lr->n_turns) bad |= level_sessions_json(o, lr);
   /* Only in distributed runs, so a single process's document is unchanged. */
   if (lr->ranks) bad |= set(o, "mpi", mpi_json(lr));
+  /* Last: the client's own figures. */
+  bad |= tp__report_fidelity_level_json(o, lr);
   if (bad) {
     json_decref(o);
     return NULL;
@@ -491,6 +494,8 @@ static json_t *report_json(const tp_report_input *in) {
   json_t *reps = tp_report_repeats_json(in);
   if (reps) bad |= set(doc, "repeats", reps);
   if (in->search) bad |= set(doc, "search", tp_report_search_json(in->search));
+  /* Last: the client's verdict on the whole run. */
+  if (in->n_levels) bad |= set(doc, "fidelity", tp__report_fidelity_json(in));
   if (bad) {
     json_decref(doc);
     return NULL;

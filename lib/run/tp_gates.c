@@ -36,28 +36,30 @@ static int parse_one(gate *g, const char *expr, char *err, size_t errlen) {
   const char *name = p;
   while (*p && (isalnum((unsigned char)*p) || *p == '_' || *p == '.')) p++;
   size_t nlen = (size_t)(p - name);
-  char nm[64];
-  if (nlen == 0 || nlen >= sizeof(nm)) goto bad;
-  memcpy(nm, name, nlen);
-  nm[nlen] = 0;
-  char *dot = strchr(nm, '.');
-  if (dot) *dot = 0;
-  g->m = tp_metric_find(nm);
+  if (nlen == 0 || nlen >= 96) goto bad;
+  /* A name may hold dots itself ("fidelity.loop_lag.p99"). */
+  const char *dot;
+  size_t dlen;
+  g->m = tp_metric_find_split(name, nlen, &dot, &dlen);
+  char nm[96];
+  snprintf(nm, sizeof(nm), "%.*s", (int)(dot && !g->m && tp_stat_find_n(dot, dlen) >= 0 ? nlen - dlen - 1 : nlen),
+           name);
   if (!g->m) {
-    char known[1024];
+    char known[2048];
     tp_metric_names(known, sizeof(known), false);
     tp_seterr(err, errlen, "goals.asserts '%s': unknown metric '%s' (known: %s)", expr, nm, known);
     return TP_EINVAL;
   }
+  snprintf(nm, sizeof(nm), "%s", g->m->name);
   g->stat = TP_STAT_AVG;
   if (g->m->kind == TP_METRIC_DIST) {
-    int st = tp_stat_find(dot ? dot + 1 : "avg");
+    int st = dot ? tp_stat_find_n(dot, dlen) : TP_STAT_AVG;
     if (st < 0) {
       char known[128] = "";
       for (int i = 0; i < TP_STAT_COUNT; i++)
         snprintf(known + strlen(known), sizeof(known) - strlen(known), "%s%s", i ? ", " : "",
                  tp_stat_name((tp_stat_id)i));
-      tp_seterr(err, errlen, "goals.asserts '%s': unknown statistic '%s' (%s)", expr, dot + 1, known);
+      tp_seterr(err, errlen, "goals.asserts '%s': unknown statistic '%.*s' (%s)", expr, (int)dlen, dot, known);
       return TP_EINVAL;
     }
     g->stat = (tp_stat_id)st;

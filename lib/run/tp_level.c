@@ -3,14 +3,17 @@
  * grace period, the live progress line, and the level's result. */
 #include <inttypes.h>
 #include <math.h>
+#include <sys/resource.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "run/tp_run_internal.h"
+#include "metrics/tp_fidelity.h"
 #include "metrics/tp_stability.h"
 #include "report/tp_records.h"
 #include "sched/tp_sched.h"
+#include "util/tp_stamp.h"
 
 static void close_window(tp_run *r, uint64_t now);
 
@@ -236,6 +239,8 @@ static int level_reset(tp_run *r, size_t li, char *err, size_t errlen) {
   if (r->gaps) tp_gap_pool_reset(r->gaps);
   /* The reset may have moved the records (to memory, on a full disk). */
   if (r->arena) tpr_mirror_arena(r);
+  if (!r->loop_lag) r->loop_lag = tp_gap_pool_new();
+  if (r->loop_lag) tp_gap_pool_reset(r->loop_lag);
   L->pt = *pt;
   tp_backoff_init(&L->bo, r->cfg.server.max_consecutive_failures);
   L->slots = pt->concurrency;
@@ -403,6 +408,48 @@ static int level_prepare(tp_run *r) {
   return tpr_ctx_pool_init(r, L->slots ? L->slots : 256);
 }
 
+/* ------------------------------------------------------------------------ */
+/* The client's own figures (docs/metrics.md, "Fidelity")                   */
+
+static uint64_t rusage_ns(int who) {
+  struct rusage ru;
+  if (getrusage(who, &ru)) return 0;
+  return ((uint64_t)ru.ru_utime.tv_sec + (uint64_t)ru.ru_stime.tv_sec) * TP_NS_PER_S +
+         ((uint64_t)ru.ru_utime.tv_usec + (uint64_t)ru.ru_stime.tv_usec) * 1000;
+}
+
+/* The counters now.  The loop runs on this thread (tp_run_exec's), so the
+ * thread's CPU time is the loop's. */
+static void fid_take(tp_run *r, fid_mark *m) {
+  m->t_ns = tp_now_ns();
+  m->reads = tp_stamp_reads(&r->loop);
+  m->thread_cpu_ns = rusage_ns(RUSAGE_THREAD);
+  m->process_cpu_ns = rusage_ns(RUSAGE_SELF);
+}
+
+static void on_read_lag(void *ctx, uint64_t lag_ns) {
+  tp_gap_pool_add(ctx, lag_ns);
+}
+
+/* The loop's reads, their lag and the CPU over the level into lv's
+ * fidelity block (the records gave the rest), then the verdict. */
+static void level_fidelity(tp_run *r, tp_level_result *lv) {
+  const fid_mark *a = &r->lv.fid_begin, *b = &r->lv.fid_end;
+  tp_fidelity *f = &lv->fidelity;
+  if (b->t_ns > a->t_ns) {
+    double wall = (double)(b->t_ns - a->t_ns) / (double)TP_NS_PER_S;
+    f->wall_s = wall;
+    f->reads = b->reads - a->reads;
+    f->reads_per_s = (double)f->reads / wall;
+    if (b->thread_cpu_ns >= a->thread_cpu_ns)
+      f->client_cpu_pct = 100.0 * (double)(b->thread_cpu_ns - a->thread_cpu_ns) / (double)(b->t_ns - a->t_ns);
+    if (b->process_cpu_ns >= a->process_cpu_ns)
+      f->process_cpu_pct = 100.0 * (double)(b->process_cpu_ns - a->process_cpu_ns) / (double)(b->t_ns - a->t_ns);
+  }
+  if (r->loop_lag) tp_gap_pool_stat(r->loop_lag, &f->loop_lag_ms);
+  tp_fidelity_judge(lv);
+}
+
 /* The hooks begin, the clock starts (MPI's hook starts it on every rank at
  * once) and the first requests leave; returns once the level is over and
  * every timer of it is stopped. */
@@ -416,6 +463,10 @@ static int level_drive(tp_run *r, size_t li, const point *pt, char *err, size_t 
     return TP_ENOMEM;
   }
   if (!r->mpi) L->t0 = tp_now_ns();
+  /* The client's counters from here to the loop's end; the reads' lags go
+   * to the level's pool meanwhile. */
+  fid_take(r, &L->fid_begin);
+  tp_stamp_set_lag_sink(&r->loop, r->loop_lag ? on_read_lag : NULL, r->loop_lag);
   if (r->cfg.measure.warmup_duration_ms)
     L->warmup_end_ns = L->t0 + r->cfg.measure.warmup_duration_ms * TP_NS_PER_MS;
   if (r->cfg.output.progress) {
@@ -432,6 +483,8 @@ static int level_drive(tp_run *r, size_t li, const point *pt, char *err, size_t 
   if (!rv) tpr_pump(r, L->t0);
   tpr_level_check_done(r);
   while (!rv && !L->done) uv_run(&r->loop, UV_RUN_DEFAULT);
+  fid_take(r, &L->fid_end);
+  tp_stamp_set_lag_sink(&r->loop, NULL, NULL);
   /* The level's requests are all over: nothing more is paced. */
   tp_pacer_free(L->pacer);
   L->pacer = NULL;
@@ -511,6 +564,7 @@ static int level_result(tp_run *r, size_t li, const point *pt, tp_level_result *
   lv->stable = L->stable;
   lv->prefix_cache_hit_rate = -1;
   level_partial(r, lv); /* before the hooks: the artifacts say it too */
+  level_fidelity(r, lv);
   tpr_hooks_end(r, li, lv);
   if (L->lo.window_end_ns) {
     lv->window_start_s = (double)(L->lo.window_start_ns - L->t0) / 1e9;

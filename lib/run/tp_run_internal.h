@@ -110,6 +110,13 @@ typedef struct count_job {
   int measured;      /* tp_records_line.measured */
 } count_job;
 
+/* The client's own counters at one moment (docs/metrics.md, "Fidelity"):
+ * the clock, the reads its loop dated, the CPU time of the loop's thread
+ * and of the process. */
+typedef struct fid_mark {
+  uint64_t t_ns, reads, thread_cpu_ns, process_cpu_ns;
+} fid_mark;
+
 typedef struct level_state {
   point pt;
   tp_dataset *ds;
@@ -200,6 +207,8 @@ typedef struct level_state {
    * the count's limit ended the level. */
   tp_backoff bo;
   bool server_gone;
+  /* The client's counters when the level began and when its loop ended. */
+  fid_mark fid_begin, fid_end;
 } level_state;
 
 struct tp_run {
@@ -208,6 +217,7 @@ struct tp_run {
   char arena_dir[1024]; /* where its file is ("" = $TMPDIR or /tmp) */
   bool arena_warned;    /* said that the records left the file for memory */
   tp_gap_pool *gaps;   /* the level's gaps between text responses (itl_pooled) */
+  tp_gap_pool *loop_lag; /* the level's read lags (fidelity.loop_lag), from the loop's stamp */
   uint32_t stats_gen; /* levels begun: a late snapshot of an earlier level is dropped */
   /* --search with --num-profile-runs: the current probe's runs so far. */
   uint64_t probe_requests;

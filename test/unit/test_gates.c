@@ -121,5 +121,31 @@ int main(void) {
   tp_level_result edge = level(200, 1500, 10, 100);
   CHECK_INT(tp_gates_error_rate_note(&edge, 1, -1, note, sizeof(note)), 0,
             "error-rate note: exactly 10% is not over");
+  /* The client's own figures (docs/metrics.md, "Fidelity"): names with a
+   * dot of their own, a share in percent, a distribution over reads. */
+  tp_level_result fid = good;
+  fid.fidelity.merged_pct = 0.5;
+  fid.fidelity.loop_lag_ms.n = 100;
+  fid.fidelity.loop_lag_ms.p99 = 0.25;
+  fid.fidelity.client_cpu_pct = 40;
+  CHECK_INT(run("fidelity.merged_pct <= 1", &fid, -1, out, sizeof(out)), 0, "fidelity.merged_pct <= 1 holds at 0.5%");
+  CHECK_INT(run("fidelity.merged_pct <= 1%", &fid, -1, out, sizeof(out)), 0, "a percent bound may say %");
+  fid.fidelity.merged_pct = 2.5;
+  CHECK_INT(run("fidelity.merged_pct <= 1", &fid, -1, out, sizeof(out)), 1, "and fails at 2.5%");
+  CHECK(strstr(out, "measured 2.5 %") && strstr(out, "concurrency 8"), "naming the value and the level: %s", out);
+  CHECK_INT(run("fidelity.loop_lag.p99 <= 1ms", &fid, -1, out, sizeof(out)), 0, "a distribution of the block");
+  CHECK_INT(run("fidelity.loop_lag.p99 <= 100us", &fid, -1, out, sizeof(out)), 1, "and fails past its bound");
+  CHECK_INT(run("fidelity.loop_lag <= 1ms", &fid, -1, out, sizeof(out)), 0, "no statistic means avg");
+  CHECK_INT(run("fidelity.verdict < 2", &fid, -1, out, sizeof(out)), 0, "the verdict as a number");
+  fid.fidelity.verdict = TP_FIDELITY_CLIENT_BOUND;
+  CHECK_INT(run("fidelity.verdict < 2", &fid, -1, out, sizeof(out)), 1, "fails when client-bound");
+  fid.fidelity.client_cpu_pct = -1;
+  CHECK_INT(run("fidelity.client_cpu_pct < 90", &fid, -1, out, sizeof(out)), 1, "an unmeasured CPU fails its bound");
+  CHECK(strstr(out, "unavailable"), "as unavailable: %s", out);
+  CHECK_INT(run("fidelity.loop_lag.p42 <= 1", &fid, -1, out, sizeof(out)), -1, "an unknown statistic of a dotted name");
+  CHECK(strstr(out, "unknown statistic 'p42'"), "is named: %s", out);
+  CHECK_INT(run("fidelity.merged <= 1", &fid, -1, out, sizeof(out)), -1, "an unknown dotted name");
+  CHECK(strstr(out, "unknown metric 'fidelity.merged'"), "is named whole: %s", out);
+  CHECK_INT(run("fidelity.merged_pct.p99 <= 1", &fid, -1, out, sizeof(out)), -1, "a share takes no statistic");
   return tp_test_done();
 }

@@ -57,6 +57,23 @@ static void level_full(tp_level_result *lr) {
   lr->max_in_flight = 4;
   snprintf(lr->first_error, sizeof(lr->first_error), "%s",
            "grpc_status: NOT_FOUND: Request for unknown model: 'x' is not found");
+  /* The client's own figures, every one measured; a send lag past its
+   * threshold makes the level degraded. */
+  set_stat(&lr->send_lag_ms, 20, 0.5, 0.001, 3.5, 0.2, 0.015, 3.25);
+  tp_fidelity *f = &lr->fidelity;
+  set_stat(&f->loop_lag_ms, 500, 0.05, 0.001, 2.5, 0.1, 0.03, 0.4);
+  f->merged_responses = 3;
+  f->response_gaps = 2000;
+  f->merged_pct = 0.15;
+  f->itl_merged_requests = 2;
+  f->itl_pooled_merged_gaps = 3;
+  f->client_cpu_pct = 12.5;
+  f->process_cpu_pct = 30;
+  f->reads = 1000;
+  f->reads_per_s = 500;
+  f->wall_s = 2;
+  f->verdict = TP_FIDELITY_DEGRADED;
+  snprintf(f->reason, sizeof(f->reason), "send lag p99 3.25 ms > 1 ms");
 }
 
 /* A level without a tokenizer: timing only. */
@@ -307,7 +324,22 @@ static void test_text_full(void) {
         "full: mock counters");
   CHECK(strstr(t, "Sweep interrupted: 1 of 3 levels completed (concurrency 4)\n") != NULL,
         "full: interrupted line names completed levels");
-  check_tables_aligned(t, 2, "full");
+  /* Last, the client's own figures: a table and the verdict in words. */
+  const char *fid[] = {"concurrency 4", "0.015", "3.250", "3.500", "0.400", "2.500", "0.15", "12.5", "500",
+                       "degraded"};
+  const char *fp = strstr(t, "Fidelity: the client's own figures");
+  CHECK(fp != NULL && fp > strstr(t, "Sweep summary") && fp > strstr(t, "Sweep interrupted"),
+        "full: the fidelity table comes last");
+  if (fp) {
+    const char *row = strstr(fp, "\n│");
+    check_row(row ? row + 1 : fp, "│", 0, fid, 10, "full: fidelity row");
+  }
+  CHECK(strstr(t, "\nFidelity, concurrency 4: degraded: send lag p99 3.25 ms > 1 ms\n") != NULL,
+        "full: the verdict names the figure that crossed its threshold");
+  CHECK(strstr(t, "\n  ITL, concurrency 4: the ITL of 2 requests spans responses that shared an arrival time; "
+                  "3 gaps of 0 ms left out of the pooled ITL\n") != NULL,
+        "full: the ITL's marks in words");
+  check_tables_aligned(t, 3, "full");
   free(t);
 }
 
@@ -358,7 +390,7 @@ static void test_text_no_tokens(void) {
                        "n/a", "n/a", "300.00", "349.00"};
   CHECK(row2 != NULL, "no tokens: second summary row");
   if (row2) check_row(row2 + 1, "│", 0, sum, 12, "no tokens: summary row for level 2");
-  check_tables_aligned(t, 3, "no tokens");
+  check_tables_aligned(t, 4, "no tokens");
   free(t);
 
   /* Interrupted before any level completed. */
@@ -576,6 +608,31 @@ static void test_json_full(void) {
   CHECK(json_is_object(mock) && json_integer_value(json_object_get(mock, "responses")) == 2843 &&
             json_integer_value(json_object_get(mock, "max_active_sequences")) == 3,
         "json: mock counters");
+
+  /* Each level ends with the client's own figures: the registry's under
+   * "fidelity", the verdict in words, the counts behind them. */
+  void *last = json_object_iter(l0);
+  while (last && json_object_iter_next(l0, last)) last = json_object_iter_next(l0, last);
+  CHECK_STR(last ? json_object_iter_key(last) : "", "fidelity", "json: a level ends with \"fidelity\"");
+  json_t *fo = json_object_get(l0, "fidelity");
+  CHECK_STR(json_string_value(json_object_get(fo, "verdict")), "degraded", "json: fidelity.verdict");
+  CHECK_STR(json_string_value(json_object_get(fo, "reason")), "send lag p99 3.25 ms > 1 ms",
+            "json: fidelity.reason names the figure");
+  CHECK_INT(json_integer_value(json_object_get(fo, "verdict_code")), 1, "json: the verdict as a gate reads it");
+  CHECK_NEAR(num(json_object_get(fo, "loop_lag_ms"), "p99"), 0.4, 1e-12, "json: fidelity.loop_lag_ms.p99");
+  CHECK_NEAR(num(json_object_get(fo, "send_lag_ms"), "p99"), 3.25, 1e-12, "json: fidelity.send_lag_ms.p99");
+  CHECK_NEAR(num(fo, "merged_pct"), 0.15, 1e-12, "json: fidelity.merged_pct");
+  CHECK_NEAR(num(fo, "client_cpu_pct"), 12.5, 1e-12, "json: fidelity.client_cpu_pct");
+  CHECK_NEAR(num(fo, "reads_per_s"), 500, 1e-12, "json: fidelity.reads_per_s");
+  CHECK(json_is_true(json_object_get(fo, "itl_merged")) &&
+            json_integer_value(json_object_get(fo, "itl_pooled_merged_gaps")) == 3,
+        "json: the ITL over responses of one time is marked");
+  json_t *f1 = json_object_get(l1, "fidelity");
+  CHECK(json_is_null(json_object_get(f1, "loop_lag_ms")) && json_is_null(json_object_get(f1, "reason")),
+        "json: figures not measured are null");
+  json_t *run_f = json_object_get(doc, "fidelity");
+  CHECK_STR(json_string_value(json_object_get(run_f, "verdict")), "degraded", "json: the run's verdict is the worst");
+  CHECK_INT(json_array_size(json_object_get(run_f, "levels")), 2, "json: the run's fidelity lists every level");
   json_decref(doc);
 
   /* Without mock stats the key is absent; a mock configuration is

@@ -379,6 +379,47 @@ typedef struct tp_session_summary {
   double tokens_avg;             /* input + output tokens of all its turns; -1 = not counted */
 } tp_session_summary;
 
+/* How far a level's numbers can be trusted: the client's own figures
+ * (docs/metrics.md, "Fidelity"). */
+typedef enum tp_fidelity_verdict {
+  TP_FIDELITY_OK = 0,          /* every figure within its threshold */
+  TP_FIDELITY_DEGRADED = 1,    /* a figure crossed its threshold: the reason names it */
+  TP_FIDELITY_CLIENT_BOUND = 2 /* the client itself was the bottleneck (its core busy, and late) */
+} tp_fidelity_verdict;
+
+typedef struct tp_fidelity {
+  /* Text responses of the measured requests that share their arrival
+   * time with the text response before them (one read, or one segment the
+   * kernel merged, brought both: the client cannot see the gap between
+   * them), out of the text responses that follow another of their
+   * request; merged_pct is the share, in percent (NaN when no request had
+   * two text responses). */
+  uint64_t merged_responses, response_gaps;
+  double merged_pct;
+  /* Successful requests with an ITL whose text responses include some
+   * that share a time (the ITL is marked: itl_merged in --json), and
+   * those whose text all came at one time (no ITL: unmeasured, not 0). */
+  uint64_t itl_merged_requests, itl_all_merged_requests;
+  /* Gaps of exactly 0 between text responses sharing a time: left out of
+   * the pooled ITL (itl_pooled_ms) and counted here. */
+  uint64_t itl_pooled_merged_gaps;
+  /* Loop lag: per read, the clock at the read minus the kernel's receive
+   * stamp of the newest bytes read (n = reads that had a stamp). */
+  tp_stat loop_lag_ms;
+  /* Over the level's wall time (wall_s, from its start to its last
+   * answer, warm-up included): reads per second, the CPU time of the
+   * thread that runs the loop (user + system) in percent of one core, and
+   * that of the whole process (every thread: the tokenizer's pool, an
+   * in-process mock, a reader thread).  -1 = not measured. */
+  uint64_t reads;
+  double wall_s, reads_per_s, client_cpu_pct, process_cpu_pct;
+  /* The verdict (a tp_fidelity_verdict; a number so that gates read it)
+   * and, unless ok, every figure that crossed its threshold, in words:
+   * "send lag p99 3.20 ms > 1 ms". */
+  uint64_t verdict;
+  char reason[256];
+} tp_fidelity;
+
 typedef struct tp_level_result {
   tp_load_mode load_mode;
   uint32_t concurrency;       /* the level's concurrency, or the cap in rate mode (0 = none) */
@@ -518,11 +559,18 @@ typedef struct tp_level_result {
   bool partial;
   double partial_ran_s, partial_planned_s;
   uint64_t partial_planned_requests;
+  /* The client's own figures and its verdict on them; in a distributed
+   * run, the loop lag, reads and CPU are rank 0's. */
+  tp_fidelity fidelity;
 } tp_level_result;
 
 /* A run whose error rate at some level exceeds this is said in one line on
  * stderr even without --max-error-rate (which makes it fail). */
 #define TP_ERROR_RATE_WARN 0.10
+
+/* "ok", "degraded" or "client-bound" for a tp_fidelity verdict; "?" for
+ * another value. */
+TP_API const char *tp_fidelity_verdict_name(uint64_t verdict);
 
 /* ------------------------------------------------------------------------ */
 /* A run: a sweep of levels.                                                */

@@ -39,6 +39,14 @@ void tp_fidelity_judge(tp_level_result *lr) {
   }
   if (isfinite(f->merged_pct) && f->merged_pct > TP_FIDELITY_MERGED_PCT)
     add(crossed, sizeof(crossed), "merged responses", f->merged_pct, "%", TP_FIDELITY_MERGED_PCT);
+  /* A clock error of the client's own (docs/metrics.md, "The clock"):
+   * never expected, always named. */
+  if (lr->answers_before_send) {
+    size_t o = strlen(crossed);
+    if (o + 1 < sizeof(crossed))
+      snprintf(crossed + o, sizeof(crossed) - o, "%s%llu answers dated before their send", o ? "; " : "",
+               (unsigned long long)lr->answers_before_send);
+  }
   bool busy = isfinite(f->client_cpu_pct) && f->client_cpu_pct >= TP_FIDELITY_CPU_PCT;
   f->reason[0] = 0;
   if (busy && late) {

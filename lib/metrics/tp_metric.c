@@ -85,7 +85,7 @@ static const tp_metric metrics[] = {
     COUNT("failed", "Failed", TP_UNIT_REQUESTS, failed, "failed", NULL, "error_request_count", -1, 0),
     COUNT("reconnects", "Reconnects", TP_UNIT_REQUESTS, reconnects, "reconnects", NULL, NULL, -1, 0),
     COUNT("late_sends", "Late sends", TP_UNIT_REQUESTS, late_sends, "late_sends", NULL, NULL, -1, 0),
-    COUNT("answers_before_send", "Answers dated before their send", TP_UNIT_REQUESTS, answers_before_send,
+    COUNT("answers_before_send", "Answers before send", TP_UNIT_REQUESTS, answers_before_send,
           "answers_before_send", NULL, NULL, -1, 0),
     COUNT("goodput_unjudged", "Goodput unjudged", TP_UNIT_REQUESTS, goodput_unjudged, "goodput_unjudged",
           NULL, NULL, -1, TP_MF_GOODPUT),

@@ -97,6 +97,11 @@ static void test_verdict(void) {
   judge(&lr, TP_FIDELITY_DEGRADED, "send lag p99 700.00 ms > 1 ms",
         "late with the core half idle (a busy machine, not the client): degraded");
 
+  lr = calm();
+  lr.answers_before_send = 2;
+  judge(&lr, TP_FIDELITY_DEGRADED, "2 answers dated before their send",
+        "an answer dated before its send (a clock error): degraded, naming the count");
+
   /* What was not measured crosses nothing. */
   tp_level_result none;
   memset(&none, 0, sizeof(none));

@@ -41,8 +41,15 @@ check(rc == 0 and doc, "rate 400/s: exit 0", err)
 if doc:
     lv = doc["levels"][0]
     check(lv["mode"] == "request_rate" and lv["request_rate_rps"] == 400, "level is a rate level")
-    check(abs(lv["achieved_send_rate_rps"] / 400 - 1) < 0.005, "achieved send rate within 0.5% of 400/s",
-          "achieved %r" % lv["achieved_send_rate_rps"])
+    # The achieved rate runs from the first send to the last: a busy
+    # machine that delays either by its send lag moves it by that much over
+    # the span, which the records show; beyond that the pacing itself is off.
+    sends = sorted((r["sent_ns"], r["planned_ns"]) for r in recs if r.get("sent_ns"))
+    span = (sends[-1][0] - sends[0][0]) if len(sends) > 1 else 1
+    explained = ((sends[0][0] - sends[0][1]) + (sends[-1][0] - sends[-1][1])) / span if len(sends) > 1 else 0
+    check(abs(lv["achieved_send_rate_rps"] / 400 - 1) < 0.005 + explained,
+          "achieved send rate within 0.5%% of 400/s, beside what the first and last sends' lag explains (%.3f%%)"
+          % (100 * explained), "achieved %r" % lv["achieved_send_rate_rps"])
     planned = sorted(r["planned_ns"] for r in recs)
     gaps = [b - a for a, b in zip(planned, planned[1:])]
     check(len(planned) == 800 and all(abs(g - 2500000) <= 1 for g in gaps),
@@ -144,17 +151,30 @@ if WORDS:
                                    "--tokenizer", WORDS, "--mock-reasoning-tokens", "8", "--mock-output-tokens", "24",
                                    "--output-tokens-mean", "24", "--mock-itl-ms", "10", "--mock-itl-us-per-seq", "0",
                                    "--mock-ttft-ms", "20", "--mock-prefill-us-per-token", "0",
-                                   "--concurrency", "1", "--request-count", "4"])
+                                   "--concurrency", "1", "--request-count", "4",
+                                   "--mock-log", os.path.join(tmp, "reasoning_log.jsonl")])
     check(rc == 0 and doc, "reasoning run: exit 0", err)
     if doc:
         lv = doc["levels"][0]
         check(lv["reasoning_tokens"]["avg"] == 8 and lv["output_tokens"]["avg"] == 16,
               "reasoning tokens counted apart from the answer's",
               "%r %r" % (lv["reasoning_tokens"], lv["output_tokens"]))
+        # Against what the mock really did (its log of each token's send):
+        # a busy mock is late, and the client must read that lateness, not
+        # the mock's setting of 10 ms.
+        texts = {}
+        for line in open(os.path.join(tmp, "reasoning_log.jsonl")):
+            e = json.loads(line)
+            if e.get("ev") == "response" and e.get("text"):
+                texts.setdefault(e["id"], []).append(e["t_ns"])
+        true_itl = [(t[-1] - t[0]) / 1e6 / (len(t) - 1) for t in texts.values() if len(t) > 1]
+        true_itl = sum(true_itl) / len(true_itl) if true_itl else float("nan")
         itl = lv["inter_token_latency_ms"]["avg"]
-        check(abs(itl - 10) < 1.0, "ITL over reasoning and answer tokens: %.2f ms (10 ms per token)" % itl)
+        check(abs(itl - true_itl) < 0.2 and abs(itl - 10) < 5,
+              "ITL over reasoning and answer tokens: %.2f ms (the mock's log: %.2f, set to 10)" % (itl, true_itl))
         tpot = lv["time_per_output_token_ms"]["avg"]
-        check(abs(tpot - 10) < 1.0, "TPOT over every generated token: %.2f ms" % tpot)
+        check(abs(tpot - true_itl) < 0.5 and abs(tpot - 10) < 5,
+              "TPOT over every generated token: %.2f ms (the mock's log: %.2f)" % (tpot, true_itl))
         ttft = lv["time_to_first_token_ms"]["avg"]
         ttfo = lv["time_to_first_output_token_ms"]["avg"]
         check(abs(ttfo - ttft - 80) < 8, "time to first output token = TTFT + 8 reasoning tokens (%.1f vs %.1f ms)"

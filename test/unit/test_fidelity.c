@@ -68,7 +68,16 @@ static void test_verdict(void) {
   lr = calm();
   lr.fidelity.loop_lag_ms.p99 = 2.5;
   lr.fidelity.merged_pct = 12.34;
-  judge(&lr, TP_FIDELITY_DEGRADED, "loop lag p99 2.50 ms > 1 ms; merged responses 12.3% > 1%",
+  judge(&lr, TP_FIDELITY_DEGRADED, "merged responses 12.3% > 1%",
+        "a late loop and merged responses: degraded by what the merging did");
+  lr = calm();
+  lr.fidelity.loop_lag_ms.p99 = 7.2;
+  judge(&lr, TP_FIDELITY_OK, "",
+        "a late loop alone (a burst read one socket after another, every byte stamped) degrades nothing");
+  lr = calm();
+  lr.send_lag_ms.p99 = 2;
+  lr.fidelity.merged_pct = 3;
+  judge(&lr, TP_FIDELITY_DEGRADED, "send lag p99 2.00 ms > 1 ms; merged responses 3.0% > 1%",
         "two figures crossed: both named, in the report's order");
 
   /* Client-bound: the loop's core busy and the loop late. */

@@ -40,6 +40,8 @@ const char *tp__report_service_kind_name(tp_service_kind k) {
     case TP_SERVICE_OPENAI_COMPLETIONS: return "openai-completions";
     case TP_SERVICE_OPENAI_CHAT: return "openai-chat";
     case TP_SERVICE_TRITON_GENERATE: return "triton-generate";
+    case TP_SERVICE_VLLM_GRPC: return "vllm-grpc";
+    case TP_SERVICE_SGLANG_GRPC: return "sglang-grpc";
   }
   return "unknown";
 }

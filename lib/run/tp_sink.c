@@ -94,7 +94,9 @@ static void count_tokens(count_job *j) {
     rec->reasoning_tokens =
         tp_tok_count(j->tok, (const char *)rec->reasoning.data, rec->reasoning.len, &n) == 0 ? (int64_t)n : -1;
   }
-  if (j->tok) {
+  if (rec->output_ids >= 0) {
+    rec->output_tokens = rec->output_ids; /* the ids themselves: exact */
+  } else if (j->tok) {
     size_t n = 0;
     rec->output_tokens =
         tp_tok_count(j->tok, rec->text.data ? (const char *)rec->text.data : "", rec->text.len, &n) == 0
@@ -152,6 +154,7 @@ static void batch_work(uv_work_t *w) {
  * which the client counts apart: they are taken off when it counted them. */
 static void choose_token_counts(const tp_run *r, tp_record *rec) {
   tp_token_source src = r->cfg.prompts.token_source;
+  if (rec->output_ids >= 0) rec->output_tokens = rec->output_ids;
   rec->client_output_tokens = rec->output_tokens;
   rec->client_input_tokens = rec->input_tokens;
   rec->server_counts = 0;

@@ -141,8 +141,8 @@ void tp_engine_decoder_fini(tp_engine_decoder *d);
  * protocol p.  Which messages are valid and what they hold is exactly what
  * protobuf-c makes of them with the .proto files (fuzz_engine_response
  * compares the two): the usual message, with each member of the response
- * oneof at most once, is read in place; one that names a oneof member twice
- * (protobuf-c merges or replaces) is unpacked by protobuf-c, and *out then
+ * oneof at most once, is read in place; one that names its members more
+ * than once (protobuf-c keeps the last) is unpacked by protobuf-c, and *out then
  * points into d until the next decode or fini.  Returns 0 or TP_EPROTO. */
 int tp_engine_decode(tp_engine_decoder *d, tp_engine_proto p, const uint8_t *data, size_t len,
                      tp_engine_msg *out);

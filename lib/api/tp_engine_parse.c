@@ -16,9 +16,8 @@
  * - a number field given twice keeps the last value, a repeated one
  *   appends; a 32-bit number is the low 32 bits of its varint;
  * - strings end at their first NUL byte (protobuf-c returns C strings).
- * A message naming a member of the response oneof twice (protobuf-c merges
- * two of the same member and replaces another) is rare enough to be left to
- * protobuf-c itself.  fuzz_engine_response holds both decoders to the same
+ * A message naming members of the response oneof more than once (protobuf-c
+ * keeps the last, whole) is rare enough to be left to protobuf-c itself.  fuzz_engine_response holds both decoders to the same
  * answers. */
 #include "tp_engine.h"
 
@@ -212,7 +211,7 @@ static void set_str(const char *s, const char **out, size_t *len) {
   *len = s ? strlen(s) : 0;
 }
 
-/* protobuf-c's reading, for messages that name a oneof member twice. */
+/* protobuf-c's reading, for messages that name oneof members more than once. */
 static int decode_slow(tp_engine_decoder *d, tp_engine_proto p, const uint8_t *data, size_t len,
                        tp_engine_msg *m) {
   if (p == TP_ENGINE_VLLM) {

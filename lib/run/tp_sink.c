@@ -343,6 +343,17 @@ static void enqueue(tp_run *r, count_job *j) {
  * COUNT_WAIT_MS later (their lines reach the file that much later; no
  * timestamp moves), at once when the queue is full or nothing is in
  * flight. */
+/* Whether the tokenizer has nothing to do for these jobs: answers counted
+ * by their token ids (the engine protocols), no text sent to count apart,
+ * no reasoning.  They are then as cheap as without a tokenizer. */
+static bool nothing_to_count(count_job *const *jobs, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    const tp_record *s = &jobs[i]->snap;
+    if (jobs[i]->sent_text || s->output_ids < 0 || s->reasoning.len) return false;
+  }
+  return true;
+}
+
 static void submit(tp_run *r, count_job **jobs, size_t n) {
   level_state *L = &r->lv;
   /* The windows are fed as the request ends, not once its tokens are
@@ -353,7 +364,7 @@ static void submit(tp_run *r, count_job **jobs, size_t n) {
     L->pending_counts++;
     tpr_window_on_completion(r, &L->recs[jobs[i]->seq]);
   }
-  if (!r->tok && r->shed_records) {
+  if ((!r->tok || nothing_to_count(jobs, n)) && r->shed_records) {
     jobs_here(r, jobs, n);
     return;
   }

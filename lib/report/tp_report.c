@@ -565,7 +565,11 @@ void tp_report_text(FILE *out, const tp_report_input *in) {
                         : cfg->prompts.input_file ? cfg->prompts.input_file
                                                   : "synthetic prompts";
   fprintf(out, "Target: %s, model: %s, backend: %s, streaming: %s, tokenizer: %s, dataset: %s\n", target,
-          cfg->server.model ? cfg->server.model : NA, tp__report_backend_name(cfg->server.backend),
+          cfg->server.model ? cfg->server.model : NA,
+          /* The engine protocols are the backend's own. */
+          cfg->server.service_kind == TP_SERVICE_VLLM_GRPC || cfg->server.service_kind == TP_SERVICE_SGLANG_GRPC
+              ? tp__report_service_kind_name(cfg->server.service_kind)
+              : tp__report_backend_name(cfg->server.backend),
           cfg->server.streaming ? "on" : "off", in->tokenizer_desc ? in->tokenizer_desc : "none", dataset);
 
   bool noted_tokens = false;

@@ -337,6 +337,10 @@ static void send_abort(engine_client *ec, const char *const *ids, size_t n) {
   if (ec->closing || n == 0) return;
   tp_buf b;
   tp_buf_init(&b);
+  /* Held and released: the release writes the calls at once, so they leave
+   * even when the run closes the pool right after (the last requests of an
+   * interrupted run). */
+  tp_h2c_pool_hold(ec->pool, true);
   for (size_t i = 0; i < n; i++) {
     /* vLLM's message takes every id at once; SGLang's one each. */
     size_t k = ec->proto == TP_ENGINE_VLLM ? n : 1;
@@ -345,6 +349,7 @@ static void send_abort(engine_client *ec, const char *const *ids, size_t n) {
       tp_h2c_call(ec->pool, ec->path_abort, b.data, b.len, ABORT_TIMEOUT_NS, &cbs, NULL, NULL);
     i += k - 1;
   }
+  tp_h2c_pool_hold(ec->pool, false);
   tp_buf_fini(&b);
 }
 

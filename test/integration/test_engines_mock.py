@@ -8,9 +8,11 @@ times, faults classified per protocol, and a cancelled request aborted (the
 log's "abort" events).  Prints TAP."""
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from tp_check import SCALE, check, done  # noqa: E402
@@ -159,6 +161,30 @@ for kind in KINDS:
     aborts = {e["id"] for e in r["events"] if e["ev"] == "abort"}
     sent = {e["id"] for e in r["events"] if e["ev"] == "request"}
     check(sent and sent <= aborts, "%s abort: every cancelled request named in an Abort the mock logged" % kind,
+          json.dumps([sorted(sent), sorted(aborts)]))
+
+    # ---- Ctrl-C: the requests still in flight after the grace period ----
+    art = os.path.join(tmp, "art_int_%s" % kind)
+    log = os.path.join(tmp, "mock_int_%s.jsonl" % kind)
+    proc = subprocess.Popen([TOKPERF, "profile", "--mock", "--service-kind", kind, "--tokenizer", WORDS,
+                             "--mock-itl-ms", "200", "--concurrency", "4", "--request-count", "8",
+                             "--output-tokens-mean", "64", "--grace-period", "300ms", "--mock-log", log,
+                             "--artifact-dir", art, "--json", art + ".json", "-q"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(1.5 * SCALE)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60 * SCALE)
+    events = []
+    if os.path.exists(log):
+        with open(log) as f:
+            events = [json.loads(x) for x in f if x.strip()]
+    sent = {e["id"] for e in events if e["ev"] == "request"}
+    aborts = {e["id"] for e in events if e["ev"] == "abort"}
+    doc = json.load(open(art + ".json")) if os.path.exists(art + ".json") else {}
+    lv = (doc.get("levels") or [{}])[0]
+    check(doc.get("interrupted") and lv.get("errors_by_class", {}).get("cancelled") == 4,
+          "%s Ctrl-C: the report is written, the 4 requests in flight cancelled" % kind, err[-800:])
+    check(sent and sent <= aborts, "%s Ctrl-C: each named in an Abort the mock logged" % kind,
           json.dumps([sorted(sent), sorted(aborts)]))
 
 done()

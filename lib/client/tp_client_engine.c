@@ -557,11 +557,17 @@ static int engine_send(tp_client *c, const tp_client_send *s, void *req) {
 }
 
 static void engine_cancel(tp_client *c, void *handle) {
-  (void)c;
   engine_call *x = handle;
   if (!x || !x->call) return;
-  abort_call(x);
+  /* The id is copied: cancelling a call still queued ends (and frees) it
+   * at once.  The Abort goes after the reset, in the same write. */
+  char id[sizeof(x->id)];
+  memcpy(id, x->id, sizeof(id));
+  bool tell = !x->aborted;
+  x->aborted = true;
   tp_h2c_cancel(x->call);
+  const char *ids[1] = {id};
+  if (tell) send_abort((engine_client *)c, ids, 1);
 }
 
 /* Every request in flight: the server is told which (vLLM takes them in
@@ -571,18 +577,23 @@ static void engine_cancel_all(tp_client *c) {
   size_t n = 0;
   for (engine_call *x = ec->calls; x; x = x->next)
     if (!x->aborted && !x->final_seen) n++;
+  /* The ids are copied: cancelling may end (and free) calls at once. */
+  char(*copy)[sizeof(ec->calls->id)] = n ? malloc(n * sizeof(*copy)) : NULL;
   const char **ids = n ? malloc(n * sizeof(*ids)) : NULL;
   size_t k = 0;
-  for (engine_call *x = ec->calls; ids && x; x = x->next) {
+  for (engine_call *x = ec->calls; copy && ids && x; x = x->next) {
     if (x->aborted || x->final_seen) continue;
     x->aborted = true;
-    ids[k++] = x->id;
+    memcpy(copy[k], x->id, sizeof(copy[k]));
+    ids[k] = copy[k];
+    k++;
   }
   tp_h2c_cancel_all(ec->pool);
-  /* After the reset, so that the cancel does not take the Abort calls with
-   * it; they leave with the resets' write. */
+  /* After the resets, so that the cancel does not take the Abort calls
+   * with it. */
   send_abort(ec, ids, k);
   free(ids);
+  free(copy);
 }
 
 static void free_headers(engine_client *ec) {

@@ -1,6 +1,7 @@
 /* tokperf: the command-line front end.  It fills a tp_config from the
  * arguments, runs the sweep, and prints the report; results go to stdout,
  * progress and errors to stderr. */
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,7 +14,8 @@
 static tp_run *volatile g_run;
 static volatile sig_atomic_t g_signals;
 
-/* First Ctrl-C: stop sending, let in-flight requests finish, report.  Second:
+/* First Ctrl-C (or SIGTERM, or SIGHUP: a closed terminal, a CI runner's
+ * cancel): stop sending, let in-flight requests finish, report.  Second:
  * leave at once (whatever was written stays written). */
 static void on_signal(int sig) {
   (void)sig;
@@ -40,23 +42,11 @@ static void say_lib_error(const char *err, int rv) {
   fprintf(stderr, "tokperf: %s\n", msg);
 }
 
-/* --format json: the whole document on stdout, for pipelines. */
+/* --format json: the whole document on stdout, for pipelines (made in
+ * memory: a full $TMPDIR cannot keep it from stdout). */
 static void print_json(tp_run *run) {
-  char path[] = "/tmp/tokperf-json-XXXXXX";
-  int fd = mkstemp(path);
-  if (fd < 0) return;
-  close(fd);
   char err[512];
-  if (tp_run_write_json(run, path, err, sizeof(err)) == 0) {
-    FILE *f = fopen(path, "r");
-    char buf[65536];
-    size_t n;
-    while (f && (n = fread(buf, 1, sizeof(buf), f)) > 0) fwrite(buf, 1, n, stdout);
-    if (f) fclose(f);
-  } else {
-    fprintf(stderr, "tokperf: %s\n", err);
-  }
-  unlink(path);
+  if (tp_run_print_json(run, stdout, err, sizeof(err))) fprintf(stderr, "tokperf: %s\n", err);
 }
 
 static int cmd_profile(int argc, char **argv) {
@@ -131,12 +121,16 @@ static int report_run(tp_cli *cli, tp_run *run, tp_cli_report_fn report, void *u
     tp_run_report_text(run, stdout);
     if (tp_run_artifact_dir(run)[0]) printf("Artifacts: %s\n", tp_run_artifact_dir(run));
   }
-  fflush(stdout);
+  /* stdout is an output too (a file on a full disk, a closed pipe). */
+  if (fflush(stdout) || ferror(stdout)) {
+    fprintf(stderr, "tokperf: cannot write the report to stdout: %s\n", strerror(errno));
+    if (code == TP_EXIT_OK) code = TP_EXIT_WRITE;
+  }
   if (cli->cfg.output.json_path) {
     char jerr[512];
     if (tp_run_write_json(run, cli->cfg.output.json_path, jerr, sizeof(jerr))) {
       say_lib_error(jerr, 0);
-      if (code == TP_EXIT_OK) code = TP_EXIT_START;
+      if (code == TP_EXIT_OK || code == TP_EXIT_THRESHOLD) code = TP_EXIT_WRITE;
     }
   }
   if (cli->cfg.output.latency_report_file) {
@@ -144,11 +138,18 @@ static int report_run(tp_cli *cli, tp_run *run, tp_cli_report_fn report, void *u
     if (tp_run_write_latency_csv(run, cli->cfg.output.latency_report_file, cli->cfg.output.verbose_csv, cerr,
                                  sizeof(cerr))) {
       fprintf(stderr, "tokperf: -f: %s\n", cerr);
-      if (code == TP_EXIT_OK) code = TP_EXIT_START;
+      if (code == TP_EXIT_OK || code == TP_EXIT_THRESHOLD) code = TP_EXIT_WRITE;
     }
   }
   /* CI gates: thresholds the user set, and a run where nothing succeeded. */
   if (code == TP_EXIT_OK && tp_run_check_gates(run, stderr) > 0) code = TP_EXIT_THRESHOLD;
+  /* An output the run wrote as it went (records, artifacts) that is not
+   * whole: said last, where a CI log's reader looks, and never exit 0. */
+  const char *oerr = tp_run_output_error(run);
+  if (oerr) {
+    fprintf(stderr, "tokperf: %s\n", oerr);
+    if (code == TP_EXIT_OK || code == TP_EXIT_THRESHOLD) code = TP_EXIT_WRITE;
+  }
   return code;
 }
 
@@ -207,6 +208,7 @@ int tp_cli_run(tp_cli *cli, tp_cli_report_fn report, void *ud) {
   sa.sa_handler = on_signal;
   sigaction(SIGINT, &sa, NULL);
   sigaction(SIGTERM, &sa, NULL);
+  sigaction(SIGHUP, &sa, NULL);
 
   rv = tp_run_exec(run, err, sizeof(err));
   int code = TP_EXIT_OK;

@@ -355,6 +355,11 @@ static const tp_setting config_rows[] = {
     C("connection.max_output_tokens", "--max-output-tokens", TP_SET_U64, server.max_output_tokens, "N", 1, 0,
       G_CONN, "cancel (and count as failed) an answer streamed in more than N text responses", "4096",
       TP_SETF_UNSET0),
+    C("connection.max_consecutive_failures", "--max-consecutive-failures", TP_SET_U64,
+      server.max_consecutive_failures, "N", 1, 0, G_CONN,
+      "end the level once N requests in a row failed to reach the server (refused, lost or timed out "
+      "before any answer) or were not sent while backing off from it (0: never; docs/metrics.md)",
+      "20", 0),
     C("connection.mpi_timeout_ms", "--mpi-timeout", TP_SET_MS, dist.mpi_timeout_ms, "DURATION", 1, 0, G_CONN,
       "under mpirun: how long rank 0 waits on a silent rank before it reports it failed (default 20s; "
       "docs/scale-out.md)",
@@ -431,8 +436,8 @@ static const tp_setting cli_rows[] = {
       NULL, 1, 0, NULL, G_PROMPTS, "tokperf reads tokenizer files itself and runs no model code", NULL,
       TP_SETF_NOOP | TP_SETF_NOECHO),
     L("goals.asserts", "--assert", TP_SET_STR_LIST, asserts, "EXPR", NULL, 1, 0, NULL, G_GOALS,
-      "CI gate, repeatable: 'ttft.p99 <= 250ms', 'output_token_throughput >= 1000', 'error_rate <= 1%' "
-      "(any metric of docs/metrics.md)",
+      "CI gate, repeatable: 'ttft.p99 <= 250ms', 'output_token_throughput >= 1000', 'error_rate <= 1%', "
+      "'fidelity.verdict < 2' (any metric of docs/metrics.md, the client's own figures included)",
       "ttft.p99 <= 250ms", 0),
     L("search.slos", "--slo", TP_SET_STR_LIST, slos, "EXPR", NULL, 1, 0, NULL, G_SEARCH,
       "with --search, repeatable: a bound every passing probe meets, in --assert's syntax: 'ttft.p99 <= 300ms', "
@@ -902,8 +907,12 @@ static void print_exit_codes(FILE *out) {
           "  1    the run completed but a threshold failed\n"
           "  2    usage or input error: a bad option value, or a bad --input-file line (file:line named)\n"
           "  3    could not start: server unreachable, model missing or not ready or lacking an input,\n"
-          "       tokenizer not loadable\n"
-          "  130  interrupted (Ctrl-C); the levels completed so far are reported\n");
+          "       tokenizer not loadable; or an output could not be written whole (a full disk: 'no space\n"
+          "       left on DIR'); the results are on stdout and in every output that had room\n"
+          "  130  interrupted (Ctrl-C, SIGTERM, SIGHUP); what was measured is reported, a level cut\n"
+          "       short marked partial with the time it ran\n"
+          "A level with over 10%% of its requests failed is said in one line on stderr (exit 0 unless\n"
+          "--max-error-rate).\n");
 }
 
 void tp_cli_help_main(FILE *out) {
@@ -1004,8 +1013,10 @@ void tp_cli_man(FILE *out) {
   fprintf(out,
           ".SH \"EXIT STATUS\"\n.TP\n0\nthe run completed (failed requests are counted, not fatal)\n"
           ".TP\n1\na threshold (\\-\\-assert, \\-\\-max\\-error\\-rate) failed\n"
-          ".TP\n2\nusage or input error\n.TP\n3\ncould not start (server, model or tokenizer)\n"
-          ".TP\n130\ninterrupted; the levels completed so far are reported\n"
+          ".TP\n2\nusage or input error\n.TP\n3\ncould not start (server, model or tokenizer), or an output "
+          "could not be written whole (a full disk: no space left on DIR)\n"
+          ".TP\n130\ninterrupted (SIGINT, SIGTERM, SIGHUP); what was measured is reported, a level cut short "
+          "marked partial\n"
           ".SH EXAMPLES\n.nf\ntokperf profile \\-\\-mock \\-\\-concurrency 1,4,16,64\n"
           "tokperf profile \\-u localhost:8001 \\-m ensemble \\-\\-concurrency 1:64:x2 \\-\\-tokenizer /models/llama2\n"
           ".fi\n");

@@ -18,6 +18,7 @@ enum {
   TP_EXIT_THRESHOLD = 1,
   TP_EXIT_USAGE = 2,
   TP_EXIT_START = 3,
+  TP_EXIT_WRITE = 3, /* an output could not be written whole (a full disk) */
   TP_EXIT_INTERRUPTED = 130
 };
 

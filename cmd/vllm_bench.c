@@ -263,12 +263,15 @@ static int save_result(const vb_ctx *x, const tp_level_result *lr) {
       json_object_set_new(j, k, st->n ? json_real(v) : json_null());
     }
   }
-  int rv = json_dump_file(j, path, JSON_INDENT(2));
+  char *text = json_dumps(j, JSON_INDENT(2));
   json_decref(j);
-  if (rv) {
-    fprintf(stderr, "tokperf vllm-bench: cannot write --save-result file %s\n", path);
+  char err[700] = "out of memory";
+  if (!text || tp_write_file(path, text, strlen(text), err, sizeof(err))) {
+    free(text);
+    fprintf(stderr, "tokperf vllm-bench: --save-result: %s\n", err);
     return -1;
   }
+  free(text);
   fprintf(stderr, "tokperf vllm-bench: result written to %s\n", path);
   return 0;
 }
@@ -309,6 +312,9 @@ static void report(const tp_run *run, void *ud) {
   }
   for (int i = 0; i < 50; i++) putchar('=');
   putchar('\n');
+  /* tokperf's own, after vLLM's block: how far to trust it. */
+  printf("Fidelity (tokperf): %s%s%s\n", tp_fidelity_verdict_name(lr->fidelity.verdict),
+         lr->fidelity.reason[0] ? ": " : "", lr->fidelity.reason);
   fflush(stdout);
   if (x->o->save_result && save_result(x, lr)) x->code = TP_EXIT_START;
 }

@@ -443,6 +443,7 @@ void tp__mock_hconn_close(hconn *c, bool reset) {
   if (m->timers) tp_timer_stop(m->timers, &c->trickle_timer);
   if (m->timers) tp_timer_stop(m->timers, &c->idle_timer);
   tp_buf_fini(&c->in);
+  tp__mock_http_fill_blanks(c);
   tp_buf_fini(&c->out);
   if (c->prev)
     c->prev->next = c->next;

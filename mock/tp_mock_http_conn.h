@@ -21,6 +21,13 @@ typedef enum api_kind { API_COMPLETIONS, API_CHAT, API_GENERATE, API_GENERATE_ST
 
 typedef struct hreq hreq;
 
+/* A logged response waiting for its send time (tp__mock_log_fill). */
+typedef struct http_blank {
+  uint64_t end;       /* the stream position after its last byte */
+  size_t off;         /* where in the log */
+  uint64_t queued_ns; /* used instead if the bytes never leave */
+} http_blank;
+
 struct hconn {
   tp_mock *m;
   uv_tcp_t tcp;
@@ -41,6 +48,14 @@ struct hconn {
   uint32_t n_requests;
   tp_buf out; /* response bytes not yet written */
   size_t out_off;
+  /* The log's send time of each response in out is when the write holding
+   * its last byte is handed to the socket, as on the gRPC side: a busy
+   * mock writes late, and a client is held against what it really did.
+   * out_base is the stream position of out.data[0]; blanks holds
+   * http_blank entries in stream order, from blanks_head on. */
+  uint64_t out_base;
+  tp_buf blanks;
+  size_t blanks_head;
   size_t write_bytes; /* handed to uv_write, not completed */
   uint64_t fill_left; /* oversize fault: filler bytes still to write */
   bool trickle;
@@ -99,6 +114,11 @@ void tp__mock_http_oai_error(hconn *c, tp_mock_dialect d, int status, const char
 void tp__mock_http_stream_head(hreq *r);
 void tp__mock_http_stream_data(hreq *r, const void *p, size_t n);
 void tp__mock_http_stream_end(hreq *r);
+/* Logs a response whose bytes were just queued in r's connection, its time
+ * filled in when they are written (queued_ns if they never are). */
+void tp__mock_http_log_response(hreq *r, uint64_t queued_ns, const char *text, size_t len, bool final);
+/* Fills the times of every response still waiting (the connection closes). */
+void tp__mock_http_fill_blanks(hconn *c);
 
 /* ---- requests (tp_mock_http_req.c) ------------------------------------------------------- */
 

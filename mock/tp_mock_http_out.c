@@ -128,6 +128,38 @@ void tp__mock_http_stream_end(hreq *r) {
   tp__mock_hconn_dirty(c);
 }
 
+void tp__mock_http_log_response(hreq *r, uint64_t queued_ns, const char *text, size_t len, bool final) {
+  hconn *c = r->c;
+  size_t off = SIZE_MAX;
+  tp__mock_log_response(c->m, &r->job, r->index++, queued_ns, text, len, final, &off);
+  if (off == SIZE_MAX) return;
+  http_blank b = {c->out_base + c->out.len, off, queued_ns};
+  if (tp_buf_append(&c->blanks, &b, sizeof(b))) tp__mock_log_fill(c->m, off, queued_ns);
+}
+
+/* The responses whose last byte lies before stream position upto leave
+ * now, at t_ns (0: each at its queue time). */
+static void fill_upto(hconn *c, uint64_t upto, uint64_t t_ns) {
+  size_t n = c->blanks.len / sizeof(http_blank);
+  while (c->blanks_head < n) {
+    http_blank b;
+    memcpy(&b, c->blanks.data + c->blanks_head * sizeof(b), sizeof(b));
+    if (b.end > upto) break;
+    tp__mock_log_fill(c->m, b.off, t_ns ? t_ns : b.queued_ns);
+    c->blanks_head++;
+  }
+  if (c->blanks_head == n) {
+    tp_buf_reset(&c->blanks);
+    c->blanks_head = 0;
+  }
+}
+
+void tp__mock_http_fill_blanks(hconn *c) {
+  fill_upto(c, UINT64_MAX, 0);
+  tp_buf_fini(&c->blanks);
+  c->blanks_head = 0;
+}
+
 static void on_hwrite(void *data, size_t len, int status) {
   hconn *c = data;
   c->write_bytes -= len;
@@ -167,6 +199,7 @@ static void hconn_flush(hconn *c) {
     if (avail == 0 && c->fill_left) {
       /* The oversize body, made up as the socket takes it: one SSE data
        * line (or JSON string) of 'x'. */
+      c->out_base += c->out.len;
       tp_buf_reset(&c->out);
       c->out_off = 0;
       size_t n = (size_t)TP_MIN((uint64_t)HTTP_FILL_PIECE_BYTES, c->fill_left);
@@ -188,6 +221,7 @@ static void hconn_flush(hconn *c) {
       c->trickle_ready = false;
       n = 1;
     }
+    if (c->blanks.len) fill_upto(c, c->out_base + c->out_off + n, tp_now_ns());
     if (write_bytes(c, c->out.data + c->out_off, n) != 0) {
       tp__mock_hconn_close(c, false);
       return;
@@ -197,10 +231,12 @@ static void hconn_flush(hconn *c) {
   }
   if (c->closing) return;
   if (c->out_off == c->out.len) {
+    c->out_base += c->out.len;
     tp_buf_reset(&c->out);
     c->out_off = 0;
   } else if (c->out_off >= (1u << 20)) {
     memmove(c->out.data, c->out.data + c->out_off, c->out.len - c->out_off);
+    c->out_base += c->out_off;
     c->out.len -= c->out_off;
     c->out_off = 0;
   }

@@ -222,7 +222,7 @@ static int http_token_event(hreq *r, const tp_mock_token *tok, const char *text,
   if (!rv) {
     tp__mock_http_stream_data(r, b.data, b.len);
     tp__mock_count(&m->n_responses, 1);
-    tp__mock_log_response(m, &r->job, r->index++, now_ns, text, len, tok->last, NULL);
+    tp__mock_http_log_response(r, now_ns, text, len, tok->last);
     if (tok->last) tp__mock_http_stream_end(r);
   }
   tp_buf_fini(&b);
@@ -253,8 +253,7 @@ static int http_answer_whole(hreq *r, uint64_t now_ns) {
       tp__mock_http_respond_buf(r->c, 200, "application/json", &b);
     }
     tp__mock_count(&m->n_responses, 1);
-    tp__mock_log_response(m, &r->job, r->index++, now_ns, (const char *)r->text.data, r->text.len, true,
-                          NULL);
+    tp__mock_http_log_response(r, now_ns, (const char *)r->text.data, r->text.len, true);
   }
   tp_buf_fini(&b);
   return rv;

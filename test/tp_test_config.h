@@ -38,6 +38,7 @@ static inline void tp_test_config_default(tp_config *cfg) {
   cfg->prompts.num_prefixes = 1;
   cfg->server.metrics_interval_ms = 1000;
   cfg->server.max_response_bytes = 64ull << 20;
+  cfg->server.max_consecutive_failures = 100;
   cfg->measure.grace_period_ms = 5000;
 }
 

@@ -258,6 +258,21 @@ int tp_url_resolve(const tp_url *u, const char *api_path, const char *override, 
       w = snprintf(out->endpoint, sizeof(out->endpoint), "%s%s/%s", origin,
                    strcmp(u->path, "/") == 0 ? "" : u->path, override);
     out->as_given = false;
+    /* Checked as the URL's path is: an endpoint another API's path names
+     * (a completions path for chat) is a mistake; a path no API names (a
+     * proxy's own) is the user's to choose. */
+    const char *ep = strstr(out->endpoint, "://");
+    ep = ep ? ep + 3 + strcspn(ep + 3, "/?") : out->endpoint;
+    size_t elen = strcspn(ep, "?");
+    while (elen > 0 && ep[elen - 1] == '/') elen--;
+    const char *names = named_endpoint(ep, elen), *mine = named_endpoint(api_path, strlen(api_path));
+    if (names && mine && strcmp(names, mine) != 0) {
+      tp_seterr(err, errlen,
+                "server.endpoint '%s' names another endpoint than this API's %s (leave server.endpoint out, or "
+                "give the endpoint that matches)",
+                override, api_path);
+      return TP_EINVAL;
+    }
   } else {
     w = snprintf(out->endpoint, sizeof(out->endpoint), "%s%s%s", out->api_base, tail, out->query);
   }

@@ -61,6 +61,10 @@ typedef struct tp_pacer_item {
   uint32_t turn;       /* its turn within the session, from 0 */
   uint32_t turns;      /* the session's number of turns */
   uint64_t planned_ns; /* when it was meant to leave */
+  /* Closed loop: the requests in a row that failed to reach the server in
+   * the slot this one leaves in (tp_pacer_done_hold), so the next failure
+   * backs off longer; 0 after an answer. */
+  uint32_t backoff;
 } tp_pacer_item;
 
 typedef struct tp_pacer tp_pacer;
@@ -89,6 +93,14 @@ uint64_t tp_pacer_next_due(const tp_pacer *p);
  * think time. */
 void tp_pacer_done(tp_pacer *p, const tp_pacer_item *it, uint64_t now_ns);
 
+/* As tp_pacer_done, for a request that never reached the server (the
+ * back-off, docs/metrics.md "When the server goes away"): in a closed loop
+ * its slot stays taken until now_ns + hold_ns, and the session then
+ * started in it is released with backoff set; a session with turns left
+ * goes on as after tp_pacer_done (only its end frees a slot).  An open loop
+ * keeps its schedule: the same as tp_pacer_done. */
+void tp_pacer_done_hold(tp_pacer *p, const tp_pacer_item *it, uint64_t now_ns, uint64_t hold_ns, uint32_t backoff);
+
 /* No session due at or after t_ns starts: the measured duration ends
  * there, or the windows have their answer, or the run was interrupted (t_ns
  * = now).  Sessions due earlier still start when the cap lets them (they
@@ -112,6 +124,8 @@ bool tp_pacer_finished(const tp_pacer *p);
 
 /* Requests due and held back by the cap now. */
 size_t tp_pacer_waiting(const tp_pacer *p, uint64_t now_ns);
+/* Closed-loop slots held back by tp_pacer_done_hold now. */
+uint32_t tp_pacer_held(const tp_pacer *p);
 /* Requests released and not yet done. */
 uint32_t tp_pacer_in_flight(const tp_pacer *p);
 /* Sessions started so far. */

@@ -15,6 +15,7 @@
 
 struct tp_gap_pool {
   uint64_t n, min_ns, max_ns;
+  uint64_t merged; /* gaps of 0 between responses of one time, left out */
   double mean, m2; /* Welford's running mean and squared deviations, in ms */
   uint64_t count[N_BUCKETS];
 };
@@ -63,8 +64,19 @@ void tp_gap_pool_add(tp_gap_pool *p, uint64_t gap_ns) {
 void tp_gap_pool_add_record(tp_gap_pool *p, const tp_record *r) {
   uint32_t i0, i1;
   if (!tp_request_text_span(r, &i0, &i1)) return;
-  for (uint32_t i = i0 + 1; i <= i1; i++)
-    if (r->resp_ns[i] >= r->resp_ns[i - 1]) tp_gap_pool_add(p, r->resp_ns[i] - r->resp_ns[i - 1]);
+  for (uint32_t i = i0 + 1; i <= i1; i++) {
+    /* Two responses of one time came in one read (or one segment the
+     * kernel merged): the client never saw the gap between them, and a 0
+     * here would be presented as one the server left. */
+    if (r->resp_ns[i] == r->resp_ns[i - 1])
+      p->merged++;
+    else if (r->resp_ns[i] > r->resp_ns[i - 1])
+      tp_gap_pool_add(p, r->resp_ns[i] - r->resp_ns[i - 1]);
+  }
+}
+
+uint64_t tp_gap_pool_merged(const tp_gap_pool *p) {
+  return p ? p->merged : 0;
 }
 
 /* The value of rank k (0-based) of the sorted gaps, in ns: the middle of

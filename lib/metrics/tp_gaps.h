@@ -25,8 +25,13 @@ void tp_gap_pool_reset(tp_gap_pool *p);
 void tp_gap_pool_add(tp_gap_pool *p, uint64_t gap_ns);
 /* Adds the gaps of r, which must still hold its response times (a shed
  * record adds none): between consecutive responses of its text span
- * (tp_request_text_span). */
+ * (tp_request_text_span).  A gap of exactly 0 (two responses sharing one
+ * arrival time: one read brought both) is not added but counted
+ * (tp_gap_pool_merged): the client could not see it (docs/metrics.md,
+ * "Fidelity"). */
 void tp_gap_pool_add_record(tp_gap_pool *p, const tp_record *r);
+/* The gaps of 0 left out since the last reset. */
+uint64_t tp_gap_pool_merged(const tp_gap_pool *p);
 /* The distribution, in milliseconds (n == 0: no gaps). */
 void tp_gap_pool_stat(const tp_gap_pool *p, tp_stat *out);
 

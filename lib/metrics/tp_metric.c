@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tp_fidelity.h"
 #include "util/tp_common.h"
 
 #define OFF(f) offsetof(tp_level_result, f)
@@ -47,7 +48,7 @@ static const tp_metric metrics[] = {
          -1, 2, TP_MF_STREAMING),
     DIST("responses", "Responses per request", TP_UNIT_RESPONSES, responses, "responses_per_request", NULL,
          NULL, 0, 1, 0),
-    DIST("send_lag", "Send lag", TP_UNIT_MS, send_lag_ms, "send_lag_ms", NULL, NULL, -1, 3, 0),
+    DIST("send_lag", "Send lag", TP_UNIT_MS, send_lag_ms, "send_lag_ms", NULL, NULL, -1, 3, TP_MF_FIDELITY),
     DIST("ttft_from_planned", "Time to first token from the planned time", TP_UNIT_MS, ttft_from_planned_ms,
          "time_to_first_token_from_planned_ms", NULL, NULL, -1, 2, 0),
     DIST("latency_from_planned", "Request latency from the planned time", TP_UNIT_MS, latency_from_planned_ms,
@@ -84,12 +85,26 @@ static const tp_metric metrics[] = {
     COUNT("failed", "Failed", TP_UNIT_REQUESTS, failed, "failed", NULL, "error_request_count", -1, 0),
     COUNT("reconnects", "Reconnects", TP_UNIT_REQUESTS, reconnects, "reconnects", NULL, NULL, -1, 0),
     COUNT("late_sends", "Late sends", TP_UNIT_REQUESTS, late_sends, "late_sends", NULL, NULL, -1, 0),
-    COUNT("answers_before_send", "Answers dated before their send", TP_UNIT_REQUESTS, answers_before_send,
+    COUNT("answers_before_send", "Answers before send", TP_UNIT_REQUESTS, answers_before_send,
           "answers_before_send", NULL, NULL, -1, 0),
     COUNT("goodput_unjudged", "Goodput unjudged", TP_UNIT_REQUESTS, goodput_unjudged, "goodput_unjudged",
           NULL, NULL, -1, TP_MF_GOODPUT),
     COUNT("output_length_mismatches", "Output length mismatches", TP_UNIT_REQUESTS, length_mismatches,
           "output_length_mismatches", NULL, NULL, -1, 0),
+    /* The client's own figures, last as in every report; their JSON keys
+     * are members of the level's "fidelity" object. */
+    DIST("fidelity.loop_lag", "Loop lag", TP_UNIT_MS, fidelity.loop_lag_ms, "fidelity.loop_lag_ms", NULL, NULL,
+         -1, 3, TP_MF_FIDELITY),
+    VALUE("fidelity.merged_pct", "Merged responses", TP_UNIT_PERCENT, fidelity.merged_pct,
+          "fidelity.merged_pct", NULL, NULL, -1, 2, TP_MF_FIDELITY),
+    VALUE("fidelity.client_cpu_pct", "Client CPU", TP_UNIT_PERCENT, fidelity.client_cpu_pct,
+          "fidelity.client_cpu_pct", NULL, NULL, -1, 1, TP_MF_FIDELITY | TP_MF_NONNEG),
+    VALUE("fidelity.process_cpu_pct", "Process CPU", TP_UNIT_PERCENT, fidelity.process_cpu_pct,
+          "fidelity.process_cpu_pct", NULL, NULL, 0, 1, TP_MF_NONNEG),
+    VALUE("fidelity.reads_per_s", "Reads per second", TP_UNIT_READS_PER_S, fidelity.reads_per_s,
+          "fidelity.reads_per_s", NULL, NULL, 0, 0, TP_MF_FIDELITY | TP_MF_NONNEG),
+    COUNT("fidelity.verdict", "Fidelity verdict", TP_UNIT_NONE, fidelity.verdict, "fidelity.verdict_code", NULL,
+          NULL, -1, TP_MF_FIDELITY),
 };
 
 static const struct {
@@ -120,6 +135,23 @@ const tp_metric *tp_metric_find(const char *name) {
   return NULL;
 }
 
+const tp_metric *tp_metric_find_split(const char *s, size_t len, const char **stat, size_t *stat_len) {
+  char name[96];
+  *stat = NULL;
+  *stat_len = 0;
+  if (len >= sizeof(name)) return NULL;
+  memcpy(name, s, len);
+  name[len] = 0;
+  const tp_metric *m = tp_metric_find(name);
+  if (m) return m;
+  char *dot = strrchr(name, '.');
+  if (!dot) return NULL;
+  *dot = 0;
+  *stat = s + (dot - name) + 1;
+  *stat_len = len - (size_t)(dot - name) - 1;
+  return tp_metric_find(name);
+}
+
 const char *tp_stat_name(tp_stat_id id) {
   return (unsigned)id < TP_STAT_COUNT ? stats[id].name : "?";
 }
@@ -127,6 +159,12 @@ const char *tp_stat_name(tp_stat_id id) {
 int tp_stat_find(const char *name) {
   for (int i = 0; i < TP_STAT_COUNT; i++)
     if (strcmp(stats[i].name, name) == 0) return i;
+  return -1;
+}
+
+int tp_stat_find_n(const char *name, size_t len) {
+  for (int i = 0; i < TP_STAT_COUNT; i++)
+    if (strlen(stats[i].name) == len && memcmp(stats[i].name, name, len) == 0) return i;
   return -1;
 }
 
@@ -208,6 +246,16 @@ void tp_metric_mean_runs(const tp_level_result *runs, size_t n, tp_level_result 
       else *(uint64_t *)(void *)p = (uint64_t)llround(sum);
     }
   }
+  /* The verdict is no count: it is the runs' figures judged again (their
+   * means), and never better than the worst run's. */
+  uint64_t worst = 0;
+  for (size_t r = 0; r < n; r++)
+    if (runs[r].fidelity.verdict > worst) worst = runs[r].fidelity.verdict;
+  tp_fidelity_judge(out);
+  if (out->fidelity.verdict < worst) {
+    out->fidelity.verdict = worst;
+    snprintf(out->fidelity.reason, sizeof(out->fidelity.reason), "a run was %s", tp_fidelity_verdict_name(worst));
+  }
 }
 
 int tp_metric_parse_threshold(const tp_metric *m, const char *s, double *out, char *err, size_t errlen) {
@@ -243,6 +291,11 @@ int tp_metric_parse_threshold(const tp_metric *m, const char *s, double *out, ch
   }
   if (m->unit == TP_UNIT_FRACTION && strcmp(end, "%") == 0) {
     *out = v / 100;
+    return 0;
+  }
+  /* A row in percent takes its bound in percent, with or without "%". */
+  if (m->unit == TP_UNIT_PERCENT && strcmp(end, "%") == 0) {
+    *out = v;
     return 0;
   }
   if (*end) {

@@ -35,7 +35,10 @@ typedef enum tp_metric_kind {
   X(TP_UNIT_REQUESTS, "requests", "count", "requests")                           \
   X(TP_UNIT_REQUESTS_PER_S, "requests/s", "requests/sec", "requests/sec")        \
   X(TP_UNIT_RESPONSES, "responses", "responses", "responses")                    \
-  X(TP_UNIT_FRACTION, "fraction", "", "")
+  X(TP_UNIT_FRACTION, "fraction", "", "")                                        \
+  X(TP_UNIT_PERCENT, "%", "%", "%")                                              \
+  X(TP_UNIT_READS_PER_S, "reads/s", "reads/sec", "reads/sec")                    \
+  X(TP_UNIT_NONE, "", "", "")
 
 #define TP_UNIT_ENUM(e, s, g, a) e,
 typedef enum tp_unit { TP_UNITS(TP_UNIT_ENUM) TP_UNIT_COUNT } tp_unit;
@@ -55,7 +58,11 @@ enum {
    * streaming, of GenAI-Perf's CSV and of AIPerf's files, as those tools
    * leave it out; GenAI-Perf's JSON keeps TTFT (equal to the latency), as
    * GenAI-Perf's JSON exporter does. */
-  TP_MF_STREAMING = 256
+  TP_MF_STREAMING = 256,
+  /* The client's own figures (docs/metrics.md, "Fidelity"): the last
+   * section of every report, and rows of tokperf compare (a distribution
+   * as its p50, p99 and max). */
+  TP_MF_FIDELITY = 512
 };
 
 typedef struct tp_metric {
@@ -97,9 +104,19 @@ typedef enum tp_stat_id { TP_STATS(TP_STAT_ENUM) TP_STAT_COUNT } tp_stat_id;
 const tp_metric *tp_metrics(size_t *n);
 /* The row named name, or NULL. */
 const tp_metric *tp_metric_find(const char *name);
+/* The row a gate or a rule names in its first len bytes, "METRIC" or
+ * "METRIC.STAT" (a name may hold dots itself: "fidelity.merged_pct",
+ * "fidelity.loop_lag.p99"): the whole text when it is a name, else the
+ * text before its last dot, with *stat (and *stat_len) the text after it;
+ * *stat = NULL when there is none.  NULL when no row matches (*stat then
+ * points past the last dot, if any, so a message can say which part was
+ * not known). */
+const tp_metric *tp_metric_find_split(const char *s, size_t len, const char **stat, size_t *stat_len);
 /* "avg" for TP_STAT_AVG; the statistic named name (-1 when none). */
 const char *tp_stat_name(tp_stat_id id);
 int tp_stat_find(const char *name);
+/* tp_stat_find of the first len bytes of name. */
+int tp_stat_find_n(const char *name, size_t len);
 /* "ms", and GenAI-Perf's and AIPerf's spellings ("tokens/sec"). */
 const char *tp_unit_name(tp_unit u);
 const char *tp_unit_genai(tp_unit u);

@@ -49,7 +49,8 @@ static void token_figures(const tp_record *r, tp_req_metrics *m) {
    * generated token counts, reasoning and answer: the time from the first
    * to the last of either kind is spent generating all of them. */
   double x = span_ms(r->first_token_ns, r->last_token_ns);
-  if (gen >= 2 && r->n_text_resp >= 2 && x >= 0) {
+  /* Text that all came at one time shows no gap: no ITL (below). */
+  if (gen >= 2 && r->n_text_resp >= 2 && x >= 0 && !m->itl_all_merged) {
     m->itl_ms = x / (double)(gen - 1);
     /* GenAI-Perf's per-user throughput: the rate of the decode phase. */
     if (m->itl_ms > 0) m->output_tps_per_user_itl = 1000.0 / m->itl_ms;
@@ -58,7 +59,7 @@ static void token_figures(const tp_record *r, tp_req_metrics *m) {
    * trailing usage-only response included), over the tokens after the
    * first; a unary answer has one too, as vLLM gives it. */
   x = span_ms(r->first_token_ns, r->done_ns);
-  if (gen >= 2 && x >= 0) m->tpot_ms = x / (double)(gen - 1);
+  if (gen >= 2 && x >= 0 && !(m->itl_all_merged && x == 0)) m->tpot_ms = x / (double)(gen - 1);
   /* max_tokens bounds reasoning and answer together. */
   m->length_mismatch = r->max_tokens > 0 && (uint64_t)gen != r->max_tokens;
 }
@@ -70,8 +71,9 @@ void tp_request_metrics(const tp_record *r, tp_req_metrics *m) {
   m->send_lag_ms = r->sent_ns && r->planned_ns ? span_ms(r->planned_ns, r->sent_ns) : -1;
   m->latency_ms = span_ms(r->sent_ns, r->done_ns);
   m->ttft_ms = span_ms(r->sent_ns, r->first_token_ns);
-  /* Time to second token: needs no tokenizer, only two text responses. */
-  m->ttst_ms = span_ms(r->first_token_ns, r->second_token_ns);
+  /* Time to second token: needs no tokenizer, only two text responses;
+   * none when both came at one time (a gap the client could not see). */
+  m->ttst_ms = r->second_token_ns != r->first_token_ns ? span_ms(r->first_token_ns, r->second_token_ns) : -1;
   /* The first answer token, after any reasoning: TTFT for other models. */
   m->ttfo_ms = span_ms(r->sent_ns, r->first_answer_ns);
   /* From the planned time: what a user arriving on schedule waited,
@@ -80,6 +82,11 @@ void tp_request_metrics(const tp_record *r, tp_req_metrics *m) {
   m->latency_from_planned_ms = span_ms(r->planned_ns, r->done_ns);
   m->responses = r->n_resp;
   m->text_responses = r->n_text_resp;
+  /* Text that all came at one time (one read, or segments the kernel
+   * merged) shows no gap the server left between its tokens: the request
+   * has no ITL and no TPOT over those, rather than 0 ms (docs/metrics.md,
+   * "Fidelity"). */
+  m->itl_all_merged = r->n_text_resp >= 2 && r->n_text_merged + 1 >= r->n_text_resp;
   m->output_tokens = r->output_tokens;
   m->input_tokens = r->input_tokens;
   m->generated_tokens = generated_tokens(r, r->output_tokens);
@@ -133,8 +140,9 @@ bool tp_request_value(const tp_req_metrics *m, const tp_metric *row, double *out
 
 bool tp_request_text_span(const tp_record *r, uint32_t *i0_out, uint32_t *i1_out) {
   if (!r->resp_ns || r->n_text_resp < 2 || !r->n_resp) return false;
-  /* Responses read in one batch share a stamp, so gaps of 0 are real; but
-   * where a response without text shares the first (last) text time, the
+  /* Responses read in one batch share a stamp (their gaps of 0 are left
+   * out of the pooled ITL and counted, tp_gaps.h); where a response
+   * without text shares the first (last) text time, the
    * span is trimmed at that end until it holds no more responses than
    * carried text: the end first, where a flag-only final response often
    * shares the last text's read.  Which of two tied responses is dropped

@@ -30,6 +30,10 @@ typedef struct tp_req_metrics {
   double output_tps_per_user_itl; /* 1000 / itl_ms */
   uint32_t responses;             /* response messages of any kind */
   uint32_t text_responses;        /* those that carried text */
+  /* Whether every text response came at one time (tp_record
+   * n_text_merged), so that the request has no ITL and no TPOT over them
+   * (-1, not 0). */
+  bool itl_all_merged;
   int64_t output_tokens;          /* the reported count (--token-source) */
   int64_t input_tokens;
   int64_t generated_tokens;       /* output + reasoning */

@@ -4,6 +4,7 @@
  * computed.  When the two disagree, the document states the intent and this
  * file has the bug. */
 #include "tp_stats.h"
+#include "tp_fidelity.h"
 #include "tp_request.h"
 #include "tokperf/tokperf.h"
 
@@ -231,6 +232,11 @@ static void add_success(tp_level_result *out, level_acc *a, const tp_record *r, 
   push(a, V_RESP, (double)m->responses);
   push_have(a, V_PTTFT, m->ttft_from_planned_ms);
   push_have(a, V_PLAT, m->latency_from_planned_ms);
+  /* ITL over responses of one time: marked, or (all at one time) none. */
+  if (m->itl_all_merged)
+    out->fidelity.itl_all_merged_requests++;
+  else if (r->n_text_merged && m->itl_ms >= 0)
+    out->fidelity.itl_merged_requests++;
   if (m->output_tokens >= 0) {
     out->tokens_available = true;
     a->out_tokens_sum += (uint64_t)m->output_tokens;
@@ -264,6 +270,12 @@ static void add_record(tp_level_result *out, level_acc *a, const tp_record *r, c
   if (r->sent_ns) a->n_sent++;
   if (r->sent_ns && ((r->first_resp_ns && r->first_resp_ns < r->sent_ns) || (r->done_ns && r->done_ns < r->sent_ns)))
     out->answers_before_send++;
+  /* Every measured request's text responses, failed ones too: how the
+   * client read is the question, not what the server answered.  A
+   * response without text (a final flag, usage) often comes in one
+   * segment with the last text: that hides no gap between tokens. */
+  out->fidelity.merged_responses += r->n_text_merged;
+  if (r->n_text_resp) out->fidelity.response_gaps += r->n_text_resp - 1;
   if (m.send_lag_ms >= 0) {
     push(a, V_LAG, m.send_lag_ms);
     if (m.send_lag_ms > 1.0) out->late_sends++;
@@ -343,13 +355,26 @@ static void first_error(tp_level_result *out, const tp_record *f) {
     snprintf(out->first_error, sizeof(out->first_error), "%s", name);
 }
 
+/* The fidelity figures the records give; those the run measures (loop
+ * lag, reads, CPU) stay unmeasured (-1) until it sets them and judges
+ * again. */
+static void fidelity_figures(tp_level_result *out) {
+  tp_fidelity *f = &out->fidelity;
+  f->merged_pct = f->response_gaps ? 100.0 * (double)f->merged_responses / (double)f->response_gaps : NAN;
+  f->wall_s = f->reads_per_s = f->client_cpu_pct = f->process_cpu_pct = -1;
+  tp_fidelity_judge(out);
+}
+
 int tp_level_compute(tp_level_result *out, const tp_record *recs, size_t n) {
   return tp_level_compute_ex(out, recs, n, NULL);
 }
 
 int tp_level_compute_ex(tp_level_result *out, const tp_record *recs, size_t n, const tp_level_opts *o) {
   memset(out, 0, sizeof(*out));
-  if (n == 0) return 0;
+  if (n == 0) {
+    fidelity_figures(out);
+    return 0;
+  }
 
   /* One block holds every metric's value list: V_COUNT slices of n.  A
    * few records (report.html computes each request's own values through
@@ -369,7 +394,11 @@ int tp_level_compute_ex(tp_level_result *out, const tp_record *recs, size_t n, c
   compute_dists(out, &a);
   if (block != small) free(block);
   compute_rates(out, &a, o);
-  if (o) tp_gap_pool_stat(o->gaps, &out->itl_pooled_ms);
+  if (o) {
+    tp_gap_pool_stat(o->gaps, &out->itl_pooled_ms);
+    out->fidelity.itl_pooled_merged_gaps = tp_gap_pool_merged(o->gaps);
+  }
   first_error(out, a.first_failed);
+  fidelity_figures(out);
   return 0;
 }

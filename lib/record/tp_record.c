@@ -50,6 +50,7 @@ int tp_record_add_response(tp_record *r, uint64_t t_ns, bool has_text) {
   r->resp_ns[r->n_resp++] = t_ns;
   if (!r->first_resp_ns) r->first_resp_ns = t_ns;
   if (has_text) {
+    if (r->n_text_resp && r->last_token_ns == t_ns) r->n_text_merged++;
     if (!r->first_token_ns) r->first_token_ns = t_ns;
     else if (!r->second_token_ns) r->second_token_ns = t_ns;
     r->last_token_ns = t_ns;

@@ -59,6 +59,12 @@ typedef struct tp_record {
   /* Arrival times of the responses that carried non-empty text. */
   uint32_t n_text_resp;
   int grpc_status; /* gRPC status of the call, -1 = none */
+  /* Text responses whose arrival time is the one of the text response
+   * before them: the client could not tell when each came, as one read
+   * (or one segment the kernel merged) brought both (docs/metrics.md,
+   * "Fidelity").  Counted as responses are added, so it outlives
+   * tp_record_shed. */
+  uint32_t n_text_merged;
 
   tp_buf text; /* the generated text (deltas appended, cumulative replaced) */
 

@@ -16,6 +16,7 @@
 #include "report/tp_export.h"
 #include "report/tp_compare_int.h"
 #include "report/tp_html.h"
+#include "report/tp_report_fidelity.h"
 
 #define SCHEMA "tokperf.report/1"
 
@@ -46,18 +47,15 @@ int tp_compare_parse_rule(const char *s, tp_compare_rule *out, char *err, size_t
               "missing ':' before the bound; expected METRIC[.STAT]:[+|-]N%% such as ttft.p99:+10%%");
     return TP_EINVAL;
   }
-  const char *dot = memchr(s, '.', (size_t)(colon - s));
-  size_t name_len = (size_t)((dot ? dot : colon) - s);
-  char name[64];
-  const tp_metric *m = NULL;
-  if (name_len < sizeof(name)) {
-    memcpy(name, s, name_len);
-    name[name_len] = 0;
-    m = tp_metric_find(name);
-  }
+  /* A name may hold dots itself ("fidelity.loop_lag.p99"). */
+  const char *dot;
+  size_t sl;
+  const tp_metric *m = tp_metric_find_split(s, (size_t)(colon - s), &dot, &sl);
   if (!m) {
-    char known[1024];
+    char known[2048];
     tp_metric_names(known, sizeof(known), false);
+    size_t name_len = (size_t)(colon - s);
+    if (dot && tp_stat_find_n(dot, sl) >= 0) name_len -= sl + 1;
     tp_seterr(err, errlen, "unknown metric '%.*s' (accepted: %s)", (int)name_len, s, known);
     return TP_EINVAL;
   }
@@ -67,17 +65,10 @@ int tp_compare_parse_rule(const char *s, tp_compare_rule *out, char *err, size_t
   char stats[128];
   stat_list(stats, sizeof(stats));
   if (dot) {
-    size_t sl = (size_t)(colon - dot - 1);
-    char st_name[16];
-    int st = -1;
-    if (sl < sizeof(st_name)) {
-      memcpy(st_name, dot + 1, sl);
-      st_name[sl] = 0;
-      st = tp_stat_find(st_name);
-    }
+    int st = tp_stat_find_n(dot, sl);
     if (st < 0 || (!has_stat && st != TP_STAT_AVG)) {
       if (has_stat)
-        tp_seterr(err, errlen, "unknown statistic '%.*s' for %s (accepted: %s)", (int)sl, dot + 1, m->name,
+        tp_seterr(err, errlen, "unknown statistic '%.*s' for %s (accepted: %s)", (int)sl, dot, m->name,
                   stats);
       else
         tp_seterr(err, errlen, "%s is one figure per level and takes no statistic (write %s:-5%%)", m->name,
@@ -156,7 +147,7 @@ static bool num(json_t *v, double *out) {
 /* The value of a metric in one level of a document; false = unavailable
  * (null or missing; for error_rate, a level with no requests). */
 bool tp__cmp_level_value(json_t *lv, const tp_metric *m, tp_stat_id st, double *out) {
-  json_t *v = json_object_get(lv, m->json_key);
+  json_t *v = tp__json_key_get(lv, m->json_key);
   if (m->kind == TP_METRIC_DIST) v = json_object_get(v, tp_stat_name(st));
   if (num(v, out)) return true;
   if (strcmp(m->name, "error_rate") == 0) {
@@ -314,11 +305,15 @@ static result *push(results *rs) {
 static void print_row(FILE *out, const result *r) {
   char label[64], name[96], a[32], b[32], c[32];
   tp__cmp_metric_label(label, sizeof(label), r->metric, r->stat);
-  snprintf(name, sizeof(name), "%s (%s)", label, tp_unit_name(r->metric->unit));
+  if (*tp_unit_name(r->metric->unit))
+    snprintf(name, sizeof(name), "%s (%s)", label, tp_unit_name(r->metric->unit));
+  else
+    snprintf(name, sizeof(name), "%s", label);
   fmt_val(a, sizeof(a), r->metric, r->have_a, r->a);
   fmt_val(b, sizeof(b), r->metric, r->have_b, r->b);
   fmt_change(c, sizeof(c), r);
-  const char *mark = !r->have_a || !r->have_b                                      ? ""
+  /* A figure with no better direction (reads per second) is neither. */
+  const char *mark = !r->have_a || !r->have_b || !r->metric->better                ? ""
                      : r->worse                                                    ? "  worse"
                      : r->noise                                                    ? "  within noise"
                      : r->a != r->b && (!r->use_ci || tp_ci_apart(&r->ca, &r->cb)) ? "  better"
@@ -460,7 +455,7 @@ static int write_junit(const char *path, const char *pa, const char *pb, const t
   if (!rv) rv = junit_metrics(&o, rs);
   if (!rv) rv = tp_buf_append_str(&o, "  </testsuite>\n</testsuites>\n");
   if (!rv && tp__write_atomic(path, o.data, o.len)) {
-    tp_seterr(err, errlen, "cannot write %s: %s (see --junit)", path, strerror(errno));
+    tp__write_err(err, errlen, path, errno, "see --junit");
     rv = TP_EIO;
   } else if (rv) {
     tp_seterr(err, errlen, "cannot write %s: out of memory", path);
@@ -501,6 +496,19 @@ static int parse_rules(const char *const *fail_on, size_t n, tp_compare_rule *ru
   return 0;
 }
 
+/* A level an interruption cut short (its "partial" is true): "partial in
+ * A: it ran 2.1 of 4.0 s" into buf, else nothing (false). */
+static bool partial_note(json_t *lv, const char *which, char *buf, size_t len) {
+  if (!json_is_true(json_object_get(lv, "partial"))) return false;
+  double ran = 0, planned = 0;
+  num(json_object_get(lv, "partial_ran_s"), &ran);
+  if (num(json_object_get(lv, "partial_planned_s"), &planned) && planned > 0)
+    snprintf(buf, len, "partial in %s: it ran %.1f of %.1f s", which, ran, planned);
+  else
+    snprintf(buf, len, "partial in %s: interrupted after %.1f s", which, ran);
+  return true;
+}
+
 /* The point of B that matches la's point pa and is not used yet (marked
  * used), or NULL. */
 static json_t *match_point(json_t *pts_b, size_t nb, bool *used_b, const tp_level_result *pa) {
@@ -515,24 +523,31 @@ static json_t *match_point(json_t *pts_b, size_t nb, bool *used_b, const tp_leve
   return NULL;
 }
 
-/* The table rows of one matched level: every compared metric. */
+/* The client's own figures (docs/metrics.md, "Fidelity") close each
+ * level's table: a distribution as its p50, p99 and max. */
+static const tp_stat_id fidelity_stats[] = {TP_STAT_P50, TP_STAT_P99, TP_STAT_MAX};
+
+/* The table rows of one matched level: every compared metric, then the
+ * client's own figures. */
 static int compare_metrics(results *rs, const char *name, json_t *la, json_t *lb, bool use_ci, FILE *out) {
   size_t nm;
   const tp_metric *all = tp_metrics(&nm);
-  for (size_t k = 0; k < nm; k++) {
-    if (!(all[k].flags & TP_MF_COMPARE)) continue;
-    size_t nst = all[k].kind == TP_METRIC_DIST ? TP_ARRAY_LEN(table_stats) : 1;
-    for (size_t q = 0; q < nst; q++) {
-      result *r = push(rs);
-      if (!r) return TP_ENOMEM;
-      snprintf(r->level, sizeof(r->level), "%s", name);
-      r->metric = &all[k];
-      r->stat = all[k].kind == TP_METRIC_DIST ? table_stats[q] : TP_STAT_AVG;
-      r->use_ci = use_ci;
-      eval(r, la, lb);
-      if (out) print_row(out, r);
+  for (unsigned flag = TP_MF_COMPARE, pass = 0; pass < 2; pass++, flag = TP_MF_FIDELITY)
+    for (size_t k = 0; k < nm; k++) {
+      if (!(all[k].flags & flag)) continue;
+      const tp_stat_id *sts = pass ? fidelity_stats : table_stats;
+      size_t nst = all[k].kind != TP_METRIC_DIST ? 1 : pass ? TP_ARRAY_LEN(fidelity_stats) : TP_ARRAY_LEN(table_stats);
+      for (size_t q = 0; q < nst; q++) {
+        result *r = push(rs);
+        if (!r) return TP_ENOMEM;
+        snprintf(r->level, sizeof(r->level), "%s", name);
+        r->metric = &all[k];
+        r->stat = all[k].kind == TP_METRIC_DIST ? sts[q] : TP_STAT_AVG;
+        r->use_ci = use_ci;
+        eval(r, la, lb);
+        if (out) print_row(out, r);
+      }
     }
-  }
   return 0;
 }
 
@@ -587,6 +602,7 @@ typedef struct run_cmp {
   bool *used_b;
   bool use_ci;
   size_t matched, nfail;
+  size_t partial; /* matched levels an interruption cut short in A or B */
   char first_fail[640];
 } run_cmp;
 
@@ -604,8 +620,18 @@ static int compare_levels(run_cmp *c, results *rs, const tp_compare_rule *rules,
       continue;
     }
     c->matched++;
+    /* A level an interruption cut short is compared all the same, and
+     * flagged: its figures cover less than the other's. */
+    char pa_note[96], pb_note[96], suffix[240] = "\n";
+    bool pa_part = partial_note(la, "A", pa_note, sizeof(pa_note));
+    bool pb_part = partial_note(lb, "B", pb_note, sizeof(pb_note));
+    if (pa_part || pb_part) {
+      snprintf(suffix, sizeof(suffix), " (%s%s%s)\n", pa_part ? pa_note : "", pa_part && pb_part ? "; " : "",
+               pb_part ? pb_note : "");
+      c->partial++;
+    }
     if (out) {
-      print_level_head(out, name, "\n");
+      print_level_head(out, name, suffix);
       fprintf(out, "  %-34s %14s %14s %9s\n", "Metric", "A", "B", "Change");
     }
     rv = compare_metrics(rs, name, la, lb, c->use_ci, out);
@@ -654,6 +680,11 @@ int tp_compare_run(const char *json_a, const char *json_b, const char *const *fa
     rv = TP_EINVAL;
   }
 
+  if (!rv && out && c.partial)
+    fprintf(out,
+            "\nPartial: %zu of the compared levels were cut short by an interruption; their figures cover "
+            "less time than a whole level's\n",
+            c.partial);
   if (!rv && out && n) print_rules(out, rules, &rs);
   if (!rv && junit_path) rv = write_junit(junit_path, json_a, json_b, rules, &rs, err, errlen);
   size_t nfail = c.nfail;

@@ -73,7 +73,7 @@ static int write_html(const char *html_path, const tp_html_cmp *in, char *err, s
   tp_buf_init(&o);
   int rv = tp_html_compare_render(&o, in);
   if (!rv && tp__write_atomic(html_path, o.data, o.len)) {
-    tp_seterr(err, errlen, "cannot write %s: %s (see --html)", html_path, strerror(errno));
+    tp__write_err(err, errlen, html_path, errno, "see --html");
     rv = TP_EIO;
   } else if (rv) {
     tp_seterr(err, errlen, "cannot write %s: out of memory", html_path);

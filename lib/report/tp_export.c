@@ -13,6 +13,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <math.h>
+#include <stdio_ext.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -20,6 +21,7 @@
 #include "report/tp_html.h"
 #include "report/tp_records.h"
 #include "tokperf/tokperf.h"
+#include "util/tp_files.h"
 
 /* ------------------------------------------------------------------------ */
 /* Accuracy of a level's requests                                           */
@@ -156,8 +158,12 @@ struct tp_artifacts {
 };
 
 static int io_err(char *err, size_t errlen, const char *what, const char *path, int e) {
-  tp_seterr(err, errlen, "cannot %s %s: %s (check that the directory is writable; see --artifact-dir)", what,
-            path, strerror(e));
+  char full[600];
+  if (tp_errno_full(e) && tp_write_error(full, sizeof(full), path, e))
+    tp_seterr(err, errlen, "%s", full);
+  else
+    tp_seterr(err, errlen, "cannot %s %s: %s (check that the directory is writable; see --artifact-dir)",
+              what, path, strerror(e));
   return e == ENOMEM ? TP_ENOMEM : TP_EIO;
 }
 
@@ -201,7 +207,7 @@ int tp_artifacts_open(tp_artifacts **out, const tp_artifacts_opts *o, char *err,
   }
   static const char head[] = "{\"experiments\":[";
   if (tp__write_all(a->pe_fd, head, sizeof(head) - 1)) {
-    int rv = io_err(err, errlen, "write", a->pe_tmp, errno);
+    int rv = io_err(err, errlen, "write", a->pe_path, errno);
     tp_artifacts_free(a);
     return rv;
   }
@@ -361,19 +367,39 @@ static int add_pa(tp_artifacts *a, tp_buf *b, const tp_export_level *lv, const c
   tp__sink sk = {fd, NULL};
   int rv = tp_buf_append(b, head, sizeof(head) - 1);
   if (!rv) rv = tp__pa_experiment(b, &sk, lv, a->cfg, def_max, a->anchor_mono_ns, a->anchor_wall_ns);
-  if (rv == TP_EIO && !read_back_error(lv->reqs, lv->n)) rv = io_err(err, errlen, "write", tmp, errno);
-  if (!rv && tp__write_all(fd, b->data, b->len)) rv = io_err(err, errlen, "write", tmp, errno);
-  off_t end = rv ? -1 : lseek(fd, 0, SEEK_CUR);
-  if (!rv && end < 0) rv = io_err(err, errlen, "write", tmp, errno);
+  if (rv == TP_EIO && !read_back_error(lv->reqs, lv->n)) rv = io_err(err, errlen, "write", path, errno);
+  if (!rv && tp__write_all(fd, b->data, b->len)) rv = io_err(err, errlen, "write", path, errno);
+  off_t end = rv || !tmp ? -1 : lseek(fd, 0, SEEK_CUR);
+  if (!rv && tmp && end < 0) rv = io_err(err, errlen, "write", path, errno);
   tp_buf_reset(b);
   if (!rv) rv = pe_tail(b, a->cfg);
-  if (!rv && tp__write_all(fd, b->data, b->len)) rv = io_err(err, errlen, "write", tmp, errno);
-  if (!rv && a->pe_levels && tp__write_all(a->pe_fd, ",", 1)) rv = io_err(err, errlen, "write", a->pe_tmp, errno);
-  if (!rv && copy_range(tmp, (off_t)sizeof(head) - 1, end, a->pe_fd))
-    rv = io_err(err, errlen, "write", a->pe_tmp, errno);
+  if (!rv && tp__write_all(fd, b->data, b->len)) rv = io_err(err, errlen, "write", path, errno);
+  /* Where the run's export ends before this level: a level that cannot be
+   * appended whole is cut off again, so the file stays one JSON document
+   * of the levels that fit. */
+  off_t pe_end = a->pe_tmp ? lseek(a->pe_fd, 0, SEEK_CUR) : -1;
+  if (!rv && a->pe_levels && tp__write_all(a->pe_fd, ",", 1))
+    rv = io_err(err, errlen, "write", a->pe_path, errno);
+  /* The same bytes into the run's export: copied from the level's file,
+   * or, where that was written in place (a device someone put there),
+   * made again. */
+  if (!rv && tmp && copy_range(tmp, (off_t)sizeof(head) - 1, end, a->pe_fd))
+    rv = io_err(err, errlen, "write", a->pe_path, errno);
+  if (!rv && !tmp) {
+    tp__sink pe_sink = {a->pe_fd, NULL};
+    tp_buf_reset(b);
+    rv = tp__pa_experiment(b, &pe_sink, lv, a->cfg, def_max, a->anchor_mono_ns, a->anchor_wall_ns);
+    if (rv == TP_EIO && !read_back_error(lv->reqs, lv->n))
+      rv = io_err(err, errlen, "write", a->pe_path, errno);
+    if (!rv && tp__write_all(a->pe_fd, b->data, b->len)) rv = io_err(err, errlen, "write", a->pe_path, errno);
+  }
+  if (rv && pe_end >= 0 && (ftruncate(a->pe_fd, pe_end) || lseek(a->pe_fd, pe_end, SEEK_SET) < 0)) {
+    /* Cannot be cut: the export cannot be trusted any more. */
+    tp__discard_temp(a->pe_fd, a->pe_tmp);
+    a->pe_fd = -1;
+  }
   if (rv) {
-    close(fd);
-    unlink(tmp);
+    tp__discard_temp(fd, tmp);
   } else if (tp__commit_temp(fd, tmp, path)) {
     rv = io_err(err, errlen, "write", path, errno);
   }
@@ -418,11 +444,10 @@ static int add_aiperf_records(tp_artifacts *a, tp_buf *b, const tp_export_level 
   tp__sink sk = {fd, NULL};
   int rv = tp__aiperf_records(b, &sk, lv, a->cfg ? a->cfg->server.streaming : true, a->anchor_mono_ns,
                               a->anchor_wall_ns);
-  if (rv == TP_EIO && !read_back_error(lv->reqs, lv->n)) rv = io_err(err, errlen, "write", tmp, errno);
-  if (!rv && tp__write_all(fd, b->data, b->len)) rv = io_err(err, errlen, "write", tmp, errno);
+  if (rv == TP_EIO && !read_back_error(lv->reqs, lv->n)) rv = io_err(err, errlen, "write", path, errno);
+  if (!rv && tp__write_all(fd, b->data, b->len)) rv = io_err(err, errlen, "write", path, errno);
   if (rv) {
-    close(fd);
-    unlink(tmp);
+    tp__discard_temp(fd, tmp);
   } else if (tp__commit_temp(fd, tmp, path)) {
     rv = io_err(err, errlen, "write", path, errno);
   }
@@ -457,15 +482,26 @@ static int add_level_files(tp_artifacts *a, tp_buf *b, const tp_export_level *lv
 /* responses.jsonl, appended and flushed so an interrupted run keeps every
  * finished level. */
 static int add_responses(tp_artifacts *a, tp_buf *b, const tp_export_level *lv, char *err, size_t errlen) {
+  if (!a->resp) return io_err(err, errlen, "write", a->resp_path, EIO);
   tp_buf_reset(b);
+  /* A level that cannot be written whole is cut off again (a full disk):
+   * the file keeps the earlier levels' lines, every one whole. */
+  off_t good = ftello(a->resp);
   tp__sink resp_sink = {-1, a->resp};
   int rv = responses_jsonl(b, &resp_sink, lv->lr, lv->reqs, lv->n);
   if (rv == TP_EIO && !read_back_error(lv->reqs, lv->n))
-    return io_err(err, errlen, "write", a->resp_path, errno);
-  if (rv) return rv;
-  if ((b->len && fwrite(b->data, 1, b->len, a->resp) != b->len) || fflush(a->resp))
-    return io_err(err, errlen, "write", a->resp_path, errno);
-  return 0;
+    rv = io_err(err, errlen, "write", a->resp_path, errno);
+  if (!rv && ((b->len && fwrite(b->data, 1, b->len, a->resp) != b->len) || fflush(a->resp)))
+    rv = io_err(err, errlen, "write", a->resp_path, errno);
+  if (rv && good >= 0) {
+    __fpurge(a->resp);
+    clearerr(a->resp);
+    if (ftruncate(fileno(a->resp), good) || fseeko(a->resp, good, SEEK_SET)) {
+      fclose(a->resp);
+      a->resp = NULL;
+    }
+  }
+  return rv;
 }
 
 /* Accuracy and the page's digest. */
@@ -502,9 +538,15 @@ int tp_artifacts_add_level(tp_artifacts *a, const tp_export_level *lv, tp_accura
   }
   tp_buf b;
   tp_buf_init(&b);
+  /* Each part is tried whatever became of the others (a full disk that
+   * stops the level's files may leave room for its lines, and the page's
+   * digest is kept in memory); the first failure is returned. */
+  char more[600];
   int rv = add_level_files(a, &b, lv, err, errlen);
-  if (!rv) rv = add_responses(a, &b, lv, err, errlen);
-  if (!rv) rv = add_digest(a, lv, acc_out);
+  int r2 = add_responses(a, &b, lv, rv ? more : err, rv ? sizeof(more) : errlen);
+  if (!rv) rv = r2;
+  r2 = add_digest(a, lv, acc_out);
+  if (!rv) rv = r2;
   if (rv && read_back_error(lv->reqs, lv->n))
     tp_seterr(err, errlen, "%s", read_back_error(lv->reqs, lv->n));
   else if (rv == TP_ENOMEM)
@@ -551,8 +593,11 @@ static int accuracy_json(tp_artifacts *a, char *err, size_t errlen) {
   return rv;
 }
 
+/* Every file is tried, the first failure is returned: a full disk that
+ * stops one file still leaves the others that fit. */
 int tp_artifacts_finish(tp_artifacts *a, char *err, size_t errlen) {
   if (a->finished) return 0;
+  a->finished = true;
   tp_buf b;
   tp_buf_init(&b);
   int rv = pe_tail(&b, a->cfg);
@@ -560,30 +605,36 @@ int tp_artifacts_finish(tp_artifacts *a, char *err, size_t errlen) {
     tp_buf_fini(&b);
     return rv;
   }
-  if (tp__write_all(a->pe_fd, b.data, b.len)) {
-    rv = io_err(err, errlen, "write", a->pe_tmp, errno);
-  } else {
-    int fd = a->pe_fd;
-    a->pe_fd = -1;
-    if (tp__commit_temp(fd, a->pe_tmp, a->pe_path)) rv = io_err(err, errlen, "write", a->pe_path, errno);
-    free(a->pe_tmp);
-    a->pe_tmp = NULL;
+  if (a->pe_fd < 0) {
+    rv = io_err(err, errlen, "write", a->pe_path, EIO);
+  } else if (tp__write_all(a->pe_fd, b.data, b.len)) {
+    rv = io_err(err, errlen, "write", a->pe_path, errno);
+    tp__discard_temp(a->pe_fd, a->pe_tmp);
+  } else if (tp__commit_temp(a->pe_fd, a->pe_tmp, a->pe_path)) {
+    rv = io_err(err, errlen, "write", a->pe_path, errno);
   }
+  a->pe_fd = -1;
+  free(a->pe_tmp);
+  a->pe_tmp = NULL;
   tp_buf_fini(&b);
-  if (rv) return rv;
-  a->finished = true;
 
-  if (a->resp && fclose(a->resp)) {
-    a->resp = NULL;
-    return io_err(err, errlen, "write", a->resp_path, errno);
-  }
+  char more[600];
+  int r2 = 0;
+  if (a->resp && fclose(a->resp)) r2 = io_err(more, sizeof(more), "write", a->resp_path, errno);
   a->resp = NULL;
+  if (r2 && !rv) {
+    rv = r2;
+    tp_seterr(err, errlen, "%s", more);
+  }
 
-  if (a->any_reference && (rv = accuracy_json(a, err, errlen))) return rv;
+  if (a->any_reference && (r2 = accuracy_json(a, more, sizeof(more))) && !rv) {
+    rv = r2;
+    tp_seterr(err, errlen, "%s", more);
+  }
 
   if (a->html) {
     char *path = tp__join_path(a->dir, "report.html");
-    if (!path) return TP_ENOMEM;
+    if (!path) return rv ? rv : TP_ENOMEM;
     tp_html_input in = {
         .cfg = a->cfg,
         .mock = a->mock,
@@ -594,8 +645,12 @@ int tp_artifacts_finish(tp_artifacts *a, char *err, size_t errlen) {
         .accuracy = a->any_reference ? a->acc : NULL,
         .search = a->search,
     };
-    rv = tp_html_write(path, &in, err, errlen);
+    r2 = tp_html_write(path, &in, more, sizeof(more));
     free(path);
+    if (r2 && !rv) {
+      rv = r2;
+      tp_seterr(err, errlen, "%s", more);
+    }
   }
   return rv;
 }

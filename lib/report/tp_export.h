@@ -294,9 +294,16 @@ void tp_artifacts_free(tp_artifacts *a);
 /* ------------------------------------------------------------------------ */
 /* Shared by the report writers (internal)                                  */
 
-/* Writes len bytes to path through a temporary file in the same directory,
- * fsync and rename.  Returns 0 or -1 with errno set. */
+/* Writes len bytes to the file path names (its symbolic links followed,
+ * so a link stays a link) through a temporary file in the same directory,
+ * fsync and rename; a FIFO or a character device (/dev/null) is written in
+ * place, never replaced.  On failure no temporary is left.  Returns 0 or
+ * -1 with errno set. */
 int tp__write_atomic(const char *path, const void *data, size_t len);
+/* The message for a failed write of path with errno e: on a full disk "no
+ * space left on DIR (FILE not written whole)", else "cannot write PATH:
+ * <strerror> (hint)" (hint NULL: none). */
+void tp__write_err(char *err, size_t errlen, const char *path, int e, const char *hint);
 
 /* Appends s[0..len) to out as a JSON string body (no quotes), escaping
  * quotes, backslashes and control characters and replacing invalid UTF-8

@@ -33,17 +33,24 @@ static int metric_value(tp_buf *out, bool *first, const char *key, double v, con
 }
 
 /* The gaps between the request's text responses (the per-request view of
- * itl_pooled), AIPerf's inter_chunk_latency. */
+ * itl_pooled), AIPerf's inter_chunk_latency: as there, a gap of 0 between
+ * responses that share an arrival time is left out (docs/metrics.md,
+ * "Fidelity"). */
 static int inter_chunk(tp_buf *out, bool *first, const tp_record *r) {
   uint32_t i0, i1;
   if (!tp_request_text_span(r, &i0, &i1)) return 0;
+  uint32_t seen = 0;
+  for (uint32_t i = i0 + 1; i <= i1; i++) seen += r->resp_ns[i] > r->resp_ns[i - 1];
+  if (!seen) return 0; /* all at one time: no gap was seen */
   const tp_metric *row = tp_metric_find("itl_pooled");
   int rv = tp_buf_printf(out, "%s\"inter_chunk_latency\":{\"value\":[", *first ? "" : ",");
   *first = false;
+  bool any = false;
   for (uint32_t i = i0 + 1; i <= i1 && rv == 0; i++) {
-    if (i > i0 + 1) rv = tp_buf_append(out, ",", 1);
-    uint64_t g = r->resp_ns[i] >= r->resp_ns[i - 1] ? r->resp_ns[i] - r->resp_ns[i - 1] : 0;
-    if (!rv) rv = json_num(out, (double)g / (double)TP_NS_PER_MS);
+    if (r->resp_ns[i] <= r->resp_ns[i - 1]) continue;
+    if (any) rv = tp_buf_append(out, ",", 1);
+    any = true;
+    if (!rv) rv = json_num(out, (double)(r->resp_ns[i] - r->resp_ns[i - 1]) / (double)TP_NS_PER_MS);
   }
   if (!rv) rv = tp_buf_printf(out, "],\"unit\":\"%s\"}", row ? tp_unit_aiperf(row->unit) : "ms");
   return rv;

@@ -15,6 +15,7 @@
 
 #include <jansson.h>
 
+#include "report/tp_report_fidelity.h"
 #include "tokperf/tokperf.h"
 
 /* ------------------------------------------------------------------------ */
@@ -269,6 +270,8 @@ char *tp_export_genai_json(const tp_level_result *lr, const tp_config *cfg, cons
   if (!doc) return NULL;
   json_t *ic = genai_input_config(lr, cfg, profile_export_path, artifact_dir);
   int bad = !ic || json_object_set_new(doc, "input_config", ic);
+  /* tokperf's own: the client's figures (GenAI-Perf reads none of it). */
+  if (!bad) bad = json_object_set_new(doc, "tokperf_fidelity", tp__fidelity_export_json(lr));
   char *text = bad ? NULL : json_dumps(doc, JSON_INDENT(2) | JSON_REAL_PRECISION(15));
   json_decref(doc);
   return text;

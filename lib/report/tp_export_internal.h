@@ -29,12 +29,18 @@ int tp__sink_spill(tp_buf *out, const tp__sink *k);
 
 /* Writes all n bytes, retrying on EINTR.  Returns 0 or -1 with errno. */
 int tp__write_all(int fd, const void *data, size_t n);
-/* Opens a new temporary file next to path.  Returns the fd and the owned
- * name in *tmp_out, or -1 with errno set. */
+/* Opens a new temporary file next to the file path names (its symbolic
+ * links followed).  Returns the fd and the owned name in *tmp_out, or -1
+ * with errno set.  A target that is not a regular file (a FIFO, a
+ * character device) is opened to be written in place: its own fd, and
+ * *tmp_out NULL. */
 int tp__open_temp(const char *path, char **tmp_out);
-/* fsync, close and rename tmp to path; on failure removes tmp.  Returns 0
- * or -1 with errno set. */
+/* fsync, close and rename tmp over the file it was made beside (a NULL
+ * tmp: close only); on failure removes tmp.  Returns 0 or -1 with errno
+ * set. */
 int tp__commit_temp(int fd, const char *tmp, const char *path);
+/* Gives up a temporary: closes fd and removes tmp (if any); errno kept. */
+void tp__discard_temp(int fd, const char *tmp);
 /* mkdir -p.  Returns 0 or -1 with errno set. */
 int tp__make_dirs(const char *path);
 /* dir "/" name, owned (free()); NULL when out of memory. */

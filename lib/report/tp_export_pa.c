@@ -8,6 +8,8 @@
 
 #include <jansson.h>
 
+#include "report/tp_report_fidelity.h"
+
 static bool measured_ok(const tp_export_request *q) {
   return tp__measured(q) && tp_record_ok(q->rec);
 }
@@ -134,29 +136,47 @@ int tp__pa_openai_payload(tp_buf *o, const tp_config *cfg, const tp_record *r, u
   return rv;
 }
 
+/* The end of the group of responses that starts at i: those that share
+ * response i's arrival time (docs/metrics.md, "Fidelity"). */
+static uint32_t group_end(const tp_record *r, uint32_t i) {
+  uint32_t j = i + 1;
+  while (j < r->n_resp && r->resp_ns[j] == r->resp_ns[i]) j++;
+  return j;
+}
+
 /* "response_outputs" of one request: per response its own text, as
- * {"text_output"} (Triton) or {"response"} (OpenAI). */
+ * {"text_output"} (Triton) or {"response"} (OpenAI).  Responses that
+ * share an arrival time are one response, as perf_analyzer records the
+ * events of one read: the Triton texts joined, the OpenAI events one after
+ * another in one string (GenAI-Perf splits such a response into its
+ * events and joins their texts).  A request whose responses all came at
+ * one time then has one response, which GenAI-Perf gives no inter-token
+ * latency, where several of one time would make it divide by zero. */
 static int pa_outputs(tp_buf *out, tp_buf *scratch, const tp_config *cfg, const tp_record *r,
                       uint64_t created_s) {
   pa_api api = pa_api_of(cfg);
   bool seen = false;
   int rv = 0;
-  for (uint32_t i = 0; i < r->n_resp && rv == 0; i++) {
-    tp__piece pc;
-    if (r->resp_text_at)
-      tp__pa_piece(r, i, api.cumulative, &pc);
-    else
-      whole_on_first(r, i, &seen, &pc);
+  for (uint32_t i = 0; i < r->n_resp && rv == 0;) {
     if (i) rv = tp_buf_append(out, ",", 1);
-    if (!rv && api.kind == PA_TRITON) {
-      rv = tp_buf_append_str(out, "{\"text_output\":");
-      if (!rv) rv = tp__json_str(out, pc.text, pc.len);
-    } else if (!rv) {
-      tp_buf_reset(scratch);
-      rv = tp__pa_openai_payload(scratch, cfg, r, created_s, i, &pc);
-      if (!rv) rv = tp_buf_append_str(out, "{\"response\":");
-      if (!rv) rv = tp__json_str(out, (const char *)scratch->data, scratch->len);
+    uint32_t end = group_end(r, i);
+    tp_buf_reset(scratch);
+    for (; i < end && rv == 0; i++) {
+      tp__piece pc;
+      if (r->resp_text_at)
+        tp__pa_piece(r, i, api.cumulative, &pc);
+      else
+        whole_on_first(r, i, &seen, &pc);
+      if (api.kind != PA_TRITON)
+        rv = tp__pa_openai_payload(scratch, cfg, r, created_s, i, &pc);
+      else if (pc.len) {
+        /* Cumulative text: each response holds all so far; the last wins. */
+        if (api.cumulative) tp_buf_reset(scratch);
+        rv = tp_buf_append(scratch, pc.text, pc.len);
+      }
     }
+    if (!rv) rv = tp_buf_append_str(out, api.kind == PA_TRITON ? "{\"text_output\":" : "{\"response\":");
+    if (!rv) rv = tp__json_str(out, scratch->len ? (const char *)scratch->data : "", scratch->len);
     if (!rv) rv = tp_buf_append(out, "}", 1);
   }
   return rv;
@@ -272,7 +292,8 @@ static int pa_request(tp_buf *out, tp_buf *scratch, const tp_export_request *q, 
   if (!rv) rv = tp_buf_append_str(out, ",\"request_inputs\":");
   if (!rv) rv = pa_inputs(out, scratch, cfg, q, r, max_tokens);
   if (!rv) rv = tp_buf_append_str(out, ",\"response_timestamps\":[");
-  for (uint32_t i = 0; i < r->n_resp && rv == 0; i++) {
+  /* One time per group of responses that share it (pa_outputs). */
+  for (uint32_t i = 0; i < r->n_resp && rv == 0; i = group_end(r, i)) {
     if (i) rv = tp_buf_append(out, ",", 1);
     if (!rv) rv = tp__json_u64(out, W(r->resp_ns[i]));
   }
@@ -342,7 +363,25 @@ int tp__pa_experiment(tp_buf *out, const tp__sink *sk, const tp_export_level *lv
     uint64_t dur_ns = lr->duration_s > 0 ? (uint64_t)llround(lr->duration_s * 1e9) : 0;
     rv = tp_buf_printf(out, "%" PRIu64 ",%" PRIu64, W(start_ns), W(start_ns) + dur_ns);
   }
-  if (!rv) rv = tp_buf_append(out, "]}", 2);
+  if (!rv) rv = tp_buf_append(out, "]", 1);
+  /* tokperf's own key, only on a level an interruption cut short
+   * (perf_analyzer has no such level; its readers skip keys they do not
+   * know). */
+  if (!rv && lr->partial) {
+    rv = tp_buf_printf(out, ",\"tokperf_partial\":{\"ran_s\":%.6g,\"planned_s\":", lr->partial_ran_s);
+    if (!rv)
+      rv = lr->partial_planned_s > 0 ? tp_buf_printf(out, "%.6g", lr->partial_planned_s)
+                                     : tp_buf_append_str(out, "null");
+    if (!rv) rv = tp_buf_append_str(out, ",\"planned_requests\":");
+    if (!rv)
+      rv = lr->partial_planned_requests ? tp__json_u64(out, lr->partial_planned_requests)
+                                        : tp_buf_append_str(out, "null");
+    if (!rv) rv = tp_buf_append(out, "}", 1);
+  }
+  /* tokperf's own, last (GenAI-Perf reads none of it): the client's
+   * figures for the level. */
+  if (!rv) rv = tp__fidelity_export_member(out, lr);
+  if (!rv) rv = tp_buf_append(out, "}", 1);
   return rv;
 }
 #undef W

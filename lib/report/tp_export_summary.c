@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "metrics/tp_metric.h"
+#include "report/tp_report_fidelity.h"
 
 /* How one tool writes its summary. */
 typedef struct dialect {
@@ -95,6 +96,19 @@ json_t *tp__summary_json(const tp_level_result *lr, tp_export_tool tool, bool st
       json_decref(doc);
       return NULL;
     }
+  }
+  /* tokperf's own key, only on a level an interruption cut short (the
+   * tools have no such level; their readers skip keys they do not know). */
+  if (lr->partial &&
+      json_object_set_new(
+          doc, "tokperf_partial",
+          json_pack("{s:f,s:o,s:o}", "ran_s", lr->partial_ran_s, "planned_s",
+                    lr->partial_planned_s > 0 ? json_real(lr->partial_planned_s) : json_null(),
+                    "planned_requests",
+                    lr->partial_planned_requests ? json_integer((json_int_t)lr->partial_planned_requests)
+                                                 : json_null()))) {
+    json_decref(doc);
+    return NULL;
   }
   return doc;
 }
@@ -201,6 +215,11 @@ int tp__summary_csv(tp_buf *out, const tp_level_result *lr, tp_export_tool tool,
 
 char *tp_export_aiperf_json(const tp_level_result *lr, bool streaming) {
   json_t *doc = tp__summary_json(lr, TP_EXPORT_AIPERF, streaming);
+  /* tokperf's own: the client's figures (AIPerf reads none of it). */
+  if (doc && json_object_set_new(doc, "tokperf_fidelity", tp__fidelity_export_json(lr))) {
+    json_decref(doc);
+    doc = NULL;
+  }
   char *text = doc ? json_dumps(doc, JSON_INDENT(2) | JSON_REAL_PRECISION(15)) : NULL;
   json_decref(doc);
   return text;

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "report/tp_records.h"
+#include "util/tp_files.h"
 #include "util/tp_utf8.h"
 
 tp__tool_api tp__tool_api_of(const tp_config *cfg) {
@@ -182,23 +183,58 @@ int tp__write_all(int fd, const void *data, size_t n) {
   return 0;
 }
 
-/* Opens a new temporary file next to path (mode 0666 so the umask applies
- * as for any new file; mkstemp would leave it 0600).  Returns the fd and
- * the owned name in *tmp_out, or -1 with errno set. */
+/* A target that is not a regular file (a FIFO, a character device such as
+ * /dev/null) is written in place: renaming a temporary over it would
+ * replace the device with a file (as root, /dev/null itself), and a FIFO's
+ * reader would never see the data.  Block devices, sockets and
+ * directories are refused (tp_file_check_writable says so before a run). */
+static int open_in_place(const char *real) {
+  struct stat st;
+  if (tp_target_kind_of(real, NULL, 0) == TP_TARGET_REFUSED) {
+    errno = stat(real, &st) == 0 && S_ISDIR(st.st_mode) ? EISDIR : EOPNOTSUPP;
+    return -1;
+  }
+  /* A FIFO blocks here until a reader opens it, as a shell's > does. */
+  int fd;
+  do fd = open(real, O_WRONLY | O_CLOEXEC | O_NOCTTY);
+  while (fd < 0 && errno == EINTR);
+  return fd;
+}
+
+/* The temporary's suffix: <target>.tmp.<pid>.<n>. */
+static const char TMP_MARK[] = ".tmp.";
+
+/* Opens a new temporary file next to the file path names, its links
+ * followed (mode 0666 so the umask applies as for any new file; mkstemp
+ * would leave it 0600).  Returns the fd and the owned name in *tmp_out, or
+ * -1 with errno set; for a target written in place (a FIFO, a device) the
+ * target's own fd and NULL. */
 int tp__open_temp(const char *path, char **tmp_out) {
   static unsigned counter;
-  size_t tlen = strlen(path) + 64;
+  *tmp_out = NULL;
+  char *real = tp_resolve_target(path);
+  if (!real) return -1;
+  if (tp_target_kind_of(real, NULL, 0) != TP_TARGET_FILE) {
+    int fd = open_in_place(real);
+    int e = errno;
+    free(real);
+    errno = e;
+    return fd;
+  }
+  size_t tlen = strlen(real) + 64;
   char *tmp = malloc(tlen);
   if (!tmp) {
+    free(real);
     errno = ENOMEM;
     return -1;
   }
   int fd = -1;
   for (int attempt = 0; attempt < 100 && fd < 0; attempt++) {
-    snprintf(tmp, tlen, "%s.tmp.%ld.%u", path, (long)getpid(), counter++);
+    snprintf(tmp, tlen, "%s%s%ld.%u", real, TMP_MARK, (long)getpid(), counter++);
     fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
     if (fd < 0 && errno != EEXIST) break;
   }
+  free(real);
   if (fd < 0) {
     int e = errno;
     free(tmp);
@@ -209,19 +245,38 @@ int tp__open_temp(const char *path, char **tmp_out) {
   return fd;
 }
 
+void tp__discard_temp(int fd, const char *tmp) {
+  int e = errno;
+  if (fd >= 0) close(fd);
+  if (tmp) unlink(tmp);
+  errno = e;
+}
+
 /* fsync before rename: otherwise a crash can leave the new name pointing at
- * an empty file on some filesystems.  Closes fd; on failure removes tmp. */
+ * an empty file on some filesystems.  The temporary is renamed over the
+ * file it was made beside (path's links followed: the link stays).  Closes
+ * fd; on failure removes tmp. */
 int tp__commit_temp(int fd, const char *tmp, const char *path) {
+  (void)path;
+  if (!tmp) return close(fd); /* written in place */
   int rv = fsync(fd);
   int e = errno;
   if (close(fd) && rv == 0) {
     rv = -1;
     e = errno;
   }
-  if (rv == 0 && rename(tmp, path)) {
+  const char *mark = NULL;
+  for (const char *m = strstr(tmp, TMP_MARK); m; m = strstr(m + 1, TMP_MARK)) mark = m;
+  char *target = mark ? tp_strndup(tmp, (size_t)(mark - tmp)) : NULL;
+  if (rv == 0 && !target) {
+    rv = -1;
+    e = ENOMEM;
+  }
+  if (rv == 0 && rename(tmp, target)) {
     rv = -1;
     e = errno;
   }
+  free(target);
   if (rv) unlink(tmp);
   errno = e;
   return rv;
@@ -231,20 +286,25 @@ int tp__write_atomic(const char *path, const void *data, size_t len) {
   char *tmp = NULL;
   int fd = tp__open_temp(path, &tmp);
   if (fd < 0) return -1;
-  int rv = tp__write_all(fd, data, len);
-  if (rv) {
-    int e = errno;
-    close(fd);
-    unlink(tmp);
+  if (tp__write_all(fd, data, len)) {
+    tp__discard_temp(fd, tmp);
     free(tmp);
-    errno = e;
     return -1;
   }
-  rv = tp__commit_temp(fd, tmp, path);
+  int rv = tp__commit_temp(fd, tmp, path);
   int e = errno;
   free(tmp);
   errno = e;
   return rv;
+}
+
+void tp__write_err(char *err, size_t errlen, const char *path, int e, const char *hint) {
+  if (tp_errno_full(e)) {
+    tp_write_error(err, errlen, path, e);
+    return;
+  }
+  tp_seterr(err, errlen, "cannot write %s: %s%s%s%s", path, strerror(e), hint ? " (" : "", hint ? hint : "",
+            hint ? ")" : "");
 }
 
 /* mkdir -p.  Returns 0 or -1 with errno set. */

@@ -6,6 +6,7 @@
  * outside (model name, target, prompts, error messages) goes through
  * tp_html_escape. */
 #include "tp_html.h"
+#include "report/tp_report_fidelity.h"
 
 #include "report/tp_report.h"
 
@@ -193,8 +194,8 @@ static int summary_table(tp_buf *o, const tp_html_input *in) {
     const tp_level_result *lr = &in->levels[i].lr;
     char lname[128];
     tp__level_name(lr, lname, sizeof(lname));
-    rv = tp_buf_printf(o, "<tr><td class=\"lvl\">%s</td><td>%" PRIu64 "</td><td>%" PRIu64 "</td>", lname,
-                       lr->requests, lr->failed);
+    rv = tp_buf_printf(o, "<tr><td class=\"lvl\">%s%s</td><td>%" PRIu64 "</td><td>%" PRIu64 "</td>", lname,
+                       lr->partial ? " (partial)" : "", lr->requests, lr->failed);
     if (!rv) rv = tp__html_cell_num(o, true, lr->request_throughput, 2);
     if (!rv) rv = tp__html_cell_num(o, lr->tokens_available, lr->output_token_throughput, 2);
     if (!rv) rv = tp__html_cell_num(o, lr->input_tokens.n > 0, lr->input_token_throughput, 2);
@@ -214,6 +215,16 @@ static int summary_table(tp_buf *o, const tp_html_input *in) {
     if (!rv) rv = tp_buf_append_str(o, "</tr>\n");
   }
   if (!rv) rv = tp_buf_append_str(o, "</tbody></table>\n");
+  for (size_t i = 0; i < in->n_levels && !rv; i++) {
+    const tp_level_result *lr = &in->levels[i].lr;
+    if (!lr->partial) continue;
+    char lname[128];
+    tp__level_name(lr, lname, sizeof(lname));
+    rv = tp_buf_printf(o, "<p class=\"err\">%c%s is partial: interrupted after %.1f s",
+                       toupper((unsigned char)lname[0]), lname + 1, lr->partial_ran_s);
+    if (!rv && lr->partial_planned_s > 0) rv = tp_buf_printf(o, " of %.1f s", lr->partial_planned_s);
+    if (!rv) rv = tp_buf_append_str(o, "; its figures cover what ran.</p>\n");
+  }
   for (size_t i = 0; i < in->n_levels && !rv; i++) {
     const tp_level_result *lr = &in->levels[i].lr;
     if (!lr->first_error[0]) continue;
@@ -410,6 +421,8 @@ int tp_html_render(tp_buf *o, const tp_html_input *in) {
   if (!rv) rv = summary_table(o, in);
   if (!rv) rv = tp_buf_append_str(o, "</section>\n");
   if (!rv) rv = ranks_section(o, in);
+  /* Last: the client's own figures. */
+  if (!rv) rv = tp__html_fidelity(o, in);
   if (!rv) rv = tp_buf_append_str(o, "</body>\n</html>\n");
   return rv;
 }
@@ -424,8 +437,7 @@ int tp_html_write(const char *path, const tp_html_input *in, char *err, size_t e
     return rv;
   }
   if (tp__write_atomic(path, b.data, b.len)) {
-    tp_seterr(err, errlen, "cannot write %s: %s (check that the directory exists and is writable)", path,
-              strerror(errno));
+    tp__write_err(err, errlen, path, errno, "check that the directory exists and is writable");
     rv = TP_EIO;
   }
   tp_buf_fini(&b);

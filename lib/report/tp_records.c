@@ -235,6 +235,9 @@ char *tp_records_format(const tp_record *rec, const tp_records_line *l) {
   }
   tp_buf_append(&b, "]", 1);
   if (rec->resp_text_at) put_text_at(&b, rec);
+  /* Text responses that share the time of the one before (docs/metrics.md,
+   * "Fidelity"): said here, so a reader need not compare the times. */
+  put_int_member(&b, "merged_text_responses", rec->n_text_merged);
   put_count_member(&b, "input_tokens", rec->input_tokens);
   put_count_member(&b, "output_tokens", rec->output_tokens);
   put_count_member(&b, "server_output_tokens", rec->server_output_tokens);

@@ -202,6 +202,19 @@ static void table(FILE *out, const char *title, const cell *head, const cell *ce
 
 static void set_cell(cell *c, const char *s) { snprintf(c->s, sizeof(c->s), "%s", s); }
 
+void tp__report_table(FILE *out, const char *title, const char *const *head, const char *const *cells,
+                      size_t ncols, size_t nrows) {
+  if (ncols > MAX_COLS) return;
+  cell h[MAX_COLS], *c = calloc(nrows ? nrows * ncols : 1, sizeof(*c));
+  if (!c) return;
+  for (size_t k = 0; k < ncols; k++) set_cell(&h[k], head[k]);
+  for (size_t k = 0; k < nrows * ncols; k++) set_cell(&c[k], cells[k]);
+  table(out, title, h, c, ncols, nrows);
+  free(c);
+}
+
+void tp__report_fmt_num(char *buf, size_t len, double v, int decimals) { fmt_num(buf, len, v, decimals); }
+
 /* The per-level table's columns, in the order they are shown. */
 static const tp_stat_id table_stats[] = {TP_STAT_AVG, TP_STAT_MIN, TP_STAT_MAX, TP_STAT_P99, TP_STAT_P95,
                                          TP_STAT_P90, TP_STAT_P75, TP_STAT_P50, TP_STAT_STD};
@@ -438,6 +451,32 @@ static void print_failures(FILE *out, const tp_level_result *lr) {
   }
 }
 
+/* When the server went away and came back (docs/metrics.md, "When the
+ * server goes away"): the longest run of requests it did not take. */
+static void print_server_away(FILE *out, const tp_level_result *lr) {
+  if (!lr->server_outages) return;
+  char n[64], back[64] = "";
+  fmt_u64(n, sizeof(n), lr->server_away_requests);
+  if (lr->server_back_s >= 0) snprintf(back, sizeof(back), " to %.2f s", lr->server_back_s);
+  fprintf(out, "Server away: from %.2f s%s into the level%s (%s requests in a row failed to reach it or were not sent)",
+          lr->server_away_s, back, lr->server_back_s >= 0 ? "" : ", not back by its end", n);
+  if (lr->server_outages > 1) fprintf(out, "; the longest of %" PRIu32 " outages", lr->server_outages);
+  if (lr->server_gone) fprintf(out, "; the level ended there (--max-consecutive-failures)");
+  fputc('\n', out);
+}
+
+/* How far a partial level got: "it ran 2.3 of 4.0 s", "it ran 2.3 s, 37
+ * of its 100 requests measured", "it ran 2.3 s". */
+static void partial_words(const tp_level_result *lr, char *buf, size_t len) {
+  if (lr->partial_planned_s > 0)
+    snprintf(buf, len, "it ran %.1f of %.1f s", lr->partial_ran_s, lr->partial_planned_s);
+  else if (lr->partial_planned_requests)
+    snprintf(buf, len, "it ran %.1f s, %" PRIu64 " of its %" PRIu64 " requests measured", lr->partial_ran_s,
+             lr->requests, lr->partial_planned_requests);
+  else
+    snprintf(buf, len, "it ran %.1f s", lr->partial_ran_s);
+}
+
 static void print_level(FILE *out, const tp_report_input *in, const tp_level_result *lr,
                         bool *noted_tokens) {
   cell head[STAT_COLS], cells[MAX_TABLE_ROWS * STAT_COLS];
@@ -453,6 +492,10 @@ static void print_level(FILE *out, const tp_report_input *in, const tp_level_res
   snprintf(title, sizeof(title), "LLM metrics, %s", name);
   fputc('\n', out);
   table(out, title, head, cells, STAT_COLS, nrows);
+  if (lr->partial) {
+    partial_words(lr, a, sizeof(a));
+    fprintf(out, "Partial: interrupted, %s; the figures cover what ran\n", a);
+  }
 
   bool tokenizer_given = in->tokenizer_desc || (in->cfg && in->cfg->prompts.tokenizer);
   if (lr->succeeded == 0)
@@ -490,6 +533,7 @@ static void print_level(FILE *out, const tp_report_input *in, const tp_level_res
   print_server_figures(out, lr);
   print_server_models(out, lr);
   print_failures(out, lr);
+  print_server_away(out, lr);
 }
 
 /* The sweep summary: the level, its counts, then the registry's summary
@@ -541,6 +585,7 @@ static void print_summary(FILE *out, const tp_report_input *in) {
       snprintf(r[0].s + strlen(r[0].s), CELL_LEN - strlen(r[0].s), " i%" PRIu32, lr->input_tokens_mean);
     if (lr->output_tokens_mean && in->cfg && in->cfg->prompts.n_output_tokens_means)
       snprintf(r[0].s + strlen(r[0].s), CELL_LEN - strlen(r[0].s), " o%" PRIu32, lr->output_tokens_mean);
+    if (lr->partial) snprintf(r[0].s + strlen(r[0].s), CELL_LEN - strlen(r[0].s), " partial");
     fmt_u64(r[1].s, CELL_LEN, lr->requests);
     fmt_u64(r[2].s, CELL_LEN, lr->failed);
     for (size_t c = 3; c < ncols; c++) {
@@ -599,10 +644,26 @@ void tp_report_text(FILE *out, const tp_report_input *in) {
   }
 
   if (in->interrupted) {
-    fprintf(out, "Sweep interrupted: %zu of %zu levels completed", in->n_levels,
+    /* A level cut short is not counted completed: it is named, with how
+     * far it got. */
+    size_t done = 0;
+    for (size_t i = 0; i < in->n_levels; i++) done += !in->levels[i].partial;
+    fprintf(out, "Sweep interrupted: %zu of %zu levels completed", done,
             TP_MAX(cfg->load.n_concurrency, in->n_levels));
+    size_t k = 0;
     for (size_t i = 0; i < in->n_levels; i++)
-      fprintf(out, "%s%" PRIu32, i ? ", " : " (concurrency ", in->levels[i].concurrency);
-    fprintf(out, "%s\n", in->n_levels ? ")" : "");
+      if (!in->levels[i].partial)
+        fprintf(out, "%s%" PRIu32, k++ ? ", " : " (concurrency ", in->levels[i].concurrency);
+    fprintf(out, "%s", k ? ")" : "");
+    for (size_t i = 0; i < in->n_levels; i++) {
+      if (!in->levels[i].partial) continue;
+      char name[128], w[128];
+      level_name(&in->levels[i], name, sizeof(name));
+      partial_words(&in->levels[i], w, sizeof(w));
+      fprintf(out, "; level %zu (%s) partial: %s", i + 1, name, w);
+    }
+    fputc('\n', out);
   }
+  /* Last: the client's own figures, and how far to trust the above. */
+  tp__report_fidelity_text(out, in);
 }

@@ -60,6 +60,9 @@ void tp_report_text(FILE *out, const tp_report_input *in);
  * carrying its unit in its key name (ttft_ms, output_token_throughput_tps).
  * Returns 0, or TP_EIO with "cannot write PATH: reason" in err. */
 int tp_report_json(const char *path, const tp_report_input *in, char *err, size_t errlen);
+/* The same document written to out (no file of its own: --format json on
+ * stdout).  Returns 0, TP_ENOMEM or TP_EIO with a message in err. */
+int tp_report_json_fp(FILE *out, const tp_report_input *in, char *err, size_t errlen);
 
 /* perf_analyzer's latency report (its -f FILE) over levels (in sweep
  * order): the header and one row per level in increasing order of
@@ -71,9 +74,12 @@ int tp_report_pa_csv(tp_buf *out, const tp_level_result *levels, size_t n, const
                      bool verbose);
 /* Writes that report to path, and beside it one file per composing model
  * of an ensemble (dir/NAME_vVERSION.FILE, as perf_analyzer names them).
- * Returns 0, or TP_EIO / TP_ENOMEM with "cannot write PATH: reason" in
- * err. */
-int tp_report_pa_csv_files(const char *path, const tp_level_result *levels, size_t n, bool verbose, char *err,
-                           size_t errlen);
+ * A path that is not a regular file (a FIFO, /dev/null) gets the report in
+ * place and no neighbours: the composing files go to sibling_dir (the
+ * artifact directory) instead, or, without one, are not written and err
+ * says so while 0 is returned (err is "" otherwise).  Returns 0, or
+ * TP_EIO / TP_ENOMEM with "cannot write PATH: reason" in err. */
+int tp_report_pa_csv_files(const char *path, const char *sibling_dir, const tp_level_result *levels, size_t n,
+                           bool verbose, char *err, size_t errlen);
 
 #endif

@@ -3,6 +3,7 @@
  * null, never as 0. */
 #include "report/tp_report_search.h"
 #include "tp_report_internal.h"
+#include "report/tp_report_fidelity.h"
 #include "report/tp_export.h"
 #include "metrics/tp_metric.h"
 #include "tokperf/tokperf.h"
@@ -216,6 +217,7 @@ static int config_rest_json(json_t *o, const tp_config *cfg, const tp_mock_confi
   bad |= set(o, "num_prompts", u64(cfg->prompts.num_prompts));
   bad |= set(o, "connections", u64(cfg->server.connections));
   bad |= set(o, "request_timeout_ms", u64(cfg->server.request_timeout_ms));
+  bad |= set(o, "max_consecutive_failures", u64(cfg->server.max_consecutive_failures));
   bad |= set(o, "skip_preflight", json_boolean(cfg->server.skip_preflight));
   bad |= set(o, "json_path", str_or_null(cfg->output.json_path));
   bad |= set(o, "records_path", str_or_null(cfg->output.records_path));
@@ -285,26 +287,26 @@ static json_t *mpi_json(const tp_level_result *lr) {
   return o;
 }
 
+json_t *tp__report_metric_json(const tp_metric *m, const tp_level_result *lr) {
+  double v;
+  if (m->kind == TP_METRIC_DIST) return stat_json(tp_metric_stat(m, lr));
+  if (m->kind == TP_METRIC_COUNT)
+    return tp_metric_value(m, lr, TP_STAT_AVG, &v)
+               ? u64(*(const uint64_t *)(const void *)((const char *)lr + m->offset))
+               : json_null();
+  return tp_metric_value(m, lr, TP_STAT_AVG, &v) ? real_or_null(v) : json_null();
+}
+
 /* Every figure of the metric registry under its key. */
 static int level_metrics_json(json_t *o, const tp_level_result *lr) {
   int bad = 0;
   /* Every figure of the metric registry under its key: a distribution's
-   * statistics, a level figure, a count; null when unavailable. */
+   * statistics, a level figure, a count; null when unavailable.  A key
+   * "a.b" is member b of the level's object a. */
   size_t nm;
   const tp_metric *all = tp_metrics(&nm);
-  for (size_t k = 0; k < nm; k++) {
-    const tp_metric *m = &all[k];
-    double v;
-    if (m->kind == TP_METRIC_DIST)
-      bad |= set(o, m->json_key, stat_json(tp_metric_stat(m, lr)));
-    else if (m->kind == TP_METRIC_COUNT)
-      bad |= set(o, m->json_key,
-                 tp_metric_value(m, lr, TP_STAT_AVG, &v)
-                     ? u64(*(const uint64_t *)(const void *)((const char *)lr + m->offset))
-                     : json_null());
-    else
-      bad |= set(o, m->json_key, tp_metric_value(m, lr, TP_STAT_AVG, &v) ? real_or_null(v) : json_null());
-  }
+  for (size_t k = 0; k < nm; k++)
+    bad |= tp__json_key_set(o, all[k].json_key, tp__report_metric_json(&all[k], lr));
   return bad;
 }
 
@@ -415,10 +417,31 @@ static json_t *level_json(const tp_level_result *lr) {
   bad |= set(o, "stable", lr->trials ? json_boolean(lr->stable) : json_null());
   bad |= set(o, "window_s", lr->window_end_s > 0 ? json_pack("[f,f]", lr->window_start_s, lr->window_end_s)
                                                     : json_null());
+  /* The longest run of requests the server did not take (docs/metrics.md,
+   * "When the server goes away"); null when there was none. */
+  bad |= set(o, "server_away",
+             lr->server_outages
+                 ? json_pack("{s:f,s:o,s:I,s:I,s:b}", "at_s", lr->server_away_s, "back_s",
+                             lr->server_back_s >= 0 ? json_real(lr->server_back_s) : json_null(), "requests",
+                             (json_int_t)lr->server_away_requests, "outages", (json_int_t)lr->server_outages,
+                             "ended_level", lr->server_gone)
+                 : json_null());
+  /* An interruption cut the level short: how long it ran, of what it was
+   * set to (null: not set by time, or by count). */
+  bad |= set(o, "partial", json_boolean(lr->partial));
+  if (lr->partial) {
+    bad |= set(o, "partial_ran_s", real_or_null(lr->partial_ran_s));
+    bad |= set(o, "partial_planned_s",
+               lr->partial_planned_s > 0 ? real_or_null(lr->partial_planned_s) : json_null());
+    bad |= set(o, "partial_planned_requests",
+               lr->partial_planned_requests ? u64(lr->partial_planned_requests) : json_null());
+  }
   /* Only in sessions runs (docs/sessions.md), like "mpi" below. */
   if (lr->n_turns) bad |= level_sessions_json(o, lr);
   /* Only in distributed runs, so a single process's document is unchanged. */
   if (lr->ranks) bad |= set(o, "mpi", mpi_json(lr));
+  /* Last: the client's own figures. */
+  bad |= tp__report_fidelity_level_json(o, lr);
   if (bad) {
     json_decref(o);
     return NULL;
@@ -471,6 +494,8 @@ static json_t *report_json(const tp_report_input *in) {
   json_t *reps = tp_report_repeats_json(in);
   if (reps) bad |= set(doc, "repeats", reps);
   if (in->search) bad |= set(doc, "search", tp_report_search_json(in->search));
+  /* Last: the client's verdict on the whole run. */
+  if (in->n_levels) bad |= set(doc, "fidelity", tp__report_fidelity_json(in));
   if (bad) {
     json_decref(doc);
     return NULL;
@@ -478,39 +503,59 @@ static json_t *report_json(const tp_report_input *in) {
   return doc;
 }
 
+/* The document's text with its final newline (owned), NULL when out of
+ * memory.  15 significant digits: exact for every figure (ns resolution in
+ * ms needs at most 13) without the 17-digit noise of 0.1 round trips. */
+static char *report_text(const tp_report_input *in, size_t *len) {
+  json_t *doc = report_json(in);
+  char *text = doc ? json_dumps(doc, JSON_INDENT(2) | JSON_REAL_PRECISION(15)) : NULL;
+  json_decref(doc);
+  if (!text) return NULL;
+  /* The document ends with a newline, as a text file should. */
+  size_t tl = strlen(text);
+  char *withnl = realloc(text, tl + 2);
+  if (!withnl) {
+    free(text);
+    return NULL;
+  }
+  withnl[tl] = '\n';
+  withnl[tl + 1] = 0;
+  *len = tl + 1;
+  return withnl;
+}
+
 int tp_report_json(const char *path, const tp_report_input *in, char *err, size_t errlen) {
   if (!path || !in) {
     tp_seterr(err, errlen, "cannot write the JSON report: no path given");
     return TP_EINVAL;
   }
-  json_t *doc = report_json(in);
-  /* 15 significant digits: exact for every figure (ns resolution in ms
-   * needs at most 13) without the 17-digit noise of 0.1 round trips. */
-  char *text = doc ? json_dumps(doc, JSON_INDENT(2) | JSON_REAL_PRECISION(15)) : NULL;
-  json_decref(doc);
+  size_t len = 0;
+  char *text = report_text(in, &len);
   if (!text) {
     tp_seterr(err, errlen, "cannot write %s: out of memory", path);
     return TP_ENOMEM;
   }
-  /* The document ends with a newline, as a text file should; written
-   * through a temporary and a rename (tp__write_atomic), so a reader never
-   * sees half of it. */
-  size_t tl = strlen(text);
-  char *withnl = realloc(text, tl + 2);
-  if (!withnl) {
-    free(text);
-    tp_seterr(err, errlen, "cannot write %s: out of memory", path);
-    return TP_ENOMEM;
-  }
-  withnl[tl] = '\n';
-  withnl[tl + 1] = 0;
-  int rv = tp__write_atomic(path, withnl, tl + 1);
+  /* Written through a temporary and a rename (tp__write_atomic), so a
+   * reader never sees half of it. */
+  int rv = tp__write_atomic(path, text, len);
   int e = errno;
-  free(withnl);
+  free(text);
   if (rv) {
-    tp_seterr(err, errlen, "cannot write %s: %s (check that the directory exists and is writable)",
-              path, strerror(e));
+    tp__write_err(err, errlen, path, e, "check that the directory exists and is writable");
     return TP_EIO;
   }
   return 0;
+}
+
+int tp_report_json_fp(FILE *out, const tp_report_input *in, char *err, size_t errlen) {
+  size_t len = 0;
+  char *text = report_text(in, &len);
+  if (!text) {
+    tp_seterr(err, errlen, "cannot print the JSON report: out of memory");
+    return TP_ENOMEM;
+  }
+  int rv = fwrite(text, 1, len, out) == len && fflush(out) == 0 ? 0 : TP_EIO;
+  if (rv) tp_seterr(err, errlen, "cannot print the JSON report: %s", strerror(errno));
+  free(text);
+  return rv;
 }

@@ -27,6 +27,7 @@
 
 #include "report/tp_report.h"
 #include "report/tp_export_internal.h"
+#include "util/tp_files.h"
 
 /* Microseconds as perf_analyzer prints them: whole, truncated. */
 static uint64_t us_of_ms(double ms) {
@@ -124,11 +125,16 @@ int tp_report_pa_csv(tp_buf *out, const tp_level_result *levels, size_t n, const
 }
 
 /* "dir/name_vVER.base": perf_analyzer puts a composing model's file beside
- * the main one, its name and version before the file name. */
-static void composing_path(char *out, size_t len, const char *path, const tp_server_model_stats *m) {
+ * the main one, its name and version before the file name (dir: path's
+ * own, or another given). */
+static void composing_path(char *out, size_t len, const char *path, const char *dir_over,
+                           const tp_server_model_stats *m) {
   const char *base = strrchr(path, '/');
   int dir = base ? (int)(base - path + 1) : 0;
-  snprintf(out, len, "%.*s%s_v%s.%s", dir, path, m->name, m->version[0] ? m->version : "1", path + dir);
+  if (dir_over)
+    snprintf(out, len, "%s/%s_v%s.%s", dir_over, m->name, m->version[0] ? m->version : "1", path + dir);
+  else
+    snprintf(out, len, "%.*s%s_v%s.%s", dir, path, m->name, m->version[0] ? m->version : "1", path + dir);
 }
 
 static int write_one(const char *path, const tp_level_result *levels, size_t n, const char *composing, bool verbose,
@@ -137,7 +143,7 @@ static int write_one(const char *path, const tp_level_result *levels, size_t n, 
   tp_buf_init(&b);
   int rv = tp_report_pa_csv(&b, levels, n, composing, verbose);
   if (!rv && tp__write_atomic(path, b.data, b.len)) {
-    tp_seterr(err, errlen, "cannot write '%s': %s", path, strerror(errno));
+    tp__write_err(err, errlen, path, errno, NULL);
     rv = TP_EIO;
   } else if (rv) {
     tp_seterr(err, errlen, "out of memory writing '%s'", path);
@@ -146,15 +152,34 @@ static int write_one(const char *path, const tp_level_result *levels, size_t n, 
   return rv;
 }
 
-int tp_report_pa_csv_files(const char *path, const tp_level_result *levels, size_t n, bool verbose, char *err,
-                           size_t errlen) {
+int tp_report_pa_csv_files(const char *path, const char *sibling_dir, const tp_level_result *levels, size_t n,
+                           bool verbose, char *err, size_t errlen) {
+  tp_seterr(err, errlen, "%s", "");
   int rv = write_one(path, levels, n, NULL, verbose, err, errlen);
+  if (rv) return rv;
+  /* The neighbours go beside the file the path leads to, never beside a
+   * device or a FIFO (as root, into /dev). */
+  char *real = tp_resolve_target(path);
+  if (!real) return TP_ENOMEM;
+  bool in_place = tp_target_kind_of(real, NULL, 0) != TP_TARGET_FILE;
+  size_t skipped = 0;
   for (size_t i = 0; !rv && n && i < levels[0].n_server_models; i++) {
     const tp_server_model_stats *m = &levels[0].server_models[i];
     if (m->is_target) continue;
+    if (in_place && !sibling_dir) {
+      skipped++;
+      continue;
+    }
     char cpath[4096];
-    composing_path(cpath, sizeof(cpath), path, m);
+    composing_path(cpath, sizeof(cpath), real, in_place ? sibling_dir : NULL, m);
     rv = write_one(cpath, levels, n, m->name, false, err, errlen);
   }
+  if (!rv && skipped)
+    tp_seterr(
+        err, errlen,
+        "%s is not a regular file: the latency reports of its %zu composing models are not written beside "
+        "it (they go to the artifact directory when there is one)",
+        path, skipped);
+  free(real);
   return rv;
 }

@@ -81,7 +81,8 @@ void tp_dist_shift_record(tp_record *rec, int64_t offset_ns) {
 
 /* ---- records on the wire ---------------------------------------------------------- */
 
-#define MAGIC "TPL2"
+/* TPL3: a record carries its count of text responses of one time. */
+#define MAGIC "TPL3"
 #define NO_STRING UINT64_MAX /* a NULL error message, told apart from "" */
 
 static int put64(tp_buf *b, uint64_t v) {
@@ -118,6 +119,7 @@ static int put_record(tp_buf *b, const tp_record *r) {
   rv |= put64(b, r->done_ns);
   rv |= put32(b, r->n_resp);
   rv |= put32(b, r->n_text_resp);
+  rv |= put32(b, r->n_text_merged);
   for (uint32_t i = 0; i < r->n_resp && !rv; i++) rv |= put64(b, r->resp_ns[i]);
   rv |= put64(b, (uint64_t)r->input_tokens);
   rv |= put64(b, (uint64_t)r->output_tokens);
@@ -211,9 +213,12 @@ static int get_record(reader *rd, tp_record *r) {
   r->done_ns = get64(rd);
   uint32_t n_resp = get32(rd);
   r->n_text_resp = get32(rd);
+  r->n_text_merged = get32(rd);
   /* Checked against what is left before allocating: a corrupt count must
    * not ask for gigabytes. */
-  if (rd->bad || (uint64_t)n_resp * 8 > rd->left || r->n_text_resp > n_resp) return TP_EPROTO;
+  if (rd->bad || (uint64_t)n_resp * 8 > rd->left || r->n_text_resp > n_resp ||
+      r->n_text_merged > r->n_text_resp)
+    return TP_EPROTO;
   if (n_resp) {
     r->resp_ns = malloc((size_t)n_resp * sizeof(uint64_t));
     if (!r->resp_ns) return TP_ENOMEM;

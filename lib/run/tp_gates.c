@@ -36,28 +36,30 @@ static int parse_one(gate *g, const char *expr, char *err, size_t errlen) {
   const char *name = p;
   while (*p && (isalnum((unsigned char)*p) || *p == '_' || *p == '.')) p++;
   size_t nlen = (size_t)(p - name);
-  char nm[64];
-  if (nlen == 0 || nlen >= sizeof(nm)) goto bad;
-  memcpy(nm, name, nlen);
-  nm[nlen] = 0;
-  char *dot = strchr(nm, '.');
-  if (dot) *dot = 0;
-  g->m = tp_metric_find(nm);
+  if (nlen == 0 || nlen >= 96) goto bad;
+  /* A name may hold dots itself ("fidelity.loop_lag.p99"). */
+  const char *dot;
+  size_t dlen;
+  g->m = tp_metric_find_split(name, nlen, &dot, &dlen);
+  char nm[96];
+  snprintf(nm, sizeof(nm), "%.*s", (int)(dot && !g->m && tp_stat_find_n(dot, dlen) >= 0 ? nlen - dlen - 1 : nlen),
+           name);
   if (!g->m) {
-    char known[1024];
+    char known[2048];
     tp_metric_names(known, sizeof(known), false);
     tp_seterr(err, errlen, "goals.asserts '%s': unknown metric '%s' (known: %s)", expr, nm, known);
     return TP_EINVAL;
   }
+  snprintf(nm, sizeof(nm), "%s", g->m->name);
   g->stat = TP_STAT_AVG;
   if (g->m->kind == TP_METRIC_DIST) {
-    int st = tp_stat_find(dot ? dot + 1 : "avg");
+    int st = dot ? tp_stat_find_n(dot, dlen) : TP_STAT_AVG;
     if (st < 0) {
       char known[128] = "";
       for (int i = 0; i < TP_STAT_COUNT; i++)
         snprintf(known + strlen(known), sizeof(known) - strlen(known), "%s%s", i ? ", " : "",
                  tp_stat_name((tp_stat_id)i));
-      tp_seterr(err, errlen, "goals.asserts '%s': unknown statistic '%s' (%s)", expr, dot + 1, known);
+      tp_seterr(err, errlen, "goals.asserts '%s': unknown statistic '%.*s' (%s)", expr, (int)dlen, dot, known);
       return TP_EINVAL;
     }
     g->stat = (tp_stat_id)st;
@@ -171,6 +173,15 @@ int tp_gates_check(const tp_gates *g, const tp_level_result *levels, size_t n_le
           fprintf(out, "; rank %" PRIu32 " on %s: %s", k, lv->rank_info[k].host, lv->rank_info[k].failure);
       fputc('\n', out);
     }
+    /* A level the server went away from ended early: its figures are
+     * reported, but the run does not pass. */
+    if (lv->server_gone) {
+      failures++;
+      fprintf(out,
+              "tokperf: the server went away at %s: %" PRIu64 " requests in a row failed to reach it from %.2f s "
+              "into the level, which ended there (--max-consecutive-failures)\n",
+              where, lv->server_away_requests, lv->server_away_s);
+    }
     if (max_error_rate >= 0 && lv->error_rate > max_error_rate) {
       failures++;
       fprintf(out, "tokperf: --max-error-rate %g exceeded: %.4g (%" PRIu64 " of %" PRIu64 " failed) at %s\n",
@@ -183,6 +194,30 @@ int tp_gates_check(const tp_gates *g, const tp_level_result *levels, size_t n_le
     fprintf(out, "tokperf: every one of the %" PRIu64 " measured requests failed\n", requests);
   }
   return failures;
+}
+
+int tp_gates_error_rate_note(const tp_level_result *levels, size_t n_levels, double max_error_rate, char *buf,
+                             size_t len) {
+  if (max_error_rate >= 0) return 0; /* the gate says it, and fails the run */
+  const tp_level_result *worst = NULL;
+  size_t over = 0;
+  for (size_t l = 0; l < n_levels; l++) {
+    const tp_level_result *lv = &levels[l];
+    if (!lv->requests || !(lv->error_rate > TP_ERROR_RATE_WARN)) continue;
+    over++;
+    if (!worst || lv->error_rate > worst->error_rate) worst = lv;
+  }
+  if (!worst) return 0;
+  char where[64], more[64] = "";
+  level_name(worst, where, sizeof(where));
+  if (over > 1)
+    snprintf(more, sizeof(more), " (and %zu more levels over %g%%)", over - 1, 100 * TP_ERROR_RATE_WARN);
+  snprintf(buf, len,
+           "%.1f%% of the measured requests failed at %s (%" PRIu64 " of %" PRIu64
+           ")%s, over the %g%% tokperf "
+           "warns at; the figures describe a failing server (--max-error-rate R makes such a run fail)",
+           100 * worst->error_rate, where, worst->failed, worst->requests, more, 100 * TP_ERROR_RATE_WARN);
+  return 1;
 }
 
 void tp_gates_free(tp_gates *g) {

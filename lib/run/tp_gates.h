@@ -30,6 +30,13 @@ int tp_gates_check(const tp_gates *g, const tp_level_result *levels, size_t n_le
                    double max_error_rate, FILE *out);
 void tp_gates_free(tp_gates *g);
 
+/* Without max_error_rate (< 0), a run whose error rate exceeds
+ * TP_ERROR_RATE_WARN at some level is said in one line (not a failure):
+ * writes it into buf (no "tokperf:" prefix, no newline) and returns 1;
+ * 0 when there is nothing to say. */
+int tp_gates_error_rate_note(const tp_level_result *levels, size_t n_levels, double max_error_rate, char *buf,
+                             size_t len);
+
 /* For tests: evaluates one parsed gate on one level; returns 1 = holds,
  * 0 = fails, and the measured value in *value. */
 int tp_gate_eval(const tp_gates *g, size_t i, const tp_level_result *lv, double *value);

@@ -486,7 +486,7 @@ static void artifacts_end(tp_run *r, size_t li, tp_level_result *lv) {
     /* The shed records' response times and text are read back from their
      * lines (flushed already; the merged ones of other ranks are not shed). */
     char rerr[600];
-    fflush(r->records_fp);
+    tpr_records_flush(r);
     if (tp_records_reader_open(&from, r->cfg.output.records_path, rerr, sizeof(rerr)))
       tpr_warn(r, "the level's exports lack response times and text: %s", rerr);
   }
@@ -501,7 +501,7 @@ static void artifacts_end(tp_run *r, size_t li, tp_level_result *lv) {
       memset(&acc, 0, sizeof(acc));
       char aerr[512];
       if (tp_artifacts_add_level(r->artifacts, &el, &acc, aerr, sizeof(aerr)))
-        tpr_warn(r, "cannot write the level's artifacts: %s", aerr);
+        tpr_output_failed(r, "cannot write the level's artifacts: %s", aerr);
       lv->accuracy_scored = acc.scored;
       lv->exact_match_rate = acc.exact_match_rate;
       lv->rouge_l_f1 = acc.rouge_l_f1;

@@ -3,14 +3,17 @@
  * grace period, the live progress line, and the level's result. */
 #include <inttypes.h>
 #include <math.h>
+#include <sys/resource.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "run/tp_run_internal.h"
+#include "metrics/tp_fidelity.h"
 #include "metrics/tp_stability.h"
 #include "report/tp_records.h"
 #include "sched/tp_sched.h"
+#include "util/tp_stamp.h"
 
 static void close_window(tp_run *r, uint64_t now);
 
@@ -96,10 +99,37 @@ static void on_grace(uv_timer_t *t) {
   }
 }
 
+void tpr_end_on_failures(tp_run *r, uint64_t now) {
+  level_state *L = &r->lv;
+  if (L->server_gone) return;
+  L->server_gone = true;
+  tpr_warn(r,
+           "%s: %" PRIu64 " requests in a row failed to reach the server or were not sent, from %.2f s into the "
+           "level: the server went away; the level ends here (--max-consecutive-failures %" PRIu64 ", 0: never)",
+           L->desc, L->bo.streak, (double)(L->bo.run_start_ns - L->t0) / 1e9, r->cfg.server.max_consecutive_failures);
+  /* Nothing more is planned; what the cap held leaves as not sent
+   * (tp_backoff_may_send says no from now on). */
+  if (L->sess)
+    tp_sessions_stop_at(L->sess, now, now, true);
+  else if (L->pacer)
+    tp_pacer_stop_at(L->pacer, now, now, true);
+  L->stop_planning = true;
+  tp_timer_stop(r->timers, &L->plan_timer);
+  /* Requests still in flight get the grace period, as after Ctrl-C: a
+   * server that holds them without answering cannot hold the level. */
+  if (L->in_flight && r->client->ops->cancel_all)
+    uv_timer_start(&r->grace_timer, on_grace, r->cfg.measure.grace_period_ms ? r->cfg.measure.grace_period_ms : 1,
+                   0);
+}
+
 void tpr_on_interrupt(uv_async_t *a) {
   tp_run *r = a->data;
   if (!atomic_load(&r->interrupt_flag)) return;
   r->interrupted = true;
+  /* A level still planning is cut short (partial); one whose stop rule
+   * already ended its planning only waits for its last answers. */
+  if (!r->lv.done && r->lv.t0 && !r->lv.stop_planning && !r->lv.interrupted_ns)
+    r->lv.interrupted_ns = tp_now_ns();
   /* Rank 0 stops every rank's level with its own. */
   if (r->mpi) tp_mpi_interrupt(r->mpi);
   level_state *L = &r->lv;
@@ -201,17 +231,18 @@ static void describe_point(const point *pt, char *buf, size_t len) {
 static int level_reset(tp_run *r, size_t li, char *err, size_t errlen) {
   const point *pt = &r->points[li];
   level_state *L = &r->lv;
-  tp_record *keep_recs = L->recs;
-  size_t keep_cap = L->cap;
   free(L->settled);
   memset(L, 0, sizeof(*L));
   /* The arena keeps its room; the last level's pages and file blocks go. */
   if (r->arena) tp_rec_arena_reset(r->arena);
   if (!r->gaps) r->gaps = tp_gap_pool_new();
   if (r->gaps) tp_gap_pool_reset(r->gaps);
-  L->recs = keep_recs;
-  L->cap = keep_cap;
+  /* The reset may have moved the records (to memory, on a full disk). */
+  if (r->arena) tpr_mirror_arena(r);
+  if (!r->loop_lag) r->loop_lag = tp_gap_pool_new();
+  if (r->loop_lag) tp_gap_pool_reset(r->loop_lag);
   L->pt = *pt;
+  tp_backoff_init(&L->bo, r->cfg.server.max_consecutive_failures);
   L->slots = pt->concurrency;
   L->seq_step = 1;
   r->cur_level = li;
@@ -341,8 +372,9 @@ static int level_pacer(tp_run *r) {
 }
 
 /* Records the arena holds ahead at most: a file-backed arena only sets its
- * file's size and maps it (untouched pages cost nothing until a record is
- * written), so a million records (a few hundred megabytes of address
+ * file's size and maps it (tp_rec_arena_expect: untouched pages cost
+ * nothing, and their blocks are reserved a step at a time as records are
+ * planned), so a million records (a few hundred megabytes of address
  * space) cost no more than a few; heap memory is zeroed as it is taken,
  * so less is taken ahead there. */
 #define AHEAD_FILE_MAX ((size_t)1 << 20)
@@ -359,11 +391,14 @@ static int level_prepare(tp_run *r) {
     want = L->n_offsets < L->total ? L->n_offsets : L->total;
   else if (!L->sess && L->total != SIZE_MAX)
     want = L->total;
-  if (want) {
-    size_t max = r->arena && !tp_rec_arena_file_backed(r->arena) ? AHEAD_HEAP_MAX : AHEAD_FILE_MAX;
-    /* Taken ahead only: a failure here is a growth later. */
-    (void)tpr_reserve_records(r, want < max ? want : max);
+  /* A file-backed arena maps ahead and reserves the first step of blocks
+   * now (its first records, whatever the level's length). */
+  if (r->arena && tp_rec_arena_file_backed(r->arena)) {
+    if (want) (void)tp_rec_arena_expect(r->arena, want < AHEAD_FILE_MAX ? want : AHEAD_FILE_MAX);
+    want = 1;
   }
+  /* Taken ahead only: a failure here is a growth later. */
+  if (want) (void)tpr_reserve_records(r, want < AHEAD_HEAP_MAX ? want : AHEAD_HEAP_MAX);
   /* The first write into a file mapping whose blocks were just let go
    * stalls for the file system (about 2 ms on ext4 here, where later pages
    * take microseconds): taken now, before the clock starts, not by the
@@ -371,6 +406,48 @@ static int level_prepare(tp_run *r) {
    * request is planned. */
   if (L->cap) tp_record_init(&L->recs[0]);
   return tpr_ctx_pool_init(r, L->slots ? L->slots : 256);
+}
+
+/* ------------------------------------------------------------------------ */
+/* The client's own figures (docs/metrics.md, "Fidelity")                   */
+
+static uint64_t rusage_ns(int who) {
+  struct rusage ru;
+  if (getrusage(who, &ru)) return 0;
+  return ((uint64_t)ru.ru_utime.tv_sec + (uint64_t)ru.ru_stime.tv_sec) * TP_NS_PER_S +
+         ((uint64_t)ru.ru_utime.tv_usec + (uint64_t)ru.ru_stime.tv_usec) * 1000;
+}
+
+/* The counters now.  The loop runs on this thread (tp_run_exec's), so the
+ * thread's CPU time is the loop's. */
+static void fid_take(tp_run *r, fid_mark *m) {
+  m->t_ns = tp_now_ns();
+  m->reads = tp_stamp_reads(&r->loop);
+  m->thread_cpu_ns = rusage_ns(RUSAGE_THREAD);
+  m->process_cpu_ns = rusage_ns(RUSAGE_SELF);
+}
+
+static void on_read_lag(void *ctx, uint64_t lag_ns) {
+  tp_gap_pool_add(ctx, lag_ns);
+}
+
+/* The loop's reads, their lag and the CPU over the level into lv's
+ * fidelity block (the records gave the rest), then the verdict. */
+static void level_fidelity(tp_run *r, tp_level_result *lv) {
+  const fid_mark *a = &r->lv.fid_begin, *b = &r->lv.fid_end;
+  tp_fidelity *f = &lv->fidelity;
+  if (b->t_ns > a->t_ns) {
+    double wall = (double)(b->t_ns - a->t_ns) / (double)TP_NS_PER_S;
+    f->wall_s = wall;
+    f->reads = b->reads - a->reads;
+    f->reads_per_s = (double)f->reads / wall;
+    if (b->thread_cpu_ns >= a->thread_cpu_ns)
+      f->client_cpu_pct = 100.0 * (double)(b->thread_cpu_ns - a->thread_cpu_ns) / (double)(b->t_ns - a->t_ns);
+    if (b->process_cpu_ns >= a->process_cpu_ns)
+      f->process_cpu_pct = 100.0 * (double)(b->process_cpu_ns - a->process_cpu_ns) / (double)(b->t_ns - a->t_ns);
+  }
+  if (r->loop_lag) tp_gap_pool_stat(r->loop_lag, &f->loop_lag_ms);
+  tp_fidelity_judge(lv);
 }
 
 /* The hooks begin, the clock starts (MPI's hook starts it on every rank at
@@ -386,6 +463,10 @@ static int level_drive(tp_run *r, size_t li, const point *pt, char *err, size_t 
     return TP_ENOMEM;
   }
   if (!r->mpi) L->t0 = tp_now_ns();
+  /* The client's counters from here to the loop's end; the reads' lags go
+   * to the level's pool meanwhile. */
+  fid_take(r, &L->fid_begin);
+  tp_stamp_set_lag_sink(&r->loop, r->loop_lag ? on_read_lag : NULL, r->loop_lag);
   if (r->cfg.measure.warmup_duration_ms)
     L->warmup_end_ns = L->t0 + r->cfg.measure.warmup_duration_ms * TP_NS_PER_MS;
   if (r->cfg.output.progress) {
@@ -402,6 +483,8 @@ static int level_drive(tp_run *r, size_t li, const point *pt, char *err, size_t 
   if (!rv) tpr_pump(r, L->t0);
   tpr_level_check_done(r);
   while (!rv && !L->done) uv_run(&r->loop, UV_RUN_DEFAULT);
+  fid_take(r, &L->fid_end);
+  tp_stamp_set_lag_sink(&r->loop, NULL, NULL);
   /* The level's requests are all over: nothing more is paced. */
   tp_pacer_free(L->pacer);
   L->pacer = NULL;
@@ -450,6 +533,21 @@ static void level_choose_measured(tp_run *r) {
   }
 }
 
+/* A level an interruption cut short says so, with how long it ran of what
+ * it was set to run. */
+static void level_partial(const tp_run *r, tp_level_result *lv) {
+  const level_state *L = &r->lv;
+  if (!L->interrupted_ns) return;
+  lv->partial = true;
+  lv->partial_ran_s = (double)(L->interrupted_ns - L->t0) / 1e9;
+  if (r->cfg.measure.measure_mode == TP_MEASURE_DURATION)
+    lv->partial_planned_s = (double)(r->cfg.measure.warmup_duration_ms + r->cfg.measure.duration_ms) / 1e3;
+  else if (L->sess && L->sess_total != SIZE_MAX && L->sess_total > L->n_warmup)
+    lv->partial_planned_requests = L->sess_total - L->n_warmup;
+  else if (!L->sess && L->total != SIZE_MAX && L->total_all > L->n_warmup)
+    lv->partial_planned_requests = L->total_all - L->n_warmup;
+}
+
 /* The level's figures, from its records, and the hooks' part of them. */
 static int level_result(tp_run *r, size_t li, const point *pt, tp_level_result *lv) {
   level_state *L = &r->lv;
@@ -465,11 +563,19 @@ static int level_result(tp_run *r, size_t li, const point *pt, tp_level_result *
   lv->trials = L->trials;
   lv->stable = L->stable;
   lv->prefix_cache_hit_rate = -1;
+  level_partial(r, lv); /* before the hooks: the artifacts say it too */
+  level_fidelity(r, lv);
   tpr_hooks_end(r, li, lv);
   if (L->lo.window_end_ns) {
     lv->window_start_s = (double)(L->lo.window_start_ns - L->t0) / 1e9;
     lv->window_end_s = (double)(L->lo.window_end_ns - L->t0) / 1e9;
   }
+  /* The server going away, as the level saw it (this process's requests). */
+  lv->server_outages = L->bo.runs;
+  lv->server_away_requests = L->bo.away_n;
+  lv->server_away_s = L->bo.runs ? (double)(L->bo.away_ns - L->t0) / 1e9 : -1;
+  lv->server_back_s = L->bo.runs && L->bo.back_ns ? (double)(L->bo.back_ns - L->t0) / 1e9 : -1;
+  lv->server_gone = L->server_gone;
   return 0;
 }
 
@@ -477,9 +583,11 @@ static int level_result(tp_run *r, size_t li, const point *pt, tp_level_result *
 static void level_finish(tp_run *r, const tp_level_result *lv) {
   level_state *L = &r->lv;
   r->n_levels++;
-  if (r->records_fp) fflush(r->records_fp);
+  tpr_records_flush(r);
+  tpr_records_say(r);
   tpr_progress(r, "%s: %" PRIu64 " succeeded, %" PRIu64 " failed, %.2f requests/s", L->desc, lv->succeeded,
                lv->failed, lv->request_throughput);
+  if (L->server_gone) r->server_gone = true;
   if (lv->requests && lv->late_sends * 100 > lv->requests)
     tpr_warn(r, "%" PRIu64 " of %" PRIu64 " requests (%.1f%%) left over 1 ms after their planned time; "
                 "the client or the in-flight cap held them back (see send lag)%s",

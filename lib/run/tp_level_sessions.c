@@ -53,7 +53,12 @@ static void plan_session_turn(tp_run *r, const tp_sessions_turn *t) {
     if (r->cfg.measure.measure_mode == TP_MEASURE_DURATION)
       L->measure_end_ns = rec->planned_ns + r->cfg.measure.duration_ms * TP_NS_PER_MS;
   }
-  tpr_send_request(r, seq);
+  /* An open loop backing off from a server that went away keeps its
+   * schedule: the turn is recorded as not sent, and its session ends. */
+  if (L->pt.mode != TP_LOAD_CONCURRENCY && !tp_backoff_may_send(&L->bo, tp_now_ns()))
+    tpr_not_sent(r, seq);
+  else
+    tpr_send_request(r, seq, t->it.backoff);
   /* A send never ends inside tpr_send_request: an end already there means it
    * was not sent (no callback follows), and the session ends with it. */
   if (L->recs[seq].done_ns && tp_sessions_done(L->sess, t, false, NULL, 0, tp_now_ns()))
@@ -100,13 +105,14 @@ void tpr_sessions_fill_send(tp_run *r, size_t seq, tp_client_send *snd) {
 }
 
 /* A turn ended: its answer joins the history, and the session's next turn
- * (after its think time) or a new session may leave. */
-void tpr_sessions_on_done(tp_run *r, size_t seq) {
+ * (after its think time) or a new session may leave; after a turn that
+ * failed to reach the server, a closed loop's new session waits hold_ns. */
+void tpr_sessions_on_done(tp_run *r, size_t seq, uint64_t hold_ns, uint32_t backoff) {
   level_state *L = &r->lv;
   tp_record *rec = &L->recs[seq];
   uint64_t now = tp_now_ns();
-  if (tp_sessions_done(L->sess, &L->sess_turns[seq], tp_record_ok(rec), (const char *)rec->text.data, rec->text.len,
-                       rec->done_ns ? rec->done_ns : now))
+  if (tp_sessions_done_hold(L->sess, &L->sess_turns[seq], tp_record_ok(rec), (const char *)rec->text.data,
+                            rec->text.len, rec->done_ns ? rec->done_ns : now, hold_ns, backoff))
     session_end(r, rec->session);
   if (!r->interrupted) tpr_sessions_pump(r, now);
 }

@@ -15,14 +15,27 @@
 
 #include "run/tp_run_internal.h"
 
+/* The level's view of the arena, after anything that may have moved it;
+ * said once when its records had to leave their file for memory. */
+void tpr_mirror_arena(tp_run *r) {
+  level_state *L = &r->lv;
+  L->recs = tp_rec_arena_base(r->arena);
+  L->cap = tp_rec_arena_cap(r->arena);
+  if (tp_rec_arena_fell_back(r->arena) && !r->arena_warned) {
+    r->arena_warned = true;
+    tpr_warn(r,
+             "%s has too little space for the records' working file (it leaves %" PRIu64
+             " MiB free for the results): the records are kept in memory from now on",
+             r->arena_dir[0] ? r->arena_dir : "the temporary directory", TP_REC_ARENA_KEEP_FREE >> 20);
+  }
+}
+
 /* Room for n records in the arena; L->recs may move. */
 int tpr_reserve_records(tp_run *r, size_t n) {
-  level_state *L = &r->lv;
   /* Made by the sink at start-up; a run driven without it gets one here. */
   if (!r->arena && tp_rec_arena_new(&r->arena, NULL)) return TP_ENOMEM;
   int rv = tp_rec_arena_reserve(r->arena, n);
-  L->recs = tp_rec_arena_base(r->arena);
-  L->cap = tp_rec_arena_cap(r->arena);
+  tpr_mirror_arena(r);
   return rv;
 }
 
@@ -90,10 +103,12 @@ static size_t plan_record(tp_run *r, const tp_pacer_item *it) {
 /* The pacer's item for request seq of a single-turn level: a session of
  * one turn (what tp_pacer_done reads of it). */
 static tp_pacer_item single_item(const level_state *L, size_t seq) {
-  return (tp_pacer_item){seq, seq, 0, 1, L->recs[seq].planned_ns};
+  return (tp_pacer_item){seq, seq, 0, 1, L->recs[seq].planned_ns, 0};
 }
 
-/* One request the pacer released: recorded and sent. */
+/* One request the pacer released: recorded and sent (or, in an open loop
+ * backing off from a server that went away, recorded as not sent: the
+ * schedule stays, no connection is opened for it). */
 static void release(tp_run *r, const tp_pacer_item *it) {
   level_state *L = &r->lv;
   size_t seq = plan_record(r, it);
@@ -103,7 +118,13 @@ static void release(tp_run *r, const tp_pacer_item *it) {
     tp_pacer_stop_at(L->pacer, 0, tp_now_ns(), true);
     return;
   }
-  tpr_send_request(r, seq);
+  if (L->pt.mode != TP_LOAD_CONCURRENCY && !tp_backoff_may_send(&L->bo, tp_now_ns())) {
+    tpr_not_sent(r, seq);
+    tp_pacer_item done = single_item(L, seq);
+    tp_pacer_done(L->pacer, &done, L->recs[seq].done_ns);
+    return;
+  }
+  tpr_send_request(r, seq, it->backoff);
   /* A send never ends inside tpr_send_request: an end already there means
    * it was not sent, and no callback follows.  As before the pacer, an
    * open loop's cap slot frees at once (the next pump may release a
@@ -341,42 +362,38 @@ void tpr_build_sent_text(tp_run *r, size_t seq, tp_buf *out) {
   tp_buf_append(out, p->text, p->text_len);
 }
 
-void tpr_req_on_done(void *req, const tp_client_done *d) {
-  req_ctx *x = req;
-  tp_run *r = x->run;
+/* Whether a request failed to reach the server: no byte of an answer, and
+ * the connection refused, lost or timed out (a reset stream, an HTTP
+ * status or an error in the stream are answers: the server is there). */
+static bool unreached(const tp_record *rec) {
+  if (rec->first_resp_ns || rec->n_resp) return false;
+  return rec->err_class == TP_ERRCLASS_CONNECT || rec->err_class == TP_ERRCLASS_TLS ||
+         rec->err_class == TP_ERRCLASS_TIMEOUT;
+}
+
+void tpr_backoff_done(tp_run *r, const tp_record *rec, uint32_t backoff, uint64_t *hold_ns, uint32_t *count) {
   level_state *L = &r->lv;
-  size_t seq = x->seq;
-  tp_record *rec = &L->recs[seq];
-  ctx_give(L, x);
-  /* The wire time of the request's last byte is the truest send time. */
-  if (d->sent_ns) rec->sent_ns = d->sent_ns;
-  rec->resends = d->resends;
-  if (d->err_class != TP_ERRCLASS_NONE)
-    tp_record_fail(rec, d->err_class, d->status, d->message, strlen(d->message));
-  if (!rec->done_ns) rec->done_ns = d->end_ns;
-  /* The dataset's count is the prompt's; a marker or prefix in front is
-   * counted with it by the tokenizer (tpr_count_work), or not at all. */
-  rec->input_tokens =
-      r->cfg.prompts.cache_bust || r->n_prefixes ? -1 : L->ds->items[rec->prompt_index].input_tokens;
-  L->in_flight--;
-  note_done(L, rec);
-
-  /* Refill first, so the next request leaves before any bookkeeping. */
-  if (L->sess) {
-    tpr_sessions_on_done(r, seq);
-  } else if (L->pacer) {
-    /* Its slot frees: a closed loop plans the next request now, a capped
-     * open loop releases the one the cap held longest.  Without a cap an
-     * open loop's completion frees nothing anything waits on: only the
-     * plan timer releases, so the completion costs no pump. */
-    tp_pacer_item it = single_item(L, seq);
-    uint64_t now = tp_now_ns();
-    tp_pacer_done(L->pacer, &it, now);
-    bool frees = L->pt.mode == TP_LOAD_CONCURRENCY || L->slots;
-    if (frees && !r->interrupted) tpr_pump(r, now);
+  *hold_ns = 0;
+  *count = 0;
+  if (unreached(rec)) {
+    *count = backoff < UINT32_MAX ? backoff + 1 : backoff;
+    *hold_ns = tp_backoff_delay_ns(*count);
+    if (tp_backoff_failed(&L->bo, rec->sent_ns, rec->done_ns)) tpr_end_on_failures(r, tp_now_ns());
+  } else if (rec->first_resp_ns || rec->err_class != TP_ERRCLASS_CANCELLED) {
+    /* The server's last word: a whole answer's end, else the last byte of
+     * text or the first of any kind (an answer cut off), else the end (an
+     * HTTP status). */
+    uint64_t at = rec->done_ns;
+    if (!tp_record_ok(rec) && rec->first_resp_ns) at = TP_MAX(rec->first_resp_ns, rec->last_token_ns);
+    tp_backoff_answered(&L->bo, rec->sent_ns, at);
+  } else {
+    tp_backoff_other(&L->bo, rec->sent_ns);
   }
+}
 
-  /* The rest waits for the check phase: the loop flushes the refill first. */
+/* The end goes to the sink after the poll phase (tp_defer), once the
+ * requests that refilled slots are flushed. */
+static void queue_done(tp_run *r, size_t seq) {
   if (r->done_n == r->done_cap) {
     size_t cap = r->done_cap ? r->done_cap * 2 : 256;
     size_t *q = realloc(r->done_q, cap * sizeof(*q));
@@ -393,7 +410,65 @@ void tpr_req_on_done(void *req, const tp_client_done *d) {
   tp_defer_arm(&r->done_defer);
 }
 
-void tpr_send_request(tp_run *r, size_t seq) {
+void tpr_not_sent(tp_run *r, size_t seq) {
+  level_state *L = &r->lv;
+  tp_record *rec = &L->recs[seq];
+  static const char msg[] = "not sent: the server was not answering (back-off, docs/metrics.md)";
+  tp_record_fail(rec, TP_ERRCLASS_NOT_SENT, -1, msg, sizeof(msg) - 1);
+  uint64_t now = tp_now_ns();
+  rec->done_ns = now;
+  note_done(L, rec);
+  if (tp_backoff_not_sent(&L->bo, now)) tpr_end_on_failures(r, now);
+  queue_done(r, seq);
+}
+
+void tpr_req_on_done(void *req, const tp_client_done *d) {
+  req_ctx *x = req;
+  tp_run *r = x->run;
+  level_state *L = &r->lv;
+  size_t seq = x->seq;
+  tp_record *rec = &L->recs[seq];
+  uint32_t backoff = x->backoff;
+  ctx_give(L, x);
+  /* The wire time of the request's last byte is the truest send time. */
+  if (d->sent_ns) rec->sent_ns = d->sent_ns;
+  rec->resends = d->resends;
+  if (d->err_class != TP_ERRCLASS_NONE)
+    tp_record_fail(rec, d->err_class, d->status, d->message, strlen(d->message));
+  if (!rec->done_ns) rec->done_ns = d->end_ns;
+  /* The dataset's count is the prompt's; a marker or prefix in front is
+   * counted with it by the tokenizer (tpr_count_work), or not at all. */
+  rec->input_tokens =
+      r->cfg.prompts.cache_bust || r->n_prefixes ? -1 : L->ds->items[rec->prompt_index].input_tokens;
+  L->in_flight--;
+  note_done(L, rec);
+  /* A request that failed to reach the server holds its closed-loop slot
+   * for the back-off (and may end the level). */
+  uint64_t hold;
+  uint32_t count;
+  tpr_backoff_done(r, rec, backoff, &hold, &count);
+
+  /* Refill first, so the next request leaves before any bookkeeping. */
+  if (L->sess) {
+    tpr_sessions_on_done(r, seq, hold, count);
+  } else if (L->pacer) {
+    /* Its slot frees: a closed loop plans the next request now (or once
+     * the hold ends), a capped open loop releases the one the cap held
+     * longest.  Without a cap an open loop's completion frees nothing
+     * anything waits on: only the plan timer releases, so the completion
+     * costs no pump. */
+    tp_pacer_item it = single_item(L, seq);
+    uint64_t now = tp_now_ns();
+    tp_pacer_done_hold(L->pacer, &it, now, hold, count);
+    bool frees = L->pt.mode == TP_LOAD_CONCURRENCY || L->slots;
+    if (frees && !r->interrupted) tpr_pump(r, now);
+  }
+
+  /* The rest waits for the check phase: the loop flushes the refill first. */
+  queue_done(r, seq);
+}
+
+void tpr_send_request(tp_run *r, size_t seq, uint32_t backoff) {
   level_state *L = &r->lv;
   tp_record *rec = &L->recs[seq];
   req_ctx *x = ctx_take(L);
@@ -406,6 +481,7 @@ void tpr_send_request(tp_run *r, size_t seq) {
   }
   x->run = r;
   x->seq = seq;
+  x->backoff = backoff;
   x->cumulative = r->cfg.server.cumulative_text;
   const tp_prompt *p = &L->ds->items[rec->prompt_index];
   char id[96];

@@ -41,6 +41,20 @@ void tpr_warn(tp_run *r, const char *fmt, ...) {
   va_end(ap);
 }
 
+void tpr_output_failed(tp_run *r, const char *fmt, ...) {
+  char msg[sizeof(r->output_error)];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof(msg), fmt, ap);
+  va_end(ap);
+  tpr_warn(r, "%s", msg);
+  if (!r->output_error[0]) snprintf(r->output_error, sizeof(r->output_error), "%s", msg);
+}
+
+const char *tp_run_output_error(const tp_run *r) {
+  return r->output_error[0] ? r->output_error : NULL;
+}
+
 /* Chat messages go to /v1/chat/completions as they are; a marker or a
  * shared prefix is put before the prompt text, which for messages would
  * mean rewriting one of them, so the two are not combined. */
@@ -456,8 +470,27 @@ int tp_run_write_json(const tp_run *r, const char *path, char *err, size_t errle
   return tp_report_json(path, &in, err, errlen);
 }
 
+int tp_write_file(const char *path, const void *data, size_t len, char *err, size_t errlen) {
+  if (tp__write_atomic(path, data, len) == 0) return 0;
+  tp__write_err(err, errlen, path, errno, NULL);
+  return TP_EIO;
+}
+
+int tp_run_print_json(const tp_run *r, FILE *out, char *err, size_t errlen) {
+  tp_report_input in;
+  fill_report(r, &in);
+  return tp_report_json_fp(out, &in, err, errlen);
+}
+
 int tp_run_write_latency_csv(const tp_run *r, const char *path, bool verbose, char *err, size_t errlen) {
-  return tp_report_pa_csv_files(path, r->levels, r->n_levels, verbose, err, errlen);
+  char note[600];
+  int rv = tp_report_pa_csv_files(path, r->artifacts ? r->artifact_dir : NULL, r->levels, r->n_levels,
+                                  verbose, note, sizeof(note));
+  if (rv)
+    tp_seterr(err, errlen, "%s", note);
+  else if (note[0])
+    tpr_warn((tp_run *)r, "%s", note);
+  return rv;
 }
 
 static void walk_close(uv_handle_t *h, void *arg) {
@@ -490,6 +523,7 @@ void tp_run_free(tp_run *r) {
   free(r->trace);
   tp_rec_arena_free(r->arena);
   tp_gap_pool_free(r->gaps);
+  tp_gap_pool_free(r->loop_lag);
   free(r->lv.settled);
   free(r->lv.offsets);
   free(r->done_q);

@@ -18,6 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/types.h>
 
 #include <uv.h>
 
@@ -25,6 +26,7 @@
 #include "client/tp_client.h"
 #include "dataset/tp_dataset.h"
 #include "dataset/tp_trace.h"
+#include "load/tp_backoff.h"
 #include "metrics/tp_gaps.h"
 #include "metrics/tp_stats.h"
 #include "record/tp_rec_arena.h"
@@ -69,6 +71,7 @@ typedef struct req_ctx {
   bool final_seen;
   bool cumulative;
   bool cancelled;
+  uint32_t backoff;     /* its slot's requests in a row that failed to reach the server before it */
   void *handle;         /* the client's, for cancelling */
   struct req_ctx *next; /* the pool's free list */
 } req_ctx;
@@ -107,6 +110,13 @@ typedef struct count_job {
   int measured;      /* tp_records_line.measured */
 } count_job;
 
+/* The client's own counters at one moment (docs/metrics.md, "Fidelity"):
+ * the clock, the reads its loop dated, the CPU time of the loop's thread
+ * and of the process. */
+typedef struct fid_mark {
+  uint64_t t_ns, reads, thread_cpu_ns, process_cpu_ns;
+} fid_mark;
+
 typedef struct level_state {
   point pt;
   tp_dataset *ds;
@@ -128,6 +138,7 @@ typedef struct level_state {
   size_t n_failed; /* of the done ones, failed: kept as they end, for progress */
   size_t total; /* requests to plan (count measurement), SIZE_MAX = until told to stop */
   uint64_t t0;  /* level start */
+  uint64_t interrupted_ns; /* when an interruption cut the level short (0 = it was not) */
   /* Open loop: the next planned offsets come from here. */
   tp_rng out_rng;
   uint64_t *offsets;
@@ -191,12 +202,22 @@ typedef struct level_state {
   size_t index;
   double live_ttft[LIVE_TTFT_N];
   size_t live_n;
+  /* A server that stopped answering (load/tp_backoff.h): the count of
+   * requests in a row it did not take, the open loop's gate, and whether
+   * the count's limit ended the level. */
+  tp_backoff bo;
+  bool server_gone;
+  /* The client's counters when the level began and when its loop ended. */
+  fid_mark fid_begin, fid_end;
 } level_state;
 
 struct tp_run {
   tp_config cfg;
   tp_rec_arena *arena; /* the levels' records (tp_sink.c) */
+  char arena_dir[1024]; /* where its file is ("" = $TMPDIR or /tmp) */
+  bool arena_warned;    /* said that the records left the file for memory */
   tp_gap_pool *gaps;   /* the level's gaps between text responses (itl_pooled) */
+  tp_gap_pool *loop_lag; /* the level's read lags (fidelity.loop_lag), from the loop's stamp */
   uint32_t stats_gen; /* levels begun: a late snapshot of an earlier level is dropped */
   /* --search with --num-profile-runs: the current probe's runs so far. */
   uint64_t probe_requests;
@@ -209,6 +230,7 @@ struct tp_run {
   uv_async_t interrupt_async;
   atomic_bool interrupt_flag;
   bool interrupted;
+  bool server_gone; /* a level ended because the server stopped answering: the sweep stops */
   tp_timers *timers;
   uint64_t send_window_ns; /* load.send_window_us, in ns */
   uv_timer_t progress_timer;
@@ -256,6 +278,15 @@ struct tp_run {
   char artifact_dir[1024];
   char records_default[1100];
   FILE *records_fp;
+  /* A failed write ends the records file (tp_sink.c): its errno, whether
+   * it was cut back to records_good (the end of its last whole line),
+   * lines written and lines known whole, and whether the loop said it. */
+  int records_errno;
+  bool records_cut, records_said;
+  off_t records_good, records_end; /* bytes known whole, bytes written */
+  uint64_t records_lines, records_lines_good;
+  /* The first output that could not be written whole (tp_run_output_error). */
+  char output_error[1024];
   uint64_t records_marked_to; /* records file bytes whose "measured" is final */
   bool shed_records; /* the records file can be read back: finished records let go of their details */
   uv_mutex_t records_lock; /* pool threads write record lines */
@@ -304,12 +335,20 @@ static inline void note_done(level_state *L, const tp_record *rec) {
 
 void tpr_progress(tp_run *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void tpr_warn(tp_run *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* An output could not be written whole: said as a warning now, kept as
+ * the run's output error (the first one) for the end. */
+void tpr_output_failed(tp_run *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Flushes the records file; false when it has failed (now or before). */
+bool tpr_records_flush(tp_run *r);
+/* On the loop: says a failed records file, once. */
+void tpr_records_say(tp_run *r);
 void tpr_artifact_dir_name(const tp_config *c, char *out, size_t outlen);
 tp_record *tpr_grow_records(tp_run *r);
 /* Server statistics: a request planned, a request ended (tp_hooks.c). */
 void tpr_stats_planned(tp_run *r, const tp_record *rec);
 void tpr_stats_done(tp_run *r, const tp_record *rec);
 int tpr_reserve_records(tp_run *r, size_t n);
+void tpr_mirror_arena(tp_run *r);
 uint32_t tpr_draw_max_tokens(tp_run *r, const tp_prompt *p, size_t seq);
 /* The pacer releases what is due now (sessions or single requests) and
  * its timer is armed for the next; tpr_stop_planning ends the planning (a
@@ -329,7 +368,18 @@ int tpr_sink_open(tp_run *r, char *err, size_t errlen);
 void tpr_sent_head(const tp_run *r, size_t seq, char marker[24], const char *head[3], size_t len[3]);
 void tpr_build_sent_text(tp_run *r, size_t seq, tp_buf *out);
 void tpr_req_on_done(void *req, const tp_client_done *d);
-void tpr_send_request(tp_run *r, size_t seq);
+/* Sends request seq; backoff: its slot's requests in a row that failed to
+ * reach the server before it (tp_pacer_item.backoff). */
+void tpr_send_request(tp_run *r, size_t seq, uint32_t backoff);
+/* Request seq was planned and is not sent: the server is away and the
+ * open loop backs off (class not_sent); its end is handed on like any. */
+void tpr_not_sent(tp_run *r, size_t seq);
+/* How request seq's end bears on the back-off: the hold its closed-loop
+ * slot waits before its next request (0 = none) and that slot's count. */
+void tpr_backoff_done(tp_run *r, const tp_record *rec, uint32_t backoff, uint64_t *hold_ns, uint32_t *count);
+/* The limit of requests in a row the server did not take is reached:
+ * nothing more is planned, the level ends (and the sweep with it). */
+void tpr_end_on_failures(tp_run *r, uint64_t now);
 /* The level's request contexts: room for n in flight at once (more are
  * added as needed), and all of them let go (none may be in flight). */
 int tpr_ctx_pool_init(tp_run *r, size_t n);
@@ -349,7 +399,7 @@ int tpr_dist_start(tp_run *r, int status, char *err, size_t errlen);
 int tpr_dist_leave(tp_run *r, int rv, char *err, size_t errlen);
 void tpr_sessions_pump(tp_run *r, uint64_t now);
 void tpr_sessions_fill_send(tp_run *r, size_t seq, tp_client_send *snd);
-void tpr_sessions_on_done(tp_run *r, size_t seq);
+void tpr_sessions_on_done(tp_run *r, size_t seq, uint64_t hold_ns, uint32_t backoff);
 int tpr_sessions_level_start(tp_run *r, char *err, size_t errlen);
 void tpr_sessions_level_stats(tp_run *r, tp_level_result *lv);
 void tpr_sessions_level_end(tp_run *r);

@@ -149,6 +149,11 @@ int tp_sessions_build(tp_sessions *s, const tp_sessions_turn *t, bool chat, tp_b
 
 bool tp_sessions_done(tp_sessions *s, const tp_sessions_turn *t, bool ok, const char *answer, size_t len,
                       uint64_t now_ns) {
+  return tp_sessions_done_hold(s, t, ok, answer, len, now_ns, 0, 0);
+}
+
+bool tp_sessions_done_hold(tp_sessions *s, const tp_sessions_turn *t, bool ok, const char *answer, size_t len,
+                           uint64_t now_ns, uint64_t hold_ns, uint32_t backoff) {
   tp_pacer_item it = t->it;
   bool last = it.turn + 1 >= it.turns;
   history *h = history_of(s, it.session, false);
@@ -165,7 +170,7 @@ bool tp_sessions_done(tp_sessions *s, const tp_sessions_turn *t, bool ok, const 
     history_free(h);
     if (it.session < s->n_hist) s->hist[it.session] = NULL;
   }
-  tp_pacer_done(s->pacer, &it, now_ns);
+  tp_pacer_done_hold(s->pacer, &it, now_ns, hold_ns, backoff);
   return !ok || last;
 }
 

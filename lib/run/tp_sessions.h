@@ -58,6 +58,12 @@ int tp_sessions_build(tp_sessions *s, const tp_sessions_turn *t, bool chat, tp_b
 bool tp_sessions_done(tp_sessions *s, const tp_sessions_turn *t, bool ok, const char *answer, size_t len,
                       uint64_t now_ns);
 
+/* As tp_sessions_done, for a turn that failed to reach the server: a
+ * closed loop's slot is held hold_ns before the next session starts in it
+ * (tp_pacer_done_hold). */
+bool tp_sessions_done_hold(tp_sessions *s, const tp_sessions_turn *t, bool ok, const char *answer, size_t len,
+                           uint64_t now_ns, uint64_t hold_ns, uint32_t backoff);
+
 void tp_sessions_stop_at(tp_sessions *s, uint64_t t_ns, uint64_t now_ns, bool drop_turns);
 /* Drops what waits for the cap (an interruption); returns how many. */
 size_t tp_sessions_drop_waiting(tp_sessions *s, uint64_t now_ns);

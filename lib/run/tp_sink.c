@@ -6,12 +6,15 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdio_ext.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "run/tp_run_internal.h"
 #include "report/tp_records.h"
+#include "util/tp_files.h"
 
 /* A request is complete (tokens counted, line written). */
 /* Records below released_at + RELEASE_STEP stay resident: the arena is
@@ -60,6 +63,59 @@ int tpr_count_input(const tp_run *r, const tp_tok *tok, const char *text, size_t
                                                      : tp_tok_count(tok, text, len, n);
 }
 
+/* A write to the records file failed (the records lock held): nothing
+ * more is written to it, and it is cut back to its last whole line, the
+ * end of the last flush that succeeded, so a reader never finds half a
+ * line (or a line with the next one glued on).  What stdio still holds
+ * is dropped.  Lines past the cut were never read back (their records
+ * keep their details in memory: see work_jobs).  The loop says it
+ * (tpr_records_say). */
+static void records_fail(tp_run *r, int e) {
+  if (r->records_errno) return;
+  r->records_errno = e ? e : EIO;
+  __fpurge(r->records_fp);
+  clearerr(r->records_fp);
+  /* A pipe cannot be cut: what reached it stays, perhaps half a line. */
+  r->records_cut = r->shed_records && ftruncate(fileno(r->records_fp), r->records_good) == 0;
+}
+
+/* After a flush (the records lock held): its bytes are in the file, or
+ * the file has failed. */
+static bool records_flushed(tp_run *r) {
+  if (fflush(r->records_fp)) {
+    records_fail(r, errno);
+    return false;
+  }
+  r->records_good = r->records_end;
+  r->records_lines_good = r->records_lines;
+  return true;
+}
+
+bool tpr_records_flush(tp_run *r) {
+  if (!r->records_fp) return true;
+  uv_mutex_lock(&r->records_lock);
+  bool ok = !r->records_errno && records_flushed(r);
+  uv_mutex_unlock(&r->records_lock);
+  return ok;
+}
+
+/* On the loop: a failed records file is said once, with the run's first
+ * output failure (tp_run_output_error). */
+void tpr_records_say(tp_run *r) {
+  if (!r->records_errno || r->records_said) return;
+  r->records_said = true;
+  char why[700];
+  tp_write_error(why, sizeof(why), r->cfg.output.records_path, r->records_errno);
+  if (r->records_cut)
+    tpr_output_failed(r,
+                      "%s: it stops after its first %" PRIu64
+                      " records, every line whole; the rest stay in memory for the report",
+                      why, r->records_lines_good);
+  else
+    tpr_output_failed(r, "%s: it stops after its first %" PRIu64 " records (its last line may be cut)", why,
+                      r->records_lines_good);
+}
+
 /* One line of the records file (any thread: the file has its lock).
  * Returns the line's byte offset plus 1, or 0 when it was not written
  * whole. */
@@ -70,11 +126,22 @@ uint64_t tpr_write_record_line(tp_run *r, const count_job *j, bool flush) {
   char *line = tp_records_format(&j->snap, &l);
   if (!line) return 0;
   uv_mutex_lock(&r->records_lock);
-  /* A pipe has no offset (-1): the line is written all the same, only it
-   * cannot be read back. */
-  off_t at = r->shed_records ? ftello(r->records_fp) : -1;
-  bool ok = fputs(line, r->records_fp) >= 0 && fputc('\n', r->records_fp) != EOF;
-  if (flush && fflush(r->records_fp)) ok = false;
+  bool ok = !r->records_errno;
+  /* The file's offset is counted here (the sink is its only writer, from
+   * an empty file), not asked of stdio, which costs a system call a line.
+   * A pipe's lines are written all the same, only they cannot be read
+   * back. */
+  off_t at = r->shed_records ? r->records_end : -1;
+  size_t len = strlen(line);
+  if (ok && (fwrite(line, 1, len, r->records_fp) != len || fputc('\n', r->records_fp) == EOF)) {
+    records_fail(r, errno);
+    ok = false;
+  }
+  if (ok) {
+    r->records_lines++;
+    r->records_end += (off_t)len + 1;
+  }
+  if (ok && flush) ok = records_flushed(r);
   uv_mutex_unlock(&r->records_lock);
   free(line);
   return ok && at >= 0 ? (uint64_t)at + 1 : 0;
@@ -136,10 +203,7 @@ static void work_jobs(tp_run *r, count_job **jobs, size_t n) {
    * crash or a kill loses nothing already measured.  Lines a failed flush
    * may have lost are not read back (their records keep their data). */
   if (!r->records_fp) return;
-  uv_mutex_lock(&r->records_lock);
-  bool ok = fflush(r->records_fp) == 0;
-  uv_mutex_unlock(&r->records_lock);
-  if (!ok)
+  if (!tpr_records_flush(r))
     for (size_t i = 0; i < n; i++) jobs[i]->line_off = 0;
 }
 
@@ -178,6 +242,7 @@ static void choose_token_counts(const tp_run *r, tp_record *rec) {
 
 static void job_after(count_job *j, int status) {
   tp_run *r = j->run;
+  tpr_records_say(r);
   if (status == 0 && j->tok) {
     r->lv.recs[j->seq].output_tokens = j->snap.output_tokens;
     r->lv.recs[j->seq].input_tokens = j->snap.input_tokens;
@@ -252,7 +317,8 @@ void tpr_mark_measured_lines(tp_run *r) {
   if (!r->records_fp || !r->cfg.output.records_path) return;
   char err[600];
   snprintf(err, sizeof(err), "cannot flush the records file %s", r->cfg.output.records_path);
-  if (fflush(r->records_fp) || tp_records_mark_measured(r->cfg.output.records_path, &r->records_marked_to,
+  if (r->records_errno) return;
+  if (!tpr_records_flush(r) || tp_records_mark_measured(r->cfg.output.records_path, &r->records_marked_to,
                                                         r->n_levels, line_measured, r, err, sizeof(err)))
     tpr_warn(r, "%s: its lines of this level say \"measured\": false", err);
 }
@@ -405,9 +471,12 @@ int tpr_sink_open(tp_run *r, char *err, size_t errlen) {
   const char *slash = r->cfg.output.records_path ? strrchr(r->cfg.output.records_path, '/') : NULL;
   if (slash)
     snprintf(dir, sizeof(dir), "%.*s", (int)(slash - r->cfg.output.records_path), r->cfg.output.records_path);
-  if (!r->arena && tp_rec_arena_new(&r->arena, slash ? (slash == r->cfg.output.records_path ? "/" : dir)
-                                               : r->cfg.output.records_path ? "."
-                                                                            : NULL)) {
+  const char *arena_dir = slash                        ? (slash == r->cfg.output.records_path ? "/" : dir)
+                          : r->cfg.output.records_path ? "."
+                                                       : NULL;
+  if (!arena_dir) arena_dir = getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+  snprintf(r->arena_dir, sizeof(r->arena_dir), "%s", arena_dir);
+  if (!r->arena && tp_rec_arena_new(&r->arena, arena_dir)) {
     tp_seterr(err, errlen, "out of memory");
     return TP_ENOMEM;
   }

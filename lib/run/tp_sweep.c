@@ -106,6 +106,13 @@ int tp_run_exec(tp_run *r, char *err, size_t errlen) {
     if (rv && r->mpi && r->rank != 0) return tpr_dist_leave(r, rv, err, errlen);
     if (rv) return rv;
     if (r->search) search_judge(r, li, runs);
+    /* A server that went away is not measured level after level (the
+     * ranks of a distributed run go on together: each level ends alike). */
+    if (r->server_gone && !r->mpi) {
+      if (li + 1 < r->n_points)
+        tpr_warn(r, "the sweep stops after %zu of %zu levels: the server went away", r->n_levels, r->n_points);
+      break;
+    }
   }
   if (r->mpi) {
     tp_mpi_finish(r->mpi);
@@ -116,10 +123,20 @@ int tp_run_exec(tp_run *r, char *err, size_t errlen) {
     /* Also after an interruption: what was measured is written. */
     char aerr[512];
     if (r->search) tp_artifacts_set_search(r->artifacts, tp_sweep_search_summary(r->search));
-    if (tp_artifacts_finish(r->artifacts, aerr, sizeof(aerr))) tpr_warn(r, "cannot finish the artifacts: %s", aerr);
+    if (tp_artifacts_finish(r->artifacts, aerr, sizeof(aerr)))
+      tpr_output_failed(r, "cannot finish the artifacts: %s", aerr);
   }
+  /* A failing server is said even when no gate asks (one line). */
+  char note[400];
+  if (tp_gates_error_rate_note(r->levels, r->n_levels, r->cfg.measure.max_error_rate, note, sizeof(note)))
+    tpr_warn(r, "%s", note);
   if (r->interrupted) {
-    tp_seterr(err, errlen, "interrupted after %zu of %zu levels", r->n_levels, r->n_points);
+    const tp_level_result *last = r->n_levels ? &r->levels[r->n_levels - 1] : NULL;
+    if (last && last->partial)
+      tp_seterr(err, errlen, "interrupted %.1f s into level %zu of %zu (partial: its figures cover what ran)",
+                last->partial_ran_s, r->n_levels, r->n_points);
+    else
+      tp_seterr(err, errlen, "interrupted after %zu of %zu levels", r->n_levels, r->n_points);
     return TP_EINTERRUPTED;
   }
   return 0;

@@ -398,6 +398,8 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
 void tp__h2c_on_chunk(void *owner, const uint8_t *data, ssize_t n, uint64_t stamp_ns) {
   conn *c = owner;
   if (c->state == C_CLOSED) return;
+  /* The loop's lag is how long the chunk waited for it here. */
+  if (n > 0) tp_stamp_note_read(c->pool->loop, stamp_ns);
   /* One TCP stream's bytes arrive in order (see on_alloc). */
   if (stamp_ns > c->read_ns) c->read_ns = stamp_ns;
   c->read_covered = n > 0 ? (size_t)n : 0;

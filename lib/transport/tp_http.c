@@ -312,6 +312,10 @@ static CURLcode set_options(tp_http_req *r, const tp_http_req_opts *ro, const ch
       r->session = ro->session;
     }
   }
+  if (ro->own_connection) {
+    SET(CURLOPT_FRESH_CONNECT, 1L);
+    SET(CURLOPT_FORBID_REUSE, 1L);
+  }
   SET(CURLOPT_FOLLOWLOCATION, 0L);
   SET(CURLOPT_HTTP_VERSION, h->http1_only ? (long)CURL_HTTP_VERSION_1_1 : (long)CURL_HTTP_VERSION_2TLS);
   /* Over TLS, wait for the first connection's ALPN answer before opening

@@ -122,6 +122,11 @@ typedef struct tp_http_req_opts {
   /* 0, or a session's number: the session's requests keep to one
    * connection of their own (tp_http_share.h) until tp_http_session_end. */
   uint64_t session;
+  /* A connection of its own, closed when the request ends: no other request
+   * ever goes out on it (a check before the measured requests, whose
+   * connection a server may leave in a state that delays the next answer
+   * on it: Nagle's algorithm against the client's delayed ACK). */
+  bool own_connection;
 } tp_http_req_opts;
 
 /* Creates the HTTP client.  Returns 0, or TP_EINVAL with a message (a bad

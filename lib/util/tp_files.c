@@ -1,7 +1,9 @@
 #include "tp_files.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -37,17 +39,71 @@ static int writable_dir(const char *dir, char *why, size_t whylen) {
   return 0;
 }
 
-int tp_file_check_writable(const char *path, char *why, size_t whylen) {
-  if (!path || !*path) {
-    tp_seterr(why, whylen, "the path is empty");
-    return TP_EIO;
+char *tp_resolve_target(const char *path) {
+  char *cur = tp_strndup(path, strlen(path));
+  for (int hops = 0; cur && hops < 40; hops++) {
+    struct stat st;
+    if (lstat(cur, &st) != 0 || !S_ISLNK(st.st_mode)) return cur;
+    char link[PATH_MAX];
+    ssize_t n = readlink(cur, link, sizeof(link) - 1);
+    if (n < 0) return cur;
+    link[n] = 0;
+    char dir[PATH_MAX];
+    dir_of(cur, dir, sizeof(dir));
+    size_t len = strlen(dir) + (size_t)n + 2;
+    char *next = malloc(len);
+    if (next && link[0] == '/')
+      snprintf(next, len, "%s", link);
+    else if (next)
+      snprintf(next, len, "%s/%s", dir, link);
+    free(cur);
+    cur = next;
   }
+  if (!cur) {
+    errno = ENOMEM;
+    return NULL;
+  }
+  free(cur);
+  errno = ELOOP;
+  return NULL;
+}
+
+tp_target_kind tp_target_kind_of(const char *resolved, char *why, size_t whylen) {
+  struct stat st;
+  if (stat(resolved, &st) != 0 || S_ISREG(st.st_mode)) return TP_TARGET_FILE;
+  if (S_ISFIFO(st.st_mode) || S_ISCHR(st.st_mode)) return TP_TARGET_STREAM;
+  tp_seterr(why, whylen, "it is a %s (give a file, a FIFO or a character device such as /dev/null)",
+            S_ISDIR(st.st_mode)    ? "directory"
+            : S_ISSOCK(st.st_mode) ? "socket"
+            : S_ISBLK(st.st_mode)  ? "block device"
+                                   : "special file");
+  return TP_TARGET_REFUSED;
+}
+
+int tp_errno_full(int e) {
+  return e == ENOSPC || e == EDQUOT;
+}
+
+int tp_write_error(char *why, size_t whylen, const char *path, int e) {
+  if (!tp_errno_full(e)) {
+    tp_seterr(why, whylen, "cannot write %s: %s", path, strerror(e));
+    return 0;
+  }
+  /* The directory as the file system knows it: a relative or linked path
+   * names where the space ran out. */
+  char dir[PATH_MAX], real[PATH_MAX];
+  dir_of(path, dir, sizeof(dir));
+  const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+  tp_seterr(why, whylen, "no space left on %s (%s not written whole)", realpath(dir, real) ? real : dir,
+            base);
+  return 1;
+}
+
+/* The checks of tp_file_check_writable, on the path its links lead to. */
+static int check_writable(const char *path, char *why, size_t whylen) {
   struct stat st;
   if (stat(path, &st) == 0) {
-    if (S_ISDIR(st.st_mode)) {
-      tp_seterr(why, whylen, "it is a directory");
-      return TP_EIO;
-    }
+    if (tp_target_kind_of(path, why, whylen) == TP_TARGET_REFUSED) return TP_EIO;
     if (access(path, W_OK) != 0) {
       tp_seterr(why, whylen, "it is not writable: %s", strerror(errno));
       return TP_EIO;
@@ -63,6 +119,21 @@ int tp_file_check_writable(const char *path, char *why, size_t whylen) {
   char dir[4096];
   dir_of(path, dir, sizeof(dir));
   return writable_dir(dir, why, whylen);
+}
+
+int tp_file_check_writable(const char *path, char *why, size_t whylen) {
+  if (!path || !*path) {
+    tp_seterr(why, whylen, "the path is empty");
+    return TP_EIO;
+  }
+  char *real = tp_resolve_target(path);
+  if (!real) {
+    tp_seterr(why, whylen, "%s", strerror(errno));
+    return TP_EIO;
+  }
+  int rv = check_writable(real, why, whylen);
+  free(real);
+  return rv;
 }
 
 int tp_dir_check_creatable(const char *path, char *why, size_t whylen) {

@@ -23,7 +23,25 @@ typedef struct stamp {
   uint64_t magic; /* loop->data may hold something else when not installed */
   uv_prepare_t prep;
   uint64_t ns;
+  /* The reads dated on this loop, and where their lateness goes (see
+   * tp_stamp_set_lag_sink). */
+  uint64_t reads;
+  tp_stamp_lag_fn lag_fn;
+  void *lag_ctx;
+  /* The last kernel stamp converted, and what it became: the same stamp
+   * (bytes of one segment, or of segments the kernel merged, dated twice)
+   * gets the same time, never one a few nanoseconds off from the jitter
+   * of reading two clocks, so that responses that arrived together share
+   * one time exactly. */
+  struct timespec last_ts;
+  uint64_t last_mono;
 } stamp;
+
+/* The loop's stamp, or NULL when none is installed. */
+static stamp *stamp_of(uv_loop_t *loop) {
+  stamp *s = loop ? loop->data : NULL;
+  return s && s->magic == STAMP_MAGIC ? s : NULL;
+}
 
 static void on_prepare(uv_prepare_t *h) {
   stamp *s = h->data;
@@ -69,7 +87,9 @@ int tp_stamp_enable_fd(int fd) {
 #endif
 }
 
-uint64_t tp_stamp_from_realtime(const struct timespec *ts) {
+/* tp_stamp_from_realtime, and the stamp's age (how long ago the kernel
+ * took it) in *age_ns. */
+static uint64_t from_realtime_age(const struct timespec *ts, uint64_t *age_ns) {
   /* The two clocks are read back to back: the wall clock's offset from the
    * monotonic one changes only by NTP slewing (parts per million of a few
    * milliseconds here) or by a step, which the age bound catches. */
@@ -78,7 +98,34 @@ uint64_t tp_stamp_from_realtime(const struct timespec *ts) {
   uint64_t mono = tp_now_ns();
   int64_t age = (int64_t)(real.tv_sec - ts->tv_sec) * 1000000000 + (real.tv_nsec - ts->tv_nsec);
   if (age < 0 || age > (int64_t)10 * 1000000000 || (uint64_t)age >= mono) return 0;
+  *age_ns = (uint64_t)age;
   return mono - (uint64_t)age;
+}
+
+uint64_t tp_stamp_from_realtime(const struct timespec *ts) {
+  uint64_t age;
+  return from_realtime_age(ts, &age);
+}
+
+void tp_stamp_set_lag_sink(uv_loop_t *loop, tp_stamp_lag_fn fn, void *ctx) {
+  stamp *s = stamp_of(loop);
+  if (!s) return;
+  s->lag_fn = fn;
+  s->lag_ctx = ctx;
+}
+
+uint64_t tp_stamp_reads(uv_loop_t *loop) {
+  stamp *s = stamp_of(loop);
+  return s ? s->reads : 0;
+}
+
+void tp_stamp_note_read(uv_loop_t *loop, uint64_t arrival_ns) {
+  stamp *s = stamp_of(loop);
+  if (!s) return;
+  s->reads++;
+  if (!arrival_ns || !s->lag_fn) return;
+  uint64_t now = tp_now_ns();
+  s->lag_fn(s->lag_ctx, now > arrival_ns ? now - arrival_ns : 0);
 }
 
 /* The most a peek looks ahead (the largest read any caller makes). */
@@ -141,9 +188,18 @@ static bool same_ts(const struct timespec *a, const struct timespec *b) {
  * after the batch began (a read walks the queue up to what is there now)
  * taken at the batch's time would be early, before the peer sent them.  The
  * conversion never gives a time later than now (tp_stamp_from_realtime). */
-static uint64_t kernel_or_batch(const struct timespec *ts, uint64_t batch) {
-  uint64_t t = tp_stamp_from_realtime(ts);
-  return t ? t : batch;
+static uint64_t kernel_or_batch(stamp *s, const struct timespec *ts, uint64_t batch) {
+  uint64_t age = 0, t = from_realtime_age(ts, &age);
+  if (!t) return batch;
+  if (!s) return t;
+  /* The stamp's age is how late the loop came to these bytes: the clock at
+   * the read against the kernel's stamp, taken from the two clock readings
+   * the conversion makes anyway. */
+  if (s->lag_fn) s->lag_fn(s->lag_ctx, age);
+  if (same_ts(ts, &s->last_ts)) return s->last_mono;
+  s->last_ts = *ts;
+  s->last_mono = t;
+  return t;
 }
 
 ssize_t tp_stamp_recv(uv_loop_t *loop, int fd, void *buf, size_t len, uint64_t *at) {
@@ -165,27 +221,36 @@ ssize_t tp_stamp_recv(uv_loop_t *loop, int fd, void *buf, size_t len, uint64_t *
 #endif
   if (n < 0) return -errno;
   uint64_t batch = tp_stamp_now(loop);
-  *at = stamped ? kernel_or_batch(&ts, batch) : batch;
+  stamp *s = stamp_of(loop);
+  if (s && n > 0) s->reads++;
+  *at = stamped ? kernel_or_batch(s, &ts, batch) : batch;
   return n;
 }
 
 uint64_t tp_stamp_fd(uv_loop_t *loop, int fd, size_t len) {
   uint64_t batch = tp_stamp_now(loop);
   struct timespec ts;
-  return peek_stamp(fd, len, &ts) ? kernel_or_batch(&ts, batch) : batch;
+  size_t walked = 0;
+  stamp *s = stamp_of(loop);
+  bool stamped = peek_stamp_walk(fd, len, &ts, &walked) != 0;
+  if (s && walked) s->reads++;
+  return stamped ? kernel_or_batch(s, &ts, batch) : batch;
 }
 
 uint64_t tp_stamp_fd_covered(uv_loop_t *loop, int fd, size_t len, size_t *covered) {
   uint64_t batch = tp_stamp_now(loop);
   struct timespec ts;
   size_t walked = 0;
+  stamp *s = stamp_of(loop);
   if (fd < 0) {
     *covered = len;
     return batch;
   }
-  if (peek_stamp_walk(fd, len, &ts, &walked)) {
+  bool stamped = peek_stamp_walk(fd, len, &ts, &walked) != 0;
+  if (s && walked) s->reads++;
+  if (stamped) {
     *covered = walked;
-    return kernel_or_batch(&ts, batch);
+    return kernel_or_batch(s, &ts, batch);
   }
   /* Bytes without a stamp: the batch stamp, for the whole read. */
   *covered = walked ? len : 0;
@@ -198,7 +263,9 @@ uint64_t tp_stamp_fd_group(uv_loop_t *loop, int fd, size_t len, size_t *group_le
   struct timespec last, head;
   size_t avail = peek_stamp(fd, len, &last);
   if (!avail || !peek_stamp(fd, 1, &head)) return batch;
-  if (same_ts(&head, &last)) return kernel_or_batch(&head, batch);
+  stamp *s = stamp_of(loop);
+  if (s) s->reads++;
+  if (same_ts(&head, &last)) return kernel_or_batch(s, &head, batch);
   /* Stamps do not decrease along the queue (segments queue in arrival
    * order; merged ones keep the newest): find the last byte whose segment
    * still has the head's stamp.  Invariant: byte lo-1 has it, byte hi-1
@@ -214,5 +281,5 @@ uint64_t tp_stamp_fd_group(uv_loop_t *loop, int fd, size_t len, size_t *group_le
       hi = mid;
   }
   *group_len = lo;
-  return kernel_or_batch(&head, batch);
+  return kernel_or_batch(s, &head, batch);
 }

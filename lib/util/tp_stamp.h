@@ -26,6 +26,28 @@ void tp_stamp_uninstall(uv_loop_t *loop);
  * when no stamp is installed. */
 uint64_t tp_stamp_now(uv_loop_t *loop);
 
+/* How late the loop reads (docs/metrics.md, "Fidelity").
+ *
+ * Every read a loop dates here (tp_stamp_recv, and the peeks of
+ * tp_stamp_fd, tp_stamp_fd_covered and tp_stamp_fd_group that found bytes
+ * waiting) is counted, and a read whose bytes carry a kernel stamp hands
+ * the stamp's age to the loop's lag sink: the clock at the read minus the
+ * kernel's stamp of the newest segment read, which is how long those
+ * bytes waited for the loop (the oldest bytes of a read may have waited
+ * longer).  It costs nothing more than the conversion of the stamp, which
+ * reads both clocks anyway.  A loop without a stamp installed counts
+ * nothing. */
+typedef void (*tp_stamp_lag_fn)(void *ctx, uint64_t lag_ns);
+/* Sets (fn NULL: clears) where the loop's read lags go. */
+void tp_stamp_set_lag_sink(uv_loop_t *loop, tp_stamp_lag_fn fn, void *ctx);
+/* The reads counted on the loop so far. */
+uint64_t tp_stamp_reads(uv_loop_t *loop);
+/* A read dated elsewhere (another thread read and stamped the bytes, at
+ * arrival_ns on the tp_now_ns() line) that the loop takes now: counted,
+ * and its lag (now - arrival_ns) handed to the sink; arrival_ns 0 = no
+ * stamp, counted only. */
+void tp_stamp_note_read(uv_loop_t *loop, uint64_t arrival_ns);
+
 /* Kernel receive timestamps.
  *
  * The batch stamp is only as early as the loop gets to a socket: when a

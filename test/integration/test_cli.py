@@ -4,6 +4,7 @@ message for each mistake (naming the option, file and line, or peer), plus
 runs against the built-in mock.  Prints TAP."""
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -501,6 +502,8 @@ check(rc == 0 and "Successful requests:                     6" in out and "Maxim
       in out, "vllm-bench: --num-prompts is the request count, --request-rate inf within --max-concurrency", out + err)
 itl = [float(l.split()[-1]) for l in out.splitlines() if l.startswith("Mean ITL (ms):")]
 check(itl and itl[0] > 0, "vllm-bench: ITL is vLLM's pooled chunk gaps, measured", out[-600:])
+check(re.search(r"=\nFidelity \(tokperf\): (ok|degraded: .* > .*|client-bound: .* > .*)\n$", out),
+      "vllm-bench: after vLLM's block, tokperf's verdict on its own figures", out[-300:])
 
 # On a terminal, progress is one status line redrawn in place: the level of
 # how many, in the user's words, requests done, in flight, failed, the live

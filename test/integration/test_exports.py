@@ -125,7 +125,7 @@ def compare_json(doc, lv, table, tool, streaming):
                 bad.append("%s statistics in the order %s" % (key, list(got)))
         elif got.get("avg") != want or len(got) != 2:
             bad.append("%s %r != report's %r" % (key, got, want))
-    extra = set(doc) - {k for k, _ in table.values()} - {"input_config"}
+    extra = set(doc) - {k for k, _ in table.values()} - {"input_config", "tokperf_fidelity"}
     if extra:
         bad.append("keys with no report figure: %s" % sorted(extra))
     check(not bad, "%s json of %s: every figure is the report's" % (tool, label(lv)),
@@ -153,7 +153,7 @@ def compare_csv(text, doc, table, tool, lv, thousands, streaming):
     if len(dist) != len(want_dist) or len(values) != len(want_values):
         bad.append("rows %d+%d, want %d+%d" % (len(dist), len(values), len(want_dist), len(want_values)))
     # Rows follow the JSON's order; each row's numbers are its metric's.
-    order = [k for k in doc if k != "input_config"]
+    order = [k for k in doc if k not in ("input_config", "tokperf_fidelity")]
     dist_keys = [k for k in order if "p50" in doc[k]]
     value_keys = [k for k in order if "p50" not in doc[k]]
     for row, k in zip(dist, dist_keys):
@@ -240,7 +240,8 @@ def request_figures(r, reasoning_tokens, goodput_ttft_ms):
     gen = None if out_tok is None else out_tok + (reasoning_tokens or 0)
     f = {"time_to_first_token_ms": span_ms(sent, first),
          "request_latency_ms": span_ms(sent, done),
-         "time_to_second_token_ms": span_ms(first, r["second_token_ns"]),
+         # Two text responses at one time show no gap (docs/metrics.md, "Fidelity").
+         "time_to_second_token_ms": span_ms(first, r["second_token_ns"]) if r["second_token_ns"] != first else None,
          "time_to_first_output_token_ms": span_ms(sent, r["first_answer_ns"]),
          "time_to_first_token_from_planned_ms": span_ms(r["planned_ns"], first),
          "request_latency_from_planned_ms": span_ms(r["planned_ns"], done),
@@ -251,10 +252,13 @@ def request_figures(r, reasoning_tokens, goodput_ttft_ms):
     f["output_token_throughput_per_user_tps"] = out_tok / (lat / 1000) if out_tok is not None and lat else None
     itl = span_ms(first, r["last_token_ns"])
     two = r["second_token_ns"] != 0
+    # Text that all came at one time has no ITL, and no TPOT when the end came with it too.
+    merged = two and first == r["last_token_ns"]
     f["inter_token_latency_ms"] = itl / (gen - 1) if gen is not None and gen >= 2 and two and itl is not None \
-        else None
+        and not merged else None
     tpot = span_ms(first, done)
-    f["time_per_output_token_ms"] = tpot / (gen - 1) if gen is not None and gen >= 2 and tpot is not None else None
+    f["time_per_output_token_ms"] = tpot / (gen - 1) if gen is not None and gen >= 2 and tpot is not None \
+        and not (merged and tpot == 0) else None
     itl = f["inter_token_latency_ms"]
     f["output_token_throughput_per_user_from_itl_tps"] = 1000 / itl if itl else None
     ttft = f["time_to_first_token_ms"]
@@ -279,7 +283,8 @@ def pooled_gaps(r):
     if len(text) < 2:
         return []
     a, b = text[0], text[-1]
-    return [(y - x) / 1e6 for x, y in zip(ts[a:b], ts[a + 1:b + 1])]
+    # A gap of 0 between responses of one read is not a gap the server left: left out.
+    return [(y - x) / 1e6 for x, y in zip(ts[a:b], ts[a + 1:b + 1]) if y != x]
 
 
 def recompute(measured, window_ns=None, goodput_ttft_ms=500.0, pooled=True):
@@ -409,7 +414,9 @@ def check_records(art, li, lv, streaming, pooled=True):
             want["output_sequence_length"] = r["output_tokens"]
         if streaming:
             want["time_to_first_token"] = span_ms(sent, r["first_token_ns"])
-            want["time_to_second_token"] = span_ms(r["first_token_ns"], r["second_token_ns"])
+            # Two text responses of one time show no gap (docs/metrics.md, "Fidelity").
+            want["time_to_second_token"] = span_ms(r["first_token_ns"], r["second_token_ns"]) \
+                if r["second_token_ns"] != r["first_token_ns"] else None
         for k, v in want.items():
             if v is None and k not in m:
                 continue
@@ -421,7 +428,11 @@ def check_records(art, li, lv, streaming, pooled=True):
             # together they span the first text response to the last.
             diffs = {(b - a) / 1e6 for a, b in zip(r["response_ns"], r["response_ns"][1:])}
             span = (r["last_token_ns"] - r["first_token_ns"]) / 1e6
-            if icl is None or any(g not in diffs for g in icl) or not close(sum(icl), span):
+            # Gaps of 0 (responses of one time) are left out; text all of one time has none.
+            if span == 0 and r["second_token_ns"]:
+                if icl is not None:
+                    bad.append("seq %d: inter_chunk_latency %r for text all of one time" % (r["seq"], icl))
+            elif icl is None or any(g not in diffs or g == 0 for g in icl) or not close(sum(icl), span):
                 bad.append("seq %d: inter_chunk_latency %r against response_ns" % (r["seq"], icl))
             gaps += icl or []
         elif icl is not None:
@@ -495,8 +506,12 @@ def check_payloads(art, li, lv, kind):
     joined, genai = [], []
     for q, r in zip(reqs, ok):
         off = q["timestamp"] - r["sent_ns"]
-        if [t - off for t in q["response_timestamps"]] != r["response_ns"]:
+        # Responses of one arrival time (one read) are one response (docs/metrics.md, Fidelity).
+        distinct = [t for i, t in enumerate(r["response_ns"]) if i == 0 or t != r["response_ns"][i - 1]]
+        if [t - off for t in q["response_timestamps"]] != distinct:
             bad.append("seq %d: response_timestamps are not its response times" % r["seq"])
+        if len(q["response_timestamps"]) > 1 and q["response_timestamps"][-1] == q["response_timestamps"][0]:
+            bad.append("seq %d: responses of one time, GenAI-Perf would divide by zero" % r["seq"])
         outs = q["response_outputs"]
         if kind == "triton":
             text, rtext = "".join(o["text_output"] for o in outs), ""
@@ -569,7 +584,8 @@ def check_windows(art, li, lv):
     recs = level_records(art, li)
     q0 = exp["requests"][0] if exp["requests"] else None
     r0 = next((r for r in recs if q0 and r["measured"] and r["ok"] and
-               q0["response_timestamps"] == [t + q0["timestamp"] - r["sent_ns"] for t in r["response_ns"]]), None)
+               q0["response_timestamps"] == [t + q0["timestamp"] - r["sent_ns"] for i, t in enumerate(r["response_ns"])
+                                             if i == 0 or t != r["response_ns"][i - 1]]), None)
     wb = exp["window_boundaries"]
     check(r0 is not None and len(wb) == 2, "a stability level's window boundaries and its clock offset", wb)
     if r0 is None or len(wb) != 2:

@@ -99,6 +99,15 @@ try:
     rc, out, err = run(oai + ["-u", "http://%s/v1/completions" % h])
     check(rc == 2 and "'/v1/completions' names another endpoint" in err and "--endpoint-type" in err,
           "a URL naming the completions endpoint for chat: exit 2, both named", err)
+    # --endpoint is checked as the URL's path is: another API's endpoint is a
+    # usage error that names both (nothing is sent), a path no API names is used.
+    for ep, more in [("v1/completions", ["--endpoint-type", "chat"]), ("/v1/chat/completions", ["--endpoint-type",
+                     "completions"]), ("http://%s/v1/models" % h, [])]:
+        rc, out, err = run(oai + ["-u", "http://%s" % h] + more + ["--endpoint", ep])
+        check(rc == 2 and ("--endpoint '%s' names another endpoint than this API's" % ep) in err and
+              "--endpoint-type" in err, "--endpoint %s %s: exit 2, both named" % (ep, " ".join(more)), err)
+    rc, out, err = run(oai + ["-u", "http://%s" % h, "--endpoint-type", "completions", "--endpoint", "v1/completions"])
+    check(rc == 0 and succeeded in err, "--endpoint naming the endpoint type's own path is used", err)
     rc, out, err = run(oai + ["-u", "ftp://%s" % h])
     check(rc == 2 and "tokperf: --url: URL" in err and "unknown scheme 'ftp'" in err, "unknown scheme: exit 2, named", err)
     rc, out, err = run(["profile", "-u", "127.0.0.1:%d/v2" % grpc_port] + SHORT)

@@ -28,6 +28,11 @@ def check(cond, what, detail=""):
     return _tap.check(cond, what, note)
 
 
+def skip(what, why):
+    """One TAP line that did not run, and why (# SKIP): never a silent pass."""
+    _tap.skip(what, why)
+
+
 def done():
     """The plan, then exit: 1 when any check failed (or none ran), else 0."""
     sys.exit(_tap.finish())

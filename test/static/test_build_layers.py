@@ -51,9 +51,10 @@ SYSTEM = {
     "arpa/inet.h", "ctype.h", "dirent.h", "errno.h", "fcntl.h", "inttypes.h", "limits.h", "netdb.h",
     "netinet/in.h", "netinet/tcp.h", "poll.h", "sched.h", "signal.h", "stdarg.h", "stdatomic.h",
     "stdbool.h", "stddef.h", "stdint.h", "stdio.h", "stdlib.h", "string.h", "strings.h", "sys/epoll.h",
-    "sys/eventfd.h", "sys/ioctl.h", "sys/mman.h", "sys/socket.h", "sys/stat.h", "sys/time.h",
+    "sys/eventfd.h", "sys/ioctl.h", "sys/mman.h", "sys/resource.h", "sys/socket.h", "sys/stat.h", "sys/time.h",
     "sys/timerfd.h", "sys/types.h", "sys/uio.h", "sys/wait.h", "time.h", "unistd.h", "assert.h",
-    "float.h", "stdnoreturn.h", "sys/random.h", "getopt.h", "locale.h", "setjmp.h", "linux/tcp.h", "linux/sockios.h",
+    "float.h", "stdnoreturn.h", "sys/random.h", "getopt.h", "locale.h", "setjmp.h", "linux/tcp.h", "linux/sockios.h", "linux/errqueue.h", "linux/net_tstamp.h", "poll.h",
+    "sys/statvfs.h", "stdio_ext.h",
 }
 # Public headers that belong to one layer (the others, tokperf.h and the
 # bottom layers' errors.h and parse.h, are shared declarations).

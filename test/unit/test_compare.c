@@ -49,6 +49,13 @@ static void level(tp_level_result *lr, uint32_t conc, double ttft, double itl, d
   lr->input_token_throughput = tput * 1.5;
   lr->request_throughput = tput / 128;
   lr->error_rate = (double)failed / 100; /* as tp_level_compute sets it */
+  /* The client's own figures. */
+  set_stat(&lr->send_lag_ms, 0.02);
+  set_stat(&lr->fidelity.loop_lag_ms, 0.1);
+  lr->fidelity.merged_pct = 0.5;
+  lr->fidelity.client_cpu_pct = 30;
+  lr->fidelity.process_cpu_pct = 45;
+  lr->fidelity.reads_per_s = 1000;
 }
 
 static char tmpdir[] = "/tmp/tp_compare_XXXXXX";
@@ -102,6 +109,12 @@ static void test_rules(void) {
   CHECK(r.direction == -1, "less goodput is the worse way");
   CHECK_INT(tp_compare_parse_rule("input_token_throughput:-1%", &r, err, sizeof(err)), 0,
             "input_token_throughput parses");
+  /* The client's own figures: names with a dot of their own. */
+  CHECK_INT(tp_compare_parse_rule("fidelity.loop_lag.p99:+50%", &r, err, sizeof(err)), 0, "fidelity.loop_lag.p99");
+  CHECK(r.metric == tp_metric_find("fidelity.loop_lag") && r.stat == TP_STAT_P99 && r.direction == 1,
+        "a dotted name and its statistic");
+  CHECK_INT(tp_compare_parse_rule("fidelity.merged_pct:+100%", &r, err, sizeof(err)), 0, "fidelity.merged_pct");
+  CHECK(r.metric == tp_metric_find("fidelity.merged_pct"), "a dotted name, whole");
 
   static const struct {
     const char *s, *msg;
@@ -115,6 +128,9 @@ static void test_rules(void) {
       {"ttft.p99:++1%", "bad bound"},
       {"ttft.p99:10 %", "bad bound"},
       {"request_throughput.p99:-1%", "takes no statistic"},
+      {"fidelity.loop_lag:+1%", "needs a statistic"},
+      {"fidelity.merged:+1%", "unknown metric 'fidelity.merged'"},
+      {"fidelity.merged_pct.p99:+1%", "takes no statistic"},
       {"", "expected METRIC"},
   };
   for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
@@ -133,6 +149,9 @@ static void test_compare(void) {
   level(&b[1], 8, 180, 12, 6790, 2);  /* TTFT +20 %, throughput -3 %, 2 % errors */
   level(&b[2], 16, 300, 20, 9000, 0); /* only in B */
   b[1].itl_ms.n = 0;                  /* ITL unavailable in B at 8 */
+  b[1].fidelity.merged_pct = 3;       /* B's client merged more at 8, and was degraded */
+  b[1].fidelity.verdict = TP_FIDELITY_DEGRADED;
+  b[0].fidelity.reads_per_s = 1500;   /* more reads at 4: neither better nor worse */
   write_doc("a.json", a, 2, pa, sizeof(pa));
   write_doc("b.json", b, 3, pb, sizeof(pb));
   snprintf(junit, sizeof(junit), "%s/junit.xml", tmpdir);
@@ -160,7 +179,17 @@ static void test_compare(void) {
   for (const char *p = strstr(s, "Concurrency 4\n"); p && p < strstr(s, "Concurrency 8\n");
        p = strchr(p + 1, '\n'))
     if (p[1] == ' ' && p[2] == ' ' && p[3] != 'M') rows++;
-  CHECK_INT(rows, 19, "every headline metric has a row (3 throughputs, error rate, 3 x 5 latency stats)");
+  CHECK_INT(rows, 29,
+            "every headline metric has a row (3 throughputs, error rate, 3 x 5 latency stats), then the "
+            "client's own figures (send lag and loop lag p50, p99, max; merged, CPU, reads, verdict)");
+  CHECK(strstr(s, "fidelity.merged_pct (%)") && strstr(s, "+500.0%  worse") && strstr(s, "fidelity.verdict ") &&
+            strstr(s, "fidelity.loop_lag.max (ms)") && strstr(s, "send_lag.p99 (ms)"),
+        "the fidelity rows: the merged share up, worse; the verdict without a unit");
+  const char *rps = strstr(s, "fidelity.reads_per_s (reads/s)");
+  const char *eol = rps ? strchr(rps, '\n') : NULL;
+  CHECK(rps && eol && eol - rps > 40 && !memmem(rps, (size_t)(eol - rps), "better", 6) &&
+            !memmem(rps, (size_t)(eol - rps), "worse", 5),
+        "a figure with no better direction is marked neither way");
   free(s);
   fclose(out);
 
@@ -175,8 +204,8 @@ static void test_compare(void) {
                s,
                "<failure type=\"regression\" message=\"ttft.p99 at concurrency 8: 300.00 ms -&gt; 360.00 ms"),
       "the failure element carries the message, escaped");
-  CHECK(s && strstr(s, "<testsuite name=\"tokperf.compare.metrics\" tests=\"38\""),
-        "metrics suite: 19 rows x 2 levels");
+  CHECK(s && strstr(s, "<testsuite name=\"tokperf.compare.metrics\" tests=\"58\""),
+        "metrics suite: 29 rows x 2 levels");
   free(s);
 
   out = tmpfile();
@@ -206,6 +235,10 @@ static void test_compare(void) {
   rv = tp_compare_run(pb, pa, r6, 1, NULL, NULL, err, sizeof(err));
   CHECK(rv == TP_COMPARE_FAILED && strstr(err, "(-16.7%, bound -10%)"),
         "a - bound on a latency fails on a fall (%s)", err);
+  const char *r7[] = {"fidelity.merged_pct:+100%"};
+  rv = tp_compare_run(pa, pb, r7, 1, NULL, NULL, err, sizeof(err));
+  CHECK(rv == TP_COMPARE_FAILED && strstr(err, "fidelity.merged_pct at concurrency 8: 0.50 % -> 3.00 % (+500.0%"),
+        "a rule on a fidelity figure reads it from the level's \"fidelity\" object (%s)", err);
   rv = tp_compare_run(pa, pb, NULL, 0, NULL, NULL, err, sizeof(err));
   CHECK_INT(rv, 0, "no rules: comparison only, success");
 
@@ -328,6 +361,35 @@ static void test_compare(void) {
   }
 }
 
+/* A level an interruption cut short is compared all the same and flagged,
+ * with how long it ran. */
+static void test_partial(void) {
+  char pa[512], pb[512], err[512] = "";
+  tp_level_result a[2], b[2];
+  level(&a[0], 4, 100, 10, 4000, 0);
+  level(&a[1], 8, 150, 12, 7000, 0);
+  level(&b[0], 4, 100, 10, 4000, 0);
+  level(&b[1], 8, 150, 12, 7000, 0);
+  b[1].partial = true;
+  b[1].partial_ran_s = 2.3;
+  b[1].partial_planned_s = 4;
+  write_doc("pa.json", a, 2, pa, sizeof(pa));
+  write_doc("pb.json", b, 2, pb, sizeof(pb));
+  FILE *out = tmpfile();
+  int rv = tp_compare_run(pa, pb, NULL, 0, out, NULL, err, sizeof(err));
+  rewind(out);
+  char *t = slurp(out);
+  fclose(out);
+  CHECK_INT(rv, 0, "partial: compared");
+  CHECK(t && strstr(t, "Concurrency 8 (partial in B: it ran 2.3 of 4.0 s)\n") && strstr(t, "Concurrency 4\n"),
+        "partial: the cut level is flagged with its time, the whole one not");
+  CHECK(t && strstr(t, "Partial: 1 of the compared levels were cut short"),
+        "partial: and counted at the end");
+  free(t);
+  unlink(pa);
+  unlink(pb);
+}
+
 int main(void) {
   if (!mkdtemp(tmpdir)) {
     printf("not ok 1 - temporary directory\n1..1\n");
@@ -335,6 +397,7 @@ int main(void) {
   }
   test_rules();
   test_compare();
+  test_partial();
   rmdir(tmpdir);
   return tp_test_done();
 }

@@ -170,6 +170,9 @@ static void make_records(tp_record *recs, size_t n) {
     r->sent_ns = r->planned_ns + 10;
     uint32_t k = (uint32_t)(i % 5);
     for (uint32_t j = 0; j < k; j++) tp_record_add_response(r, r->sent_ns + 100 * (j + 1), j != 0);
+    /* Two responses of one read (one stamp): the merged counts travel. */
+    if (k >= 3) tp_record_add_response(r, r->resp_ns[k - 1], true);
+    k = r->n_resp;
     r->done_ns = k ? r->resp_ns[k - 1] : 0;
     r->input_tokens = (int64_t)i - 1;
     r->output_tokens = i % 2 ? -1 : (int64_t)(tp_rng_next(&g) % 1000);
@@ -189,7 +192,8 @@ static bool same_record(const tp_record *a, const tp_record *b) {
       a->warmup != b->warmup || a->planned_ns != b->planned_ns || a->sent_ns != b->sent_ns ||
       a->first_resp_ns != b->first_resp_ns || a->first_token_ns != b->first_token_ns ||
       a->last_token_ns != b->last_token_ns || a->done_ns != b->done_ns || a->n_resp != b->n_resp ||
-      a->n_text_resp != b->n_text_resp || a->input_tokens != b->input_tokens ||
+      a->n_text_resp != b->n_text_resp || a->n_text_merged != b->n_text_merged ||
+      a->input_tokens != b->input_tokens ||
       a->output_tokens != b->output_tokens || a->server_output_tokens != b->server_output_tokens ||
       a->server_input_tokens != b->server_input_tokens ||
       a->server_cached_tokens != b->server_cached_tokens || a->reasoning_tokens != b->reasoning_tokens ||

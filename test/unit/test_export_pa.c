@@ -22,6 +22,7 @@
 
 #include <jansson.h>
 
+#include "metrics/tp_stats.h"
 #include "record/tp_record.h"
 #include "report/tp_export.h"
 #include "report/tp_export_internal.h"
@@ -331,7 +332,100 @@ static void test_no_places(void) {
   tp_record_fini(&r);
 }
 
+/* GenAI-Perf's inter-token latency of one exported request, as its
+ * parser takes it (llm_profile_data_parser.py): with more than one
+ * response and more than one token, (last - first) / (tokens - 1), and
+ * its per-user throughput 1 / that, which divides by zero when every
+ * response has one time.  Returns the divisor it would use: the last
+ * response's time minus the first's (0 = division by zero), or -1 when it
+ * computes none (one response). */
+static double genai_itl_span(json_t *q) {
+  json_t *ts = json_object_get(q, "response_timestamps");
+  size_t n = json_array_size(ts);
+  if (n <= 1) return -1;
+  return (double)(json_integer_value(json_array_get(ts, n - 1)) - json_integer_value(json_array_get(ts, 0)));
+}
+
+/* Responses that share an arrival time (one read brought them) are one
+ * response in the profile export, as perf_analyzer records the events of
+ * one read: one time, the Triton texts joined, the OpenAI events one after
+ * another in one string; so a request whose responses all came at one time
+ * has one response, and GenAI-Perf computes no ITL for it instead of
+ * dividing by zero.  The level's fidelity figures close the experiment. */
+static void test_merged_responses(void) {
+  for (int openai = 0; openai < 2; openai++) {
+    tp_record r[2];
+    /* Request 0: "a" alone, then "b" "c" in one read, then a flag-only
+     * final response in that read too.  Request 1: everything in one read. */
+    tp_record_init(&r[0]);
+    r[0].sent_ns = MONO0 + 1000;
+    const char *t0[] = {"a", "b", "c", NULL};
+    uint64_t at0[] = {2000, 3000, 3000, 3000};
+    for (int i = 0; i < 4; i++) {
+      tp_record_add_response(&r[0], MONO0 + at0[i], t0[i] != NULL);
+      if (t0[i]) tp_record_append_text(&r[0], false, t0[i], 1, false);
+    }
+    r[0].done_ns = MONO0 + 3000;
+    tp_record_init(&r[1]);
+    r[1].sent_ns = MONO0 + 1500;
+    for (int i = 0; i < 3; i++) {
+      tp_record_add_response(&r[1], MONO0 + 5000, true);
+      tp_record_append_text(&r[1], false, "xyz" + i, 1, false);
+    }
+    r[1].done_ns = MONO0 + 5000;
+    CHECK(r[0].n_text_merged == 1 && r[1].n_text_merged == 2, "the record counts text responses of one time");
+    tp_level_result lr;
+    tp_level_compute(&lr, r, 2);
+    CHECK(lr.fidelity.merged_responses == 3 && lr.fidelity.response_gaps == 4,
+          "the level: 3 of 4 gaps between text responses unseen");
+    tp_export_request q[2] = {{&r[0], "p", 1, NULL, 0, NULL, {0}, {0}}, {&r[1], "p", 1, NULL, 0, NULL, {0}, {0}}};
+    tp_export_level lv = {&lr, q, 2, 0, 0};
+    tp_config cfg;
+    tp_test_config_default(&cfg);
+    cfg.server.service_kind = openai ? TP_SERVICE_OPENAI_CHAT : TP_SERVICE_TRITON;
+    cfg.server.model = "m";
+    tp_buf b;
+    tp_buf_init(&b);
+    CHECK(tp_export_pa_experiment(&b, &lv, &cfg, 16, MONO0, WALL0) == 0, "%s: renders", openai ? "chat" : "triton");
+    json_t *e = json_loadb((const char *)b.data, b.len, 0, NULL);
+    json_t *reqs = json_object_get(e, "requests");
+    json_t *q0 = json_array_get(reqs, 0), *q1 = json_array_get(reqs, 1);
+    json_t *ts0 = json_object_get(q0, "response_timestamps"), *o0 = json_object_get(q0, "response_outputs");
+    CHECK(json_array_size(ts0) == 2 && json_array_size(o0) == 2 &&
+              json_integer_value(json_array_get(ts0, 1)) == (json_int_t)(WALL0 + 3000),
+          "%s: four responses at two times are two responses", openai ? "chat" : "triton");
+    CHECK(json_array_size(json_object_get(q1, "response_timestamps")) == 1, "%s: responses all at one time are one",
+          openai ? "chat" : "triton");
+    CHECK(genai_itl_span(q0) > 0 && genai_itl_span(q1) < 0,
+          "%s: GenAI-Perf's ITL never divides by zero", openai ? "chat" : "triton");
+    if (!openai) {
+      CHECK_STR(json_string_value(json_object_get(json_array_get(o0, 1), "text_output")), "bc",
+                "triton: the texts of one time joined");
+      CHECK_STR(json_string_value(json_object_get(json_array_get(json_object_get(q1, "response_outputs"), 0),
+                                                  "text_output")),
+                "xyz", "triton: all of it in one response");
+    } else {
+      tp_buf all;
+      tp_buf_init(&all);
+      int events = 0;
+      parser_text(json_string_value(json_object_get(json_array_get(o0, 1), "response")), &all, &events);
+      CHECK_INT(events, 3, "chat: the events of one time in one response, one after another");
+      CHECK_MEM(all.data, all.len, "bc", 2, "chat: GenAI-Perf's parser takes their texts joined");
+      tp_buf_fini(&all);
+    }
+    json_t *fid = json_object_get(e, "tokperf_fidelity");
+    CHECK(json_is_object(fid) && json_integer_value(json_object_get(fid, "merged_text_responses")) == 3 &&
+              json_is_string(json_object_get(fid, "verdict")) && json_is_string(json_object_get(fid, "note")),
+          "%s: the experiment closes with the level's fidelity figures", openai ? "chat" : "triton");
+    json_decref(e);
+    tp_buf_fini(&b);
+    tp_record_fini(&r[0]);
+    tp_record_fini(&r[1]);
+  }
+}
+
 int main(void) {
+  test_merged_responses();
   test_no_places();
   test_pieces();
   test_payloads();

@@ -1,10 +1,13 @@
 /* tp_files: output paths checked before a run (issue #13).  Builds a small
  * tree in a temporary directory and asks about paths in it.  Permission
  * cases are skipped as root, who may write anywhere. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "tp_test.h"
@@ -82,6 +85,73 @@ int main(void) {
           "directory under a read-only one: refused, not writable");
     rmdir(at("locked"));
   }
+  /* Links are followed to the file they name: relative ones from their
+   * own directory, chains, a link to a file not made yet; a loop is an
+   * error. */
+  symlink("../file", at("dir/rel"));
+  symlink(at("dir/rel"), at("abs"));
+  symlink("dir/later.json", at("dangling"));
+  symlink("loop2", at("loop1"));
+  symlink("loop1", at("loop2"));
+  char *t = tp_resolve_target(at("dir/rel"));
+  CHECK(t && strcmp(t, at("dir/../file")) == 0, "resolve: a relative link from its own directory (%s)", t);
+  free(t);
+  t = tp_resolve_target(at("abs"));
+  CHECK(t && strcmp(t, at("dir/../file")) == 0, "resolve: a chain of two links (%s)", t);
+  free(t);
+  t = tp_resolve_target(at("dangling"));
+  CHECK(t && strcmp(t, at("dir/later.json")) == 0, "resolve: a link to a file not made yet (%s)", t);
+  free(t);
+  t = tp_resolve_target(at("file"));
+  CHECK(t && strcmp(t, at("file")) == 0, "resolve: a file is itself");
+  free(t);
+  errno = 0;
+  t = tp_resolve_target(at("loop1"));
+  CHECK(!t && errno == ELOOP, "resolve: a loop of links is ELOOP");
+  free(t);
+  CHECK(tp_file_check_writable(at("dangling"), why, sizeof(why)) == 0,
+        "file: a link to a new file in a writable directory");
+  symlink("missing/x.json", at("dangling2"));
+  CHECK(tp_file_check_writable(at("dangling2"), why, sizeof(why)) == TP_EIO && strstr(why, "missing"),
+        "file: a link into a missing directory names it (%s)", why);
+
+  /* What an output may be: files and new paths are replaced through a
+   * rename; FIFOs and character devices written in place; directories,
+   * sockets refused with their kind named. */
+  CHECK_INT(tp_target_kind_of(at("file"), NULL, 0), TP_TARGET_FILE, "kind: a regular file");
+  CHECK_INT(tp_target_kind_of(at("nothing.json"), NULL, 0), TP_TARGET_FILE, "kind: a new path");
+  CHECK_INT(tp_target_kind_of("/dev/null", NULL, 0), TP_TARGET_STREAM, "kind: /dev/null is written in place");
+  mkfifo(at("fifo"), 0600);
+  CHECK_INT(tp_target_kind_of(at("fifo"), NULL, 0), TP_TARGET_STREAM, "kind: a FIFO is written in place");
+  CHECK(tp_file_check_writable(at("fifo"), why, sizeof(why)) == 0, "file: a FIFO is accepted");
+  why[0] = 0;
+  CHECK(tp_target_kind_of(at("dir"), why, sizeof(why)) == TP_TARGET_REFUSED && strstr(why, "directory"),
+        "kind: a directory is refused (%s)", why);
+  int s = socket(AF_UNIX, SOCK_STREAM, 0);
+  struct sockaddr_un sa = {.sun_family = AF_UNIX};
+  snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", at("sock"));
+  if (s >= 0 && bind(s, (struct sockaddr *)&sa, sizeof(sa)) == 0) {
+    why[0] = 0;
+    CHECK(tp_file_check_writable(at("sock"), why, sizeof(why)) == TP_EIO && strstr(why, "socket"),
+          "file: a socket is refused, its kind named (%s)", why);
+  }
+  if (s >= 0) close(s);
+
+  /* A full disk's words name the directory (as the file system knows it)
+   * and the file. */
+  char want[600], real[512];
+  CHECK(tp_write_error(why, sizeof(why), at("dir/../file"), ENOSPC) == 1, "full: ENOSPC is a full disk");
+  snprintf(want, sizeof(want), "no space left on %s (file not written whole)",
+           realpath(root, real) ? real : root);
+  CHECK_STR(why, want, "full: the directory resolved and the file named");
+  CHECK(tp_write_error(why, sizeof(why), at("x"), EDQUOT) == 1 && strstr(why, "no space left on"),
+        "full: a quota is a full disk too");
+  CHECK(tp_write_error(why, sizeof(why), at("x"), EACCES) == 0 && strstr(why, strerror(EACCES)) &&
+            strstr(why, at("x")),
+        "full: another error is said as it is (%s)", why);
+
+  const char *links[] = {"dir/rel", "abs", "dangling", "dangling2", "loop1", "loop2", "fifo", "sock"};
+  for (size_t i = 0; i < TP_ARRAY_LEN(links); i++) unlink(at(links[i]));
   unlink(at("file"));
   rmdir(at("dir"));
   rmdir(root);

@@ -67,6 +67,21 @@ int main(void) {
   CHECK_INT(run("ttft.p99 <= 250ms", &dead, -1, out, sizeof(out)), 2, "an unavailable figure fails its bound too");
   CHECK(strstr(out, "unavailable"), "as unavailable: %s", out);
 
+  /* A level --max-consecutive-failures ended (the server went away) fails
+   * the run; an outage the level rode out does not. */
+  tp_level_result gone = level(200, 1500, 0, 100);
+  gone.server_outages = 1;
+  gone.server_away_s = 2.01;
+  gone.server_back_s = -1;
+  gone.server_away_requests = 128;
+  gone.server_gone = true;
+  CHECK_INT(run(NULL, &gone, -1, out, sizeof(out)), 1, "a level the server went away from fails the run");
+  CHECK(strstr(out, "server went away at concurrency 8") && strstr(out, "128 requests in a row") &&
+            strstr(out, "2.01 s") && strstr(out, "--max-consecutive-failures"),
+        "and says when, how many and which setting: %s", out);
+  gone.server_gone = false;
+  CHECK_INT(run(NULL, &gone, -1, out, sizeof(out)), 0, "an outage that did not end the level fails nothing");
+
   CHECK_INT(run("ttft.p42 <= 1", &good, -1, out, sizeof(out)), -1, "unknown statistic refused");
   CHECK(strstr(out, "p42") && strstr(out, "p99"), "naming it and the accepted ones: %s", out);
   CHECK_INT(run("speed >= 1", &good, -1, out, sizeof(out)), -1, "unknown metric refused");
@@ -88,5 +103,49 @@ int main(void) {
   CHECK_INT(run("ttft.p99 <= 250000us", &good, -1, out, sizeof(out)), 0, "a time bound takes us");
   CHECK_INT(run("speed >= 1", &good, -1, out, sizeof(out)), -1, "unknown metric refused");
   CHECK(strstr(out, "reconnects") && strstr(out, "goodput_fraction"), "listing every registry row: %s", out);
+
+  /* Without --max-error-rate, a failing server is said in one line (not a
+   * failure) once a level's error rate is over TP_ERROR_RATE_WARN (10%). */
+  tp_level_result lv3[3] = {level(200, 1500, 5, 100), level(200, 1500, 30, 100), level(200, 1500, 98, 100)};
+  lv3[1].concurrency = 16;
+  lv3[2].concurrency = 32;
+  char note[512];
+  CHECK_INT(tp_gates_error_rate_note(lv3, 1, -1, note, sizeof(note)), 0, "error-rate note: not at 5%");
+  CHECK_INT(tp_gates_error_rate_note(lv3, 3, -1, note, sizeof(note)), 1, "error-rate note: at 30% and 98%");
+  CHECK(strstr(note, "98.0% of the measured requests failed at concurrency 32 (98 of 100)") &&
+            strstr(note, "and 1 more levels over 10%") && strstr(note, "--max-error-rate"),
+        "error-rate note: the worst level, how many more, and the option: %s", note);
+  CHECK(!strchr(note, '\n'), "error-rate note: one line");
+  CHECK_INT(tp_gates_error_rate_note(lv3, 3, 0.5, note, sizeof(note)), 0,
+            "error-rate note: none with --max-error-rate (the gate says it)");
+  tp_level_result edge = level(200, 1500, 10, 100);
+  CHECK_INT(tp_gates_error_rate_note(&edge, 1, -1, note, sizeof(note)), 0,
+            "error-rate note: exactly 10% is not over");
+  /* The client's own figures (docs/metrics.md, "Fidelity"): names with a
+   * dot of their own, a share in percent, a distribution over reads. */
+  tp_level_result fid = good;
+  fid.fidelity.merged_pct = 0.5;
+  fid.fidelity.loop_lag_ms.n = 100;
+  fid.fidelity.loop_lag_ms.p99 = 0.25;
+  fid.fidelity.client_cpu_pct = 40;
+  CHECK_INT(run("fidelity.merged_pct <= 1", &fid, -1, out, sizeof(out)), 0, "fidelity.merged_pct <= 1 holds at 0.5%");
+  CHECK_INT(run("fidelity.merged_pct <= 1%", &fid, -1, out, sizeof(out)), 0, "a percent bound may say %");
+  fid.fidelity.merged_pct = 2.5;
+  CHECK_INT(run("fidelity.merged_pct <= 1", &fid, -1, out, sizeof(out)), 1, "and fails at 2.5%");
+  CHECK(strstr(out, "measured 2.5 %") && strstr(out, "concurrency 8"), "naming the value and the level: %s", out);
+  CHECK_INT(run("fidelity.loop_lag.p99 <= 1ms", &fid, -1, out, sizeof(out)), 0, "a distribution of the block");
+  CHECK_INT(run("fidelity.loop_lag.p99 <= 100us", &fid, -1, out, sizeof(out)), 1, "and fails past its bound");
+  CHECK_INT(run("fidelity.loop_lag <= 1ms", &fid, -1, out, sizeof(out)), 0, "no statistic means avg");
+  CHECK_INT(run("fidelity.verdict < 2", &fid, -1, out, sizeof(out)), 0, "the verdict as a number");
+  fid.fidelity.verdict = TP_FIDELITY_CLIENT_BOUND;
+  CHECK_INT(run("fidelity.verdict < 2", &fid, -1, out, sizeof(out)), 1, "fails when client-bound");
+  fid.fidelity.client_cpu_pct = -1;
+  CHECK_INT(run("fidelity.client_cpu_pct < 90", &fid, -1, out, sizeof(out)), 1, "an unmeasured CPU fails its bound");
+  CHECK(strstr(out, "unavailable"), "as unavailable: %s", out);
+  CHECK_INT(run("fidelity.loop_lag.p42 <= 1", &fid, -1, out, sizeof(out)), -1, "an unknown statistic of a dotted name");
+  CHECK(strstr(out, "unknown statistic 'p42'"), "is named: %s", out);
+  CHECK_INT(run("fidelity.merged <= 1", &fid, -1, out, sizeof(out)), -1, "an unknown dotted name");
+  CHECK(strstr(out, "unknown metric 'fidelity.merged'"), "is named whole: %s", out);
+  CHECK_INT(run("fidelity.merged_pct.p99 <= 1", &fid, -1, out, sizeof(out)), -1, "a share takes no statistic");
   return tp_test_done();
 }

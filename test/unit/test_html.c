@@ -205,6 +205,15 @@ static void test_page(void) {
   CHECK_INT(count(h, "<td class=\"na\">n/a</td>"), 5,
             "unavailable figures read n/a (level 32: output tok/s, input tok/s, 3 ITL)");
 
+  /* Last, the client's own figures: a row per level, what the records
+   * give (send lag, merged share), the rest n/a outside a run. */
+  const char *fs = strstr(h, "<h2>Fidelity: the client's own figures</h2>");
+  CHECK(fs && fs > strstr(h, "<h2>Summary</h2>"), "the fidelity section comes last");
+  CHECK_INT(count(h, "<tr class=\"fid\"><td class=\"lvl\">concurrency "), 3, "fidelity: a row per level");
+  CHECK_INT(count(h, "<td class=\"na fid\">n/a</td>"), 3 * 4,
+            "fidelity: loop lag, CPU and reads are n/a when no run measured them");
+  CHECK_INT(count(h, "<td class=\"lvl\">ok</td></tr>"), 3, "fidelity: each level's verdict");
+
   /* Self-contained: after removing the SVG namespace, no http at all, and
    * nothing that loads anything. */
   tp_buf s;

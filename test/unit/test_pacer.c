@@ -86,6 +86,89 @@ static uint32_t three_turns(void *ud, uint64_t session) { return 3; }
 static uint64_t think_100ms(void *ud, uint64_t session, uint32_t turn) { return 100 * MS; }
 static uint32_t varied_turns(void *ud, uint64_t session) { return (uint32_t)(session % 4) + 1; }
 
+/* A closed loop's slot held back after a request that never reached the
+ * server: nothing leaves in it until the hold ends, then the next request
+ * carries the slot's failures in a row; a stop frees held slots at once
+ * (the level does not wait out a back-off); an open loop keeps its
+ * schedule. */
+static void test_holds(void) {
+  tp_pacer_opts o;
+  memset(&o, 0, sizeof(o));
+  o.mode = TP_PACER_CLOSED;
+  o.slots = 2;
+  o.total = UINT64_MAX;
+  tp_pacer *p;
+  tp_pacer_item a, b, c;
+  CHECK(tp_pacer_new(&p, &o) == 0, "holds: a closed loop of 2 slots");
+  tp_pacer_start(p, 0);
+  CHECK(tp_pacer_next(p, 0, &a) && tp_pacer_next(p, 0, &b) && !tp_pacer_next(p, 0, &c),
+        "holds: both slots released at the start");
+  CHECK_INT(a.backoff, 0, "holds: a first request has no failures behind it");
+  tp_pacer_done_hold(p, &a, 5 * MS, 10 * MS, 1);
+  CHECK(!tp_pacer_next(p, 5 * MS, &c), "holds: nothing leaves in a held slot");
+  CHECK_INT(tp_pacer_held(p), 1, "holds: one slot held");
+  CHECK_INT(tp_pacer_next_due(p), 15 * MS, "holds: the timer is armed for the hold's end");
+  CHECK(!tp_pacer_next(p, 15 * MS - 1, &c), "holds: not a nanosecond early");
+  CHECK(tp_pacer_next(p, 15 * MS, &c), "holds: the slot's next request leaves when the hold ends");
+  CHECK_INT(c.backoff, 1, "holds: it carries the slot's failures in a row");
+  CHECK_INT(c.planned_ns, 15 * MS, "holds: planned for the hold's end");
+  CHECK(!tp_pacer_next(p, 15 * MS, &a), "holds: still two in flight at most");
+  /* An answer frees the slot at once, as before. */
+  tp_pacer_done(p, &b, 20 * MS);
+  CHECK(tp_pacer_next(p, 20 * MS, &b) && b.backoff == 0, "holds: a plain end refills at once, no back-off");
+  /* Both slots held, then a stop before either hold ends. */
+  tp_pacer_done_hold(p, &c, 30 * MS, 1000 * MS, 2);
+  tp_pacer_done_hold(p, &b, 31 * MS, 1000 * MS, 1);
+  CHECK_INT(tp_pacer_held(p), 2, "holds: both slots held");
+  tp_pacer_stop_at(p, 100 * MS, 40 * MS, false);
+  CHECK(!tp_pacer_finished(p), "holds: not finished before the stop");
+  CHECK_INT(tp_pacer_next_due(p), 100 * MS, "holds: the stop comes before the holds end: the timer is armed for it");
+  CHECK(!tp_pacer_next(p, 100 * MS, &a), "holds: nothing leaves at the stop");
+  CHECK(tp_pacer_finished(p) && tp_pacer_held(p) == 0 && tp_pacer_next_due(p) == UINT64_MAX,
+        "holds: the stop frees the held slots and the pacer is finished");
+  tp_pacer_free(p);
+
+  /* A count: once every request is released, a hold keeps nothing back. */
+  o.total = 3;
+  tp_pacer_new(&p, &o);
+  tp_pacer_start(p, 0);
+  tp_pacer_next(p, 0, &a);
+  tp_pacer_next(p, 0, &b);
+  tp_pacer_done_hold(p, &a, 1 * MS, 10 * MS, 1);
+  CHECK(tp_pacer_next(p, 11 * MS, &a) && a.backoff == 1 && a.session == 2,
+        "holds, count: the last request leaves after its hold");
+  tp_pacer_done_hold(p, &a, 12 * MS, 20 * MS, 2);
+  tp_pacer_done(p, &b, 12 * MS);
+  CHECK(tp_pacer_finished(p) && tp_pacer_held(p) == 0, "holds, count: nothing left to send: no slot is held");
+  tp_pacer_free(p);
+
+  /* Interruption (stop with drop_turns): held slots go. */
+  o.total = UINT64_MAX;
+  tp_pacer_new(&p, &o);
+  tp_pacer_start(p, 0);
+  tp_pacer_next(p, 0, &a);
+  tp_pacer_done_hold(p, &a, 1 * MS, 500 * MS, 1);
+  tp_pacer_stop_at(p, 2 * MS, 2 * MS, true);
+  CHECK(tp_pacer_held(p) == 0 && tp_pacer_finished(p), "holds: an interruption frees held slots");
+  tp_pacer_free(p);
+
+  /* Open loop: the schedule is kept, a hold frees the cap's slot at once. */
+  static const uint64_t offs[] = {0, 1 * MS, 2 * MS};
+  memset(&o, 0, sizeof(o));
+  o.mode = TP_PACER_OPEN;
+  o.slots = 1;
+  o.offsets = offs;
+  o.n_offsets = 3;
+  o.total = 3;
+  tp_pacer_new(&p, &o);
+  tp_pacer_start(p, 0);
+  tp_pacer_next(p, 0, &a);
+  tp_pacer_done_hold(p, &a, 1 * MS, 500 * MS, 1);
+  CHECK(tp_pacer_held(p) == 0 && tp_pacer_next(p, 1 * MS, &b) && b.planned_ns == 1 * MS,
+        "holds: an open loop keeps its schedule");
+  tp_pacer_free(p);
+}
+
 int main(void) {
   tp_pacer *bad;
   tp_pacer_opts o;
@@ -338,5 +421,6 @@ int main(void) {
   tp_pacer_stop_at(p, 20 * MS, 20 * MS, true);
   CHECK(tp_pacer_finished(p) && tp_pacer_next_due(p) == UINT64_MAX, "interrupted sessions: pending turns dropped");
   tp_pacer_free(p);
+  test_holds();
   return tp_test_done();
 }

@@ -1,14 +1,21 @@
 /* tp_rec_arena: a level's records on an unlinked file.  Checks that the
  * array behaves as memory (zeroed growth, contents kept across moves and
  * releases) and that released pages leave the process's resident memory,
- * read from /proc/self/statm. */
+ * read from /proc/self/statm; and that a file that cannot hold the records
+ * (a size limit, a full 64 KiB tmpfs) moves them to memory instead of
+ * letting a write into an unreserved page kill the process (SIGBUS). */
 #include <dirent.h>
+#include <errno.h>
+#include <signal.h>
 #include <stdint.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
+#include <sys/resource.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 #include "record/tp_rec_arena.h"
@@ -88,7 +95,10 @@ static void test_file_backed(const char *dir) {
 
   tp_rec_arena_reset(a);
   r = tp_rec_arena_base(a);
-  CHECK(r[0].seq == 0 && r[n - 1].sent_ns == 0, "a reset arena reads as zeros, at the same capacity");
+  CHECK(r[0].seq == 0 && r[n - 1].sent_ns == 0, "a reset arena reads as zeros, the mapping where it was");
+  CHECK_INT(tp_rec_arena_cap(a), 0, "and its blocks are gone: nothing may be written before a reserve");
+  CHECK_INT(tp_rec_arena_reserve(a, 10), 0, "room for 10 again");
+  CHECK(tp_rec_arena_base(a) == r, "without moving the mapping");
   fill(r, 0, 10);
   CHECK_INT(count_intact(r, 10), 10, "and takes new records");
   tp_rec_arena_free(a);
@@ -184,12 +194,107 @@ static void test_read_ahead(const char *dir) {
   tp_rec_arena_free(h);
 }
 
+/* A file size limit stops the file's growth (ftruncate fails with EFBIG):
+ * the records move to memory with what was written, and the arena goes on
+ * growing there. */
+static void test_size_limit(const char *dir) {
+  struct rlimit old, lim;
+  getrlimit(RLIMIT_FSIZE, &old);
+  lim = old;
+  lim.rlim_cur = 2u << 20;
+  /* SIGXFSZ would end the test: the call's error is what is checked. */
+  signal(SIGXFSZ, SIG_IGN);
+  tp_rec_arena *a = NULL;
+  CHECK_INT(tp_rec_arena_new(&a, dir), 0, "size limit: arena made");
+  CHECK_INT(setrlimit(RLIMIT_FSIZE, &lim), 0, "size limit: files limited to 2 MiB");
+  CHECK_INT(tp_rec_arena_reserve(a, 1000), 0, "size limit: room for 1,000 records");
+  CHECK(tp_rec_arena_file_backed(a) && !tp_rec_arena_fell_back(a), "size limit: in the file while it fits");
+  tp_record *r = tp_rec_arena_base(a);
+  fill(r, 0, 1000);
+  CHECK_INT(tp_rec_arena_reserve(a, 40000), 0, "size limit: room for 40,000 records (9 MB) all the same");
+  CHECK(!tp_rec_arena_file_backed(a) && tp_rec_arena_fell_back(a), "size limit: the records moved to memory");
+  r = tp_rec_arena_base(a);
+  CHECK_INT(count_intact(r, 1000), 1000, "size limit: the records written before are kept");
+  CHECK(r[39999].seq == 0 && r[1000].sent_ns == 0, "size limit: the new ones read as zeros");
+  fill(r, 0, 40000);
+  CHECK_INT(count_intact(r, 40000), 40000, "size limit: and every one is written");
+  setrlimit(RLIMIT_FSIZE, &old);
+  tp_rec_arena_free(a);
+
+  /* A reset empties the file and sizes it again: a file that cannot be
+   * sized again leaves its records in memory, zeroed, at the same room. */
+  CHECK_INT(tp_rec_arena_new(&a, dir), 0, "size limit: a second arena");
+  CHECK_INT(tp_rec_arena_reserve(a, 1000), 0, "size limit: room for 1,000 records");
+  CHECK(tp_rec_arena_file_backed(a), "size limit: in the file");
+  fill(tp_rec_arena_base(a), 0, 1000);
+  lim.rlim_cur = 64 * 1024;
+  CHECK_INT(setrlimit(RLIMIT_FSIZE, &lim), 0, "size limit: files limited to 64 KiB");
+  tp_rec_arena_reset(a);
+  CHECK(tp_rec_arena_fell_back(a) && !tp_rec_arena_file_backed(a), "size limit: after the reset, memory");
+  CHECK_INT(tp_rec_arena_reserve(a, 1000), 0, "size limit: room for 1,000 records there");
+  r = tp_rec_arena_base(a);
+  CHECK(r && r[0].seq == 0 && r[999].sent_ns == 0, "size limit: reading as zeros");
+  if (r) fill(r, 0, 1000);
+  CHECK_INT(r ? count_intact(r, 1000) : 0, 1000, "size limit: and taking new records");
+  setrlimit(RLIMIT_FSIZE, &old);
+  tp_rec_arena_free(a);
+}
+
+/* A file system near full: the mapping has room (its size is set), the
+ * blocks do not.  Records are handed out only as far as blocks were
+ * reserved, and blocks are reserved only while TP_REC_ARENA_KEEP_FREE (64
+ * MiB) stay free for the run's results; past that the records move to
+ * memory.  Needs tmpfs mounts (root). */
+static void test_full_disk(const char *dir) {
+  char mnt[4200];
+  snprintf(mnt, sizeof(mnt), "%s/full", dir);
+  mkdir(mnt, 0700);
+  if (mount("tmpfs", mnt, "tmpfs", 0, "size=64k") != 0) {
+    printf("ok %d - full disk # SKIP cannot mount a 64 KiB tmpfs: %s\n", ++tp_test_n_, strerror(errno));
+    rmdir(mnt);
+    return;
+  }
+  tp_rec_arena *a = NULL;
+  CHECK_INT(tp_rec_arena_new(&a, mnt), 0, "full disk: arena made on 64 KiB");
+  CHECK_INT(tp_rec_arena_expect(a, 100000), 0, "full disk: 100,000 records (23 MB) mapped ahead");
+  CHECK_INT(tp_rec_arena_reserve(a, 100), 0, "full disk: room for 100 records");
+  CHECK(tp_rec_arena_fell_back(a) && !tp_rec_arena_file_backed(a),
+        "full disk: in memory, the 64 KiB left to the results");
+  fill(tp_rec_arena_base(a), 0, 100);
+  CHECK_INT(count_intact(tp_rec_arena_base(a), 100), 100, "full disk: the records are written");
+  tp_rec_arena_free(a);
+  umount(mnt);
+
+  /* 72 MiB: a megabyte or two fits beside the 64 MiB kept free, 14 MB not. */
+  CHECK_INT(mount("tmpfs", mnt, "tmpfs", 0, "size=72m"), 0, "near full: a 72 MiB tmpfs");
+  CHECK_INT(tp_rec_arena_new(&a, mnt), 0, "near full: arena made");
+  CHECK_INT(tp_rec_arena_expect(a, 100000), 0, "near full: 100,000 records (23 MB) mapped ahead");
+  CHECK_INT(tp_rec_arena_reserve(a, 5000), 0, "near full: room for 5,000 records");
+  CHECK(tp_rec_arena_file_backed(a), "near full: 5,000 records (1.2 MB) in the file");
+  CHECK(tp_rec_arena_cap(a) >= 5000 && tp_rec_arena_cap(a) < 20000,
+        "near full: the capacity is what the blocks hold (%zu records, a step past 5,000), not the mapping",
+        tp_rec_arena_cap(a));
+  tp_record *r = tp_rec_arena_base(a);
+  fill(r, 0, 5000);
+  CHECK_INT(tp_rec_arena_reserve(a, 60000), 0, "near full: room for 60,000 records (14 MB) all the same");
+  CHECK(tp_rec_arena_fell_back(a) && !tp_rec_arena_file_backed(a), "near full: the records moved to memory");
+  r = tp_rec_arena_base(a);
+  CHECK_INT(count_intact(r, 5000), 5000, "near full: the records written before are kept");
+  fill(r, 0, 60000);
+  CHECK_INT(count_intact(r, 60000), 60000, "near full: every record written, no SIGBUS");
+  tp_rec_arena_free(a);
+  umount(mnt);
+  rmdir(mnt);
+}
+
 int main(void) {
   char dir[] = "/tmp/tp_arena_XXXXXX";
   if (!mkdtemp(dir)) return 1;
   test_file_backed(dir);
   test_heap_fallback();
   test_read_ahead(dir);
+  test_size_limit(dir);
+  test_full_disk(dir);
   rmdir(dir);
   return tp_test_done();
 }

@@ -173,6 +173,7 @@ static char *ref_format(const tp_record *rec, const tp_records_line *l) {
   json_t *rs = json_array();
   for (uint32_t i = 0; i < rec->n_resp; i++) json_array_append_new(rs, json_integer((json_int_t)rec->resp_ns[i]));
   json_object_set_new(o, "response_ns", rs);
+  json_object_set_new(o, "merged_text_responses", json_integer(rec->n_text_merged));
   json_object_set_new(o, "input_tokens", rec->input_tokens >= 0 ? json_integer(rec->input_tokens) : json_null());
   json_object_set_new(o, "output_tokens", rec->output_tokens >= 0 ? json_integer(rec->output_tokens) : json_null());
   json_object_set_new(o, "server_output_tokens",

@@ -3,6 +3,8 @@
  * back with jansson. */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <sys/sysmacros.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,6 +57,23 @@ static void level_full(tp_level_result *lr) {
   lr->max_in_flight = 4;
   snprintf(lr->first_error, sizeof(lr->first_error), "%s",
            "grpc_status: NOT_FOUND: Request for unknown model: 'x' is not found");
+  /* The client's own figures, every one measured; a send lag past its
+   * threshold makes the level degraded. */
+  set_stat(&lr->send_lag_ms, 20, 0.5, 0.001, 3.5, 0.2, 0.015, 3.25);
+  tp_fidelity *f = &lr->fidelity;
+  set_stat(&f->loop_lag_ms, 500, 0.05, 0.001, 2.5, 0.1, 0.03, 0.4);
+  f->merged_responses = 3;
+  f->response_gaps = 2000;
+  f->merged_pct = 0.15;
+  f->itl_merged_requests = 2;
+  f->itl_pooled_merged_gaps = 3;
+  f->client_cpu_pct = 12.5;
+  f->process_cpu_pct = 30;
+  f->reads = 1000;
+  f->reads_per_s = 500;
+  f->wall_s = 2;
+  f->verdict = TP_FIDELITY_DEGRADED;
+  snprintf(f->reason, sizeof(f->reason), "send lag p99 3.25 ms > 1 ms");
 }
 
 /* A level without a tokenizer: timing only. */
@@ -305,7 +324,22 @@ static void test_text_full(void) {
         "full: mock counters");
   CHECK(strstr(t, "Sweep interrupted: 1 of 3 levels completed (concurrency 4)\n") != NULL,
         "full: interrupted line names completed levels");
-  check_tables_aligned(t, 2, "full");
+  /* Last, the client's own figures: a table and the verdict in words. */
+  const char *fid[] = {"concurrency 4", "0.015", "3.250", "3.500", "0.400", "2.500", "0.15", "12.5", "500",
+                       "degraded"};
+  const char *fp = strstr(t, "Fidelity: the client's own figures");
+  CHECK(fp != NULL && fp > strstr(t, "Sweep summary") && fp > strstr(t, "Sweep interrupted"),
+        "full: the fidelity table comes last");
+  if (fp) {
+    const char *row = strstr(fp, "\n│");
+    check_row(row ? row + 1 : fp, "│", 0, fid, 10, "full: fidelity row");
+  }
+  CHECK(strstr(t, "\nFidelity, concurrency 4: degraded: send lag p99 3.25 ms > 1 ms\n") != NULL,
+        "full: the verdict names the figure that crossed its threshold");
+  CHECK(strstr(t, "\n  ITL, concurrency 4: the ITL of 2 requests spans responses that shared an arrival time; "
+                  "3 gaps of 0 ms left out of the pooled ITL\n") != NULL,
+        "full: the ITL's marks in words");
+  check_tables_aligned(t, 3, "full");
   free(t);
 }
 
@@ -356,7 +390,7 @@ static void test_text_no_tokens(void) {
                        "n/a", "n/a", "300.00", "349.00"};
   CHECK(row2 != NULL, "no tokens: second summary row");
   if (row2) check_row(row2 + 1, "│", 0, sum, 12, "no tokens: summary row for level 2");
-  check_tables_aligned(t, 3, "no tokens");
+  check_tables_aligned(t, 4, "no tokens");
   free(t);
 
   /* Interrupted before any level completed. */
@@ -386,6 +420,43 @@ static void test_text_all_failed(void) {
   CHECK(strstr(t, "no --tokenizer given") == NULL, "all failed: no tokenizer note (one was given)");
   CHECK(strstr(t, "Failed requests by class: connect 2, unfinished 1\n") != NULL,
         "all failed: classes, unfinished named as such");
+  free(t);
+}
+
+/* When the server went away (and came back): one line after the failures,
+ * and the JSON's server_away (test_json_server_away). */
+static void test_text_server_away(void) {
+  tp_config cfg;
+  base_cfg(&cfg);
+  tp_level_result lr;
+  memset(&lr, 0, sizeof(lr));
+  lr.concurrency = 64;
+  lr.requests = lr.failed = 200;
+  lr.errors_by_class[TP_ERRCLASS_CONNECT] = 150;
+  lr.errors_by_class[TP_ERRCLASS_NOT_SENT] = 50;
+  lr.server_outages = 1;
+  lr.server_away_s = 2.014;
+  lr.server_back_s = -1;
+  lr.server_away_requests = 1234;
+  lr.server_gone = true;
+  tp_report_input in = {.cfg = &cfg, .levels = &lr, .n_levels = 1};
+  char *t = render(&in);
+  CHECK(t && strstr(t, "Failed requests by class: connect 150, not_sent 50\n"), "away: not_sent is a class");
+  CHECK(t && strstr(t, "Server away: from 2.01 s into the level, not back by its end (1,234 requests in a row "
+                       "failed to reach it or were not sent); the level ended there (--max-consecutive-failures)\n"),
+        "away: when, not back, how many, the limit ended the level");
+  free(t);
+  lr.server_back_s = 3.5;
+  lr.server_outages = 3;
+  lr.server_gone = false;
+  t = render(&in);
+  CHECK(t && strstr(t, "Server away: from 2.01 s to 3.50 s into the level (1,234 requests in a row failed to reach "
+                       "it or were not sent); the longest of 3 outages\n"),
+        "away and back: both times, the longest of several");
+  free(t);
+  lr.server_outages = 0;
+  t = render(&in);
+  CHECK(t && !strstr(t, "Server away"), "no outage: no line");
   free(t);
 }
 
@@ -537,6 +608,31 @@ static void test_json_full(void) {
   CHECK(json_is_object(mock) && json_integer_value(json_object_get(mock, "responses")) == 2843 &&
             json_integer_value(json_object_get(mock, "max_active_sequences")) == 3,
         "json: mock counters");
+
+  /* Each level ends with the client's own figures: the registry's under
+   * "fidelity", the verdict in words, the counts behind them. */
+  void *last = json_object_iter(l0);
+  while (last && json_object_iter_next(l0, last)) last = json_object_iter_next(l0, last);
+  CHECK_STR(last ? json_object_iter_key(last) : "", "fidelity", "json: a level ends with \"fidelity\"");
+  json_t *fo = json_object_get(l0, "fidelity");
+  CHECK_STR(json_string_value(json_object_get(fo, "verdict")), "degraded", "json: fidelity.verdict");
+  CHECK_STR(json_string_value(json_object_get(fo, "reason")), "send lag p99 3.25 ms > 1 ms",
+            "json: fidelity.reason names the figure");
+  CHECK_INT(json_integer_value(json_object_get(fo, "verdict_code")), 1, "json: the verdict as a gate reads it");
+  CHECK_NEAR(num(json_object_get(fo, "loop_lag_ms"), "p99"), 0.4, 1e-12, "json: fidelity.loop_lag_ms.p99");
+  CHECK_NEAR(num(json_object_get(fo, "send_lag_ms"), "p99"), 3.25, 1e-12, "json: fidelity.send_lag_ms.p99");
+  CHECK_NEAR(num(fo, "merged_pct"), 0.15, 1e-12, "json: fidelity.merged_pct");
+  CHECK_NEAR(num(fo, "client_cpu_pct"), 12.5, 1e-12, "json: fidelity.client_cpu_pct");
+  CHECK_NEAR(num(fo, "reads_per_s"), 500, 1e-12, "json: fidelity.reads_per_s");
+  CHECK(json_is_true(json_object_get(fo, "itl_merged")) &&
+            json_integer_value(json_object_get(fo, "itl_pooled_merged_gaps")) == 3,
+        "json: the ITL over responses of one time is marked");
+  json_t *f1 = json_object_get(l1, "fidelity");
+  CHECK(json_is_null(json_object_get(f1, "loop_lag_ms")) && json_is_null(json_object_get(f1, "reason")),
+        "json: figures not measured are null");
+  json_t *run_f = json_object_get(doc, "fidelity");
+  CHECK_STR(json_string_value(json_object_get(run_f, "verdict")), "degraded", "json: the run's verdict is the worst");
+  CHECK_INT(json_array_size(json_object_get(run_f, "levels")), 2, "json: the run's fidelity lists every level");
   json_decref(doc);
 
   /* Without mock stats the key is absent; a mock configuration is
@@ -571,6 +667,38 @@ static void test_json_full(void) {
   CHECK(json_is_false(json_object_get(c, "mock")) && json_is_null(json_object_get(c, "mock_config")) &&
             json_is_null(json_object_get(c, "mock_log_path")),
         "json: no mock: config.mock false, mock_config and mock_log_path null");
+  json_decref(doc);
+  unlink(path);
+}
+
+static void test_json_server_away(void) {
+  tp_config cfg;
+  base_cfg(&cfg);
+  tp_level_result lr[2];
+  memset(lr, 0, sizeof(lr));
+  lr[0].concurrency = lr[1].concurrency = 4;
+  lr[0].server_outages = 2;
+  lr[0].server_away_s = 1.5;
+  lr[0].server_back_s = 2.25;
+  lr[0].server_away_requests = 40;
+  lr[1].server_back_s = -1;
+  cfg.server.max_consecutive_failures = 100;
+  tp_report_input in = {.cfg = &cfg, .levels = lr, .n_levels = 2};
+  char path[512], err[512];
+  snprintf(path, sizeof(path), "%s/away.json", tmpdir);
+  CHECK_INT(tp_report_json(path, &in, err, sizeof(err)), 0, "json away: written");
+  json_t *doc = json_load_file(path, 0, NULL);
+  json_t *levels = json_object_get(doc, "levels");
+  json_t *a = json_object_get(json_array_get(levels, 0), "server_away");
+  CHECK(json_is_object(a) && num(a, "at_s") == 1.5 && num(a, "back_s") == 2.25 &&
+            json_integer_value(json_object_get(a, "requests")) == 40 &&
+            json_integer_value(json_object_get(a, "outages")) == 2 && json_is_false(json_object_get(a, "ended_level")),
+        "json away: at_s, back_s, requests, outages, ended_level");
+  CHECK(json_is_null(json_object_get(json_array_get(levels, 1), "server_away")), "json away: null without an outage");
+  json_t *ebc = json_object_get(json_array_get(levels, 0), "errors_by_class");
+  CHECK(json_is_integer(json_object_get(ebc, "not_sent")), "json away: errors_by_class has not_sent");
+  CHECK(json_integer_value(json_object_get(json_object_get(doc, "config"), "max_consecutive_failures")) == 100,
+        "json away: the config says the limit");
   json_decref(doc);
   unlink(path);
 }
@@ -668,14 +796,162 @@ static void test_pa_csv(void) {
   snprintf(path, sizeof(path), "%s/perf.csv", tmpdir);
   snprintf(cpath, sizeof(cpath), "%s/postprocessing_v2.perf.csv", tmpdir);
   for (int i = 0; i < 3; i++) lv[i].n_server_models = 2;
-  CHECK_INT(tp_report_pa_csv_files(path, lv, 3, false, err, sizeof(err)), 0, "pa csv files: written");
+  CHECK_INT(tp_report_pa_csv_files(path, NULL, lv, 3, false, err, sizeof(err)), 0, "pa csv files: written");
   CHECK(access(path, R_OK) == 0 && access(cpath, R_OK) == 0, "pa csv files: %s and its composing file", path);
   unlink(path);
   unlink(cpath);
   snprintf(path, sizeof(path), "%s/no/such/dir/perf.csv", tmpdir);
-  CHECK(tp_report_pa_csv_files(path, lv, 3, false, err, sizeof(err)) == TP_EIO && strstr(err, path),
+  CHECK(tp_report_pa_csv_files(path, NULL, lv, 3, false, err, sizeof(err)) == TP_EIO && strstr(err, path),
         "pa csv files: an unwritable path is named: %s", err);
   tp_buf_fini(&b);
+}
+
+/* A level an interruption cut short: named partial with how long it ran,
+ * in the level's text, the summary, the closing line and the JSON; the
+ * levels before it count as completed. */
+static void test_partial(void) {
+  tp_config cfg;
+  base_cfg(&cfg);
+  tp_level_result lr[3];
+  level_full(&lr[0]);
+  level_full(&lr[1]);
+  level_full(&lr[2]);
+  lr[1].concurrency = 8;
+  lr[1].partial = true;
+  lr[1].partial_ran_s = 2.31;
+  lr[1].partial_planned_s = 4;
+  lr[2].concurrency = 16;
+  lr[2].partial = true;
+  lr[2].partial_ran_s = 0.5;
+  lr[2].partial_planned_requests = 100;
+  tp_report_input in = {.cfg = &cfg, .levels = lr, .n_levels = 2, .interrupted = true};
+  char *t = render(&in);
+  CHECK(t && strstr(t, "Partial: interrupted, it ran 2.3 of 4.0 s; the figures cover what ran\n"),
+        "partial: the level says how long it ran of its time");
+  CHECK(t && strstr(t, "c=8 partial"), "partial: marked in the summary");
+  CHECK(t && strstr(t,
+                    "Sweep interrupted: 1 of 3 levels completed (concurrency 4); level 2 (concurrency 8) "
+                    "partial: it ran 2.3 of 4.0 s\n"),
+        "partial: not counted completed, named with its time");
+  if (t) check_tables_aligned(t, 4, "partial");
+  free(t);
+  in.levels = &lr[2];
+  in.n_levels = 1;
+  t = render(&in);
+  CHECK(t && strstr(t, "Partial: interrupted, it ran 0.5 s, 20 of its 100 requests measured"),
+        "partial: a count says how many of its requests were measured");
+  free(t);
+
+  char path[600], err[512];
+  snprintf(path, sizeof(path), "%s/partial.json", tmpdir);
+  in.levels = lr;
+  in.n_levels = 3;
+  CHECK_INT(tp_report_json(path, &in, err, sizeof(err)), 0, "partial: JSON written");
+  json_t *doc = json_load_file(path, 0, NULL);
+  json_t *lv = json_object_get(doc, "levels");
+  CHECK(json_is_false(json_object_get(json_array_get(lv, 0), "partial")) &&
+            !json_object_get(json_array_get(lv, 0), "partial_ran_s"),
+        "partial: a whole level is \"partial\": false");
+  json_t *p1 = json_array_get(lv, 1), *p2 = json_array_get(lv, 2);
+  CHECK(json_is_true(json_object_get(p1, "partial")) && num(p1, "partial_ran_s") == 2.31 &&
+            num(p1, "partial_planned_s") == 4 &&
+            json_is_null(json_object_get(p1, "partial_planned_requests")),
+        "partial: JSON gives the time it ran and its planned time");
+  CHECK(json_is_true(json_object_get(p2, "partial")) &&
+            json_is_null(json_object_get(p2, "partial_planned_s")) &&
+            num(p2, "partial_planned_requests") == 100,
+        "partial: or its planned count");
+  json_decref(doc);
+  unlink(path);
+}
+
+/* The bytes of path, up to len (-1: unreadable). */
+static ssize_t slurp(const char *path, char *buf, size_t len) {
+  int fd = open(path, O_RDONLY | O_NONBLOCK);
+  if (fd < 0) return -1;
+  ssize_t n = read(fd, buf, len - 1);
+  close(fd);
+  if (n >= 0) buf[n] = 0;
+  return n;
+}
+
+/* Outputs never destroy what is there: a link stays a link and its target
+ * gets the data; a FIFO is written in place (its reader gets the data, it
+ * stays a FIFO); a character device made in a temporary directory (root
+ * only: mknod) stays a device; a failed write leaves no temporary. */
+static void test_targets(void) {
+  tp_config cfg;
+  base_cfg(&cfg);
+  tp_report_input in = {.cfg = &cfg};
+  char err[512] = "", dir[400], target[450], link[450], fifo[450], node[450], buf[8192];
+  snprintf(dir, sizeof(dir), "%s/targets", tmpdir);
+  mkdir(dir, 0755);
+  snprintf(target, sizeof(target), "%s/real.json", dir);
+  snprintf(link, sizeof(link), "%s/link.json", dir);
+  symlink("real.json", link);
+  CHECK_INT(tp_report_json(link, &in, err, sizeof(err)), 0, "targets: JSON through a link to a new file");
+  struct stat st;
+  CHECK(lstat(link, &st) == 0 && S_ISLNK(st.st_mode), "targets: the link is still a link");
+  CHECK(slurp(target, buf, sizeof(buf)) > 0 && strstr(buf, "\"schema\""),
+        "targets: its target holds the document");
+  CHECK_INT(tp_report_json(link, &in, err, sizeof(err)), 0, "targets: and again, over the existing target");
+  CHECK(lstat(link, &st) == 0 && S_ISLNK(st.st_mode), "targets: still a link");
+  CHECK_INT(dir_entries(dir), 2, "targets: no temporary left beside them");
+
+  snprintf(fifo, sizeof(fifo), "%s/fifo", dir);
+  mkfifo(fifo, 0600);
+  /* A reader first (the write then never blocks: the document fits the
+   * pipe's buffer). */
+  int rd = open(fifo, O_RDONLY | O_NONBLOCK);
+  CHECK_INT(tp_report_json(fifo, &in, err, sizeof(err)), 0, "targets: JSON into a FIFO with a reader");
+  ssize_t got = rd >= 0 ? read(rd, buf, sizeof(buf) - 1) : -1;
+  if (got >= 0) buf[got] = 0;
+  CHECK(got > 0 && strstr(buf, "\"schema\""), "targets: the reader got the document (%zd bytes)", got);
+  if (rd >= 0) close(rd);
+  CHECK(lstat(fifo, &st) == 0 && S_ISFIFO(st.st_mode), "targets: the FIFO is still a FIFO");
+
+  /* -f at a FIFO: the composing models' files go to the directory given,
+   * not beside the FIFO; without one they are not written, and said. */
+  tp_level_result lv[1];
+  memset(lv, 0, sizeof(lv));
+  tp_server_model_stats models[2];
+  memset(models, 0, sizeof(models));
+  snprintf(models[0].name, sizeof(models[0].name), "ensemble");
+  models[0].is_target = true;
+  snprintf(models[1].name, sizeof(models[1].name), "postprocessing");
+  lv[0].server_models = models;
+  lv[0].n_server_models = 2;
+  lv[0].requests = lv[0].succeeded = 1;
+  char side[450], cpath[600];
+  snprintf(side, sizeof(side), "%s/artifacts", dir);
+  mkdir(side, 0755);
+  rd = open(fifo, O_RDONLY | O_NONBLOCK);
+  CHECK_INT(tp_report_pa_csv_files(fifo, side, lv, 1, false, err, sizeof(err)), 0, "targets: -f into a FIFO");
+  snprintf(cpath, sizeof(cpath), "%s/postprocessing_v1.fifo", side);
+  CHECK(access(cpath, R_OK) == 0, "targets: the composing file went to the artifact directory");
+  CHECK_INT(dir_entries(dir), 4, "targets: nothing beside the FIFO");
+  unlink(cpath);
+  CHECK_INT(tp_report_pa_csv_files(fifo, NULL, lv, 1, false, err, sizeof(err)), 0,
+            "targets: -f into a FIFO, no directory");
+  CHECK(strstr(err, "not written") != NULL, "targets: the composing file not written is said (%s)", err);
+  CHECK_INT(dir_entries(dir), 4, "targets: still nothing beside the FIFO");
+  if (rd >= 0) close(rd);
+  rmdir(side);
+
+  snprintf(node, sizeof(node), "%s/null", dir);
+  if (mknod(node, S_IFCHR | 0666, makedev(1, 3)) == 0) {
+    CHECK_INT(tp_report_json(node, &in, err, sizeof(err)), 0, "targets: JSON into a character device");
+    CHECK(lstat(node, &st) == 0 && S_ISCHR(st.st_mode) && st.st_rdev == makedev(1, 3),
+          "targets: the device node is still the same device node");
+    CHECK_INT(dir_entries(dir), 4, "targets: no temporary beside it");
+    unlink(node);
+  } else {
+    printf("ok %d - targets: character device # SKIP mknod: %s\n", ++tp_test_n_, strerror(errno));
+  }
+  unlink(fifo);
+  unlink(link);
+  unlink(target);
+  rmdir(dir);
 }
 
 int main(void) {
@@ -688,9 +964,13 @@ int main(void) {
   test_text_full();
   test_text_no_tokens();
   test_text_all_failed();
+  test_text_server_away();
   test_json_full();
+  test_json_server_away();
   test_json_errors();
   test_pa_csv();
+  test_targets();
+  test_partial();
   rmdir(tmpdir);
   return tp_test_done();
 }

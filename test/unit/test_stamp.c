@@ -7,6 +7,7 @@
  * shared machine's scheduling; the delays they are held against are 10 times
  * larger. */
 #include <arpa/inet.h>
+#include <inttypes.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdbool.h>
@@ -322,7 +323,84 @@ static void test_transmit(void) {
   close(wr);
 }
 
+/* What the loop's reads tell about the loop (docs/metrics.md, "Fidelity"):
+ * each read is counted, and its lag (the clock at the read minus the
+ * kernel's stamp of its newest bytes) goes to the sink: bytes left waiting
+ * 30 ms report at least that, and no more than the time since their write.
+ * Two reads of one segment get one time, so that responses read together
+ * share it exactly; a read dated on another thread is counted too. */
+typedef struct lags {
+  uint64_t n, last, max;
+} lags;
+
+static void on_lag(void *ctx, uint64_t ns) {
+  lags *l = ctx;
+  l->n++;
+  l->last = ns;
+  if (ns > l->max) l->max = ns;
+}
+
+static void test_read_lag(void) {
+  uv_loop_t loop;
+  int rd = -1, wr = -1;
+  if (!open_stamped(&loop, &rd, &wr, "lag: ")) return;
+  lags l = {0, 0, 0};
+  tp_stamp_set_lag_sink(&loop, on_lag, &l);
+  char buf[64];
+  uint64_t at = 0, at2 = 0, written = 0, read_at = 0;
+  ssize_t n = 0, n2 = 0;
+  uint64_t reads0 = 0;
+  /* Up to three tries, as above: a stepped wall clock refuses one stamp. */
+  for (int attempt = 1; attempt <= 3; attempt++) {
+    new_batch(&loop);
+    l.n = 0;
+    reads0 = tp_stamp_reads(&loop);
+    written = tp_now_ns();
+    CHECK_INT(write(wr, "abcd", 4), 4, "lag: write");
+    sleep_ms(30);
+    read_at = tp_now_ns();
+    n = tp_stamp_recv(&loop, rd, buf, 2, &at); /* half the segment */
+    n2 = tp_stamp_recv(&loop, rd, buf, sizeof(buf), &at2); /* the rest of it */
+    if (n == 2 && n2 == 2 && l.n == 2) break;
+    printf("# try %d: %zd + %zd bytes, %" PRIu64 " lags\n", attempt, n, n2, l.n);
+    drain(rd);
+  }
+  uint64_t after = tp_now_ns();
+  CHECK(n == 2 && n2 == 2, "lag: one segment read in two reads");
+  CHECK_INT(tp_stamp_reads(&loop) - reads0, 2, "lag: every read counted");
+  CHECK_INT(l.n, 2, "lag: each read with a stamp gives its lag");
+  CHECK(l.max >= 25 * MS, "lag: bytes left waiting 30 ms report that wait (%.3f ms)", (double)l.max / MS);
+  CHECK(l.max <= after - written, "lag: never more than the time since the write (%.3f ms, %.3f ms)",
+        (double)l.max / MS, (double)(after - written) / MS);
+  CHECK(at == at2 && at != 0, "lag: both reads of the one segment get one time, exactly");
+  (void)read_at;
+
+  /* A read another thread dated: counted, its lag from the given time. */
+  uint64_t r0 = tp_stamp_reads(&loop);
+  l.n = 0;
+  tp_stamp_note_read(&loop, tp_now_ns() - 5 * MS);
+  CHECK(tp_stamp_reads(&loop) == r0 + 1 && l.n == 1 && l.last >= 5 * MS && l.last < 5 * MS + 500 * MS,
+        "lag: a read dated elsewhere counts, its lag from its stamp (%.3f ms)", (double)l.last / MS);
+  tp_stamp_note_read(&loop, 0);
+  CHECK(tp_stamp_reads(&loop) == r0 + 2 && l.n == 1, "lag: one without a stamp counts, with no lag");
+  tp_stamp_set_lag_sink(&loop, NULL, NULL);
+  tp_stamp_note_read(&loop, tp_now_ns());
+  CHECK(l.n == 1, "lag: no sink, no lag handed over");
+
+  /* A loop without stamps installed counts nothing. */
+  uv_loop_t bare;
+  memset(&bare, 0, sizeof(bare)); /* uv_loop_init keeps data as it finds it */
+  uv_loop_init(&bare);
+  tp_stamp_note_read(&bare, tp_now_ns());
+  CHECK_INT(tp_stamp_reads(&bare), 0, "lag: a loop without stamps counts nothing");
+  uv_loop_close(&bare);
+  close(wr);
+  close(rd);
+  close_stamped(&loop, "lag: ");
+}
+
 int main(void) {
+  test_read_lag();
   test_from_realtime();
   test_kernel_stamps();
   test_recv();

@@ -188,6 +188,32 @@ static void test_resolve_mismatch(void) {
   }
 }
 
+/* --endpoint is checked as the URL's path is: another API's endpoint is
+ * refused, a path no API names is the user's. */
+static void test_override_mismatch(void) {
+  static const struct {
+    const char *url, *api, *override;
+  } t[] = {
+      {"http://h:8000", CHAT, "v1/completions"},
+      {"http://h:8000/v1", CHAT, "/v1/completions/"},
+      {"http://h:8000/v1", COMPL, "chat/completions"},
+      {"http://h:8000", COMPL, "http://other:9/v1/chat/completions?x=1"},
+      {"http://h:8000", CHAT, "/v1/models"},
+      {"http://h:8000", GEN, "/v2/models/ensemble/generate"},
+      {"http://h:8000", CHAT, "https://h/v2/models/ensemble/generate_stream"},
+  };
+  for (size_t i = 0; i < TP_ARRAY_LEN(t); i++) {
+    tp_url u;
+    tp_url_resolved r;
+    err[0] = 0;
+    int rv = tp_url_parse(t[i].url, &u, err, sizeof(err));
+    if (!rv) rv = tp_url_resolve(&u, t[i].api, t[i].override, &r, err, sizeof(err));
+    CHECK(rv == TP_EINVAL && strstr(err, "server.endpoint '") && strstr(err, t[i].override) &&
+              strstr(err, "names another endpoint than this API's") && strstr(err, t[i].api),
+          "--endpoint '%s' for %s refused: %s", t[i].override, t[i].api, err);
+  }
+}
+
 static void test_override_bad(void) {
   tp_url u;
   tp_url_resolved r;
@@ -205,5 +231,6 @@ int main(void) {
   test_parse_bad();
   test_resolve();
   test_resolve_mismatch();
+  test_override_mismatch();
   return tp_test_done();
 }

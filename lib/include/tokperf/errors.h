@@ -71,7 +71,8 @@ TP_API const char *tp_strerror(int code);
   X(TP_ERRCLASS_SERVER, "server_error") \
   X(TP_ERRCLASS_CANCELLED, "cancelled") \
   X(TP_ERRCLASS_TLS, "tls")          \
-  X(TP_ERRCLASS_HTTP_STATUS, "http_status")
+  X(TP_ERRCLASS_HTTP_STATUS, "http_status") \
+  X(TP_ERRCLASS_NOT_SENT, "not_sent")
 
 #define TP_ERRCLASS_ENUM(name, str) name,
 typedef enum tp_error_class { TP_ERROR_CLASSES(TP_ERRCLASS_ENUM) TP_ERRCLASS_COUNT } tp_error_class;

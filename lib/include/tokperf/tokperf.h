@@ -138,6 +138,11 @@ typedef struct tp_server_config {
    * max_output_tokens (0 = no bound) is cancelled and counted as failed. */
   uint64_t max_response_bytes;
   uint64_t max_output_tokens;
+  /* A server that stopped answering (docs/metrics.md, "When the server
+   * goes away"): requests that fail to reach it back off, and the level
+   * ends once this many in a row failed to reach it or were not sent
+   * (default 100; 0 = never). */
+  uint64_t max_consecutive_failures;
   bool skip_preflight;  /* skip ServerLive/ModelReady/ModelMetadata */
   bool no_server_stats; /* do not read Triton's ModelStatistics around each level */
 } tp_server_config;
@@ -381,6 +386,47 @@ typedef struct tp_session_summary {
   double tokens_avg;             /* input + output tokens of all its turns; -1 = not counted */
 } tp_session_summary;
 
+/* How far a level's numbers can be trusted: the client's own figures
+ * (docs/metrics.md, "Fidelity"). */
+typedef enum tp_fidelity_verdict {
+  TP_FIDELITY_OK = 0,          /* every figure within its threshold */
+  TP_FIDELITY_DEGRADED = 1,    /* a figure crossed its threshold: the reason names it */
+  TP_FIDELITY_CLIENT_BOUND = 2 /* the client itself was the bottleneck (its core busy, and late) */
+} tp_fidelity_verdict;
+
+typedef struct tp_fidelity {
+  /* Text responses of the measured requests that share their arrival
+   * time with the text response before them (one read, or one segment the
+   * kernel merged, brought both: the client cannot see the gap between
+   * them), out of the text responses that follow another of their
+   * request; merged_pct is the share, in percent (NaN when no request had
+   * two text responses). */
+  uint64_t merged_responses, response_gaps;
+  double merged_pct;
+  /* Successful requests with an ITL whose text responses include some
+   * that share a time (the ITL is marked: itl_merged in --json), and
+   * those whose text all came at one time (no ITL: unmeasured, not 0). */
+  uint64_t itl_merged_requests, itl_all_merged_requests;
+  /* Gaps of exactly 0 between text responses sharing a time: left out of
+   * the pooled ITL (itl_pooled_ms) and counted here. */
+  uint64_t itl_pooled_merged_gaps;
+  /* Loop lag: per read, the clock at the read minus the kernel's receive
+   * stamp of the newest bytes read (n = reads that had a stamp). */
+  tp_stat loop_lag_ms;
+  /* Over the level's wall time (wall_s, from its start to its last
+   * answer, warm-up included): reads per second, the CPU time of the
+   * thread that runs the loop (user + system) in percent of one core, and
+   * that of the whole process (every thread: the tokenizer's pool, an
+   * in-process mock, a reader thread).  -1 = not measured. */
+  uint64_t reads;
+  double wall_s, reads_per_s, client_cpu_pct, process_cpu_pct;
+  /* The verdict (a tp_fidelity_verdict; a number so that gates read it)
+   * and, unless ok, every figure that crossed its threshold, in words:
+   * "send lag p99 3.20 ms > 1 ms". */
+  uint64_t verdict;
+  char reason[256];
+} tp_fidelity;
+
 typedef struct tp_level_result {
   tp_load_mode load_mode;
   uint32_t concurrency;       /* the level's concurrency, or the cap in rate mode (0 = none) */
@@ -500,7 +546,38 @@ typedef struct tp_level_result {
   bool incomplete;          /* a rank failed: its share of the load and its records are missing */
   double clock_uncertainty_us; /* the largest rank's offset uncertainty: the merged time line's precision */
   const tp_rank_info *rank_info; /* ranks entries, owned by the run */
+
+  /* The server going away (docs/metrics.md, "When the server goes away"):
+   * runs of requests in a row that failed to reach it (connection refused,
+   * lost or timed out before any byte of an answer) or were not sent while
+   * backing off; the longest one's first failure and the first answer
+   * after it, in seconds from the level's start (back < 0: none by the
+   * level's end), and its length.  server_outages == 0: none. */
+  uint32_t server_outages;
+  double server_away_s, server_back_s;
+  uint64_t server_away_requests;
+  bool server_gone; /* max_consecutive_failures in a row ended the level */
+  /* An interruption (Ctrl-C, SIGTERM, SIGHUP) cut the level short: it ran
+   * partial_ran_s seconds (from its start to the interruption) of the
+   * partial_planned_s it was set to run (warm-up and duration; 0 = not
+   * set by time), or of partial_planned_requests (the measured requests,
+   * or sessions, of a count; 0 = not set by count).  Its figures cover
+   * what ran. */
+  bool partial;
+  double partial_ran_s, partial_planned_s;
+  uint64_t partial_planned_requests;
+  /* The client's own figures and its verdict on them; in a distributed
+   * run, the loop lag, reads and CPU are rank 0's. */
+  tp_fidelity fidelity;
 } tp_level_result;
+
+/* A run whose error rate at some level exceeds this is said in one line on
+ * stderr even without --max-error-rate (which makes it fail). */
+#define TP_ERROR_RATE_WARN 0.10
+
+/* "ok", "degraded" or "client-bound" for a tp_fidelity verdict; "?" for
+ * another value. */
+TP_API const char *tp_fidelity_verdict_name(uint64_t verdict);
 
 /* ------------------------------------------------------------------------ */
 /* A run: a sweep of levels.                                                */
@@ -559,6 +636,15 @@ TP_API int tp_run_check_gates(const tp_run *run, FILE *out);
  * units). Returns TP_EIO with a message in err when the file cannot be
  * written. */
 TP_API int tp_run_write_json(const tp_run *run, const char *path, char *err, size_t errlen);
+/* Writes len bytes to path as tokperf writes every output: through a
+ * temporary file and a rename (its symbolic links followed), a FIFO or a
+ * character device in place, no temporary left on failure.  Returns 0, or
+ * TP_EIO with a message in err ("no space left on DIR (FILE not written
+ * whole)" on a full disk). */
+TP_API int tp_write_file(const char *path, const void *data, size_t len, char *err, size_t errlen);
+/* The same document printed to out (no temporary file).  Returns 0, or
+ * TP_EIO / TP_ENOMEM with a message in err. */
+TP_API int tp_run_print_json(const tp_run *run, FILE *out, char *err, size_t errlen);
 /* Writes perf_analyzer's latency report (its -f FILE: one CSV row per
  * level, times in microseconds; docs/metrics.md says what fills each
  * column), and with an ensemble one file per composing model beside it
@@ -567,6 +653,12 @@ TP_API int tp_run_write_json(const tp_run *run, const char *path, char *err, siz
 TP_API int tp_run_write_latency_csv(const tp_run *run, const char *path, bool verbose, char *err, size_t errlen);
 
 TP_API void tp_run_free(tp_run *run);
+/* The first of the run's own outputs that could not be written whole
+ * during tp_run_exec (the records file, the artifact directory's files),
+ * in words that name the file and, on a full disk, "no space left on DIR";
+ * NULL when every one was.  What was measured is still in the run (its
+ * reports, --json and -f are written by the caller). */
+TP_API const char *tp_run_output_error(const tp_run *run);
 
 
 /* Where the run wrote its artifacts ("" = none); borrowed. */

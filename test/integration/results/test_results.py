@@ -144,7 +144,8 @@ try:
 
         with open(os.path.join(d, "profile_export_genai_perf.json")) as f:
             gj = json.load(f)
-        units = {k: v["unit"] for k, v in gj.items() if k != "input_config"}
+        # input_config and tokperf_fidelity (tokperf's own member) are no metrics.
+        units = {k: v["unit"] for k, v in gj.items() if k not in ("input_config", "tokperf_fidelity")}
         want_units = {"request_throughput": "requests/sec", "request_latency": "ms", "time_to_first_token": "ms",
                       "output_token_throughput": "tokens/sec", "output_sequence_length": "tokens",
                       "input_sequence_length": "tokens", "request_count": "count"}

@@ -8,6 +8,13 @@
  *       what a TensorRT-LLM ensemble streams for one request.
  *   DIR/doc/inference.GRPCInferenceService/ModelInfer
  *       one framed ModelInferResponse holding the whole text (unary answer).
+ *   DIR/doc/vllm.grpc.engine.VllmEngine/Generate
+ *       RESPONSES framed GenerateResponse chunks, one token id each with
+ *       vLLM's counts of the step, then the complete repeating the last: what
+ *       vLLM's own gRPC server streams for one request.
+ *   DIR/doc/sglang.grpc.scheduler.SglangScheduler/Generate
+ *       RESPONSES - 1 chunks with SGLang's running counts, then the complete
+ *       carrying the last token id.
  *   DIR/req_stream.bin, DIR/req_unary.bin
  *       one framed ModelInferRequest each, built by the same code tokperf
  *       sends with (tp_triton_build_infer), for h2load -d and the Python peer.
@@ -28,6 +35,8 @@
 
 #include "api/tp_triton.h"
 #include "grpc_service.pb-c.h"
+#include "sglang_scheduler.pb-c.h"
+#include "vllm_engine.pb-c.h"
 #include "transport/tp_grpc.h"
 #include "tokperf/tokperf.h"
 
@@ -134,6 +143,79 @@ static int write_request(const char *dir, const char *name, int streaming) {
   return rv;
 }
 
+/* Appends msg framed with its gRPC prefix at body + *len. */
+static int put_framed(uint8_t *body, size_t cap, size_t *len, const ProtobufCMessage *msg) {
+  size_t n = protobuf_c_message_get_packed_size(msg);
+  if (*len + TP_GRPC_PREFIX_BYTES + n > cap) return -1;
+  tp_grpc_put_prefix(body + *len, (uint32_t)n);
+  protobuf_c_message_pack(msg, body + *len + TP_GRPC_PREFIX_BYTES);
+  *len += TP_GRPC_PREFIX_BYTES + n;
+  return 0;
+}
+
+/* The engines' Generate streams of n tokens (see the header). */
+static int write_engine_bodies(const char *doc, long n) {
+  char dir[4200];
+  size_t cap = (size_t)n * 64 + 256, len = 0;
+  uint8_t *body = malloc(cap);
+  if (body == NULL) return -1;
+  uint32_t id = 0;
+  for (long i = 0; i < n; i++) {
+    id = 100 + (uint32_t)(i % 16);
+    Vllm__Grpc__Engine__GenerateStreamChunk c = VLLM__GRPC__ENGINE__GENERATE_STREAM_CHUNK__INIT;
+    c.n_token_ids = 1;
+    c.token_ids = &id;
+    c.prompt_tokens = 64;
+    c.completion_tokens = 1;
+    Vllm__Grpc__Engine__GenerateResponse r = VLLM__GRPC__ENGINE__GENERATE_RESPONSE__INIT;
+    r.response_case = VLLM__GRPC__ENGINE__GENERATE_RESPONSE__RESPONSE_CHUNK;
+    r.chunk = &c;
+    if (put_framed(body, cap, &len, &r.base)) return -1;
+  }
+  Vllm__Grpc__Engine__GenerateComplete vc = VLLM__GRPC__ENGINE__GENERATE_COMPLETE__INIT;
+  vc.n_output_ids = 1;
+  vc.output_ids = &id;
+  vc.finish_reason = "length";
+  vc.prompt_tokens = 64;
+  vc.completion_tokens = 1;
+  Vllm__Grpc__Engine__GenerateResponse vr = VLLM__GRPC__ENGINE__GENERATE_RESPONSE__INIT;
+  vr.response_case = VLLM__GRPC__ENGINE__GENERATE_RESPONSE__RESPONSE_COMPLETE;
+  vr.complete = &vc;
+  if (put_framed(body, cap, &len, &vr.base)) return -1;
+  snprintf(dir, sizeof(dir), "%s/vllm.grpc.engine.VllmEngine", doc);
+  if (mkdir_p(dir) || write_file(dir, "Generate", body, len)) return -1;
+
+  len = 0;
+  for (long i = 0; i < n; i++) {
+    id = 100 + (uint32_t)(i % 16);
+    Sglang__Grpc__Scheduler__GenerateResponse r = SGLANG__GRPC__SCHEDULER__GENERATE_RESPONSE__INIT;
+    Sglang__Grpc__Scheduler__GenerateStreamChunk c = SGLANG__GRPC__SCHEDULER__GENERATE_STREAM_CHUNK__INIT;
+    Sglang__Grpc__Scheduler__GenerateComplete e = SGLANG__GRPC__SCHEDULER__GENERATE_COMPLETE__INIT;
+    r.request_id = "bench-0";
+    if (i < n - 1) {
+      c.n_token_ids = 1;
+      c.token_ids = &id;
+      c.prompt_tokens = 64;
+      c.completion_tokens = (int32_t)(i + 1);
+      r.response_case = SGLANG__GRPC__SCHEDULER__GENERATE_RESPONSE__RESPONSE_CHUNK;
+      r.chunk = &c;
+    } else {
+      e.n_output_ids = 1;
+      e.output_ids = &id;
+      e.finish_reason = "length";
+      e.prompt_tokens = 64;
+      e.completion_tokens = (int32_t)n;
+      r.response_case = SGLANG__GRPC__SCHEDULER__GENERATE_RESPONSE__RESPONSE_COMPLETE;
+      r.complete = &e;
+    }
+    if (put_framed(body, cap, &len, &r.base)) return -1;
+  }
+  snprintf(dir, sizeof(dir), "%s/sglang.grpc.scheduler.SglangScheduler", doc);
+  int rv = mkdir_p(dir) || write_file(dir, "Generate", body, len) ? -1 : 0;
+  free(body);
+  return rv;
+}
+
 int main(int argc, char **argv) {
   if (argc < 2 || argc > 3) {
     fprintf(stderr, "usage: bench_body DIR [RESPONSES]\n");
@@ -167,6 +249,7 @@ int main(int argc, char **argv) {
   free(body);
 
   if (write_request(dir, "req_stream.bin", 1) || write_request(dir, "req_unary.bin", 0)) return 1;
+  if (write_engine_bodies(doc, n)) return 1;
   printf("bench_body: %ld responses, %zu bytes streamed, %zu bytes unary, in %s\n", n, stream_len,
          len, svc);
   return 0;

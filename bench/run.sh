@@ -23,6 +23,12 @@
 #      50,000/s and above, 20 us; 0: none; BENCH_G_RT=1: SCHED_FIFO, off by
 #      default), and the pauses a bare spin loop sees on the client's CPU
 #      (the floor under any send lag).
+#   h. the engines' own gRPC beside Triton's (not in the default list:
+#      BENCH_ONLY=h): streamed responses/s at c=1, 64, 256 and client CPU per
+#      request of --service-kind vllm-grpc and sglang-grpc against the Triton
+#      gRPC path, the same nghttpd replaying 128 tokens for each protocol
+#      (bench_body), then the mock; BENCH_H_TOKENIZER (the tokenizer
+#      sglang-grpc needs; default the test build's words model when there).
 #
 # The machine is shared and small: every figure that compares two clients
 # is a ratio taken in the same run against the same server; the client is
@@ -753,6 +759,70 @@ if want g; then
   fi
 fi
 PRIO=()
+
+# ============================================================================
+# h: the engines' own gRPC (vllm-grpc, sglang-grpc) beside Triton's gRPC
+# ============================================================================
+if want h; then
+  H_TOK=${BENCH_H_TOKENIZER:-$BUILD/test/data/words.model}
+  H_KINDS="triton vllm-grpc"
+  [ -f "$H_TOK" ] && H_KINDS="$H_KINDS sglang-grpc" || log "h: no tokenizer at $H_TOK: sglang-grpc left out"
+  # h_run NAME SERVER_PID ADDR KIND C ARGS...: one level of one protocol;
+  # sets H_R (responses/s), H_US (client CPU microseconds per request in
+  # the measured window), H_CPU (% of its CPU the client got).
+  h_run() {
+    local name=$1 spid=$2 addr=$3 kind=$4 c=$5 n
+    shift 5
+    local extra=()
+    [ "$kind" = sglang-grpc ] && extra=(--tokenizer "$H_TOK")
+    run_tp "$name" "$spid" -u "$addr" --service-kind "$kind" --no-server-stats --concurrency "$c" \
+      --duration "${SECS}s" --warmup-duration "${WARM}s" "${extra[@]}" "$@"
+    H_R=$T_R H_CPU=$T_CPU
+    n=$("$UTIL" get "$OUT/$name.json" levels.0.succeeded 2>/dev/null)
+    set -- $(window "$OUT/$name.cpu" "$("$UTIL" get "$OUT/$name.json" levels.0.duration_s 2>/dev/null || echo "$SECS")")
+    H_US=$([[ "${4:-}" =~ ^[0-9.e+-]+$ && "$n" =~ ^[0-9]+$ && "$n" -gt 0 ]] && calc "$4 * 1000000 / $n" || echo n/a)
+  }
+  h_server() { # h_server LABEL SERVER_PID ADDR ARGS...
+    local label=$1 spid=$2 addr=$3 c k r0 u0 c0
+    shift 3
+    for c in 1 64 256; do
+      r0="" u0=""
+      for k in $H_KINDS; do
+        log "h: $k streaming c=$c against $label"
+        h_run "h_${label}_${k}_c$c" "$spid" "$addr" "$k" "$c" "$@"
+        row h "$k streaming c=$c ($label)" "$H_R" "responses/s" "" "taskset -c $CCPU, used ${H_CPU}% of it" "$H_CPU" "$T_SRV"
+        row h "  client CPU per request, $k c=$c ($label)" "$H_US" "us" "" "utime+stime over the measured window / requests"
+        if [ "$k" = triton ]; then
+          r0=$H_R u0=$H_US c0=$H_CPU
+        else
+          row h "  $k / triton, responses/s per client CPU-second, c=$c ($label)" \
+            "$(ratio "$(per_cpu "$H_R" "$H_CPU")" "$(per_cpu "$r0" "$c0")")" \
+            "fraction" ">= 0.9" "same server, same run"
+          row h "  $k / triton, CPU per request, c=$c ($label)" "$(ratio "$H_US" "$u0")" "fraction" "<= 1.1" \
+            "same server, same run"
+        fi
+      done
+    done
+  }
+  "$BODY" "$OUT/body" 128 >"$OUT/body.log" || { log "bench_body failed"; exit 1; }
+  H_PORT=$(free_port)
+  taskset -c "$SCPU" "${PRIO[@]}" timeout 900 nghttpd --no-tls -a 127.0.0.1 -n 1 -m 4096 \
+    -d "$OUT/body/doc" --trailer 'grpc-status: 0' "$H_PORT" >"$OUT/h_nghttpd.log" 2>&1 &
+  t=$!
+  PIDS+=("$t")
+  if wait_port "$H_PORT"; then
+    H_PID=$(children "$t")
+    h_server nghttpd "$H_PID" "127.0.0.1:$H_PORT" --skip-preflight
+    stop "$H_PID"
+  else
+    log "h: nghttpd did not start"
+  fi
+  start_mock h_mock --ttft-ms 0 --itl-ms 0 --itl-us-per-seq 0 --prefill-us-per-token 0 \
+    --prefill-queue-ms 0 --output-tokens 128 --max-batch 100000 && {
+    h_server mock "$MOCK_PID" "$MOCK_ADDR"
+    stop "$MOCK_PID"
+  }
+fi
 
 # ============================================================================
 # the table

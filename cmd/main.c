@@ -94,12 +94,12 @@ static int mock_start(tp_cli *cli, cli_mock *cm, char *err, size_t errlen) {
   mc.host = "127.0.0.1";
   mc.grpc_port = 0;
   /* The HTTP side only when an HTTP service is measured or /metrics read. */
-  mc.http_port = c->server.service_kind == TP_SERVICE_TRITON && !c->server.metrics_url ? -1 : 0;
+  mc.http_port = tp_service_kind_is_grpc(c->server.service_kind) && !c->server.metrics_url ? -1 : 0;
   mc.quiet = true;
   int rv = tp_mock_start(&cm->m, &mc, err, errlen);
   if (rv) return rv;
   snprintf(cm->url, sizeof(cm->url), "127.0.0.1:%d",
-           c->server.service_kind == TP_SERVICE_TRITON ? tp_mock_port(cm->m) : tp_mock_http_port(cm->m));
+           tp_service_kind_is_grpc(c->server.service_kind) ? tp_mock_port(cm->m) : tp_mock_http_port(cm->m));
   c->server.url = cm->url;
   if (scrape_mock) {
     snprintf(cm->metrics_url, sizeof(cm->metrics_url), "http://127.0.0.1:%d/metrics", tp_mock_http_port(cm->m));

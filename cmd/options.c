@@ -188,9 +188,11 @@ static const tp_setting config_rows[] = {
       "http://host:8000/v1 (the API's path is added) or a full endpoint URL (default for HTTP APIs: "
       "localhost:8000)",
       "localhost:8001", 0),
-    CE("server.service_kind", "--service-kind", server.service_kind, "triton|openai",
-       "triton|openai-completions|openai|triton-generate|openai-chat=2", G_SERVER,
-       "kind of server (openai: any OpenAI-compatible API)", "openai"),
+    CE("server.service_kind", "--service-kind", server.service_kind, "triton|openai|vllm-grpc|sglang-grpc",
+       "triton|openai-completions|openai|triton-generate|openai-chat=2|vllm-grpc|sglang-grpc", G_SERVER,
+       "kind of server (openai: any OpenAI-compatible API; vllm-grpc, sglang-grpc: the engine's own gRPC, "
+       "token ids in and out, docs/engines.md)",
+       "openai"),
     C("server.endpoint", "--endpoint", TP_SET_STR, server.endpoint, "PATH", 1, 0, G_SERVER,
       "request path instead of the API's own: /PATH on the --url host, PATH below the --url path "
       "(GenAI-Perf's "
@@ -449,7 +451,8 @@ static const tp_setting cli_rows[] = {
     L("server.headers", "-H|--header", TP_SET_STR_LIST, headers, "'NAME: VALUE'", NULL, 1, 0, NULL, G_SERVER,
       "extra request header, repeatable (gRPC metadata too)", "X-Team: bench", 0),
     L("server.extra_inputs", "--extra-inputs", TP_SET_STR_LIST, extra_inputs, "NAME:VALUE|JSON", NULL, 1, 0, NULL,
-      G_SERVER, "extra request body field(s) for HTTP APIs, repeatable", "temperature:0", 0),
+      G_SERVER, "extra request body field(s) for HTTP APIs, sampling fields for vllm-grpc and sglang-grpc, "
+      "repeatable", "temperature:0", 0),
     /* Other tools' flags: mapped after parsing, or said to have no effect. */
     /* The CLI starts the mock (cmd/main.c); its model and faults are the
      * --mock- rows, bound to tp_mock_config. */
@@ -812,7 +815,13 @@ int tp_cli_parse_profile(tp_cli *cli, int argc, char **argv) {
   /* Without -u, an HTTP API is looked for where GenAI-Perf and vLLM look:
    * port 8000 (Triton's HTTP port, vLLM's default). */
   if (!GIVEN_CFG("server.url") && c->server.service_kind != TP_SERVICE_TRITON)
-    c->server.url = "localhost:8000";
+    c->server.url = c->server.service_kind == TP_SERVICE_VLLM_GRPC     ? "localhost:50051"
+                    : c->server.service_kind == TP_SERVICE_SGLANG_GRPC ? "localhost:30000"
+                                                                       : "localhost:8000";
+  /* The engine protocols name no model: -m is only the results' label. */
+  if ((c->server.service_kind == TP_SERVICE_VLLM_GRPC || c->server.service_kind == TP_SERVICE_SGLANG_GRPC) &&
+      !GIVEN_CFG("server.model"))
+    c->server.model = "";
   if (cli->api_key_file && read_api_key(cli)) return TP_EXIT_USAGE;
   if (!cli->api_key) {
     const char *k = getenv("OPENAI_API_KEY");

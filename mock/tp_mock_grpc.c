@@ -255,6 +255,10 @@ static int on_message(void *user_data, const uint8_t *data, size_t len, bool com
     case M_MODEL_INFER: tp__mock_start_infer(st, data, len, true); break;
     case M_MODEL_STREAM_INFER: tp__mock_start_infer(st, data, len, false); break;
     case M_MODEL_STATISTICS: reply_model_statistics(st, data, len); break;
+    case M_ENGINE_GENERATE:
+    case M_ENGINE_HEALTH:
+    case M_ENGINE_ABORT:
+    case M_ENGINE_MODEL_INFO: tp__mock_engine_message(st, data, len); break;
     default: break;
   }
   return 0;
@@ -306,13 +310,14 @@ static void stream_begin(mstream *st) {
     for (size_t i = 0; i < TP_ARRAY_LEN(methods); i++)
       if (strcmp(st->path + pl, methods[i].name) == 0) st->method = methods[i].m;
   }
+  if (st->method == M_UNKNOWN && !st->path_too_long) st->method = tp__mock_engine_method(st->path, &st->engine);
   if (st->method == M_UNKNOWN) {
     char msg[200];
     snprintf(msg, sizeof(msg), "Method not found: %s", st->path);
     tp__mock_stream_finish(st, TP_GRPC_UNIMPLEMENTED, msg);
     return;
   }
-  if (st->method == M_MODEL_INFER || st->method == M_MODEL_STREAM_INFER) {
+  if (st->method == M_MODEL_INFER || st->method == M_MODEL_STREAM_INFER || st->method == M_ENGINE_GENERATE) {
     st->counted = true;
     tp__mock_raise_max(&m->max_streams, ++m->active_streams);
     /* goaway_after_streams: this stream is the last one the connection

@@ -28,6 +28,12 @@ typedef enum method {
   M_MODEL_INFER,
   M_MODEL_STREAM_INFER,
   M_MODEL_STATISTICS,
+  /* The engines' own protocols (tp_mock_grpc_engine.c), on either
+   * service: mstream.engine says which. */
+  M_ENGINE_GENERATE,
+  M_ENGINE_HEALTH,
+  M_ENGINE_ABORT,
+  M_ENGINE_MODEL_INFO,
 } method;
 
 typedef struct mstream mstream;
@@ -46,6 +52,11 @@ struct mreq {
   bool num_tokens;   /* vLLM return_num_output_tokens */
   tp_buf text;       /* whole text for non-streaming answers */
   uint32_t index;    /* responses queued so far */
+  /* An engine protocol's Generate (tp_mock_grpc_engine.c): which one
+   * (tp_mock_engine_proto, 0 = KServe), and what it reports. */
+  int engine;
+  uint32_t prompt_tokens;
+  tp_buf ids; /* the output ids so far, uint32 each (a unary answer sends them all) */
 };
 
 struct mstream {
@@ -78,6 +89,7 @@ struct mstream {
   size_t blanks_head;
   uint64_t queued_total, sent_total; /* bytes of `out` ever queued / handed to nghttp2 */
   mreq *reqs;
+  int engine; /* the engine protocol of an M_ENGINE_* method (tp_mock_engine_proto) */
 };
 
 struct conn {
@@ -179,5 +191,22 @@ void tp__mock_req_free(mreq *r, tp__mock_outcome how);
 /* Starts one inference request on st from a ModelInferRequest's bytes.
  * unary: ModelInfer. */
 void tp__mock_start_infer(mstream *st, const uint8_t *data, size_t len, bool unary);
+/* Carries out r's fault, which is due now.  May free r, its stream and its
+ * connection. */
+void tp__mock_req_fire_fault(mreq *r, uint64_t now_ns);
+
+/* ---- the engines' own protocols (tp_mock_grpc_engine.c) --------------------- */
+
+/* Which engine protocol: 0 none (KServe), else one of these. */
+enum { TP_MOCK_ENGINE_VLLM = 1, TP_MOCK_ENGINE_SGLANG = 2 };
+
+/* The engine method a request path names (M_UNKNOWN when none), with the
+ * protocol in *engine. */
+method tp__mock_engine_method(const char *path, int *engine);
+/* A request message of an M_ENGINE_* method on st. */
+void tp__mock_engine_message(mstream *st, const uint8_t *data, size_t len);
+/* The inband_error fault of an engine request: SGLang's GenerateError
+ * message, or for vLLM, whose errors are statuses, INTERNAL. */
+void tp__mock_engine_inband_error(mreq *r, const char *msg);
 
 #endif

@@ -32,6 +32,7 @@ void tp__mock_req_free(mreq *r, tp__mock_outcome how) {
     st->reqs = r->next;
   if (r->next) r->next->prev = r->prev;
   tp_buf_fini(&r->text);
+  tp_buf_fini(&r->ids);
   tp__mock_job_fini(&r->job);
   free(r->version);
   free(r);
@@ -109,7 +110,7 @@ static void fire_goaway(mreq *r, const tp_mock_fault *f, uint64_t now_ns) {
 
 /* Carries out r's fault, which is due now (in place of token number
  * after_tokens).  May free r, its stream and its connection. */
-static void fire_fault(mreq *r, uint64_t now_ns) {
+void tp__mock_req_fire_fault(mreq *r, uint64_t now_ns) {
   mstream *st = r->st;
   conn *c = st->c;
   tp_mock *m = c->m;
@@ -141,6 +142,10 @@ static void fire_fault(mreq *r, uint64_t now_ns) {
       return;
     case TP_MOCK_FAULT_INBAND_ERROR:
       tp__mock_job_end(m, &r->job, TP__MOCK_FAILED, now_ns);
+      if (r->engine) {
+        tp__mock_engine_inband_error(r, msg);
+        return;
+      }
       if (r->unary) {
         tp__mock_stream_finish(st, TP_GRPC_INTERNAL, msg);
         return;
@@ -176,7 +181,7 @@ static void on_token(tp_timer *t, uint64_t now_ns) {
   bool trickle = false;
   tp__mock_tick k = tp__mock_job_tick(m, j, now_ns, &tok, bad, &text, &text_len, &trickle);
   if (k == TP__MOCK_TICK_FAULT) {
-    fire_fault(r, now_ns);
+    tp__mock_req_fire_fault(r, now_ns);
     return;
   }
   if (k == TP__MOCK_TICK_NONE) return;

@@ -38,6 +38,11 @@ typedef struct tp_client_event {
   /* The HTTP status of the reply this event came in; -1 = not known yet
    * (gRPC's status comes with the call's end, in tp_client_done). */
   int status;
+  /* The engine protocols (vllm-grpc, sglang-grpc) answer with token ids,
+   * not text: ids is set and token_ids counts the ids new in this
+   * response, which the run counts as the output exactly. */
+  bool ids;
+  uint32_t token_ids;
 } tp_client_event;
 
 /* How a request ended at the transport level. */
@@ -169,6 +174,12 @@ typedef struct tp_client_opts {
    * the Triton client keeps the model's metadata for their datatypes and
    * checks only that the model answers in text_output. */
   bool file_inputs;
+  /* The engine protocols send the prompt as token ids: encode gives the
+   * run tokenizer's ids of a text (*ids owned by the caller, free()), as
+   * the run counts input tokens.  NULL = no tokenizer (text, where the
+   * protocol takes it). */
+  int (*encode)(void *ud, const char *text, size_t len, int32_t **ids, size_t *n);
+  void *encode_ud;
 } tp_client_opts;
 
 /* ---- the optional operations, for callers that do not know the client ---- */

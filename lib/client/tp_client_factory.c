@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "client/tp_client_engine.h"
 #include "client/tp_client_http.h"
 #include "client/tp_client_triton.h"
 #include "client/tp_url.h"
@@ -22,7 +23,7 @@ static int read_url(const tp_client_spec *s, tp_url *u, char *err, size_t errlen
     tp_seterr(err, errlen, "server.url: %s", why);
     return TP_EINVAL;
   }
-  if (s->kind != TP_SERVICE_TRITON) return 0;
+  if (!tp_service_kind_is_grpc(s->kind)) return 0;
   /* gRPC has no path; a URL with one was meant for an HTTP API. */
   if (u->path[0] || u->query[0]) {
     tp_seterr(err, errlen,
@@ -32,7 +33,10 @@ static int read_url(const tp_client_spec *s, tp_url *u, char *err, size_t errlen
     return TP_EINVAL;
   }
   if (!u->port) {
-    tp_seterr(err, errlen, "server.url '%s': gRPC needs HOST:PORT (Triton's gRPC port is 8001)", s->url);
+    tp_seterr(err, errlen, "server.url '%s': gRPC needs HOST:PORT (%s)", s->url,
+              s->kind == TP_SERVICE_VLLM_GRPC     ? "vLLM's gRPC server listens on 50051 by default"
+              : s->kind == TP_SERVICE_SGLANG_GRPC ? "SGLang's gRPC mode listens on its --port"
+                                                  : "Triton's gRPC port is 8001");
     return TP_EINVAL;
   }
   return 0;
@@ -78,6 +82,12 @@ int tp_client_open(tp_client **out, uv_loop_t *loop, const tp_client_spec *s, co
     case TP_SERVICE_OPENAI_CHAT: return open_http(out, loop, s, TP_HTTP_API_OPENAI_CHAT, &co, cbs, err, errlen);
     case TP_SERVICE_TRITON_GENERATE:
       return open_http(out, loop, s, TP_HTTP_API_TRITON_GENERATE, &co, cbs, err, errlen);
+    case TP_SERVICE_VLLM_GRPC:
+      return tp_client_engine_new(out, loop, TP_ENGINE_VLLM, &co, s->extra_inputs, s->n_extra_inputs, cbs, err,
+                                  errlen);
+    case TP_SERVICE_SGLANG_GRPC:
+      return tp_client_engine_new(out, loop, TP_ENGINE_SGLANG, &co, s->extra_inputs, s->n_extra_inputs, cbs, err,
+                                  errlen);
   }
   tp_seterr(err, errlen, "unknown service kind %d", (int)s->kind);
   return TP_EINVAL;

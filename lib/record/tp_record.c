@@ -14,6 +14,7 @@ void tp_record_init(tp_record *r) {
   r->reasoning_tokens = -1;
   r->client_output_tokens = -1;
   r->client_input_tokens = -1;
+  r->output_ids = -1;
   tp_buf_init(&r->reasoning);
   r->grpc_status = -1;
 }

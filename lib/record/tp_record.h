@@ -82,6 +82,10 @@ typedef struct tp_record {
    * are the server's (--token-source); -1 = not counted. */
   int32_t client_output_tokens;
   int32_t client_input_tokens;
+  /* Token ids the answer carried (the engine protocols, which answer with
+   * ids, not text): the output counted exactly, with no tokenizer; -1 =
+   * the answer was text. */
+  int32_t output_ids;
   tp_buf reasoning;             /* reasoning_content, kept apart from the answer */
 
   char *err_msg; /* owned, NULL when none */

@@ -27,6 +27,12 @@ tp__tool_api tp__tool_api_of(const tp_config *cfg) {
           cfg->server.streaming ? "v2/models/{MODEL}/generate_stream" : "v2/models/{MODEL}/generate",
           "generate"};
       break;
+    case TP_SERVICE_VLLM_GRPC:
+      a = (tp__tool_api){"vllm-grpc", "vllm.grpc.engine.VllmEngine/Generate", "generate"};
+      break;
+    case TP_SERVICE_SGLANG_GRPC:
+      a = (tp__tool_api){"sglang-grpc", "sglang.grpc.scheduler.SglangScheduler/Generate", "generate"};
+      break;
     case TP_SERVICE_TRITON: break;
   }
   if (cfg->server.endpoint && *cfg->server.endpoint) a.endpoint = cfg->server.endpoint;

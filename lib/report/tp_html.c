@@ -334,7 +334,10 @@ static int header(tp_buf *o, const tp_html_input *in) {
     if (!rv) rv = tp_buf_append_str(o, " · target: ");
     if (!rv) rv = tp__html_esc(o, in->mock ? "built-in mock" : c->server.url ? c->server.url : "n/a");
     if (!rv)
-      rv = tp_buf_printf(o, " · backend: %s · streaming: %s · tokenizer: ", backend_name(c->server.backend),
+      rv = tp_buf_printf(o, " · backend: %s · streaming: %s · tokenizer: ",
+                         c->server.service_kind == TP_SERVICE_VLLM_GRPC ? "vllm-grpc"
+                         : c->server.service_kind == TP_SERVICE_SGLANG_GRPC ? "sglang-grpc"
+                                                                             : backend_name(c->server.backend),
                          c->server.streaming ? "on" : "off");
     if (!rv) rv = tp__html_esc(o, c->prompts.tokenizer ? c->prompts.tokenizer : "none");
     if (!rv && c->prompts.tokenizer && c->prompts.tokenizer_add_special_tokens)

@@ -40,6 +40,8 @@ const char *tp__report_service_kind_name(tp_service_kind k) {
     case TP_SERVICE_OPENAI_COMPLETIONS: return "openai-completions";
     case TP_SERVICE_OPENAI_CHAT: return "openai-chat";
     case TP_SERVICE_TRITON_GENERATE: return "triton-generate";
+    case TP_SERVICE_VLLM_GRPC: return "vllm-grpc";
+    case TP_SERVICE_SGLANG_GRPC: return "sglang-grpc";
   }
   return "unknown";
 }
@@ -608,7 +610,11 @@ void tp_report_text(FILE *out, const tp_report_input *in) {
                         : cfg->prompts.input_file ? cfg->prompts.input_file
                                                   : "synthetic prompts";
   fprintf(out, "Target: %s, model: %s, backend: %s, streaming: %s, tokenizer: %s, dataset: %s\n", target,
-          cfg->server.model ? cfg->server.model : NA, tp__report_backend_name(cfg->server.backend),
+          cfg->server.model ? cfg->server.model : NA,
+          /* The engine protocols are the backend's own. */
+          cfg->server.service_kind == TP_SERVICE_VLLM_GRPC || cfg->server.service_kind == TP_SERVICE_SGLANG_GRPC
+              ? tp__report_service_kind_name(cfg->server.service_kind)
+              : tp__report_backend_name(cfg->server.backend),
           cfg->server.streaming ? "on" : "off", in->tokenizer_desc ? in->tokenizer_desc : "none", dataset);
 
   bool noted_tokens = false;

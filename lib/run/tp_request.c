@@ -283,7 +283,9 @@ void tpr_req_on_event(void *req, const tp_client_event *ev, uint64_t arrival_ns)
   req_ctx *x = req;
   tp_record *rec = &x->run->lv.recs[x->seq];
   if (x->final_seen) return; /* nothing after the final response counts */
-  bool has_text = ev->text && ev->text_len > 0;
+  /* Token ids stand for text: the engine protocols answer with ids. */
+  bool has_text = (ev->text && ev->text_len > 0) || (ev->ids && ev->token_ids > 0);
+  if (ev->ids) rec->output_ids = (rec->output_ids < 0 ? 0 : rec->output_ids) + (int32_t)ev->token_ids;
   tp_record_add_response(rec, arrival_ns, has_text);
   /* Reasoning text is a generated token for timing, but kept apart. */
   tp_buf *into = ev->reasoning ? &rec->reasoning : &rec->text;

@@ -138,8 +138,11 @@ static int validate(const tp_config *c, char *err, size_t errlen) {
     tp_seterr(err, errlen, "load.burstiness: must be above 0 (1 is Poisson)");
     return TP_EINVAL;
   }
+  /* OpenAI servers take the first model they list; the engine protocols
+   * name none (one server, one model). */
   bool openai = c->server.service_kind == TP_SERVICE_OPENAI_CHAT ||
-                c->server.service_kind == TP_SERVICE_OPENAI_COMPLETIONS;
+                c->server.service_kind == TP_SERVICE_OPENAI_COMPLETIONS ||
+                c->server.service_kind == TP_SERVICE_VLLM_GRPC || c->server.service_kind == TP_SERVICE_SGLANG_GRPC;
   if (!c->server.model || (!*c->server.model && !openai)) {
     tp_seterr(err, errlen, "server.model: a model name is needed (e.g. ensemble)");
     return TP_EINVAL;
@@ -239,6 +242,8 @@ void tpr_artifact_dir_name(const tp_config *c, char *out, size_t outlen) {
     case TP_SERVICE_OPENAI_CHAT: api = "openai-chat"; break;
     case TP_SERVICE_OPENAI_COMPLETIONS: api = "openai-completions"; break;
     case TP_SERVICE_TRITON_GENERATE: api = "openai-generate"; break;
+    case TP_SERVICE_VLLM_GRPC: api = "vllm-grpc"; break;
+    case TP_SERVICE_SGLANG_GRPC: api = "sglang-grpc"; break;
     case TP_SERVICE_TRITON: break;
   }
   bool named = c->server.model && *c->server.model;

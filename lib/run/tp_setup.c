@@ -88,6 +88,14 @@ static int setup_tokenizer(tp_run *r, char *err, size_t errlen) {
   return 0;
 }
 
+/* A prompt's token ids for the engine protocols, counted as the run
+ * counts input tokens (with the special tokens when it adds them). */
+static int encode_prompt(void *ud, const char *text, size_t len, int32_t **ids, size_t *n) {
+  tp_run *r = ud;
+  return r->cfg.prompts.tokenizer_add_special_tokens ? tp_tok_encode_special(r->tok, text, len, ids, n)
+                                                     : tp_tok_encode(r->tok, text, len, ids, n);
+}
+
 /* The client for the service kind, with its connections and TLS; the
  * factory reads -u/--url, and r->target gets its "host:port". */
 static int setup_client(tp_run *r, char *err, size_t errlen) {
@@ -116,6 +124,8 @@ static int setup_client(tp_run *r, char *err, size_t errlen) {
   co->reader_thread = r->cfg.server.reader_thread;
   co->yield_to = r->timers; /* the pacer's sends go between slices of a burst */
   co->file_inputs = r->file_inputs;
+  co->encode = r->tok ? encode_prompt : NULL;
+  co->encode_ud = r;
   s.endpoint = r->cfg.server.endpoint;
   s.api_key = r->cfg.server.api_key;
   s.extra_inputs = r->cfg.server.extra_inputs;

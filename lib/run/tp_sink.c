@@ -161,7 +161,9 @@ static void count_tokens(count_job *j) {
     rec->reasoning_tokens =
         tp_tok_count(j->tok, (const char *)rec->reasoning.data, rec->reasoning.len, &n) == 0 ? (int64_t)n : -1;
   }
-  if (j->tok) {
+  if (rec->output_ids >= 0) {
+    rec->output_tokens = rec->output_ids; /* the ids themselves: exact */
+  } else if (j->tok) {
     size_t n = 0;
     rec->output_tokens =
         tp_tok_count(j->tok, rec->text.data ? (const char *)rec->text.data : "", rec->text.len, &n) == 0
@@ -216,6 +218,7 @@ static void batch_work(uv_work_t *w) {
  * which the client counts apart: they are taken off when it counted them. */
 static void choose_token_counts(const tp_run *r, tp_record *rec) {
   tp_token_source src = r->cfg.prompts.token_source;
+  if (rec->output_ids >= 0) rec->output_tokens = rec->output_ids;
   rec->client_output_tokens = rec->output_tokens;
   rec->client_input_tokens = rec->input_tokens;
   rec->server_counts = 0;
@@ -406,6 +409,17 @@ static void enqueue(tp_run *r, count_job *j) {
  * COUNT_WAIT_MS later (their lines reach the file that much later; no
  * timestamp moves), at once when the queue is full or nothing is in
  * flight. */
+/* Whether the tokenizer has nothing to do for these jobs: answers counted
+ * by their token ids (the engine protocols), no text sent to count apart,
+ * no reasoning.  They are then as cheap as without a tokenizer. */
+static bool nothing_to_count(count_job *const *jobs, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    const tp_record *s = &jobs[i]->snap;
+    if (jobs[i]->sent_text || s->output_ids < 0 || s->reasoning.len) return false;
+  }
+  return true;
+}
+
 static void submit(tp_run *r, count_job **jobs, size_t n) {
   level_state *L = &r->lv;
   /* The windows are fed as the request ends, not once its tokens are
@@ -416,7 +430,7 @@ static void submit(tp_run *r, count_job **jobs, size_t n) {
     L->pending_counts++;
     tpr_window_on_completion(r, &L->recs[jobs[i]->seq]);
   }
-  if (!r->tok && r->shed_records) {
+  if ((!r->tok || nothing_to_count(jobs, n)) && r->shed_records) {
     jobs_here(r, jobs, n);
     return;
   }

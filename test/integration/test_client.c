@@ -36,6 +36,10 @@ static void test_refusals(void) {
       {TP_SERVICE_OPENAI_CHAT, "http://127.0.0.1:9/v1/completions", NULL, "check --url and --endpoint-type"},
       {TP_SERVICE_TRITON_GENERATE, "127.0.0.1:8000", NULL, "the Triton generate endpoint needs a model name"},
       {(tp_service_kind)99, "127.0.0.1:1", NULL, "unknown service kind 99"},
+      {TP_SERVICE_VLLM_GRPC, "http://127.0.0.1:50051/v1", NULL, "a gRPC address has no path"},
+      {TP_SERVICE_VLLM_GRPC, "localhost", NULL, "vLLM's gRPC server listens on 50051"},
+      /* SGLang's scheduler takes token ids only: no tokenizer, no client. */
+      {TP_SERVICE_SGLANG_GRPC, "127.0.0.1:30000", NULL, "give --tokenizer"},
   };
   for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
     uv_loop_t loop = {0}; /* libuv keeps loop.data across init; the stamps read it */
@@ -86,6 +90,7 @@ static void test_choice(void) {
        "http://127.0.0.1:8000/v2/models/m/generate", "127.0.0.1:8000", false},
       {TP_SERVICE_TRITON_GENERATE, "127.0.0.1:8000", "m", true, "http",
        "http://127.0.0.1:8000/v2/models/m/generate_stream", "127.0.0.1:8000", false},
+      {TP_SERVICE_VLLM_GRPC, "grpc://127.0.0.1:50051", NULL, true, "vllm-grpc", NULL, "127.0.0.1:50051", false},
   };
   for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
     uv_loop_t loop = {0}; /* libuv keeps loop.data across init; the stamps read it */

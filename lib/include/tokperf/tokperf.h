@@ -71,8 +71,15 @@ typedef enum tp_service_kind {
   TP_SERVICE_TRITON = 0,             /* KServe v2 over gRPC */
   TP_SERVICE_OPENAI_COMPLETIONS = 1, /* OpenAI-compatible /v1/completions over HTTP (SSE) */
   TP_SERVICE_OPENAI_CHAT = 2,        /* OpenAI-compatible /v1/chat/completions */
-  TP_SERVICE_TRITON_GENERATE = 3     /* Triton's HTTP generate / generate_stream */
+  TP_SERVICE_TRITON_GENERATE = 3,    /* Triton's HTTP generate / generate_stream */
+  TP_SERVICE_VLLM_GRPC = 4,          /* vLLM's own gRPC, vllm.grpc.engine.VllmEngine (token ids) */
+  TP_SERVICE_SGLANG_GRPC = 5         /* SGLang's own gRPC, sglang.grpc.scheduler.SglangScheduler (token ids) */
 } tp_service_kind;
+
+/* The kinds spoken over gRPC (HOST:PORT, no path); the others are HTTP. */
+static inline bool tp_service_kind_is_grpc(tp_service_kind k) {
+  return k == TP_SERVICE_TRITON || k == TP_SERVICE_VLLM_GRPC || k == TP_SERVICE_SGLANG_GRPC;
+}
 
 
 

@@ -125,6 +125,24 @@ def generate_stubs(tmpdir):
     return grpc_service_pb2, grpc_service_pb2_grpc
 
 
+def generate_proto_stubs(tmpdir, name):
+    """Generates NAME_pb2{,_grpc}.py into tmpdir from proto/NAME.proto and
+    imports them.  Returns (pb2, pb2_grpc)."""
+    import importlib
+    proto_dir = os.path.join(source_root(), "proto")
+    cmd = [sys.executable, "-m", "grpc_tools.protoc", "-I", proto_dir,
+           "--python_out=" + tmpdir, "--grpc_python_out=" + tmpdir,
+           os.path.join(proto_dir, name + ".proto")]
+    res = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         timeout=60 * time_scale())
+    if res.returncode != 0:
+        raise RuntimeError("grpc_tools.protoc failed (%d): %s" %
+                           (res.returncode, res.stderr.decode(errors="replace")))
+    if tmpdir not in sys.path:
+        sys.path.insert(0, tmpdir)
+    return importlib.import_module(name + "_pb2"), importlib.import_module(name + "_pb2_grpc")
+
+
 def make_tmpdir(prefix):
     d = tempfile.mkdtemp(prefix=prefix)
     return d

@@ -90,12 +90,27 @@ int tp_stamp_enable_fd(int fd) {
 /* tp_stamp_from_realtime, and the stamp's age (how long ago the kernel
  * took it) in *age_ns. */
 static uint64_t from_realtime_age(const struct timespec *ts, uint64_t *age_ns) {
-  /* The two clocks are read back to back: the wall clock's offset from the
-   * monotonic one changes only by NTP slewing (parts per million of a few
-   * milliseconds here) or by a step, which the age bound catches. */
-  struct timespec real;
-  clock_gettime(CLOCK_REALTIME, &real);
-  uint64_t mono = tp_now_ns();
+  /* The wall clock's offset from the monotonic one changes only by NTP
+   * slewing (parts per million of a few milliseconds here) or by a step,
+   * which the age bound catches.  It is read between two monotonic
+   * readings: a thread preempted between the two clocks' reads would date
+   * the stamp late by the whole preemption (seen: a send stamp converted
+   * after the peer's receive stamp of the same bytes, on a busy machine),
+   * so a pair further apart than a few microseconds is read again, and the
+   * closest of a few tries is kept. */
+  struct timespec real = {0, 0};
+  uint64_t mono = 0, best_gap = UINT64_MAX;
+  for (int tries = 0; tries < 4 && best_gap > 5000; tries++) {
+    struct timespec r;
+    uint64_t m0 = tp_now_ns();
+    clock_gettime(CLOCK_REALTIME, &r);
+    uint64_t m1 = tp_now_ns();
+    if (m1 - m0 < best_gap) {
+      best_gap = m1 - m0;
+      real = r;
+      mono = m0 + (m1 - m0) / 2;
+    }
+  }
   int64_t age = (int64_t)(real.tv_sec - ts->tv_sec) * 1000000000 + (real.tv_nsec - ts->tv_nsec);
   if (age < 0 || age > (int64_t)10 * 1000000000 || (uint64_t)age >= mono) return 0;
   *age_ns = (uint64_t)age;

@@ -244,7 +244,7 @@ char *tp_records_format(const tp_record *rec, const tp_records_line *l) {
   /* Every count a figure of the report is made from, so that each
    * recomputes from the line: the server's input and cached counts, the
    * client's count of the reasoning text (a server's completion count
-   * includes it, docs/metrics.md "Token counts"), and which of the counts
+   * includes it, docs/metrics.md "Counting tokens"), and which of the counts
    * the report took (--token-source). */
   put_count_member(&b, "server_input_tokens", rec->server_input_tokens);
   put_count_member(&b, "server_cached_tokens", rec->server_cached_tokens);

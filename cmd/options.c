@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,54 +31,93 @@
 
 /* ---- custom rows ------------------------------------------------------------ */
 
+/* The keys --goodput takes: tokperf's, GenAI-Perf's (its goodput
+ * constraints, named after its per-request metrics) and vLLM bench serve's.
+ * Each bounds the figure tokperf computes under that name (docs/metrics.md,
+ * "Goodput"). */
+enum { GP_TTFT, GP_ITL, GP_TPOT, GP_LAT, GP_TTST, GP_TPS_USER, GP_COUNT };
+static const struct {
+  const char *name;
+  int bound;
+} goodput_keys[] = {
+    {"ttft", GP_TTFT},
+    {"itl", GP_ITL},
+    {"tpot", GP_TPOT},
+    {"latency", GP_LAT},
+    {"ttst", GP_TTST},
+    /* GenAI-Perf */
+    {"time_to_first_token", GP_TTFT},
+    {"time_to_second_token", GP_TTST},
+    {"inter_token_latency", GP_TPOT},
+    {"request_latency", GP_LAT},
+    {"output_token_throughput_per_user", GP_TPS_USER},
+    /* vLLM */
+    {"e2el", GP_LAT},
+    {"e2e", GP_LAT},
+};
+
+#define GOODPUT_KEYS                                                                                \
+  "ttft, itl, tpot, latency, ttst (ms); GenAI-Perf: time_to_first_token, time_to_second_token, "   \
+  "inter_token_latency, request_latency (ms), output_token_throughput_per_user (tokens/s, a floor); " \
+  "vLLM: ttft, tpot, e2el (ms)"
+#define GOODPUT_PAIRS "expected KEY:VALUE pairs such as ttft:200 itl:25 latency:5000; the keys: " GOODPUT_KEYS
+
 /* "ttft:200 itl:25 latency:5000" (spaces or commas between bounds, ms or a
- * unit). */
+ * unit; the per-user throughput in tokens/s).  Several words after the flag
+ * arrive joined by spaces (TP_SETF_NARGS). */
 static int parse_goodput(void *base, const tp_setting *s, const char *v, char *err, size_t errlen) {
   (void)s;
   tp_config *c = base;
-  char buf[256];
-  snprintf(buf, sizeof(buf), "%s", v);
-  double ttft = 0, itl = 0, lat = 0, tpot = 0;
+  char buf[512];
+  if (snprintf(buf, sizeof(buf), "%s", v) >= (int)sizeof(buf)) {
+    snprintf(err, errlen, "too long: at most %zu characters", sizeof(buf) - 1);
+    return TP_EINVAL;
+  }
+  double b[GP_COUNT] = {0};
   int n = 0;
   for (char *save = NULL, *tok = strtok_r(buf, " ,", &save); tok; tok = strtok_r(NULL, " ,", &save)) {
     char *colon = strchr(tok, ':');
     if (!colon) {
-      snprintf(err, errlen, "expected METRIC:MS pairs: ttft:200 itl:25 latency:5000");
+      snprintf(err, errlen, GOODPUT_PAIRS);
       return TP_EINVAL;
     }
     *colon = 0;
-    uint64_t ns;
-    char e[160];
-    if (tp_parse_duration_ns(colon + 1, 1000000ULL, &ns, e, sizeof(e)) || ns == 0) {
-      snprintf(err, errlen, "each bound needs a positive number of milliseconds (or a unit: 2s)");
+    int k = -1;
+    for (size_t i = 0; i < sizeof(goodput_keys) / sizeof(goodput_keys[0]); i++)
+      if (strcmp(tok, goodput_keys[i].name) == 0) k = goodput_keys[i].bound;
+    if (k < 0) {
+      snprintf(err, errlen, "'%s' is no goodput key; the keys: " GOODPUT_KEYS, tok);
       return TP_EINVAL;
     }
-    double ms = (double)ns / 1e6;
-    /* tokperf's names, GenAI-Perf's (whose inter_token_latency is
-     * tokperf's TPOT, docs/metrics.md) and vLLM bench serve's. */
-    if (strcmp(tok, "ttft") == 0 || strcmp(tok, "time_to_first_token") == 0) ttft = ms;
-    else if (strcmp(tok, "itl") == 0) itl = ms;
-    else if (strcmp(tok, "tpot") == 0 || strcmp(tok, "inter_token_latency") == 0) tpot = ms;
-    else if (strcmp(tok, "latency") == 0 || strcmp(tok, "e2e") == 0 || strcmp(tok, "e2el") == 0 ||
-             strcmp(tok, "request_latency") == 0)
-      lat = ms;
-    else {
-      snprintf(err, errlen,
-               "'%s' is no bound: ttft, itl, tpot, latency (GenAI-Perf: time_to_first_token, "
-               "inter_token_latency, request_latency; vLLM: ttft, tpot, e2el)",
-               tok);
-      return TP_EINVAL;
+    if (k == GP_TPS_USER) {
+      char *end = NULL;
+      double x = strtod(colon + 1, &end);
+      if (end == colon + 1 || *end || !(x > 0) || !isfinite(x)) {
+        snprintf(err, errlen, "%s needs a positive number of tokens per second", tok);
+        return TP_EINVAL;
+      }
+      b[k] = x;
+    } else {
+      uint64_t ns;
+      char e[160];
+      if (tp_parse_duration_ns(colon + 1, 1000000ULL, &ns, e, sizeof(e)) || ns == 0) {
+        snprintf(err, errlen, "%s needs a positive number of milliseconds (or a unit: 2s)", tok);
+        return TP_EINVAL;
+      }
+      b[k] = (double)ns / 1e6;
     }
     n++;
   }
   if (!n) {
-    snprintf(err, errlen, "expected METRIC:MS pairs: ttft:200 itl:25 latency:5000");
+    snprintf(err, errlen, GOODPUT_PAIRS);
     return TP_EINVAL;
   }
-  c->measure.goodput_ttft_ms = ttft;
-  c->measure.goodput_itl_ms = itl;
-  c->measure.goodput_latency_ms = lat;
-  c->measure.goodput_tpot_ms = tpot;
+  c->measure.goodput_ttft_ms = b[GP_TTFT];
+  c->measure.goodput_itl_ms = b[GP_ITL];
+  c->measure.goodput_latency_ms = b[GP_LAT];
+  c->measure.goodput_tpot_ms = b[GP_TPOT];
+  c->measure.goodput_ttst_ms = b[GP_TTST];
+  c->measure.goodput_tps_per_user_min = b[GP_TPS_USER];
   return 0;
 }
 
@@ -92,7 +132,9 @@ static void format_goodput(const void *base, const tp_setting *s, char *out, siz
   } b[] = {{"ttft", c->measure.goodput_ttft_ms},
            {"itl", c->measure.goodput_itl_ms},
            {"tpot", c->measure.goodput_tpot_ms},
-           {"latency", c->measure.goodput_latency_ms}};
+           {"latency", c->measure.goodput_latency_ms},
+           {"ttst", c->measure.goodput_ttst_ms},
+           {"output_token_throughput_per_user", c->measure.goodput_tps_per_user_min}};
   for (size_t i = 0; i < sizeof(b) / sizeof(b[0]); i++) {
     if (!(b[i].v > 0) || used >= outlen) continue;
     int w = snprintf(out + used, outlen - used, "%s%s:%g", used ? " " : "", b[i].name, b[i].v);
@@ -341,9 +383,9 @@ static const tp_setting config_rows[] = {
       "5", TP_SETF_UNSET0),
 
     CUSTOM_ROW("goals.goodput", "--goodput", "BOUNDS", G_GOALS,
-               "goodput bounds in ms, e.g. 'ttft:200 itl:25 tpot:30 latency:5000' (also GenAI-Perf's and "
-               "vLLM's names)",
-               "ttft:200 itl:25", 0, parse_goodput, format_goodput),
+               "goodput bounds in ms, e.g. 'ttft:200 itl:25 tpot:30 latency:5000' or as separate words (also "
+               "GenAI-Perf's and vLLM's names; docs/metrics.md, Goodput)",
+               "ttft:200 itl:25", TP_SETF_NARGS, parse_goodput, format_goodput),
 
     C("connection.connections", "--connections", TP_SET_U32, server.connections, "N", 1, 4096, G_CONN,
       "HTTP/2 connections (default: one per 128 concurrent streams)", "4", TP_SETF_UNSET0),

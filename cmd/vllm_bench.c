@@ -107,7 +107,7 @@ static const tp_setting vb_rows[] = {
          "percentiles printed: any of 1, 5, 10, 25, 50, 75, 90, 95, 99", "50,90,99", 0),
     VROW("goodput", "--goodput", TP_SET_STR_LIST, goodput, "KEY:MS", NULL, 1, 0, NULL,
          "SLOs for goodput, repeatable or space-separated: ttft, tpot, e2el",
-         "ttft:500", 0),
+         "ttft:500", TP_SETF_NARGS),
     VROW("save_result", "--save-result", TP_SET_FLAG, save_result, NULL, NULL, 1, 0, NULL,
          "write the result as JSON with vLLM's keys", NULL, 0),
     VROW("result_dir", "--result-dir", TP_SET_STR, result_dir, "DIR", NULL, 1, 0, NULL,

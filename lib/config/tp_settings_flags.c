@@ -3,6 +3,7 @@
 #include "tp_settings_internal.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "util/tp_common.h"
@@ -88,11 +89,45 @@ int tp_settings_parse(const tp_settings_part *parts, size_t n_parts, int argc, c
       return TP_EINVAL;
     }
     const char *v = NULL;
+    char *joined = NULL; /* a value over several words (TP_SETF_NARGS) */
     if (takes_value(s)) {
       if (eq) {
         v = eq + 1;
       } else if (i + 1 < argc) {
         v = argv[++i];
+        /* Other tools take such values as separate words (argparse's
+         * nargs): the words up to the next option are one value. */
+        int last = i;
+        while ((s->flags_mask & TP_SETF_NARGS) && last + 1 < argc && argv[last + 1][0] != '-') last++;
+        /* A list keeps pointers into argv: each word is appended as the
+         * option repeated would append it. */
+        for (; s->type == TP_SET_STR_LIST && i < last; i++) {
+          char e[512];
+          int rv = tp_setting_set(s, parts[k].base, argv[i], e, sizeof(e));
+          if (rv) {
+            tp_seterr(err, errlen, "%.*s '%s': %s", (int)len, a, argv[i], e);
+            return rv;
+          }
+          v = argv[i + 1];
+        }
+        if (last > i) {
+          size_t n = 0;
+          for (int j = i; j <= last; j++) n += strlen(argv[j]) + 1;
+          joined = malloc(n);
+          if (!joined) {
+            tp_seterr(err, errlen, "out of memory");
+            return TP_ENOMEM;
+          }
+          size_t at = 0;
+          for (int j = i; j <= last; j++) {
+            size_t l = strlen(argv[j]);
+            memcpy(joined + at, argv[j], l);
+            at += l;
+            joined[at++] = j < last ? ' ' : 0;
+          }
+          v = joined;
+          i = last;
+        }
       } else {
         tp_seterr(err, errlen, "%.*s needs a value (%s)", (int)len, a, s->arg ? s->arg : "VALUE");
         return TP_EINVAL;
@@ -121,8 +156,9 @@ int tp_settings_parse(const tp_settings_part *parts, size_t n_parts, int argc, c
         tp_seterr(err, errlen, "%.*s '%s': %s", (int)len, a, v, e);
       else
         tp_seterr(err, errlen, "%.*s: %s", (int)len, a, e);
-      return rv;
     }
+    free(joined);
+    if (rv) return rv;
   }
   return 0;
 }

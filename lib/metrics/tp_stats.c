@@ -172,7 +172,7 @@ static inline void push_have(level_acc *a, int k, double x) {
  * cannot show its ITL: it fails the bound and is counted as unjudged, so
  * the report can say the bound was not really tested. */
 static void judge_goodput(tp_level_result *out, const tp_req_metrics *m, const tp_level_opts *o) {
-  bool ok = true;
+  bool ok = true, unjudged = false;
   bool uncounted = m->output_tokens < 0 || m->generated_tokens >= 2;
   if (o->goodput_ttft_ms > 0) ok &= m->ttft_ms >= 0 && m->ttft_ms <= o->goodput_ttft_ms;
   if (o->goodput_itl_ms > 0) {
@@ -180,20 +180,40 @@ static void judge_goodput(tp_level_result *out, const tp_req_metrics *m, const t
       ok &= m->itl_ms <= o->goodput_itl_ms;
     } else if (uncounted) {
       ok = false;
-      out->goodput_unjudged++;
+      unjudged = true;
     }
   }
   if (o->goodput_latency_ms > 0) ok &= m->latency_ms >= 0 && m->latency_ms <= o->goodput_latency_ms;
-  /* TPOT the same way as ITL: no count, no figure, unless fewer than two
-   * tokens.  A request unjudged on both bounds counts once. */
+  /* TPOT, time to second token and per-user throughput the same way as
+   * ITL: no figure fails the bound, unjudged, unless the request was
+   * counted at fewer than two tokens.  A request unjudged on several
+   * bounds counts once. */
   if (o->goodput_tpot_ms > 0) {
     if (m->tpot_ms >= 0) {
       ok &= m->tpot_ms <= o->goodput_tpot_ms;
     } else if (uncounted) {
       ok = false;
-      if (!(o->goodput_itl_ms > 0 && m->itl_ms < 0)) out->goodput_unjudged++;
+      unjudged = true;
     }
   }
+  if (o->goodput_ttst_ms > 0) {
+    if (m->ttst_ms >= 0) {
+      ok &= m->ttst_ms <= o->goodput_ttst_ms;
+    } else if (uncounted) {
+      ok = false;
+      unjudged = true;
+    }
+  }
+  /* A floor, not a ceiling (GenAI-Perf's throughput bounds). */
+  if (o->goodput_tps_per_user_min > 0) {
+    if (m->output_tps_per_user_itl >= 0) {
+      ok &= m->output_tps_per_user_itl >= o->goodput_tps_per_user_min;
+    } else if (uncounted) {
+      ok = false;
+      unjudged = true;
+    }
+  }
+  if (unjudged) out->goodput_unjudged++;
   if (ok) out->goodput_requests++;
 }
 
@@ -386,7 +406,7 @@ int tp_level_compute_ex(tp_level_result *out, const tp_record *recs, size_t n, c
   level_acc a = {0};
   for (int k = 0; k < V_COUNT; k++) a.v[k] = block + (size_t)k * n;
   a.goodput = o && (o->goodput_ttft_ms > 0 || o->goodput_itl_ms > 0 || o->goodput_latency_ms > 0 ||
-                    o->goodput_tpot_ms > 0);
+                    o->goodput_tpot_ms > 0 || o->goodput_ttst_ms > 0 || o->goodput_tps_per_user_min > 0);
 
   for (size_t i = 0; i < n; i++)
     if (!recs[i].warmup) add_record(out, &a, &recs[i], o);

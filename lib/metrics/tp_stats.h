@@ -30,6 +30,10 @@ typedef struct tp_level_opts {
   /* Goodput bounds in ms; 0 = no bound on that metric. */
   double goodput_ttft_ms, goodput_itl_ms, goodput_latency_ms;
   double goodput_tpot_ms; /* vLLM's TPOT and GenAI-Perf's inter_token_latency */
+  double goodput_ttst_ms; /* time to second token (GenAI-Perf's time_to_second_token) */
+  /* A floor in tokens/s on 1000 / ITL (GenAI-Perf's
+   * output_token_throughput_per_user); 0 = none. */
+  double goodput_tps_per_user_min;
   /* The measured requests' gaps between text responses, pooled as they
    * ended (itl_pooled_ms); NULL = not collected. */
   const tp_gap_pool *gaps;

@@ -204,10 +204,10 @@ static void put_text_at(tp_buf *b, const tp_record *rec) {
 
 /* The most a line can take: an escaped byte is at most 6 characters (a
  * replaced one \uFFFD, a 4-byte character two escapes of 6), a response
- * time at most 21 and its text offset 12, and the rest fits in 1 KiB.  Reserved at once, so no
+ * time at most 21 and its text offset 12, and the rest fits in 1.5 KiB.  Reserved at once, so no
  * append below can fail. */
 static size_t line_bound(const tp_record *rec, const tp_records_line *l) {
-  size_t n = 1024 + 33u * (size_t)rec->n_resp + 6 * (rec->text.len + rec->reasoning.len);
+  size_t n = 1536 + 33u * (size_t)rec->n_resp + 6 * (rec->text.len + rec->reasoning.len);
   if (rec->err_msg) n += 6 * strlen(rec->err_msg);
   if (l->id) n += 6 * strlen(l->id);
   if (l->session_id) n += 6 * strlen(l->session_id);
@@ -241,6 +241,15 @@ char *tp_records_format(const tp_record *rec, const tp_records_line *l) {
   put_count_member(&b, "input_tokens", rec->input_tokens);
   put_count_member(&b, "output_tokens", rec->output_tokens);
   put_count_member(&b, "server_output_tokens", rec->server_output_tokens);
+  /* Every count a figure of the report is made from, so that each
+   * recomputes from the line: the server's input and cached counts, the
+   * client's count of the reasoning text (a server's completion count
+   * includes it, docs/metrics.md "Counting tokens"), and which of the counts
+   * the report took (--token-source). */
+  put_count_member(&b, "server_input_tokens", rec->server_input_tokens);
+  put_count_member(&b, "server_cached_tokens", rec->server_cached_tokens);
+  put_count_member(&b, "reasoning_tokens", tp_record_has_reasoning(rec) ? rec->reasoning_tokens : -1);
+  if (l->token_source) put_str_member(&b, "token_source", l->token_source);
   put_key(&b, "ok");
   tp_buf_append_str(&b, tp_record_ok(rec) ? "true" : "false");
   put_str_member(&b, "error_class", tp_error_class_name(rec->err_class));

@@ -30,6 +30,10 @@ typedef struct tp_records_line {
    * is not known yet as the line is written (stability windows, chosen at
    * the level's end): written false, then set by tp_records_mark_measured. */
   enum { TP_RECORD_UNMEASURED = 0, TP_RECORD_MEASURED, TP_RECORD_PENDING } measured;
+  /* The run's --token-source ("auto", "client", "server"), written so that
+   * a reader knows from the line alone which counts the report used; NULL =
+   * not written. */
+  const char *token_source;
 } tp_records_line;
 
 /* Every line begins with this key, so its value can be set in place:

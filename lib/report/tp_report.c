@@ -368,14 +368,18 @@ static void print_load_figures(FILE *out, const tp_report_input *in, const tp_le
   if (lr->goodput_set) {
     fmt_num(a, sizeof(a), lr->goodput_rps, 2);
     fprintf(out, "Goodput (requests/s): %s, %.2f%% of requests met every bound\n", a, 100 * lr->goodput_fraction);
-    if (lr->goodput_unjudged)
+    if (lr->goodput_unjudged) {
+      const tp_measure_config *mc = in->cfg ? &in->cfg->measure : NULL;
+      const char *bound = !mc || mc->goodput_itl_ms > 0 ? "ITL"
+                          : mc->goodput_tpot_ms > 0     ? "TPOT"
+                          : mc->goodput_ttst_ms > 0     ? "time to second token"
+                                                        : "per-user throughput";
       fprintf(out,
               "note: the %s bound could not judge %" PRIu64
               " requests (no tokenizer counted their tokens, or "
               "their text came in one response); they count as not meeting it\n",
-              in->cfg && in->cfg->measure.goodput_itl_ms <= 0 && in->cfg->measure.goodput_tpot_ms > 0 ? "TPOT"
-                                                                                                      : "ITL",
-              lr->goodput_unjudged);
+              bound, lr->goodput_unjudged);
+    }
   }
 }
 

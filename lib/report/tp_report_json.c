@@ -151,6 +151,10 @@ static int config_lengths_json(json_t *o, const tp_config *cfg) {
     json_object_set_new(gp, "latency_ms", json_real(cfg->measure.goodput_latency_ms));
   if (cfg->measure.goodput_tpot_ms > 0)
     json_object_set_new(gp, "tpot_ms", json_real(cfg->measure.goodput_tpot_ms));
+  if (cfg->measure.goodput_ttst_ms > 0)
+    json_object_set_new(gp, "ttst_ms", json_real(cfg->measure.goodput_ttst_ms));
+  if (cfg->measure.goodput_tps_per_user_min > 0)
+    json_object_set_new(gp, "output_tps_per_user_min", json_real(cfg->measure.goodput_tps_per_user_min));
   bad |= set(o, "goodput", gp);
   json_t *as = json_array();
   for (size_t i = 0; i < cfg->measure.n_asserts && cfg->measure.asserts; i++)

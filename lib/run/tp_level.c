@@ -511,6 +511,8 @@ static void level_choose_measured(tp_run *r) {
   lo->goodput_itl_ms = r->cfg.measure.goodput_itl_ms;
   lo->goodput_latency_ms = r->cfg.measure.goodput_latency_ms;
   lo->goodput_tpot_ms = r->cfg.measure.goodput_tpot_ms;
+  lo->goodput_ttst_ms = r->cfg.measure.goodput_ttst_ms;
+  lo->goodput_tps_per_user_min = r->cfg.measure.goodput_tps_per_user_min;
   lo->gaps = r->mpi ? NULL : r->gaps; /* other ranks' gaps stay there */
   bool windows = r->cfg.measure.measure_mode == TP_MEASURE_TIME_WINDOWS ||
                  r->cfg.measure.measure_mode == TP_MEASURE_COUNT_WINDOWS;

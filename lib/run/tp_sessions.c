@@ -7,6 +7,9 @@
 
 #include <jansson.h>
 
+#include "metrics/tp_request.h"
+#include "metrics/tp_stats.h"
+
 /* The history of a session under way: the pieces sent so far (user texts
  * and answers, alternating), kept until its last turn ends. */
 typedef struct history {
@@ -197,59 +200,55 @@ bool tp_sessions_finished(const tp_sessions *s) { return tp_pacer_finished(s->pa
 
 /* ---- per-turn statistics --------------------------------------------------- */
 
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
-
-/* Nearest-rank percentile of sorted v. */
-static double pct(const double *v, size_t n, double q) {
-  if (!n) return 0;
-  size_t k = (size_t)ceil(q * (double)n);
-  return v[k ? k - 1 : 0];
-}
-
+/* A turn's figures are the level's, over that turn's requests: each
+ * request's values come from tp_request_metrics (ITL over reasoning and
+ * answer tokens, none for text that all came at one time) and are pooled
+ * as tp_level_compute pools them, the percentiles by tp_stat_compute's
+ * linear method (docs/metrics.md).  -1 = no request had the figure. */
 static double avg_or(double sum, uint64_t n) { return n ? sum / (double)n : -1; }
+
+static double stat_avg(const tp_stat *st) { return st->n ? st->avg : -1; }
 
 /* One turn index's statistics. */
 static int turn_stats(const tp_record *recs, size_t n, uint32_t turn, tp_turn_stats *ts) {
   memset(ts, 0, sizeof(*ts));
   ts->turn = turn;
-  double *ttft = malloc((n ? n : 1) * sizeof(double));
-  if (!ttft) return TP_ENOMEM;
-  size_t nt = 0;
-  double itl = 0, lat = 0, in = 0, cached = 0, out = 0;
-  uint64_t n_itl = 0, n_in = 0, n_cached = 0, n_out = 0;
-  for (size_t i = 0; i < n; i++) {
+  enum { TTFT, ITL, LAT, IN, OUT, NV };
+  double *v[NV];
+  size_t nv[NV] = {0};
+  bool oom = false;
+  for (int k = 0; k < NV; k++) oom |= !(v[k] = malloc((n ? n : 1) * sizeof(double)));
+  double cached = 0;
+  uint64_t n_cached = 0;
+  for (size_t i = 0; !oom && i < n; i++) {
     const tp_record *r = &recs[i];
     if (!r->session || r->warmup || r->turn != turn) continue;
     ts->requests++;
-    if (!tp_record_ok(r)) continue;
+    tp_req_metrics m;
+    tp_request_metrics(r, &m);
+    if (!m.ok) continue;
     ts->succeeded++;
-    lat += (double)(r->done_ns - r->sent_ns) / 1e6;
-    if (r->first_token_ns) ttft[nt++] = (double)(r->first_token_ns - r->sent_ns) / 1e6;
-    int64_t toks = r->output_tokens >= 0 ? r->output_tokens : (int64_t)r->n_text_resp;
-    if (r->first_token_ns && r->last_token_ns > r->first_token_ns && toks > 1) {
-      itl += (double)(r->last_token_ns - r->first_token_ns) / 1e6 / (double)(toks - 1);
-      n_itl++;
+    if (m.latency_ms >= 0) v[LAT][nv[LAT]++] = m.latency_ms;
+    if (m.ttft_ms >= 0) v[TTFT][nv[TTFT]++] = m.ttft_ms;
+    if (m.output_tokens >= 0) {
+      v[OUT][nv[OUT]++] = (double)m.output_tokens;
+      if (m.itl_ms >= 0) v[ITL][nv[ITL]++] = m.itl_ms;
     }
-    int32_t it = r->input_tokens >= 0 ? r->input_tokens : r->server_input_tokens;
-    if (it >= 0) in += it, n_in++;
+    if (m.input_tokens >= 0) v[IN][nv[IN]++] = (double)m.input_tokens;
     if (r->server_cached_tokens >= 0) cached += r->server_cached_tokens, n_cached++;
-    if (r->output_tokens >= 0) out += r->output_tokens, n_out++;
   }
-  qsort(ttft, nt, sizeof(double), cmp_double);
-  double sum = 0;
-  for (size_t i = 0; i < nt; i++) sum += ttft[i];
-  ts->ttft_ms_avg = avg_or(sum, nt);
-  ts->ttft_ms_p50 = nt ? pct(ttft, nt, 0.5) : -1;
-  ts->ttft_ms_p99 = nt ? pct(ttft, nt, 0.99) : -1;
-  free(ttft);
-  ts->itl_ms_avg = avg_or(itl, n_itl);
-  ts->latency_ms_avg = avg_or(lat, ts->succeeded);
-  ts->input_tokens_avg = avg_or(in, n_in);
+  tp_stat st[NV];
+  for (int k = 0; !oom && k < NV; k++) tp_stat_compute(&st[k], v[k], nv[k]);
+  for (int k = 0; k < NV; k++) free(v[k]);
+  if (oom) return TP_ENOMEM;
+  ts->ttft_ms_avg = stat_avg(&st[TTFT]);
+  ts->ttft_ms_p50 = st[TTFT].n ? st[TTFT].p50 : -1;
+  ts->ttft_ms_p99 = st[TTFT].n ? st[TTFT].p99 : -1;
+  ts->itl_ms_avg = stat_avg(&st[ITL]);
+  ts->latency_ms_avg = stat_avg(&st[LAT]);
+  ts->input_tokens_avg = stat_avg(&st[IN]);
   ts->cached_tokens_avg = avg_or(cached, n_cached);
-  ts->output_tokens_avg = avg_or(out, n_out);
+  ts->output_tokens_avg = stat_avg(&st[OUT]);
   return 0;
 }
 
@@ -276,11 +275,14 @@ static void session_summary(const tp_record *recs, size_t n, uint32_t max_sessio
     if (r->sent_ns && (!s->start_ns || r->sent_ns < s->start_ns)) s->start_ns = r->sent_ns;
     if (r->done_ns > s->end_ns) s->end_ns = r->done_ns;
     if (tp_record_ok(r)) s->ok++;
-    int64_t t = (r->input_tokens >= 0 ? r->input_tokens : r->server_input_tokens);
-    if (t < 0 || r->output_tokens < 0 || s->tokens < 0)
+    /* The counts the level uses (--token-source), as tp_request_metrics
+     * gives them. */
+    tp_req_metrics m;
+    tp_request_metrics(r, &m);
+    if (m.input_tokens < 0 || m.output_tokens < 0 || s->tokens < 0)
       s->tokens = -1;
     else
-      s->tokens += t + r->output_tokens;
+      s->tokens += m.input_tokens + m.output_tokens;
   }
   double turns = 0, tok = 0, time = 0;
   uint64_t n_tok = 0;
@@ -295,10 +297,11 @@ static void session_summary(const tp_record *recs, size_t n, uint32_t max_sessio
     if (s->tokens >= 0) tok += (double)s->tokens, n_tok++;
   }
   if (sum->sessions) {
-    qsort(times, sum->sessions, sizeof(double), cmp_double);
     sum->turns_avg = turns / (double)sum->sessions;
     sum->time_s_avg = time / (double)sum->sessions;
-    sum->time_s_p99 = pct(times, sum->sessions, 0.99);
+    tp_stat st;
+    tp_stat_compute(&st, times, sum->sessions);
+    sum->time_s_p99 = st.p99;
   }
   sum->tokens_avg = avg_or(tok, n_tok);
 out:

@@ -121,8 +121,10 @@ void tpr_records_say(tp_run *r) {
  * whole. */
 uint64_t tpr_write_record_line(tp_run *r, const count_job *j, bool flush) {
   if (!r->records_fp) return 0;
+  static const char *const source[] = {"auto", "client", "server"};
+  tp_token_source src = r->cfg.prompts.token_source;
   tp_records_line l = {j->id, j->level, j->mode, j->concurrency, j->rate, r->mpi != NULL, j->session_id,
-                       j->measured};
+                       j->measured, (unsigned)src < 3 ? source[src] : NULL};
   char *line = tp_records_format(&j->snap, &l);
   if (!line) return 0;
   uv_mutex_lock(&r->records_lock);

@@ -516,5 +516,62 @@ check(rc == 0 and any("level 1/2 concurrency 1" in l and "of 4 done" in l and "i
       "on a terminal, a live status line: level k of N by name, done, in flight, live TTFT, time left",
       "\n".join(status[:6]) or err[-800:])
 
+# --goodput: the other tools' spellings, as separate words after the flag
+# (GenAI-Perf's and vLLM's argparse take nargs), with the tools' meanings
+# (docs/metrics.md, "Goodput").  The table: the words, then the bounds the
+# config echo must hold.
+G = ["profile", "--mock", "--no-artifacts", "-q", "--service-kind", "openai", "--endpoint-type", "completions",
+     "--request-count", "6", "--concurrency", "2", "--output-tokens-mean", "6", "--mock-itl-ms", "2"]
+gjs = os.path.join(tmp, "goodput.json")
+for words, want in [
+        (["ttft:200", "itl:25"], {"ttft_ms": 200.0, "itl_ms": 25.0}),
+        (["ttft:200 itl:25,latency:2s"], {"ttft_ms": 200.0, "itl_ms": 25.0, "latency_ms": 2000.0}),
+        (["time_to_first_token:75", "inter_token_latency:19.75"], {"ttft_ms": 75.0, "tpot_ms": 19.75}),
+        (["time_to_second_token:40", "request_latency:900"], {"ttst_ms": 40.0, "latency_ms": 900.0}),
+        (["output_token_throughput_per_user:50"], {"output_tps_per_user_min": 50.0}),
+        (["ttst:40", "tpot:10", "e2el:800"], {"ttst_ms": 40.0, "tpot_ms": 10.0, "latency_ms": 800.0})]:
+    rc, out, err = run(G + ["--goodput"] + words + ["--json", gjs])
+    doc = json.load(open(gjs)) if rc == 0 and os.path.exists(gjs) else {}
+    check(rc == 0 and doc.get("config", {}).get("goodput") == want,
+          "--goodput %s: bounds %s" % (" ".join(words), want),
+          json.dumps(doc.get("config", {}).get("goodput")) + err[-300:])
+    os.path.exists(gjs) and os.unlink(gjs)
+# The meanings, against the mock's 2 ms between tokens: a time to second
+# token bound is a ceiling on the second response's gap, the per-user
+# throughput (1000 / ITL, about 500 tokens/s here) a floor.
+for words, frac in [(["time_to_second_token:1000"], 1.0), (["time_to_second_token:0.001"], 0.0),
+                    (["output_token_throughput_per_user:1"], 1.0),
+                    (["output_token_throughput_per_user:1000000"], 0.0),
+                    (["time_to_first_token:10000", "output_token_throughput_per_user:1"], 1.0)]:
+    rc, out, err = run(G + ["--goodput"] + words + ["--json", gjs])
+    lv = json.load(open(gjs))["levels"][0] if rc == 0 and os.path.exists(gjs) else {}
+    check(lv.get("goodput_fraction") == frac and lv.get("goodput_unjudged") == 0,
+          "--goodput %s: %.0f%% of requests met it" % (" ".join(words), 100 * frac),
+          json.dumps({k: lv.get(k) for k in ("goodput_fraction", "goodput_unjudged")}) + err[-300:])
+    os.path.exists(gjs) and os.unlink(gjs)
+rc, out, err = run(G + ["--goodput", "ttft:200", "speed:3"])
+check(rc == 2 and "--goodput 'ttft:200 speed:3'" in err and "'speed' is no goodput key" in err and
+      all(k in err for k in ("time_to_second_token", "output_token_throughput_per_user", "inter_token_latency",
+                             "e2el", "ttst")),
+      "an unknown --goodput key: exit 2, the accepted keys named", err)
+rc, out, err = run(G + ["--goodput", "output_token_throughput_per_user:fast"])
+check(rc == 2 and "tokens per second" in err, "a per-user throughput bound needs tokens/s", err)
+# vllm-bench: vLLM's --goodput takes its SLOs as separate words.
+V = ["vllm-bench", "--mock", "-q", "--num-prompts", "6", "--random-input-len", "16", "--random-output-len", "4",
+     "--save-result", "--result-dir", tmp, "--result-filename", "vg.json"]
+vjs = os.path.join(tmp, "vg.json")
+for words, good in [(["ttft:100000", "tpot:100000"], True), (["ttft:100000", "e2el:0.001"], False),
+                    (["ttft:100000", "tpot:100000", "e2el:100000"], True)]:
+    rc, out, err = run(V + ["--goodput"] + words)
+    res = json.load(open(vjs)) if rc == 0 and os.path.exists(vjs) else {}
+    gp, thr = res.get("request_goodput"), res.get("request_throughput")
+    check(rc == 0 and gp is not None and thr and (abs(gp - thr) <= 1e-9 * thr if good else gp == 0),
+          "vllm-bench --goodput %s: goodput %s" % (" ".join(words), "= throughput" if good else "0"),
+          json.dumps([gp, thr]) + err[-300:])
+    os.path.exists(vjs) and os.unlink(vjs)
+rc, out, err = run(V + ["--goodput", "ttft:30", "speed:10"])
+check(rc == 2 and "speed" in err and all(k in err for k in ("ttft", "tpot", "e2el")),
+      "vllm-bench: an unknown --goodput key, exit 2, vLLM's keys named", err)
+
 subprocess.run(["rm", "-rf", tmp])
 done()

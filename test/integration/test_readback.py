@@ -86,4 +86,96 @@ check(len(reqs2) == 20 and len(lines_ok) == 20 and
       all(len(r["response_ns"]) == 7 and len(q["response_timestamps"]) == len(distinct(r["response_ns"]))
           for q, r in zip(reqs2, lines_ok)),
       "records to a pipe: the exports have every response from memory")
+# The server's counts (--token-source auto, the default): an OpenAI chat run
+# whose server reports usage, with reasoning, and the client's tokenizer
+# counting too.  The report takes the server's counts; each records line
+# carries them (server_input_tokens, server_output_tokens, the client's
+# reasoning_tokens, token_source), so the input and output figures
+# recompute from records.jsonl alone.
+WORDS = os.environ.get("TP_WORDS_MODEL")
+
+
+def usage_run(name, tokenizer):
+    art3 = os.path.join(tmp, name)
+    js3 = os.path.join(tmp, name + ".json")
+    cmd3 = [TOKPERF, "profile", "--mock", "-q", "--artifact-dir", art3, "--no-html", "--json", js3,
+            "--service-kind", "openai", "--endpoint-type", "chat", "--concurrency", "3", "--request-count", "18",
+            "--output-tokens-mean", "8", "--mock-reasoning-tokens", "3", "--mock-ttft-ms", "2", "--mock-itl-ms", "1"]
+    if tokenizer:
+        cmd3 += ["--tokenizer", tokenizer]
+    p = subprocess.run(cmd3, capture_output=True, text=True, timeout=120 * SCALE)
+    check(p.returncode == 0, "%s: an OpenAI chat run with usage and reasoning ends with exit 0" % name,
+          p.stderr[-1000:])
+    lv3 = json.load(open(js3))["levels"][0] if p.returncode == 0 else {}
+    lines3 = []
+    if p.returncode == 0:
+        with open(os.path.join(art3, "records.jsonl")) as f:
+            lines3 = [json.loads(x) for x in f if x.strip()]
+    m3 = [r for r in lines3 if r["measured"]]
+    ok3 = [r for r in m3 if r["ok"]]
+    check(len(ok3) == 18 and all(r.get("token_source") == "auto" and r.get("server_input_tokens") is not None
+                                 and "server_cached_tokens" in r and "reasoning_tokens" in r for r in ok3),
+          "%s: every records line carries the server's input count, its cached count, the reasoning count and "
+          "the source" % name, json.dumps(ok3[0] if ok3 else {})[:600])
+    return lv3, m3, ok3
+
+
+def used_input(r):
+    """The input count the report uses, by --token-source (docs/metrics.md)."""
+    if r["token_source"] != "client" and r["server_input_tokens"] is not None:
+        return r["server_input_tokens"]
+    return None if r["token_source"] == "server" else r["input_tokens"]
+
+
+def used_output(r):
+    """The output count the report uses: the server's completion count holds
+    the reasoning tokens, taken off when the client counted them."""
+    if r["token_source"] != "client" and r["server_output_tokens"] is not None:
+        n = r["server_output_tokens"]
+        rt = r["reasoning_tokens"]
+        return max(n - rt, 0) if rt else n
+    return None if r["token_source"] == "server" else r["output_tokens"]
+
+
+def rel(a, b):
+    return a is not None and b is not None and abs(a - b) <= 1e-9 * max(abs(a), abs(b), 1e-300)
+
+
+def check_usage(name, tokenizer):
+    lv3, m3, ok3 = usage_run(name, tokenizer)
+    if not tokenizer:
+        # No client count at all: the line's input_tokens is null, and only
+        # the server's count gives the report's figures back.
+        check(ok3 and all(r["input_tokens"] is None for r in ok3), "%s: the client counted nothing" % name)
+    dur3 = (max(r["done_ns"] for r in m3) - min(r["sent_ns"] for r in m3 if r["sent_ns"])) / 1e9 if m3 else 0
+    ins = [used_input(r) for r in ok3 if used_input(r) is not None]
+    outs3 = [used_output(r) for r in ok3 if used_output(r) is not None]
+    want = {"input_tokens.avg": sum(ins) / len(ins) if ins else None,
+            "input_token_throughput_tps": sum(ins) / dur3 if ins and dur3 else None,
+            "output_tokens.avg": sum(outs3) / len(outs3) if outs3 else None,
+            "output_token_throughput_tps": sum(outs3) / dur3 if outs3 and dur3 else None}
+    got = {"input_tokens.avg": (lv3.get("input_tokens") or {}).get("avg"),
+           "input_token_throughput_tps": lv3.get("input_token_throughput_tps"),
+           "output_tokens.avg": (lv3.get("output_tokens") or {}).get("avg"),
+           "output_token_throughput_tps": lv3.get("output_token_throughput_tps")}
+    check(lv3.get("input_tokens_source") == "server" and all(rel(got[k], want[k]) for k in want),
+          "%s: ISL, OSL and the input and output throughputs recompute from records.jsonl to 1e-9 "
+          "(server's counts)" % name,
+          json.dumps({"got": got, "want": want, "source": lv3.get("input_tokens_source")}))
+    if tokenizer:
+        # The client's counts stay in the line: the report's comparison of
+        # the two recomputes from it too.
+        diffs = [abs(r["server_input_tokens"] - r["input_tokens"]) for r in ok3
+                 if r["server_input_tokens"] is not None and r["input_tokens"] is not None]
+        mean = sum(diffs) / len(diffs) if diffs else None
+        check(diffs and lv3.get("server_usage_input_compared") == len(diffs) and
+              (rel(lv3.get("server_usage_input_diff_mean"), mean) or
+               mean == lv3.get("server_usage_input_diff_mean") == 0),
+              "%s: the server-client input difference recomputes from the line's two counts" % name,
+              json.dumps([lv3.get("server_usage_input_compared"), lv3.get("server_usage_input_diff_mean"), diffs[:5]]))
+
+
+check_usage("usage_server_only", None)
+if WORDS:
+    check_usage("usage_both", WORDS)
 done()

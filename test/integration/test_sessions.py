@@ -182,4 +182,84 @@ p = subprocess.run([TOKPERF, "profile", "--mock", "--input-file", bad, "-q"], ca
                    timeout=60 * SCALE)
 check(p.returncode != 0 and "bad.jsonl:2: turn 1" in p.stderr, "a bad turn is named by file:line and turn",
       p.stderr[-500:])
+# Reasoning turns: each turn's figures are the level's method over that
+# turn's requests (docs/sessions.md), recomputed here from records.jsonl:
+# ITL over reasoning and answer tokens, none for a request whose text all
+# came at one time, percentiles by linear interpolation.
+art = os.path.join(tmp, "art_reasoning")
+args = [TOKPERF, "profile", "--mock", "--service-kind", "openai", "--endpoint-type", "chat", "--input-file", conv,
+        "--concurrency", "3", "--mock-reasoning-tokens", "4", "--mock-itl-ms", "3", "--artifact-dir", art,
+        "--no-html", "--json", art + ".json", "-q"]
+if WORDS:
+    args += ["--tokenizer", WORDS]
+p = subprocess.run(args, capture_output=True, text=True, timeout=120 * SCALE)
+check(p.returncode == 0, "a sessions run with reasoning ends with exit 0", p.stderr[-1500:])
+turns = json.load(open(art + ".json"))["levels"][0].get("turns", []) if p.returncode == 0 else []
+lines = []
+if p.returncode == 0:
+    with open(os.path.join(art, "records.jsonl")) as f:
+        lines = [json.loads(x) for x in f if x.strip()]
+
+
+def linear(v, q):
+    """numpy's default percentile (docs/metrics.md)."""
+    v = sorted(v)
+    rank = q / 100.0 * (len(v) - 1)
+    lo = int(rank)
+    hi = min(lo + 1, len(v) - 1)
+    return v[lo] + (v[hi] - v[lo]) * (rank - lo)
+
+
+def output_used(r):
+    """The output count the report uses (--token-source, docs/metrics.md)."""
+    if r["token_source"] != "client" and r["server_output_tokens"] is not None:
+        rt = r["reasoning_tokens"]
+        return max(r["server_output_tokens"] - rt, 0) if rt else r["server_output_tokens"]
+    return None if r["token_source"] == "server" else r["output_tokens"]
+
+
+def itl(r):
+    """The level's ITL of one request: first to last text response over the
+    generated tokens (answer and reasoning) less one; none when its text
+    responses all came at one time."""
+    out = output_used(r)
+    if out is None:
+        return None
+    gen = out + (r["reasoning_tokens"] or 0)
+    n_text = sum(1 for a in r.get("response_text_at", []) if a is not None)
+    if gen < 2 or n_text < 2 or r["merged_text_responses"] + 1 >= n_text:
+        return None
+    return (r["last_token_ns"] - r["first_token_ns"]) / 1e6 / (gen - 1)
+
+
+def close(a, b):
+    return a is not None and b is not None and abs(a - b) <= 1e-9 * max(abs(a), abs(b), 1e-300)
+
+
+bad = []
+reasoned = 0
+for t in turns:
+    rs = [r for r in lines if r["measured"] and r["ok"] and r["turn"] == t["turn"]]
+    reasoned += sum(1 for r in rs if r.get("reasoning"))
+    itls = [x for x in map(itl, rs) if x is not None]
+    ttft = [(r["first_token_ns"] - r["sent_ns"]) / 1e6 for r in rs if r["first_token_ns"]]
+    want = {"itl_ms_avg": sum(itls) / len(itls) if itls else None,
+            "ttft_ms_avg": sum(ttft) / len(ttft) if ttft else None,
+            "ttft_ms_p50": linear(ttft, 50) if ttft else None, "ttft_ms_p99": linear(ttft, 99) if ttft else None}
+    for k, w in want.items():
+        if not close(t.get(k), w):
+            bad.append("turn %d %s: report %r, recomputed %r" % (t["turn"], k, t.get(k), w))
+check(len(turns) == 4 and reasoned == 12 and not bad,
+      "each turn's ITL, TTFT avg and linear p50/p99 are the level's method on that turn's records (1e-9)",
+      "\n".join(bad) + " reasoned %d" % reasoned)
+# The mock's own log of its gaps bounds the ITL: reasoning and answer tokens
+# both came 3 ms apart, so no turn's ITL is above the largest gap the mock
+# left between two of a request's tokens (a division by answer tokens only
+# would put it near twice that).
+itls = [t["itl_ms_avg"] for t in turns if t.get("itl_ms_avg") is not None]
+gaps = [(b - a) / 1e6 for r in lines if r["measured"] and r["ok"]
+        for a, b in zip(r["response_ns"], r["response_ns"][1:]) if b > a]
+check(len(itls) == 4 and gaps and max(itls) <= max(gaps),
+      "no turn's ITL exceeds the largest gap between two responses (%s <= %.3f ms)" % (itls, max(gaps or [0])))
+
 done()

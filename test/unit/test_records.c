@@ -64,7 +64,7 @@ static size_t write_and_shed(const char *path, tp_record *r, tp_record *shed, si
   for (size_t i = 0; i < n; i++) {
     char id[32];
     snprintf(id, sizeof(id), "c4-%zu", i);
-    tp_records_line l = {id, 0, TP_LOAD_CONCURRENCY, 4, 0, false, NULL, TP_RECORD_MEASURED};
+    tp_records_line l = {id, 0, TP_LOAD_CONCURRENCY, 4, 0, false, NULL, TP_RECORD_MEASURED, NULL};
     char *line = tp_records_format(&r[i], &l);
     long at = ftell(f);
     fputs(line, f);
@@ -106,7 +106,7 @@ static void test_format_and_lossless(void) {
   tp_record_add_response(&r, 100, true);
   tp_buf_append_str(&r.text, "ok");
   CHECK(tp_records_lossless(&r), "valid UTF-8 text is given back byte for byte");
-  tp_records_line l = {"c1-3", 2, TP_LOAD_RATE, 0, 2.5, false, NULL, TP_RECORD_MEASURED};
+  tp_records_line l = {"c1-3", 2, TP_LOAD_RATE, 0, 2.5, false, NULL, TP_RECORD_MEASURED, NULL};
   char *line = tp_records_format(&r, &l);
   CHECK(line && strstr(line, "\"request_rate\":2.5") && strstr(line, "\"id\":\"c1-3\"") &&
             strstr(line, "\"response_ns\":[100]") && strstr(line, "\"text\":\"ok\"") && !strchr(line, '\n'),
@@ -178,6 +178,14 @@ static char *ref_format(const tp_record *rec, const tp_records_line *l) {
   json_object_set_new(o, "output_tokens", rec->output_tokens >= 0 ? json_integer(rec->output_tokens) : json_null());
   json_object_set_new(o, "server_output_tokens",
                       rec->server_output_tokens >= 0 ? json_integer(rec->server_output_tokens) : json_null());
+  json_object_set_new(o, "server_input_tokens",
+                      rec->server_input_tokens >= 0 ? json_integer(rec->server_input_tokens) : json_null());
+  json_object_set_new(o, "server_cached_tokens",
+                      rec->server_cached_tokens >= 0 ? json_integer(rec->server_cached_tokens) : json_null());
+  json_object_set_new(o, "reasoning_tokens", rec->reasoning_tokens >= 0 && tp_record_has_reasoning(rec)
+                                                 ? json_integer(rec->reasoning_tokens)
+                                                 : json_null());
+  if (l->token_source) json_object_set_new(o, "token_source", json_string(l->token_source));
   json_object_set_new(o, "ok", json_boolean(tp_record_ok(rec)));
   json_object_set_new(o, "error_class", json_string(tp_error_class_name(rec->err_class)));
   json_object_set_new(o, "grpc_status", rec->grpc_status >= 0 ? json_integer(rec->grpc_status) : json_null());
@@ -239,6 +247,9 @@ static void test_format_as_jansson(void) {
     r.input_tokens = i % 4 ? (int64_t)i : -1;
     r.output_tokens = i % 3 ? (int64_t)i * 7 : -1;
     r.server_output_tokens = i % 7 ? -1 : 12;
+    r.server_input_tokens = i % 5 ? (int64_t)i * 3 : -1;
+    r.server_cached_tokens = i % 8 ? -1 : (int64_t)i;
+    r.reasoning_tokens = i % 3 ? (int64_t)(i % 11) : -1;
     r.warmup = i % 10 == 0;
     r.resends = (uint32_t)(i % 3);
     r.session = i % 9 == 0 ? (uint32_t)(i % 4 + 1) : 0;
@@ -253,7 +264,8 @@ static void test_format_as_jansson(void) {
     random_bytes(&sid, &s, 6);
     tp_records_line l = {(const char *)id.data, i % 3, i % 2 ? TP_LOAD_RATE : TP_LOAD_CONCURRENCY,
                          (uint32_t)(i % 300), rates[i % TP_ARRAY_LEN(rates)], i % 4 == 1,
-                         (const char *)sid.data, i % 3 ? TP_RECORD_MEASURED : TP_RECORD_PENDING};
+                         (const char *)sid.data, i % 3 ? TP_RECORD_MEASURED : TP_RECORD_PENDING,
+                         i % 4 == 2 ? NULL : i % 4 ? "auto" : "client"};
     char *got = tp_records_format(&r, &l), *want = ref_format(&r, &l);
     if (got && want && strcmp(got, want) == 0)
       same++;
@@ -378,7 +390,7 @@ static void test_mark_measured(const char *dir) {
     r.seq = (uint64_t)(i % 4);
     tp_buf_append_str(&r.text, "x");
     tp_records_line l = {"id", i < 4 ? 0 : 1, TP_LOAD_CONCURRENCY, 1, 0, false, NULL,
-                         i == 0 ? TP_RECORD_UNMEASURED : TP_RECORD_PENDING};
+                         i == 0 ? TP_RECORD_UNMEASURED : TP_RECORD_PENDING, NULL};
     char *line = tp_records_format(&r, &l);
     fprintf(f, "%s\n", line);
     free(line);
@@ -522,7 +534,7 @@ static void test_scan_own_lines(void) {
   tp__records_fields f;
   memset(&f, 0, sizeof(f));
   for (size_t i = 0; i < NREC; i++) {
-    tp_records_line l = {"c4-x", 0, TP_LOAD_CONCURRENCY, 4, 0, false, NULL, TP_RECORD_MEASURED};
+    tp_records_line l = {"c4-x", 0, TP_LOAD_CONCURRENCY, 4, 0, false, NULL, TP_RECORD_MEASURED, NULL};
     char *line = tp_records_format(&r[i], &l);
     CHECK_INT(tp__records_scan(line, strlen(line), &f), 0, "an own line is read");
     json_t *o = json_loads(line, JSON_ALLOW_NUL, NULL);
@@ -564,7 +576,7 @@ static void test_read_window(const char *dir) {
     recs[i].done_ns = 3000 + i;
     size_t len = i == 1234 ? (3u << 20) : 50 + (i * 7919) % 900;
     for (size_t k = 0; k < len; k++) tp_buf_append(&recs[i].text, &"abcdefgh"[(i + k) % 8], 1);
-    tp_records_line l = {"id", 0, TP_LOAD_CONCURRENCY, 1, 0, false, NULL, TP_RECORD_MEASURED};
+    tp_records_line l = {"id", 0, TP_LOAD_CONCURRENCY, 1, 0, false, NULL, TP_RECORD_MEASURED, NULL};
     char *line = tp_records_format(&recs[i], &l);
     recs[i].line_off = (uint64_t)ftell(fp) + 1;
     fputs(line, fp);
@@ -657,7 +669,7 @@ static void test_text_at_read_back(const char *dir) {
     tp_record_append_text(&r[i], false, "ab", 2, false);
     tp_record_add_response(&r[i], 300, false);
     r[i].done_ns = 300;
-    tp_records_line l = {"id", 0, TP_LOAD_CONCURRENCY, 1, 0, false, NULL, TP_RECORD_MEASURED};
+    tp_records_line l = {"id", 0, TP_LOAD_CONCURRENCY, 1, 0, false, NULL, TP_RECORD_MEASURED, NULL};
     char *line = tp_records_format(&r[i], &l);
     char *p = strstr(line, "\"response_text_at\":[-1,0,null]");
     CHECK(p != NULL, "the line says where each response's text starts (%s)", line);

@@ -10,6 +10,7 @@
 
 #include "dataset/tp_dataset.h"
 #include "dataset/tp_dataset_line.h"
+#include "metrics/tp_stats.h"
 #include "run/tp_sessions.h"
 #include "tp_test.h"
 #include "util/tp_common.h"
@@ -147,6 +148,7 @@ static void test_stats(void) {
     r[i].last_token_ns = r[i].first_token_ns + 20 * MS;
     r[i].done_ns = r[i].last_token_ns;
     r[i].output_tokens = 3;
+    r[i].n_text_resp = 3;
     r[i].input_tokens = i % 2 ? 30 : 10;
     r[i].server_cached_tokens = i % 2 ? 16 : 0;
   }
@@ -169,9 +171,53 @@ static void test_stats(void) {
   for (int i = 0; i < 4; i++) tp_record_fini(&r[i]);
 }
 
+/* A turn's figures are the level's method over that turn's requests: ITL
+ * over reasoning and answer tokens, none for text all on one stamp, and the
+ * linear percentiles of tp_stat_compute. */
+static void test_stats_like_level(void) {
+  enum { N = 5 };
+  tp_record r[N];
+  static const double ttft[N] = {10, 20, 30, 40, 100};
+  for (int i = 0; i < N; i++) {
+    tp_record_init(&r[i]);
+    r[i].session = 1 + (uint32_t)i;
+    r[i].turn = 0;
+    r[i].sent_ns = (uint64_t)(i + 1) * 1000 * MS;
+    r[i].first_token_ns = r[i].sent_ns + (uint64_t)(ttft[i] * MS);
+    r[i].last_token_ns = r[i].first_token_ns + 90 * MS;
+    r[i].done_ns = r[i].last_token_ns;
+    r[i].output_tokens = 5;
+    r[i].n_text_resp = 10;
+  }
+  /* Request 0: 5 reasoning + 5 answer tokens over 90 ms: 10 ms, not 22.5. */
+  r[0].reasoning_tokens = 5;
+  tp_buf_append(&r[0].reasoning, "think", 5);
+  /* Request 1: every text response on one stamp: no ITL. */
+  r[1].n_text_merged = 9;
+  tp_turn_stats *ts;
+  size_t n;
+  tp_session_summary sum;
+  tp_level_result lv;
+  CHECK(tp_sessions_stats(r, N, &ts, &n, &sum) == 0 && n == 1, "one turn row");
+  CHECK(tp_level_compute(&lv, r, N) == 0, "the level over the same records");
+  if (n == 1) {
+    CHECK_NEAR(ts[0].itl_ms_avg, lv.itl_ms.avg, 1e-12, "turn ITL = the level's ITL");
+    CHECK_NEAR(ts[0].itl_ms_avg, (10.0 + 22.5 * 3) / 4, 1e-9, "reasoning counts, merged text has no ITL");
+    CHECK_NEAR(ts[0].ttft_ms_p50, lv.ttft_ms.p50, 1e-12, "turn TTFT p50 = the level's");
+    CHECK_NEAR(ts[0].ttft_ms_p99, lv.ttft_ms.p99, 1e-12, "turn TTFT p99 = the level's");
+    CHECK_NEAR(ts[0].ttft_ms_p99, 40 + 60 * 0.96, 1e-9, "p99 linear: rank 3.96");
+    CHECK_NEAR(ts[0].latency_ms_avg, lv.latency_ms.avg, 1e-12, "turn latency = the level's");
+  }
+  /* Five sessions of 0.1, 0.11, 0.12, 0.13, 0.19 s: linear p99, not the maximum. */
+  CHECK_NEAR(sum.time_s_p99, 0.13 + 0.06 * 0.96, 1e-9, "session time p99, linear");
+  free(ts);
+  for (int i = 0; i < N; i++) tp_record_fini(&r[i]);
+}
+
 int main(void) {
   test_reader();
   test_driver();
   test_stats();
+  test_stats_like_level();
   return tp_test_done();
 }

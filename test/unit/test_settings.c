@@ -108,6 +108,79 @@ static const tp_setting mock_rows[] = {
      NULL, NULL},
 };
 
+/* Values over several words (TP_SETF_NARGS), as argparse's nargs="+"
+ * takes them: "--goodput ttft:30 tpot:10". */
+typedef struct nargs_cfg {
+  char joined[128];
+  tp_str_list slo;
+  bool flag;
+} nargs_cfg;
+
+static int parse_joined(void *base, const tp_setting *s, const char *v, char *err, size_t errlen) {
+  if (strstr(v, "bad")) {
+    snprintf(err, errlen, "refused");
+    return TP_EINVAL;
+  }
+  snprintf(((nargs_cfg *)base)->joined, sizeof(((nargs_cfg *)base)->joined), "%s", v);
+  return 0;
+}
+
+static void format_joined(const void *base, const tp_setting *s, char *out, size_t outlen) {
+  snprintf(out, outlen, "%s", ((const nargs_cfg *)base)->joined);
+}
+
+static const tp_setting nargs_rows[] = {
+    {"bounds", "--bounds", TP_SET_CUSTOM, 0, "B", NULL, 1, 0, NULL, "N", "bounds", NULL, TP_SETF_NARGS,
+     parse_joined, format_joined},
+    {"slo", "--slo", TP_SET_STR_LIST, offsetof(nargs_cfg, slo), "KEY:MS", NULL, 1, 0, NULL, "N", "slo", NULL,
+     TP_SETF_NARGS, NULL, NULL},
+    {"flag", "--flag", TP_SET_FLAG, offsetof(nargs_cfg, flag), NULL, NULL, 1, 0, NULL, "N", "flag", NULL, 0, NULL,
+     NULL},
+};
+
+static void test_nargs(void) {
+  static const struct {
+    const char *line;
+    int rv;
+    const char *joined; /* --bounds' value, or the error's start */
+    const char *slo;    /* the list's values joined by '|' */
+    bool flag;
+  } cases[] = {
+      {"--bounds a:1", 0, "a:1", "", false},
+      {"--bounds a:1 b:2 c:3 --flag", 0, "a:1 b:2 c:3", "", true},
+      {"--flag --bounds time_to_first_token:75 inter_token_latency:19.75", 0,
+       "time_to_first_token:75 inter_token_latency:19.75", "", true},
+      {"--slo ttft:30 tpot:10", 0, "", "ttft:30|tpot:10", false},
+      {"--slo ttft:30 --slo e2el:5 x:1 --flag", 0, "", "ttft:30|e2el:5|x:1", true},
+      {"--bounds=a:1 b:2", TP_EINVAL, "unexpected argument 'b:2'", "", false},
+      {"--bounds a:1 bad:2", TP_EINVAL, "--bounds 'a:1 bad:2': refused", "", false},
+      {"--bounds", TP_EINVAL, "--bounds needs a value", "", false},
+  };
+  for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    char line[256], err[512] = "";
+    snprintf(line, sizeof(line), "%s", cases[i].line);
+    char *argv[32];
+    int argc = 0;
+    for (char *save = NULL, *t = strtok_r(line, " ", &save); t && argc < 32; t = strtok_r(NULL, " ", &save))
+      argv[argc++] = t;
+    nargs_cfg c;
+    memset(&c, 0, sizeof(c));
+    tp_settings_part part = {nargs_rows, 3, &c, "", NULL};
+    int rv = tp_settings_parse(&part, 1, argc, argv, NULL, NULL, NULL, err, sizeof(err));
+    char slo[256] = "";
+    for (size_t k = 0; k < c.slo.n; k++)
+      snprintf(slo + strlen(slo), sizeof(slo) - strlen(slo), "%s%s", k ? "|" : "", c.slo.v[k]);
+    if (cases[i].rv) {
+      CHECK(rv == cases[i].rv && strncmp(err, cases[i].joined, strlen(cases[i].joined)) == 0,
+            "'%s' refused: %s", cases[i].line, err);
+    } else {
+      CHECK(rv == 0 && strcmp(c.joined, cases[i].joined) == 0 && strcmp(slo, cases[i].slo) == 0 &&
+                c.flag == cases[i].flag,
+            "'%s': [%s] [%s] %d (%s)", cases[i].line, c.joined, slo, c.flag, err);
+    }
+  }
+}
+
 static int parse_args(demo *d, mockcfg *m, char *line, char *err, size_t errlen, bool *help) {
   char *argv[64];
   int argc = 0;
@@ -310,5 +383,6 @@ int main(void) {
   CHECK(!strstr(js, "async"), "JSON: a no-op compatibility flag is not echoed");
   free(js);
   json_decref(o);
+  test_nargs();
   return tp_test_done();
 }

@@ -1,10 +1,12 @@
 /* Unit tests for lib/metrics/tp_stats.c: the percentile definition against
  * values worked out by hand, and every metric of docs/metrics.md on records
  * whose timestamps are set by hand. */
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "metrics/tp_gaps.h"
+#include "metrics/tp_request.h"
 #include "metrics/tp_stats.h"
 #include "tp_test.h"
 #include "tokperf/tokperf.h"
@@ -289,6 +291,57 @@ static void test_goodput_unjudged(void) {
   free_recs(recs, n);
 }
 
+/* GenAI-Perf's time_to_second_token (a ceiling) and
+ * output_token_throughput_per_user (a floor on 1000 / ITL): each request
+ * judged on its own figure, one without it (the one-token request) passing
+ * as it has no second token to be late. */
+static void test_goodput_ttst_per_user(void) {
+  tp_record recs[8];
+  size_t n = build_level(recs, true);
+  static const struct {
+    double ttst_ms, tps_min;
+  } cases[] = {{1e6, 0}, {1e-6, 0}, {0, 1e-6}, {0, 1e12}, {1e6, 1e-6}, {1e-6, 1e-6}};
+  for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+    tp_level_opts o = {0};
+    o.goodput_ttst_ms = cases[c].ttst_ms;
+    o.goodput_tps_per_user_min = cases[c].tps_min;
+    tp_level_result lr;
+    CHECK(tp_level_compute_ex(&lr, recs, n, &o) == 0, "case %zu: returns 0", c);
+    uint64_t want = 0, unjudged = 0;
+    for (size_t i = 0; i < n; i++) {
+      tp_req_metrics m;
+      tp_request_metrics(&recs[i], &m);
+      if (recs[i].warmup || !m.ok) continue;
+      bool one = m.generated_tokens >= 0 && m.generated_tokens < 2;
+      bool ok = true, unj = false;
+      if (o.goodput_ttst_ms > 0) {
+        ok &= m.ttst_ms >= 0 ? m.ttst_ms <= o.goodput_ttst_ms : one;
+        unj |= m.ttst_ms < 0 && !one;
+      }
+      if (o.goodput_tps_per_user_min > 0) {
+        ok &= m.output_tps_per_user_itl >= 0 ? m.output_tps_per_user_itl >= o.goodput_tps_per_user_min : one;
+        unj |= m.output_tps_per_user_itl < 0 && !one;
+      }
+      want += ok;
+      unjudged += unj;
+    }
+    CHECK(lr.goodput_set && lr.goodput_requests == want && lr.goodput_unjudged == unjudged,
+          "case %zu (ttst %g, per-user %g): %" PRIu64 " good of %" PRIu64 ", want %" PRIu64, c, cases[c].ttst_ms,
+          cases[c].tps_min, lr.goodput_requests, lr.succeeded, want);
+  }
+  tp_level_opts o = {0};
+  o.goodput_ttst_ms = 1e6;
+  tp_level_result lr;
+  tp_level_compute_ex(&lr, recs, n, &o);
+  CHECK(lr.goodput_requests == lr.succeeded && lr.succeeded > 1, "a generous TTST bound: every request good");
+  o.goodput_ttst_ms = 0;
+  o.goodput_tps_per_user_min = 1e12;
+  tp_level_compute_ex(&lr, recs, n, &o);
+  CHECK(lr.goodput_requests == 1, "an unreachable per-user floor: only the one-token request passes (%" PRIu64 ")",
+        lr.goodput_requests);
+  free_recs(recs, n);
+}
+
 static void test_level_all_failed(void) {
   tp_record recs[3];
   /* A connect failure never sent (sent_ns 0) must not stretch the window
@@ -530,6 +583,7 @@ int main(void) {
   test_level_metrics();
   test_level_no_tokens();
   test_goodput_unjudged();
+  test_goodput_ttst_per_user();
   test_level_all_failed();
   test_level_edge_cases();
   test_gap_pool_records();

@@ -78,7 +78,10 @@ enum {
   TP_SETF_NONZERO = 32, /* 0 is refused ("must be above zero") */
   TP_SETF_NOOP = 64,    /* accepted for compatibility and ignored: said once on stderr */
   TP_SETF_CLEAR = 128,  /* a FLAG row that sets its bool to false ("--no-streaming") */
-  TP_SETF_UNSET0 = 256  /* 0 means "not set" (automatic, no limit): help shows no default for it */
+  TP_SETF_UNSET0 = 256, /* 0 means "not set" (automatic, no limit): help shows no default for it */
+  /* The value may go on over the next words, up to the next option, joined
+   * by spaces ("--goodput ttft:30 tpot:10", as argparse's nargs="+"). */
+  TP_SETF_NARGS = 512
 };
 
 typedef struct tp_setting tp_setting;

@@ -213,6 +213,10 @@ typedef struct tp_measure_config {
   /* Goodput bounds in ms (0 = no bound on that metric). */
   double goodput_ttft_ms, goodput_itl_ms, goodput_latency_ms;
   double goodput_tpot_ms; /* time per output token (tpot; GenAI-Perf's inter_token_latency) */
+  double goodput_ttst_ms; /* time to second token (GenAI-Perf's time_to_second_token) */
+  /* Per-user output throughput floor, tokens/s (GenAI-Perf's
+   * output_token_throughput_per_user: 1000 / ITL); 0 = none. */
+  double goodput_tps_per_user_min;
   /* CI gates: "metric.stat OP value[unit]" (borrowed).  A failed gate makes
    * tp_run_check_gates report it. */
   const char *const *asserts;

@@ -545,8 +545,17 @@ for words, frac in [(["time_to_second_token:1000"], 1.0), (["time_to_second_toke
                     (["time_to_first_token:10000", "output_token_throughput_per_user:1"], 1.0)]:
     rc, out, err = run(G + ["--goodput"] + words + ["--json", gjs])
     lv = json.load(open(gjs))["levels"][0] if rc == 0 and os.path.exists(gjs) else {}
-    check(lv.get("goodput_fraction") == frac and lv.get("goodput_unjudged") == 0,
-          "--goodput %s: %.0f%% of requests met it" % (" ".join(words), 100 * frac),
+    # On a busy machine a request's first two responses can be read
+    # together: it then has no second-token time nor ITL of its own, is
+    # unjudged (docs/metrics.md, "Fidelity"), and fails the bound; every
+    # other request must be judged as the bound says.
+    unj = lv.get("goodput_unjudged")
+    n = lv.get("requests") or 1
+    want = frac * (n - (unj or 0)) / n
+    check(unj is not None and abs((lv.get("goodput_fraction") or 0) - want) < 1e-9 and
+          unj <= (lv.get("fidelity") or {}).get("merged_text_responses", 0),
+          "--goodput %s: %.0f%% of the judged requests met it (%s unjudged, from merged responses)"
+          % (" ".join(words), 100 * frac, unj),
           json.dumps({k: lv.get(k) for k in ("goodput_fraction", "goodput_unjudged")}) + err[-300:])
     os.path.exists(gjs) and os.unlink(gjs)
 rc, out, err = run(G + ["--goodput", "ttft:200", "speed:3"])

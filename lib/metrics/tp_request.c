@@ -70,6 +70,9 @@ void tp_request_metrics(const tp_record *r, tp_req_metrics *m) {
    * (scheduler jitter, a full in-flight cap, transport queueing). */
   m->send_lag_ms = r->sent_ns && r->planned_ns ? span_ms(r->planned_ns, r->sent_ns) : -1;
   m->latency_ms = span_ms(r->sent_ns, r->done_ns);
+  /* GenAI-Perf and AIPerf end a request at its last response that carried
+   * text: a trailing usage-only or flag-only response is not part of it. */
+  m->latency_last_text_ms = span_ms(r->sent_ns, r->last_token_ns);
   m->ttft_ms = span_ms(r->sent_ns, r->first_token_ns);
   /* Time to second token: needs no tokenizer, only two text responses;
    * none when both came at one time (a gap the client could not see). */
@@ -117,6 +120,8 @@ static const struct {
     {LR(ttft_from_planned_ms), RM(ttft_from_planned_ms), false},
     {LR(latency_from_planned_ms), RM(latency_from_planned_ms), false},
     {LR(reasoning_tokens), RM(reasoning_tokens), true},
+    {LR(latency_last_text_ms), RM(latency_last_text_ms), false},
+    {LR(generated_tokens), RM(generated_tokens), true},
 };
 #undef LR
 #undef RM

@@ -19,6 +19,7 @@ typedef struct tp_req_metrics {
             * send_lag_ms only for these */
   double send_lag_ms;             /* sent - planned, when sent on or after the plan */
   double latency_ms;              /* done - sent */
+  double latency_last_text_ms;    /* last text response - sent */
   double ttft_ms;                 /* first text response - sent */
   double ttst_ms;                 /* second text response - first */
   double ttfo_ms;                 /* first answer text (after reasoning) - sent */

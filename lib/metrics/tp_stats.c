@@ -142,7 +142,7 @@ void tp_stat_compute(tp_stat *st, double *values, size_t n) {
 
 enum {
   V_TTFT, V_ITL, V_LAT, V_OUT, V_IN, V_TPS, V_RESP, V_LAG, V_PTTFT, V_PLAT, V_REASON,
-  V_TTST, V_TPOT, V_TPS_ITL, V_TTFO, V_COUNT
+  V_TTST, V_TPOT, V_TPS_ITL, V_TTFO, V_LAT_TEXT, V_GEN, V_COUNT
 };
 
 /* A level's running totals while its records are walked. */
@@ -226,6 +226,7 @@ static void add_success(tp_level_result *out, level_acc *a, const tp_record *r, 
                         const tp_level_opts *o) {
   out->succeeded++;
   push_have(a, V_LAT, m->latency_ms);
+  push_have(a, V_LAT_TEXT, m->latency_last_text_ms);
   push_have(a, V_TTFT, m->ttft_ms);
   push_have(a, V_TTST, m->ttst_ms);
   push_have(a, V_TTFO, m->ttfo_ms);
@@ -241,6 +242,7 @@ static void add_success(tp_level_result *out, level_acc *a, const tp_record *r, 
     out->tokens_available = true;
     a->out_tokens_sum += (uint64_t)m->output_tokens;
     push(a, V_OUT, (double)m->output_tokens);
+    push(a, V_GEN, (double)m->generated_tokens);
     push_have(a, V_TPS, m->output_tps_per_user);
     push_have(a, V_ITL, m->itl_ms);
     push_have(a, V_TPS_ITL, m->output_tps_per_user_itl);
@@ -312,6 +314,8 @@ static void compute_dists(tp_level_result *out, level_acc *a) {
       {V_TTFO, offsetof(tp_level_result, ttfo_ms)},
       {V_TPOT, offsetof(tp_level_result, tpot_ms)},
       {V_TPS_ITL, offsetof(tp_level_result, output_tps_per_user_itl)},
+      {V_LAT_TEXT, offsetof(tp_level_result, latency_last_text_ms)},
+      {V_GEN, offsetof(tp_level_result, generated_tokens)},
   };
   for (size_t i = 0; i < sizeof(dists) / sizeof(dists[0]); i++)
     tp_stat_compute((tp_stat *)(void *)((char *)out + dists[i].off), a->v[dists[i].k], a->nv[dists[i].k]);

@@ -451,6 +451,8 @@ typedef struct tp_level_result {
   tp_stat tpot_ms;                 /* (done - first token) / (tokens - 1) (vLLM) */
   tp_stat output_tps_per_user_itl; /* 1000 / ITL ms (GenAI-Perf's per-user throughput) */
   tp_stat itl_pooled_ms;           /* every gap between text responses, pooled (vLLM's ITL) */
+  tp_stat latency_last_text_ms;    /* last text response - sent (GenAI-Perf's and AIPerf's latency) */
+  tp_stat generated_tokens;        /* output + reasoning tokens (AIPerf's output sequence length) */
   tp_stat responses; /* responses per request */
 
   double output_token_throughput; /* tokens/s */

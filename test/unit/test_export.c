@@ -1200,6 +1200,15 @@ static void test_aiperf_records(void) {
             json_object_get(m1, "input_sequence_length") && json_object_get(m1, "output_sequence_length"),
         "without streaming: latency and lengths only");
   json_decref(ns);
+  /* A failure without an input count: metrics is an empty object, never
+   * null (AIPerf's record model wants a dict, and its loader refuses null). */
+  f.r[2].input_tokens = -1;
+  tp_buf_reset(&b);
+  CHECK_INT(tp_export_aiperf_records(&b, &el, true, MONO0, WALL0), 0, "records render");
+  ns = parse_lines((const char *)b.data, b.len);
+  json_t *m2 = json_object_get(record_line(ns, 2), "metrics");
+  CHECK(json_is_object(m2) && json_object_size(m2) == 0, "a failure without an input count: metrics {}");
+  json_decref(ns);
   json_decref(lines);
   tp_buf_fini(&b);
   fixture_fini(&f);

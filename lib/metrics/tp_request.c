@@ -64,6 +64,25 @@ static void token_figures(const tp_record *r, tp_req_metrics *m) {
   m->length_mismatch = r->max_tokens > 0 && (uint64_t)gen != r->max_tokens;
 }
 
+/* vLLM bench serve's figures (vllm/benchmarks/lib/endpoint_request_func.py
+ * and serve.py's calculate_metrics): TTFT at the first chunk carrying
+ * choices, E2EL at the last one, the output length the server's
+ * completion count when it gave a non-zero one (vLLM's `if not
+ * output_len`), else the client's count of the answer, and TPOT
+ * (E2EL - TTFT) / (length - 1) for a length above 1.  A record from a
+ * client that does not mark choices (not OpenAI) ends at done_ns. */
+static void vllm_figures(const tp_record *r, tp_req_metrics *m) {
+  m->vllm_ttft_ms = span_ms(r->sent_ns, r->first_resp_ns);
+  m->vllm_e2el_ms = span_ms(r->sent_ns, r->last_choice_ns ? r->last_choice_ns : r->done_ns);
+  int64_t n = r->server_output_tokens > 0                  ? r->server_output_tokens
+              : r->server_counts & TP_RECORD_SERVER_OUTPUT ? r->client_output_tokens
+                                                           : r->output_tokens;
+  m->vllm_output_tokens = n >= 0 ? n : -1;
+  m->vllm_tpot_ms = -1;
+  if (n > 1 && m->vllm_ttft_ms >= 0 && m->vllm_e2el_ms >= m->vllm_ttft_ms)
+    m->vllm_tpot_ms = (m->vllm_e2el_ms - m->vllm_ttft_ms) / (double)(n - 1);
+}
+
 void tp_request_metrics(const tp_record *r, tp_req_metrics *m) {
   m->ok = tp_record_ok(r);
   /* Send lag: how late the client released the request against its plan
@@ -96,6 +115,7 @@ void tp_request_metrics(const tp_record *r, tp_req_metrics *m) {
   m->reasoning_tokens = r->reasoning_tokens >= 0 && tp_record_has_reasoning(r) ? r->reasoning_tokens : -1;
   token_figures(r, m);
   usage_diffs(r, m);
+  vllm_figures(r, m);
 }
 
 /* Each per-request row of the registry (by where its distribution lives in
@@ -122,6 +142,10 @@ static const struct {
     {LR(reasoning_tokens), RM(reasoning_tokens), true},
     {LR(latency_last_text_ms), RM(latency_last_text_ms), false},
     {LR(generated_tokens), RM(generated_tokens), true},
+    {LR(vllm_ttft_ms), RM(vllm_ttft_ms), false},
+    {LR(vllm_e2el_ms), RM(vllm_e2el_ms), false},
+    {LR(vllm_tpot_ms), RM(vllm_tpot_ms), false},
+    {LR(vllm_output_tokens), RM(vllm_output_tokens), true},
 };
 #undef LR
 #undef RM

@@ -20,6 +20,12 @@ typedef struct tp_req_metrics {
   double send_lag_ms;             /* sent - planned, when sent on or after the plan */
   double latency_ms;              /* done - sent */
   double latency_last_text_ms;    /* last text response - sent */
+  /* vLLM bench serve's client: its first token is the first chunk with
+   * choices (a role-only chat chunk included), its end the last such chunk
+   * (a trailing usage-only chunk left out), its output length the server's
+   * usage.completion_tokens (reasoning included) when given. */
+  double vllm_ttft_ms, vllm_e2el_ms, vllm_tpot_ms;
+  int64_t vllm_output_tokens;
   double ttft_ms;                 /* first text response - sent */
   double ttst_ms;                 /* second text response - first */
   double ttfo_ms;                 /* first answer text (after reasoning) - sent */

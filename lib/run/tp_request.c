@@ -285,6 +285,7 @@ void tpr_req_on_event(void *req, const tp_client_event *ev, uint64_t arrival_ns)
   if (x->final_seen) return; /* nothing after the final response counts */
   bool has_text = ev->text && ev->text_len > 0;
   tp_record_add_response(rec, arrival_ns, has_text);
+  if (ev->has_choices) rec->last_choice_ns = arrival_ns;
   /* Reasoning text is a generated token for timing, but kept apart. */
   tp_buf *into = ev->reasoning ? &rec->reasoning : &rec->text;
   if (has_text) {

@@ -40,7 +40,9 @@ static double ibeta(double a, double b, double x) {
 }
 
 /* Upper tail of Student's t with df degrees of freedom: P(T > t) for t >= 0. */
-static double t_upper(double t, double df) { return 0.5 * ibeta(df / 2, 0.5, df / (df + t * t)); }
+static double t_upper(double t, double df) {
+  return 0.5 * ibeta(df / 2, 0.5, df / (df + t * t));
+}
 
 double tp_t975(size_t df) {
   if (df == 0) return 0;

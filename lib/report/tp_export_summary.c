@@ -96,21 +96,21 @@ static size_t csv_rank(const char *const *order, const char *key) {
   return i;
 }
 
-
 /* More than the registry's rows with a tool's key (tests check the count). */
 #define TP__MAX_ROWS 64
 
 /* The exported rows of tool in its order: rank by rank of order, the rows
  * of one rank (and those it does not name, last) in the registry's order.
  * rows holds room for TP__MAX_ROWS; returns how many. */
-static size_t ordered_rows(const dialect *d, const char *const *order, const tp_level_result *lr, bool streaming,
-                           bool json, const tp_metric **rows) {
+static size_t ordered_rows(const dialect *d, const char *const *order, const tp_level_result *lr,
+                           bool streaming, bool json, const tp_metric **rows) {
   size_t nm, n = 0, ranks = 0;
   const tp_metric *all = tp_metrics(&nm);
   while (order[ranks]) ranks++;
   for (size_t r = 0; r <= ranks; r++)
     for (size_t k = 0; k < nm; k++)
-      if (n < TP__MAX_ROWS && exported(d, &all[k], lr, streaming, json) && csv_rank(order, d->key(&all[k])) == r)
+      if (n < TP__MAX_ROWS && exported(d, &all[k], lr, streaming, json) &&
+          csv_rank(order, d->key(&all[k])) == r)
         rows[n++] = &all[k];
   return n;
 }
@@ -291,7 +291,8 @@ int tp__summary_csv(tp_buf *out, const tp_level_result *lr, tp_export_tool tool,
     for (size_t i = 0; i < sizeof(genai_csv_stats) / sizeof(genai_csv_stats[0]) && !rv; i++)
       rv = tp_buf_printf(out, ",%s", tp_stat_name(genai_csv_stats[i]));
   else
-    for (size_t i = 0; i < TP_STAT_COUNT && !rv; i++) rv = tp_buf_printf(out, ",%s", tp_stat_name(csv_order[i]));
+    for (size_t i = 0; i < TP_STAT_COUNT && !rv; i++)
+      rv = tp_buf_printf(out, ",%s", tp_stat_name(csv_order[i]));
   if (!rv) rv = tp_buf_append(out, "\r\n", 2);
   /* Two blocks, distributions then the level's values, each in the
    * tool's order. */

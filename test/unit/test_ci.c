@@ -19,7 +19,8 @@ int main(void) {
   /* Any df: the density integrated from 0 to t by Simpson's rule gives 0.475. */
   size_t dfs[] = {3, 7, 30, 31, 60, 120, 1000};
   for (size_t k = 0; k < sizeof dfs / sizeof dfs[0]; k++) {
-    double d = (double)dfs[k], t = tp_t975(dfs[k]), c = exp(lgamma((d + 1) / 2) - lgamma(d / 2)) / sqrt(d * pi);
+    double d = (double)dfs[k], t = tp_t975(dfs[k]),
+           c = exp(lgamma((d + 1) / 2) - lgamma(d / 2)) / sqrt(d * pi);
     size_t n = 20000;
     double h = t / (double)n, s = 0;
     for (size_t i = 0; i <= n; i++) {

@@ -1160,7 +1160,8 @@ static void test_aiperf_records(void) {
   CHECK_NEAR(rec_metric(l0, "time_to_first_token", "ms"), 15, 1e-9, "seq 0: TTFT skips the role-only response");
   CHECK_NEAR(rec_metric(l0, "time_to_second_token", "ms"), 8, 1e-9, "seq 0: TTST 8 ms");
   CHECK_NEAR(rec_metric(l0, "request_latency", "ms"), 23, 1e-9, "seq 0: latency to the last text, 23 ms");
-  CHECK_NEAR(rec_metric(l0, "inter_token_latency", "ms"), 4, 1e-9, "seq 0: AIPerf's ITL ends at the last text");
+  CHECK_NEAR(rec_metric(l0, "inter_token_latency", "ms"), 4, 1e-9,
+             "seq 0: AIPerf's ITL ends at the last text");
   icl = json_object_get(json_object_get(json_object_get(l0, "metrics"), "inter_chunk_latency"), "value");
   CHECK(json_array_size(icl) == 1 && json_number_value(json_array_get(icl, 0)) == 8,
         "seq 0: inter_chunk_latency [8]: between text responses only");

@@ -454,10 +454,10 @@ typedef struct tp_level_result {
   tp_stat latency_last_text_ms;    /* last text response - sent (GenAI-Perf's and AIPerf's latency) */
   tp_stat generated_tokens;        /* output + reasoning tokens (AIPerf's output sequence length) */
   /* vLLM bench serve's own figures (its client's definitions). */
-  tp_stat vllm_ttft_ms;            /* first response with choices - sent */
-  tp_stat vllm_e2el_ms;            /* last response with choices - sent */
-  tp_stat vllm_tpot_ms;            /* (E2EL - TTFT) / (vLLM output tokens - 1) */
-  tp_stat vllm_output_tokens;      /* usage.completion_tokens when given, else the answer's tokens */
+  tp_stat vllm_ttft_ms;       /* first response with choices - sent */
+  tp_stat vllm_e2el_ms;       /* last response with choices - sent */
+  tp_stat vllm_tpot_ms;       /* (E2EL - TTFT) / (vLLM output tokens - 1) */
+  tp_stat vllm_output_tokens; /* usage.completion_tokens when given, else the answer's tokens */
   tp_stat responses; /* responses per request */
 
   double output_token_throughput; /* tokens/s */

@@ -11,8 +11,8 @@
  * definition, a registry row of its own (docs/metrics.md, "Each tool's
  * definitions"): TTFT at the first chunk with choices, E2EL at the last
  * one, TPOT and the output tokens from the server's completion count;
- * ITL is the pooled gaps between chunks (itl_pooled_ms), not tokperf's
- * per-request ITL. */
+ * ITL every gap between chunks with choices, pooled (vllm_itl_ms: the
+ * role-only chunk's gap included), not tokperf's per-request ITL. */
 #include <inttypes.h>
 #include <math.h>
 #include <stddef.h>
@@ -174,11 +174,11 @@ static const tp_stat *metric_stat(const tp_level_result *lr, const char *m, cons
     return &lr->vllm_tpot_ms;
   }
   if (strcmp(m, "itl") == 0) {
-    /* vLLM's ITL pools every gap between chunks of every request
-     * (itl_pooled_ms); tokperf's own per-request ITL is itl_ms. */
+    /* vLLM's ITL pools every gap between chunks with choices of every
+     * request (vllm_itl_ms); tokperf's own per-request ITL is itl_ms. */
     *title = "Inter-token Latency";
     *abbr = "ITL";
-    return &lr->itl_pooled_ms;
+    return &lr->vllm_itl_ms;
   }
   *title = "End-to-end Latency";
   *abbr = "E2EL";

@@ -66,6 +66,8 @@ static const tp_metric metrics[] = {
          2, 0),
     DIST("vllm_tpot", "vLLM's time per output token", TP_UNIT_MS, vllm_tpot_ms, "vllm_tpot_ms", NULL, NULL,
          -1, 2, TP_MF_STREAMING),
+    DIST("vllm_itl", "vLLM's inter-token latency, pooled", TP_UNIT_MS, vllm_itl_ms, "vllm_itl_ms", NULL, NULL,
+         -1, 2, TP_MF_STREAMING),
     DIST("vllm_output_tokens", "vLLM's output tokens", TP_UNIT_TOKENS, vllm_output_tokens,
          "vllm_output_tokens", NULL, NULL, 0, 1, 0),
     DIST("reasoning_tokens", "Reasoning tokens", TP_UNIT_TOKENS, reasoning_tokens, "reasoning_tokens", NULL,

@@ -408,6 +408,7 @@ int tp_level_compute_ex(tp_level_result *out, const tp_record *recs, size_t n, c
   compute_rates(out, &a, o);
   if (o) {
     tp_gap_pool_stat(o->gaps, &out->itl_pooled_ms);
+    if (o->vllm_gaps) tp_gap_pool_stat(o->vllm_gaps, &out->vllm_itl_ms);
     out->fidelity.itl_pooled_merged_gaps = tp_gap_pool_merged(o->gaps);
   }
   first_error(out, a.first_failed);

@@ -458,6 +458,7 @@ typedef struct tp_level_result {
   tp_stat vllm_e2el_ms;       /* last response with choices - sent */
   tp_stat vllm_tpot_ms;       /* (E2EL - TTFT) / (vLLM output tokens - 1) */
   tp_stat vllm_output_tokens; /* usage.completion_tokens when given, else the answer's tokens */
+  tp_stat vllm_itl_ms;        /* every gap between chunks with choices, pooled (vLLM's ITL) */
   tp_stat responses; /* responses per request */
 
   double output_token_throughput; /* tokens/s */

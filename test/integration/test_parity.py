@@ -159,9 +159,44 @@ def genai_csv(shape, d, doc):
     check(not bad, "%s, GenAI-Perf csv: every number is the JSON's, {:,.2f}" % shape, "\n".join(bad))
 
 
+def vllm_check(shape, lv, ok):
+    """vLLM's figures in --json (the rows vllm-bench writes) against vLLM's
+    client logic on records.jsonl: TTFT at the first response (the role-only
+    chat chunk included), E2EL at the last chunk with choices, output
+    length the server's count, ITL every gap between those chunks pooled.
+    The mock's usage-only chunk shares the last text's arrival, so the
+    last chunk with choices is the last response here."""
+    figs = []
+    gaps = []
+    for r in ok:
+        ts = r["response_ns"]
+        ttft, e2el = ms(r["sent_ns"], ts[0]), ms(r["sent_ns"], ts[-1])
+        n = r["server_output_tokens"] if r["server_output_tokens"] else r["output_tokens"]
+        figs.append({"vllm_ttft_ms": ttft, "vllm_e2el_ms": e2el, "vllm_output_tokens": n,
+                     "vllm_tpot_ms": (e2el - ttft) / (n - 1) if n and n > 1 else None})
+        gaps += [ms(a, b) for a, b in zip(ts, ts[1:]) if b != a]
+    for key in ("vllm_ttft_ms", "vllm_e2el_ms", "vllm_tpot_ms", "vllm_output_tokens"):
+        want = dist([f[key] for f in figs if f[key] is not None])
+        got = lv.get(key)
+        worst = max(rel(got.get(s), want[s]) for s in want) if got and want else float("inf")
+        MATRIX.append((shape, "vLLM", key, worst))
+        check(worst <= 1e-9, "%s, vLLM: %s is vLLM's definition (max rel diff %.1e)" % (shape, key, worst),
+              {s: (got.get(s) if got else None, want[s] if want else None) for s in ("avg", "p50", "max")})
+    # The pooled gaps: n, mean, min, max exact; percentiles within 1/1024 (docs).
+    want, got = dist(gaps), lv.get("vllm_itl_ms")
+    exact = max(rel(got.get(s), want[s]) for s in ("avg", "min", "max")) if got and want else float("inf")
+    pct = max(rel(got.get("p%d" % p), want["p%d" % p]) for p in PCTS) if got and want else float("inf")
+    MATRIX.append((shape, "vLLM", "vllm_itl_ms (avg/min/max)", exact))
+    check(got is not None and got["n"] == len(gaps) and exact <= 1e-9 and pct <= 1 / 1024,
+          "%s, vLLM: the pooled ITL is every gap between chunks (%d gaps, rel %.1e, percentiles %.1e)"
+          % (shape, len(gaps), exact, pct), (got, want))
+
+
 def run_shape(tmp, shape, args, reasoning_run=False):
     art = os.path.join(tmp, shape)
-    cmd = [TOKPERF, "profile", "--mock", "-q", "--artifact-dir", art, "--no-html", "--request-count", "16",
+    js = os.path.join(tmp, shape + ".json")
+    cmd = [TOKPERF, "profile", "--mock", "-q", "--artifact-dir", art, "--no-html", "--json", js,
+           "--request-count", "16",
            "--concurrency", "4", "--output-tokens-mean", "12", "--mock-ttft-ms", "3", "--mock-itl-ms", "2",
            "--tokenizer", WORDS, "--token-source", "client"] + args
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=120 * SCALE)
@@ -173,6 +208,9 @@ def run_shape(tmp, shape, args, reasoning_run=False):
     ok = [r for r in recs if r["ok"]]
     rtok = count_tokens([r.get("reasoning") or "" for r in ok]) if reasoning_run else [0] * len(ok)
     d = os.path.join(art, "concurrency4")
+    if "openai" in args:
+        with open(js) as f:
+            vllm_check(shape, json.load(f)["levels"][0], ok)
     keys = ["time_to_first_token", "request_latency", "inter_token_latency", "output_sequence_length",
             "input_sequence_length", "output_token_throughput_per_user"]
 

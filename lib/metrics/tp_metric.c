@@ -23,10 +23,10 @@
 /* Report order: the per-request distributions, then the level's rates and
  * counts.  Each row's definition is in docs/metrics.md. */
 static const tp_metric metrics[] = {
-    DIST("ttft", "Time to first token", TP_UNIT_MS, ttft_ms, "time_to_first_token_ms", "time_to_first_token",
-         "time_to_first_token", -1, 2, TP_MF_TABLE | TP_MF_SUMMARY | TP_MF_COMPARE | TP_MF_STREAMING, "TTFT"),
-    DIST("itl", "Inter token latency", TP_UNIT_MS, itl_ms, "inter_token_latency_ms", "inter_token_latency",
-         "inter_token_latency", -1, 2, TP_MF_TABLE | TP_MF_SUMMARY | TP_MF_COMPARE | TP_MF_STREAMING, "ITL"),
+    DIST("ttft", "Time to first token", TP_UNIT_MS, ttft_ms, "time_to_first_token_ms", NULL, "time_to_first_token",
+         -1, 2, TP_MF_TABLE | TP_MF_SUMMARY | TP_MF_COMPARE | TP_MF_STREAMING, "TTFT"),
+    DIST("itl", "Inter token latency", TP_UNIT_MS, itl_ms, "inter_token_latency_ms", NULL, "inter_token_latency",
+         -1, 2, TP_MF_TABLE | TP_MF_SUMMARY | TP_MF_COMPARE | TP_MF_STREAMING, "ITL"),
     DIST("latency", "Request latency", TP_UNIT_MS, latency_ms, "request_latency_ms", NULL, NULL, -1, 2,
          TP_MF_TABLE | TP_MF_SUMMARY | TP_MF_COMPARE, "Latency"),
     /* GenAI-Perf's and AIPerf's request latency ends at the last text. */
@@ -43,13 +43,21 @@ static const tp_metric metrics[] = {
          "output_token_throughput_per_user_tps", NULL, NULL, 1, 2, TP_MF_TABLE),
     DIST("ttst", "Time to second token", TP_UNIT_MS, ttst_ms, "time_to_second_token_ms",
          "time_to_second_token", "time_to_second_token", -1, 2, TP_MF_STREAMING),
-    DIST("ttfo", "Time to first output token", TP_UNIT_MS, ttfo_ms, "time_to_first_output_token_ms", NULL,
-         NULL, -1, 2, 0),
+    /* GenAI-Perf reads OpenAI's content only: its first token is the
+     * first answer token, its ITL and per-user rate the answer's. */
+    DIST("ttfo", "Time to first output token", TP_UNIT_MS, ttfo_ms, "time_to_first_output_token_ms",
+         "time_to_first_token", NULL, -1, 2, TP_MF_STREAMING),
+    DIST("itl_answer", "Inter token latency of the answer", TP_UNIT_MS, itl_answer_ms,
+         "inter_token_latency_answer_ms", "inter_token_latency", NULL, -1, 2, TP_MF_STREAMING),
+    DIST("output_tps_per_user_itl_answer", "Output token throughput per user from the answer's ITL",
+         TP_UNIT_TOKENS_PER_S_USER, output_tps_per_user_itl_answer,
+         "output_token_throughput_per_user_from_answer_itl_tps", "output_token_throughput_per_user", NULL, 1, 2,
+         TP_MF_STREAMING),
     DIST("tpot", "Time per output token", TP_UNIT_MS, tpot_ms, "time_per_output_token_ms", NULL, NULL, -1, 2,
          TP_MF_STREAMING),
     DIST("output_tps_per_user_itl", "Output token throughput per user from ITL", TP_UNIT_TOKENS_PER_S_USER,
          output_tps_per_user_itl, "output_token_throughput_per_user_from_itl_tps",
-         "output_token_throughput_per_user", "output_token_throughput_per_user", 1, 2, TP_MF_STREAMING),
+         NULL, "output_token_throughput_per_user", 1, 2, TP_MF_STREAMING),
     DIST("itl_pooled", "Inter-chunk latency, pooled", TP_UNIT_MS, itl_pooled_ms, "itl_pooled_ms", NULL, NULL,
          -1, 2, TP_MF_STREAMING),
     DIST("responses", "Responses per request", TP_UNIT_RESPONSES, responses, "responses_per_request", NULL,

@@ -35,6 +35,8 @@ typedef struct tp_req_metrics {
   double tpot_ms;                 /* (done - first text) / (generated - 1) (vLLM) */
   double output_tps_per_user;     /* output tokens / latency */
   double output_tps_per_user_itl; /* 1000 / itl_ms */
+  double itl_answer_ms;           /* (last text - first answer) / (output - 1): GenAI-Perf's */
+  double output_tps_per_user_itl_answer; /* 1000 / itl_answer_ms */
   uint32_t responses;             /* response messages of any kind */
   uint32_t text_responses;        /* those that carried text */
   /* Whether every text response came at one time (tp_record

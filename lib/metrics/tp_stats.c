@@ -142,7 +142,7 @@ void tp_stat_compute(tp_stat *st, double *values, size_t n) {
 
 enum {
   V_TTFT, V_ITL, V_LAT, V_OUT, V_IN, V_TPS, V_RESP, V_LAG, V_PTTFT, V_PLAT, V_REASON,
-  V_TTST, V_TPOT, V_TPS_ITL, V_TTFO, V_LAT_TEXT, V_GEN, V_VTTFT, V_VE2EL, V_VTPOT, V_VOUT, V_COUNT
+  V_TTST, V_TPOT, V_TPS_ITL, V_TTFO, V_LAT_TEXT, V_GEN, V_VTTFT, V_VE2EL, V_VTPOT, V_VOUT, V_ITLA, V_TPSA, V_COUNT
 };
 
 /* A level's running totals while its records are walked. */
@@ -247,6 +247,8 @@ static void add_success(tp_level_result *out, level_acc *a, const tp_record *r, 
     a->out_tokens_sum += (uint64_t)m->output_tokens;
     push(a, V_OUT, (double)m->output_tokens);
     push(a, V_GEN, (double)m->generated_tokens);
+    push_have(a, V_ITLA, m->itl_answer_ms);
+    push_have(a, V_TPSA, m->output_tps_per_user_itl_answer);
     push_have(a, V_TPS, m->output_tps_per_user);
     push_have(a, V_ITL, m->itl_ms);
     push_have(a, V_TPS_ITL, m->output_tps_per_user_itl);
@@ -324,6 +326,8 @@ static void compute_dists(tp_level_result *out, level_acc *a) {
       {V_VE2EL, offsetof(tp_level_result, vllm_e2el_ms)},
       {V_VTPOT, offsetof(tp_level_result, vllm_tpot_ms)},
       {V_VOUT, offsetof(tp_level_result, vllm_output_tokens)},
+      {V_ITLA, offsetof(tp_level_result, itl_answer_ms)},
+      {V_TPSA, offsetof(tp_level_result, output_tps_per_user_itl_answer)},
   };
   for (size_t i = 0; i < sizeof(dists) / sizeof(dists[0]); i++)
     tp_stat_compute((tp_stat *)(void *)((char *)out + dists[i].off), a->v[dists[i].k], a->nv[dists[i].k]);

@@ -57,7 +57,7 @@ static bool exported(const dialect *d, const tp_metric *m, const tp_level_result
                      bool json) {
   if (!d->key(m)) return false;
   if (!streaming && (m->flags & TP_MF_STREAMING) &&
-      !(json && d->json_keeps_first_token && m == tp_metric_find("ttft")))
+      !(json && d->json_keeps_first_token && !strcmp(d->key(m), "time_to_first_token")))
     return false;
   return tp_metric_available(m, lr);
 }

@@ -31,16 +31,18 @@ WORDS = os.environ.get("TP_WORDS_MODEL")
 # facts of the tools' layouts (docs/metrics.md "Exports"), written out here
 # rather than read from the registry the exports are written from.
 GENAI = {
-    "time_to_first_token_ms": ("time_to_first_token", "ms"),
+    # GenAI-Perf reads OpenAI content only: its first token, ITL and
+    # per-user rate are the answer's (reasoning left out).
+    "time_to_first_output_token_ms": ("time_to_first_token", "ms"),
     # Both tools' inter-token latency and request latency end at the last
     # text (a trailing usage-only response left out): tokperf's ITL and its
     # latency to the last text, not its TPOT and latency to the end.
-    "inter_token_latency_ms": ("inter_token_latency", "ms"),
+    "inter_token_latency_answer_ms": ("inter_token_latency", "ms"),
     "request_latency_to_last_text_ms": ("request_latency", "ms"),
     "output_tokens": ("output_sequence_length", "tokens"),
     "input_tokens": ("input_sequence_length", "tokens"),
     "time_to_second_token_ms": ("time_to_second_token", "ms"),
-    "output_token_throughput_per_user_from_itl_tps": ("output_token_throughput_per_user", "tokens/sec/user"),
+    "output_token_throughput_per_user_from_answer_itl_tps": ("output_token_throughput_per_user", "tokens/sec/user"),
     "request_throughput_rps": ("request_throughput", "requests/sec"),
     "output_token_throughput_tps": ("output_token_throughput", "tokens/sec"),
     "goodput_rps": ("request_goodput", "requests/sec"),
@@ -48,8 +50,13 @@ GENAI = {
 }
 AIPERF = dict(GENAI)
 # AIPerf's output sequence length counts reasoning and answer.
-del AIPERF["output_tokens"]
+for k in ("output_tokens", "time_to_first_output_token_ms", "inter_token_latency_answer_ms",
+          "output_token_throughput_per_user_from_answer_itl_tps"):
+    del AIPERF[k]
 AIPERF.update({
+    "time_to_first_token_ms": ("time_to_first_token", "ms"),
+    "inter_token_latency_ms": ("inter_token_latency", "ms"),
+    "output_token_throughput_per_user_from_itl_tps": ("output_token_throughput_per_user", "tokens/sec/user"),
     "generated_tokens": ("output_sequence_length", "tokens"),
     "goodput_rps": ("goodput", "requests/sec"),
     "requests": ("request_count", "requests"),
@@ -279,6 +286,12 @@ def request_figures(r, reasoning_tokens, goodput_ttft_ms):
         and not (merged and tpot == 0) else None
     itl = f["inter_token_latency_ms"]
     f["output_token_throughput_per_user_from_itl_tps"] = 1000 / itl if itl else None
+    # GenAI-Perf's: the answer's responses alone.
+    ans = span_ms(r["first_answer_ns"], r["last_token_ns"])
+    f["inter_token_latency_answer_ms"] = ans / (out_tok - 1) if out_tok is not None and out_tok >= 2 and ans \
+        else None
+    ia = f["inter_token_latency_answer_ms"]
+    f["output_token_throughput_per_user_from_answer_itl_tps"] = 1000 / ia if ia else None
     ttft = f["time_to_first_token_ms"]
     f["good"] = ttft is not None and ttft <= goodput_ttft_ms
     f["mismatch"] = gen is not None and r["max_tokens"] > 0 and gen != r["max_tokens"]
@@ -290,7 +303,8 @@ DISTS = ["time_to_first_token_ms", "inter_token_latency_ms", "request_latency_ms
          "time_to_first_output_token_ms", "time_per_output_token_ms",
          "output_token_throughput_per_user_from_itl_tps", "responses_per_request", "send_lag_ms",
          "time_to_first_token_from_planned_ms", "request_latency_from_planned_ms", "reasoning_tokens",
-         "request_latency_to_last_text_ms", "generated_tokens"]
+         "request_latency_to_last_text_ms", "generated_tokens", "inter_token_latency_answer_ms",
+         "output_token_throughput_per_user_from_answer_itl_tps"]
 
 
 def pooled_gaps(r):

@@ -6,8 +6,9 @@ run's records.jsonl by the tool's own definition (docs/metrics.md, "Each
 tool's definitions"), to 1e-9 relative.  The definitions below are written
 from the tools' code, not taken from tokperf's registry:
 
-  GenAI-Perf (llm_profile_data_parser.py): empty responses are dropped
-    first; request latency = last response - send, TTFT = first response -
+  GenAI-Perf (llm_profile_data_parser.py): responses without OpenAI
+    content are dropped first (role-only, usage-only, reasoning-only);
+    request latency = last response - send, TTFT = first response -
     send, ITL = (latency - TTFT) / (OSL - 1) for OSL > 1, OSL the
     tokenizer's count of the output text; its CSV (csv_exporter.py) has the
     header Metric,avg,min,max,p99 ... p1, every number "{:,.2f}".
@@ -89,15 +90,22 @@ def one_time(r):
     return len(ts) >= 2 and ts[0] == ts[-1]
 
 
-def genai_request(r):
-    """GenAI-Perf's figures of one request, from its text responses."""
-    ts = text_stamps(r)
+def answer_stamps(r):
+    """Arrival times of the responses with answer text (OpenAI content):
+    response_text_at >= 0 (a reasoning piece's place is negative)."""
+    return [t for t, at in zip(r["response_ns"], r.get("response_text_at") or []) if at is not None and at >= 0]
+
+
+def genai_request(r, answer_only=True):
+    """GenAI-Perf's figures of one request: the responses without content
+    dropped (reasoning-only ones too), the rest its text responses."""
+    ts = answer_stamps(r) if answer_only else text_stamps(r)
     if not ts:
         return None
     lat, ttft, osl = ms(r["sent_ns"], ts[-1]), ms(r["sent_ns"], ts[0]), r["output_tokens"]
     f = {"time_to_first_token": ttft, "request_latency": lat, "output_sequence_length": osl,
          "input_sequence_length": r["input_tokens"]}
-    if osl is not None and osl > 1 and len(ts) >= 2 and not one_time(r):
+    if osl is not None and osl > 1 and len(ts) >= 2 and ts[0] != ts[-1]:
         f["inter_token_latency"] = (lat - ttft) / (osl - 1)
         f["output_token_throughput_per_user"] = 1000.0 / f["inter_token_latency"] \
             if f["inter_token_latency"] > 0 else None
@@ -107,7 +115,7 @@ def genai_request(r):
 def aiperf_request(r, reasoning):
     """AIPerf's figures of one request: its content responses (reasoning
     counts as content), its OSL answer plus reasoning."""
-    f = genai_request(r)
+    f = genai_request(r, answer_only=False)
     if f is None:
         return None
     osl = None if r["output_tokens"] is None else r["output_tokens"] + reasoning
@@ -218,15 +226,7 @@ def run_shape(tmp, shape, args, reasoning_run=False):
     with open(os.path.join(d, "profile_export_genai_perf.json")) as f:
         gdoc = json.load(f)
     gfigs = [g for g in map(genai_request, ok) if g]
-    if reasoning_run:
-        # GenAI-Perf's parser reads `content` only: with reasoning its ITL and
-        # TTFT cover the answer alone, where tokperf writes AIPerf's reading
-        # (docs/metrics.md).  Checked: the other figures; noted: the ITL's gap.
-        gk = [k for k in keys if k not in ("inter_token_latency", "output_token_throughput_per_user",
-                                           "time_to_first_token")]
-        compare(shape, "GenAI-Perf", gdoc, gfigs, gk)
-    else:
-        compare(shape, "GenAI-Perf", gdoc, gfigs, keys)
+    compare(shape, "GenAI-Perf", gdoc, gfigs, keys)
     genai_csv(shape, d, gdoc)
 
     # AIPerf: its summary, and every line of profile_export.jsonl.

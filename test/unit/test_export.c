@@ -381,6 +381,12 @@ static void genai_test_level(tp_level_result *lr) {
   lr->succeeded = 3;
   lr->tokens_available = true;
   set_stat_values(&lr->ttft_ms, (double[]){7, 8, 9}, 3);
+  /* GenAI-Perf reads the answer alone (its first token, ITL and per-user
+   * rate); AIPerf reasoning and answer: the same values here, as for a
+   * model that does not reason. */
+  set_stat_values(&lr->ttfo_ms, (double[]){7, 8, 9}, 3);
+  set_stat_values(&lr->itl_answer_ms, (double[]){10, 11, 12}, 3);
+  set_stat_values(&lr->output_tps_per_user_itl_answer, (double[]){100, 200, 300}, 3);
   /* GenAI-Perf's and AIPerf's inter_token_latency is tokperf's ITL, their
    * request latency ends at the last text, AIPerf's output length counts
    * reasoning (docs/metrics.md); tokperf's TPOT and its latency to the
@@ -445,6 +451,7 @@ static void test_summary_csv(void) {
    * values have none. */
   set_stat_values(&lr.latency_last_text_ms, (double[]){1234.5, 1234.5}, 2);
   lr.itl_ms.n = 0;
+  lr.itl_answer_ms.n = 0;
   lr.output_token_throughput = 12345.678;
   tp_buf b;
   tp_buf_init(&b);
@@ -532,7 +539,8 @@ static void test_registry_keys(void) {
   CHECK_STR(tp_unit_name(TP_UNIT_TOKENS_PER_S_USER), "tokens/s", "the per-user unit, tokperf's report");
   CHECK_STR(tp_unit_genai(TP_UNIT_REQUESTS), "count", "GenAI-Perf's request_count unit");
   CHECK_STR(tp_unit_aiperf(TP_UNIT_S), "sec", "AIPerf's benchmark_duration unit");
-  CHECK_STR(tp_metric_find("itl")->genai_key, "inter_token_latency", "GenAI-Perf's ITL is tokperf's ITL");
+  CHECK_STR(tp_metric_find("itl_answer")->genai_key, "inter_token_latency", "GenAI-Perf's ITL is the answer's");
+  CHECK_STR(tp_metric_find("ttfo")->genai_key, "time_to_first_token", "GenAI-Perf's TTFT is the first answer's");
   CHECK_STR(tp_metric_find("itl")->aiperf_key, "inter_token_latency", "AIPerf's ITL is tokperf's ITL");
   CHECK(tp_metric_find("tpot")->genai_key == NULL && tp_metric_find("tpot")->aiperf_key == NULL,
         "tokperf's TPOT (vLLM's) is exported under no GenAI-Perf or AIPerf key");
@@ -568,6 +576,7 @@ static void test_summary_json(void) {
   free(text);
 
   lr.itl_ms.n = 0;
+  lr.itl_answer_ms.n = 0;
   lr.input_tokens.n = 0;
   text = tp_export_genai_json(&lr, NULL, NULL, NULL);
   json_error_t je;

@@ -452,6 +452,8 @@ typedef struct tp_level_result {
   tp_stat output_tps_per_user_itl; /* 1000 / ITL ms (GenAI-Perf's per-user throughput) */
   tp_stat itl_pooled_ms;           /* every gap between text responses, pooled (vLLM's ITL) */
   tp_stat latency_last_text_ms;    /* last text response - sent (GenAI-Perf's and AIPerf's latency) */
+  tp_stat itl_answer_ms;           /* (last text - first answer) / (output - 1) (GenAI-Perf's ITL) */
+  tp_stat output_tps_per_user_itl_answer; /* 1000 / itl_answer_ms (GenAI-Perf's per-user rate) */
   tp_stat generated_tokens;        /* output + reasoning tokens (AIPerf's output sequence length) */
   /* vLLM bench serve's own figures (its client's definitions). */
   tp_stat vllm_ttft_ms;       /* first response with choices - sent */

@@ -23,7 +23,9 @@ Facts about the formats, from the tools' sources and documents:
     "min", "max", "std"}, a system metric {"unit", "avg"}, plus
     "input_config" (ConfigCommand.to_json_dict(): model_names, then
     sections, perf_analyzer.stimulus the load); its inter_token_latency is (latency - TTFT) / (tokens -
-    1) with the latency ending at the last text: tokperf's ITL.
+    1) with the latency ending at the last text, over the answer (its parser
+    reads OpenAI content only): tokperf's ITL of the answer, its ITL for a
+    model that does not reason (as here).
   - GenAI-Perf's CSV (csv_exporter.py): the header Metric,avg,min,max,p99 ... p1
     (no std), rows TTFT, TTST, request latency, ITL, per-user, OSL, ISL, the
     lengths "(tokens)"; then Metric,Value from the output token throughput,

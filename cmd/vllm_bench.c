@@ -8,9 +8,11 @@
  * settings, and the result is printed in vLLM's layout (the metrics and
  * percentiles of --percentile-metrics and --metric-percentiles), with
  * --save-result writing vLLM's result keys.  Each figure is vLLM's own
- * definition: ITL is the pooled gaps between chunks (itl_pooled_ms), not
- * tokperf's per-request ITL (docs/metrics.md, "Side by side with other
- * tools"). */
+ * definition, a registry row of its own (docs/metrics.md, "Each tool's
+ * definitions"): TTFT at the first chunk with choices, E2EL at the last
+ * one, TPOT and the output tokens from the server's completion count;
+ * ITL every gap between chunks with choices, pooled (vllm_itl_ms: the
+ * role-only chunk's gap included), not tokperf's per-request ITL. */
 #include <inttypes.h>
 #include <math.h>
 #include <stddef.h>
@@ -164,23 +166,23 @@ static const tp_stat *metric_stat(const tp_level_result *lr, const char *m, cons
   if (strcmp(m, "ttft") == 0) {
     *title = "Time to First Token";
     *abbr = "TTFT";
-    return &lr->ttft_ms;
+    return &lr->vllm_ttft_ms;
   }
   if (strcmp(m, "tpot") == 0) {
     *title = "Time per Output Token (excl. 1st token)";
     *abbr = "TPOT";
-    return &lr->tpot_ms;
+    return &lr->vllm_tpot_ms;
   }
   if (strcmp(m, "itl") == 0) {
-    /* vLLM's ITL pools every gap between chunks of every request
-     * (itl_pooled_ms); tokperf's own per-request ITL is itl_ms. */
+    /* vLLM's ITL pools every gap between chunks with choices of every
+     * request (vllm_itl_ms); tokperf's own per-request ITL is itl_ms. */
     *title = "Inter-token Latency";
     *abbr = "ITL";
-    return &lr->itl_pooled_ms;
+    return &lr->vllm_itl_ms;
   }
   *title = "End-to-end Latency";
   *abbr = "E2EL";
-  return &lr->latency_ms;
+  return &lr->vllm_e2el_ms;
 }
 
 /* "Label:                                   12.34" */
@@ -225,7 +227,7 @@ static int save_result(const vb_ctx *x, const tp_level_result *lr) {
     snprintf(path, sizeof(path), "%s", name);
   }
   double dur = lr->duration_s;
-  double in = total_tokens(&lr->input_tokens), out = total_tokens(&lr->output_tokens);
+  double in = total_tokens(&lr->input_tokens), out = total_tokens(&lr->vllm_output_tokens);
   json_t *j = json_object();
   json_object_set_new(j, "date", json_string(date));
   json_object_set_new(j, "backend", json_string(backend_names[o->backend]));
@@ -242,24 +244,25 @@ static int save_result(const vb_ctx *x, const tp_level_result *lr) {
   json_object_set_new(j, "total_input_tokens", json_integer((json_int_t)llround(in)));
   json_object_set_new(j, "total_output_tokens", json_integer((json_int_t)llround(out)));
   json_object_set_new(j, "request_throughput", json_real(lr->request_throughput));
-  if (lr->goodput_set) json_object_set_new(j, "request_goodput", json_real(lr->goodput_rps));
+  /* vLLM writes the key always, None without --goodput. */
+  json_object_set_new(j, "request_goodput", lr->goodput_set ? json_real(lr->goodput_rps) : json_null());
   json_object_set_new(j, "output_throughput", json_real(dur > 0 ? out / dur : 0));
   json_object_set_new(j, "total_token_throughput", json_real(dur > 0 ? (in + out) / dur : 0));
-  static const char *const all[] = {"ttft", "tpot", "itl", "e2el"};
-  for (size_t m = 0; m < 4; m++) {
-    const char *title, *abbr;
-    const tp_stat *st = metric_stat(lr, all[m], &title, &abbr);
+  /* As vLLM, only the metrics of --percentile-metrics. */
+  for (size_t m = 0; m < x->n_metrics; m++) {
+    const char *title, *abbr, *mname = x->metrics[m];
+    const tp_stat *st = metric_stat(lr, mname, &title, &abbr);
     char k[64];
-    snprintf(k, sizeof(k), "mean_%s_ms", all[m]);
+    snprintf(k, sizeof(k), "mean_%s_ms", mname);
     json_object_set_new(j, k, st->n ? json_real(st->avg) : json_null());
-    snprintf(k, sizeof(k), "median_%s_ms", all[m]);
+    snprintf(k, sizeof(k), "median_%s_ms", mname);
     json_object_set_new(j, k, st->n ? json_real(st->p50) : json_null());
-    snprintf(k, sizeof(k), "std_%s_ms", all[m]);
+    snprintf(k, sizeof(k), "std_%s_ms", mname);
     json_object_set_new(j, k, st->n ? json_real(st->std) : json_null());
     for (size_t p = 0; p < x->n_pcts; p++) {
       double v = 0;
       percentile_of(st, x->pcts[p], &v);
-      snprintf(k, sizeof(k), "p%d_%s_ms", x->pcts[p], all[m]);
+      snprintf(k, sizeof(k), "p%d_%s_ms", x->pcts[p], mname);
       json_object_set_new(j, k, st->n ? json_real(v) : json_null());
     }
   }
@@ -282,7 +285,7 @@ static void report(const tp_run *run, void *ud) {
   const tp_level_result *lr = tp_run_level(run, 0);
   if (!lr) return;
   double dur = lr->duration_s;
-  double in = total_tokens(&lr->input_tokens), out = total_tokens(&lr->output_tokens);
+  double in = total_tokens(&lr->input_tokens), out = total_tokens(&lr->vllm_output_tokens);
   centered("Serving Benchmark Result", '=');
   printf("%-40s %-10" PRIu64 "\n", "Successful requests:", lr->succeeded);
   if (lr->failed) printf("%-40s %-10" PRIu64 "\n", "Failed requests:", lr->failed);

@@ -35,6 +35,9 @@ typedef struct tp_client_event {
   int64_t completion_tokens; /* its usage.completion_tokens (cumulative), -1 = not in this event */
   int64_t cached_tokens;     /* its prompt tokens found cached, -1 = not reported */
   const char *finish_reason; /* "stop", "length", ... or NULL */
+  /* An OpenAI chunk with a non-empty choices array (a usage-only chunk
+   * has none): where vLLM's client ends a request. */
+  bool has_choices;
   /* The HTTP status of the reply this event came in; -1 = not known yet
    * (gRPC's status comes with the call's end, in tp_client_done). */
   int status;

@@ -53,6 +53,7 @@ typedef struct held_ev {
   int64_t prompt_tokens, completion_tokens, cached_tokens, server_output_tokens;
   char finish[32];
   bool has_finish;
+  bool has_choices; /* the chunk held a non-empty choices array */
   char error[320];
   bool has_error;
   tp_error_class error_class;
@@ -98,7 +99,7 @@ static void held_clear(held_ev *h) {
   tp_buf_reset(&h->text);
   h->reasoning = false;
   h->prompt_tokens = h->completion_tokens = h->cached_tokens = h->server_output_tokens = -1;
-  h->has_finish = h->has_error = h->bad = false;
+  h->has_finish = h->has_error = h->bad = h->has_choices = false;
   h->error_class = TP_ERRCLASS_NONE;
 }
 
@@ -124,6 +125,7 @@ static void emit_held(http_call *x, bool final) {
   ev.completion_tokens = h->completion_tokens;
   ev.cached_tokens = h->cached_tokens;
   ev.finish_reason = h->has_finish ? h->finish : NULL;
+  ev.has_choices = h->has_choices;
   ev.status = x->status ? x->status : -1;
   if (final) x->final_sent = true;
   uint64_t t = h->arrival_ns;
@@ -166,11 +168,13 @@ static int hold_chunk(http_call *x, const tp_openai_chunk *ch, uint64_t arrival_
   held_ev *h;
   if (ch->reasoning_len) {
     h = hold_next(x, arrival_ns);
+    h->has_choices = ch->has_choices;
     h->reasoning = true;
     if (tp_buf_append(&h->text, ch->reasoning, ch->reasoning_len)) return TP_ENOMEM;
     if (ch->text_len == 0 && !ch->error) goto extras;
   }
   h = hold_next(x, arrival_ns);
+  h->has_choices = ch->has_choices;
   if (ch->text_len && tp_buf_append(&h->text, ch->text, ch->text_len)) return TP_ENOMEM;
   if (ch->error) {
     h->has_error = true;

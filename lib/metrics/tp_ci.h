@@ -18,8 +18,8 @@ typedef struct tp_ci {
 } tp_ci;
 
 /* The two-sided 95% quantile of Student's t with df degrees of freedom
- * (t_0.975): a table to 30, then the Cornish-Fisher expansion, which is
- * within 1e-4 of the exact value beyond. df 0 gives 0. */
+ * (t_0.975), computed exactly: the root of the regularized incomplete beta
+ * tail, to double precision for every df. df 0 gives 0. */
 double tp_t975(size_t df);
 
 /* Fills ci from v[0..n). */

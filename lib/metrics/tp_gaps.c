@@ -75,6 +75,17 @@ void tp_gap_pool_add_record(tp_gap_pool *p, const tp_record *r) {
   }
 }
 
+void tp_gap_pool_add_vllm(tp_gap_pool *p, const tp_record *r) {
+  if (!r->resp_ns || r->n_resp < 2) return;
+  uint64_t end = r->last_choice_ns ? r->last_choice_ns : r->last_token_ns;
+  for (uint32_t i = 1; i < r->n_resp && r->resp_ns[i] <= end; i++) {
+    if (r->resp_ns[i] == r->resp_ns[i - 1])
+      p->merged++;
+    else if (r->resp_ns[i] > r->resp_ns[i - 1])
+      tp_gap_pool_add(p, r->resp_ns[i] - r->resp_ns[i - 1]);
+  }
+}
+
 uint64_t tp_gap_pool_merged(const tp_gap_pool *p) {
   return p ? p->merged : 0;
 }

@@ -15,6 +15,12 @@ static double span_ms(uint64_t from_ns, uint64_t to_ns) {
   return (double)(to_ns - from_ns) / (double)TP_NS_PER_MS;
 }
 
+/* The first answer response: first_answer_ns, or without reasoning the
+ * first text response (a record built without the answer's own stamp). */
+static uint64_t first_answer(const tp_record *r) {
+  return r->first_answer_ns || tp_record_has_reasoning(r) ? r->first_answer_ns : r->first_token_ns;
+}
+
 /* Output tokens plus reasoning tokens (when the request had reasoning and
  * they were counted); -1 when the output was not counted. */
 static int64_t generated_tokens(const tp_record *r, int64_t output) {
@@ -41,6 +47,7 @@ static void usage_diffs(const tp_record *r, tp_req_metrics *m) {
 static void token_figures(const tp_record *r, tp_req_metrics *m) {
   int64_t gen = m->generated_tokens;
   m->output_tps_per_user = m->itl_ms = m->tpot_ms = m->output_tps_per_user_itl = -1;
+  m->itl_answer_ms = m->output_tps_per_user_itl_answer = -1;
   m->length_mismatch = false;
   if (r->output_tokens < 0) return;
   if (m->latency_ms > 0) m->output_tps_per_user = (double)r->output_tokens / (m->latency_ms / 1000.0);
@@ -60,8 +67,35 @@ static void token_figures(const tp_record *r, tp_req_metrics *m) {
    * first; a unary answer has one too, as vLLM gives it. */
   x = span_ms(r->first_token_ns, r->done_ns);
   if (gen >= 2 && x >= 0 && !(m->itl_all_merged && x == 0)) m->tpot_ms = x / (double)(gen - 1);
+  /* GenAI-Perf's parser drops the responses without OpenAI content, the
+   * reasoning ones too: its ITL runs from the first answer response to
+   * the last, over the answer's tokens.  Without reasoning it is ITL. */
+  x = span_ms(first_answer(r), r->last_token_ns);
+  if (r->output_tokens >= 2 && x > 0) {
+    m->itl_answer_ms = x / (double)(r->output_tokens - 1);
+    m->output_tps_per_user_itl_answer = 1000.0 / m->itl_answer_ms;
+  }
   /* max_tokens bounds reasoning and answer together. */
   m->length_mismatch = r->max_tokens > 0 && (uint64_t)gen != r->max_tokens;
+}
+
+/* vLLM bench serve's figures (vllm/benchmarks/lib/endpoint_request_func.py
+ * and serve.py's calculate_metrics): TTFT at the first chunk carrying
+ * choices, E2EL at the last one, the output length the server's
+ * completion count when it gave a non-zero one (vLLM's `if not
+ * output_len`), else the client's count of the answer, and TPOT
+ * (E2EL - TTFT) / (length - 1) for a length above 1.  A record from a
+ * client that does not mark choices (not OpenAI) ends at done_ns. */
+static void vllm_figures(const tp_record *r, tp_req_metrics *m) {
+  m->vllm_ttft_ms = span_ms(r->sent_ns, r->first_resp_ns);
+  m->vllm_e2el_ms = span_ms(r->sent_ns, r->last_choice_ns ? r->last_choice_ns : r->done_ns);
+  int64_t n = r->server_output_tokens > 0                  ? r->server_output_tokens
+              : r->server_counts & TP_RECORD_SERVER_OUTPUT ? r->client_output_tokens
+                                                           : r->output_tokens;
+  m->vllm_output_tokens = n >= 0 ? n : -1;
+  m->vllm_tpot_ms = -1;
+  if (n > 1 && m->vllm_ttft_ms >= 0 && m->vllm_e2el_ms >= m->vllm_ttft_ms)
+    m->vllm_tpot_ms = (m->vllm_e2el_ms - m->vllm_ttft_ms) / (double)(n - 1);
 }
 
 void tp_request_metrics(const tp_record *r, tp_req_metrics *m) {
@@ -70,12 +104,15 @@ void tp_request_metrics(const tp_record *r, tp_req_metrics *m) {
    * (scheduler jitter, a full in-flight cap, transport queueing). */
   m->send_lag_ms = r->sent_ns && r->planned_ns ? span_ms(r->planned_ns, r->sent_ns) : -1;
   m->latency_ms = span_ms(r->sent_ns, r->done_ns);
+  /* GenAI-Perf and AIPerf end a request at its last response that carried
+   * text: a trailing usage-only or flag-only response is not part of it. */
+  m->latency_last_text_ms = span_ms(r->sent_ns, r->last_token_ns);
   m->ttft_ms = span_ms(r->sent_ns, r->first_token_ns);
   /* Time to second token: needs no tokenizer, only two text responses;
    * none when both came at one time (a gap the client could not see). */
   m->ttst_ms = r->second_token_ns != r->first_token_ns ? span_ms(r->first_token_ns, r->second_token_ns) : -1;
   /* The first answer token, after any reasoning: TTFT for other models. */
-  m->ttfo_ms = span_ms(r->sent_ns, r->first_answer_ns);
+  m->ttfo_ms = span_ms(r->sent_ns, first_answer(r));
   /* From the planned time: what a user arriving on schedule waited,
    * client queueing included (coordinated omission shows here). */
   m->ttft_from_planned_ms = span_ms(r->planned_ns, r->first_token_ns);
@@ -93,6 +130,7 @@ void tp_request_metrics(const tp_record *r, tp_req_metrics *m) {
   m->reasoning_tokens = r->reasoning_tokens >= 0 && tp_record_has_reasoning(r) ? r->reasoning_tokens : -1;
   token_figures(r, m);
   usage_diffs(r, m);
+  vllm_figures(r, m);
 }
 
 /* Each per-request row of the registry (by where its distribution lives in
@@ -117,6 +155,14 @@ static const struct {
     {LR(ttft_from_planned_ms), RM(ttft_from_planned_ms), false},
     {LR(latency_from_planned_ms), RM(latency_from_planned_ms), false},
     {LR(reasoning_tokens), RM(reasoning_tokens), true},
+    {LR(latency_last_text_ms), RM(latency_last_text_ms), false},
+    {LR(generated_tokens), RM(generated_tokens), true},
+    {LR(itl_answer_ms), RM(itl_answer_ms), false},
+    {LR(output_tps_per_user_itl_answer), RM(output_tps_per_user_itl_answer), false},
+    {LR(vllm_ttft_ms), RM(vllm_ttft_ms), false},
+    {LR(vllm_e2el_ms), RM(vllm_e2el_ms), false},
+    {LR(vllm_tpot_ms), RM(vllm_tpot_ms), false},
+    {LR(vllm_output_tokens), RM(vllm_output_tokens), true},
 };
 #undef LR
 #undef RM

@@ -19,6 +19,13 @@ typedef struct tp_req_metrics {
             * send_lag_ms only for these */
   double send_lag_ms;             /* sent - planned, when sent on or after the plan */
   double latency_ms;              /* done - sent */
+  double latency_last_text_ms;    /* last text response - sent */
+  /* vLLM bench serve's client: its first token is the first chunk with
+   * choices (a role-only chat chunk included), its end the last such chunk
+   * (a trailing usage-only chunk left out), its output length the server's
+   * usage.completion_tokens (reasoning included) when given. */
+  double vllm_ttft_ms, vllm_e2el_ms, vllm_tpot_ms;
+  int64_t vllm_output_tokens;
   double ttft_ms;                 /* first text response - sent */
   double ttst_ms;                 /* second text response - first */
   double ttfo_ms;                 /* first answer text (after reasoning) - sent */
@@ -28,6 +35,8 @@ typedef struct tp_req_metrics {
   double tpot_ms;                 /* (done - first text) / (generated - 1) (vLLM) */
   double output_tps_per_user;     /* output tokens / latency */
   double output_tps_per_user_itl; /* 1000 / itl_ms */
+  double itl_answer_ms;           /* (last text - first answer) / (output - 1): GenAI-Perf's */
+  double output_tps_per_user_itl_answer; /* 1000 / itl_answer_ms */
   uint32_t responses;             /* response messages of any kind */
   uint32_t text_responses;        /* those that carried text */
   /* Whether every text response came at one time (tp_record

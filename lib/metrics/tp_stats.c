@@ -142,7 +142,7 @@ void tp_stat_compute(tp_stat *st, double *values, size_t n) {
 
 enum {
   V_TTFT, V_ITL, V_LAT, V_OUT, V_IN, V_TPS, V_RESP, V_LAG, V_PTTFT, V_PLAT, V_REASON,
-  V_TTST, V_TPOT, V_TPS_ITL, V_TTFO, V_COUNT
+  V_TTST, V_TPOT, V_TPS_ITL, V_TTFO, V_LAT_TEXT, V_GEN, V_VTTFT, V_VE2EL, V_VTPOT, V_VOUT, V_ITLA, V_TPSA, V_COUNT
 };
 
 /* A level's running totals while its records are walked. */
@@ -246,6 +246,11 @@ static void add_success(tp_level_result *out, level_acc *a, const tp_record *r, 
                         const tp_level_opts *o) {
   out->succeeded++;
   push_have(a, V_LAT, m->latency_ms);
+  push_have(a, V_LAT_TEXT, m->latency_last_text_ms);
+  push_have(a, V_VTTFT, m->vllm_ttft_ms);
+  push_have(a, V_VE2EL, m->vllm_e2el_ms);
+  push_have(a, V_VTPOT, m->vllm_tpot_ms);
+  push_have(a, V_VOUT, (double)m->vllm_output_tokens);
   push_have(a, V_TTFT, m->ttft_ms);
   push_have(a, V_TTST, m->ttst_ms);
   push_have(a, V_TTFO, m->ttfo_ms);
@@ -261,6 +266,9 @@ static void add_success(tp_level_result *out, level_acc *a, const tp_record *r, 
     out->tokens_available = true;
     a->out_tokens_sum += (uint64_t)m->output_tokens;
     push(a, V_OUT, (double)m->output_tokens);
+    push(a, V_GEN, (double)m->generated_tokens);
+    push_have(a, V_ITLA, m->itl_answer_ms);
+    push_have(a, V_TPSA, m->output_tps_per_user_itl_answer);
     push_have(a, V_TPS, m->output_tps_per_user);
     push_have(a, V_ITL, m->itl_ms);
     push_have(a, V_TPS_ITL, m->output_tps_per_user_itl);
@@ -332,6 +340,14 @@ static void compute_dists(tp_level_result *out, level_acc *a) {
       {V_TTFO, offsetof(tp_level_result, ttfo_ms)},
       {V_TPOT, offsetof(tp_level_result, tpot_ms)},
       {V_TPS_ITL, offsetof(tp_level_result, output_tps_per_user_itl)},
+      {V_LAT_TEXT, offsetof(tp_level_result, latency_last_text_ms)},
+      {V_GEN, offsetof(tp_level_result, generated_tokens)},
+      {V_VTTFT, offsetof(tp_level_result, vllm_ttft_ms)},
+      {V_VE2EL, offsetof(tp_level_result, vllm_e2el_ms)},
+      {V_VTPOT, offsetof(tp_level_result, vllm_tpot_ms)},
+      {V_VOUT, offsetof(tp_level_result, vllm_output_tokens)},
+      {V_ITLA, offsetof(tp_level_result, itl_answer_ms)},
+      {V_TPSA, offsetof(tp_level_result, output_tps_per_user_itl_answer)},
   };
   for (size_t i = 0; i < sizeof(dists) / sizeof(dists[0]); i++)
     tp_stat_compute((tp_stat *)(void *)((char *)out + dists[i].off), a->v[dists[i].k], a->nv[dists[i].k]);
@@ -416,6 +432,7 @@ int tp_level_compute_ex(tp_level_result *out, const tp_record *recs, size_t n, c
   compute_rates(out, &a, o);
   if (o) {
     tp_gap_pool_stat(o->gaps, &out->itl_pooled_ms);
+    if (o->vllm_gaps) tp_gap_pool_stat(o->vllm_gaps, &out->vllm_itl_ms);
     out->fidelity.itl_pooled_merged_gaps = tp_gap_pool_merged(o->gaps);
   }
   first_error(out, a.first_failed);

@@ -37,6 +37,7 @@ typedef struct tp_level_opts {
   /* The measured requests' gaps between text responses, pooled as they
    * ended (itl_pooled_ms); NULL = not collected. */
   const tp_gap_pool *gaps;
+  const tp_gap_pool *vllm_gaps; /* vLLM's pooled ITL (tp_gap_pool_add_vllm) */
 } tp_level_opts;
 
 /* tp_level_compute with options (NULL = none). */

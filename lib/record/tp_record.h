@@ -40,6 +40,10 @@ typedef struct tp_record {
   uint64_t first_answer_ns; /* first response with answer text, after any reasoning */
   uint64_t last_token_ns;  /* last response carrying non-empty text */
   uint64_t done_ns;        /* final response, error, or stream end */
+  /* Last OpenAI response with a non-empty choices array, a trailing
+   * usage-only chunk left out (vLLM's end of a request); 0 = none seen or
+   * not OpenAI.  Kept in memory only (not in records.jsonl). */
+  uint64_t last_choice_ns;
 
   /* Arrival time of every response message, in order. */
   uint64_t *resp_ns;

@@ -75,20 +75,18 @@ static int metrics_ok(tp_buf *out, const tp_record *r, const tp_req_metrics *m, 
   return rv;
 }
 
-/* A failed request: AIPerf's error_isl when its input was counted, and the
- * error: the gRPC status as the code when there was one, the class as the
- * type (the words of the report), the message. */
+/* A failed request: AIPerf's error_isl when its input was counted (else no
+ * metric: an empty object, as AIPerf's record model wants a dict there and
+ * its loader refuses null), and the error: the gRPC status as the code when
+ * there was one, the class as the type (the words of the report), the
+ * message. */
 static int failed(tp_buf *out, const tp_record *r) {
   const tp_metric *isl = tp_metric_find("input_tokens");
-  int rv = 0;
-  if (r->input_tokens >= 0 && isl) {
-    bool first = true;
-    rv = tp_buf_append(out, "{", 1);
-    if (!rv) rv = metric_value(out, &first, "error_isl", (double)r->input_tokens, tp_unit_aiperf(isl->unit));
-    if (!rv) rv = tp_buf_append(out, "}", 1);
-  } else {
-    rv = tp_buf_append_str(out, "null");
-  }
+  bool first = true;
+  int rv = tp_buf_append(out, "{", 1);
+  if (!rv && r->input_tokens >= 0 && isl)
+    rv = metric_value(out, &first, "error_isl", (double)r->input_tokens, tp_unit_aiperf(isl->unit));
+  if (!rv) rv = tp_buf_append(out, "}", 1);
   if (!rv) rv = tp_buf_append_str(out, ",\"error\":{\"code\":");
   if (!rv) rv = r->grpc_status >= 0 ? tp_buf_printf(out, "%d", r->grpc_status) : tp_buf_append_str(out, "null");
   const char *type = r->err_class == TP_ERRCLASS_NONE ? "unfinished" : tp_error_class_name(r->err_class);

@@ -57,9 +57,62 @@ static bool exported(const dialect *d, const tp_metric *m, const tp_level_result
                      bool json) {
   if (!d->key(m)) return false;
   if (!streaming && (m->flags & TP_MF_STREAMING) &&
-      !(json && d->json_keeps_first_token && m == tp_metric_find("ttft")))
+      !(json && d->json_keeps_first_token && !strcmp(d->key(m), "time_to_first_token")))
     return false;
   return tp_metric_available(m, lr);
+}
+
+/* The order of each tool's CSV rows, by its keys (a row not named comes
+ * after, in the registry's order): GenAI-Perf's current exporter writes
+ * its time metrics, then the per-user rate, then the lengths; AIPerf's
+ * its metrics' display order. */
+static const char *const genai_csv_rows[] = {"time_to_first_token",
+                                             "time_to_second_token",
+                                             "request_latency",
+                                             "inter_token_latency",
+                                             "output_token_throughput_per_user",
+                                             "output_sequence_length",
+                                             "input_sequence_length",
+                                             "output_token_throughput",
+                                             "request_throughput",
+                                             "request_goodput",
+                                             "request_count",
+                                             NULL};
+static const char *const aiperf_csv_rows[] = {"time_to_first_token",
+                                              "request_latency",
+                                              "output_sequence_length",
+                                              "input_sequence_length",
+                                              "time_to_second_token",
+                                              "inter_token_latency",
+                                              "output_token_throughput_per_user",
+                                              "request_throughput",
+                                              "output_token_throughput",
+                                              NULL};
+
+static size_t csv_rank(const char *const *order, const char *key) {
+  size_t i = 0;
+  for (; order[i]; i++)
+    if (!strcmp(order[i], key)) return i;
+  return i;
+}
+
+/* More than the registry's rows with a tool's key (tests check the count). */
+#define TP__MAX_ROWS 64
+
+/* The exported rows of tool in its order: rank by rank of order, the rows
+ * of one rank (and those it does not name, last) in the registry's order.
+ * rows holds room for TP__MAX_ROWS; returns how many. */
+static size_t ordered_rows(const dialect *d, const char *const *order, const tp_level_result *lr,
+                           bool streaming, bool json, const tp_metric **rows) {
+  size_t nm, n = 0, ranks = 0;
+  const tp_metric *all = tp_metrics(&nm);
+  while (order[ranks]) ranks++;
+  for (size_t r = 0; r <= ranks; r++)
+    for (size_t k = 0; k < nm; k++)
+      if (n < TP__MAX_ROWS && exported(d, &all[k], lr, streaming, json) &&
+          csv_rank(order, d->key(&all[k])) == r)
+        rows[n++] = &all[k];
+  return n;
 }
 
 static json_t *jreal(double v) {
@@ -88,11 +141,11 @@ json_t *tp__summary_json(const tp_level_result *lr, tp_export_tool tool, bool st
   const dialect *d = &dialects[tool];
   json_t *doc = json_object();
   if (!doc) return NULL;
-  size_t nm;
-  const tp_metric *all = tp_metrics(&nm);
-  for (size_t k = 0; k < nm; k++) {
-    if (!exported(d, &all[k], lr, streaming, true)) continue;
-    if (json_object_set_new(doc, d->key(&all[k]), metric_json(d, &all[k], lr))) {
+  /* Both tools' JSON holds the metrics in AIPerf's display order. */
+  const tp_metric *rows[TP__MAX_ROWS];
+  size_t n = ordered_rows(d, aiperf_csv_rows, lr, streaming, true, rows);
+  for (size_t k = 0; k < n; k++) {
+    if (json_object_set_new(doc, d->key(rows[k]), metric_json(d, rows[k], lr))) {
       json_decref(doc);
       return NULL;
     }
@@ -195,21 +248,67 @@ static int csv_value_row(tp_buf *out, const dialect *d, const tp_metric *m, cons
   return rv ? rv : tp_buf_append(out, "\r\n", 2);
 }
 
+/* GenAI-Perf's current CSV: percentiles from p99 down, no std. */
+static const tp_stat_id genai_csv_stats[] = {TP_STAT_AVG, TP_STAT_MIN, TP_STAT_MAX, TP_STAT_P99,
+                                             TP_STAT_P95, TP_STAT_P90, TP_STAT_P75, TP_STAT_P50,
+                                             TP_STAT_P25, TP_STAT_P10, TP_STAT_P5,  TP_STAT_P1};
+
+/* GenAI-Perf's current rows: every unit in its label, the lengths'
+ * "(tokens)" included, the level's rates "per sec", every number
+ * "{:,.2f}" (its exporter formats the Value column as the statistics). */
+static void genai_label(const tp_metric *m, char *buf, size_t len) {
+  label(&dialects[TP_EXPORT_GENAI_PERF], m, buf, len);
+  if (m->unit == TP_UNIT_TOKENS && m->kind == TP_METRIC_DIST) {
+    size_t o = strlen(buf);
+    snprintf(buf + o, len - o, " (tokens)");
+  } else if (m->unit == TP_UNIT_TOKENS_PER_S || m->unit == TP_UNIT_REQUESTS_PER_S) {
+    char *paren = strstr(buf, " (");
+    if (paren) snprintf(paren, len - (size_t)(paren - buf), " (per sec)");
+  }
+}
+
+static int genai_csv_row(tp_buf *out, const tp_metric *m, const tp_level_result *lr) {
+  char name[160];
+  genai_label(m, name, sizeof(name));
+  int rv = csv_field(out, name, true);
+  size_t n = m->kind == TP_METRIC_DIST ? sizeof(genai_csv_stats) / sizeof(genai_csv_stats[0]) : 1;
+  for (size_t i = 0; i < n && !rv; i++) {
+    double v = NAN;
+    tp_metric_value(m, lr, m->kind == TP_METRIC_DIST ? genai_csv_stats[i] : TP_STAT_AVG, &v);
+    char b[64];
+    fmt_thousands(b, sizeof(b), v);
+    rv = csv_field(out, b, false);
+  }
+  return rv ? rv : tp_buf_append(out, "\r\n", 2);
+}
+
 int tp__summary_csv(tp_buf *out, const tp_level_result *lr, tp_export_tool tool, bool streaming) {
   const dialect *d = &dialects[tool];
-  size_t nm;
-  const tp_metric *all = tp_metrics(&nm);
+  bool genai = tool == TP_EXPORT_GENAI_PERF;
+  const char *const *order = genai ? genai_csv_rows : aiperf_csv_rows;
   int rv = tp_buf_append_str(out, "Metric");
-  for (size_t i = 0; i < TP_STAT_COUNT && !rv; i++)
-    rv = tp_buf_printf(out, ",%s", tp_stat_name(csv_order[i]));
+  if (genai)
+    for (size_t i = 0; i < sizeof(genai_csv_stats) / sizeof(genai_csv_stats[0]) && !rv; i++)
+      rv = tp_buf_printf(out, ",%s", tp_stat_name(genai_csv_stats[i]));
+  else
+    for (size_t i = 0; i < TP_STAT_COUNT && !rv; i++)
+      rv = tp_buf_printf(out, ",%s", tp_stat_name(csv_order[i]));
   if (!rv) rv = tp_buf_append(out, "\r\n", 2);
-  for (size_t k = 0; k < nm && !rv; k++)
-    if (all[k].kind == TP_METRIC_DIST && exported(d, &all[k], lr, streaming, false))
-      rv = csv_dist_row(out, d, &all[k], lr);
-  if (!rv) rv = tp_buf_append_str(out, "\r\nMetric,Value\r\n");
-  for (size_t k = 0; k < nm && !rv; k++)
-    if (all[k].kind != TP_METRIC_DIST && exported(d, &all[k], lr, streaming, false))
-      rv = csv_value_row(out, d, &all[k], lr);
+  /* Two blocks, distributions then the level's values, each in the
+   * tool's order. */
+  const tp_metric *rows[TP__MAX_ROWS];
+  size_t n = ordered_rows(d, order, lr, streaming, false, rows);
+  for (int block = 0; block < 2 && !rv; block++) {
+    if (block) rv = tp_buf_append_str(out, "\r\nMetric,Value\r\n");
+    for (size_t k = 0; k < n && !rv; k++) {
+      const tp_metric *m = rows[k];
+      if ((m->kind == TP_METRIC_DIST) == (block == 1)) continue;
+      if (genai)
+        rv = genai_csv_row(out, m, lr);
+      else
+        rv = m->kind == TP_METRIC_DIST ? csv_dist_row(out, d, m, lr) : csv_value_row(out, d, m, lr);
+    }
+  }
   return rv;
 }
 

@@ -237,6 +237,8 @@ static int level_reset(tp_run *r, size_t li, char *err, size_t errlen) {
   if (r->arena) tp_rec_arena_reset(r->arena);
   if (!r->gaps) r->gaps = tp_gap_pool_new();
   if (r->gaps) tp_gap_pool_reset(r->gaps);
+  if (!r->vllm_gaps) r->vllm_gaps = tp_gap_pool_new();
+  if (r->vllm_gaps) tp_gap_pool_reset(r->vllm_gaps);
   /* The reset may have moved the records (to memory, on a full disk). */
   if (r->arena) tpr_mirror_arena(r);
   if (!r->loop_lag) r->loop_lag = tp_gap_pool_new();
@@ -514,6 +516,7 @@ static void level_choose_measured(tp_run *r) {
   lo->goodput_ttst_ms = r->cfg.measure.goodput_ttst_ms;
   lo->goodput_tps_per_user_min = r->cfg.measure.goodput_tps_per_user_min;
   lo->gaps = r->mpi ? NULL : r->gaps; /* other ranks' gaps stay there */
+  lo->vllm_gaps = r->mpi ? NULL : r->vllm_gaps;
   bool windows = r->cfg.measure.measure_mode == TP_MEASURE_TIME_WINDOWS ||
                  r->cfg.measure.measure_mode == TP_MEASURE_COUNT_WINDOWS;
   if (windows && L->trials > 0) {

@@ -523,6 +523,7 @@ void tp_run_free(tp_run *r) {
   free(r->trace);
   tp_rec_arena_free(r->arena);
   tp_gap_pool_free(r->gaps);
+  tp_gap_pool_free(r->vllm_gaps);
   tp_gap_pool_free(r->loop_lag);
   free(r->lv.settled);
   free(r->lv.offsets);

@@ -217,6 +217,7 @@ struct tp_run {
   char arena_dir[1024]; /* where its file is ("" = $TMPDIR or /tmp) */
   bool arena_warned;    /* said that the records left the file for memory */
   tp_gap_pool *gaps;   /* the level's gaps between text responses (itl_pooled) */
+  tp_gap_pool *vllm_gaps; /* vLLM's: every gap between chunks with choices (vllm_itl) */
   tp_gap_pool *loop_lag; /* the level's read lags (fidelity.loop_lag), from the loop's stamp */
   uint32_t stats_gen; /* levels begun: a late snapshot of an earlier level is dropped */
   /* --search with --num-profile-runs: the current probe's runs so far. */

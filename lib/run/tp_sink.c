@@ -341,8 +341,10 @@ static count_job *begin_done(tp_run *r, size_t seq) {
   tp_record *rec = &L->recs[seq];
   tpr_stats_done(r, rec);
   /* Its response times are still here (shed once its line is written). */
-  if (r->gaps && tp_record_ok(rec) && measured_as_written(r, rec) == TP_RECORD_MEASURED)
+  if (r->gaps && tp_record_ok(rec) && measured_as_written(r, rec) == TP_RECORD_MEASURED) {
     tp_gap_pool_add_record(r->gaps, rec);
+    if (r->vllm_gaps) tp_gap_pool_add_vllm(r->vllm_gaps, rec);
+  }
   count_job *j = r->tok || r->records_fp ? calloc(1, sizeof(*j)) : NULL;
   if (!j) {
     settle_here(r, seq);

@@ -31,21 +31,33 @@ WORDS = os.environ.get("TP_WORDS_MODEL")
 # facts of the tools' layouts (docs/metrics.md "Exports"), written out here
 # rather than read from the registry the exports are written from.
 GENAI = {
-    "time_to_first_token_ms": ("time_to_first_token", "ms"),
-    # tokperf's TPOT is what both tools call inter-token latency.
-    "time_per_output_token_ms": ("inter_token_latency", "ms"),
-    "request_latency_ms": ("request_latency", "ms"),
+    # GenAI-Perf reads OpenAI content only: its first token, ITL and
+    # per-user rate are the answer's (reasoning left out).
+    "time_to_first_output_token_ms": ("time_to_first_token", "ms"),
+    # Both tools' inter-token latency and request latency end at the last
+    # text (a trailing usage-only response left out): tokperf's ITL and its
+    # latency to the last text, not its TPOT and latency to the end.
+    "inter_token_latency_answer_ms": ("inter_token_latency", "ms"),
+    "request_latency_to_last_text_ms": ("request_latency", "ms"),
     "output_tokens": ("output_sequence_length", "tokens"),
     "input_tokens": ("input_sequence_length", "tokens"),
     "time_to_second_token_ms": ("time_to_second_token", "ms"),
-    "output_token_throughput_per_user_from_itl_tps": ("output_token_throughput_per_user", "tokens/sec/user"),
+    "output_token_throughput_per_user_from_answer_itl_tps": ("output_token_throughput_per_user", "tokens/sec/user"),
     "request_throughput_rps": ("request_throughput", "requests/sec"),
     "output_token_throughput_tps": ("output_token_throughput", "tokens/sec"),
     "goodput_rps": ("request_goodput", "requests/sec"),
     "requests": ("request_count", "count"),
 }
 AIPERF = dict(GENAI)
+# AIPerf's output sequence length counts reasoning and answer.
+for k in ("output_tokens", "time_to_first_output_token_ms", "inter_token_latency_answer_ms",
+          "output_token_throughput_per_user_from_answer_itl_tps"):
+    del AIPERF[k]
 AIPERF.update({
+    "time_to_first_token_ms": ("time_to_first_token", "ms"),
+    "inter_token_latency_ms": ("inter_token_latency", "ms"),
+    "output_token_throughput_per_user_from_itl_tps": ("output_token_throughput_per_user", "tokens/sec/user"),
+    "generated_tokens": ("output_sequence_length", "tokens"),
     "goodput_rps": ("goodput", "requests/sec"),
     "requests": ("request_count", "requests"),
     "duration_s": ("benchmark_duration", "sec"),
@@ -57,6 +69,12 @@ BETWEEN_TOKENS = {"time_to_first_token", "inter_token_latency", "time_to_second_
 # request's one response still gives its time to first token (its CSV
 # leaves that out, and AIPerf has none).
 NOSTREAM_JSON_KEEPS = {"GenAI-Perf": {"time_to_first_token"}, "AIPerf": set()}
+# GenAI-Perf's current CSV (csv_exporter.py): its header's statistics, from
+# p99 down and without std, and its rows' order.
+GENAI_CSV_STATS = ["avg", "min", "max", "p99", "p95", "p90", "p75", "p50", "p25", "p10", "p5", "p1"]
+GENAI_CSV_ORDER = ["time_to_first_token", "time_to_second_token", "request_latency", "inter_token_latency",
+                   "output_token_throughput_per_user", "output_sequence_length", "input_sequence_length",
+                   "output_token_throughput", "request_throughput", "request_goodput", "request_count"]
 STATS = ["avg", "min", "max", "p1", "p5", "p10", "p25", "p50", "p75", "p90", "p95", "p99", "std"]
 
 
@@ -138,8 +156,10 @@ def compare_csv(text, doc, table, tool, lv, thousands, streaming):
     CSV has none of the timings of tokens."""
     doc = {k: v for k, v in doc.items() if streaming or k not in BETWEEN_TOKENS}
     fmt = (lambda v: format(v, ",.2f")) if thousands else (lambda v: format(v, ".2f"))
+    genai = tool == "GenAI-Perf"
+    stats = GENAI_CSV_STATS if genai else STATS
     lines = text.split("\r\n")
-    check(lines[0] == "Metric," + ",".join(STATS) and text.endswith("\r\n"),
+    check(lines[0] == "Metric," + ",".join(stats) and text.endswith("\r\n"),
           "%s csv header and CRLF line ends" % tool, lines[0])
     import csv
     import io
@@ -152,19 +172,22 @@ def compare_csv(text, doc, table, tool, lv, thousands, streaming):
     bad = []
     if len(dist) != len(want_dist) or len(values) != len(want_values):
         bad.append("rows %d+%d, want %d+%d" % (len(dist), len(values), len(want_dist), len(want_values)))
-    # Rows follow the JSON's order; each row's numbers are its metric's.
+    # AIPerf's rows follow the JSON's order, GenAI-Perf's its exporter's;
+    # each row's numbers are its metric's.
     order = [k for k in doc if k not in ("input_config", "tokperf_fidelity")]
+    if genai:
+        order = [k for k in GENAI_CSV_ORDER if k in order] + [k for k in order if k not in GENAI_CSV_ORDER]
     dist_keys = [k for k in order if "p50" in doc[k]]
     value_keys = [k for k in order if "p50" not in doc[k]]
     for row, k in zip(dist, dist_keys):
-        want = [fmt(doc[k][s]) for s in STATS]
+        want = [fmt(doc[k][s]) for s in stats]
         if row[1:] != want:
             bad.append("%s: %s != %s" % (row[0], row[1:], want))
         words = k.replace("_", " ").split()
         if row[0].split(" (")[0].lower() != " ".join(words):
             bad.append("%s labels %s" % (row[0], k))
     for row, k in zip(values, value_keys):
-        if row[1:] != ["%.2f" % doc[k]["avg"]]:
+        if row[1:] != [fmt(doc[k]["avg"])]:
             bad.append("%s: %s != %.2f" % (row[0], row[1:], doc[k]["avg"]))
     check(not bad, "%s csv of %s: every value is the figure to two decimals" % (tool, label(lv)),
           "\n".join(bad))
@@ -240,6 +263,8 @@ def request_figures(r, reasoning_tokens, goodput_ttft_ms):
     gen = None if out_tok is None else out_tok + (reasoning_tokens or 0)
     f = {"time_to_first_token_ms": span_ms(sent, first),
          "request_latency_ms": span_ms(sent, done),
+         "request_latency_to_last_text_ms": span_ms(sent, r["last_token_ns"]),
+         "generated_tokens": gen,
          # Two text responses at one time show no gap (docs/metrics.md, "Fidelity").
          "time_to_second_token_ms": span_ms(first, r["second_token_ns"]) if r["second_token_ns"] != first else None,
          "time_to_first_output_token_ms": span_ms(sent, r["first_answer_ns"]),
@@ -261,6 +286,12 @@ def request_figures(r, reasoning_tokens, goodput_ttft_ms):
         and not (merged and tpot == 0) else None
     itl = f["inter_token_latency_ms"]
     f["output_token_throughput_per_user_from_itl_tps"] = 1000 / itl if itl else None
+    # GenAI-Perf's: the answer's responses alone.
+    ans = span_ms(r["first_answer_ns"], r["last_token_ns"])
+    f["inter_token_latency_answer_ms"] = ans / (out_tok - 1) if out_tok is not None and out_tok >= 2 and ans \
+        else None
+    ia = f["inter_token_latency_answer_ms"]
+    f["output_token_throughput_per_user_from_answer_itl_tps"] = 1000 / ia if ia else None
     ttft = f["time_to_first_token_ms"]
     f["good"] = ttft is not None and ttft <= goodput_ttft_ms
     f["mismatch"] = gen is not None and r["max_tokens"] > 0 and gen != r["max_tokens"]
@@ -271,7 +302,9 @@ DISTS = ["time_to_first_token_ms", "inter_token_latency_ms", "request_latency_ms
          "input_tokens", "output_token_throughput_per_user_tps", "time_to_second_token_ms",
          "time_to_first_output_token_ms", "time_per_output_token_ms",
          "output_token_throughput_per_user_from_itl_tps", "responses_per_request", "send_lag_ms",
-         "time_to_first_token_from_planned_ms", "request_latency_from_planned_ms", "reasoning_tokens"]
+         "time_to_first_token_from_planned_ms", "request_latency_from_planned_ms", "reasoning_tokens",
+         "request_latency_to_last_text_ms", "generated_tokens", "inter_token_latency_answer_ms",
+         "output_token_throughput_per_user_from_answer_itl_tps"]
 
 
 def pooled_gaps(r):
@@ -408,10 +441,19 @@ def check_records(art, li, lv, streaming, pooled=True):
             continue
         if x["error"] is not None:
             bad.append("seq %d succeeded but has an error" % r["seq"])
-        want = {"request_latency": span_ms(sent, r["done_ns"])}
+        # AIPerf's request latency ends at the last text.
+        want = {"request_latency": span_ms(sent, r["last_token_ns"])}
         if WORDS:
+            rt = count_tokens([r["reasoning"]])[0] if r.get("reasoning") else 0
+            gen = r["output_tokens"] + rt if r["output_tokens"] is not None and rt is not None else None
             want["input_sequence_length"] = r["input_tokens"]
-            want["output_sequence_length"] = r["output_tokens"]
+            # AIPerf's output length counts reasoning and answer.
+            want["output_sequence_length"] = gen
+            if streaming:
+                # (last text - first text) / (OSL - 1); none for text all of one time.
+                one_time = r["second_token_ns"] != 0 and r["first_token_ns"] == r["last_token_ns"]
+                want["inter_token_latency"] = span_ms(r["first_token_ns"], r["last_token_ns"]) / (gen - 1) \
+                    if gen is not None and gen >= 2 and r["second_token_ns"] and not one_time else None
         if streaming:
             want["time_to_first_token"] = span_ms(sent, r["first_token_ns"])
             # Two text responses of one time show no gap (docs/metrics.md, "Fidelity").

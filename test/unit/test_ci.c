@@ -2,26 +2,44 @@
  * interval of known samples, and the coverage of the true mean by 95%
  * intervals of normal samples drawn from a fixed seed. */
 #include <math.h>
+#include <stdio.h>
 
 #include "metrics/tp_ci.h"
 #include "tp_test.h"
 #include "util/tp_rng.h"
 
 int main(void) {
-  CHECK_NEAR(tp_t975(1), 12.7062, 1e-4, "t(1)");
-  CHECK_NEAR(tp_t975(4), 2.7764, 1e-4, "t(4)");
-  CHECK_NEAR(tp_t975(30), 2.0423, 1e-4, "t(30)");
-  CHECK_NEAR(tp_t975(31), 2.0395, 2e-4, "t(31) by the expansion");
-  CHECK_NEAR(tp_t975(60), 2.0003, 2e-4, "t(60)");
-  CHECK_NEAR(tp_t975(120), 1.9799, 2e-4, "t(120)");
-  CHECK_NEAR(tp_t975(100000), 1.96, 1e-3, "t(large) tends to the normal quantile");
+  /* Closed forms: df 1 is the Cauchy, tan(0.475 pi); df 2 is
+   * (2p - 1) / sqrt(2 p (1 - p)); df 4 is 2 sqrt(q - 1) with
+   * q = cos(acos(sqrt(a)) / 3) / sqrt(a), a = 4 p (1 - p). */
+  const double pi = 3.14159265358979323846, p = 0.975, a4 = 4 * p * (1 - p);
+  CHECK_NEAR(tp_t975(1) / tan(0.475 * pi), 1, 1e-13, "t(1) exact");
+  CHECK_NEAR(tp_t975(2) / ((2 * p - 1) / sqrt(2 * p * (1 - p))), 1, 1e-13, "t(2) exact");
+  CHECK_NEAR(tp_t975(4) / (2 * sqrt(cos(acos(sqrt(a4)) / 3) / sqrt(a4) - 1)), 1, 1e-13, "t(4) exact");
+  /* Any df: the density integrated from 0 to t by Simpson's rule gives 0.475. */
+  size_t dfs[] = {3, 7, 30, 31, 60, 120, 1000};
+  for (size_t k = 0; k < sizeof dfs / sizeof dfs[0]; k++) {
+    double d = (double)dfs[k], t = tp_t975(dfs[k]),
+           c = exp(lgamma((d + 1) / 2) - lgamma(d / 2)) / sqrt(d * pi);
+    size_t n = 20000;
+    double h = t / (double)n, s = 0;
+    for (size_t i = 0; i <= n; i++) {
+      double x = h * (double)i, f = c * pow(1 + x * x / d, -(d + 1) / 2);
+      s += f * (i == 0 || i == n ? 1 : i % 2 ? 4 : 2);
+    }
+    char what[64];
+    snprintf(what, sizeof what, "t(%zu): the density integrates to 0.475", dfs[k]);
+    CHECK_NEAR(s * h / 3, 0.475, 1e-12, what);
+  }
+  CHECK_NEAR(tp_t975(30), 2.0423, 1e-4, "t(30) agrees with the printed table");
+  CHECK_NEAR(tp_t975(100000), 1.959963984540054, 1e-4, "t(large) tends to the normal quantile");
 
   tp_ci ci;
   double v[] = {10, 12, 14};
   tp_ci95(&ci, v, 3);
   CHECK_NEAR(ci.mean, 12, 1e-12, "mean");
   CHECK_NEAR(ci.sd, 2, 1e-12, "sample standard deviation");
-  CHECK_NEAR(ci.half, 4.3027 * 2 / sqrt(3), 1e-3, "half-width t(2) s / sqrt(n)");
+  CHECK_NEAR(ci.half, tp_t975(2) * 2 / sqrt(3), 1e-12, "half-width t(2) s / sqrt(n)");
   tp_ci95(&ci, v, 1);
   CHECK(ci.half == 0 && ci.lo == 10 && ci.hi == 10, "one run: no interval");
 

@@ -27,10 +27,13 @@
  *     "tokens" for the sequence lengths.  The file name is
  *     f"{stem}_genai_perf.json" with stem the profile export's name without
  *     its extension.
- *   - GenAI-Perf CSV (csv_exporter.py): the request metrics' table, an
- *     empty row, then "Metric,Value"; a label is the key in title case and
- *     " (unit)" unless the unit is tokens; "{:,.2f}" in the table, "{:.2f}"
- *     for values; TTFT and ITL left out without streaming.
+ *   - GenAI-Perf CSV (csv_exporter.py, exporter_utils.py): the header
+ *     "Metric,avg,min,max,p99,p95,p90,p75,p50,p25,p10,p5,p1", rows TTFT,
+ *     TTST, request latency, ITL, per-user, OSL, ISL, an empty row, then
+ *     "Metric,Value" from the output token throughput on; a label is the
+ *     key in title case and " (unit)" ("tokens" too, "per sec" for the
+ *     rates); every number "{:,.2f}"; the streaming figures left out
+ *     without streaming.
  *   - AIPerf (docs/tutorials/working-with-profile-exports.md):
  *     profile_export_aiperf.json holds {"unit", "avg", "p1" ... "p99",
  *     "min", "max", "std"} per metric, {"unit", "avg"} for a single value
@@ -378,12 +381,22 @@ static void genai_test_level(tp_level_result *lr) {
   lr->succeeded = 3;
   lr->tokens_available = true;
   set_stat_values(&lr->ttft_ms, (double[]){7, 8, 9}, 3);
-  /* GenAI-Perf's and AIPerf's inter_token_latency is tokperf's TPOT
-   * (docs/metrics.md); tokperf's ITL, set apart here, is in neither. */
-  set_stat_values(&lr->tpot_ms, (double[]){10, 11, 12}, 3);
-  set_stat_values(&lr->itl_ms, (double[]){30, 31, 32}, 3);
-  set_stat_values(&lr->latency_ms, (double[]){4, 5, 6}, 3);
+  /* GenAI-Perf reads the answer alone (its first token, ITL and per-user
+   * rate); AIPerf reasoning and answer: the same values here, as for a
+   * model that does not reason. */
+  set_stat_values(&lr->ttfo_ms, (double[]){7, 8, 9}, 3);
+  set_stat_values(&lr->itl_answer_ms, (double[]){10, 11, 12}, 3);
+  set_stat_values(&lr->output_tps_per_user_itl_answer, (double[]){100, 200, 300}, 3);
+  /* GenAI-Perf's and AIPerf's inter_token_latency is tokperf's ITL, their
+   * request latency ends at the last text, AIPerf's output length counts
+   * reasoning (docs/metrics.md); tokperf's TPOT and its latency to the
+   * stream's end, set apart here, are in neither. */
+  set_stat_values(&lr->itl_ms, (double[]){10, 11, 12}, 3);
+  set_stat_values(&lr->tpot_ms, (double[]){30, 31, 32}, 3);
+  set_stat_values(&lr->latency_last_text_ms, (double[]){4, 5, 6}, 3);
+  set_stat_values(&lr->latency_ms, (double[]){40, 50, 60}, 3);
   set_stat_values(&lr->output_tokens, (double[]){1, 2, 3}, 3);
+  set_stat_values(&lr->generated_tokens, (double[]){1, 2, 3}, 3);
   set_stat_values(&lr->input_tokens, (double[]){5, 6, 7}, 3);
   set_stat_values(&lr->output_tps_per_user, (double[]){250, 400, 500}, 3);
   set_stat_values(&lr->ttst_ms, (double[]){20, 21, 22}, 3);
@@ -436,8 +449,9 @@ static void test_summary_csv(void) {
   /* Values of 1000 and more: GenAI-Perf's "{:,.2f}" gives a thousands
    * comma, quoted by Python's csv writer; its Value column and AIPerf's
    * values have none. */
-  set_stat_values(&lr.latency_ms, (double[]){1234.5, 1234.5}, 2);
-  lr.tpot_ms.n = 0;
+  set_stat_values(&lr.latency_last_text_ms, (double[]){1234.5, 1234.5}, 2);
+  lr.itl_ms.n = 0;
+  lr.itl_answer_ms.n = 0;
   lr.output_token_throughput = 12345.678;
   tp_buf b;
   tp_buf_init(&b);
@@ -446,8 +460,8 @@ static void test_summary_csv(void) {
   CHECK(strstr((const char *)b.data, "Request Latency (ms),\"1,234.50\",\"1,234.50\",") != NULL,
         "thousands are comma-grouped and quoted");
   CHECK(strstr((const char *)b.data, "Inter Token Latency") == NULL, "a metric with no values has no row");
-  CHECK(strstr((const char *)b.data, "Output Token Throughput (tokens/sec),12345.68\r\n") != NULL,
-        "the Value column has no thousands comma ({:.2f})");
+  CHECK(strstr((const char *)b.data, "Output Token Throughput (per sec),\"12,345.68\"\r\n") != NULL,
+        "the Value column is formatted as the statistics ({:,.2f})");
   tp_buf_reset(&b);
   tp_export_aiperf_csv(&b, &lr, true);
   tp_buf_append(&b, "", 0);
@@ -525,9 +539,17 @@ static void test_registry_keys(void) {
   CHECK_STR(tp_unit_name(TP_UNIT_TOKENS_PER_S_USER), "tokens/s", "the per-user unit, tokperf's report");
   CHECK_STR(tp_unit_genai(TP_UNIT_REQUESTS), "count", "GenAI-Perf's request_count unit");
   CHECK_STR(tp_unit_aiperf(TP_UNIT_S), "sec", "AIPerf's benchmark_duration unit");
-  CHECK_STR(tp_metric_find("tpot")->genai_key, "inter_token_latency", "the tools' ITL is tokperf's TPOT");
-  CHECK(tp_metric_find("itl")->genai_key == NULL && tp_metric_find("itl")->aiperf_key == NULL,
-        "tokperf's own ITL is exported under no tool's key");
+  CHECK_STR(tp_metric_find("itl_answer")->genai_key, "inter_token_latency", "GenAI-Perf's ITL is the answer's");
+  CHECK_STR(tp_metric_find("ttfo")->genai_key, "time_to_first_token", "GenAI-Perf's TTFT is the first answer's");
+  CHECK_STR(tp_metric_find("itl")->aiperf_key, "inter_token_latency", "AIPerf's ITL is tokperf's ITL");
+  CHECK(tp_metric_find("tpot")->genai_key == NULL && tp_metric_find("tpot")->aiperf_key == NULL,
+        "tokperf's TPOT (vLLM's) is exported under no GenAI-Perf or AIPerf key");
+  CHECK_STR(tp_metric_find("latency_last_text")->aiperf_key, "request_latency",
+            "the tools' request latency ends at the last text");
+  CHECK(tp_metric_find("latency")->genai_key == NULL && tp_metric_find("latency")->aiperf_key == NULL,
+        "tokperf's latency to the stream's end is under no tool's key");
+  CHECK_STR(tp_metric_find("generated_tokens")->aiperf_key, "output_sequence_length",
+            "AIPerf's output length counts reasoning");
 }
 
 static void test_summary_json(void) {
@@ -553,7 +575,8 @@ static void test_summary_json(void) {
   check_json(text, "genai_perf_nostream.json", "input_config");
   free(text);
 
-  lr.tpot_ms.n = 0;
+  lr.itl_ms.n = 0;
+  lr.itl_answer_ms.n = 0;
   lr.input_tokens.n = 0;
   text = tp_export_genai_json(&lr, NULL, NULL, NULL);
   json_error_t je;
@@ -906,14 +929,16 @@ static void test_artifacts(void) {
 
   snprintf(path, sizeof(path), "%s/concurrency4/profile_export_genai_perf.csv", art);
   txt = read_file(path, &len);
-  static const char head[] = "Metric,avg,min,max,p1,p5,p10,p25,p50,p75,p90,p95,p99,std\r\n";
+  static const char head[] = "Metric,avg,min,max,p99,p95,p90,p75,p50,p25,p10,p5,p1\r\n";
   CHECK(txt && !strncmp(txt, head, sizeof(head) - 1), "concurrency4/<stem>_genai_perf.csv");
   free(txt);
   /* AIPerf's files in aiperf/, as AIPerf's own artifact directory holds
    * them. */
   snprintf(path, sizeof(path), "%s/concurrency4/aiperf/profile_export_aiperf.csv", art);
   txt = read_file(path, &len);
-  CHECK(txt && !strncmp(txt, head, sizeof(head) - 1), "concurrency4/aiperf/<stem>_aiperf.csv, AIPerf's name");
+  static const char aiperf_head[] = "Metric,avg,min,max,p1,p5,p10,p25,p50,p75,p90,p95,p99,std\r\n";
+  CHECK(txt && !strncmp(txt, aiperf_head, sizeof(aiperf_head) - 1),
+        "concurrency4/aiperf/<stem>_aiperf.csv, AIPerf's name");
   free(txt);
   snprintf(path, sizeof(path), "%s/concurrency4/aiperf/profile_export_aiperf.json", art);
   txt = read_file(path, &len);
@@ -1138,12 +1163,14 @@ static void test_aiperf_records(void) {
   CHECK_INT(json_object_size(json_object_get(l1, "metrics")), 8, "seq 1: exactly those eight metrics");
 
   /* seq 0: sent at 5, role-only at 15, text at 20 and 28, an empty final
-   * response at 30: TTFT 15, TTST 8, latency 25, TPOT (30 - 20) / 2. */
+   * response at 30: TTFT 15, TTST 8; AIPerf's latency ends at the last
+   * text (23 ms), its ITL (28 - 20) / (3 - 1). */
   json_t *l0 = record_line(lines, 0);
   CHECK_NEAR(rec_metric(l0, "time_to_first_token", "ms"), 15, 1e-9, "seq 0: TTFT skips the role-only response");
   CHECK_NEAR(rec_metric(l0, "time_to_second_token", "ms"), 8, 1e-9, "seq 0: TTST 8 ms");
-  CHECK_NEAR(rec_metric(l0, "request_latency", "ms"), 25, 1e-9, "seq 0: latency 25 ms");
-  CHECK_NEAR(rec_metric(l0, "inter_token_latency", "ms"), 5, 1e-9, "seq 0: AIPerf's ITL is tokperf's TPOT");
+  CHECK_NEAR(rec_metric(l0, "request_latency", "ms"), 23, 1e-9, "seq 0: latency to the last text, 23 ms");
+  CHECK_NEAR(rec_metric(l0, "inter_token_latency", "ms"), 4, 1e-9,
+             "seq 0: AIPerf's ITL ends at the last text");
   icl = json_object_get(json_object_get(json_object_get(l0, "metrics"), "inter_chunk_latency"), "value");
   CHECK(json_array_size(icl) == 1 && json_number_value(json_array_get(icl, 0)) == 8,
         "seq 0: inter_chunk_latency [8]: between text responses only");
@@ -1182,6 +1209,15 @@ static void test_aiperf_records(void) {
   CHECK(json_object_size(m1) == 3 && json_object_get(m1, "request_latency") &&
             json_object_get(m1, "input_sequence_length") && json_object_get(m1, "output_sequence_length"),
         "without streaming: latency and lengths only");
+  json_decref(ns);
+  /* A failure without an input count: metrics is an empty object, never
+   * null (AIPerf's record model wants a dict, and its loader refuses null). */
+  f.r[2].input_tokens = -1;
+  tp_buf_reset(&b);
+  CHECK_INT(tp_export_aiperf_records(&b, &el, true, MONO0, WALL0), 0, "records render");
+  ns = parse_lines((const char *)b.data, b.len);
+  json_t *m2 = json_object_get(record_line(ns, 2), "metrics");
+  CHECK(json_is_object(m2) && json_object_size(m2) == 0, "a failure without an input count: metrics {}");
   json_decref(ns);
   json_decref(lines);
   tp_buf_fini(&b);

@@ -462,6 +462,16 @@ typedef struct tp_level_result {
   tp_stat tpot_ms;                 /* (done - first token) / (tokens - 1) (vLLM) */
   tp_stat output_tps_per_user_itl; /* 1000 / ITL ms (GenAI-Perf's per-user throughput) */
   tp_stat itl_pooled_ms;           /* every gap between text responses, pooled (vLLM's ITL) */
+  tp_stat latency_last_text_ms;    /* last text response - sent (GenAI-Perf's and AIPerf's latency) */
+  tp_stat itl_answer_ms;           /* (last text - first answer) / (output - 1) (GenAI-Perf's ITL) */
+  tp_stat output_tps_per_user_itl_answer; /* 1000 / itl_answer_ms (GenAI-Perf's per-user rate) */
+  tp_stat generated_tokens;        /* output + reasoning tokens (AIPerf's output sequence length) */
+  /* vLLM bench serve's own figures (its client's definitions). */
+  tp_stat vllm_ttft_ms;       /* first response with choices - sent */
+  tp_stat vllm_e2el_ms;       /* last response with choices - sent */
+  tp_stat vllm_tpot_ms;       /* (E2EL - TTFT) / (vLLM output tokens - 1) */
+  tp_stat vllm_output_tokens; /* usage.completion_tokens when given, else the answer's tokens */
+  tp_stat vllm_itl_ms;        /* every gap between chunks with choices, pooled (vLLM's ITL) */
   tp_stat responses; /* responses per request */
 
   double output_token_throughput; /* tokens/s */

@@ -206,6 +206,8 @@ int main(int argc, char **argv) {
     fputs(", ", f);
     stat_json(f, "tpot_ms", &lr->tpot_ms);
     fputs(", ", f);
+    stat_json(f, "latency_last_text_ms", &lr->latency_last_text_ms);
+    fputs(", ", f);
     stat_json(f, "ttst_ms", &lr->ttst_ms);
     fputs(", ", f);
     stat_json(f, "output_tps_per_user_itl", &lr->output_tps_per_user_itl);

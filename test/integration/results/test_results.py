@@ -23,7 +23,13 @@ Facts about the formats, from the tools' sources and documents:
     "min", "max", "std"}, a system metric {"unit", "avg"}, plus
     "input_config" (ConfigCommand.to_json_dict(): model_names, then
     sections, perf_analyzer.stimulus the load); its inter_token_latency is (latency - TTFT) / (tokens -
-    1), tokperf's time per output token.
+    1) with the latency ending at the last text, over the answer (its parser
+    reads OpenAI content only): tokperf's ITL of the answer, its ITL for a
+    model that does not reason (as here).
+  - GenAI-Perf's CSV (csv_exporter.py): the header Metric,avg,min,max,p99 ... p1
+    (no std), rows TTFT, TTST, request latency, ITL, per-user, OSL, ISL, the
+    lengths "(tokens)"; then Metric,Value from the output token throughput,
+    the rates "per sec"; every number "{:,.2f}".
   - genai-perf process-export-files (process_export_files.py) takes each
     subdirectory's first *.json whose name lacks "_genai_perf" as a
     profile export and reads its experiments[0], and *_genai_perf.json as
@@ -114,23 +120,24 @@ try:
             raw = f.read()
         check("\r\n" in raw and raw.count("\n") == raw.count("\r\n"), "csv %d: CRLF line ends" % c)
         rows = list(csv.reader(raw.splitlines()))
-        stat_cols = ["avg", "min", "max", "p1", "p5", "p10", "p25", "p50", "p75", "p90", "p95", "p99", "std"]
+        stat_cols = ["avg", "min", "max", "p99", "p95", "p90", "p75", "p50", "p25", "p10", "p5", "p1"]
         check(rows[0] == ["Metric"] + stat_cols, "csv %d: GenAI-Perf's header" % c, rows[0])
         split = rows.index([]) if [] in rows else len(rows)
         by_name = {r[0]: r[1:] for r in rows[1:split]}
-        # GenAI-Perf's row for each of tokperf's distributions (its ITL is
-        # tokperf's TPOT), where the level has values.
-        want_rows = [("Time To First Token (ms)", "ttft_ms"), ("Request Latency (ms)", "latency_ms"),
-                     ("Output Sequence Length", "output_tokens"), ("Input Sequence Length", "input_tokens"),
-                     ("Time To Second Token (ms)", "ttst_ms"), ("Inter Token Latency (ms)", "tpot_ms"),
-                     ("Output Token Throughput Per User (tokens/sec/user)", "output_tps_per_user_itl")]
+        # GenAI-Perf's row for each of tokperf's distributions (its ITL and
+        # request latency end at the last text), where the level has values.
+        want_rows = [("Time To First Token (ms)", "ttft_ms"), ("Time To Second Token (ms)", "ttst_ms"),
+                     ("Request Latency (ms)", "latency_last_text_ms"), ("Inter Token Latency (ms)", "itl_ms"),
+                     ("Output Token Throughput Per User (tokens/sec/user)", "output_tps_per_user_itl"),
+                     ("Output Sequence Length (tokens)", "output_tokens"),
+                     ("Input Sequence Length (tokens)", "input_tokens")]
         names = [n for n, k in want_rows if lv[k]["n"]]
         check([r[0] for r in rows[1:split]] == names, "csv %d: GenAI-Perf's request metric rows" % c,
               [r[0] for r in rows[1:split]])
         check(rows[split + 1:split + 2] == [["Metric", "Value"]], "csv %d: empty row, then Metric,Value" % c)
         sys_rows = {r[0]: r[1] for r in rows[split + 2:]}
-        check(set(sys_rows) == {"Request Throughput (requests/sec)", "Output Token Throughput (tokens/sec)",
-                                "Request Count (count)"},
+        check([r[0] for r in rows[split + 2:]] == ["Output Token Throughput (per sec)", "Request Throughput (per sec)",
+                                                   "Request Count (count)"],
               "csv %d: system metric rows" % c, rows[split + 2:])
         ok = True
         for name, key in want_rows:
@@ -138,7 +145,8 @@ try:
                 if not near(float(val.replace(",", "")), lv[key][col], 0.0051):
                     ok = False
         check(ok, "csv %d: every value is tokperf's figure to two decimals" % c)
-        check(near(float(sys_rows.get("Request Throughput (requests/sec)", "nan")), lv["request_throughput"], 0.0051),
+        check(near(float(sys_rows.get("Request Throughput (per sec)", "nan").replace(",", "")), lv["request_throughput"],
+                   0.0051),
               "csv %d: request throughput value" % c)
         check(sys_rows.get("Request Count (count)") == "%.2f" % lv["requests"], "csv %d: request count" % c)
 
@@ -149,7 +157,7 @@ try:
         want_units = {"request_throughput": "requests/sec", "request_latency": "ms", "time_to_first_token": "ms",
                       "output_token_throughput": "tokens/sec", "output_sequence_length": "tokens",
                       "input_sequence_length": "tokens", "request_count": "count"}
-        for key, k2, unit in (("tpot_ms", "inter_token_latency", "ms"), ("ttst_ms", "time_to_second_token", "ms"),
+        for key, k2, unit in (("itl_ms", "inter_token_latency", "ms"), ("ttst_ms", "time_to_second_token", "ms"),
                               ("output_tps_per_user_itl", "output_token_throughput_per_user", "tokens/sec/user")):
             if lv[key]["n"]:
                 want_units[k2] = unit
@@ -159,7 +167,8 @@ try:
               "json %d: GenAI-Perf's statistic keys, in its order" % c)
         check(near(gj["time_to_first_token"]["p99"], lv["ttft_ms"]["p99"], 1e-9) and
               near(gj["time_to_first_token"]["p1"], lv["ttft_ms"]["p1"], 1e-9) and
-              (not lv["tpot_ms"]["n"] or near(gj["inter_token_latency"]["avg"], lv["tpot_ms"]["avg"], 1e-9)) and
+              (not lv["itl_ms"]["n"] or near(gj["inter_token_latency"]["avg"], lv["itl_ms"]["avg"], 1e-9)) and
+              near(gj["request_latency"]["avg"], lv["latency_last_text_ms"]["avg"], 1e-9) and
               near(gj["output_token_throughput"]["avg"], lv["output_token_throughput"], 1e-6),
               "json %d: values are tokperf's figures" % c)
         ic = gj["input_config"]

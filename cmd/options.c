@@ -48,7 +48,7 @@ static const struct {
     /* GenAI-Perf */
     {"time_to_first_token", GP_TTFT},
     {"time_to_second_token", GP_TTST},
-    {"inter_token_latency", GP_TPOT},
+    {"inter_token_latency", GP_ITL}, /* its ITL ends at the last text, as tokperf's */
     {"request_latency", GP_LAT},
     {"output_token_throughput_per_user", GP_TPS_USER},
     /* vLLM */

@@ -140,13 +140,13 @@ static int add_extra(json_t *obj, const char *s) {
 }
 
 /* GenAI-Perf's goodput constraints, under its metric names (its
- * inter_token_latency is tokperf's TPOT); "" when there are none. */
+ * inter_token_latency is tokperf's ITL bound); "" when there are none. */
 static json_t *goodput(const tp_config *cfg) {
   const struct {
     const char *name;
     double ms;
   } b[] = {{"time_to_first_token", cfg->measure.goodput_ttft_ms},
-           {"inter_token_latency", cfg->measure.goodput_tpot_ms},
+           {"inter_token_latency", cfg->measure.goodput_itl_ms},
            {"request_latency", cfg->measure.goodput_latency_ms}};
   json_t *o = json_object();
   for (size_t i = 0; o && i < sizeof(b) / sizeof(b[0]); i++)

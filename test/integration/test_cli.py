@@ -526,7 +526,7 @@ gjs = os.path.join(tmp, "goodput.json")
 for words, want in [
         (["ttft:200", "itl:25"], {"ttft_ms": 200.0, "itl_ms": 25.0}),
         (["ttft:200 itl:25,latency:2s"], {"ttft_ms": 200.0, "itl_ms": 25.0, "latency_ms": 2000.0}),
-        (["time_to_first_token:75", "inter_token_latency:19.75"], {"ttft_ms": 75.0, "tpot_ms": 19.75}),
+        (["time_to_first_token:75", "inter_token_latency:19.75"], {"ttft_ms": 75.0, "itl_ms": 19.75}),
         (["time_to_second_token:40", "request_latency:900"], {"ttst_ms": 40.0, "latency_ms": 900.0}),
         (["output_token_throughput_per_user:50"], {"output_tps_per_user_min": 50.0}),
         (["ttst:40", "tpot:10", "e2el:800"], {"ttst_ms": 40.0, "tpot_ms": 10.0, "latency_ms": 800.0})]:

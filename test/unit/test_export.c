@@ -652,9 +652,9 @@ static void test_genai_input_config(void) {
   cfg.prompts.num_prefixes = 3;
   cfg.prompts.tokenizer = "hf-internal-testing/llama-tokenizer";
   cfg.measure.goodput_ttft_ms = 200;
-  cfg.measure.goodput_tpot_ms = 25;
+  cfg.measure.goodput_itl_ms = 25; /* GenAI-Perf's inter_token_latency ends at the last text, as tokperf's ITL */
   cfg.measure.goodput_latency_ms = 5000;
-  cfg.measure.goodput_itl_ms = 30; /* tokperf's own ITL: no GenAI-Perf name */
+  cfg.measure.goodput_tpot_ms = 30; /* tokperf's TPOT: no GenAI-Perf name */
   static const char *const extra[] = {"temperature:0.5", "top_k:4",  "ignore_eos:True",
                                       "stop:END",        "beam",     "{\"nested\": {\"a\": 1}}"};
   cfg.server.extra_inputs = extra;

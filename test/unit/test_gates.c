@@ -41,7 +41,7 @@ static int run(const char *expr, const tp_level_result *lv, double max_err, char
 }
 
 int main(void) {
-  char out[1024];
+  char out[4096];
   tp_level_result good = level(200, 1500, 0, 100), bad = level(300, 900, 5, 100);
 
   CHECK_INT(run("ttft.p99 <= 250ms", &good, -1, out, sizeof(out)), 0, "ttft.p99 <= 250ms holds at 200 ms");

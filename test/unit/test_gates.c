@@ -27,7 +27,7 @@ static tp_level_result level(double ttft_p99, double tput, uint64_t failed, uint
 
 static int run(const char *expr, const tp_level_result *lv, double max_err, char *out, size_t outlen) {
   tp_gates *g = NULL;
-  char err[512];
+  char err[4096];
   const char *e[1] = {expr};
   if (tp_gates_new(&g, e, expr ? 1 : 0, err, sizeof(err))) {
     snprintf(out, outlen, "PARSE: %s", err);

@@ -122,6 +122,8 @@ static const tp_metric metrics[] = {
          -1, 3, TP_MF_FIDELITY),
     VALUE("fidelity.merged_pct", "Merged responses", TP_UNIT_PERCENT, fidelity.merged_pct,
           "fidelity.merged_pct", NULL, NULL, -1, 2, TP_MF_FIDELITY),
+    VALUE("fidelity.first_merged_pct", "First responses merged", TP_UNIT_PERCENT, fidelity.first_merged_pct,
+          "fidelity.first_merged_pct", NULL, NULL, -1, 2, TP_MF_FIDELITY),
     VALUE("fidelity.client_cpu_pct", "Client CPU", TP_UNIT_PERCENT, fidelity.client_cpu_pct,
           "fidelity.client_cpu_pct", NULL, NULL, -1, 1, TP_MF_FIDELITY | TP_MF_NONNEG),
     VALUE("fidelity.process_cpu_pct", "Process CPU", TP_UNIT_PERCENT, fidelity.process_cpu_pct,

@@ -304,6 +304,10 @@ static void add_record(tp_level_result *out, level_acc *a, const tp_record *r, c
    * segment with the last text: that hides no gap between tokens. */
   out->fidelity.merged_responses += r->n_text_merged;
   if (r->n_text_resp) out->fidelity.response_gaps += r->n_text_resp - 1;
+  if (r->n_text_resp >= 2 && r->first_token_ns) {
+    out->fidelity.first_pairs++;
+    if (r->second_token_ns == r->first_token_ns) out->fidelity.first_merged++;
+  }
   if (m.send_lag_ms >= 0) {
     push(a, V_LAG, m.send_lag_ms);
     if (m.send_lag_ms > 1.0) out->late_sends++;
@@ -397,6 +401,7 @@ static void first_error(tp_level_result *out, const tp_record *f) {
 static void fidelity_figures(tp_level_result *out) {
   tp_fidelity *f = &out->fidelity;
   f->merged_pct = f->response_gaps ? 100.0 * (double)f->merged_responses / (double)f->response_gaps : NAN;
+  f->first_merged_pct = f->first_pairs ? 100.0 * (double)f->first_merged / (double)f->first_pairs : NAN;
   f->wall_s = f->reads_per_s = f->client_cpu_pct = f->process_cpu_pct = -1;
   tp_fidelity_judge(out);
 }

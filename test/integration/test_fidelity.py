@@ -63,6 +63,9 @@ def merged_from_records(path):
             if r.get("merged_text_responses") != merged:
                 out["bad"] = out.get("bad", []) + [r["seq"]]
             out[r["level"]] = (m + merged, g + max(len(text) - 1, 0))
+            fm, fp = out.get(("first", r["level"]), (0, 0))
+            if len(text) >= 2 and r.get("first_token_ns"):
+                out[("first", r["level"])] = (fm + (r.get("second_token_ns") == r["first_token_ns"]), fp + 1)
     return out
 
 
@@ -82,7 +85,8 @@ def check_block(f, lv, what):
         bad.append("verdict %r, code %r" % (f["verdict"], f["verdict_code"]))
     if f["verdict"] == "ok" and f["reason"] is not None:
         bad.append("ok with a reason %r" % f["reason"])
-    if f["verdict"] != "ok" and not re.search(r"(send lag p99|loop lag p99|merged responses) [0-9.]+( ms|%) > ",
+    if f["verdict"] != "ok" and not re.search(r"(send lag p99|loop lag p99|merged responses|first responses merged) "
+                                              r"[0-9.]+( ms|%) > |[0-9]+ answers dated before their send",
                                               f["reason"] or ""):
         bad.append("%s without a figure past its threshold: %r" % (f["verdict"], f["reason"]))
     ll = f["loop_lag_ms"]
@@ -157,6 +161,17 @@ def check_run(label, args):
               for i, lv in enumerate(levels)),
           "%s: the merged share is the records' (%s)" % (label, [rec.get(i) for i in range(len(levels))]),
           [(lv["fidelity"]["merged_text_responses"], lv["fidelity"]["text_response_gaps"]) for lv in levels])
+
+    # The share of first responses merged, likewise (docs: First responses merged).
+    def first_pct(i):
+        fm, fp = rec.get(("first", i), (0, 0))
+        return 100.0 * fm / fp if fp else None
+    check(all((first_pct(i) is None and lv["fidelity"]["first_merged_pct"] is None) or
+              (first_pct(i) is not None and lv["fidelity"]["first_merged_pct"] is not None and
+               abs(first_pct(i) - lv["fidelity"]["first_merged_pct"]) < 1e-9)
+              for i, lv in enumerate(levels)),
+          "%s: the first responses' merged share is the records'" % label,
+          [(first_pct(i), lv["fidelity"].get("first_merged_pct")) for i, lv in enumerate(levels)])
 
     # report.html: its last section.
     html = ""

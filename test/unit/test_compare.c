@@ -179,9 +179,9 @@ static void test_compare(void) {
   for (const char *p = strstr(s, "Concurrency 4\n"); p && p < strstr(s, "Concurrency 8\n");
        p = strchr(p + 1, '\n'))
     if (p[1] == ' ' && p[2] == ' ' && p[3] != 'M') rows++;
-  CHECK_INT(rows, 29,
+  CHECK_INT(rows, 30,
             "every headline metric has a row (3 throughputs, error rate, 3 x 5 latency stats), then the "
-            "client's own figures (send lag and loop lag p50, p99, max; merged, CPU, reads, verdict)");
+            "client's own figures (send lag and loop lag p50, p99, max; merged, first merged, CPU, reads, verdict)");
   CHECK(strstr(s, "fidelity.merged_pct (%)") && strstr(s, "+500.0%  worse") && strstr(s, "fidelity.verdict ") &&
             strstr(s, "fidelity.loop_lag.max (ms)") && strstr(s, "send_lag.p99 (ms)"),
         "the fidelity rows: the merged share up, worse; the verdict without a unit");
@@ -204,8 +204,8 @@ static void test_compare(void) {
                s,
                "<failure type=\"regression\" message=\"ttft.p99 at concurrency 8: 300.00 ms -&gt; 360.00 ms"),
       "the failure element carries the message, escaped");
-  CHECK(s && strstr(s, "<testsuite name=\"tokperf.compare.metrics\" tests=\"58\""),
-        "metrics suite: 29 rows x 2 levels");
+  CHECK(s && strstr(s, "<testsuite name=\"tokperf.compare.metrics\" tests=\"60\""),
+        "metrics suite: 30 rows x 2 levels");
   free(s);
 
   out = tmpfile();

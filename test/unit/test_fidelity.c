@@ -71,6 +71,10 @@ static void test_verdict(void) {
   judge(&lr, TP_FIDELITY_DEGRADED, "merged responses 12.3% > 1%",
         "a late loop and merged responses: degraded by what the merging did");
   lr = calm();
+  lr.fidelity.first_merged_pct = 1.5;
+  judge(&lr, TP_FIDELITY_DEGRADED, "first responses merged 1.5% > 1%",
+        "first responses merged in over 1% of the requests (the TTFT p99 a token's gap late): degraded");
+  lr = calm();
   lr.fidelity.loop_lag_ms.p99 = 7.2;
   judge(&lr, TP_FIDELITY_OK, "",
         "a late loop alone (a burst read one socket after another, every byte stamped) degrades nothing");
@@ -187,7 +191,10 @@ static void test_records(void) {
   CHECK(f->client_cpu_pct == -1 && f->reads_per_s == -1 && f->loop_lag_ms.n == 0,
         "level: the run's own figures stay unmeasured outside a run");
   CHECK_STR(tp_fidelity_verdict_name(f->verdict), "degraded", "level: judged on what the records say");
-  CHECK_STR(f->reason, "merged responses 50.0% > 1%", "level: naming the merged share");
+  CHECK(f->first_pairs == 4 && f->first_merged == 2 && fabs(f->first_merged_pct - 50) < 1e-12,
+        "level: 2 of 4 requests with their first two text responses at one time");
+  CHECK_STR(f->reason, "merged responses 50.0% > 1%; first responses merged 50.0% > 1%",
+            "level: naming the merged shares, of every gap and of first responses");
   for (int i = 0; i < 4; i++) tp_record_fini(&r[i]);
 
   tp_level_compute(&lr, NULL, 0);
@@ -228,7 +235,8 @@ static void test_registry(void) {
   size_t n, fid = 0;
   const tp_metric *all = tp_metrics(&n);
   for (size_t i = 0; i < n; i++) fid += (all[i].flags & TP_MF_FIDELITY) != 0;
-  CHECK_INT(fid, 6, "six rows in the fidelity section: send lag, loop lag, merged, CPU, reads, verdict");
+  CHECK_INT(fid, 7,
+            "seven rows in the fidelity section: send lag, loop lag, merged, first merged, CPU, reads, verdict");
 }
 
 int main(void) {

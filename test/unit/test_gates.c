@@ -27,7 +27,7 @@ static tp_level_result level(double ttft_p99, double tput, uint64_t failed, uint
 
 static int run(const char *expr, const tp_level_result *lv, double max_err, char *out, size_t outlen) {
   tp_gates *g = NULL;
-  char err[4096];
+  char err[1536];
   const char *e[1] = {expr};
   if (tp_gates_new(&g, e, expr ? 1 : 0, err, sizeof(err))) {
     snprintf(out, outlen, "PARSE: %s", err);
@@ -41,7 +41,7 @@ static int run(const char *expr, const tp_level_result *lv, double max_err, char
 }
 
 int main(void) {
-  char out[4096];
+  char out[1600];
   tp_level_result good = level(200, 1500, 0, 100), bad = level(300, 900, 5, 100);
 
   CHECK_INT(run("ttft.p99 <= 250ms", &good, -1, out, sizeof(out)), 0, "ttft.p99 <= 250ms holds at 200 ms");

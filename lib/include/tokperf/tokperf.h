@@ -407,6 +407,12 @@ typedef struct tp_fidelity {
    * two text responses). */
   uint64_t merged_responses, response_gaps;
   double merged_pct;
+  /* Measured requests whose first two text responses share one time (the
+   * first token may be dated at the second's arrival: its TTFT is late by
+   * up to a token's gap), out of those with two text responses or more;
+   * first_merged_pct is the share, in percent (NaN when none had two). */
+  uint64_t first_merged, first_pairs;
+  double first_merged_pct;
   /* Successful requests with an ITL whose text responses include some
    * that share a time (the ITL is marked: itl_merged in --json), and
    * those whose text all came at one time (no ITL: unmeasured, not 0). */

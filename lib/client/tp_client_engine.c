@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "client/tp_grpc_headers.h"
 #include "api/tp_engine.h"
 #include "api/tp_openai.h"
 #include "client/tp_client_engine.h"
@@ -596,10 +597,7 @@ static void engine_cancel_all(tp_client *c) {
   free(copy);
 }
 
-static void free_headers(engine_client *ec) {
-  for (size_t i = 0; ec->hdr && i < 2 * ec->n_hdr; i++) free(ec->hdr[i]);
-  free(ec->hdr);
-}
+static void free_headers(engine_client *ec) { tp__grpc_free_headers(ec->hdr, ec->n_hdr); }
 
 static void engine_close(tp_client *c) {
   engine_client *ec = (engine_client *)c;
@@ -613,33 +611,8 @@ static void engine_close(tp_client *c) {
   free(ec);
 }
 
-/* "Name: value" lines into the lower-case name / trimmed value pairs gRPC
- * metadata needs. */
 static int split_headers(engine_client *ec, const char *const *h, size_t n, char *err, size_t errlen) {
-  ec->hdr = calloc(2 * n + 1, sizeof(char *));
-  if (!ec->hdr) return TP_ENOMEM;
-  for (size_t i = 0; i < n; i++) {
-    const char *colon = strchr(h[i], ':');
-    if (!colon || colon == h[i]) {
-      tp_seterr(err, errlen, "-H '%s': expected 'Name: value'", h[i]);
-      return TP_EINVAL;
-    }
-    char *name = tp_strndup(h[i], (size_t)(colon - h[i]));
-    const char *v = colon + 1;
-    while (*v == ' ' || *v == '\t') v++;
-    char *value = tp_strndup(v, strlen(v));
-    if (!name || !value) {
-      free(name);
-      free(value);
-      return TP_ENOMEM;
-    }
-    for (char *q = name; *q; q++)
-      if (*q >= 'A' && *q <= 'Z') *q = (char)(*q + 32);
-    ec->hdr[2 * i] = name;
-    ec->hdr[2 * i + 1] = value;
-    ec->n_hdr = i + 1;
-  }
-  return 0;
+  return tp__grpc_split_headers(&ec->hdr, &ec->n_hdr, h, n, err, errlen);
 }
 
 static void engine_session_end(tp_client *c, uint64_t session) {

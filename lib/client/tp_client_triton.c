@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "client/tp_grpc_headers.h"
 #include "api/tp_triton.h"
 #include "client/tp_client_triton.h"
 #include "transport/tp_grpc.h"
@@ -278,10 +279,7 @@ static void triton_cancel(tp_client *c, void *handle) {
 
 static void triton_cancel_all(tp_client *c) { tp_h2c_cancel_all(((triton_client *)c)->pool); }
 
-static void free_headers(triton_client *tc) {
-  for (size_t i = 0; i < 2 * tc->n_hdr; i++) free(tc->hdr[i]);
-  free(tc->hdr);
-}
+static void free_headers(triton_client *tc) { tp__grpc_free_headers(tc->hdr, tc->n_hdr); }
 
 static void triton_close(tp_client *c) {
   triton_client *tc = (triton_client *)c;
@@ -292,33 +290,8 @@ static void triton_close(tp_client *c) {
   free(tc);
 }
 
-/* "Name: value" lines into the lower-case name / trimmed value pairs that
- * HTTP/2 (and so gRPC metadata) needs. */
 static int split_headers(triton_client *tc, const char *const *h, size_t n, char *err, size_t errlen) {
-  tc->hdr = calloc(2 * n + 1, sizeof(char *));
-  if (!tc->hdr) return TP_ENOMEM;
-  for (size_t i = 0; i < n; i++) {
-    const char *colon = strchr(h[i], ':');
-    if (!colon || colon == h[i]) {
-      tp_seterr(err, errlen, "-H '%s': expected 'Name: value'", h[i]);
-      return TP_EINVAL;
-    }
-    char *name = tp_strndup(h[i], (size_t)(colon - h[i]));
-    const char *v = colon + 1;
-    while (*v == ' ' || *v == '\t') v++;
-    char *value = tp_strndup(v, strlen(v));
-    if (!name || !value) {
-      free(name);
-      free(value);
-      return TP_ENOMEM;
-    }
-    for (char *q = name; *q; q++)
-      if (*q >= 'A' && *q <= 'Z') *q = (char)(*q + 32);
-    tc->hdr[2 * i] = name;
-    tc->hdr[2 * i + 1] = value;
-    tc->n_hdr = i + 1;
-  }
-  return 0;
+  return tp__grpc_split_headers(&tc->hdr, &tc->n_hdr, h, n, err, errlen);
 }
 
 static void triton_session_end(tp_client *c, uint64_t session) {

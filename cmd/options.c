@@ -311,6 +311,10 @@ static const tp_setting config_rows[] = {
     C("measure.stability_percentage", "--stability-percentage|-s", TP_SET_F64, measure.stability_percentage,
       "P", 1e-9, 1e6, G_MEASURE,
       "windows agree when max/min of their throughputs and of their latencies is within 1 + P%", "5", 0),
+    C("measure.steady_state_threshold", "--steady-state-threshold", TP_SET_F64, measure.steady_state_threshold,
+      "F", 0, 1, G_MEASURE,
+      "the steady state is where the requests in flight stay at or above F x the concurrency (0 = off; "
+      "docs/metrics.md, \"Steady state\")", "0.9", 0),
     C("measure.max_trials", "--max-trials", TP_SET_U32, measure.max_trials, "N", 1, 64, G_MEASURE,
       "stop after this many windows, stable or not", "20", 0),
     C("measure.grace_period_ms", "--grace-period", TP_SET_MS, measure.grace_period_ms, "DURATION", 1, 0,

@@ -11,6 +11,7 @@
 #include "run/tp_run_internal.h"
 #include "metrics/tp_fidelity.h"
 #include "metrics/tp_stability.h"
+#include "metrics/tp_steady.h"
 #include "report/tp_records.h"
 #include "sched/tp_sched.h"
 #include "util/tp_stamp.h"
@@ -570,6 +571,9 @@ static int level_result(tp_run *r, size_t li, const point *pt, tp_level_result *
   lv->prefix_cache_hit_rate = -1;
   level_partial(r, lv); /* before the hooks: the artifacts say it too */
   level_fidelity(r, lv);
+  rv = tp_steady_compute(&lv->steady, L->recs, L->n_planned, lv->concurrency,
+                         r->cfg.measure.steady_state_threshold, 0);
+  if (rv) return rv;
   tpr_hooks_end(r, li, lv);
   if (L->lo.window_end_ns) {
     lv->window_start_s = (double)(L->lo.window_start_ns - L->t0) / 1e9;

@@ -206,6 +206,10 @@ typedef struct tp_measure_config {
   uint64_t measurement_interval_ms;    /* time window length (default 10 s) */
   uint64_t measurement_request_count;  /* count window length (default 50) */
   double stability_percentage;         /* default 10 */
+  /* The steady state (docs/metrics.md, "Steady state"): the window where
+   * the requests in flight stay at or above this fraction of the target
+   * concurrency; default 0.95, 0 = not computed. */
+  double steady_state_threshold;
   uint32_t max_trials;                 /* default 10 */
   uint64_t warmup_request_count;       /* per level, left out of the statistics */
   uint64_t warmup_duration_ms;         /* per level, alternative to the count */
@@ -437,6 +441,28 @@ typedef struct tp_fidelity {
   char reason[256];
 } tp_fidelity;
 
+/* A level's steady state (docs/metrics.md, "Steady state"): the window from
+ * the moment the requests in flight first reach threshold_abs =
+ * ceil(threshold x target) to the last moment they fall below it, counted
+ * over the measured requests that succeeded, and the figures over it.
+ * found is false when the level has no target (an open-loop rate without a
+ * cap) or never reached threshold_abs. */
+typedef struct tp_steady {
+  bool found;
+  bool short_window; /* shorter than max(10 s, 10% of the level): maybe not representative */
+  uint32_t target, threshold_abs, peak; /* peak: the most in flight, exactly */
+  double threshold;
+  /* Seconds from the first measured successful send. */
+  double start_s, end_s, duration_s;
+  uint64_t started, completed; /* requests sent, and requests ended, within the window */
+  /* Requests ended in the window, input tokens of those sent in it, and
+   * output tokens whose response arrived in it, each per second of it. */
+  double request_throughput, input_token_throughput, output_token_throughput;
+  /* Over the requests sent in the window, by the level's own per-request
+   * definitions. */
+  tp_stat ttft_ms, tpot_ms, latency_ms;
+} tp_steady;
+
 typedef struct tp_level_result {
   tp_load_mode load_mode;
   uint32_t concurrency;       /* the level's concurrency, or the cap in rate mode (0 = none) */
@@ -589,6 +615,7 @@ typedef struct tp_level_result {
   /* The client's own figures and its verdict on them; in a distributed
    * run, the loop lag, reads and CPU are rank 0's. */
   tp_fidelity fidelity;
+  tp_steady steady;
 } tp_level_result;
 
 /* A run whose error rate at some level exceeds this is said in one line on

@@ -119,6 +119,11 @@ if want and s["found"]:
           "the window lies inside the level, shorter than it", (s["start_s"], s["end_s"], dur))
     check(s["requests_started"] < lv["requests"], "fewer requests sent in the window than in the level",
           (s["requests_started"], lv["requests"]))
+    # Over the ramp and the drain fewer streams generate: the plateau's
+    # output rate is above the whole level's.
+    check(s["output_token_throughput_tps"] > lv["output_token_throughput_tps"],
+          "steady output token throughput above the whole level's (no ramp, no drain)",
+          (s["output_token_throughput_tps"], lv["output_token_throughput_tps"]))
 
 # An open-loop rate without a cap has no target: no steady state, figures null.
 doc, recs = run("rate", ["--request-rate", "200", "--request-count", "60"])

@@ -315,6 +315,10 @@ static const tp_setting config_rows[] = {
       "F", 0, 1, G_MEASURE,
       "the steady state is where the requests in flight stay at or above F x the concurrency (0 = off; "
       "docs/metrics.md, \"Steady state\")", "0.9", 0),
+    C("measure.stop_on_saturation", "--stop-on-saturation", TP_SET_FLAG, measure.stop_on_saturation, NULL, 1, 0,
+      G_MEASURE,
+      "end an open-loop level once the server is seen over-saturated, and skip the higher loads of the sweep "
+      "(docs/metrics.md, \"Saturation\")", NULL, 0),
     C("measure.max_trials", "--max-trials", TP_SET_U32, measure.max_trials, "N", 1, 64, G_MEASURE,
       "stop after this many windows, stable or not", "20", 0),
     C("measure.grace_period_ms", "--grace-period", TP_SET_MS, measure.grace_period_ms, "DURATION", 1, 0,

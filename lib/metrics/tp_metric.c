@@ -132,6 +132,12 @@ static const tp_metric metrics[] = {
           steady.output_token_throughput, "steady.output_token_throughput_tps", NULL, NULL, 1, 2, TP_MF_NONNEG),
     VALUE("steady.duration", "Steady-state window", TP_UNIT_S, steady.duration_s, "steady.duration_s", NULL, NULL,
           0, 2, TP_MF_NONNEG),
+    /* Over-saturation (tp_saturation.h): members of the level's
+     * "saturation" object. */
+    COUNT("saturation.detected", "Over-saturated", TP_UNIT_NONE, saturation.detected, "saturation.detected", NULL,
+          NULL, -1, 0),
+    VALUE("saturation.at", "Over-saturated from", TP_UNIT_S, saturation.at_s, "saturation.at_s", NULL, NULL, 0, 2,
+          TP_MF_NONNEG),
     /* The client's own figures, last as in every report; their JSON keys
      * are members of the level's "fidelity" object. */
     DIST("fidelity.loop_lag", "Loop lag", TP_UNIT_MS, fidelity.loop_lag_ms, "fidelity.loop_lag_ms", NULL, NULL,

@@ -78,6 +78,12 @@ static void level_name(const tp_level_result *lr, char *buf, size_t len) {
 static void steady_text(FILE *out, const tp_report_input *in) {
   for (size_t i = 0; i < in->n_levels; i++) {
     const tp_level_result *lr = &in->levels[i];
+    if (lr->saturation.detected) {
+      char name[128];
+      level_name(lr, name, sizeof(name));
+      fprintf(out, "Over-saturated, %s: from %.1f s into the level: %s%s\n", name, lr->saturation.at_s,
+              lr->saturation.reason, lr->saturation.stopped ? "; the level stopped there (--stop-on-saturation)" : "");
+    }
     const tp_steady *s = &lr->steady;
     if (!s->target || !(s->threshold > 0)) continue;
     char name[128];

@@ -329,6 +329,11 @@ static int level_steady_json(json_t *o, const tp_level_result *lr) {
   bad |= set(st, "requests_started", u64(s->started));
   bad |= set(st, "requests_completed", u64(s->completed));
   bad |= set(st, "short_window", json_boolean(s->short_window));
+  /* Over-saturation's words beside its registry figures. */
+  json_t *sat = json_object_get(o, "saturation");
+  if (!sat) return -1;
+  bad |= set(sat, "stopped", json_boolean(lr->saturation.stopped));
+  bad |= set(sat, "reason", lr->saturation.detected ? json_string(lr->saturation.reason) : json_null());
   return bad;
 }
 

@@ -210,6 +210,9 @@ typedef struct tp_measure_config {
    * the requests in flight stay at or above this fraction of the target
    * concurrency; default 0.95, 0 = not computed. */
   double steady_state_threshold;
+  /* An open-loop level seen over-saturated ends there, and the sweep skips
+   * the loads above it (docs/metrics.md, "Saturation"). */
+  bool stop_on_saturation;
   uint32_t max_trials;                 /* default 10 */
   uint64_t warmup_request_count;       /* per level, left out of the statistics */
   uint64_t warmup_duration_ms;         /* per level, alternative to the count */
@@ -616,6 +619,16 @@ typedef struct tp_level_result {
    * run, the loop lag, reads and CPU are rank 0's. */
   tp_fidelity fidelity;
   tp_steady steady;
+  /* Over-saturation seen while an open-loop level ran (docs/metrics.md,
+   * "Saturation"): detected 1 or 0 (a number, so that gates read it), when
+   * (seconds from the level's start; -1 = not seen), why, in words, and
+   * whether --stop-on-saturation ended the level there. */
+  struct {
+    uint64_t detected;
+    double at_s;
+    bool stopped;
+    char reason[192];
+  } saturation;
 } tp_level_result;
 
 /* A run whose error rate at some level exceeds this is said in one line on

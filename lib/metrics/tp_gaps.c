@@ -77,12 +77,18 @@ void tp_gap_pool_add_record(tp_gap_pool *p, const tp_record *r) {
 
 void tp_gap_pool_add_vllm(tp_gap_pool *p, const tp_record *r) {
   if (!r->resp_ns || r->n_resp < 2) return;
-  uint64_t end = r->last_choice_ns ? r->last_choice_ns : r->last_token_ns;
-  for (uint32_t i = 1; i < r->n_resp && r->resp_ns[i] <= end; i++) {
-    if (r->resp_ns[i] == r->resp_ns[i - 1])
-      p->merged++;
-    else if (r->resp_ns[i] > r->resp_ns[i - 1])
-      tp_gap_pool_add(p, r->resp_ns[i] - r->resp_ns[i - 1]);
+  /* vLLM's chunks: up to the last one with choices, by count (a usage
+   * chunk read with it shares its time); without choices marked, up to
+   * the last text response. */
+  uint32_t n = r->n_choice_resp;
+  if (!n)
+    while (n < r->n_resp && r->resp_ns[n] <= r->last_token_ns) n++;
+  for (uint32_t i = 1; i < n; i++) {
+    /* vLLM stamps each chunk as it parses it: chunks read together give
+     * it gaps of a few microseconds, which it pools; a gap of 0 here is
+     * such a gap, and goes in as vLLM's does. */
+    if (r->resp_ns[i] == r->resp_ns[i - 1]) p->merged++;
+    if (r->resp_ns[i] >= r->resp_ns[i - 1]) tp_gap_pool_add(p, r->resp_ns[i] - r->resp_ns[i - 1]);
   }
 }
 

@@ -32,10 +32,10 @@ void tp_gap_pool_add(tp_gap_pool *p, uint64_t gap_ns);
 void tp_gap_pool_add_record(tp_gap_pool *p, const tp_record *r);
 /* Adds the gaps vLLM's client pools (vllm bench serve's ITL): between
  * consecutive responses from the first response to the last one carrying
- * choices (tp_record.last_choice_ns; without it, the last text response),
+ * choices (tp_record.n_choice_resp; without it, the last text response),
  * a role-only first chat chunk and empty deltas included, a trailing
- * usage-only chunk left out.  Gaps of 0 are left out and counted, as
- * above. */
+ * usage-only chunk left out.  Gaps of 0 go in too (and are counted):
+ * vLLM's client pools the microseconds between chunks it read together. */
 void tp_gap_pool_add_vllm(tp_gap_pool *p, const tp_record *r);
 /* The gaps of 0 left out since the last reset. */
 uint64_t tp_gap_pool_merged(const tp_gap_pool *p);

@@ -11,7 +11,9 @@ from the tools' code, not taken from tokperf's registry:
     request latency = last response - send, TTFT = first response -
     send, ITL = (latency - TTFT) / (OSL - 1) for OSL > 1, OSL the
     tokenizer's count of the output text; its CSV (csv_exporter.py) has the
-    header Metric,avg,min,max,p99 ... p1, every number "{:,.2f}".
+    header Metric,avg,min,max,p99 ... p1, every number "{:,.2f}".  The
+    same parse of the level's profile_export.json (the file GenAI-Perf
+    reads) gives the summary's figures too.
   AIPerf (metrics/types/*.py): request latency = last content response -
     start (usage-only chunks excluded), ITL = (latency - TTFT) / (OSL - 1),
     OSL = output + reasoning tokens; each profile_export.jsonl line's
@@ -226,6 +228,51 @@ def genai_csv(shape, d, doc):
     check(not bad, "%s, GenAI-Perf csv: every number is the JSON's, {:,.2f}" % shape, "\n".join(bad))
 
 
+def sse_content(resp):
+    """The answer text of one response of a profile export as GenAI-Perf's
+    parser reads it: every SSE event in it ("data: " + chunk; [DONE]
+    skipped), the content of its first choice (delta.content or text)."""
+    text = ""
+    for ev in resp.strip().split("\n\n"):
+        ev = ev.strip()
+        if not ev.startswith("data:") or ev[5:].strip() == "[DONE]":
+            continue
+        choices = json.loads(ev[5:]).get("choices") or [{}]
+        c = choices[0]
+        text += (c.get("delta") or {}).get("content") or c.get("text") or ""
+    return text
+
+
+def genai_profile_export(shape, d, gdoc):
+    """GenAI-Perf's parser on the level's profile_export.json: per request,
+    the responses without content dropped, request latency and TTFT from
+    the kept ones' timestamps, OSL the tokenizer's count of their text,
+    ITL (latency - TTFT) / (OSL - 1) (none where the kept responses share
+    one time, as above).  Its figures are the summary's."""
+    with open(os.path.join(d, "profile_export.json")) as f:
+        reqs = json.load(f)["experiments"][0]["requests"]
+    kept = []
+    for q in reqs:
+        if not q["response_outputs"]:
+            continue
+        outs = [o.get("text_output") if "text_output" in o else sse_content(o.get("response", ""))
+                for o in q["response_outputs"]]
+        ts = [t for t, o in zip(q["response_timestamps"], outs) if o]
+        if ts:
+            kept.append((q, ts, "".join(o for o in outs if o)))
+    figs = []
+    for (q, ts, text), n in zip(kept, count_tokens([k[2] for k in kept])):
+        lat, ttft = ms(q["timestamp"], ts[-1]), ms(q["timestamp"], ts[0])
+        f = {"request_latency": lat, "time_to_first_token": ttft, "output_sequence_length": n}
+        if n > 1 and ts[0] != ts[-1]:
+            f["inter_token_latency"] = (lat - ttft) / (n - 1)
+            f["output_token_throughput_per_user"] = 1000.0 / f["inter_token_latency"]
+        figs.append(f)
+    compare(shape, "GenAI-Perf export", gdoc, figs,
+            ["time_to_first_token", "request_latency", "inter_token_latency", "output_sequence_length",
+             "output_token_throughput_per_user"])
+
+
 def vllm_check(shape, lv, ok):
     """vLLM's figures in --json (the rows vllm-bench writes) against vLLM's
     client logic on records.jsonl (vllm_request)."""
@@ -341,6 +388,7 @@ def run_shape(tmp, shape, args, reasoning_run=False, timing=None, requests=16, o
     gfigs = [g for g in map(genai_request, ok) if g]
     compare(shape, "GenAI-Perf", gdoc, gfigs, keys)
     genai_csv(shape, d, gdoc)
+    genai_profile_export(shape, d, gdoc)
 
     # AIPerf: its summary, and every line of profile_export.jsonl.
     ad = os.path.join(d, "aiperf")

@@ -297,14 +297,17 @@ def vllm_check(shape, lv, ok):
           "percentiles %.1e)" % (shape, len(gaps), exact, pct), (got, want))
 
 
-def mock_requests(path):
+def mock_requests(path, prompts=None):
     """The mock's log: per request, its responses' (t_ns, text, final) in
-    order."""
+    order; prompts, when given, gets each request's prompt_tokens (what
+    its usage chunk says)."""
     reqs = {}
     with open(path) as f:
         for x in map(json.loads, f):
             if x["ev"] == "response":
                 reqs.setdefault(x["id"], []).append((x["index"], x["t_ns"], x["text"], x["final"]))
+            elif x["ev"] == "request" and prompts is not None:
+                prompts[x["id"]] = x["prompt_tokens"]
     return {k: [v[1:] for v in sorted(rs)] for k, rs in reqs.items()}
 
 
@@ -491,7 +494,7 @@ def vllm_file(shape, res, pcts, metrics, want_failed, failed_chunks=None):
 
 
 def vllm_shape(tmp, shape, args, mock=None, want_failed=False, prompts=12, out_len=10, failed_chunks=None,
-               metrics=("ttft", "tpot", "itl", "e2el")):
+               metrics=("ttft", "tpot", "itl", "e2el"), tokenizer=None):
     """vllm-bench against the in-process mock, or against `tokperf mock
     ARGS` started here with its log (returned with the result)."""
     d = os.path.join(tmp, shape.replace(" ", "_"))
@@ -500,7 +503,7 @@ def vllm_shape(tmp, shape, args, mock=None, want_failed=False, prompts=12, out_l
     cmd = [TOKPERF, "vllm-bench", "-q", "--num-prompts", str(prompts), "--random-input-len", "16",
            "--random-output-len", str(out_len), "--max-concurrency", "3", "--save-result", "--save-detailed",
            "--result-dir", d, "--result-filename", "r.json", "--percentile-metrics", ",".join(metrics),
-           "--metric-percentiles", ",".join(map(str, pcts)), "--tokenizer", WORDS] + args
+           "--metric-percentiles", ",".join(map(str, pcts)), "--tokenizer", tokenizer or WORDS] + args
     srv, log = None, None
     if mock is None:
         cmd.append("--mock")
@@ -533,28 +536,34 @@ def vllm_shape(tmp, shape, args, mock=None, want_failed=False, prompts=12, out_l
 
 def vllm_trailing(shape, res, log):
     """The 25 ms stream through vllm-bench: each request's end (its send
-    plus its E2EL, on the mock's clock) falls between the mock's send of
-    its last token and of its usage chunk, and its output length is the
-    server's count, reasoning included."""
+    plus its E2EL, on the mock's clock; 1 us for the seconds' rounding)
+    falls between the mock's send of its last token and of its usage
+    chunk; its output length is the server's count, reasoning included,
+    and its input length the server's prompt_tokens (the client's
+    tokenizer counts the prompt otherwise here)."""
+    prompts = {}
     by_text = {}
-    for rs in mock_requests(log).values():
+    for rid, rs in mock_requests(log, prompts).items():
         toks = [(t, x) for t, x, final in rs if x]
         trailer = [t for t, x, final in rs if not x and final]
-        by_text.setdefault("".join(x for _, x in toks), []).append((toks, trailer))
-    ends, lens = [], []
+        by_text.setdefault("".join(x for _, x in toks), []).append((toks, trailer, prompts.get(rid)))
+    ends, lens, ins = [], [], []
     for i, text in enumerate(res["generated_texts"]):
         # The answer: the log's text ends with it (reasoning came first).
         hits = [v for k, v in by_text.items() if k.endswith(text) and text]
         if len(hits) != 1 or len(hits[0]) != 1:
             continue
-        toks, trailer = hits[0][0]
+        toks, trailer, ptoks = hits[0][0]
         end = int(round((res["start_times"][i] + res["latencies"][i]) * 1e9))
         ends.append(toks[-1][0] <= end + 1000 and trailer and end < trailer[0])
         lens.append(res["output_lens"][i] == len(toks))
+        ins.append((res["input_lens"][i], ptoks))
     check(len(ends) == res["num_prompts"] and all(ends),
           "%s: every E2EL ends after the mock sent the last token and before it sent the usage chunk (%d of %d)"
           % (shape, sum(ends), res["num_prompts"]))
     check(lens and all(lens), "%s: output_lens is the server's count, reasoning included" % shape)
+    check(ins and all(a == b for a, b in ins),
+          "%s: input_lens is the server's usage.prompt_tokens, as vLLM's client takes it" % shape, ins)
 
 
 def main():
@@ -604,7 +613,7 @@ def main():
     vllm_shape(tmp, "vllm-bench completions", ["--backend", "openai"], metrics=("ttft", "tpot", "itl"))
     res, log = vllm_shape(tmp, "vllm-bench usage+25ms+reasoning", ["--backend", "openai-chat"],
                           mock=["--ttft-ms", "5", "--itl-ms", "10", "--itl-us-per-seq", "0", "--usage-delay-ms", "25",
-                                "--reasoning-tokens", "5"], prompts=6)
+                                "--reasoning-tokens", "5"], prompts=6, tokenizer=os.environ.get("TP_PROSE_MODEL"))
     if res:
         vllm_trailing("vllm-bench usage+25ms+reasoning", res, log)
     vllm_shape(tmp, "vllm-bench failed at arrival", ["--backend", "openai-chat"],

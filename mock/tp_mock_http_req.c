@@ -226,7 +226,8 @@ static bool trailer_later(const hreq *r) {
 /* The event carrying the tokens of a streamed answer (one, or with
  * tokens_per_chunk those gathered in r->text).  With a trailer to come,
  * the last token's event is not the final response: the trailer is. */
-static int http_token_event(hreq *r, bool last, const char *text, size_t len, uint32_t ntok, uint64_t now_ns) {
+static int http_token_event(hreq *r, bool last, const char *text, size_t len, uint32_t ntok,
+                            uint64_t now_ns) {
   tp_mock *m = r->c->m;
   tp_buf b;
   tp_buf_init(&b);
@@ -256,14 +257,16 @@ static int http_flush_pending(hreq *r, bool last, uint64_t now_ns) {
 /* A streamed token: its own event, or with tokens_per_chunk gathered until
  * the event is full, the answer ends, or a chat answer's reasoning does
  * (reasoning and answer never share a chunk, as servers send them). */
-static int http_stream_token(hreq *r, const tp_mock_token *tok, const char *text, size_t len, uint64_t now_ns) {
+static int http_stream_token(hreq *r, const tp_mock_token *tok, const char *text, size_t len,
+                             uint64_t now_ns) {
   tp_mock *m = r->c->m;
   uint32_t per = m->cfg.tokens_per_chunk > 1 ? m->cfg.tokens_per_chunk : 1;
   if (per == 1) return http_token_event(r, tok->last, text, len, 1, now_ns);
   int rv = tp_buf_append(&r->text, text, len);
   if (rv) return rv;
   r->pending_tokens++;
-  bool reasoning_ends = r->api == API_CHAT && r->w.reasoning_tokens && r->job.tokens_sent == r->w.reasoning_tokens;
+  bool reasoning_ends =
+      r->api == API_CHAT && r->w.reasoning_tokens && r->job.tokens_sent == r->w.reasoning_tokens;
   if (r->pending_tokens < per && !tok->last && !reasoning_ends) return 0;
   return http_flush_pending(r, tok->last, now_ns);
 }

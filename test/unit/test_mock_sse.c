@@ -272,12 +272,14 @@ static void test_trailer_and_chunks(void) {
   CHECK_INT(tp_mock_sse_token(&b, &w, " c d e", 6, true, "length", &u, NULL), 0, "three-token last chunk");
   event ev[16];
   int n = split(&b, ev, 16);
-  json_t *r = n == 3 ? json_loads(ev[1].value, 0, NULL) : NULL, *a = n == 3 ? json_loads(ev[2].value, 0, NULL) : NULL;
+  json_t *r = n == 3 ? json_loads(ev[1].value, 0, NULL) : NULL,
+         *a = n == 3 ? json_loads(ev[2].value, 0, NULL) : NULL;
   json_t *rd = json_object_get(json_array_get(json_object_get(r, "choices"), 0), "delta");
   json_t *ad = json_object_get(json_array_get(json_object_get(a, "choices"), 0), "delta");
   CHECK(n == 3 && json_object_get(rd, "reasoning_content") && json_object_get(ad, "content") && !w.done &&
             w.tokens == 5,
-        "role chunk, a reasoning chunk of 2 tokens, an answer chunk of 3; no usage or [DONE] yet (%d events)", n);
+        "role chunk, a reasoning chunk of 2 tokens, an answer chunk of 3; no usage or [DONE] yet (%d events)",
+        n);
   json_decref(r);
   json_decref(a);
   tp_buf_reset(&b);

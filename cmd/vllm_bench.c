@@ -114,8 +114,8 @@ static const tp_setting vb_rows[] = {
     VROW("save_result", "--save-result", TP_SET_FLAG, save_result, NULL, NULL, 1, 0, NULL,
          "write the result as JSON with vLLM's keys", NULL, 0),
     VROW("save_detailed", "--save-detailed", TP_SET_FLAG, save_detailed, NULL, NULL, 1, 0, NULL,
-         "with --save-result: also vLLM's per-request arrays (input_lens, output_lens, ttfts, itls, start_times, "
-         "generated_texts, errors; latencies and queue_times are always written, as vLLM does)",
+         "with --save-result: also vLLM's per-request arrays (input_lens, output_lens, ttfts, itls, "
+         "start_times, generated_texts, errors; latencies and queue_times are always written, as vLLM does)",
          NULL, 0),
     VROW("result_dir", "--result-dir", TP_SET_STR, result_dir, "DIR", NULL, 1, 0, NULL,
          "where --save-result writes (default: the current directory)", "results", TP_SETF_DIR),

@@ -289,6 +289,10 @@ typedef struct tp_output_config {
    * with verbose_csv its --verbose-csv columns. */
   const char *latency_report_file;
   bool verbose_csv;
+  /* vLLM's per-request arrays of each level (tp_level_result.vllm_requests),
+   * for `tokperf vllm-bench`'s result file; set by that command, not a
+   * setting of its own. */
+  bool vllm_requests;
 
   FILE *progress; /* progress lines (stderr by default, NULL = quiet) */
 } tp_output_config;
@@ -544,6 +548,13 @@ typedef struct tp_level_result {
    * the run.  n_server_models == 0 when not read. */
   const tp_server_model_stats *server_models;
   size_t n_server_models;
+
+  /* With tp_output_config.vllm_requests: vLLM's per-request arrays of the
+   * level as one JSON object's text (input_lens, output_lens, ttfts, itls,
+   * latencies, start_times, queue_times, generated_texts, errors; see
+   * docs/metrics.md, "Each tool's definitions"); owned by the run, NULL
+   * when not asked for or not made. */
+  const char *vllm_requests;
 
   /* The server's own token counts (OpenAI usage), where it reports them:
    * requests where they disagree with the client's count, and the prompt

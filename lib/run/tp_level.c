@@ -316,8 +316,12 @@ static int level_offsets(tp_run *r, size_t li, const point *pt) {
     }
     L->offsets = malloc(n * sizeof(uint64_t));
     if (!L->offsets) return TP_ENOMEM;
-    int rv = tp_sched_fill(L->offsets, n, pt->rate, r->cfg.load.arrival, r->cfg.load.burstiness,
-                           tp_sched_seed(r->cfg.prompts.random_seed, li));
+    const tp_load_config *lc = &r->cfg.load;
+    int rv = lc->ramp ? tp_sched_fill_ramp(L->offsets, n, L->n_warmup, lc->ramp, lc->ramp_start_rps,
+                                           lc->ramp_end_rps, lc->arrival, lc->burstiness,
+                                           tp_sched_seed(r->cfg.prompts.random_seed, li))
+                      : tp_sched_fill(L->offsets, n, pt->rate, lc->arrival, lc->burstiness,
+                                      tp_sched_seed(r->cfg.prompts.random_seed, li));
     if (rv) return rv;
     L->n_offsets = n;
   } else if (pt->mode == TP_LOAD_SCHEDULE) {

@@ -46,6 +46,13 @@ typedef enum tp_arrival {
   TP_ARRIVAL_GAMMA = 2     /* gamma gaps of shape `burstiness`, mean 1/rate */
 } tp_arrival;
 
+/* A rate that changes over an open-loop level (vLLM's --ramp-up-strategy). */
+typedef enum tp_ramp {
+  TP_RAMP_NONE = 0,
+  TP_RAMP_LINEAR = 1,     /* start + (end - start) * progress */
+  TP_RAMP_EXPONENTIAL = 2 /* start * (end / start) ^ progress */
+} tp_ramp;
+
 /* How a level decides which requests are measured. */
 typedef enum tp_search_mode {
   TP_SEARCH_NONE = 0,
@@ -163,6 +170,14 @@ typedef struct tp_load_config {
   tp_arrival arrival;
   double burstiness;        /* gamma shape; 1 = Poisson (default 1) */
   uint32_t max_concurrency; /* 0 = no cap */
+  /* Open loop with a request count: instead of one rate, the rate of
+   * request i of the level's n measured ones is the ramp's at progress
+   * i / (n - 1), from ramp_start_rps to ramp_end_rps, and the gap before it
+   * is drawn at that rate (arrival and burstiness as for a fixed rate);
+   * warm-up requests go at the start rate.  Needs one request rate level
+   * (the end rate, for its label). */
+  tp_ramp ramp;
+  double ramp_start_rps, ramp_end_rps;
   /* Open loop: requests due within this many microseconds of the first of
    * them leave together, in one write at the last one's due time (each
    * request's send lag shows the wait; 0 = each at its own time).  At tens

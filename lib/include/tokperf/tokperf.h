@@ -677,6 +677,16 @@ TP_API int tp_run_write_json(const tp_run *run, const char *path, char *err, siz
  * TP_EIO with a message in err ("no space left on DIR (FILE not written
  * whole)" on a full disk). */
 TP_API int tp_write_file(const char *path, const void *data, size_t len, char *err, size_t errlen);
+/* Before a run: whether a file can be written at path (dir false; an
+ * existing path must be a writable file, else its directory must exist and
+ * be writable) or a directory made or used there (dir true, as mkdir -p).
+ * Nothing is created.  Returns 0, or TP_EIO with a phrase in why ("no such
+ * directory: out", "permission denied"). */
+TP_API int tp_output_check(const char *path, bool dir, char *why, size_t whylen);
+/* The number of prompts an input file holds, read as a run reads it (every
+ * form of docs/inputs.md).  Returns 0, or the reader's error with its
+ * message (the file and line) in err. */
+TP_API int tp_input_count(const char *path, size_t *n, char *err, size_t errlen);
 /* The same document printed to out (no temporary file).  Returns 0, or
  * TP_EIO / TP_ENOMEM with a message in err. */
 TP_API int tp_run_print_json(const tp_run *run, FILE *out, char *err, size_t errlen);

@@ -248,8 +248,9 @@ static const tp_setting vb_rows[] = {
     VNOOP("sonnet", "--sonnet-input-len|--sonnet-output-len|--sonnet-prefix-len", NO_DATASET("sonnet")),
     VROW("sharegpt_output_len", "--sharegpt-output-len", TP_SET_U32, sharegpt_output_len, "N", "0", 0, 1e7, NULL,
          "max_tokens for every ShareGPT prompt (0: each answer's own length)", "256", TP_SETF_UNSET0),
-    VNOOP("timed_trace",
-          "--timed-trace-chunk-hash-size|--timed-trace-sec-multiplier|--timed-trace-label-timestamp|"
+    VNOOP("timed_trace", "--timed-trace-chunk-hash-size|--timed-trace-sec-multiplier|--timed-trace-label-timestamp",
+          NO_DATASET("timed_trace")),
+    VNOOP("timed_trace_labels",
           "--timed-trace-label-input-length|--timed-trace-label-output-length|--timed-trace-label-hash-ids",
           NO_DATASET("timed_trace")),
     VNOOP("blazedit", "--blazedit-min-distance|--blazedit-max-distance", NO_DATASET("blazedit (hf)")),
@@ -910,11 +911,15 @@ int tp_cmd_vllm_bench(int argc, char **argv) {
   } else if (o.model) {
     char *found = NULL;
     char e2[1024];
-    if (tp_tokenizer_find(o.model, NULL, &found, e2, sizeof(e2)) == 0) {
+    /* A plain name comes back as itself: only a path that is there counts. */
+    struct stat tst;
+    if (tp_tokenizer_find(o.model, NULL, &found, e2, sizeof(e2)) == 0 && found && stat(found, &tst) == 0) {
       free(found);
       c->prompts.tokenizer = o.model;
-    } else if (!quiet) {
-      fprintf(stderr, "tokperf vllm-bench: note: no tokenizer for %s in the Hugging Face cache; token counts are "
+    } else {
+      free(found);
+      if (!quiet)
+        fprintf(stderr, "tokperf vllm-bench: note: no tokenizer for %s in the Hugging Face cache; token counts are "
                       "n/a (give --tokenizer)\n", o.model);
     }
   }
@@ -930,6 +935,9 @@ int tp_cmd_vllm_bench(int argc, char **argv) {
       c->prompts.n_input_tokens_means = 1;
       c->prompts.input_tokens_stddev = (uint32_t)llround(ratio_in * o.random_input_len * sd);
       if (o.random_prefix_len) c->prompts.prefix_tokens = o.random_prefix_len;
+    } else if (o.random_prefix_len) {
+      tp_cli_fini(&cli);
+      return fail("--random-prefix-len counts tokens: give --tokenizer (or a --model in the Hugging Face cache)");
     } else {
       c->prompts.synthetic_input_words = o.random_input_len; /* no tokenizer: words stand for tokens */
     }

@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -40,7 +41,7 @@ typedef struct vb {
   uint32_t prefix_repetition_prefix_len, prefix_repetition_suffix_len, prefix_repetition_num_prefixes,
       prefix_repetition_output_len;
   const char *random_range_ratio;
-  const char *request_rate;
+  const char *request_rate, *burstiness_text;
   double burstiness;
   uint32_t max_concurrency;
   uint64_t seed;
@@ -126,8 +127,8 @@ static const tp_setting vb_rows[] = {
          "requests per second (Poisson, or gamma with --burstiness), or inf: every request at once, within "
          "--max-concurrency",
          "20", 0),
-    VROW("burstiness", "--burstiness", TP_SET_F64, burstiness, "K", "1", 1e-9, 1e9, NULL,
-         "gamma shape of the arrival gaps (1: Poisson)", "0.5", 0),
+    VROW("burstiness", "--burstiness", TP_SET_STR, burstiness_text, "K|inf", "1", 1, 0, NULL,
+         "gamma shape of the arrival gaps (1: Poisson; inf: every gap exactly 1/rate)", "0.5", 0),
     VREFUSE("probe_request_rate", "--probe-request-rate",
             "tokperf runs one stream of requests: run a second tokperf vllm-bench (--input-len 1 --output-len 1 "
             "--request-rate R) beside this one"),
@@ -301,6 +302,31 @@ tp_settings_part tp_cmd_vllm_bench_defaults(void) {
   return (tp_settings_part){vb_rows, VB_N, &d, "", NULL};
 }
 
+/* Python's float() spellings of infinity, which vLLM's rates and
+ * burstiness take. */
+static bool is_inf_word(const char *v) {
+  if (*v == '+') v++;
+  return strcasecmp(v, "inf") == 0 || strcasecmp(v, "infinity") == 0;
+}
+
+/* A rate as Python prints a float, as vLLM's file names carry it: 10.0,
+ * 2.5, inf. */
+static void py_float(const char *v, char *out, size_t outlen) {
+  if (is_inf_word(v)) {
+    snprintf(out, outlen, "inf");
+    return;
+  }
+  double r = atof(v);
+  if (r == floor(r) && fabs(r) < 1e16) {
+    snprintf(out, outlen, "%.1f", r);
+    return;
+  }
+  for (int prec = 1; prec <= 17; prec++) { /* the shortest that reads back */
+    snprintf(out, outlen, "%.*g", prec, r);
+    if (atof(out) == r) return;
+  }
+}
+
 /* The statistic of tp_stat for a percentile vLLM may ask for. */
 static bool percentile_of(const tp_stat *st, int p, double *out) {
   switch (p) {
@@ -399,14 +425,16 @@ static void result_path(vb_ctx *x) {
   const char *label = o->label ? o->label : backend_names[o->backend];
   char conc[48] = "";
   if (o->max_concurrency) snprintf(conc, sizeof(conc), "-concurrency%" PRIu32, o->max_concurrency);
+  char rate[64];
+  py_float(o->request_rate, rate, sizeof(rate));
   if (o->result_filename)
     snprintf(name, sizeof(name), "%s", o->result_filename);
   else if (given(x, "ramp_up_strategy"))
     snprintf(name, sizeof(name), "%s-ramp-up-%s-%" PRId64 "qps-%" PRId64 "qps%s-%s-%s.json", label,
              o->ramp_up_strategy ? "exponential" : "linear", o->ramp_start_rps, o->ramp_end_rps, conc, base, x->date);
   else
-    snprintf(name, sizeof(name), "%s-%sqps%s-%s-%s.json", label, o->request_rate, conc, base, x->date);
-  if (o->result_dir)
+    snprintf(name, sizeof(name), "%s-%sqps%s-%s-%s.json", label, rate, conc, base, x->date);
+  if (o->result_dir && name[0] != '/') /* os.path.join: an absolute name stands alone */
     snprintf(x->result_path, sizeof(x->result_path), "%s/%s", o->result_dir, name);
   else
     snprintf(x->result_path, sizeof(x->result_path), "%s", name);
@@ -435,9 +463,10 @@ static int save_result(const vb_ctx *x, const tp_level_result *lr) {
     snprintf(key, sizeof(key), "%.*s", (int)(eq - o->metadata.v[i]), o->metadata.v[i]);
     json_object_set_new(j, key, json_string(eq + 1));
   }
-  json_object_set_new(j, "request_rate", strcmp(o->request_rate, "inf") ? json_real(atof(o->request_rate))
-                                                                        : json_string("inf"));
-  json_object_set_new(j, "burstiness", json_real(o->burstiness));
+  json_object_set_new(j, "request_rate", is_inf_word(o->request_rate) ? json_string("inf")
+                                                                      : json_real(atof(o->request_rate)));
+  json_object_set_new(j, "burstiness", is_inf_word(o->burstiness_text) ? json_string("inf")
+                                                                     : json_real(o->burstiness));
   json_object_set_new(j, "max_concurrency", o->max_concurrency ? json_integer(o->max_concurrency) : json_null());
   if (given(x, "ramp_up_strategy")) {
     json_object_set_new(j, "ramp_up_strategy", json_string(o->ramp_up_strategy ? "exponential" : "linear"));
@@ -658,7 +687,7 @@ static int ready_check(const tp_config *base, int64_t timeout_s, bool quiet) {
     c.server.request_timeout_ms = (deadline > now ? deadline - now : 1) * 1000;
     tp_run *run = NULL;
     int rv = tp_run_new(&run, &c, err, sizeof(err));
-    if (rv) return TP_EXIT_USAGE; /* the same settings fail the run itself, with their message */
+    if (rv) return 0; /* settings the run itself refuses, with its own message */
     rv = tp_run_exec(run, err, sizeof(err));
     const tp_level_result *lr = rv ? NULL : tp_run_level(run, 0);
     bool ok = lr && lr->succeeded >= 1;
@@ -779,6 +808,21 @@ int tp_cmd_vllm_bench(int argc, char **argv) {
   }
   double ratio_in = 0, ratio_out = 0;
   if (range_ratio(o.random_range_ratio, &ratio_in, &ratio_out, err, sizeof(err))) return fail(err);
+  tp_arrival arrival = TP_ARRIVAL_POISSON;
+  if (is_inf_word(o.burstiness_text)) {
+    arrival = TP_ARRIVAL_CONSTANT; /* vLLM: the gap tends to exactly 1/rate */
+    o.burstiness = 1;
+  } else {
+    char *bend;
+    o.burstiness = strtod(o.burstiness_text, &bend);
+    if (*bend || !(o.burstiness > 0) || !isfinite(o.burstiness)) {
+      snprintf(err, sizeof(err), "--burstiness '%s': expected a gamma shape above 0 (1: Poisson), or inf",
+               o.burstiness_text);
+      return fail(err);
+    }
+    if (o.burstiness != 1) arrival = TP_ARRIVAL_GAMMA;
+  }
+  bool rate_inf = is_inf_word(o.request_rate);
 
   /* --num-prompts 0 or -1: the file's every prompt; --no-oversample: at
    * most that many.  Counted as the run will read the file. */
@@ -802,7 +846,7 @@ int tp_cmd_vllm_bench(int argc, char **argv) {
    * schedule fails). */
   bool ramp = given(&x, "ramp_up_strategy");
   if (ramp) {
-    if (strcmp(o.request_rate, "inf"))
+    if (!is_inf_word(o.request_rate))
       return fail("--ramp-up-strategy sets the rate: leave out --request-rate (as vLLM asks)");
     if (!given(&x, "ramp_up_start_rps") || !given(&x, "ramp_up_end_rps"))
       return fail("--ramp-up-strategy needs --ramp-up-start-rps and --ramp-up-end-rps");
@@ -979,10 +1023,10 @@ int tp_cmd_vllm_bench(int argc, char **argv) {
     c->load.ramp = o.ramp_up_strategy ? TP_RAMP_EXPONENTIAL : TP_RAMP_LINEAR;
     c->load.ramp_start_rps = (double)o.ramp_start_rps;
     c->load.ramp_end_rps = (double)o.ramp_end_rps;
-    c->load.arrival = o.burstiness == 1 ? TP_ARRIVAL_POISSON : TP_ARRIVAL_GAMMA;
+    c->load.arrival = arrival;
     c->load.burstiness = o.burstiness;
     c->load.max_concurrency = o.max_concurrency;
-  } else if (strcmp(o.request_rate, "inf") == 0) {
+  } else if (rate_inf) {
     uint64_t all = n_requests + o.num_warmups;
     cli.concurrency.v[0] = o.max_concurrency ? o.max_concurrency : (uint32_t)(all < 100000 ? all : 100000);
     cli.concurrency.n = 1;
@@ -1000,7 +1044,7 @@ int tp_cmd_vllm_bench(int argc, char **argv) {
     cli.rates.n = 1;
     c->load.request_rates = cli.rates.v;
     c->load.n_request_rates = 1;
-    c->load.arrival = o.burstiness == 1 ? TP_ARRIVAL_POISSON : TP_ARRIVAL_GAMMA;
+    c->load.arrival = arrival;
     c->load.burstiness = o.burstiness;
     c->load.max_concurrency = o.max_concurrency;
   }

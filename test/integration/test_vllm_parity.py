@@ -291,6 +291,17 @@ check(len(docs) == 2 and [d.get("run") for d in docs] == ["0", "1"] and all(d.ge
 rc, out, err, posts = capture(["--num-prompts", "2", "--save-result", "--result-dir", app, "--metadata", "bad"])
 check(rc == 2 and "--metadata 'bad'" in err and not posts, "--metadata without '=': exit 2 before any request", err)
 
+# vLLM's default file name: LABEL-RATEqps[-concurrencyN]-MODEL-DATE.json, the
+# rate as Python prints a float.
+names_dir = os.path.join(tmp, "names")
+for args, prefix in [(["--request-rate", "200"], "openai-200.0qps-m-"),
+                     (["--request-rate", "2.5", "--max-concurrency", "2"], "openai-2.5qps-concurrency2-m-"),
+                     (["--backend", "openai-chat"], "openai-chat-infqps-m-")]:
+    rc, out, err, posts = capture(["--num-prompts", "2", "--save-result", "--result-dir", names_dir] + args)
+    got = [n for n in os.listdir(names_dir) if n.startswith(prefix)] if os.path.isdir(names_dir) else []
+    check(rc == 0 and len(got) == 1 and got[0].endswith(".json"), "result name %s...DATE.json" % prefix,
+          os.listdir(names_dir) if os.path.isdir(names_dir) else err)
+
 # Result paths refused before the first request.
 afile = os.path.join(tmp, "a_file")
 open(afile, "w").close()

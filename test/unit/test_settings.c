@@ -237,7 +237,8 @@ static void test_refused(void) {
   tp_settings_part part = {refused_rows, 2, &c, "", NULL};
   tp_settings_help(f, &part, 1, 100);
   fclose(f);
-  CHECK(strstr(buf, "--lora-modules") && strstr(buf, "give --model ADAPTER"), "a refused flag is listed in --help");
+  CHECK(strstr(buf, "--lora-modules") && strstr(buf, "refused: one model per run: give --model ADAPTER"),
+        "a refused flag is listed in --help, marked refused");
   free(buf);
   json_t *o = json_object();
   tp_settings_to_json(o, refused_rows, 2, &c);

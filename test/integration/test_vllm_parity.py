@@ -95,6 +95,35 @@ check(len(listed) == len(set(listed)), "each flag listed once")
 bad = [(n, c) for n, c in rows if len(c) < 3 or c[1] not in ("same", "mapped", "refused")]
 check(not bad, "every line is FLAG, same|mapped|refused and its detail", bad)
 
+# tools/capture_vllm_flags.py, which makes the .flags file from a vLLM
+# checkout, on a parser of vLLM's shape: the dataset parser called first,
+# a group's arguments, a helper's, BooleanOptionalAction's --no- form.
+sample_ds = os.path.join(tmp, "datasets.py")
+with open(sample_ds, "w") as f:
+    f.write("def add_dataset_parser(parser):\n"
+            "    parser.add_argument('--seed', type=int, default=0)\n"
+            "    g = parser.add_argument_group('random')\n"
+            "    add_random_dataset_base_args(g)\n"
+            "    g.add_argument('--hf-split', type=str)\n"
+            "def add_random_dataset_base_args(p):\n"
+            "    p.add_argument('--random-input-len', type=int)\n")
+sample_serve = os.path.join(tmp, "serve.py")
+with open(sample_serve, "w") as f:
+    f.write("import argparse\n"
+            "def helper(x):\n"
+            "    x.add_argument('--not-a-flag-of-the-parser')\n"
+            "def add_cli_args(parser):\n"
+            "    add_dataset_parser(parser)\n"
+            "    parser.add_argument('--label', type=str)\n"
+            "    parser.add_argument('--self-timed', action=argparse.BooleanOptionalAction)\n"
+            "    sampling = parser.add_argument_group('sampling')\n"
+            "    sampling.add_argument('--top-p', type=float)\n")
+p = subprocess.run([sys.executable, os.path.join(SRC, "tools", "capture_vllm_flags.py"), sample_ds, sample_serve],
+                   capture_output=True, text=True)
+check(p.returncode == 0 and p.stdout.split() == ["--seed", "--random-input-len", "--hf-split", "--label",
+                                                 "--self-timed", "--no-self-timed", "--top-p"],
+      "capture_vllm_flags.py: the parser's flags in its order, helpers read where called", p.stdout + p.stderr)
+
 rc, helptext, err = run(["vllm-bench", "--help"])
 check(rc == 0, "vllm-bench --help", err)
 absent = [f for f in listed if f not in helptext]

@@ -283,11 +283,16 @@ if len(ts) == 40:
     rate = lambda i: 10 + 30 * i / 39.0  # noqa: E731
     want_first = sum(1 / rate(i) for i in range(1, 10)) / 9
     want_last = sum(1 / rate(i) for i in range(31, 40)) / 9
-    check(abs(first / want_first - 1) < 0.35 and abs(last / want_last - 1) < 0.35,
-          "ramp: mean gap %.1f ms at the start (ramp %.1f), %.1f ms at the end (ramp %.1f)" %
-          (first * 1e3, want_first * 1e3, last * 1e3, want_last * 1e3))
+    # The ratio of the two is what the ramp sets (2.7 here, 1 without a
+    # ramp); a busy machine that delays every arrival alike leaves it be.
+    # Gaps of gamma shape 100 vary by 10%: a mean of 9 by 3.3%, the ratio by
+    # under 5%; 35% leaves room for a loaded machine's stray delays.
+    ratio, want_ratio = first / last, want_first / want_last
+    check(abs(ratio / want_ratio - 1) < 0.35,
+          "ramp: mean gap %.1f ms at the start (ramp %.1f), %.1f ms at the end (ramp %.1f): ratio %.2f (ramp %.2f)" %
+          (first * 1e3, want_first * 1e3, last * 1e3, want_last * 1e3, ratio, want_ratio))
     span, want_span = ts[-1] - ts[0], sum(1 / rate(i) for i in range(1, 40))
-    check(abs(span / want_span - 1) < 0.25, "ramp: the run spans %.2f s, the ramp %.2f s" % (span, want_span))
+    check(abs(span / want_span - 1) < 0.4, "ramp: the run spans %.2f s, the ramp %.2f s" % (span, want_span))
 names = [n for n in os.listdir(results) if n.startswith("ramp-ramp-up-linear-10qps-40qps-")]
 check(len(names) == 1, "ramp: vLLM's result name LABEL-ramp-up-linear-STARTqps-ENDqps-MODEL-DATE.json",
       os.listdir(results))

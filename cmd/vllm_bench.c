@@ -708,7 +708,47 @@ static int ready_check(const tp_config *base, int64_t timeout_s, bool quiet) {
   return TP_EXIT_START;
 }
 
+/* vLLM's FlexibleArgumentParser takes --num_prompts for --num-prompts:
+ * every word that starts with "--" has its name's underscores read as
+ * dashes (the value after '=' kept).  The words are copies (freed by the
+ * caller, after the run that borrows them). */
+static char **dashed_argv(int argc, char **argv) {
+  char **out = calloc((size_t)argc + 1, sizeof(char *));
+  for (int i = 0; out && i < argc; i++) {
+    out[i] = strdup(argv[i]);
+    if (!out[i]) continue;
+    if (strncmp(out[i], "--", 2) != 0) continue;
+    for (char *c = out[i] + 2; *c && *c != '='; c++)
+      if (*c == '_') *c = '-';
+  }
+  return out;
+}
+
+static void free_argv(int argc, char **v) {
+  for (int i = 0; v && i < argc; i++) free(v[i]);
+  free(v);
+}
+
+static int vllm_bench(int argc, char **argv);
+
 int tp_cmd_vllm_bench(int argc, char **argv) {
+  char **dashed = dashed_argv(argc, argv);
+  if (!dashed) {
+    fprintf(stderr, "tokperf vllm-bench: out of memory\n");
+    return TP_EXIT_START;
+  }
+  for (int i = 0; i < argc; i++)
+    if (!dashed[i]) {
+      free_argv(argc, dashed);
+      fprintf(stderr, "tokperf vllm-bench: out of memory\n");
+      return TP_EXIT_START;
+    }
+  int code = vllm_bench(argc, dashed);
+  free_argv(argc, dashed);
+  return code;
+}
+
+static int vllm_bench(int argc, char **argv) {
   vb o;
   memset(&o, 0, sizeof(o));
   tp_settings_defaults(vb_rows, VB_N, &o);

@@ -156,6 +156,13 @@ for n, cols in rows:
 print("# %d same, %d mapped, %d refused" % (counts["same"], counts["mapped"], counts["refused"]))
 
 
+# vLLM's parser reads underscores in a flag's name as dashes; a value keeps its own.
+rc, out, err = run(["vllm-bench", "--mock", "-q", "--num_prompts", "3", "--random_input_len=8", "--random-output-len",
+                    "2", "--label", "a_b", "--save_result", "--result_dir", os.path.join(tmp, "underscores")])
+check(rc == 0 and successful(out) == 3 and
+      any(n.startswith("a_b-") for n in os.listdir(os.path.join(tmp, "underscores"))),
+      "--num_prompts, --random_input_len=8, --save_result: vLLM's underscore spellings; the label keeps its own", err)
+
 # ---- what the flags do: a capture server ------------------------------------
 class Capture(http.server.BaseHTTPRequestHandler):
     """An OpenAI-compatible streaming server that keeps each request: its

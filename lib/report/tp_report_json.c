@@ -113,6 +113,12 @@ static int config_load_json(json_t *o, json_t *conc, const tp_config *cfg) {
   bad |=
       set(o, "arrival", json_string(arrivals[cfg->load.arrival <= TP_ARRIVAL_GAMMA ? cfg->load.arrival : 0]));
   bad |= set(o, "burstiness", real_or_null(cfg->load.burstiness));
+  if (cfg->load.ramp) {
+    /* Only on a ramp's run: the rate of the level moved between these. */
+    bad |= set(o, "ramp", json_string(cfg->load.ramp == TP_RAMP_EXPONENTIAL ? "exponential" : "linear"));
+    bad |= set(o, "ramp_start_rps", json_real(cfg->load.ramp_start_rps));
+    bad |= set(o, "ramp_end_rps", json_real(cfg->load.ramp_end_rps));
+  }
   bad |= set(o, "max_concurrency", u64(cfg->load.max_concurrency));
   bad |= set(o, "send_window_us", u64(cfg->load.send_window_us));
   bad |= set(o, "schedule_file", str_or_null(cfg->load.schedule_file));

@@ -250,10 +250,13 @@ static void on_progress(uv_timer_t *t) {
   fflush(r->cfg.output.progress);
 }
 
-static void describe_point(const point *pt, char *buf, size_t len) {
+static void describe_point(const point *pt, const tp_load_config *lc, char *buf, size_t len) {
   int n;
   if (pt->mode == TP_LOAD_CONCURRENCY)
     n = snprintf(buf, len, "concurrency %u", pt->concurrency);
+  else if (pt->mode == TP_LOAD_RATE && lc->ramp)
+    n = snprintf(buf, len, "rate %g to %g/s (%s)", lc->ramp_start_rps, lc->ramp_end_rps,
+                 lc->ramp == TP_RAMP_EXPONENTIAL ? "exponential" : "linear");
   else if (pt->mode == TP_LOAD_RATE)
     n = snprintf(buf, len, "rate %g/s", pt->rate);
   else
@@ -290,7 +293,7 @@ static int level_reset(tp_run *r, size_t li, char *err, size_t errlen) {
   tp_timer_init(&L->plan_timer, tpr_on_plan_timer, r);
   tp_rng_seed(&L->out_rng, tp_rng_mix(r->cfg.prompts.random_seed ^ 0x07f, li));
 
-  describe_point(pt, L->desc, sizeof(L->desc));
+  describe_point(pt, &r->cfg.load, L->desc, sizeof(L->desc));
   L->index = li;
   L->live_n = 0;
   if (pt->mode == TP_LOAD_CONCURRENCY)
@@ -352,8 +355,12 @@ static int level_offsets(tp_run *r, size_t li, const point *pt) {
     }
     L->offsets = malloc(n * sizeof(uint64_t));
     if (!L->offsets) return TP_ENOMEM;
-    int rv = tp_sched_fill(L->offsets, n, pt->rate, r->cfg.load.arrival, r->cfg.load.burstiness,
-                           tp_sched_seed(r->cfg.prompts.random_seed, li));
+    const tp_load_config *lc = &r->cfg.load;
+    int rv = lc->ramp ? tp_sched_fill_ramp(L->offsets, n, L->n_warmup, lc->ramp, lc->ramp_start_rps,
+                                           lc->ramp_end_rps, lc->arrival, lc->burstiness,
+                                           tp_sched_seed(r->cfg.prompts.random_seed, li))
+                      : tp_sched_fill(L->offsets, n, pt->rate, lc->arrival, lc->burstiness,
+                                      tp_sched_seed(r->cfg.prompts.random_seed, li));
     if (rv) return rv;
     L->n_offsets = n;
   } else if (pt->mode == TP_LOAD_SCHEDULE) {

@@ -134,6 +134,20 @@ static int validate(const tp_config *c, char *err, size_t errlen) {
       return TP_EINVAL;
     }
   }
+  if (c->load.ramp) {
+    /* The ramp's progress counts the level's requests: it needs their
+     * number, and one level. */
+    if (c->load.n_request_rates != 1 || c->measure.measure_mode != TP_MEASURE_COUNT || !c->measure.request_count) {
+      tp_seterr(err, errlen, "load.ramp: a rate ramp needs one request rate level and a request count");
+      return TP_EINVAL;
+    }
+    if (!(c->load.ramp_start_rps > 0) || !(c->load.ramp_end_rps >= c->load.ramp_start_rps) ||
+        c->load.ramp_end_rps > 1e7) {
+      tp_seterr(err, errlen, "load.ramp: start %g and end %g requests/s: expected 0 < start <= end <= 10000000",
+                c->load.ramp_start_rps, c->load.ramp_end_rps);
+      return TP_EINVAL;
+    }
+  }
   if (c->load.arrival == TP_ARRIVAL_GAMMA && !(c->load.burstiness > 0)) {
     tp_seterr(err, errlen, "load.burstiness: must be above 0 (1 is Poisson)");
     return TP_EINVAL;

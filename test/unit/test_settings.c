@@ -197,6 +197,55 @@ static void fresh(demo *d, mockcfg *m) {
   tp_settings_defaults(mock_rows, 2, m);
 }
 
+/* Another tool's flag that tokperf does not do (TP_SETF_REFUSED): refused
+ * by name with the row's help, whatever follows it; listed in --help; never
+ * echoed. */
+typedef struct refused_cfg {
+  bool flag;
+  tp_str_list vals;
+} refused_cfg;
+
+static const tp_setting refused_rows[] = {
+    {"flag", "--flag", TP_SET_FLAG, offsetof(refused_cfg, flag), NULL, NULL, 1, 0, NULL, "R", "flag", NULL, 0, NULL,
+     NULL},
+    {"lora", "--lora-modules", TP_SET_FLAG, offsetof(refused_cfg, vals), NULL, NULL, 1, 0, NULL, "R",
+     "one model per run: give --model ADAPTER", NULL, TP_SETF_REFUSED, NULL, NULL},
+};
+
+static void test_refused(void) {
+  refused_cfg c;
+  char err[512];
+  bool help;
+  const char *cases[][4] = {
+      {"--lora-modules", "a", "b", NULL},
+      {"--flag", "--lora-modules=x", NULL, NULL},
+      {"--lora-modules", NULL, NULL, NULL},
+  };
+  for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    char *argv[4];
+    int argc = 0;
+    for (; argc < 4 && cases[i][argc]; argc++) argv[argc] = (char *)cases[i][argc];
+    memset(&c, 0, sizeof(c));
+    tp_settings_part part = {refused_rows, 2, &c, "", NULL};
+    int rv = tp_settings_parse(&part, 1, argc, argv, NULL, NULL, &help, err, sizeof(err));
+    CHECK(rv == TP_EINVAL && strstr(err, "--lora-modules is not supported: one model per run: give --model ADAPTER"),
+          "refused flag %zu: exit with its name and the nearest form (%s)", i, err);
+  }
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&buf, &len);
+  tp_settings_part part = {refused_rows, 2, &c, "", NULL};
+  tp_settings_help(f, &part, 1, 100);
+  fclose(f);
+  CHECK(strstr(buf, "--lora-modules") && strstr(buf, "refused: one model per run: give --model ADAPTER"),
+        "a refused flag is listed in --help, marked refused");
+  free(buf);
+  json_t *o = json_object();
+  tp_settings_to_json(o, refused_rows, 2, &c);
+  CHECK(json_object_get(o, "lora") == NULL && json_object_get(o, "flag") != NULL, "a refused flag is not echoed");
+  json_decref(o);
+}
+
 int main(void) {
   demo d;
   mockcfg m;
@@ -384,5 +433,6 @@ int main(void) {
   free(js);
   json_decref(o);
   test_nargs();
+  test_refused();
   return tp_test_done();
 }

@@ -46,6 +46,13 @@ typedef enum tp_arrival {
   TP_ARRIVAL_GAMMA = 2     /* gamma gaps of shape `burstiness`, mean 1/rate */
 } tp_arrival;
 
+/* A rate that changes over an open-loop level (vLLM's --ramp-up-strategy). */
+typedef enum tp_ramp {
+  TP_RAMP_NONE = 0,
+  TP_RAMP_LINEAR = 1,     /* start + (end - start) * progress */
+  TP_RAMP_EXPONENTIAL = 2 /* start * (end / start) ^ progress */
+} tp_ramp;
+
 /* How a level decides which requests are measured. */
 typedef enum tp_search_mode {
   TP_SEARCH_NONE = 0,
@@ -163,6 +170,14 @@ typedef struct tp_load_config {
   tp_arrival arrival;
   double burstiness;        /* gamma shape; 1 = Poisson (default 1) */
   uint32_t max_concurrency; /* 0 = no cap */
+  /* Open loop with a request count: instead of one rate, the rate of
+   * request i of the level's n measured ones is the ramp's at progress
+   * i / (n - 1), from ramp_start_rps to ramp_end_rps, and the gap before it
+   * is drawn at that rate (arrival and burstiness as for a fixed rate);
+   * warm-up requests go at the start rate.  Needs one request rate level
+   * (the end rate, for its label). */
+  tp_ramp ramp;
+  double ramp_start_rps, ramp_end_rps;
   /* Open loop: requests due within this many microseconds of the first of
    * them leave together, in one write at the last one's due time (each
    * request's send lag shows the wait; 0 = each at its own time).  At tens
@@ -713,6 +728,16 @@ TP_API int tp_run_write_json(const tp_run *run, const char *path, char *err, siz
  * TP_EIO with a message in err ("no space left on DIR (FILE not written
  * whole)" on a full disk). */
 TP_API int tp_write_file(const char *path, const void *data, size_t len, char *err, size_t errlen);
+/* Before a run: whether a file can be written at path (dir false; an
+ * existing path must be a writable file, else its directory must exist and
+ * be writable) or a directory made or used there (dir true, as mkdir -p).
+ * Nothing is created.  Returns 0, or TP_EIO with a phrase in why ("no such
+ * directory: out", "permission denied"). */
+TP_API int tp_output_check(const char *path, bool dir, char *why, size_t whylen);
+/* The number of prompts an input file holds, read as a run reads it (every
+ * form of docs/inputs.md).  Returns 0, or the reader's error with its
+ * message (the file and line) in err. */
+TP_API int tp_input_count(const char *path, size_t *n, char *err, size_t errlen);
 /* The same document printed to out (no temporary file).  Returns 0, or
  * TP_EIO / TP_ENOMEM with a message in err. */
 TP_API int tp_run_print_json(const tp_run *run, FILE *out, char *err, size_t errlen);

@@ -451,7 +451,8 @@ static const tp_setting cli_rows[] = {
                        "grpc|http", G_SERVER, "Triton protocol: gRPC streaming, or HTTP generate", "http", 0),
     [CLI_ENDPOINT_TYPE] = L("server.endpoint_type", "--endpoint-type", TP_SET_ENUM, endpoint_type,
                             "chat|completions|generate", "chat", 1, 0, "chat|completions|generate", G_SERVER,
-                            "openai: /v1/chat/completions or /v1/completions; triton -i http: generate",
+                            "openai: /v1/chat/completions or /v1/completions (chat or completions without --service-kind means "
+                            "--service-kind openai, as in AIPerf); triton -i http: generate",
                             "completions", 0),
     [CLI_STREAM_TEXT] = L("server.streaming_text", "--streaming-text", TP_SET_ENUM, stream_text, "delta|cumulative",
                           "delta", 1, 0, "delta|cumulative", G_SERVER,
@@ -836,8 +837,25 @@ int tp_cli_parse_profile(tp_cli *cli, int argc, char **argv) {
   c->server.cumulative_text = cli->stream_text == 1;
 
   /* GenAI-Perf's spellings: --service-kind openai --endpoint-type chat|completions,
-   * and --service-kind triton -i http (--endpoint-type generate). */
+   * and --service-kind triton -i http (--endpoint-type generate).  AIPerf
+   * has no --service-kind, and GenAI-Perf's own scripts often leave it out:
+   * an OpenAI endpoint type alone names the OpenAI API. */
   bool ep_given = given[CLI_ENDPOINT_TYPE];
+  if (ep_given && cli->endpoint_type != 2) {
+    if (!GIVEN_CFG("server.service_kind")) {
+      c->server.service_kind = TP_SERVICE_OPENAI_CHAT;
+    } else if (c->server.service_kind != TP_SERVICE_OPENAI_CHAT &&
+               c->server.service_kind != TP_SERVICE_OPENAI_COMPLETIONS) {
+      char kind[64];
+      tp_setting_format(tp_settings_find_key(config_rows, ARRAY_N(config_rows), "server.service_kind"), c, kind,
+                        sizeof(kind));
+      snprintf(err, sizeof(err),
+               "--endpoint-type %s is an OpenAI API, and --service-kind %s is not one: write --service-kind "
+               "openai, or leave --service-kind out",
+               cli->endpoint_type == 1 ? "completions" : "chat", kind);
+      return usage("profile", err);
+    }
+  }
   if (c->server.service_kind == TP_SERVICE_OPENAI_CHAT ||
       c->server.service_kind == TP_SERVICE_OPENAI_COMPLETIONS) {
     if (ep_given && cli->endpoint_type == 2)
@@ -850,8 +868,6 @@ int tp_cli_parse_profile(tp_cli *cli, int argc, char **argv) {
   } else if (c->server.service_kind == TP_SERVICE_TRITON &&
              (cli->protocol == 1 || (ep_given && cli->endpoint_type == 2))) {
     c->server.service_kind = TP_SERVICE_TRITON_GENERATE;
-  } else if (ep_given && cli->endpoint_type != 2) {
-    return usage("profile", "--endpoint-type chat and completions go with --service-kind openai");
   }
 
   /* Without -u, an HTTP API is looked for where GenAI-Perf and vLLM look:

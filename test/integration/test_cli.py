@@ -348,6 +348,34 @@ doc = json.load(open(os.path.join(art, "run.json")))
 check(doc["config"]["api_key"] == "***" and any(h.endswith("***") for h in doc["config"]["headers"]),
       "the saved configuration says a key was set, and masks key-like headers")
 
+# AIPerf's and GenAI-Perf's scripts write --endpoint-type without
+# --service-kind: the OpenAI API is meant.  With no --model the first model
+# the server lists is asked for, and the header names it and the API (not
+# a Triton backend).
+http_port = free_port()
+mock = subprocess.Popen([TOKPERF, "mock", "--grpc-port", "0", "--http-port", str(http_port), "-q", "--ttft-ms", "1",
+                         "--itl-ms", "1", "--output-tokens", "4"], stderr=subprocess.PIPE, text=True)
+try:
+    wait_port(http_port, 10 * SCALE)
+    import urllib.request
+    with urllib.request.urlopen("http://127.0.0.1:%d/v1/models" % http_port, timeout=10 * SCALE) as resp:
+        first_model = json.load(resp)["data"][0]["id"]
+    for ep, kind in [("chat", "openai-chat"), ("completions", "openai-completions")]:
+        js = os.path.join(tmp, "ep-%s.json" % ep)
+        rc, out, err = run(["profile", "-u", "http://127.0.0.1:%d" % http_port, "--endpoint-type", ep,
+                            "--request-count", "3", "--no-artifacts", "-q", "--json", js])
+        doc = json.load(open(js)) if rc == 0 and os.path.exists(js) else {"config": {}}
+        head = out.splitlines()[0] if out else ""
+        check(rc == 0 and doc["config"].get("service_kind") == kind,
+              "--endpoint-type %s without --service-kind: the OpenAI API (%s)" % (ep, kind), err[-300:])
+        check(("model: %s, backend: %s," % (first_model, kind)) in head and doc["config"].get("model") == first_model
+              and doc["config"].get("backend") == kind,
+              "--endpoint-type %s, no --model: the header and JSON name the listed model %s and the API" %
+              (ep, first_model), head + json.dumps(doc["config"].get("model")))
+finally:
+    mock.terminate()
+    mock.wait(timeout=10)
+
 # perf_analyzer's -f: its latency report CSV, rows by throughput, beside it
 # one file per composing model; the figures are the --json document's.
 csvdir = os.path.join(tmp, "pa-csv")
@@ -444,7 +472,11 @@ for args, want in [
         (["profile", "--mock", "--duration", "5s", "--measurement-interval", "1s"], "exclude each other"),
         (["profile", "--service-kind", "openai", "--endpoint-type", "generate"],
          "--endpoint-type generate goes with --service-kind triton -i http"),
-        (["profile", "--endpoint-type", "chat"], "--endpoint-type chat and completions go with --service-kind openai"),
+        (["profile", "--service-kind", "triton", "--endpoint-type", "chat"],
+         "--endpoint-type chat is an OpenAI API, and --service-kind triton is not one: write --service-kind openai, "
+         "or leave --service-kind out"),
+        (["profile", "--service-kind", "vllm-grpc", "--endpoint-type", "completions"],
+         "--endpoint-type completions is an OpenAI API, and --service-kind vllm-grpc is not one"),
         (["profile", "--service-kind", "openai", "--api-key-file", empty_key], "the file's first line is empty"),
         (["profile", "--mock", "--tokenizer-revision", "v1"], "needs --tokenizer ORG/NAME"),
         (["profile", "--mock", "--mock", "--no-usage=yes"], "--no-usage takes no value"),

@@ -462,7 +462,8 @@ static const tp_setting cli_rows[] = {
                           "LIST", "1", 1, 100000, NULL, G_LOAD,
                           "requests in flight per level: 1,4,8 or a range 4:32:4 or 1:64:x2", "1,4,16,64", 0),
     [CLI_RATE] = L("load.request_rate", "--request-rate|--request-rate-range", TP_SET_F64_LIST, rates, "LIST", NULL, 1e-9, 1e9, NULL,
-                   G_LOAD, "open loop: requests/s per level, e.g. 10,50,100 or 100:1000:100 (instead of --concurrency)",
+                   G_LOAD, "open loop: requests/s per level, e.g. 10,50,100, a range 100:1000:100 or 1:64:x2, or "
+                   "perf_analyzer's fractional 1.0:4.0:0.1 (instead of --concurrency)",
                    "10,50,100", 0),
     [CLI_MEASURE_MODE] = L("measure.measurement_mode", "--measurement-mode", TP_SET_ENUM, measure_mode,
                            "time_windows|count_windows", "time_windows", 1, 0, "time_windows|count_windows", G_MEASURE,

@@ -376,6 +376,16 @@ finally:
     mock.terminate()
     mock.wait(timeout=10)
 
+# perf_analyzer's fractional --request-rate-range START:END:STEP: each
+# level START + k * STEP, the last step kept although a running sum of 0.1s
+# overshoots it.
+js = os.path.join(tmp, "rates.json")
+rc, out, err = run(["profile", "--mock", "--request-rate-range=20:20.3:0.1", "--request-count", "3",
+                    "--no-artifacts", "-q", "--json", js])
+rates = [l.get("request_rate_rps") for l in json.load(open(js))["levels"]] if rc == 0 and os.path.exists(js) else []
+check(rc == 0 and rates == [20, 20.1, 20.2, 20.3],
+      "--request-rate-range=20:20.3:0.1: four levels, 20 to 20.3 exactly", repr(rates) + err[-300:])
+
 # perf_analyzer's -f: its latency report CSV, rows by throughput, beside it
 # one file per composing model; the figures are the --json document's.
 csvdir = os.path.join(tmp, "pa-csv")
@@ -481,6 +491,14 @@ for args, want in [
         (["profile", "--mock", "--tokenizer-revision", "v1"], "needs --tokenizer ORG/NAME"),
         (["profile", "--mock", "--mock", "--no-usage=yes"], "--no-usage takes no value"),
         (["profile", "--mock", "--concurrency", "0"], "--concurrency '0'"),
+        (["profile", "--mock", "--request-rate", "-2"], "--request-rate '-2': value -2 is negative"),
+        (["profile", "--mock", "--request-rate-range=1.0:4.0:-0.1"],
+         "--request-rate-range '1.0:4.0:-0.1': range step -0.1 is negative"),
+        (["profile", "--mock", "--request-rate-range", "1.0:4.0:0"],
+         "--request-rate-range '1.0:4.0:0': range step 0 never reaches the end 4"),
+        (["profile", "--mock", "--request-rate-range", "1.0:0"],
+         "--request-rate-range '1.0:0': range end 0: an open range that rises until a latency bound is met is "
+         "tokperf's --search request-rate with --slo"),
         (["profile", "--mock", "--max-error-rate", "150%"], "--max-error-rate '150%'"),
         (["profile", "--mock", "--mock-http-dialect", "nginx"], "expected vllm, llamacpp, tgi or trtllm-serve"),
         (["mock", "--http-port", "70000"], "--http-port '70000': expected a port"),

@@ -505,6 +505,10 @@ for args, want in [
         (["compare", "a.json", "b.json", "c.json"], "more than two documents are compared only as a page"),
         (["compare", "a.json", "b.json", "--junit"], "--junit needs a value"),
         (["compare", "a.json", "--bogus", "b.json"], "unknown option '--bogus'"),
+        (["profile", "--mock", "--concurency", "4"], "unknown option '--concurency'; did you mean --concurrency?"),
+        (["profile", "--mock", "--mock-itl-sm", "4"], "unknown option '--mock-itl-sm'; did you mean --mock-itl-ms?"),
+        (["profile", "--tokenizer-pat", "x"], "unknown option '--tokenizer-pat'; did you mean --tokenizer-path?"),
+        (["mock", "--grpc-prot", "0"], "unknown option '--grpc-prot'; did you mean --grpc-port?"),
         (["tokenize", "--tokenizer", "x", "a.txt", "b.txt"], "unexpected argument 'b.txt' (one FILE at most)"),
         (["tokenize", "--ids"], "--tokenizer PATH is needed"),
         (["completion", "fish"], "unknown shell 'fish'")]:

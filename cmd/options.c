@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define NR 1, 0 /* no range */
 #define ROW(key, flags, type, st, field, arg, dflt, lo, hi, choices, group, help, ex, mask) \
@@ -324,8 +325,9 @@ static const tp_setting config_rows[] = {
     C("prompts.tokenizer", "--tokenizer|--tokenizer-path", TP_SET_STR, prompts.tokenizer, "PATH|ORG/NAME", 1,
       0, G_PROMPTS,
       "a tokenizer.json, a sentencepiece tokenizer.model, a model directory holding one, or a model name "
-      "found offline in the Hugging Face cache ($HF_HUB_CACHE, $HF_HOME/hub, ~/.cache/huggingface/hub); "
-      "without it token metrics are n/a",
+      "found offline in the Hugging Face cache ($HF_HUB_CACHE, $HF_HOME/hub, ~/.cache/huggingface/hub) "
+      "(default: --model's, when it is ORG/NAME found so; without one token metrics are n/a unless the server "
+      "counts them)",
       "/models/llama2/tokenizer.model", TP_SETF_FILE),
     CE("prompts.token_source", "--token-source", prompts.token_source, "auto|client|server",
        "auto|client|server", G_PROMPTS,
@@ -814,6 +816,40 @@ static int map_search(tp_cli *cli, const unsigned char *given) {
   return 0;
 }
 
+/* Whether dir holds a file tokperf loads as a tokenizer. */
+static bool has_tokenizer_file(const char *dir) {
+  static const char *const names[] = {"tokenizer.json", "tokenizer.model"};
+  for (size_t i = 0; i < ARRAY_N(names); i++) {
+    char p[4096];
+    if (snprintf(p, sizeof(p), "%s/%s", dir, names[i]) < (int)sizeof(p) && access(p, R_OK) == 0) return true;
+  }
+  return false;
+}
+
+/* AIPerf and vLLM count tokens with the model's own tokenizer when no
+ * --tokenizer is given; so does tokperf when --model is a Hugging Face
+ * name (ORG/NAME) whose tokenizer resolves offline: a local directory of
+ * that name, else the cache (tp_tokenizer_find, which honours HF_HUB_CACHE
+ * and HF_HOME).  It says which.  A model that does not resolve leaves
+ * things as they were (GenAI-Perf's default below, or no tokenizer). */
+static int model_tokenizer(tp_cli *cli, bool model_given) {
+  tp_config *c = &cli->cfg;
+  const char *m = c->server.model;
+  if (c->prompts.tokenizer || !model_given || !m || !*m || m[0] == '/' || m[0] == '.') return 0;
+  const char *slash = strchr(m, '/');
+  if (!slash || slash == m || !slash[1] || strchr(slash + 1, '/')) return 0;
+  char *found = NULL;
+  char e[1024];
+  if (tp_tokenizer_find(m, cli->tokenizer_revision, &found, e, sizeof(e)) == 0 && has_tokenizer_file(found)) {
+    c->prompts.tokenizer = m;
+    if (!cli->quiet)
+      fprintf(stderr, "tokperf: note: no --tokenizer: tokens are counted with the tokenizer of --model %s, "
+                      "found in %s\n", m, found);
+  }
+  free(found);
+  return 0;
+}
+
 int tp_cli_parse_profile(tp_cli *cli, int argc, char **argv) {
   tp_settings_part parts[3];
   unsigned char given_cfg[ARRAY_N(config_rows)], given[CLI_N];
@@ -906,6 +942,7 @@ int tp_cli_parse_profile(tp_cli *cli, int argc, char **argv) {
     c->load.request_rates = cli->rates.v;
     c->load.n_request_rates = cli->rates.n;
   }
+  if (model_tokenizer(cli, GIVEN_CFG("server.model"))) return TP_EXIT_USAGE;
   if (cli->in_means.n) {
     c->prompts.input_tokens_means = cli->in_means.v;
     c->prompts.n_input_tokens_means = cli->in_means.n;

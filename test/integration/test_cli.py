@@ -326,6 +326,39 @@ if WORDS:
     rc, out, err = run(["profile", "--mock", "--tokenizer-revision", "v2"])
     check(rc == 2 and "--tokenizer-revision 'v2' needs --tokenizer" in err,
           "--tokenizer-revision without --tokenizer: exit 2, named", err)
+    # No --tokenizer: a --model ORG/NAME whose tokenizer the cache holds
+    # counts the tokens (as AIPerf and vLLM do), said on stderr; found through
+    # HF_HUB_CACHE and through HF_HOME/hub alike.  The mock's TGI dialect
+    # answers any model name.
+    hfhome = os.path.join(tmp, "hfhome-words")
+    os.makedirs(hfhome)
+    os.symlink(hub, os.path.join(hfhome, "hub"))
+    MT = ["profile", "--mock", "--mock-http-dialect", "tgi", "--skip-preflight", "--service-kind", "openai",
+          "--request-count", "3", "--mock-output-tokens", "5", "--token-source", "client", "--no-artifacts"]
+    snap = os.path.join("models--test-org--words", "snapshots", commit)
+    for name, e in [("HF_HUB_CACHE", env), ("HF_HOME", dict(os.environ, HF_HUB_CACHE="", HF_HOME=hfhome))]:
+        js = os.path.join(tmp, "model-tok.json")
+        p = subprocess.run([TOKPERF] + MT + ["-m", "test-org/words", "--json", js], capture_output=True, text=True,
+                           timeout=60 * SCALE, env=e)
+        doc = json.load(open(js)) if p.returncode == 0 and os.path.exists(js) else {"levels": [{}]}
+        l0 = doc["levels"][0]
+        check(p.returncode == 0 and snap in (doc.get("tokenizer") or "")
+              and (l0.get("input_tokens") or {}).get("avg") == 64 and (l0.get("output_tokens") or {}).get("avg") == 5,
+              "no --tokenizer, --model ORG/NAME in the cache (%s): its tokenizer counts the tokens" % name,
+              p.stderr[-400:] + json.dumps(doc.get("tokenizer")))
+        check("note: no --tokenizer: tokens are counted with the tokenizer of --model test-org/words, found in" in p.stderr
+              and snap in p.stderr, "the model's tokenizer: said on stderr with where it was found (%s)" % name,
+              p.stderr[-400:])
+    p = subprocess.run([TOKPERF] + MT + ["-m", "test-org/words", "--tokenizer", WORDS, "--json", js],
+                       capture_output=True, text=True, timeout=60 * SCALE, env=env)
+    doc = json.load(open(js)) if p.returncode == 0 else {}
+    check(p.returncode == 0 and "tokenizer of --model" not in p.stderr and snap not in (doc.get("tokenizer") or "-")
+          and WORDS in (doc.get("tokenizer") or ""), "--tokenizer given: it wins over --model's", p.stderr[-300:])
+    p = subprocess.run([TOKPERF] + MT + ["-m", "test-org/absent", "--token-source", "auto", "--json", js],
+                       capture_output=True, text=True, timeout=60 * SCALE, env=env)
+    doc = json.load(open(js)) if p.returncode == 0 else {"tokenizer": "?"}
+    check(p.returncode == 0 and "tokenizer of --model" not in p.stderr and doc.get("tokenizer") is None,
+          "--model not in the cache: no tokenizer taken, the run goes on", p.stderr[-300:])
     p = subprocess.run([TOKPERF, "tokenize", "--tokenizer", "test-org/words"], input="the water\n",
                        capture_output=True, text=True, timeout=30 * SCALE, env=env)
     check(p.returncode == 0 and p.stdout.split() == ["2"], "tokenize --tokenizer ORG/NAME", p.stdout + p.stderr)

@@ -603,6 +603,36 @@ check(rc == 0 and any("level 1/2 concurrency 1" in l and "of 4 done" in l and "i
       "on a terminal, a live status line: level k of N by name, done, in flight, live TTFT, time left",
       "\n".join(status[:6]) or err[-800:])
 
+# The status line fits the terminal: at 80 and 120 columns every redraw is
+# at most that wide (least useful fields dropped) and redrawn in place (a
+# carriage return, never a newline, between redraws); in duration mode it
+# says how much of the measured time is left.
+for cols in (80, 120):
+    rc, err = run_on_pty(["profile", "--mock", "--concurrency", "1,16", "--duration", "2500ms", "--mock-itl-ms", "20",
+                          "--output-tokens-mean", "20", "--no-artifacts"], cols, "stderr")
+    redraws = [seg for seg in err.split("\r") if seg.startswith("\033[K") and "level " in seg]
+    texts = [seg[len("\033[K"):] for seg in redraws]
+    widest = max((len(t) for t in texts), default=0)
+    check(rc == 0 and len(redraws) >= 2 and widest <= cols,
+          "%d columns: %d status redraws, the widest %d columns" % (cols, len(redraws), widest),
+          "\n".join(texts[:6]) or err[-800:])
+    check(rc == 0 and redraws and not any("\n" in seg for seg in redraws)
+          and all(any("level %d/2" % k in t for t in texts) for k in (1, 2)),
+          "%d columns: each level's status redrawn in place (\\r and clear-to-end, no newline)" % cols,
+          repr(redraws[:4]))
+    check(any(re.search(r": \d+ done, .*~\d+ s left$", t) for t in texts),
+          "%d columns: duration mode shows the time left" % cols, "\n".join(texts[:6]))
+# Off a terminal (a log), a whole line every 5 s: no carriage return, no
+# escape, nothing cut.
+p = subprocess.run([TOKPERF, "profile", "--mock", "--concurrency", "2", "--duration", "6s", "--mock-itl-ms", "20",
+                    "--output-tokens-mean", "20", "--no-artifacts"], capture_output=True, text=True,
+                   timeout=60 * SCALE)
+logl = [l for l in p.stderr.splitlines() if " done, " in l]
+check(p.returncode == 0 and logl and "\r" not in p.stderr and "\033" not in p.stderr
+      and all(re.match(r"tokperf: level 1/1 concurrency 2, output 20: \d+ done, \d+ in flight, [\d.]+ requests/s, "
+                                r"\d+ failed, \d+ s$", l) for l in logl),
+      "off a terminal: plain progress lines for a log, whole", p.stderr[-600:])
+
 # --goodput: the other tools' spellings, as separate words after the flag
 # (GenAI-Perf's and vLLM's argparse take nargs), with the tools' meanings
 # (docs/metrics.md, "Goodput").  The table: the words, then the bounds the

@@ -623,13 +623,17 @@ void tp_report_text(FILE *out, const tp_report_input *in) {
           cfg->server.model && *cfg->server.model ? cfg->server.model : NA, tp__report_backend_label(cfg),
           cfg->server.streaming ? "on" : "off", in->tokenizer_desc ? in->tokenizer_desc : "none", dataset);
 
-  bool noted_tokens = false;
-  for (size_t i = 0; i < in->n_levels; i++) print_level(out, in, &in->levels[i], &noted_tokens);
-
+  /* The sweep summary, a row per level, comes first: it is what a person
+   * reads a sweep for, and the top is where a log, a file or a pager opens.
+   * Each level's full table follows it; the client's own figures close the
+   * report (README.md, "Reading the output"). */
   if (in->n_levels)
     print_summary(out, in);
   else
     fprintf(out, "\nNo level completed.\n");
+  bool noted_tokens = false;
+  for (size_t i = 0; i < in->n_levels; i++) print_level(out, in, &in->levels[i], &noted_tokens);
+
   size_t incomplete = 0;
   for (size_t i = 0; i < in->n_levels; i++) incomplete += in->levels[i].incomplete;
   if (incomplete)

@@ -198,6 +198,8 @@ try:
     rc, out, err = run(args)
     check(rc == 0, "ensemble sweep against the mock: exit 0", err)
     check("Time to first token (ms)" in out and "Request throughput" in out, "report has the level table", out)
+    check(0 < out.find("Sweep summary") < out.find("LLM metrics, concurrency 1") < out.find("LLM metrics, concurrency 3"),
+          "the sweep summary comes first, then each level's table in order", out[:600])
     try:
         doc = json.load(open(js))
         lv = doc["levels"]

@@ -446,13 +446,19 @@ static const tp_setting config_rows[] = {
 #define L(key, flags, type, field, arg, dflt, lo, hi, choices, group, help, ex, mask) \
   ROW(key, flags, type, tp_cli, field, arg, dflt, lo, hi, choices, group, help, ex, mask)
 
+/* GenAI-Perf's and AIPerf's other endpoint types are read, to be refused
+ * by name (check_endpoint_type) rather than as an unknown word. */
+#define ENDPOINT_TYPES                                                                                           \
+  "chat|completions|generate|embeddings=3|rankings=4|image_retrieval=5|nvclip=6|multimodal=7|"               \
+  "huggingface_generate=8|template=9|dynamic_grpc=10"
+
 enum { CLI_PROTOCOL, CLI_ENDPOINT_TYPE, CLI_STREAM_TEXT, CLI_CONCURRENCY, CLI_RATE, CLI_MEASURE_MODE };
 
 static const tp_setting cli_rows[] = {
     [CLI_PROTOCOL] = L("server.protocol", "-i|--protocol", TP_SET_ENUM, protocol, "grpc|http", "grpc", 1, 0,
                        "grpc|http", G_SERVER, "Triton protocol: gRPC streaming, or HTTP generate", "http", 0),
     [CLI_ENDPOINT_TYPE] = L("server.endpoint_type", "--endpoint-type", TP_SET_ENUM, endpoint_type,
-                            "chat|completions|generate", "chat", 1, 0, "chat|completions|generate", G_SERVER,
+                            "chat|completions|generate", "chat", 1, 0, ENDPOINT_TYPES, G_SERVER,
                             "openai: /v1/chat/completions or /v1/completions (chat or completions without --service-kind means "
                             "--service-kind openai, as in AIPerf); triton -i http: generate",
                             "completions", 0),
@@ -816,6 +822,31 @@ static int map_search(tp_cli *cli, const unsigned char *given) {
   return 0;
 }
 
+/* The endpoint types of GenAI-Perf and AIPerf that tokperf does not
+ * measure: each refused with what it is and what to write instead. */
+static int check_endpoint_type(const tp_cli *cli) {
+  static const char *const names[] = {"embeddings",  "rankings",   "image_retrieval",      "nvclip",
+                                      "multimodal", "huggingface_generate", "template", "dynamic_grpc"};
+  int t = cli->endpoint_type;
+  if (t < 3 || t > 10) return 0;
+  char msg[512];
+  const char *n = names[t - 3];
+  if (t <= 6)
+    snprintf(msg, sizeof(msg), "--endpoint-type %s: tokperf measures generated tokens (chat, completions, Triton's "
+                               "generate); %s endpoints generate none and are not supported", n, n);
+  else if (t == 7)
+    snprintf(msg, sizeof(msg), "--endpoint-type multimodal: GenAI-Perf's images and audio in chat requests are not "
+                               "supported; for text, write --endpoint-type chat");
+  else if (t == 8)
+    snprintf(msg, sizeof(msg), "--endpoint-type huggingface_generate: TGI's own /generate API is not supported; "
+                               "TGI serves the OpenAI API too: write --endpoint-type chat -u http://HOST:PORT");
+  else
+    snprintf(msg, sizeof(msg), "--endpoint-type %s: GenAI-Perf's %s endpoint is not supported; tokperf speaks the "
+                               "OpenAI API (chat, completions), Triton (gRPC, generate) and the engines' gRPC "
+                               "(--service-kind vllm-grpc, sglang-grpc)", n, n);
+  return usage("profile", msg);
+}
+
 /* Whether dir holds a file tokperf loads as a tokenizer. */
 static bool has_tokenizer_file(const char *dir) {
   static const char *const names[] = {"tokenizer.json", "tokenizer.model"};
@@ -878,6 +909,7 @@ int tp_cli_parse_profile(tp_cli *cli, int argc, char **argv) {
    * has no --service-kind, and GenAI-Perf's own scripts often leave it out:
    * an OpenAI endpoint type alone names the OpenAI API. */
   bool ep_given = given[CLI_ENDPOINT_TYPE];
+  if (ep_given && check_endpoint_type(cli)) return TP_EXIT_USAGE;
   if (ep_given && cli->endpoint_type != 2) {
     if (!GIVEN_CFG("server.service_kind")) {
       c->server.service_kind = TP_SERVICE_OPENAI_CHAT;

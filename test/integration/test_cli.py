@@ -520,6 +520,14 @@ for args, want in [
         (["profile", "--service-kind", "triton", "--endpoint-type", "chat"],
          "--endpoint-type chat is an OpenAI API, and --service-kind triton is not one: write --service-kind openai, "
          "or leave --service-kind out"),
+        (["profile", "--endpoint-type", "embeddings"],
+         "--endpoint-type embeddings: tokperf measures generated tokens (chat, completions, Triton's generate); "
+         "embeddings endpoints generate none and are not supported"),
+        (["profile", "--endpoint-type", "rankings"], "rankings endpoints generate none and are not supported"),
+        (["profile", "--endpoint-type", "huggingface_generate"],
+         "TGI's own /generate API is not supported; TGI serves the OpenAI API too: write --endpoint-type chat"),
+        (["profile", "--endpoint-type", "multimodal"], "for text, write --endpoint-type chat"),
+        (["profile", "--endpoint-type", "template"], "GenAI-Perf's template endpoint is not supported"),
         (["profile", "--service-kind", "vllm-grpc", "--endpoint-type", "completions"],
          "--endpoint-type completions is an OpenAI API, and --service-kind vllm-grpc is not one"),
         (["profile", "--service-kind", "openai", "--api-key-file", empty_key], "the file's first line is empty"),

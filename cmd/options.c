@@ -448,9 +448,9 @@ static const tp_setting config_rows[] = {
 
 /* GenAI-Perf's and AIPerf's other endpoint types are read, to be refused
  * by name (check_endpoint_type) rather than as an unknown word. */
-#define ENDPOINT_TYPES                                                                                           \
-  "chat|completions|generate|embeddings=3|rankings=4|image_retrieval=5|nvclip=6|multimodal=7|"               \
-  "huggingface_generate=8|template=9|dynamic_grpc=10"
+#define ENDPOINT_TYPES                                                            \
+  "chat|completions|generate|embeddings=3|rankings=4|image_retrieval=5|nvclip=6|" \
+  "multimodal=7|huggingface_generate=8|template=9|dynamic_grpc=10"
 
 enum { CLI_PROTOCOL, CLI_ENDPOINT_TYPE, CLI_STREAM_TEXT, CLI_CONCURRENCY, CLI_RATE, CLI_MEASURE_MODE };
 
@@ -459,8 +459,8 @@ static const tp_setting cli_rows[] = {
                        "grpc|http", G_SERVER, "Triton protocol: gRPC streaming, or HTTP generate", "http", 0),
     [CLI_ENDPOINT_TYPE] = L("server.endpoint_type", "--endpoint-type", TP_SET_ENUM, endpoint_type,
                             "chat|completions|generate", "chat", 1, 0, ENDPOINT_TYPES, G_SERVER,
-                            "openai: /v1/chat/completions or /v1/completions (chat or completions without --service-kind means "
-                            "--service-kind openai, as in AIPerf); triton -i http: generate",
+                            "openai: /v1/chat/completions or /v1/completions (chat or completions without "
+                            "--service-kind means --service-kind openai, as in AIPerf); triton -i http: generate",
                             "completions", 0),
     [CLI_STREAM_TEXT] = L("server.streaming_text", "--streaming-text", TP_SET_ENUM, stream_text, "delta|cumulative",
                           "delta", 1, 0, "delta|cumulative", G_SERVER,
@@ -825,25 +825,32 @@ static int map_search(tp_cli *cli, const unsigned char *given) {
 /* The endpoint types of GenAI-Perf and AIPerf that tokperf does not
  * measure: each refused with what it is and what to write instead. */
 static int check_endpoint_type(const tp_cli *cli) {
-  static const char *const names[] = {"embeddings",  "rankings",   "image_retrieval",      "nvclip",
-                                      "multimodal", "huggingface_generate", "template", "dynamic_grpc"};
+  static const char *const names[] = {"embeddings", "rankings",    "image_retrieval",
+                                      "nvclip",     "multimodal",  "huggingface_generate",
+                                      "template",   "dynamic_grpc"};
   int t = cli->endpoint_type;
   if (t < 3 || t > 10) return 0;
   char msg[512];
   const char *n = names[t - 3];
   if (t <= 6)
-    snprintf(msg, sizeof(msg), "--endpoint-type %s: tokperf measures generated tokens (chat, completions, Triton's "
-                               "generate); %s endpoints generate none and are not supported", n, n);
+    snprintf(msg, sizeof(msg),
+             "--endpoint-type %s: tokperf measures generated tokens (chat, completions, Triton's "
+             "generate); %s endpoints generate none and are not supported",
+             n, n);
   else if (t == 7)
-    snprintf(msg, sizeof(msg), "--endpoint-type multimodal: GenAI-Perf's images and audio in chat requests are not "
-                               "supported; for text, write --endpoint-type chat");
+    snprintf(msg, sizeof(msg),
+             "--endpoint-type multimodal: GenAI-Perf's images and audio in chat requests are not "
+             "supported; for text, write --endpoint-type chat");
   else if (t == 8)
-    snprintf(msg, sizeof(msg), "--endpoint-type huggingface_generate: TGI's own /generate API is not supported; "
-                               "TGI serves the OpenAI API too: write --endpoint-type chat -u http://HOST:PORT");
+    snprintf(msg, sizeof(msg),
+             "--endpoint-type huggingface_generate: TGI's own /generate API is not supported; "
+             "TGI serves the OpenAI API too: write --endpoint-type chat -u http://HOST:PORT");
   else
-    snprintf(msg, sizeof(msg), "--endpoint-type %s: GenAI-Perf's %s endpoint is not supported; tokperf speaks the "
-                               "OpenAI API (chat, completions), Triton (gRPC, generate) and the engines' gRPC "
-                               "(--service-kind vllm-grpc, sglang-grpc)", n, n);
+    snprintf(msg, sizeof(msg),
+             "--endpoint-type %s: GenAI-Perf's %s endpoint is not supported; tokperf speaks the "
+             "OpenAI API (chat, completions), Triton (gRPC, generate) and the engines' gRPC "
+             "(--service-kind vllm-grpc, sglang-grpc)",
+             n, n);
   return usage("profile", msg);
 }
 
@@ -874,8 +881,10 @@ static int model_tokenizer(tp_cli *cli, bool model_given) {
   if (tp_tokenizer_find(m, cli->tokenizer_revision, &found, e, sizeof(e)) == 0 && has_tokenizer_file(found)) {
     c->prompts.tokenizer = m;
     if (!cli->quiet)
-      fprintf(stderr, "tokperf: note: no --tokenizer: tokens are counted with the tokenizer of --model %s, "
-                      "found in %s\n", m, found);
+      fprintf(stderr,
+              "tokperf: note: no --tokenizer: tokens are counted with the tokenizer of --model %s, "
+              "found in %s\n",
+              m, found);
   }
   free(found);
   return 0;
@@ -916,8 +925,8 @@ int tp_cli_parse_profile(tp_cli *cli, int argc, char **argv) {
     } else if (c->server.service_kind != TP_SERVICE_OPENAI_CHAT &&
                c->server.service_kind != TP_SERVICE_OPENAI_COMPLETIONS) {
       char kind[64];
-      tp_setting_format(tp_settings_find_key(config_rows, ARRAY_N(config_rows), "server.service_kind"), c, kind,
-                        sizeof(kind));
+      tp_setting_format(tp_settings_find_key(config_rows, ARRAY_N(config_rows), "server.service_kind"), c,
+                        kind, sizeof(kind));
       snprintf(err, sizeof(err),
                "--endpoint-type %s is an OpenAI API, and --service-kind %s is not one: write --service-kind "
                "openai, or leave --service-kind out",

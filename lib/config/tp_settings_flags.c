@@ -77,8 +77,8 @@ static size_t edit_distance(const char *a, size_t la, const char *b, size_t lb) 
       size_t best = d[i - 1][j - 1] + (ca != cb);
       if (d[i - 1][j] + 1 < best) best = d[i - 1][j] + 1;
       if (d[i][j - 1] + 1 < best) best = d[i][j - 1] + 1;
-      if (i > 1 && j > 1 && ca == tolower((unsigned char)b[j - 2]) && tolower((unsigned char)a[i - 2]) == cb &&
-          d[i - 2][j - 2] + 1 < best)
+      if (i > 1 && j > 1 && ca == tolower((unsigned char)b[j - 2]) &&
+          tolower((unsigned char)a[i - 2]) == cb && d[i - 2][j - 2] + 1 < best)
         best = d[i - 2][j - 2] + 1;
       d[i][j] = best;
     }
@@ -90,8 +90,8 @@ static size_t edit_distance(const char *a, size_t la, const char *b, size_t lb) 
  * to an unknown one, when it is near enough to be a typo: one edit for a
  * name of up to four letters, two up to twelve, three beyond; a name
  * nearer to nothing gets no guess.  Ties go to the first in the tables. */
-static bool nearest_flag(const tp_settings_part *parts, size_t n_parts, const char *name, size_t len, char *out,
-                         size_t outlen) {
+static bool nearest_flag(const tp_settings_part *parts, size_t n_parts, const char *name, size_t len,
+                         char *out, size_t outlen) {
   if (len < 3 || name[0] != '-' || name[1] != '-') return false;
   size_t letters = len - 2, limit = letters <= 4 ? 1 : letters <= 12 ? 2 : 3, best = SIZE_MAX;
   for (size_t k = 0; k < n_parts; k++) {

@@ -331,8 +331,7 @@ static int header(tp_buf *o, const tp_html_input *in) {
     if (!rv) rv = tp_buf_append_str(o, " · target: ");
     if (!rv) rv = tp__html_esc(o, in->mock ? "built-in mock" : c->server.url ? c->server.url : "n/a");
     if (!rv)
-      rv = tp_buf_printf(o, " · backend: %s · streaming: %s · tokenizer: ",
-                         tp__report_backend_label(c),
+      rv = tp_buf_printf(o, " · backend: %s · streaming: %s · tokenizer: ", tp__report_backend_label(c),
                          c->server.streaming ? "on" : "off");
     if (!rv) rv = tp__html_esc(o, c->prompts.tokenizer ? c->prompts.tokenizer : "none");
     if (!rv && c->prompts.tokenizer && c->prompts.tokenizer_add_special_tokens)

@@ -234,8 +234,8 @@ static void on_progress(uv_timer_t *t) {
   snprintf(secsf, sizeof(secsf), ", %.0f s", secs);
   /* keep: the higher, the longer a field stays on a narrow terminal. */
   const tp_status_field f[] = {
-      {"tokperf: ", 1}, {level, 11},    {desc, 7},     {donef, 12}, {flight, 4}, {failedf, failed ? 10 : 3},
-      {ratef, 5},       {ttft, 6},      {secsf, 2},    {left, 9},   {window, 8},
+      {"tokperf: ", 1}, {level, 11}, {desc, 7},  {donef, 12}, {flight, 4}, {failedf, failed ? 10 : 3},
+      {ratef, 5},       {ttft, 6},   {secsf, 2}, {left, 9},   {window, 8},
   };
   size_t width = tp_status_width(r->cfg.output.progress);
   char line[512];

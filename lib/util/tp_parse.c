@@ -337,7 +337,7 @@ fail:
   return rv;
 }
 
-#define F64_LIST_EXPECTED                                                                            \
+#define F64_LIST_EXPECTED                                                                         \
   "expected a positive number, a list like 10,50,100 or 0.5,2.5, or a range START:END:STEP like " \
   "1.0:4.0:0.1 or 1:64:x2"
 
@@ -393,7 +393,8 @@ static int read_positive_f64(const char **p, const char *what, double *out, char
   *p = s + len;
   return 0;
 bad:
-  tp_seterr(err, errlen, "%s \"%.*s\" is not a number (" F64_LIST_EXPECTED ")", what, (int)TP_MIN(len, 40), s);
+  tp_seterr(err, errlen, "%s \"%.*s\" is not a number (" F64_LIST_EXPECTED ")", what, (int)TP_MIN(len, 40),
+            s);
   return TP_EINVAL;
 }
 
@@ -425,9 +426,11 @@ static int parse_f64_item(const char **p, double *v, size_t *n, size_t max, char
   (*p)++;
   if (**p == '0' && strspn(*p, "0.") == strcspn(*p, ",:")) {
     /* perf_analyzer's END 0 rises until --latency-threshold is met. */
-    tp_seterr(err, errlen, "range end 0: an open range that rises until a latency bound is met is tokperf's "
-              "--search request-rate with --slo (or --binary-search with --latency-threshold) (" F64_LIST_EXPECTED
-              ")");
+    tp_seterr(
+        err, errlen,
+        "range end 0: an open range that rises until a latency bound is met is tokperf's "
+        "--search request-rate with --slo (or --binary-search with --latency-threshold) (" F64_LIST_EXPECTED
+        ")");
     return TP_EINVAL;
   }
   if ((rv = read_positive_f64(p, "range end", &end, err, errlen))) return rv;
@@ -438,8 +441,9 @@ static int parse_f64_item(const char **p, double *v, size_t *n, size_t max, char
       multiply = true;
       if ((rv = read_positive_f64(p, "range multiplier", &step, err, errlen))) return rv;
       if (!(step > 1)) {
-        tp_seterr(err, errlen, "range multiplier x%g would never grow (" F64_LIST_EXPECTED
-                  ", with a multiplier above 1)", step);
+        tp_seterr(err, errlen,
+                  "range multiplier x%g would never grow (" F64_LIST_EXPECTED ", with a multiplier above 1)",
+                  step);
         return TP_EINVAL;
       }
     } else if (**p == '0' && strspn(*p, "0.") == strcspn(*p, ",:")) {

@@ -39,6 +39,7 @@ typedef struct vb {
   uint32_t max_concurrency;
   uint64_t seed;
   bool ignore_eos, save_result, mock, quiet, noop;
+  bool save_detailed;
   const char *percentile_metrics, *metric_percentiles, *result_dir, *result_filename;
   tp_str_list goodput, noop_values;
 } vb;
@@ -112,6 +113,10 @@ static const tp_setting vb_rows[] = {
          "ttft:500", TP_SETF_NARGS),
     VROW("save_result", "--save-result", TP_SET_FLAG, save_result, NULL, NULL, 1, 0, NULL,
          "write the result as JSON with vLLM's keys", NULL, 0),
+    VROW("save_detailed", "--save-detailed", TP_SET_FLAG, save_detailed, NULL, NULL, 1, 0, NULL,
+         "with --save-result: also vLLM's per-request arrays (input_lens, output_lens, ttfts, itls, "
+         "start_times, generated_texts, errors; latencies and queue_times are always written, as vLLM does)",
+         NULL, 0),
     VROW("result_dir", "--result-dir", TP_SET_STR, result_dir, "DIR", NULL, 1, 0, NULL,
          "where --save-result writes (default: the current directory)", "results", TP_SETF_DIR),
     VROW("result_filename", "--result-filename", TP_SET_STR, result_filename, "FILE", NULL, 1, 0, NULL,
@@ -203,6 +208,22 @@ static void centered(const char *title, char fill) {
 
 static double total_tokens(const tp_stat *st) { return st->n ? st->avg * (double)st->n : 0; }
 
+/* vLLM's per-request arrays (tp_level_result.vllm_requests): latencies and
+ * queue_times always, the others with --save-detailed, as vLLM's
+ * main_async deletes them without it. */
+static void put_requests(json_t *j, const tp_level_result *lr, bool detailed) {
+  static const char *const always[] = {"latencies", "queue_times"};
+  static const char *const detail[] = {"input_lens", "output_lens", "ttfts", "itls",
+                                       "start_times", "generated_texts", "errors"};
+  json_t *arrays = lr->vllm_requests ? json_loads(lr->vllm_requests, 0, NULL) : NULL;
+  if (!arrays) return;
+  for (size_t i = 0; i < sizeof(always) / sizeof(always[0]); i++)
+    json_object_set(j, always[i], json_object_get(arrays, always[i]));
+  for (size_t i = 0; detailed && i < sizeof(detail) / sizeof(detail[0]); i++)
+    json_object_set(j, detail[i], json_object_get(arrays, detail[i]));
+  json_decref(arrays);
+}
+
 static int save_result(const vb_ctx *x, const tp_level_result *lr) {
   const vb *o = x->o;
   char name[512], path[1024], date[32];
@@ -266,6 +287,7 @@ static int save_result(const vb_ctx *x, const tp_level_result *lr) {
       json_object_set_new(j, k, st->n ? json_real(v) : json_null());
     }
   }
+  put_requests(j, lr, o->save_detailed);
   char *text = json_dumps(j, JSON_INDENT(2));
   json_decref(j);
   char err[700] = "out of memory";
@@ -404,6 +426,7 @@ int tp_cmd_vllm_bench(int argc, char **argv) {
   cli.use_mock = o.mock;
   if (o.quiet) c->output.progress = NULL;
   c->artifacts.no_artifacts = true;
+  c->output.vllm_requests = o.save_result;
   c->prompts.random_seed = o.seed;
   c->prompts.output_tokens_deterministic = o.ignore_eos;
   c->measure.warmup_request_count = 0;

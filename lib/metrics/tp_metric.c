@@ -116,6 +116,28 @@ static const tp_metric metrics[] = {
           NULL, NULL, -1, TP_MF_GOODPUT),
     COUNT("output_length_mismatches", "Output length mismatches", TP_UNIT_REQUESTS, length_mismatches,
           "output_length_mismatches", NULL, NULL, -1, 0),
+    /* The steady state (tp_steady.h): the same figures over the plateau
+     * of the requests in flight; members of the level's "steady" object. */
+    DIST("steady.ttft", "Steady-state time to first token", TP_UNIT_MS, steady.ttft_ms, "steady.ttft_ms", NULL,
+         NULL, -1, 2, TP_MF_STREAMING),
+    DIST("steady.tpot", "Steady-state time per output token", TP_UNIT_MS, steady.tpot_ms, "steady.tpot_ms", NULL,
+         NULL, -1, 2, TP_MF_STREAMING),
+    DIST("steady.latency", "Steady-state request latency", TP_UNIT_MS, steady.latency_ms, "steady.latency_ms",
+         NULL, NULL, -1, 2, 0),
+    VALUE("steady.request_throughput", "Steady-state request throughput", TP_UNIT_REQUESTS_PER_S,
+          steady.request_throughput, "steady.request_throughput_rps", NULL, NULL, 1, 2, TP_MF_NONNEG),
+    VALUE("steady.input_token_throughput", "Steady-state input token throughput", TP_UNIT_TOKENS_PER_S,
+          steady.input_token_throughput, "steady.input_token_throughput_tps", NULL, NULL, 1, 2, TP_MF_NONNEG),
+    VALUE("steady.output_token_throughput", "Steady-state output token throughput", TP_UNIT_TOKENS_PER_S,
+          steady.output_token_throughput, "steady.output_token_throughput_tps", NULL, NULL, 1, 2, TP_MF_NONNEG),
+    VALUE("steady.duration", "Steady-state window", TP_UNIT_S, steady.duration_s, "steady.duration_s", NULL, NULL,
+          0, 2, TP_MF_NONNEG),
+    /* Over-saturation (tp_saturation.h): members of the level's
+     * "saturation" object. */
+    COUNT("saturation.detected", "Over-saturated", TP_UNIT_NONE, saturation.detected, "saturation.detected", NULL,
+          NULL, -1, 0),
+    VALUE("saturation.at", "Over-saturated from", TP_UNIT_S, saturation.at_s, "saturation.at_s", NULL, NULL, 0, 2,
+          TP_MF_NONNEG),
     /* The client's own figures, last as in every report; their JSON keys
      * are members of the level's "fidelity" object. */
     DIST("fidelity.loop_lag", "Loop lag", TP_UNIT_MS, fidelity.loop_lag_ms, "fidelity.loop_lag_ms", NULL, NULL,

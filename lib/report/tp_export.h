@@ -222,6 +222,18 @@ int tp_export_aiperf_csv(tp_buf *out, const tp_level_result *lr, bool streaming)
 int tp_export_aiperf_records(tp_buf *out, const tp_export_level *lv, bool streaming, uint64_t anchor_mono_ns,
                              uint64_t anchor_wall_ns);
 
+/* vLLM's per-request arrays of one level, as `vllm bench serve` writes
+ * them with --save-detailed (vllm/benchmarks/serve.py): one JSON object
+ * with input_lens, output_lens, ttfts, itls (a list per request),
+ * latencies, start_times, queue_times, generated_texts and errors, one
+ * entry per measured request in request order, times in seconds.  Each
+ * entry is what vLLM's client would have kept of the request
+ * (docs/metrics.md, "Each tool's definitions"); open_loop: requests arrive
+ * at their planned time (a request rate), else all at the level's start
+ * (--request-rate inf).  *out is owned (free()).  Returns 0, TP_ENOMEM, or
+ * the error of reading a shed record back. */
+int tp_export_vllm_requests(const tp_export_level *lv, bool open_loop, char **out);
+
 /* Appends one JSON line per measured request (warm-up excluded, failed
  * included) to out:
  *   {"level": "concurrency 8", ("rank": k in a distributed run,)

@@ -79,6 +79,36 @@ static void level_name(const tp_level_result *lr, char *buf, size_t len) {
     snprintf(buf + n, len - (size_t)n, ", output %" PRIu32 " tokens", lr->output_tokens_mean);
 }
 
+/* Each level's steady state in one line (docs/metrics.md, "Steady state"):
+ * where it was, and the figures over it that differ from the level's. */
+static void steady_text(FILE *out, const tp_report_input *in) {
+  for (size_t i = 0; i < in->n_levels; i++) {
+    const tp_level_result *lr = &in->levels[i];
+    if (lr->saturation.detected) {
+      char name[128];
+      level_name(lr, name, sizeof(name));
+      fprintf(out, "Over-saturated, %s: from %.1f s into the level: %s%s\n", name, lr->saturation.at_s,
+              lr->saturation.reason, lr->saturation.stopped ? "; the level stopped there (--stop-on-saturation)" : "");
+    }
+    const tp_steady *s = &lr->steady;
+    if (!s->target || !(s->threshold > 0)) continue;
+    char name[128];
+    level_name(lr, name, sizeof(name));
+    if (!s->found) {
+      fprintf(out, "Steady state, %s: none (never %" PRIu32 " of %" PRIu32 " in flight; at most %" PRIu32 ")\n", name,
+              s->threshold_abs, s->target, s->peak);
+      continue;
+    }
+    fprintf(out, "Steady state, %s: %.2f-%.2f s (%.2f s%s), %" PRIu32 "+ of %" PRIu32 " in flight: %.2f requests/s",
+            name, s->start_s, s->end_s, s->duration_s, s->short_window ? ", short" : "", s->threshold_abs,
+            s->target, s->request_throughput);
+    if (isfinite(s->output_token_throughput)) fprintf(out, ", %.1f output tokens/s", s->output_token_throughput);
+    if (s->ttft_ms.n) fprintf(out, ", TTFT p50 %.2f p99 %.2f ms", s->ttft_ms.p50, s->ttft_ms.p99);
+    if (s->tpot_ms.n) fprintf(out, ", TPOT p50 %.2f ms", s->tpot_ms.p50);
+    fputc('\n', out);
+  }
+}
+
 /* ------------------------------------------------------------------------ */
 /* Text                                                                     */
 
@@ -674,6 +704,7 @@ void tp_report_text(FILE *out, const tp_report_input *in) {
     }
     fputc('\n', out);
   }
+  steady_text(out, in);
   /* Last: the client's own figures, and how far to trust the above. */
   tp__report_fidelity_text(out, in);
 }

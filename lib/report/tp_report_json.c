@@ -314,6 +314,29 @@ static int level_metrics_json(json_t *o, const tp_level_result *lr) {
   return bad;
 }
 
+/* The steady state's window beside the registry's "steady.*" figures. */
+static int level_steady_json(json_t *o, const tp_level_result *lr) {
+  const tp_steady *s = &lr->steady;
+  json_t *st = json_object_get(o, "steady");
+  if (!st) return -1;
+  int bad = set(st, "found", json_boolean(s->found));
+  bad |= set(st, "target_concurrency", u64(s->target));
+  bad |= set(st, "threshold", json_real(s->threshold));
+  bad |= set(st, "threshold_abs", u64(s->threshold_abs));
+  bad |= set(st, "observed_peak", u64(s->peak));
+  bad |= set(st, "start_s", real_or_null(s->start_s));
+  bad |= set(st, "end_s", real_or_null(s->end_s));
+  bad |= set(st, "requests_started", u64(s->started));
+  bad |= set(st, "requests_completed", u64(s->completed));
+  bad |= set(st, "short_window", json_boolean(s->short_window));
+  /* Over-saturation's words beside its registry figures. */
+  json_t *sat = json_object_get(o, "saturation");
+  if (!sat) return -1;
+  bad |= set(sat, "stopped", json_boolean(lr->saturation.stopped));
+  bad |= set(sat, "reason", lr->saturation.detected ? json_string(lr->saturation.reason) : json_null());
+  return bad;
+}
+
 /* The server's own figures: per-model statistics and scraped metrics. */
 static int level_server_json(json_t *o, const tp_level_result *lr) {
   int bad = 0;
@@ -409,6 +432,7 @@ static json_t *level_json(const tp_level_result *lr) {
   bad |= set(o, "errors_by_class", errs);
   bad |= set(o, "tokens_available", json_boolean(lr->tokens_available));
   bad |= level_metrics_json(o, lr);
+  bad |= level_steady_json(o, lr);
   bad |= set(o, "max_in_flight", u64(lr->max_in_flight));
   bad |= set(o, "first_error", lr->first_error[0] ? json_string(lr->first_error) : json_null());
   bad |= level_server_json(o, lr);

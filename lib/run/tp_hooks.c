@@ -512,6 +512,38 @@ static void artifacts_end(tp_run *r, size_t li, tp_level_result *lv) {
   tp_records_reader_free(from);
 }
 
+/* vLLM's per-request arrays of the level, for `tokperf vllm-bench`'s result
+ * file (tp_output_config.vllm_requests). */
+static void vllm_requests_end(tp_run *r, size_t li, tp_level_result *lv) {
+  (void)li;
+  level_state *L = &r->lv;
+  if (!r->cfg.output.vllm_requests) return;
+  tp_records_reader *from = NULL;
+  char rerr[600];
+  if (L->n_shed) {
+    tpr_records_flush(r);
+    if (tp_records_reader_open(&from, r->cfg.output.records_path, rerr, sizeof(rerr))) {
+      tpr_warn(r, "vLLM's per-request arrays are not written: %s", rerr);
+      return;
+    }
+  }
+  tp_export_request *reqs = calloc(L->n_planned ? L->n_planned : 1, sizeof(*reqs));
+  char *text = NULL;
+  int rv = TP_ENOMEM;
+  if (reqs) {
+    export_requests(r, reqs, NULL, from);
+    tp_export_level el = {lv, reqs, L->n_planned, L->lo.window_start_ns, L->lo.window_end_ns};
+    rv = tp_export_vllm_requests(&el, lv->load_mode == TP_LOAD_RATE, &text);
+  }
+  if (rv)
+    tpr_warn(r, "vLLM's per-request arrays are not written: %s",
+             from && tp_records_reader_error(from) ? tp_records_reader_error(from) : "out of memory");
+  free((void *)lv->vllm_requests);
+  lv->vllm_requests = text;
+  free(reqs);
+  tp_records_reader_free(from);
+}
+
 /* The hooks, walked in this order at each step: at start-up (open), before
  * the level's first request (begin; MPI last, as it starts the clock),
  * when the loop stopped (stop) and once the level's figures are computed
@@ -521,6 +553,7 @@ static const tp_level_hook hooks[] = {
     {"scraping", scrape_open, scrape_begin, scrape_stop, scrape_end},
     {"MPI", NULL, mpi_begin, mpi_stop, mpi_end},
     {"artifacts", artifacts_open, NULL, NULL, artifacts_end},
+    {"vLLM requests", NULL, NULL, NULL, vllm_requests_end},
 };
 
 int tpr_hooks_open(tp_run *r, char *err, size_t errlen) {

@@ -12,6 +12,7 @@
 #include "util/tp_status_line.h"
 #include "metrics/tp_fidelity.h"
 #include "metrics/tp_stability.h"
+#include "metrics/tp_steady.h"
 #include "report/tp_records.h"
 #include "sched/tp_sched.h"
 #include "util/tp_stamp.h"
@@ -135,7 +136,7 @@ void tpr_on_interrupt(uv_async_t *a) {
   if (r->mpi) tp_mpi_interrupt(r->mpi);
   level_state *L = &r->lv;
   /* Requests held back by the cap were never sent: they are dropped. */
-  tpr_drop_waiting(r);
+  tpr_drop_waiting(r, "not sent: the run was interrupted");
   tp_timer_stop(r->timers, &L->plan_timer);
   tpr_window_close(r);
   if (L->sess) {
@@ -160,6 +161,41 @@ void tpr_on_interrupt(uv_async_t *a) {
 void tp_run_interrupt(tp_run *r) {
   atomic_store(&r->interrupt_flag, true);
   uv_async_send(&r->interrupt_async);
+}
+
+/* Over-saturation: a sample a second of the requests in the system. */
+static void on_sat(uv_timer_t *t) {
+  tp_run *r = t->data;
+  level_state *L = &r->lv;
+  if (!L->sat || L->stop_planning || L->done) return;
+  uint64_t now = tp_now_ns();
+  size_t held = L->pacer ? tp_pacer_waiting(L->pacer, now) : 0;
+  if (!tp_saturation_sample(L->sat, now, L->in_flight, held)) return;
+  uint64_t at = 0;
+  char why[192];
+  tp_saturation_detected(L->sat, &at, why, sizeof(why));
+  bool stop = r->cfg.measure.stop_on_saturation;
+  tpr_warn(r, "%s: over-saturated from %.1f s into the level: %s; %s", L->desc, (double)(at - L->t0) / 1e9, why,
+           stop ? "the level ends here, and higher loads are skipped (--stop-on-saturation)"
+                : "--stop-on-saturation would end the level here");
+  if (stop) tpr_end_on_saturation(r, now);
+}
+
+void tpr_end_on_saturation(tp_run *r, uint64_t now) {
+  level_state *L = &r->lv;
+  if (L->stop_planning || L->done) return;
+  L->sat_stopped = true;
+  /* Partial, as an interruption leaves it: its figures cover what ran. */
+  L->interrupted_ns = now;
+  tpr_drop_waiting(r, "not sent: the level stopped on over-saturation (--stop-on-saturation)");
+  tp_timer_stop(r->timers, &L->plan_timer);
+  tpr_window_close(r);
+  /* What is in flight gets the grace period, then is cancelled: a
+   * saturated server's queue could hold the level for long. */
+  if (L->in_flight && r->client->ops->cancel_all)
+    uv_timer_start(&r->grace_timer, on_grace, r->cfg.measure.grace_period_ms ? r->cfg.measure.grace_period_ms : 1,
+                   0);
+  tpr_level_check_done(r);
 }
 
 static int cmp_double(const void *a, const void *b) {
@@ -507,6 +543,12 @@ static int level_drive(tp_run *r, size_t li, const point *pt, char *err, size_t 
     r->last_progress_ns = L->t0;
     uv_timer_start(&r->progress_timer, on_progress, PROGRESS_MS, PROGRESS_MS);
   }
+  /* Over-saturation is an open loop's: a closed loop's count is fixed.
+   * One process only: a rank sees only its share. */
+  if ((pt->mode == TP_LOAD_RATE || pt->mode == TP_LOAD_SCHEDULE) && !L->sess && !r->mpi) {
+    L->sat = tp_saturation_new();
+    if (L->sat) uv_timer_start(&r->sat_timer, on_sat, 1000, 1000);
+  }
 
   if (L->sess) {
     tp_sessions_start(L->sess, L->t0);
@@ -526,6 +568,7 @@ static int level_drive(tp_run *r, size_t li, const point *pt, char *err, size_t 
    * otherwise the contexts are left to the client that still holds them. */
   if (L->in_flight == 0) tpr_ctx_pool_free(r);
   uv_timer_stop(&r->progress_timer);
+  uv_timer_stop(&r->sat_timer);
   if (r->progress_tty && r->cfg.output.progress) fputs("\r\033[K", r->cfg.output.progress);
   tpr_hooks_stop(r);
   tp_timer_stop(r->timers, &L->plan_timer);
@@ -602,6 +645,18 @@ static int level_result(tp_run *r, size_t li, const point *pt, tp_level_result *
   lv->prefix_cache_hit_rate = -1;
   level_partial(r, lv); /* before the hooks: the artifacts say it too */
   level_fidelity(r, lv);
+  rv = tp_steady_compute(&lv->steady, L->recs, L->n_planned, lv->concurrency,
+                         r->cfg.measure.steady_state_threshold, 0);
+  if (rv) return rv;
+  uint64_t sat_at = 0;
+  lv->saturation.at_s = -1;
+  if (tp_saturation_detected(L->sat, &sat_at, lv->saturation.reason, sizeof(lv->saturation.reason))) {
+    lv->saturation.detected = 1;
+    lv->saturation.at_s = (double)(sat_at - L->t0) / 1e9;
+    lv->saturation.stopped = L->sat_stopped;
+  }
+  tp_saturation_free(L->sat);
+  L->sat = NULL;
   tpr_hooks_end(r, li, lv);
   if (L->lo.window_end_ns) {
     lv->window_start_s = (double)(L->lo.window_start_ns - L->t0) / 1e9;

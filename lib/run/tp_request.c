@@ -213,7 +213,7 @@ void tpr_stop_planning(tp_run *r, uint64_t now) {
  * and that the cap held back were never sent; each gets its record, failed
  * as not sent (as when the level kept its own queue).  Then nothing more
  * leaves. */
-void tpr_drop_waiting(tp_run *r) {
+void tpr_drop_waiting(tp_run *r, const char *why) {
   level_state *L = &r->lv;
   if (!L->pacer) return;
   tp_pacer_item items[64];
@@ -223,7 +223,7 @@ void tpr_drop_waiting(tp_run *r) {
       size_t seq = plan_record(r, &items[i]);
       if (seq == SIZE_MAX) continue;
       tp_record *rec = &L->recs[seq];
-      tp_record_fail(rec, TP_ERRCLASS_CANCELLED, -1, "not sent: the run was interrupted", 33);
+      tp_record_fail(rec, TP_ERRCLASS_CANCELLED, -1, why, strlen(why));
       rec->done_ns = tp_now_ns();
       note_done(L, rec);
     }
@@ -287,7 +287,10 @@ void tpr_req_on_event(void *req, const tp_client_event *ev, uint64_t arrival_ns)
   bool has_text = (ev->text && ev->text_len > 0) || (ev->ids && ev->token_ids > 0);
   if (ev->ids) rec->output_ids = (rec->output_ids < 0 ? 0 : rec->output_ids) + (int32_t)ev->token_ids;
   tp_record_add_response(rec, arrival_ns, has_text);
-  if (ev->has_choices) rec->last_choice_ns = arrival_ns;
+  if (ev->has_choices) {
+    rec->last_choice_ns = arrival_ns;
+    rec->n_choice_resp = rec->n_resp;
+  }
   /* Reasoning text is a generated token for timing, but kept apart. */
   tp_buf *into = ev->reasoning ? &rec->reasoning : &rec->text;
   if (has_text) {

@@ -536,7 +536,10 @@ void tp_run_free(tp_run *r) {
   for (size_t i = 0; r->server_metrics && i < r->n_points; i++) free(r->server_metrics[i]);
   free(r->server_metrics);
   free(r->points);
-  for (size_t i = 0; r->levels && i < r->n_levels; i++) free((void *)r->levels[i].turns);
+  for (size_t i = 0; r->levels && i < r->n_levels; i++) {
+    free((void *)r->levels[i].turns);
+    free((void *)r->levels[i].vllm_requests);
+  }
   free(r->levels);
   free(r->concurrency);
   free(r->rates);

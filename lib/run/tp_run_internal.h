@@ -28,6 +28,7 @@
 #include "dataset/tp_trace.h"
 #include "load/tp_backoff.h"
 #include "metrics/tp_gaps.h"
+#include "metrics/tp_saturation.h"
 #include "metrics/tp_stats.h"
 #include "record/tp_rec_arena.h"
 #include "record/tp_record.h"
@@ -209,6 +210,11 @@ typedef struct level_state {
   bool server_gone;
   /* The client's counters when the level began and when its loop ended. */
   fid_mark fid_begin, fid_end;
+  /* Over-saturation (metrics/tp_saturation.h): open-loop levels of one
+   * process; NULL otherwise.  sat_stopped: --stop-on-saturation ended the
+   * level. */
+  tp_saturation *sat;
+  bool sat_stopped;
 } level_state;
 
 struct tp_run {
@@ -235,6 +241,7 @@ struct tp_run {
   tp_timers *timers;
   uint64_t send_window_ns; /* load.send_window_us, in ns */
   uv_timer_t progress_timer;
+  uv_timer_t sat_timer; /* a sample a second for the level's tp_saturation */
   uv_timer_t window_timer; /* the run's, so it outlives every level */
   uv_timer_t grace_timer;
   /* Requests done but not yet handed to the pool: processed after the
@@ -333,8 +340,11 @@ struct tp_run {
 static inline void note_done(level_state *L, const tp_record *rec) {
   L->n_done++;
   if (rec->err_class != TP_ERRCLASS_NONE) L->n_failed++;
-  else if (rec->first_token_ns > rec->sent_ns && rec->sent_ns)
-    L->live_ttft[L->live_n++ % LIVE_TTFT_N] = (double)(rec->first_token_ns - rec->sent_ns) / 1e6;
+  else if (rec->first_token_ns > rec->sent_ns && rec->sent_ns) {
+    double ttft = (double)(rec->first_token_ns - rec->sent_ns) / 1e6;
+    L->live_ttft[L->live_n++ % LIVE_TTFT_N] = ttft;
+    if (L->sat) tp_saturation_done(L->sat, ttft);
+  }
 }
 
 void tpr_progress(tp_run *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -360,7 +370,11 @@ uint32_t tpr_draw_max_tokens(tp_run *r, const tp_prompt *p, size_t seq);
  * interruption). */
 void tpr_pump(tp_run *r, uint64_t now);
 void tpr_stop_planning(tp_run *r, uint64_t now);
-void tpr_drop_waiting(tp_run *r);
+void tpr_drop_waiting(tp_run *r, const char *why);
+/* Over-saturation seen (metrics/tp_saturation.h): with
+ * --stop-on-saturation the level ends at once, as an interruption ends it
+ * (partial), and what the cap held is dropped, not sent. */
+void tpr_end_on_saturation(tp_run *r, uint64_t now);
 void tpr_req_on_event(void *req, const tp_client_event *ev, uint64_t arrival_ns);
 int tpr_count_input(const tp_run *r, const tp_tok *tok, const char *text, size_t len, size_t *n);
 uint64_t tpr_write_record_line(tp_run *r, const count_job *j, bool flush);

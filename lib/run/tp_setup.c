@@ -24,6 +24,8 @@ static int setup_loop(tp_run *r, char *err, size_t errlen) {
   uv_async_init(&r->loop, &r->interrupt_async, tpr_on_interrupt);
   uv_timer_init(&r->loop, &r->progress_timer);
   r->progress_timer.data = r;
+  uv_timer_init(&r->loop, &r->sat_timer);
+  r->sat_timer.data = r;
   uv_timer_init(&r->loop, &r->window_timer);
   r->window_timer.data = r;
   uv_timer_init(&r->loop, &r->grace_timer);

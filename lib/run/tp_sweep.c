@@ -74,6 +74,11 @@ static bool search_point(tp_run *r, size_t li) {
 /* A probe is judged once all its runs (--num-profile-runs) are measured:
  * on the mean of each figure over them (tp_metric_mean_runs), its requests
  * and seconds summed. */
+/* A point's load, in its own unit: requests/s, or requests in flight. */
+static double point_load(const point *p) {
+  return p->mode == TP_LOAD_RATE ? p->rate : (double)p->concurrency;
+}
+
 static void search_judge(tp_run *r, size_t li, size_t runs) {
   const point *p = &r->points[li];
   double load = p->mode == TP_LOAD_RATE ? p->rate : (double)p->concurrency;
@@ -82,6 +87,7 @@ static void search_judge(tp_run *r, size_t li, size_t runs) {
   if ((li + 1) % runs != 0 || r->n_levels < runs) return;
   tp_level_result mean;
   tp_metric_mean_runs(&r->levels[r->n_levels - runs], runs, &mean);
+  for (size_t k = r->n_levels - runs; k < r->n_levels; k++) mean.saturation.stopped |= r->levels[k].saturation.stopped;
   tp_sweep_search_judge(r->search, load, &mean, r->n_levels - 1, r->probe_requests, r->probe_secs);
   r->probe_secs = 0;
   r->probe_requests = 0;
@@ -98,7 +104,15 @@ int tp_run_exec(tp_run *r, char *err, size_t errlen) {
     return TP_EINVAL;
   }
   size_t runs = r->cfg.measure.num_profile_runs > 1 ? r->cfg.measure.num_profile_runs : 1;
+  double sat_load = -1; /* the load a level stopped over-saturated at (--stop-on-saturation) */
+  size_t sat_skipped = 0;
   for (size_t li = 0; li < r->n_points && !r->interrupted; li++) {
+    /* Past a load the server could not keep up with, a higher one only
+     * burns time: skipped (a capacity search picks its own loads). */
+    if (!r->search && sat_load >= 0 && point_load(&r->points[li]) >= sat_load) {
+      sat_skipped++;
+      continue;
+    }
     /* A probe's first run asks the search for the load; its repeats keep it. */
     if (r->search && li % runs == 0 && !search_point(r, li)) break;
     if (r->search && li % runs != 0) r->points[li] = r->points[li - 1];
@@ -106,6 +120,8 @@ int tp_run_exec(tp_run *r, char *err, size_t errlen) {
     if (rv && r->mpi && r->rank != 0) return tpr_dist_leave(r, rv, err, errlen);
     if (rv) return rv;
     if (r->search) search_judge(r, li, runs);
+    if (r->n_levels && r->levels[r->n_levels - 1].saturation.stopped && !r->search)
+      sat_load = point_load(&r->points[li]);
     /* A server that went away is not measured level after level (the
      * ranks of a distributed run go on together: each level ends alike). */
     if (r->server_gone && !r->mpi) {
@@ -114,6 +130,9 @@ int tp_run_exec(tp_run *r, char *err, size_t errlen) {
       break;
     }
   }
+  if (sat_skipped)
+    tpr_warn(r, "%zu level%s at or above the over-saturated load %g skipped (--stop-on-saturation)", sat_skipped,
+             sat_skipped == 1 ? "" : "s", sat_load);
   if (r->mpi) {
     tp_mpi_finish(r->mpi);
     /* What the other ranks measured is in rank 0's report. */

@@ -105,6 +105,8 @@ bool tp_sweep_search_eval(const tp_gates *gates, size_t n, double max_error_rate
   }
   row->error_rate_held = !(max_error_rate >= 0 && !(lv->error_rate <= max_error_rate));
   ok &= row->error_rate_held;
+  /* A probe that --stop-on-saturation cut short was past capacity. */
+  if (lv->saturation.stopped) ok = false;
   /* A level where nothing succeeded proves nothing but failure. */
   if (lv->requests > 0 && lv->succeeded == 0) ok = false;
   row->passed = ok;

@@ -52,6 +52,7 @@ void tp_config_default(tp_config *cfg) {
   cfg->measure.measurement_interval_ms = 10000;
   cfg->measure.measurement_request_count = 50;
   cfg->measure.stability_percentage = 10;
+  cfg->measure.steady_state_threshold = 0.95;
   cfg->measure.max_trials = 10;
   cfg->measure.max_error_rate = -1;
   cfg->prompts.num_prefixes = 1;

@@ -206,6 +206,13 @@ typedef struct tp_measure_config {
   uint64_t measurement_interval_ms;    /* time window length (default 10 s) */
   uint64_t measurement_request_count;  /* count window length (default 50) */
   double stability_percentage;         /* default 10 */
+  /* The steady state (docs/metrics.md, "Steady state"): the window where
+   * the requests in flight stay at or above this fraction of the target
+   * concurrency; default 0.95, 0 = not computed. */
+  double steady_state_threshold;
+  /* An open-loop level seen over-saturated ends there, and the sweep skips
+   * the loads above it (docs/metrics.md, "Saturation"). */
+  bool stop_on_saturation;
   uint32_t max_trials;                 /* default 10 */
   uint64_t warmup_request_count;       /* per level, left out of the statistics */
   uint64_t warmup_duration_ms;         /* per level, alternative to the count */
@@ -282,6 +289,10 @@ typedef struct tp_output_config {
    * with verbose_csv its --verbose-csv columns. */
   const char *latency_report_file;
   bool verbose_csv;
+  /* vLLM's per-request arrays of each level (tp_level_result.vllm_requests),
+   * for `tokperf vllm-bench`'s result file; set by that command, not a
+   * setting of its own. */
+  bool vllm_requests;
 
   FILE *progress; /* progress lines (stderr by default, NULL = quiet) */
 } tp_output_config;
@@ -437,6 +448,28 @@ typedef struct tp_fidelity {
   char reason[256];
 } tp_fidelity;
 
+/* A level's steady state (docs/metrics.md, "Steady state"): the window from
+ * the moment the requests in flight first reach threshold_abs =
+ * ceil(threshold x target) to the last moment they fall below it, counted
+ * over the measured requests that succeeded, and the figures over it.
+ * found is false when the level has no target (an open-loop rate without a
+ * cap) or never reached threshold_abs. */
+typedef struct tp_steady {
+  bool found;
+  bool short_window; /* shorter than max(10 s, 10% of the level): maybe not representative */
+  uint32_t target, threshold_abs, peak; /* peak: the most in flight, exactly */
+  double threshold;
+  /* Seconds from the first measured successful send. */
+  double start_s, end_s, duration_s;
+  uint64_t started, completed; /* requests sent, and requests ended, within the window */
+  /* Requests ended in the window, input tokens of those sent in it, and
+   * output tokens whose response arrived in it, each per second of it. */
+  double request_throughput, input_token_throughput, output_token_throughput;
+  /* Over the requests sent in the window, by the level's own per-request
+   * definitions. */
+  tp_stat ttft_ms, tpot_ms, latency_ms;
+} tp_steady;
+
 typedef struct tp_level_result {
   tp_load_mode load_mode;
   uint32_t concurrency;       /* the level's concurrency, or the cap in rate mode (0 = none) */
@@ -516,6 +549,13 @@ typedef struct tp_level_result {
   const tp_server_model_stats *server_models;
   size_t n_server_models;
 
+  /* With tp_output_config.vllm_requests: vLLM's per-request arrays of the
+   * level as one JSON object's text (input_lens, output_lens, ttfts, itls,
+   * latencies, start_times, queue_times, generated_texts, errors; see
+   * docs/metrics.md, "Each tool's definitions"); owned by the run, NULL
+   * when not asked for or not made. */
+  const char *vllm_requests;
+
   /* The server's own token counts (OpenAI usage), where it reports them:
    * requests where they disagree with the client's count, and the prompt
    * tokens it says it served from its cache. */
@@ -589,6 +629,17 @@ typedef struct tp_level_result {
   /* The client's own figures and its verdict on them; in a distributed
    * run, the loop lag, reads and CPU are rank 0's. */
   tp_fidelity fidelity;
+  tp_steady steady;
+  /* Over-saturation seen while an open-loop level ran (docs/metrics.md,
+   * "Saturation"): detected 1 or 0 (a number, so that gates read it), when
+   * (seconds from the level's start; -1 = not seen), why, in words, and
+   * whether --stop-on-saturation ended the level there. */
+  struct {
+    uint64_t detected;
+    double at_s;
+    bool stopped;
+    char reason[192];
+  } saturation;
 } tp_level_result;
 
 /* A run whose error rate at some level exceeds this is said in one line on

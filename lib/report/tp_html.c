@@ -9,6 +9,7 @@
 #include "report/tp_report_fidelity.h"
 
 #include "report/tp_report.h"
+#include "report/tp_report_internal.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -309,10 +310,6 @@ static const char css[] =
     "@media print{body{margin:0;max-width:none;font-size:10pt}figure,table{break-inside:avoid}"
     "h2{break-after:avoid}}";
 
-static const char *backend_name(tp_backend b) {
-  return b == TP_BACKEND_VLLM ? "vllm" : b == TP_BACKEND_TENSORRTLLM ? "tensorrtllm" : "unknown";
-}
-
 static int header(tp_buf *o, const tp_html_input *in) {
   const char *title = in->title ? in->title : "tokperf report";
   int rv = tp_buf_append_str(o,
@@ -334,10 +331,7 @@ static int header(tp_buf *o, const tp_html_input *in) {
     if (!rv) rv = tp_buf_append_str(o, " · target: ");
     if (!rv) rv = tp__html_esc(o, in->mock ? "built-in mock" : c->server.url ? c->server.url : "n/a");
     if (!rv)
-      rv = tp_buf_printf(o, " · backend: %s · streaming: %s · tokenizer: ",
-                         c->server.service_kind == TP_SERVICE_VLLM_GRPC ? "vllm-grpc"
-                         : c->server.service_kind == TP_SERVICE_SGLANG_GRPC ? "sglang-grpc"
-                                                                             : backend_name(c->server.backend),
+      rv = tp_buf_printf(o, " · backend: %s · streaming: %s · tokenizer: ", tp__report_backend_label(c),
                          c->server.streaming ? "on" : "off");
     if (!rv) rv = tp__html_esc(o, c->prompts.tokenizer ? c->prompts.tokenizer : "none");
     if (!rv && c->prompts.tokenizer && c->prompts.tokenizer_add_special_tokens)

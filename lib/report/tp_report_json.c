@@ -102,7 +102,7 @@ static int config_load_json(json_t *o, json_t *conc, const tp_config *cfg) {
   bad |= set(o, "model", str_or_null(cfg->server.model));
   bad |= set(o, "model_version", str_or_null(cfg->server.model_version));
   bad |= set(o, "service_kind", json_string(tp__report_service_kind_name(cfg->server.service_kind)));
-  bad |= set(o, "backend", json_string(tp__report_backend_name(cfg->server.backend)));
+  bad |= set(o, "backend", json_string(tp__report_backend_label(cfg)));
   bad |= set(o, "streaming", json_boolean(cfg->server.streaming));
   bad |= set(o, "concurrency", conc);
   json_t *rates = json_array();

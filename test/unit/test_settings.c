@@ -326,6 +326,14 @@ int main(void) {
       {"--custom bad", "--custom 'bad': custom refuses 'bad'"},
       {"--keepalive -5", "--keepalive '-5': expected -1 to 1e+09"},
       {"--mock-url x", "unknown option '--mock-url'"},
+      /* A typo gets the nearest flag of every part, aliases and prefixed
+       * spellings included (swaps, case, a letter missing or extra). */
+      {"--concurency 2", "unknown option '--concurency'; did you mean --concurrency?"},
+      {"--concurrnecy 2", "unknown option '--concurrnecy'; did you mean --concurrency?"},
+      {"--Insecure", "unknown option '--Insecure'; did you mean --insecure?"},
+      {"--headr A:1", "unknown option '--headr'; did you mean --header?"},
+      {"--mock-ttft-m 5", "unknown option '--mock-ttft-m'; did you mean --mock-ttft-ms?"},
+      {"--request-rates=5", "unknown option '--request-rates'; did you mean --request-rate?"},
   };
   for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
     char line[256];
@@ -335,6 +343,17 @@ int main(void) {
     rv = parse_args(&d, &m, line, err, sizeof(err), &help);
     CHECK(rv == TP_EINVAL && strstr(err, bad[i].want), "refused: %s", bad[i].line);
     if (rv != TP_EINVAL || !strstr(err, bad[i].want)) printf("#   got: %s\n", err);
+  }
+  /* Nothing near: no guess. */
+  static const char *const far[] = {"--bogus 1", "--xyzzy-frobnicate 1", "--zq x", "--c 1"};
+  for (size_t i = 0; i < sizeof(far) / sizeof(far[0]); i++) {
+    char line[256];
+    snprintf(line, sizeof(line), "%s", far[i]);
+    fresh(&d, &m);
+    err[0] = 0;
+    rv = parse_args(&d, &m, line, err, sizeof(err), &help);
+    CHECK(rv == TP_EINVAL && strstr(err, "unknown option") && !strstr(err, "did you mean"),
+          "'%s': unknown, and no guess (%s)", far[i], err);
   }
   char hl[] = "--url x --help";
   fresh(&d, &m);

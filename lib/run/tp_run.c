@@ -505,6 +505,7 @@ void tp_run_free(tp_run *r) {
   }
   if (r->timers) tp_timers_close(r->timers);
   if (r->scraper) tp_scraper_free(r->scraper);
+  if (r->gpu_scraper) tp_scraper_free(r->gpu_scraper);
   tp_stamp_uninstall(&r->loop);
   /* Close every handle and let libuv finish, so the loop closes cleanly. */
   uv_walk(&r->loop, walk_close, NULL);
@@ -536,7 +537,11 @@ void tp_run_free(tp_run *r) {
   for (size_t i = 0; r->server_metrics && i < r->n_points; i++) free(r->server_metrics[i]);
   free(r->server_metrics);
   free(r->points);
-  for (size_t i = 0; r->levels && i < r->n_levels; i++) free((void *)r->levels[i].turns);
+  for (size_t i = 0; r->levels && i < r->n_levels; i++) {
+    free((void *)r->levels[i].turns);
+    free((void *)r->levels[i].slices);
+    free((void *)r->levels[i].server_series);
+  }
   free(r->levels);
   free(r->concurrency);
   free(r->rates);

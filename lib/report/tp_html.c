@@ -306,6 +306,8 @@ static const char css[] =
     "table.summary th{background:#f2f2f2}table.summary "
     "td.lvl{text-align:left}td.na{color:#999}.err{color:#a33;font-size:.9em}"
     ".probe.pass{fill:#2ca02c}.probe.fail{fill:#d62728}"
+    ".s-tps{stroke:#17becf}.s-wait{stroke:#ff7f0e}.s-run{stroke:#2ca02c}.s-kv{stroke:#9467bd}"
+    ".s-gpu{stroke:#8c564b}"
     "@media print{body{margin:0;max-width:none;font-size:10pt}figure,table{break-inside:avoid}"
     "h2{break-after:avoid}}";
 
@@ -356,6 +358,30 @@ static int header(tp_buf *o, const tp_html_input *in) {
     rv = tp_buf_printf(o, "<p class=\"meta\">tokperf %s%s · %zu level%s</p>\n</header>\n", tp_version(), when,
                        in->n_levels, in->n_levels == 1 ? "" : "s");
   }
+  return rv;
+}
+
+/* One timeline per level (docs/metrics.md, "Time series"). */
+static int series_section(tp_buf *o, const tp_html_input *in) {
+  bool any = false;
+  for (size_t i = 0; i < in->n_levels; i++) any |= in->levels[i].lr.n_slices > 0;
+  if (!any) return 0;
+  int rv = tp_buf_append_str(o,
+                             "<section><h2>Time series per level</h2>\n<p class=\"meta\">Per slice of the level: "
+                             "TTFT of the requests whose first token came in it, output tokens that arrived in it "
+                             "(placed evenly over each request's first to last text); below, the server's figures "
+                             "as scraped from --metrics-url, on the same clock.</p>\n");
+  for (size_t i = 0; i < in->n_levels && !rv; i++) {
+    const tp_level_result *lr = &in->levels[i].lr;
+    if (!lr->n_slices) continue;
+    char lname[128];
+    tp__level_name(lr, lname, sizeof(lname));
+    rv = tp_buf_printf(o, "<h3>%c%s, %.3g s slices</h3>\n<figure>", toupper((unsigned char)lname[0]), lname + 1,
+                       lr->slice_s);
+    if (!rv) rv = tp__html_chart_series(o, &in->levels[i], i);
+    if (!rv) rv = tp_buf_append_str(o, "</figure>\n");
+  }
+  if (!rv) rv = tp_buf_append_str(o, "</section>\n");
   return rv;
 }
 
@@ -414,6 +440,7 @@ int tp_html_render(tp_buf *o, const tp_html_input *in) {
                              "<figcaption>Bar: send to final response (orange: failed). Dark mark: first "
                              "token.</figcaption></figure>\n</section>\n");
   }
+  if (!rv) rv = series_section(o, in);
   if (!rv && in->search) rv = tp__html_chart_search(o, in->search);
   for (size_t i = 0; i < in->n_levels && !rv; i++)
     if (in->levels[i].lr.n_turns) rv = tp__html_chart_turns(o, &in->levels[i]);

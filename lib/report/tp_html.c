@@ -367,7 +367,7 @@ static int series_section(tp_buf *o, const tp_html_input *in) {
   for (size_t i = 0; i < in->n_levels; i++) any |= in->levels[i].lr.n_slices > 0;
   if (!any) return 0;
   int rv = tp_buf_append_str(o,
-                             "<section><h2>Time series per level</h2>\n<p class=\"meta\">Per slice of the level: "
+                             "<section id=\"time-series\"><h2>Time series per level</h2>\n<p class=\"meta\">Per slice of the level: "
                              "TTFT of the requests whose first token came in it, output tokens that arrived in it "
                              "(placed evenly over each request's first to last text); below, the server's figures "
                              "as scraped from --metrics-url, on the same clock.</p>\n");
@@ -396,9 +396,13 @@ int tp_html_render(tp_buf *o, const tp_html_input *in) {
   if (!rv) rv = tp__html_chart_tput(o, in, false);
   if (!rv) rv = tp_buf_append_str(o, "</figure>\n<figure>");
   if (!rv) rv = tp__html_chart_tput(o, in, true);
+  if (!rv) rv = tp_buf_append_str(o, "</figure>\n</section>\n");
+  /* The timelines next: what happened during each level, beside the
+   * server's own state, before the distributions over it. */
+  if (!rv) rv = series_section(o, in);
   if (!rv)
     rv = tp_buf_append_str(o,
-                           "</figure>\n</section>\n<section><h2>Distributions per level</h2>\n"
+                           "<section><h2>Distributions per level</h2>\n"
                            "<figure>");
   if (!rv) rv = tp__html_chart_box(o, in, false);
   if (!rv)
@@ -440,7 +444,6 @@ int tp_html_render(tp_buf *o, const tp_html_input *in) {
                              "<figcaption>Bar: send to final response (orange: failed). Dark mark: first "
                              "token.</figcaption></figure>\n</section>\n");
   }
-  if (!rv) rv = series_section(o, in);
   if (!rv && in->search) rv = tp__html_chart_search(o, in->search);
   for (size_t i = 0; i < in->n_levels && !rv; i++)
     if (in->levels[i].lr.n_turns) rv = tp__html_chart_turns(o, &in->levels[i]);

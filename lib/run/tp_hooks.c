@@ -396,6 +396,13 @@ void tpr_stats_done(tp_run *r, const tp_record *rec) {
 
 static int scrape_open(tp_run *r, char *err, size_t errlen) {
   const char *gpu = r->cfg.server.gpu_metrics_url;
+  if (gpu && strncmp(gpu, "http://", 7) != 0 && strncmp(gpu, "https://", 8) != 0) {
+    tp_seterr(err, errlen,
+              "server.gpu_metrics_url '%s': expected an http:// or https:// URL (DCGM exporter: "
+              "http://HOST:9400/metrics)",
+              gpu);
+    return TP_EINVAL;
+  }
   if (gpu) {
     snprintf(r->gpu_metrics_url, sizeof(r->gpu_metrics_url), "%s", gpu);
     int rv = tp_scraper_new(&r->gpu_scraper, &r->loop, r->gpu_metrics_url, r->cfg.server.metrics_interval_ms,

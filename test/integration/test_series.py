@@ -7,12 +7,14 @@ samples inside the level on the same clock, and the queue the mock reported
 grew (its batch is 2, the load above it); AIPerf's timeslice files carry
 the same slices; report.html holds the timeline.  Prints TAP."""
 import csv
+import http.server
 import json
 import math
 import os
 import subprocess
 import sys
 import tempfile
+import threading
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from tp_check import SCALE, check, done, free_port, wait_port  # noqa: E402
@@ -28,6 +30,39 @@ mock = subprocess.Popen([TOKPERF, "mock", "--host", "127.0.0.1", "--grpc-port", 
                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 check(wait_port(http_port, 10 * SCALE), "the mock listens on its HTTP port")
 METRICS = "http://127.0.0.1:%d/metrics" % http_port
+
+
+class Dcgm(http.server.BaseHTTPRequestHandler):
+    """The DCGM exporter's page for two GPUs: utilization 10 + k and 30 + k
+    at the k-th scrape (so each sample says which scrape it was), memory
+    and power fixed."""
+    served = 0
+
+    def do_GET(self):
+        k = Dcgm.served
+        Dcgm.served += 1
+        body = ("# HELP DCGM_FI_DEV_GPU_UTIL GPU utilization (in %%).\n# TYPE DCGM_FI_DEV_GPU_UTIL gauge\n"
+                'DCGM_FI_DEV_GPU_UTIL{gpu="0",UUID="GPU-0",Hostname="h"} %d\n'
+                'DCGM_FI_DEV_GPU_UTIL{gpu="1",UUID="GPU-1",Hostname="h"} %d\n'
+                "# TYPE DCGM_FI_DEV_FB_USED gauge\n"
+                'DCGM_FI_DEV_FB_USED{gpu="0",UUID="GPU-0"} 1000\nDCGM_FI_DEV_FB_USED{gpu="1",UUID="GPU-1"} 2000\n'
+                "# TYPE DCGM_FI_DEV_POWER_USAGE gauge\n"
+                'DCGM_FI_DEV_POWER_USAGE{gpu="0",UUID="GPU-0"} 100.5\n'
+                'DCGM_FI_DEV_POWER_USAGE{gpu="1",UUID="GPU-1"} 200.25\n') % (10 + k, 30 + k)
+        data = body.encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "text/plain; version=0.0.4")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *a):
+        pass
+
+
+dcgm = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Dcgm)
+threading.Thread(target=dcgm.serve_forever, daemon=True).start()
+GPU_METRICS = "http://127.0.0.1:%d/metrics" % dcgm.server_address[1]
 
 
 def run(name, extra):
@@ -214,15 +249,33 @@ if doc:
               'data-series="vllm_requests_waiting"', 'data-series="vllm_kv_cache_usage"'):
         check(s in html, "the timeline draws %s" % s)
 
-# 2. Without --slice-duration: 1 s slices in --json, no AIPerf timeslice files.
-art, doc, recs = run("default", [])
+# 2. Without --slice-duration: 1 s slices in --json, no AIPerf timeslice
+# files; a second endpoint, the DCGM exporter's, scraped beside the mock's.
+art, doc, recs = run("default", ["--gpu-metrics-url", GPU_METRICS])
 if doc:
-    ts = doc["levels"][0]["time_series"]
+    lv = doc["levels"][0]
+    ts = lv["time_series"]
+    util = ts["server"].get("dcgm_gpu_utilization", [])
+    check(len(util) >= 10 and all(0 <= t <= ts["slices"][-1]["end_s"] + 1 for t, _ in util),
+          "the DCGM exporter's utilization: %d samples on the level's clock" % len(util), util[:5])
+    ks = [v - 20 for _, v in util]
+    check(ks and all(k == int(k) for k in ks) and all(b > a for a, b in zip(ks, ks[1:])) and
+          ks[-1] < Dcgm.served, "each sample is the mean over the 2 GPUs of one scrape, in order", ks[:10])
+    check(all(v == 3000 for _, v in ts["server"].get("dcgm_gpu_memory_used", [[0, 0]])) and
+          all(v == 300.75 for _, v in ts["server"].get("dcgm_gpu_power", [[0, 0]])),
+          "memory and power are summed over the GPUs")
+    check(ts["server_units"].get("dcgm_gpu_utilization") == "%" and
+          ts["server_units"].get("dcgm_gpu_memory_used") == "MiB", "DCGM's units")
+    sm = lv["server_metrics"]
+    check("dcgm_gpu_utilization" in sm and "vllm_requests_waiting" in sm,
+          "the level's summary has both endpoints' figures", sorted(sm))
+    check(len(ts["server"].get("vllm_requests_waiting", [])) >= 10, "the mock's series are still there")
     check(ts["slice_s"] == 1 and len(ts["slices"]) >= 3, "default: 1 s slices", (ts["slice_s"], len(ts["slices"])))
     adir = os.path.join(art, "request_rate40.0", "aiperf")
     check(os.path.isdir(adir) and not [f for f in os.listdir(adir) if "timeslices" in f],
           "default: no AIPerf timeslice files (AIPerf writes them only when asked)", os.listdir(adir))
 
+dcgm.shutdown()
 mock.terminate()
 try:
     mock.wait(10 * SCALE)

@@ -35,7 +35,7 @@ METRICS = "http://127.0.0.1:%d/metrics" % http_port
 class Dcgm(http.server.BaseHTTPRequestHandler):
     """The DCGM exporter's page for two GPUs: utilization 10 + k and 30 + k
     at the k-th scrape (so each sample says which scrape it was), memory
-    and power fixed."""
+    and power fixed; and SGLang's queue, k + 5 over two ranks."""
     served = 0
 
     def do_GET(self):
@@ -48,7 +48,14 @@ class Dcgm(http.server.BaseHTTPRequestHandler):
                 'DCGM_FI_DEV_FB_USED{gpu="0",UUID="GPU-0"} 1000\nDCGM_FI_DEV_FB_USED{gpu="1",UUID="GPU-1"} 2000\n'
                 "# TYPE DCGM_FI_DEV_POWER_USAGE gauge\n"
                 'DCGM_FI_DEV_POWER_USAGE{gpu="0",UUID="GPU-0"} 100.5\n'
-                'DCGM_FI_DEV_POWER_USAGE{gpu="1",UUID="GPU-1"} 200.25\n') % (10 + k, 30 + k)
+                'DCGM_FI_DEV_POWER_USAGE{gpu="1",UUID="GPU-1"} 200.25\n'
+                # SGLang's gauges from two data-parallel ranks, on the same
+                # page to check their names: queues add, usage averages.
+                "# TYPE sglang:num_queue_reqs gauge\n"
+                'sglang:num_queue_reqs{model_name="m",dp_rank="0"} %d\n'
+                'sglang:num_queue_reqs{model_name="m",dp_rank="1"} 5\n'
+                'sglang:token_usage{model_name="m",dp_rank="0"} 0.25\n'
+                'sglang:token_usage{model_name="m",dp_rank="1"} 0.75\n') % (10 + k, 30 + k, k)
         data = body.encode()
         self.send_response(200)
         self.send_header("Content-Type", "text/plain; version=0.0.4")
@@ -266,6 +273,10 @@ if doc:
           "memory and power are summed over the GPUs")
     check(ts["server_units"].get("dcgm_gpu_utilization") == "%" and
           ts["server_units"].get("dcgm_gpu_memory_used") == "MiB", "DCGM's units")
+    sq = ts["server"].get("sglang_requests_waiting", [])
+    check(sq and all(v - 5 == k for (_, v), k in zip(sq, ks)) and
+          all(v == 0.5 for _, v in ts["server"].get("sglang_token_usage", [[0, 0]])),
+          "SGLang's queue (summed over ranks) and token usage (averaged) by their names", sq[:5])
     sm = lv["server_metrics"]
     check("dcgm_gpu_utilization" in sm and "vllm_requests_waiting" in sm,
           "the level's summary has both endpoints' figures", sorted(sm))

@@ -8,7 +8,9 @@
 #include "metrics/tp_request.h"
 #include "metrics/tp_stats.h"
 
-static bool counted(const tp_record *r) { return !r->warmup && r->sent_ns; }
+static bool counted(const tp_record *r) {
+  return !r->warmup && r->sent_ns;
+}
 
 /* Values grouped by slice: a counting sort, so that each slice's values
  * lie together for tp_stat_compute. */

@@ -334,8 +334,8 @@ int tp_export_aiperf_csv(tp_buf *out, const tp_level_result *lr, bool streaming)
  * time series, the registry rows below under AIPerf's keys, each computed
  * over the slice as docs/metrics.md "Time series" defines it. */
 
-static const char *const slice_rows[] = {"ttft", "itl", "requests", "failed", "request_throughput",
-                                         "output_token_throughput", NULL};
+static const char *const slice_rows[] = {
+    "ttft", "itl", "requests", "failed", "request_throughput", "output_token_throughput", NULL};
 
 /* A level result holding one slice's figures and nothing else, so that
  * the registry reads them as it reads a level's. */

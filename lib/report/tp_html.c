@@ -366,18 +366,19 @@ static int series_section(tp_buf *o, const tp_html_input *in) {
   bool any = false;
   for (size_t i = 0; i < in->n_levels; i++) any |= in->levels[i].lr.n_slices > 0;
   if (!any) return 0;
-  int rv = tp_buf_append_str(o,
-                             "<section id=\"time-series\"><h2>Time series per level</h2>\n<p class=\"meta\">Per slice of the level: "
-                             "TTFT of the requests whose first token came in it, output tokens that arrived in it "
-                             "(placed evenly over each request's first to last text); below, the server's figures "
-                             "as scraped from --metrics-url, on the same clock.</p>\n");
+  int rv = tp_buf_append_str(
+      o,
+      "<section id=\"time-series\"><h2>Time series per level</h2>\n<p class=\"meta\">Per slice of the level: "
+      "TTFT of the requests whose first token came in it, output tokens that arrived in it "
+      "(placed evenly over each request's first to last text); below, the server's figures "
+      "as scraped from --metrics-url, on the same clock.</p>\n");
   for (size_t i = 0; i < in->n_levels && !rv; i++) {
     const tp_level_result *lr = &in->levels[i].lr;
     if (!lr->n_slices) continue;
     char lname[128];
     tp__level_name(lr, lname, sizeof(lname));
-    rv = tp_buf_printf(o, "<h3>%c%s, %.3g s slices</h3>\n<figure>", toupper((unsigned char)lname[0]), lname + 1,
-                       lr->slice_s);
+    rv = tp_buf_printf(o, "<h3>%c%s, %.3g s slices</h3>\n<figure>", toupper((unsigned char)lname[0]),
+                       lname + 1, lr->slice_s);
     if (!rv) rv = tp__html_chart_series(o, &in->levels[i], i);
     if (!rv) rv = tp_buf_append_str(o, "</figure>\n");
   }

@@ -24,7 +24,8 @@ static const char *const gpu_names[] = {"gpu_utilization", "dcgm_gr_engine_activ
 static const tp_server_series *find(const tp_level_result *lr, const char *const *names) {
   for (size_t k = 0; names[k]; k++)
     for (size_t i = 0; i < lr->n_server_series; i++)
-      if (strcmp(lr->server_series[i].name, names[k]) == 0 && lr->server_series[i].n) return &lr->server_series[i];
+      if (strcmp(lr->server_series[i].name, names[k]) == 0 && lr->server_series[i].n)
+        return &lr->server_series[i];
   return NULL;
 }
 
@@ -37,8 +38,12 @@ typedef struct line {
   double (*get)(const tp_slice *s);
 } line;
 
-static double ttft_p50(const tp_slice *s) { return s->ttft_ms.n ? s->ttft_ms.p50 : NAN; }
-static double ttft_p99(const tp_slice *s) { return s->ttft_ms.n ? s->ttft_ms.p99 : NAN; }
+static double ttft_p50(const tp_slice *s) {
+  return s->ttft_ms.n ? s->ttft_ms.p50 : NAN;
+}
+static double ttft_p99(const tp_slice *s) {
+  return s->ttft_ms.n ? s->ttft_ms.p99 : NAN;
+}
 static double out_tps(const tp_slice *s) {
   double w = s->end_s - s->start_s;
   return w > 0 ? s->output_tokens / w : NAN;
@@ -54,8 +59,8 @@ static void point(const line *l, size_t i, double *x, double *y) {
   }
 }
 
-static int panel(tp_buf *o, double x1, double top, int h, const char *ylabel, const char *xlabel, const line *ls,
-                 size_t nl, double ymax_fixed, const char *none) {
+static int panel(tp_buf *o, double x1, double top, int h, const char *ylabel, const char *xlabel,
+                 const line *ls, size_t nl, double ymax_fixed, const char *none) {
   double ymax = 0;
   size_t pts = 0;
   for (size_t k = 0; k < nl; k++)
@@ -108,8 +113,8 @@ static line server_line(const tp_server_series *s, const char *cls) {
 
 int tp__html_chart_series(tp_buf *o, const tp_html_level *lv, size_t index) {
   const tp_level_result *lr = &lv->lr;
-  const tp_server_series *wait = find(lr, waiting_names), *run = find(lr, running_names), *kv = find(lr, kv_names),
-                         *gpu = find(lr, gpu_names);
+  const tp_server_series *wait = find(lr, waiting_names), *run = find(lr, running_names),
+                         *kv = find(lr, kv_names), *gpu = find(lr, gpu_names);
   double x1 = 0;
   for (size_t i = 0; i < lr->n_slices; i++) x1 = fmax(x1, lr->slices[i].end_s);
   const tp_server_series *all[] = {wait, run, kv, gpu};
@@ -136,11 +141,11 @@ int tp__html_chart_series(tp_buf *o, const tp_html_level *lv, size_t index) {
   line l3[] = {server_line(wait, "s-wait"), server_line(run, "s-run")};
   bool last = panels == 4;
   const char *xl = "time since the level's start (s)";
-  if (!rv)
-    rv = panel(o, x1, top, h, "requests", "", l3, 2, 0, "no queue figure scraped (--metrics-url)");
+  if (!rv) rv = panel(o, x1, top, h, "requests", "", l3, 2, 0, "no queue figure scraped (--metrics-url)");
   top += PH + GAP;
   line l4[] = {server_line(kv, "s-kv")};
-  if (!rv) rv = panel(o, x1, top, h, "KV cache (fraction)", last ? xl : "", l4, 1, 1, "no KV-cache figure scraped");
+  if (!rv)
+    rv = panel(o, x1, top, h, "KV cache (fraction)", last ? xl : "", l4, 1, 1, "no KV-cache figure scraped");
   top += PH + GAP;
   if (gpu) {
     line l5[] = {server_line(gpu, "s-gpu")};

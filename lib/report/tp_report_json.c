@@ -371,12 +371,14 @@ static int level_series_json(json_t *o, const tp_level_result *lr) {
   if (!lr->slice_s) return set(o, "time_series", json_null());
   json_t *ts = json_object(), *sl = json_array(), *sv = json_object(), *units = json_object();
   int bad = !ts || !sl || !sv || !units;
-  for (size_t i = 0; i < lr->n_slices && !bad; i++) bad |= json_array_append_new(sl, slice_json(&lr->slices[i]));
+  for (size_t i = 0; i < lr->n_slices && !bad; i++)
+    bad |= json_array_append_new(sl, slice_json(&lr->slices[i]));
   for (size_t i = 0; i < lr->n_server_series && !bad; i++) {
     const tp_server_series *ss = &lr->server_series[i];
     json_t *pts = json_array();
     bad |= !pts;
-    for (size_t k = 0; k < ss->n && !bad; k++) bad |= json_array_append_new(pts, json_pack("[f,f]", ss->t_s[k], ss->v[k]));
+    for (size_t k = 0; k < ss->n && !bad; k++)
+      bad |= json_array_append_new(pts, json_pack("[f,f]", ss->t_s[k], ss->v[k]));
     bad |= set(sv, ss->name, pts);
     bad |= set(units, ss->name, json_string(ss->unit));
   }

@@ -388,7 +388,8 @@ static void test_series(void) {
     sl[i].ttft_ms.p50 = 10 * (i + 1);
     sl[i].ttft_ms.p99 = 20 * (i + 1);
   }
-  static const double t[] = {0.1, 1.1, 2.1, 3.1, 3.9}, q[] = {0, 3, 7, 4, 0}, kv[] = {0.1, 0.4, 0.8, 0.5, 0.1};
+  static const double t[] = {0.1, 1.1, 2.1, 3.1, 3.9}, q[] = {0, 3, 7, 4, 0},
+                      kv[] = {0.1, 0.4, 0.8, 0.5, 0.1};
   tp_server_series ss[2] = {{"vllm_requests_waiting", "requests", 5, t, q},
                             {"vllm_kv_cache_usage", "fraction", 5, t, kv}};
   for (int i = 0; i < 2; i++) {
@@ -415,7 +416,8 @@ static void test_series(void) {
     CHECK_INT(count(c, "class=\"axis\""), 8, "series: four panels (two axes each), no GPU panel");
     size_t m, l;
     path_of(c, "TTFT p50", &m, &l);
-    CHECK(m == 2 && l == 1, "series: the slice without a first token breaks the TTFT line (M %zu, L %zu)", m, l);
+    CHECK(m == 2 && l == 1, "series: the slice without a first token breaks the TTFT line (M %zu, L %zu)", m,
+          l);
     path_of(c, "output tokens/s", &m, &l);
     CHECK(m == 1 && l == 3, "series: throughput over the 4 slices (M %zu, L %zu)", m, l);
     path_of(c, "vllm_requests_waiting", &m, &l);

@@ -37,15 +37,15 @@ static void fini(tp_record *r, size_t n) {
 
 static void test_slices(void) {
   tp_record r[6];
-  req(&r[0], 0.2, 0.6, 0.5, 1);  /* all in slice 0 */
-  req(&r[1], 0.5, 2.0, 0.5, 5);  /* first token at 1.0 (an edge), tokens at 1, 1.375, 1.75, 2.125, 2.5 */
-  r[1].planned_ns -= S(0.003);   /* sent 3 ms late */
-  req(&r[2], 1.2, 0.2, 0.1, 1);  /* fails */
+  req(&r[0], 0.2, 0.6, 0.5, 1); /* all in slice 0 */
+  req(&r[1], 0.5, 2.0, 0.5, 5); /* first token at 1.0 (an edge), tokens at 1, 1.375, 1.75, 2.125, 2.5 */
+  r[1].planned_ns -= S(0.003);  /* sent 3 ms late */
+  req(&r[2], 1.2, 0.2, 0.1, 1); /* fails */
   r[2].err_class = TP_ERRCLASS_HTTP_STATUS;
-  req(&r[3], 0.1, 3.8, 0.5, 4);  /* warm-up: left out, even of the level's end */
+  req(&r[3], 0.1, 3.8, 0.5, 4); /* warm-up: left out, even of the level's end */
   r[3].warmup = true;
-  req(&r[4], 4.5, 0.4, 0.1, 1);  /* after an empty slice; the last event, at 4.9 */
-  req(&r[5], 1.5, 0.5, 0.4, 1);  /* ends at 2.0: an edge */
+  req(&r[4], 4.5, 0.4, 0.1, 1); /* after an empty slice; the last event, at 4.9 */
+  req(&r[5], 1.5, 0.5, 0.4, 1); /* ends at 2.0: an edge */
   tp_slice *s = NULL;
   size_t n = 0;
   uint64_t w = S(1);
@@ -65,8 +65,8 @@ static void test_slices(void) {
         "a first token at 1.0 s is slice 1's");
   CHECK(s[0].output_tokens == 1 && s[1].output_tokens == 4 && s[2].output_tokens == 2 &&
             s[3].output_tokens == 0 && s[4].output_tokens == 1,
-        "tokens placed evenly over first..last text: 1, 3+1, 2, 0, 1 (got %g %g %g %g %g)", s[0].output_tokens,
-        s[1].output_tokens, s[2].output_tokens, s[3].output_tokens, s[4].output_tokens);
+        "tokens placed evenly over first..last text: 1, 3+1, 2, 0, 1 (got %g %g %g %g %g)",
+        s[0].output_tokens, s[1].output_tokens, s[2].output_tokens, s[3].output_tokens, s[4].output_tokens);
   CHECK(s[0].input_tokens == 200 && s[1].input_tokens == 100 && s[3].input_tokens == 0,
         "input tokens of the requests sent in the slice");
   CHECK(s[1].ttft_ms.n == 2 && fabs(s[1].ttft_ms.p50 - 450) < 1e-6, "slice 1 TTFT: 500 and 400 ms, p50 450");

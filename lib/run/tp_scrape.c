@@ -74,26 +74,46 @@ struct tp_scraper {
   bool have_first, have_last;
   uint32_t scrapes, failures;
   tp_server_metric out[N_FIG];
-  /* The level's samples in arrival order, for the time series. */
+  /* The level's samples in arrival order, for the time series: those of
+   * every stride-th scrape (a level's samples are capped, so a long one
+   * keeps fewer scrapes rather than growing without bound). */
   struct sample {
     uint64_t t_ns;
     double v;
     uint32_t fig;
+    uint32_t scrape; /* its scrape's number in the level */
   } *ser;
   size_t n_ser, cap_ser;
+  uint32_t stride;
 };
 
+/* At most this many samples per level (24 bytes each). */
+#define SERIES_MAX_SAMPLES 200000
+
 /* A sample of the series; one that finds no memory is dropped (the
- * summary above still has it). */
+ * summary above still has it).  At the cap, the samples of every other
+ * kept scrape go and the stride doubles: the series keeps its span at half
+ * the resolution. */
 static void keep(tp_scraper *s, uint32_t fig, uint64_t t, double v) {
+  uint32_t k = s->scrapes;
+  if (k % s->stride) return;
+  if (s->n_ser == SERIES_MAX_SAMPLES) {
+    size_t j = 0;
+    for (size_t i = 0; i < s->n_ser; i++)
+      if (s->ser[i].scrape % (2 * s->stride) == 0) s->ser[j++] = s->ser[i];
+    s->n_ser = j;
+    s->stride *= 2;
+    if (k % s->stride) return;
+  }
   if (s->n_ser == s->cap_ser) {
     size_t cap = s->cap_ser ? 2 * s->cap_ser : 256;
+    if (cap > SERIES_MAX_SAMPLES) cap = SERIES_MAX_SAMPLES;
     struct sample *p = realloc(s->ser, cap * sizeof(*p));
     if (!p) return;
     s->ser = p;
     s->cap_ser = cap;
   }
-  s->ser[s->n_ser++] = (struct sample){t, v, fig};
+  s->ser[s->n_ser++] = (struct sample){t, v, fig, k};
 }
 
 static int on_sample(void *ud, const tp_prom_sample *sm) {
@@ -201,6 +221,7 @@ int tp_scraper_new(tp_scraper **out, uv_loop_t *loop, const char *url, uint64_t 
   s->loop = loop;
   s->url = tp_strndup(url, strlen(url));
   s->interval_ms = interval_ms ? interval_ms : 1000;
+  s->stride = 1;
   tp_buf_init(&s->body);
   tp_http_opts ho;
   memset(&ho, 0, sizeof(ho));
@@ -229,6 +250,7 @@ void tp_scraper_level_start(tp_scraper *s) {
   s->have_first = s->have_last = false;
   s->scrapes = s->failures = 0;
   s->n_ser = 0;
+  s->stride = 1;
   s->active = true;
   scrape(s);
   uv_timer_start(&s->timer, on_timer, s->interval_ms, s->interval_ms);

@@ -307,7 +307,7 @@ static const char css[] =
     "td.lvl{text-align:left}td.na{color:#999}.err{color:#a33;font-size:.9em}"
     ".probe.pass{fill:#2ca02c}.probe.fail{fill:#d62728}"
     ".s-tps{stroke:#17becf}.s-wait{stroke:#ff7f0e}.s-run{stroke:#2ca02c}.s-kv{stroke:#9467bd}"
-    ".s-gpu{stroke:#8c564b}"
+    ".s-gpu{stroke:#8c564b}.sat{stroke:#d62728;stroke-width:1.5;stroke-dasharray:4 3}"
     "@media print{body{margin:0;max-width:none;font-size:10pt}figure,table{break-inside:avoid}"
     "h2{break-after:avoid}}";
 

@@ -150,6 +150,19 @@ int tp__html_chart_series(tp_buf *o, const tp_html_level *lv, size_t index) {
   if (gpu) {
     line l5[] = {server_line(gpu, "s-gpu")};
     if (!rv) rv = panel(o, x1, top, h, "GPU busy (fraction)", xl, l5, 1, 1, "");
+    top += PH + GAP;
+  }
+  /* The moment the level was seen over-saturated (docs/metrics.md,
+   * "Saturation"), across every panel. */
+  if (!rv && lr->saturation.detected && lr->saturation.at_s >= 0) {
+    double xs;
+    frame f;
+    tp__html_init_frame(&f, CW, h, 0, tp__html_nice_top(x1, &xs), 0, 1);
+    double px = tp__html_fx(&f, lr->saturation.at_s);
+    rv = tp_buf_printf(o,
+                       "<line class=\"sat\" x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%.1f\"/>"
+                       "<text class=\"tick\" x=\"%.1f\" y=\"%d\">over-saturated (%.1f s)</text>",
+                       px, MT, px, top - GAP, px + 4, MT + 24, lr->saturation.at_s);
   }
   if (!rv) rv = tp_buf_append_str(o, "</svg>\n");
   return rv;

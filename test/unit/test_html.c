@@ -399,6 +399,8 @@ static void test_series(void) {
   }
   L[0].lr.server_series = ss;
   L[0].lr.n_server_series = 2;
+  L[0].lr.saturation.detected = 1;
+  L[0].lr.saturation.at_s = 2.5;
   tp_html_level d[2];
   for (int i = 0; i < 2; i++) tp_html_level_init(&d[i], &L[i].lr, L[i].q, L[i].n, 25);
   tp_config cfg;
@@ -425,11 +427,14 @@ static void test_series(void) {
     path_of(c, "vllm_kv_cache_usage", &m, &l);
     CHECK(m == 1 && l == 4, "series: the KV usage's 5 samples");
     CHECK(!strstr(c, "no queue figure scraped"), "series: no note where the queue was scraped");
+    CHECK(count(c, "class=\"sat\"") == 1 && strstr(c, "over-saturated (2.5 s)"),
+          "series: the moment of over-saturation is marked");
   }
   free(c);
   c = chart(h, "series-1");
   CHECK(c && strstr(c, "no queue figure scraped (--metrics-url)") && strstr(c, "no KV-cache figure scraped"),
         "series: a level without scrapes says so in the server's panels");
+  CHECK(c && !strstr(c, "class=\"sat\""), "series: no mark on a level not over-saturated");
   free(c);
   tp_buf_fini(&b);
   for (int i = 0; i < 2; i++) {

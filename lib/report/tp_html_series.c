@@ -162,7 +162,7 @@ int tp__html_chart_series(tp_buf *o, const tp_html_level *lv, size_t index) {
     rv = tp_buf_printf(o,
                        "<line class=\"sat\" x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%.1f\"/>"
                        "<text class=\"tick\" x=\"%.1f\" y=\"%d\">over-saturated (%.1f s)</text>",
-                       px, MT, px, top - GAP, px + 4, MT + 24, lr->saturation.at_s);
+                       px, MT, px, top - GAP, px + 4, MT + PH - 6, lr->saturation.at_s);
   }
   if (!rv) rv = tp_buf_append_str(o, "</svg>\n");
   return rv;

@@ -270,6 +270,10 @@ static const tp_setting config_rows[] = {
     C("server.metrics_url", "--metrics-url", TP_SET_STR, server.metrics_url, "URL", 1, 0, G_SERVER,
       "scrape Prometheus metrics during each level (Triton: http://HOST:8002/metrics; with --mock: mock)",
       "http://localhost:8002/metrics", 0),
+    C("server.gpu_metrics_url", "--gpu-metrics-url", TP_SET_STR, server.gpu_metrics_url, "URL", 1, 0, G_SERVER,
+      "also scrape this Prometheus endpoint during each level, for GPU figures (DCGM exporter: "
+      "http://HOST:9400/metrics)",
+      "http://localhost:9400/metrics", 0),
     C("server.metrics_interval_ms", "--metrics-interval", TP_SET_MS, server.metrics_interval_ms, "DURATION",
       1, 0, G_SERVER, "time between scrapes", "500ms", TP_SETF_NONZERO),
 
@@ -320,6 +324,11 @@ static const tp_setting config_rows[] = {
       G_MEASURE,
       "end an open-loop level once the server is seen over-saturated, and skip the higher loads of the sweep "
       "(docs/metrics.md, \"Saturation\")", NULL, 0),
+    C("measure.slice_duration_s", "--slice-duration", TP_SET_F64, measure.slice_duration_s, "SECONDS", 0.001,
+      86400, G_MEASURE,
+      "width of each level's time-series slices (default 1; given: AIPerf's timeslice files too; "
+      "docs/metrics.md, \"Time series\")",
+      "10", TP_SETF_UNSET0),
     C("measure.max_trials", "--max-trials", TP_SET_U32, measure.max_trials, "N", 1, 64, G_MEASURE,
       "stop after this many windows, stable or not", "20", 0),
     C("measure.grace_period_ms", "--grace-period", TP_SET_MS, measure.grace_period_ms, "DURATION", 1, 0,

@@ -199,6 +199,17 @@ char *tp_export_aiperf_json(const tp_level_result *lr, bool streaming);
  * "Request Count") and every value as "{:.2f}".  Returns 0 or TP_ENOMEM. */
 int tp_export_aiperf_csv(tp_buf *out, const tp_level_result *lr, bool streaming);
 
+/* AIPerf's timeslice files of one level (written when --slice-duration is
+ * given, as AIPerf writes them only then): <stem>_aiperf_timeslices.json,
+ * {"timeslices": [{"timeslice_index": i, "time_to_first_token": {...},
+ * ...}]} with tokperf's slice bounds beside it, and the tidy
+ * <stem>_aiperf_timeslices.csv, "Timeslice,Metric,Unit,Stat,Value" rows.
+ * The figures are the level's time series (docs/metrics.md, "Time
+ * series").  The JSON returns owned text or NULL when out of memory; the
+ * CSV returns 0 or TP_ENOMEM. */
+char *tp_export_aiperf_timeslices_json(const tp_level_result *lr, bool streaming);
+int tp_export_aiperf_timeslices_csv(tp_buf *out, const tp_level_result *lr, bool streaming);
+
 /* AIPerf's per-record export <stem>.jsonl (profile_export.jsonl) of one
  * level, appended to out: one line per measured request (warm-up
  * excluded, failed included), in send order:

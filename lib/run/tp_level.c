@@ -12,6 +12,7 @@
 #include "util/tp_status_line.h"
 #include "metrics/tp_fidelity.h"
 #include "metrics/tp_stability.h"
+#include "metrics/tp_slices.h"
 #include "metrics/tp_steady.h"
 #include "report/tp_records.h"
 #include "sched/tp_sched.h"
@@ -635,6 +636,24 @@ static void level_partial(const tp_run *r, tp_level_result *lv) {
     lv->partial_planned_requests = L->total_all - L->n_warmup;
 }
 
+/* The level's time series from its records (docs/metrics.md, "Time
+ * series"); the server's series come with the hooks (scraping). */
+static int level_slices(tp_run *r, tp_level_result *lv) {
+  level_state *L = &r->lv;
+  double sd = r->cfg.measure.slice_duration_s > 0 ? r->cfg.measure.slice_duration_s : 1.0;
+  uint64_t w = (uint64_t)llround(sd * 1e9);
+  if (!w) w = 1;
+  tp_slice *s = NULL;
+  size_t n = 0;
+  int rv = tp_slices_compute(&s, &n, L->recs, L->n_planned, L->t0, &w);
+  if (rv) return rv;
+  lv->slice_s = (double)w / 1e9;
+  lv->start_ns = L->t0;
+  lv->slices = s;
+  lv->n_slices = n;
+  return 0;
+}
+
 /* The level's figures, from its records, and the hooks' part of them. */
 static int level_result(tp_run *r, size_t li, const point *pt, tp_level_result *lv) {
   level_state *L = &r->lv;
@@ -664,6 +683,8 @@ static int level_result(tp_run *r, size_t li, const point *pt, tp_level_result *
   }
   tp_saturation_free(L->sat);
   L->sat = NULL;
+  rv = level_slices(r, lv);
+  if (rv) return rv;
   tpr_hooks_end(r, li, lv);
   if (L->lo.window_end_ns) {
     lv->window_start_s = (double)(L->lo.window_start_ns - L->t0) / 1e9;

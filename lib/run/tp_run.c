@@ -519,6 +519,7 @@ void tp_run_free(tp_run *r) {
   }
   if (r->timers) tp_timers_close(r->timers);
   if (r->scraper) tp_scraper_free(r->scraper);
+  if (r->gpu_scraper) tp_scraper_free(r->gpu_scraper);
   tp_stamp_uninstall(&r->loop);
   /* Close every handle and let libuv finish, so the loop closes cleanly. */
   uv_walk(&r->loop, walk_close, NULL);
@@ -553,6 +554,8 @@ void tp_run_free(tp_run *r) {
   for (size_t i = 0; r->levels && i < r->n_levels; i++) {
     free((void *)r->levels[i].turns);
     free((void *)r->levels[i].vllm_requests);
+    free((void *)r->levels[i].slices);
+    free((void *)r->levels[i].server_series);
   }
   free(r->levels);
   free(r->concurrency);

@@ -313,6 +313,8 @@ struct tp_run {
   tp_scraper *scraper;
   tp_server_metric **server_metrics; /* per level, owned */
   char metrics_url[512];
+  tp_scraper *gpu_scraper; /* --gpu-metrics-url */
+  char gpu_metrics_url[512];
 
   point *points;
   size_t n_points;

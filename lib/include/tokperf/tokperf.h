@@ -139,6 +139,9 @@ typedef struct tp_server_config {
    * /metrics, vLLM /metrics). */
   const char *metrics_url;
   uint64_t metrics_interval_ms; /* default 1000 */
+  /* A second Prometheus endpoint scraped the same way, for GPU figures
+   * (NVIDIA's DCGM exporter, :9400/metrics); NULL = none. */
+  const char *gpu_metrics_url;
   uint64_t request_timeout_ms;  /* 0 = none; sent as grpc-timeout */
   /* Memory bounds under an endless or huge answer: a request whose text
    * passes max_response_bytes (default 64 MiB) or whose text responses pass
@@ -228,6 +231,9 @@ typedef struct tp_measure_config {
   /* An open-loop level seen over-saturated ends there, and the sweep skips
    * the loads above it (docs/metrics.md, "Saturation"). */
   bool stop_on_saturation;
+  /* Width of the time-series slices in seconds (docs/metrics.md, "Time
+   * series"); 0 = not given: 1 s, and no AIPerf timeslice files. */
+  double slice_duration_s;
   uint32_t max_trials;                 /* default 10 */
   uint64_t warmup_request_count;       /* per level, left out of the statistics */
   uint64_t warmup_duration_ms;         /* per level, alternative to the count */
@@ -375,6 +381,34 @@ typedef struct tp_server_metric {
   double avg, max;
   uint32_t samples; /* scrapes that carried it */
 } tp_server_metric;
+
+/* One slice of a level's time series (docs/metrics.md, "Time series"):
+ * [start_s, end_s) in seconds from the level's start, computed from the
+ * measured records alone.  A figure the slice has no value of is NaN. */
+typedef struct tp_slice {
+  double start_s, end_s;
+  uint64_t completed;     /* successful requests that ended in it */
+  uint64_t failed;        /* failed requests that ended in it */
+  uint64_t sent;          /* successful requests sent in it */
+  uint64_t first_tokens;  /* successful requests whose first token came in it */
+  double output_tokens;   /* placed evenly over each request's first..last text; NaN: a count missing */
+  double input_tokens;    /* of the successful requests sent in it; NaN: a count missing */
+  /* TTFT and the per-request ITL of the requests whose first token came
+   * in it (n = 0: none). */
+  tp_stat ttft_ms, itl_ms;
+  double in_flight_avg;   /* requests between send and done, time-weighted mean over the slice */
+  double send_lag_p99_ms; /* over sent */
+} tp_slice;
+
+/* One server figure scraped during a level, as samples (t_s[i], v[i]):
+ * t_s in seconds from the level's start on the run's monotonic clock, the
+ * time the scrape's answer arrived. */
+typedef struct tp_server_series {
+  char name[48]; /* tp_server_metric's name */
+  char unit[16];
+  size_t n;
+  const double *t_s, *v;
+} tp_server_series;
 
 /* One rank of a distributed run, for one level. */
 typedef struct tp_rank_info {
@@ -655,6 +689,15 @@ typedef struct tp_level_result {
     bool stopped;
     char reason[192];
   } saturation;
+  /* The time series (docs/metrics.md, "Time series"), owned by the run:
+   * slices of slice_s seconds from start_ns (the level's start on the
+   * records' clock), and the scraped server figures on the same clock. */
+  double slice_s;
+  uint64_t start_ns;
+  const tp_slice *slices;
+  size_t n_slices;
+  const tp_server_series *server_series;
+  size_t n_server_series;
 } tp_level_result;
 
 /* A run whose error rate at some level exceeds this is said in one line on

@@ -225,7 +225,7 @@ void tpr_drop_waiting(tp_run *r, const char *why) {
       tp_record *rec = &L->recs[seq];
       tp_record_fail(rec, TP_ERRCLASS_CANCELLED, -1, why, strlen(why));
       rec->done_ns = tp_now_ns();
-      note_done(L, rec);
+      note_done(r, rec);
     }
     if (k < 64) break;
   }
@@ -418,7 +418,7 @@ void tpr_not_sent(tp_run *r, size_t seq) {
   tp_record_fail(rec, TP_ERRCLASS_NOT_SENT, -1, msg, sizeof(msg) - 1);
   uint64_t now = tp_now_ns();
   rec->done_ns = now;
-  note_done(L, rec);
+  note_done(r, rec);
   if (tp_backoff_not_sent(&L->bo, now)) tpr_end_on_failures(r, now);
   queue_done(r, seq);
 }
@@ -442,7 +442,7 @@ void tpr_req_on_done(void *req, const tp_client_done *d) {
   rec->input_tokens =
       r->cfg.prompts.cache_bust || r->n_prefixes ? -1 : L->ds->items[rec->prompt_index].input_tokens;
   L->in_flight--;
-  note_done(L, rec);
+  note_done(r, rec);
   /* A request that failed to reach the server holds its closed-loop slot
    * for the back-off (and may end the level). */
   uint64_t hold;
@@ -477,7 +477,7 @@ void tpr_send_request(tp_run *r, size_t seq, uint32_t backoff) {
   if (!x) {
     tp_record_fail(rec, TP_ERRCLASS_CANCELLED, -1, "out of memory", 13);
     rec->done_ns = now;
-    note_done(L, rec);
+    note_done(r, rec);
     return;
   }
   x->run = r;
@@ -506,11 +506,12 @@ void tpr_send_request(tp_run *r, size_t seq, uint32_t backoff) {
   L->in_flight++;
   if (L->in_flight > L->max_in_flight) L->max_in_flight = L->in_flight;
   int rv = r->client->ops->send(r->client, &snd, x);
+  if (!rv && r->live) tp_live_sent(r->live);
   if (rv) {
     ctx_give(L, x);
     L->in_flight--;
     tp_record_fail(rec, TP_ERRCLASS_PROTOCOL, -1, "cannot send the request", 23);
     rec->done_ns = now;
-    note_done(L, rec);
+    note_done(r, rec);
   }
 }

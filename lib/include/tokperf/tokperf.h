@@ -291,6 +291,16 @@ typedef struct tp_output_config {
   bool verbose_csv;
 
   FILE *progress; /* progress lines (stderr by default, NULL = quiet) */
+
+  /* Live metrics (docs/metrics.md, "Live metrics"): the client's counters
+   * and histograms served in the Prometheus text format at
+   * http://metrics_host:metrics_port/metrics while the run's loop runs
+   * (0 = off; the host is an IP address, default 127.0.0.1), and for
+   * metrics_hold_ms more after the last level, so that a scraper sees the
+   * final counts. */
+  uint32_t metrics_port;
+  const char *metrics_host;
+  uint64_t metrics_hold_ms;
 } tp_output_config;
 
 /* The artifact directory: profile export, GenAI-Perf summaries, records, responses, report.html. */

@@ -22,7 +22,7 @@
 typedef struct bucket_set {
   const char *name; /* the family's name */
   const char *help;
-  size_t n;         /* finite bounds; +Inf follows */
+  size_t n; /* finite bounds; +Inf follows */
   const char *le[MAX_BUCKETS];
   double bound[MAX_BUCKETS];
 } bucket_set;
@@ -31,35 +31,35 @@ static const bucket_set sets[TP_LIVE_HIST_N] = {
     [TP_LIVE_TTFT] = {"tokperf_ttft_seconds",
                       "Time to first token of each successful request (docs/metrics.md: ttft)",
                       14,
-                      {"0.001", "0.0025", "0.005", "0.01", "0.025", "0.05", "0.1", "0.25", "0.5", "1", "2.5", "5",
-                       "10", "60"},
+                      {"0.001", "0.0025", "0.005", "0.01", "0.025", "0.05", "0.1", "0.25", "0.5", "1", "2.5",
+                       "5", "10", "60"},
                       {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 60}},
     [TP_LIVE_ITL] = {"tokperf_itl_seconds",
                      "Each gap between text responses of a successful request (docs/metrics.md: itl_pooled)",
                      12,
-                     {"0.0001", "0.00025", "0.0005", "0.001", "0.0025", "0.005", "0.01", "0.025", "0.05", "0.1",
-                      "0.25", "1"},
+                     {"0.0001", "0.00025", "0.0005", "0.001", "0.0025", "0.005", "0.01", "0.025", "0.05",
+                      "0.1", "0.25", "1"},
                      {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1}},
     [TP_LIVE_LATENCY] = {"tokperf_request_latency_seconds",
                          "Request latency of each successful request (docs/metrics.md: latency)",
                          14,
-                         {"0.005", "0.01", "0.025", "0.05", "0.1", "0.25", "0.5", "1", "2.5", "5", "10", "30", "60",
-                          "300"},
+                         {"0.005", "0.01", "0.025", "0.05", "0.1", "0.25", "0.5", "1", "2.5", "5", "10", "30",
+                          "60", "300"},
                          {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300}},
-    [TP_LIVE_SEND_LAG] = {"tokperf_send_lag_seconds",
-                          "Send lag of each sent request: its send time minus its planned time (docs/metrics.md: "
-                          "send_lag)",
-                          11,
-                          {"1e-05", "5e-05", "0.0001", "0.00025", "0.0005", "0.001", "0.0025", "0.005", "0.01", "0.1",
-                           "1"},
-                          {1e-05, 5e-05, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.1, 1}},
-    [TP_LIVE_LOOP_LAG] = {"tokperf_loop_lag_seconds",
-                          "Each dated read's lag: the loop's clock at the read minus the kernel's receive stamp "
-                          "(docs/metrics.md: fidelity.loop_lag)",
-                          11,
-                          {"1e-05", "5e-05", "0.0001", "0.00025", "0.0005", "0.001", "0.0025", "0.005", "0.01", "0.1",
-                           "1"},
-                          {1e-05, 5e-05, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.1, 1}},
+    [TP_LIVE_SEND_LAG] =
+        {"tokperf_send_lag_seconds",
+         "Send lag of each sent request: its send time minus its planned time (docs/metrics.md: "
+         "send_lag)",
+         11,
+         {"1e-05", "5e-05", "0.0001", "0.00025", "0.0005", "0.001", "0.0025", "0.005", "0.01", "0.1", "1"},
+         {1e-05, 5e-05, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.1, 1}},
+    [TP_LIVE_LOOP_LAG] =
+        {"tokperf_loop_lag_seconds",
+         "Each dated read's lag: the loop's clock at the read minus the kernel's receive stamp "
+         "(docs/metrics.md: fidelity.loop_lag)",
+         11,
+         {"1e-05", "5e-05", "0.0001", "0.00025", "0.0005", "0.001", "0.0025", "0.005", "0.01", "0.1", "1"},
+         {1e-05, 5e-05, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.1, 1}},
 };
 
 typedef struct hist {
@@ -75,9 +75,13 @@ struct tp_live {
   hist h[TP_LIVE_HIST_N];
 };
 
-tp_live *tp_live_new(void) { return calloc(1, sizeof(tp_live)); }
+tp_live *tp_live_new(void) {
+  return calloc(1, sizeof(tp_live));
+}
 
-void tp_live_free(tp_live *l) { free(l); }
+void tp_live_free(tp_live *l) {
+  free(l);
+}
 
 void tp_live_observe(tp_live *l, tp_live_hist h, double seconds) {
   if (!l || (unsigned)h >= TP_LIVE_HIST_N || !(seconds >= 0)) return;
@@ -88,7 +92,9 @@ void tp_live_observe(tp_live *l, tp_live_hist h, double seconds) {
   l->h[h].sum += seconds;
 }
 
-static double secs(uint64_t from, uint64_t to) { return (double)(to - from) / 1e9; }
+static double secs(uint64_t from, uint64_t to) {
+  return (double)(to - from) / 1e9;
+}
 
 void tp_live_sent(tp_live *l) {
   if (l) l->sent++;
@@ -123,7 +129,8 @@ void tp_live_done(tp_live *l, const tp_record *rec) {
   uint32_t i0, i1;
   if (!tp_request_text_span(rec, &i0, &i1)) return;
   for (uint32_t i = i0 + 1; i <= i1; i++)
-    if (rec->resp_ns[i] > rec->resp_ns[i - 1]) tp_live_observe(l, TP_LIVE_ITL, secs(rec->resp_ns[i - 1], rec->resp_ns[i]));
+    if (rec->resp_ns[i] > rec->resp_ns[i - 1])
+      tp_live_observe(l, TP_LIVE_ITL, secs(rec->resp_ns[i - 1], rec->resp_ns[i]));
 }
 
 void tp_live_tokens(tp_live *l, const tp_record *rec) {
@@ -132,9 +139,13 @@ void tp_live_tokens(tp_live *l, const tp_record *rec) {
   if (rec->output_tokens > 0) l->output_tokens += (uint64_t)rec->output_tokens;
 }
 
-void tp_live_read_lag(tp_live *l, uint64_t lag_ns) { tp_live_observe(l, TP_LIVE_LOOP_LAG, (double)lag_ns / 1e9); }
+void tp_live_read_lag(tp_live *l, uint64_t lag_ns) {
+  tp_live_observe(l, TP_LIVE_LOOP_LAG, (double)lag_ns / 1e9);
+}
 
-uint64_t tp_live_completed(const tp_live *l) { return l ? l->completed : 0; }
+uint64_t tp_live_completed(const tp_live *l) {
+  return l ? l->completed : 0;
+}
 
 uint64_t tp_live_failed(const tp_live *l) {
   uint64_t n = 0;
@@ -223,7 +234,8 @@ static const char *mode_name(int mode) {
 int tp_live_render(const tp_live *l, const tp_live_state *st, tp_buf *out) {
   int rv = counter(out, "tokperf_requests_sent_total", "Requests handed to the transport", l->sent);
   if (!rv)
-    rv = counter(out, "tokperf_requests_completed_total", "Requests that ended without an error", l->completed);
+    rv = counter(out, "tokperf_requests_completed_total", "Requests that ended without an error",
+                 l->completed);
   if (!rv)
     rv = head(out, "tokperf_requests_failed_total", "counter",
               "Requests that ended with an error, by class (docs/metrics.md: error classes); not_sent ones "
@@ -234,27 +246,29 @@ int tp_live_render(const tp_live *l, const tp_live_state *st, tp_buf *out) {
                 tp_error_class_name((tp_error_class)c), l->failed[c]);
   if (!rv) rv = gauge(out, "tokperf_requests_in_flight", "Requests sent and not yet ended", st->in_flight);
   if (!rv)
-    rv = gauge(out, "tokperf_requests_in_flight_max", "The most requests in flight at once in the level running",
-               st->max_in_flight);
+    rv = gauge(out, "tokperf_requests_in_flight_max",
+               "The most requests in flight at once in the level running", st->max_in_flight);
   if (!rv)
     rv = counter(out, "tokperf_input_tokens_total",
                  "Input tokens of the ended requests whose input was counted (docs/metrics.md: input_tokens)",
                  l->input_tokens);
   if (!rv)
-    rv = counter(out, "tokperf_output_tokens_total",
-                 "Output tokens of the ended requests whose output was counted (docs/metrics.md: output_tokens)",
-                 l->output_tokens);
+    rv = counter(
+        out, "tokperf_output_tokens_total",
+        "Output tokens of the ended requests whose output was counted (docs/metrics.md: output_tokens)",
+        l->output_tokens);
   for (int h = 0; !rv && h < TP_LIVE_LOOP_LAG; h++) rv = histogram(out, l, (tp_live_hist)h);
   if (!rv)
-    rv = counter(out, "tokperf_late_sends_total", "Requests sent over 1 ms after their planned time (late_sends)",
-                 l->late_sends);
+    rv = counter(out, "tokperf_late_sends_total",
+                 "Requests sent over 1 ms after their planned time (late_sends)", l->late_sends);
   if (!rv) rv = gauge(out, "tokperf_level", "The level running, from 1 (0: none yet)", st->level);
   if (!rv) rv = gauge(out, "tokperf_levels", "Levels planned in the run", st->levels);
   if (!rv) rv = head(out, "tokperf_level_info", "gauge", "The load mode of the level running, as a label");
   if (!rv) rv = line(out, "tokperf_level_info{mode=\"%s\"} 1\n", st->level ? mode_name(st->mode) : "none");
   if (!rv)
     rv = gauge(out, "tokperf_level_target_concurrency",
-               "Closed loop: the level's concurrency; open loop: its in-flight cap (0: none)", st->concurrency);
+               "Closed loop: the level's concurrency; open loop: its in-flight cap (0: none)",
+               st->concurrency);
   if (!rv)
     rv = gauge(out, "tokperf_level_target_rate", "Open loop: the level's request rate, requests/s (0: none)",
                st->rate);
@@ -266,27 +280,31 @@ int tp_live_render(const tp_live *l, const tp_live_state *st, tp_buf *out) {
     rv = counter(out, "tokperf_response_gaps_total", "Text responses that followed another of their request",
                  l->response_gaps);
   if (!rv)
-    rv = counter(out, "tokperf_merged_responses_total",
-                 "Text responses that share their arrival time with the one before them (fidelity.merged_responses)",
-                 l->merged_responses);
+    rv = counter(
+        out, "tokperf_merged_responses_total",
+        "Text responses that share their arrival time with the one before them (fidelity.merged_responses)",
+        l->merged_responses);
   if (!rv)
     rv = counter(out, "tokperf_first_response_pairs_total", "Requests with two text responses or more",
                  l->first_pairs);
   if (!rv)
     rv = counter(out, "tokperf_first_responses_merged_total",
-                 "Requests whose first two text responses share one time (fidelity.first_merged)", l->first_merged);
+                 "Requests whose first two text responses share one time (fidelity.first_merged)",
+                 l->first_merged);
   if (!rv)
-    rv = counter(out, "tokperf_loop_reads_total", "Reads the client's loop dated (fidelity.reads)", st->reads);
+    rv =
+        counter(out, "tokperf_loop_reads_total", "Reads the client's loop dated (fidelity.reads)", st->reads);
   if (!rv) rv = histogram(out, l, TP_LIVE_LOOP_LAG);
   if (!rv)
-    rv = counter_f(out, "tokperf_loop_cpu_seconds_total", "CPU time of the thread that runs the client's loop",
-                   st->loop_cpu_s);
+    rv = counter_f(out, "tokperf_loop_cpu_seconds_total",
+                   "CPU time of the thread that runs the client's loop", st->loop_cpu_s);
   if (!rv)
     rv = counter_f(out, "tokperf_process_cpu_seconds_total", "CPU time of the whole tokperf process",
                    st->process_cpu_s);
   if (!rv)
-    rv = gauge(out, "tokperf_fidelity_verdict",
-               "Fidelity verdict of the last finished level: 0 ok, 1 degraded, 2 client-bound (NaN: none yet)",
-               st->verdict < 0 ? NAN : st->verdict);
+    rv =
+        gauge(out, "tokperf_fidelity_verdict",
+              "Fidelity verdict of the last finished level: 0 ok, 1 degraded, 2 client-bound (NaN: none yet)",
+              st->verdict < 0 ? NAN : st->verdict);
   return rv;
 }

@@ -34,17 +34,17 @@ typedef enum tp_live_hist {
 /* What the run knows at the scrape and the counters do not keep: the
  * level running, its load, and the client's own clocks. */
 typedef struct tp_live_state {
-  uint32_t level;        /* the level running, from 1; 0 before the first */
-  uint32_t levels;       /* levels planned */
-  int mode;              /* tp_load_mode of the level running */
-  uint32_t concurrency;  /* closed loop: the level; open loop: the in-flight cap (0 = none) */
-  double rate;           /* open loop: requests/s (0 = closed loop or a schedule) */
-  uint32_t in_flight;    /* requests in flight now */
-  uint32_t max_in_flight; /* the most at once in the level running */
-  double level_elapsed_s; /* since the level running started */
-  uint64_t reads;         /* reads the loop dated so far */
+  uint32_t level;                   /* the level running, from 1; 0 before the first */
+  uint32_t levels;                  /* levels planned */
+  int mode;                         /* tp_load_mode of the level running */
+  uint32_t concurrency;             /* closed loop: the level; open loop: the in-flight cap (0 = none) */
+  double rate;                      /* open loop: requests/s (0 = closed loop or a schedule) */
+  uint32_t in_flight;               /* requests in flight now */
+  uint32_t max_in_flight;           /* the most at once in the level running */
+  double level_elapsed_s;           /* since the level running started */
+  uint64_t reads;                   /* reads the loop dated so far */
   double loop_cpu_s, process_cpu_s; /* CPU time of the loop's thread and of the process */
-  int verdict;            /* fidelity verdict of the last finished level; -1 = none yet */
+  int verdict;                      /* fidelity verdict of the last finished level; -1 = none yet */
 } tp_live_state;
 
 /* NULL when out of memory. */

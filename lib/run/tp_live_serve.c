@@ -60,8 +60,8 @@ typedef struct conn {
   uv_timer_t timer;
   uv_write_t wr;
   uv_shutdown_t sd;
-  bool used;    /* a connection holds the slot (until its handle is closed) */
-  bool closing; /* its close has begun */
+  bool used;     /* a connection holds the slot (until its handle is closed) */
+  bool closing;  /* its close has begun */
   bool answered; /* its answer is written: what it sends now is read and dropped */
   char in[TP_LIVE_REQ_MAX];
   size_t in_len;
@@ -75,8 +75,8 @@ struct tp_live_server {
   tp_live_render_fn render;
   void *ctx;
   conn slots[TP_LIVE_SLOTS];
-  bool waiting;  /* a connection waits to be accepted until a slot frees */
-  bool stopping; /* tp_live_server_close was called */
+  bool waiting;     /* a connection waits to be accepted until a slot frees */
+  bool stopping;    /* tp_live_server_close was called */
   int open_handles; /* handles not yet closed (the server is freed at 0 once stopping) */
   uint64_t scrapes;
 };
@@ -120,7 +120,9 @@ static void conn_close(conn *c) {
   uv_close((uv_handle_t *)&c->tcp, conn_closed);
 }
 
-static void on_timeout(uv_timer_t *t) { conn_close(t->data); }
+static void on_timeout(uv_timer_t *t) {
+  conn_close(t->data);
+}
 
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
   (void)suggested;
@@ -154,7 +156,8 @@ static void on_written(uv_write_t *wr, int status) {
 
 static void answer(conn *c, tp_live_req what, bool head_only) {
   tp_live_server *s = c->srv;
-  static const char *const reason[] = {"", "200 OK", "404 Not Found", "405 Method Not Allowed", "400 Bad Request"};
+  static const char *const reason[] = {"", "200 OK", "404 Not Found", "405 Method Not Allowed",
+                                       "400 Bad Request"};
   const char *type = "text/plain; charset=utf-8";
   tp_buf_reset(&c->body);
   int rv = 0;
@@ -164,7 +167,9 @@ static void answer(conn *c, tp_live_req what, bool head_only) {
       type = "text/plain; version=0.0.4; charset=utf-8";
       break;
     case TP_LIVE_REQ_NOT_FOUND: rv = tp_buf_append_str(&c->body, "tokperf serves GET /metrics only\n"); break;
-    case TP_LIVE_REQ_BAD_METHOD: rv = tp_buf_append_str(&c->body, "tokperf serves GET /metrics only\n"); break;
+    case TP_LIVE_REQ_BAD_METHOD:
+      rv = tp_buf_append_str(&c->body, "tokperf serves GET /metrics only\n");
+      break;
     default: rv = tp_buf_append_str(&c->body, "bad request: expected GET /metrics HTTP/1.1\n"); break;
   }
   const char *status = reason[what < 5 ? what : 4];
@@ -177,13 +182,14 @@ static void answer(conn *c, tp_live_req what, bool head_only) {
   }
   size_t body_len = c->body.len;
   int n = snprintf(c->hdr, sizeof(c->hdr),
-                   "HTTP/1.1 %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n%sConnection: close\r\n\r\n", status,
-                   type, body_len, what == TP_LIVE_REQ_BAD_METHOD ? "Allow: GET, HEAD\r\n" : "");
+                   "HTTP/1.1 %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n%sConnection: close\r\n\r\n",
+                   status, type, body_len, what == TP_LIVE_REQ_BAD_METHOD ? "Allow: GET, HEAD\r\n" : "");
   uv_buf_t bufs[2] = {uv_buf_init(c->hdr, (unsigned)n),
                       uv_buf_init(c->body.data ? (char *)c->body.data : c->hdr, (unsigned)body_len)};
   c->answered = true;
   c->wr.data = c;
-  if (uv_write(&c->wr, (uv_stream_t *)&c->tcp, bufs, head_only || !body_len ? 1 : 2, on_written)) conn_close(c);
+  if (uv_write(&c->wr, (uv_stream_t *)&c->tcp, bufs, head_only || !body_len ? 1 : 2, on_written))
+    conn_close(c);
 }
 
 static void on_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf) {
@@ -250,7 +256,8 @@ int tp_live_server_start(tp_live_server **out, uv_loop_t *loop, const char *host
   }
   if (uv_ip4_addr(host, (int)port, (struct sockaddr_in *)&addr) &&
       uv_ip6_addr(host, (int)port, (struct sockaddr_in6 *)&addr)) {
-    tp_seterr(err, errlen, "--metrics-host '%s': expected an IPv4 or IPv6 address, such as 127.0.0.1 or ::1", host);
+    tp_seterr(err, errlen, "--metrics-host '%s': expected an IPv4 or IPv6 address, such as 127.0.0.1 or ::1",
+              host);
     return TP_EINVAL;
   }
   tp_live_server *s = calloc(1, sizeof(*s));
@@ -275,7 +282,8 @@ int tp_live_server_start(tp_live_server **out, uv_loop_t *loop, const char *host
   if (!rv) rv = uv_listen((uv_stream_t *)&s->listener, 16, on_connection);
   if (rv) {
     tp_seterr(err, errlen,
-              "--metrics-port %" PRIu32 ": cannot listen on %s%s%s:%" PRIu32 ": %s; choose another port "
+              "--metrics-port %" PRIu32 ": cannot listen on %s%s%s:%" PRIu32
+              ": %s; choose another port "
               "(--metrics-port) or address (--metrics-host)",
               port, strchr(host, ':') ? "[" : "", host, strchr(host, ':') ? "]" : "", port, uv_strerror(rv));
     tp_live_server_close(s);
@@ -285,7 +293,9 @@ int tp_live_server_start(tp_live_server **out, uv_loop_t *loop, const char *host
   return 0;
 }
 
-uint64_t tp_live_server_scrapes(const tp_live_server *s) { return s ? s->scrapes : 0; }
+uint64_t tp_live_server_scrapes(const tp_live_server *s) {
+  return s ? s->scrapes : 0;
+}
 
 void tp_live_server_close(tp_live_server *s) {
   if (!s || s->stopping) return;

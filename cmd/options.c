@@ -260,6 +260,10 @@ static const tp_setting config_rows[] = {
       "gRPC: read the sockets on a thread of their own, so that answers keep their arrival times while "
       "the client is busy with thousands of streams (costs a copy and a hand-over per read)",
       NULL, 0),
+    C("server.traceparent", "--traceparent", TP_SET_FLAG, server.traceparent, NULL, 1, 0, G_SERVER,
+      "send a W3C traceparent with each request (a random trace id per request; HTTP header, gRPC metadata) "
+      "and record it in records.jsonl, to find the request in the server's traces",
+      NULL, 0),
     C("server.no_usage", "--no-usage", TP_SET_FLAG, server.no_usage, NULL, 1, 0, G_SERVER,
       "openai: do not ask for usage in the stream (stream_options)", NULL, 0),
     C("server.skip_preflight", "--skip-preflight", TP_SET_FLAG, server.skip_preflight, NULL, 1, 0, G_SERVER,

@@ -12,6 +12,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
+#include <unistd.h>
 
 #include "run/tp_run_internal.h"
 
@@ -433,6 +435,7 @@ void tpr_req_on_done(void *req, const tp_client_done *d) {
   ctx_give(L, x);
   /* The wire time of the request's last byte is the truest send time. */
   if (d->sent_ns) rec->sent_ns = d->sent_ns;
+  if (d->server_id) tp_record_set_server_id(rec, d->server_id, strlen(d->server_id));
   rec->resends = d->resends;
   if (d->err_class != TP_ERRCLASS_NONE)
     tp_record_fail(rec, d->err_class, d->status, d->message, strlen(d->message));
@@ -469,6 +472,23 @@ void tpr_req_on_done(void *req, const tp_client_done *d) {
   queue_done(r, seq);
 }
 
+/* A random trace id and parent id for the request (W3C Trace Context: the
+ * trace id is random and not all zero, and so is the parent id). */
+static void trace_ids(tp_run *r, tp_record *rec) {
+  if (!r->trace_rng_ready) {
+    uint64_t seed = 0;
+    if (getrandom(&seed, sizeof(seed), 0) != (ssize_t)sizeof(seed)) seed = tp_now_ns() ^ ((uint64_t)getpid() << 32);
+    tp_rng_seed(&r->trace_rng, seed);
+    r->trace_rng_ready = true;
+  }
+  uint64_t w[3];
+  do {
+    for (int i = 0; i < 3; i++) w[i] = tp_rng_next(&r->trace_rng);
+  } while (!(w[0] | w[1]) || !w[2]);
+  memcpy(rec->trace_id, w, 16);
+  memcpy(rec->span_id, &w[2], 8);
+}
+
 void tpr_send_request(tp_run *r, size_t seq, uint32_t backoff) {
   level_state *L = &r->lv;
   tp_record *rec = &L->recs[seq];
@@ -492,7 +512,14 @@ void tpr_send_request(tp_run *r, size_t seq, uint32_t backoff) {
                         p->text_len, rec->max_tokens,
                         min_tokens,  r->cfg.server.request_timeout_ms * TP_NS_PER_MS,
                         &x->handle,  NULL,
-                        NULL,        0};
+                        NULL,        0,
+                        NULL};
+  char traceparent[TP_TRACEPARENT_LEN + 1];
+  if (r->cfg.server.traceparent) {
+    trace_ids(r, rec);
+    tp_record_traceparent(rec, traceparent);
+    snd.traceparent = traceparent;
+  }
   if (r->cfg.prompts.cache_bust || r->n_prefixes) {
     tpr_build_sent_text(r, seq, &r->sendbuf);
     snd.prompt = (const char *)r->sendbuf.data;

@@ -233,6 +233,10 @@ struct tp_run {
   tp_live *live;
   tp_live_server *live_srv;
   uint32_t live_level; /* the level running, from 1 */
+  /* --traceparent: trace and parent ids, random per run (seeded from the
+   * system's entropy, not the run's seed: two runs never share them). */
+  tp_rng trace_rng;
+  bool trace_rng_ready;
   int live_verdict;    /* of the last finished level, -1 = none */
   uint32_t stats_gen; /* levels begun: a late snapshot of an earlier level is dropped */
   /* --search with --num-profile-runs: the current probe's runs so far. */

@@ -143,6 +143,10 @@ typedef struct tp_server_config {
    * ends once this many in a row failed to reach it or were not sent
    * (default 100; 0 = never). */
   uint64_t max_consecutive_failures;
+  /* Each request carries a W3C traceparent (version 00, a random trace id
+   * and parent id per request, sampled), as an HTTP header or gRPC
+   * metadata, recorded in records.jsonl (docs/metrics.md, "Request ids"). */
+  bool traceparent;
   bool skip_preflight;  /* skip ServerLive/ModelReady/ModelMetadata */
   bool no_server_stats; /* do not read Triton's ModelStatistics around each level */
 } tp_server_config;

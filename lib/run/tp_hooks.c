@@ -498,7 +498,7 @@ static void artifacts_end(tp_run *r, size_t li, tp_level_result *lv) {
     char(*markers)[24] = r->cfg.prompts.cache_bust ? calloc(L->n_planned ? L->n_planned : 1, 24) : NULL;
     if (reqs && (markers || !r->cfg.prompts.cache_bust)) {
       export_requests(r, reqs, markers, from);
-      tp_export_level el = {lv, reqs, L->n_planned, L->lo.window_start_ns, L->lo.window_end_ns};
+      tp_export_level el = {lv, reqs, L->n_planned, L->lo.window_start_ns, L->lo.window_end_ns, r->id_prefix};
       tp_accuracy acc;
       memset(&acc, 0, sizeof(acc));
       char aerr[512];

@@ -40,13 +40,13 @@ tp_live_req tp_live_parse_request(const char *buf, size_t len, bool *head_only) 
   bool get = mlen == 3 && memcmp(buf, "GET", 3) == 0;
   bool head = mlen == 4 && memcmp(buf, "HEAD", 4) == 0;
   if (!get && !head) return TP_LIVE_REQ_BAD_METHOD;
-  *head_only = head;
   /* The path, without its query: origin-form only (a proxy's absolute
    * form is not for this server). */
   const char *t = buf + t0;
   size_t plen = 0;
   while (plen < tlen && t[plen] != '?') plen++;
   if (t[0] != '/') return TP_LIVE_REQ_BAD;
+  *head_only = head;
   if (plen == 8 && memcmp(t, "/metrics", 8) == 0) return TP_LIVE_REQ_METRICS;
   return TP_LIVE_REQ_NOT_FOUND;
 }

@@ -55,7 +55,8 @@ typedef enum tp_live_req {
   TP_LIVE_REQ_BAD         /* not an HTTP/1.x request line: 400 */
 } tp_live_req;
 
-/* head_only: set for HEAD (answer without a body).  Reads buf[0..len). */
+/* head_only: set for a HEAD of a path (answered without a body, 200 or
+ * 404).  Reads buf[0..len). */
 tp_live_req tp_live_parse_request(const char *buf, size_t len, bool *head_only);
 
 #endif

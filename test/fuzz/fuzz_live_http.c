@@ -1,8 +1,8 @@
 /* Fuzz target: the live metrics endpoint's reading of a request head
  * (tp_live_parse_request, lib/run/tp_live_serve.c).  Checked, beyond "no
  * crash":
- * - the answer is one of the five, and head_only is set only for a HEAD
- *   of /metrics;
+ * - the answer is one of the five, and head_only is set exactly for a
+ *   HEAD answered 200 or 404 (an answer to HEAD has no body);
  * - a complete head keeps its answer when more bytes follow it (the
  *   server answers on the first read that completes it), and every prefix
  *   shorter than the head's end asks for more;
@@ -23,7 +23,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   bool head = true;
   tp_live_req r = tp_live_parse_request(buf, size, &head);
   if ((unsigned)r > TP_LIVE_REQ_BAD) abort();
-  if (head && r != TP_LIVE_REQ_METRICS) abort();
+  if (head && r != TP_LIVE_REQ_METRICS && r != TP_LIVE_REQ_NOT_FOUND) abort();
+  if (!head && (r == TP_LIVE_REQ_METRICS || r == TP_LIVE_REQ_NOT_FOUND) && size >= 5 && !memcmp(buf, "HEAD ", 5))
+    abort();
   if (r == TP_LIVE_REQ_METRICS && !(size >= 4 && !memcmp(buf, "GET ", 4)) &&
       !(size >= 5 && !memcmp(buf, "HEAD ", 5)))
     abort();

@@ -261,6 +261,10 @@ static const tp_setting config_rows[] = {
       "gRPC: read the sockets on a thread of their own, so that answers keep their arrival times while "
       "the client is busy with thousands of streams (costs a copy and a hand-over per read)",
       NULL, 0),
+    C("server.traceparent", "--traceparent", TP_SET_FLAG, server.traceparent, NULL, 1, 0, G_SERVER,
+      "send a W3C traceparent with each request (a random trace id per request; HTTP header, gRPC metadata) "
+      "and record it in records.jsonl, to find the request in the server's traces",
+      NULL, 0),
     C("server.no_usage", "--no-usage", TP_SET_FLAG, server.no_usage, NULL, 1, 0, G_SERVER,
       "openai: do not ask for usage in the stream (stream_options)", NULL, 0),
     C("server.skip_preflight", "--skip-preflight", TP_SET_FLAG, server.skip_preflight, NULL, 1, 0, G_SERVER,
@@ -455,6 +459,16 @@ static const tp_setting config_rows[] = {
       "write no artifact directory", NULL, 0),
     C("output.no_html", "--no-html", TP_SET_FLAG, artifacts.no_html, NULL, 1, 0, G_OUTPUT,
       "leave report.html out of the artifacts", NULL, 0),
+    C("output.metrics_port", "--metrics-port", TP_SET_U32, output.metrics_port, "PORT", 0, 65535, G_OUTPUT,
+      "serve the client's live counters and histograms in the Prometheus text format at "
+      "http://127.0.0.1:PORT/metrics while the run runs (0: off; docs/metrics.md, \"Live metrics\")",
+      "9400", TP_SETF_UNSET0),
+    C("output.metrics_host", "--metrics-host", TP_SET_STR, output.metrics_host, "ADDRESS", 1, 0, G_OUTPUT,
+      "the IP address --metrics-port listens on (default 127.0.0.1; 0.0.0.0 or :: for every interface)",
+      "0.0.0.0", 0),
+    C("output.metrics_hold_ms", "--metrics-hold", TP_SET_MS, output.metrics_hold_ms, "DURATION", 1, 0, G_OUTPUT,
+      "keep serving --metrics-port this long after the last level, so that a scraper sees the final counts",
+      "15s", 0),
 
 };
 

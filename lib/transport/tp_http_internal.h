@@ -62,6 +62,12 @@ struct tp_http_req {
   bool tx_listed;         /* on h->tx_list */
   bool sent_kernel;       /* sent_ns is a kernel stamp */
   tp_http_req *tx_prev, *tx_next;
+  /* Its own header lines (x-request-id, traceparent), put in front of the
+   * shared list of its kind: nodes of libcurl's list kept here, so a
+   * request costs no allocation for them. */
+  struct curl_slist xh[2];
+  char xh_line[2][TP_HTTP_XH_MAX];
+  char resp_request_id[64]; /* the reply's x-request-id, "" = none */
 };
 
 struct tp_http {
@@ -95,6 +101,7 @@ struct tp_http {
   size_t n_aborts;      /* marked abort, not yet finished */
   sock_ctx *socks;
   struct curl_slist *hdr_get, *hdr_json, *hdr_sse;
+  bool user_request_id, user_traceparent; /* -H names the header: the user's goes instead */
   char *base_url;
   char authority[288];
   bool tls;

@@ -348,6 +348,7 @@ static void finish(tp_http_req *r, CURLcode code, uint64_t end_ns) {
   }
   res.message = msg;
   res.resends = r->resends;
+  res.request_id = r->resp_request_id[0] ? r->resp_request_id : NULL;
   tp__http_tx_final(r);
   res.sent_ns = r->sent_ns;
   res.sent_kernel = r->sent_kernel;

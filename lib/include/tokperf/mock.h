@@ -78,7 +78,10 @@ struct tp_mock_config {
 
   /* JSON lines: one per request received and per response sent, with
    * monotonic nanosecond times (tp clock), for tests to hold the client's
-   * measurements against. NULL = no log. */
+   * measurements against; a request's line names the id the mock answers
+   * under ("id") and the client's ("request_id": its x-request-id header
+   * or gRPC request id, null when none; "traceparent" when one came).
+   * NULL = no log. */
   const char *log_path;
   bool quiet;
   /* The log's request lines carry the prompt ("prompt"), as read. */

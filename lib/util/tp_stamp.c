@@ -298,3 +298,36 @@ uint64_t tp_stamp_fd_group(uv_loop_t *loop, int fd, size_t len, size_t *group_le
   *group_len = lo;
   return kernel_or_batch(s, &head, batch);
 }
+
+/* A kernel stamp on the monotonic line without a lag sample (the caller's
+ * read gave one): the same stamp as the last one converted gets the same
+ * time, as in kernel_or_batch; 0 when it cannot be converted. */
+static uint64_t kernel_quiet(stamp *s, const struct timespec *ts) {
+  if (s && same_ts(ts, &s->last_ts)) return s->last_mono;
+  uint64_t age = 0, t = from_realtime_age(ts, &age);
+  if (!t || !s) return t;
+  s->last_ts = *ts;
+  s->last_mono = t;
+  return t;
+}
+
+void tp_stamp_fd_bytes(uv_loop_t *loop, int fd, const size_t *offs, size_t n, uint64_t *out) {
+  stamp *s = stamp_of(loop);
+  if (n == 0) return;
+  struct timespec first, last, ts;
+  size_t walked = 0;
+  /* peek_stamp_walk(len) stamps byte len-1: it must have walked that far. */
+  bool f = peek_stamp_walk(fd, offs[0] + 1, &first, &walked) != 0 && walked == offs[0] + 1;
+  bool l = n > 1 && peek_stamp_walk(fd, offs[n - 1] + 1, &last, &walked) != 0 && walked == offs[n - 1] + 1;
+  if (f && (n == 1 || (l && same_ts(&first, &last)))) {
+    uint64_t t = kernel_quiet(s, &first);
+    for (size_t i = 0; i < n; i++) out[i] = t;
+    return;
+  }
+  out[0] = f ? kernel_quiet(s, &first) : 0;
+  for (size_t i = 1; i + 1 < n; i++) {
+    bool ok = peek_stamp_walk(fd, offs[i] + 1, &ts, &walked) != 0 && walked == offs[i] + 1;
+    out[i] = ok ? kernel_quiet(s, &ts) : 0;
+  }
+  if (n > 1) out[n - 1] = l ? kernel_quiet(s, &last) : 0;
+}

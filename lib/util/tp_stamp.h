@@ -91,6 +91,14 @@ bool tp_stamp_tcp_counts(int fd, uint64_t *received, uint64_t *unread);
  * when the arrivals differ; for the mock server, whose times are the
  * reference the client is held against. */
 uint64_t tp_stamp_fd_group(uv_loop_t *loop, int fd, size_t len, size_t *group_len);
+/* The arrival times of chosen bytes of fd's receive queue: out[i] gets
+ * the tp_now_ns() time of the kernel's stamp of the segment holding byte
+ * offs[i] (0 = the head of the queue; offs ascending), or 0 when that byte
+ * is not there or carries no stamp.  When the first and the last of them
+ * arrived together (the usual case: the loop read in time) two peeks date
+ * them all; otherwise one more peek per byte.  Not counted as reads (the
+ * caller's read is counted where it looks at the socket). */
+void tp_stamp_fd_bytes(uv_loop_t *loop, int fd, const size_t *offs, size_t n, uint64_t *out);
 /* Reads up to len bytes of fd (never blocking) and dates them in one
  * system call: *at gets the kernel stamp of the newest segment the read
  * took (every byte it returns arrived then or before, as with

@@ -49,6 +49,19 @@ struct rx_conn {
   uint64_t fed;
   rx_mark marks[RX_MARKS]; /* a ring, oldest at head */
   unsigned head, n;
+  /* Where the tracker stood at fed: response fed_resp, fed_body body bytes
+   * into it, between two chunks of a chunked body or not. */
+  uint64_t fed_resp, fed_body;
+  bool fed_between;
+  /* The kernel's count of data segments when fed was the count of bytes
+   * received (segs_ok): one more segment since brought every new byte. */
+  uint32_t segs;
+  bool segs_ok;
+  /* Body libcurl delivered past fed_body (it read bytes the tracker never
+   * saw: they came between the look and libcurl's read): the pieces'
+   * bytes, and their raw length as whole chunks without extensions.  The
+   * next look that finds the stream that much further resumes there. */
+  uint64_t gap_body, gap_raw;
 };
 
 /* A socket libcurl opened (tp__http_sockopt_cb) and has not closed: the
@@ -148,7 +161,7 @@ struct tp_http {
   tp_http_req *tx_list; /* requests whose send time is not final yet */
   rx_conn *action_rx;   /* the arrival tracker of action_fd's connection */
   uint8_t *rx_buf;      /* where waiting bytes are peeked (RX_PEEK_BYTES) */
-  uint64_t rx_pieces_marked, rx_pieces_fallback, rx_lost; /* arrival dating, over the client's life */
+  uint64_t rx_pieces_marked, rx_pieces_fallback, rx_lost, rx_resumed; /* arrival dating, over the client's life */
   uint64_t sends_kernel, sends_clock; /* send times by source, over the client's life */
 };
 

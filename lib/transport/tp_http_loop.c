@@ -18,7 +18,8 @@
 static void socket_action(tp_http *h, curl_socket_t fd, int flags);
 static int tx_drain(tp_http *h, curl_socket_t fd);
 static void tx_sweep(tp_http *h);
-static void rx_feed(tp_http *h, rx_conn *rx, curl_socket_t fd);
+static bool rx_feed(tp_http *h, rx_conn *rx, curl_socket_t fd, uint64_t *counted, uint64_t *newest);
+static void rx_lose(tp_http *h, rx_conn *rx);
 
 /* How far into a readable socket an arrival stamp looks: at least what
  * libcurl reads at once (its buffer is 16 KiB by default). */
@@ -415,7 +416,14 @@ void tp__http_after_body(const tp_http_req *r, uint64_t began_ns) {
   tp_http *h = r->h;
   /* Bytes that came during the callback are fed before libcurl reads them
    * (it reads the socket again while it stays readable). */
-  if (r->rx && r->rx == h->action_rx && r->local_port == h->action_port) rx_feed(h, r->rx, h->action_fd);
+  if (r->rx && r->rx == h->action_rx && r->rx->synced && r->local_port == h->action_port &&
+      tp_now_ns() - began_ns >= AFTER_BODY_LOOK_NS) {
+    uint64_t received = 0, counted = 0, newest = 0;
+    if (!tp_stamp_tcp_counts(h->action_fd, &received, NULL))
+      rx_lose(h, r->rx);
+    else if (received != r->rx->fed)
+      (void)rx_feed(h, r->rx, h->action_fd, &counted, &newest);
+  }
   if (h->n_seg == 0 || h->n_seg == (int)(sizeof(h->seg) / sizeof(h->seg[0])) || r->local_port != h->action_port ||
       tp_now_ns() - began_ns < AFTER_BODY_LOOK_NS)
     return;
@@ -484,52 +492,95 @@ static void on_rx_piece(void *ctx, const tp_http_raw_piece *p) {
 }
 
 /* Feeds rx the bytes waiting in fd that it has not seen, and marks the end
- * of each body run among them with its segment's stamp.  Costs one system
- * call when nothing new came. */
-static void rx_feed(tp_http *h, rx_conn *rx, curl_socket_t fd) {
-  if (!rx->synced) return;
-  uint64_t received = 0, unread = 0;
-  if (!tp_stamp_tcp_counts(fd, &received, NULL)) {
-    rx_lose(h, rx);
-    return;
+ * of each body run among them with its segment's stamp.  Returns whether
+ * it read the kernel's count: then *counted is the bytes received when it
+ * looked, and *newest the stamp of the newest of them (0 when nothing new
+ * was peeked). */
+static bool rx_feed(tp_http *h, rx_conn *rx, curl_socket_t fd, uint64_t *counted, uint64_t *newest) {
+  *newest = 0;
+  if (!rx->synced) return false;
+  if (!h->rx_buf && !(h->rx_buf = malloc(RX_PEEK_BYTES))) return false;
+  /* A segment arriving between the looks makes the peek longer than the
+   * queue was: look again (twice at most; then this turn feeds nothing, and
+   * libcurl may read past what was fed, which the next look finds). */
+  for (int tries = 0; tries < 2; tries++) {
+    uint64_t head = 0, waiting = 0;
+    uint32_t segs = 0;
+    bool fin = false;
+    /* Past a FIN the head is not known to the byte. */
+    if (!tp_stamp_tcp_head(fd, &head, &waiting, &segs, &fin) || fin || rx->fed > head + waiting) {
+      rx_lose(h, rx);
+      return false;
+    }
+    *counted = head + waiting;
+    /* fed < head: libcurl read bytes the tracker never saw (they came
+     * between the last look and libcurl's read, or it read in a timer's
+     * call).  When they were whole chunks (the body libcurl delivered past
+     * the tracker's position makes up exactly their raw length), the
+     * tracker goes on after them; while libcurl is still delivering them,
+     * it waits; otherwise where the body lies is unknown until the next
+     * response. */
+    if (rx->fed < head) {
+      if (rx->fed_between && rx->gap_raw == head - rx->fed) {
+        tp_http_raw_resume_chunked(rx->raw, rx->fed_resp, rx->fed_body + rx->gap_body);
+        rx->fed = head;
+        rx->fed_body += rx->gap_body;
+        rx->gap_body = rx->gap_raw = 0;
+        rx->segs_ok = false;
+        h->rx_resumed++;
+      } else if (h->in_curl && rx->fed_between && rx->gap_raw < head - rx->fed) {
+        return true;
+      } else {
+        rx_lose(h, rx);
+        return false;
+      }
+    }
+    if (rx->fed == head + waiting) {
+      /* Nothing new; the count is of the bytes fed. */
+      rx->segs = segs;
+      rx->segs_ok = segs != 0;
+      return true;
+    }
+    uint64_t at = 0;
+    ssize_t got = tp_stamp_peek(h->loop, fd, h->rx_buf, RX_PEEK_BYTES, &at);
+    if (got < 0) return true;
+    if ((uint64_t)got != waiting) {
+      if (waiting >= RX_PEEK_BYTES) return true; /* longer than a peek: not checkable, nothing fed */
+      continue;
+    }
+    *newest = at;
+    size_t off = (size_t)(rx->fed - head);
+    rx_pieces ps;
+    ps.n = 0;
+    bool ok = tp_http_raw_feed(rx->raw, h->rx_buf + off, (size_t)got - off, on_rx_piece, &ps);
+    /* All new bytes in one segment: one stamp, the newest, for every run. */
+    bool one_segment = rx->segs_ok && segs == rx->segs + 1;
+    rx->segs = segs;
+    rx->segs_ok = segs != 0;
+    rx->fed = head + (uint64_t)got;
+    rx->fed_resp = tp_http_raw_resp(rx->raw);
+    rx->fed_between = tp_http_raw_between_chunks(rx->raw, &rx->fed_body);
+    rx->gap_body = rx->gap_raw = 0;
+    if (!ok) {
+      rx->synced = false;
+      h->rx_lost++;
+    }
+    if (ps.n == 0) return true;
+    size_t offs[RX_PIECES];
+    uint64_t ns[RX_PIECES];
+    for (size_t i = 0; i < ps.n; i++) offs[i] = off + ps.p[i].raw_end - 1;
+    if (one_segment && at)
+      for (size_t i = 0; i < ps.n; i++) ns[i] = at;
+    else
+      tp_stamp_fd_bytes(h->loop, fd, offs, ps.n, at, ns);
+    for (size_t i = 0; i < ps.n; i++) {
+      if (!ns[i]) continue; /* no stamp: the bytes up to there get the fallback */
+      rx_mark m = {ps.p[i].resp, ps.p[i].body_end, ns[i]};
+      rx_mark_push(rx, &m);
+    }
+    return true;
   }
-  if (received == rx->fed) return;
-  if (!tp_stamp_tcp_counts(fd, &received, &unread) || unread > received) {
-    rx_lose(h, rx);
-    return;
-  }
-  /* The queue holds the stream's bytes [head, received); bytes before fed
-   * were fed.  fed < head: libcurl read bytes the tracker never saw (they
-   * came while it was reading, or it read in a timer's call), and where
-   * the body lies after them is unknown until the next response. */
-  uint64_t head = received - unread;
-  if (rx->fed < head || rx->fed > received) {
-    rx_lose(h, rx);
-    return;
-  }
-  if (!h->rx_buf && !(h->rx_buf = malloc(RX_PEEK_BYTES))) return;
-  ssize_t got = recv(fd, h->rx_buf, RX_PEEK_BYTES, MSG_PEEK | MSG_DONTWAIT);
-  size_t off = (size_t)(rx->fed - head);
-  if (got <= 0 || (size_t)got <= off) return;
-  rx_pieces ps;
-  ps.n = 0;
-  bool ok = tp_http_raw_feed(rx->raw, h->rx_buf + off, (size_t)got - off, on_rx_piece, &ps);
-  rx->fed = head + (uint64_t)got;
-  if (!ok) {
-    rx->synced = false;
-    h->rx_lost++;
-  }
-  if (ps.n == 0) return;
-  size_t offs[RX_PIECES];
-  uint64_t ns[RX_PIECES];
-  for (size_t i = 0; i < ps.n; i++) offs[i] = off + ps.p[i].raw_end - 1;
-  /* Stamped after the copy: every byte fed is in the queue. */
-  tp_stamp_fd_bytes(h->loop, fd, offs, ps.n, ns);
-  for (size_t i = 0; i < ps.n; i++) {
-    if (!ns[i]) continue; /* no stamp: the bytes up to there get the fallback */
-    rx_mark m = {ps.p[i].resp, ps.p[i].body_end, ns[i]};
-    rx_mark_push(rx, &m);
-  }
+  return true;
 }
 
 void tp__http_rx_begin(tp_http_req *r, int local_port) {
@@ -549,13 +600,30 @@ void tp__http_rx_begin(tp_http_req *r, int local_port) {
   rx->fed = received;
   rx->head = rx->n = 0;
   r->rx_resp = tp_http_raw_restart(rx->raw, false);
+  rx->fed_resp = r->rx_resp;
+  rx->fed_between = false;
+  rx->fed_body = rx->gap_body = rx->gap_raw = 0;
+  rx->segs_ok = false;
   r->rx = rx;
+}
+
+/* Hex digits of a chunk size. */
+static unsigned hex_digits(uint64_t n) {
+  unsigned d = 1;
+  while (n >>= 4) d++;
+  return d;
 }
 
 uint64_t tp__http_rx_body_ns(tp_http_req *r, size_t n) {
   rx_conn *rx = r->rx;
   if (!rx || n == 0) return 0;
   uint64_t first = r->body_seen, last = first + n - 1;
+  /* Past what the tracker was fed: bytes libcurl read unseen, counted as
+   * one chunk each ("SIZE\r\n" DATA "\r\n"), in order. */
+  if (rx->synced && rx->fed_between && r->rx_resp == rx->fed_resp && first == rx->fed_body + rx->gap_body) {
+    rx->gap_body += n;
+    rx->gap_raw += hex_digits(n) + 4 + n;
+  }
   /* Marks wholly before this piece are spent. */
   while (rx->n) {
     const rx_mark *m = &rx->marks[rx->head];
@@ -629,10 +697,20 @@ static void socket_action(tp_http *h, curl_socket_t fd, int flags) {
    * that the work done on sockets read earlier in a burst does not make this
    * one's answer look late; timer-driven calls run outside the poll phase
    * and read the clock. */
-  /* Plaintext: the waiting bytes' body runs get their own stamps first. */
-  if ((flags & CURL_CSELECT_IN) && h->action_rx) rx_feed(h, h->action_rx, fd);
-  h->n_seg = (flags & CURL_CSELECT_IN) && tp_stamp_tcp_counts(fd, &h->seg[0].received, NULL) ? 1 : 0;
-  h->action_ns = (flags & CURL_CSELECT_IN) ? tp_stamp_fd(h->loop, fd, STAMP_PEEK_BYTES) : tp_now_ns();
+  h->n_seg = 0;
+  h->action_ns = 0;
+  if (flags & CURL_CSELECT_IN) {
+    /* Plaintext: the waiting bytes' body runs get their own stamps first;
+     * that look also gives the count and the newest byte's stamp. */
+    uint64_t newest = 0;
+    if (h->action_rx && rx_feed(h, h->action_rx, fd, &h->seg[0].received, &newest))
+      h->n_seg = 1;
+    else if (tp_stamp_tcp_counts(fd, &h->seg[0].received, NULL))
+      h->n_seg = 1;
+    h->action_ns = newest ? newest : tp_stamp_fd(h->loop, fd, STAMP_PEEK_BYTES);
+  } else {
+    h->action_ns = tp_now_ns();
+  }
   h->seg[0].ns = h->action_ns;
   h->action_fd = (flags & CURL_CSELECT_IN) ? fd : CURL_SOCKET_BAD;
   int running = 0;

@@ -73,6 +73,22 @@ void tp_http_raw_lose(tp_http_raw *t) { t->state = ST_LOST; }
 bool tp_http_raw_lost(const tp_http_raw *t) { return t->state == ST_LOST; }
 uint64_t tp_http_raw_resp(const tp_http_raw *t) { return t->resp; }
 
+bool tp_http_raw_between_chunks(const tp_http_raw *t, uint64_t *body) {
+  if (t->state != ST_CHUNK_SZ || t->line_len != 0) return false;
+  *body = t->body;
+  return true;
+}
+
+void tp_http_raw_resume_chunked(tp_http_raw *t, uint64_t resp, uint64_t body) {
+  begin_response(t);
+  t->resp = resp;
+  t->head = false;
+  t->status = 200;
+  t->has_te = t->chunked = true;
+  t->body = body;
+  t->state = ST_CHUNK_SZ;
+}
+
 static bool is_ows(char c) { return c == ' ' || c == '\t'; }
 
 /* The final response ended: the next one on the connection may follow. */

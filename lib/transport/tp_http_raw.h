@@ -59,6 +59,17 @@ void tp_http_raw_lose(tp_http_raw *t);
 
 bool tp_http_raw_lost(const tp_http_raw *t);
 
+/* Whether the tracker stands between two chunks of a chunked body (at the
+ * start of a chunk-size line): then *body gets the response's body bytes
+ * so far. */
+bool tp_http_raw_between_chunks(const tp_http_raw *t, uint64_t *body);
+
+/* Resumes the tracker between two chunks of response resp's chunked body,
+ * body bytes into it, lost or not: for a caller that could not feed some
+ * bytes but knows they were whole chunks (it saw their decoded sizes and
+ * their raw length matches chunks without extensions). */
+void tp_http_raw_resume_chunked(tp_http_raw *t, uint64_t resp, uint64_t body);
+
 /* The index of the response being read now (or next, between responses). */
 uint64_t tp_http_raw_resp(const tp_http_raw *t);
 

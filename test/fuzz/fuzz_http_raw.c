@@ -11,7 +11,9 @@
  * extensions and trailers, 204/304, bodies of the recipe's bytes), built
  * here with the bodies it must yield; the tracker must follow it to the
  * end, never lost, and find exactly those bodies under consecutive
- * response indices.  Any difference abort()s. */
+ * response indices.  In both modes, a tracker resumed between two chunks
+ * where the first one stands (tp_http_raw_resume_chunked) reads the rest
+ * as the first one does.  Any difference abort()s. */
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -81,6 +83,8 @@ static void same(bool a_lost, bool b_lost) {
   if (a_lost != b_lost || g_whole.len != g_other.len || memcmp(g_whole.out, g_other.out, g_whole.len) != 0) abort();
 }
 
+static void resume_check(const uint8_t *s, size_t n, bool head);
+
 static void raw_mode(const uint8_t *s, size_t n, bool head) {
   if (n > 4096) n = 4096;
   size_t *cuts = malloc((n + 1) * sizeof(*cuts));
@@ -101,6 +105,37 @@ static void raw_mode(const uint8_t *s, size_t n, bool head) {
   }
   if (n) same(lost, feed(s, cuts, m, head, &g_other));
   free(cuts);
+  resume_check(s, n, head);
+}
+
+/* Wherever the tracker stands between two chunks, a tracker resumed there
+ * (tp_http_raw_resume_chunked, as after bytes the caller could not feed)
+ * reads the rest as the first one does. */
+static void resume_check(const uint8_t *s, size_t n, bool head) {
+  if (n > 4096) n = 4096;
+  for (size_t k = 0; k < 16 && n; k++) {
+    size_t cut = (k * 131 + n / 2) % (n + 1);
+    tp_http_raw *t = tp_http_raw_new();
+    if (!t) abort();
+    tp_http_raw_restart(t, head);
+    tp_http_raw_feed(t, s, cut, NULL, NULL);
+    uint64_t body = 0;
+    if (tp_http_raw_between_chunks(t, &body)) {
+      tp_http_raw *t2 = tp_http_raw_new();
+      if (!t2) abort();
+      tp_http_raw_resume_chunked(t2, tp_http_raw_resp(t), body);
+      g_whole.len = g_other.len = 0;
+      g_whole.last_resp = g_other.last_resp = (long long)tp_http_raw_resp(t);
+      g_whole.next_body = g_other.next_body = body;
+      g_whole.base = g_other.base = s + cut;
+      bool a = tp_http_raw_feed(t, s + cut, n - cut, on_piece, &g_whole);
+      bool b = tp_http_raw_feed(t2, s + cut, n - cut, on_piece, &g_other);
+      if (a != b || tp_http_raw_resp(t) != tp_http_raw_resp(t2)) abort();
+      same(!a, !b);
+      tp_http_raw_free(t2);
+    }
+    tp_http_raw_free(t);
+  }
 }
 
 /* ---- recipes -------------------------------------------------------- */

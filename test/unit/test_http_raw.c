@@ -188,6 +188,29 @@ int main(void) {
   CHECK(tp_http_raw_resp(t) == r1 + 1, "the response ended: the next one gets the next index");
   tp_http_raw_lose(t);
   CHECK(tp_http_raw_lost(t), "lose");
+
+  /* Between chunks: known, and a lost tracker resumes there after chunks
+   * it was not fed. */
+  uint64_t r2 = tp_http_raw_restart(t, false), body = 99;
+  const char *h2 = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n";
+  CHECK(tp_http_raw_feed(t, (const uint8_t *)h2, strlen(h2), NULL, NULL) && tp_http_raw_between_chunks(t, &body) &&
+            body == 0,
+        "after the head of a chunked response: between chunks, no body yet");
+  CHECK(tp_http_raw_feed(t, (const uint8_t *)"3\r\nab", 5, NULL, NULL) && !tp_http_raw_between_chunks(t, &body),
+        "inside a chunk: not between chunks");
+  CHECK(tp_http_raw_feed(t, (const uint8_t *)"c\r\n", 3, NULL, NULL) && tp_http_raw_between_chunks(t, &body) && body == 3,
+        "after a chunk's line end: between chunks, 3 body bytes");
+  tp_http_raw_lose(t); /* "4\r\ndefg\r\n" read by someone else */
+  tp_http_raw_resume_chunked(t, r2, 7);
+  memset(&c, 0, sizeof(c));
+  c.last_resp = -1;
+  c.order_ok = true;
+  const char *rest = "2\r\nhi\r\n0\r\n\r\n";
+  c.base = (const uint8_t *)rest;
+  bool fed = tp_http_raw_feed(t, c.base, strlen(rest), on_piece, &c);
+  CHECK(fed && !tp_http_raw_lost(t) && strstr(c.out, ":hi") != NULL && tp_http_raw_resp(t) == r2 + 1,
+        "resumed: the next chunk is found and the response ends (got \"%.300s\")", c.out);
+  CHECK(!tp_http_raw_between_chunks(t, &body), "between responses: not between chunks");
   tp_http_raw_free(t);
   return tp_test_done();
 }

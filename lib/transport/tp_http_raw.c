@@ -30,17 +30,17 @@ typedef enum field { F_OTHER, F_LENGTH, F_TE } field;
 
 struct tp_http_raw {
   st state;
-  uint64_t resp;     /* index of the response being read */
-  bool head;         /* the request was a HEAD: no body */
-  int status;        /* of the response being read */
-  uint64_t body;     /* body bytes of this response so far */
-  uint64_t left;     /* ST_BODY_LEN, ST_CHUNK: bytes to go */
-  bool has_length;   /* a Content-Length was seen */
-  uint64_t length;   /* its value */
-  bool has_te;       /* a Transfer-Encoding was seen */
-  bool chunked;      /* and its last coding is chunked */
-  field last_field;  /* of the last header line (an obs-fold continues it) */
-  size_t line_len;   /* bytes of the current line, kept or not */
+  uint64_t resp;    /* index of the response being read */
+  bool head;        /* the request was a HEAD: no body */
+  int status;       /* of the response being read */
+  uint64_t body;    /* body bytes of this response so far */
+  uint64_t left;    /* ST_BODY_LEN, ST_CHUNK: bytes to go */
+  bool has_length;  /* a Content-Length was seen */
+  uint64_t length;  /* its value */
+  bool has_te;      /* a Transfer-Encoding was seen */
+  bool chunked;     /* and its last coding is chunked */
+  field last_field; /* of the last header line (an obs-fold continues it) */
+  size_t line_len;  /* bytes of the current line, kept or not */
   char line[LINE_MAX_KEPT];
 };
 
@@ -50,7 +50,9 @@ tp_http_raw *tp_http_raw_new(void) {
   return t;
 }
 
-void tp_http_raw_free(tp_http_raw *t) { free(t); }
+void tp_http_raw_free(tp_http_raw *t) {
+  free(t);
+}
 
 static void begin_response(tp_http_raw *t) {
   t->state = ST_STATUS;
@@ -69,9 +71,15 @@ uint64_t tp_http_raw_restart(tp_http_raw *t, bool head) {
   return t->resp;
 }
 
-void tp_http_raw_lose(tp_http_raw *t) { t->state = ST_LOST; }
-bool tp_http_raw_lost(const tp_http_raw *t) { return t->state == ST_LOST; }
-uint64_t tp_http_raw_resp(const tp_http_raw *t) { return t->resp; }
+void tp_http_raw_lose(tp_http_raw *t) {
+  t->state = ST_LOST;
+}
+bool tp_http_raw_lost(const tp_http_raw *t) {
+  return t->state == ST_LOST;
+}
+uint64_t tp_http_raw_resp(const tp_http_raw *t) {
+  return t->resp;
+}
 
 bool tp_http_raw_between_chunks(const tp_http_raw *t, uint64_t *body) {
   if (t->state != ST_CHUNK_SZ || t->line_len != 0) return false;
@@ -89,7 +97,9 @@ void tp_http_raw_resume_chunked(tp_http_raw *t, uint64_t resp, uint64_t body) {
   t->state = ST_CHUNK_SZ;
 }
 
-static bool is_ows(char c) { return c == ' ' || c == '\t'; }
+static bool is_ows(char c) {
+  return c == ' ' || c == '\t';
+}
 
 /* The final response ended: the next one on the connection may follow. */
 static void end_response(tp_http_raw *t) {
@@ -153,7 +163,9 @@ static void te_value(tp_http_raw *t, const char *s, const char *e) {
 static bool header_line(tp_http_raw *t, const char *s, size_t n, bool cut) {
   if (is_ows(s[0])) return t->last_field == F_OTHER; /* obs-fold: a framing field's is ambiguous */
   const char *colon = memchr(s, ':', n);
-  if (!colon) return cut ? true : false; /* a line without a colon is not a field (a long one: its name is past what we keep) */
+  if (!colon)
+    return cut ? true : false; /* a line without a colon is not a field (a long one: its name is past what we
+                                  keep) */
   size_t nl = (size_t)(colon - s);
   const char *v = colon + 1, *e = s + n;
   if (nl == 14 && strncasecmp(s, "Content-Length", 14) == 0) {
@@ -208,7 +220,10 @@ static bool chunk_size_line(tp_http_raw *t, const char *s, size_t n) {
   size_t i = 0;
   for (; i < n; i++) {
     char c = s[i];
-    int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+    int d = c >= '0' && c <= '9'   ? c - '0'
+            : c >= 'a' && c <= 'f' ? c - 'a' + 10
+            : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                   : -1;
     if (d < 0) break;
     if (v > LEN_LIMIT / 16) return false;
     v = v * 16 + (uint64_t)d;
@@ -237,15 +252,12 @@ static bool line_done(tp_http_raw *t) {
       if (!status_line(t, s, n)) return false;
       t->state = ST_HEADER;
       return true;
-    case ST_HEADER:
-      return n == 0 ? headers_done(t) : header_line(t, s, n, cut);
-    case ST_CHUNK_SZ:
-      return chunk_size_line(t, s, n);
+    case ST_HEADER: return n == 0 ? headers_done(t) : header_line(t, s, n, cut);
+    case ST_CHUNK_SZ: return chunk_size_line(t, s, n);
     case ST_TRAILER:
       if (n == 0) end_response(t);
       return true;
-    default:
-      return false;
+    default: return false;
   }
 }
 

@@ -80,7 +80,8 @@ static bool feed(const uint8_t *s, const size_t *cuts, size_t ncuts, bool head, 
 static got g_whole, g_other;
 
 static void same(bool a_lost, bool b_lost) {
-  if (a_lost != b_lost || g_whole.len != g_other.len || memcmp(g_whole.out, g_other.out, g_whole.len) != 0) abort();
+  if (a_lost != b_lost || g_whole.len != g_other.len || memcmp(g_whole.out, g_other.out, g_whole.len) != 0)
+    abort();
 }
 
 static void resume_check(const uint8_t *s, size_t n, bool head);
@@ -156,13 +157,17 @@ static void put(buf *b, const void *s, size_t n) {
   memcpy(b->p + b->len, s, n);
   b->len += n;
 }
-static void puts_(buf *b, const char *s) { put(b, s, strlen(s)); }
+static void puts_(buf *b, const char *s) {
+  put(b, s, strlen(s));
+}
 
 typedef struct rd {
   const uint8_t *p;
   size_t n, i;
 } rd;
-static unsigned take(rd *r) { return r->i < r->n ? r->p[r->i++] : 0; }
+static unsigned take(rd *r) {
+  return r->i < r->n ? r->p[r->i++] : 0;
+}
 
 static void recipe_mode(const uint8_t *s, size_t n) {
   rd r = {s, n, 0};
@@ -209,7 +214,11 @@ static void recipe_mode(const uint8_t *s, size_t n) {
         size_t c = 1 + take(&r) % 20;
         if (c > blen - at) c = blen - at;
         unsigned ext = take(&r) % 3;
-        snprintf(line, sizeof(line), ext == 0 ? "%zx%s" : ext == 1 ? "%zX;a=b%s" : "%zx ; q=\"x;y\"%s", c, eol);
+        snprintf(line, sizeof(line),
+                 ext == 0   ? "%zx%s"
+                 : ext == 1 ? "%zX;a=b%s"
+                            : "%zx ; q=\"x;y\"%s",
+                 c, eol);
         puts_(&stream, line);
         put(&stream, body + at, c);
         puts_(&stream, eol);

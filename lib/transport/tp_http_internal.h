@@ -161,7 +161,9 @@ struct tp_http {
   tp_http_req *tx_list; /* requests whose send time is not final yet */
   rx_conn *action_rx;   /* the arrival tracker of action_fd's connection */
   uint8_t *rx_buf;      /* where waiting bytes are peeked (RX_PEEK_BYTES) */
-  uint64_t rx_pieces_marked, rx_pieces_fallback, rx_lost, rx_resumed; /* arrival dating, over the client's life */
+  /* Arrival dating over the client's life: body pieces dated by a mark and
+   * by the fallback, trackers lost, gaps of whole chunks stepped over. */
+  uint64_t rx_pieces_marked, rx_pieces_fallback, rx_lost, rx_resumed;
   uint64_t sends_kernel, sends_clock; /* send times by source, over the client's life */
 };
 

@@ -321,7 +321,8 @@ static uint64_t kernel_quiet(stamp *s, const struct timespec *ts) {
   return t;
 }
 
-void tp_stamp_fd_bytes(uv_loop_t *loop, int fd, const size_t *offs, size_t n, uint64_t newest, uint64_t *out) {
+void tp_stamp_fd_bytes(uv_loop_t *loop, int fd, const size_t *offs, size_t n, uint64_t newest,
+                       uint64_t *out) {
   stamp *s = stamp_of(loop);
   for (size_t i = 0; i < n; i++) {
     struct timespec ts;

@@ -68,7 +68,9 @@ bool tp_stamp_tcp_head(int fd, uint64_t *head, uint64_t *waiting, uint32_t *segs
   *head = ti.tcpi_bytes_received - (uint64_t)q;
   *waiting = (uint64_t)q;
   /* Linux 4.6 and later; 0 (never a count that moved by one) before. */
-  *segs = len >= offsetof(struct tcp_info, tcpi_data_segs_in) + sizeof(ti.tcpi_data_segs_in) ? ti.tcpi_data_segs_in : 0;
+  *segs = len >= offsetof(struct tcp_info, tcpi_data_segs_in) + sizeof(ti.tcpi_data_segs_in)
+              ? ti.tcpi_data_segs_in
+              : 0;
   return true;
 #else
   (void)fd, (void)head, (void)waiting, (void)segs, (void)fin;

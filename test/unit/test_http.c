@@ -236,7 +236,8 @@ static void *sse_server(void *arg) {
     req[got] = 0;
     if (strstr(req, "\r\n\r\n")) break;
   }
-  static const char head[] = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n";
+  static const char head[] =
+      "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n";
   if (!write_all(fd, head, sizeof(head) - 1)) goto out;
   char warm[WARM_BYTES + 16];
   int hn = snprintf(warm, sizeof(warm), "%x\r\n", WARM_BYTES);
@@ -256,7 +257,8 @@ static void *sse_server(void *arg) {
     /* Of different lengths: two segments of one length make the receiver
      * take that as a full segment's, and acknowledge every second one. */
     char ev[64];
-    int n = snprintf(ev, sizeof(ev), "%x\r\ndata: ev%d%*s\r\n\r\n\r\n", 13 + 7 * (i + 1), i + 1, 7 * (i + 1), "");
+    int n =
+        snprintf(ev, sizeof(ev), "%x\r\ndata: ev%d%*s\r\n\r\n\r\n", 13 + 7 * (i + 1), i + 1, 7 * (i + 1), "");
     s->ev_len[i] = (size_t)n;
     s->sent_ns[i] = tp_now_ns();
     if (!write_all(fd, ev, (size_t)n)) goto out;
@@ -272,8 +274,8 @@ out:
 typedef struct sse_cli {
   sse_srv *srv;
   int parts, warm;
-  bool looked;             /* the kernel's stamps were read */
-  bool apart[N_LATE];      /* late event i's last byte has a stamp of its own (not the next event's) */
+  bool looked;        /* the kernel's stamps were read */
+  bool apart[N_LATE]; /* late event i's last byte has a stamp of its own (not the next event's) */
   uint64_t at[1 + N_LATE];
   char text[1 + N_LATE][16];
   bool done, ok;
@@ -287,7 +289,8 @@ static bool peek_stamp(int fd, size_t len, struct timespec *ts) {
     struct cmsghdr align;
   } ctl;
   struct iovec iov = {.iov_base = scratch, .iov_len = len};
-  struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf, .msg_controllen = sizeof(ctl.buf)};
+  struct msghdr m = {
+      .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf, .msg_controllen = sizeof(ctl.buf)};
   if (recvmsg(fd, &m, MSG_PEEK | MSG_TRUNC | MSG_DONTWAIT) != (ssize_t)len) return false;
   for (struct cmsghdr *cm = CMSG_FIRSTHDR(&m); cm; cm = CMSG_NXTHDR(&m, cm))
     if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_TIMESTAMPNS) {
@@ -380,8 +383,8 @@ static void test_late_events(void) {
     }
     CHECK(c.ok, "the event stream came whole");
     /* libcurl hands each chunk of a chunked body over on its own. */
-    CHECK(c.warm >= N_WARM && c.parts == 1 + N_LATE, "one body piece per event (chunk): %d comment pieces, %d events",
-          c.warm, c.parts);
+    CHECK(c.warm >= N_WARM && c.parts == 1 + N_LATE,
+          "one body piece per event (chunk): %d comment pieces, %d events", c.warm, c.parts);
     if (c.parts == 1 + N_LATE) {
       for (int i = 0; i < N_LATE; i++) {
         char want[16];
@@ -400,7 +403,8 @@ static void test_late_events(void) {
         }
         CHECK(c.at[1 + i] <= srv.wrote_ns[i] + CONVERT_SLACK_NS &&
                   (i == N_LATE - 1 || c.at[1 + i] < srv.sent_ns[i + 1]),
-              "event %d of %d read in one go is dated when it arrived (%+.3f ms after its write began, %+.3f after "
+              "event %d of %d read in one go is dated when it arrived (%+.3f ms after its write began, %+.3f "
+              "after "
               "it ended)",
               i + 1, N_LATE, ms, after);
       }

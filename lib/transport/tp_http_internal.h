@@ -39,7 +39,11 @@ typedef struct rx_mark {
   uint64_t ns;       /* the arrival of the segment holding byte body_end-1 */
 } rx_mark;
 
-#define RX_MARKS 128
+/* Body runs fed and not yet delivered: libcurl delivers what it read
+ * before its call returns, so the ring holds at most the runs of one look
+ * at the queue (a late loop: one per event waiting); past that the newest
+ * mark stretches (later, never earlier).  About 800 bytes a connection. */
+#define RX_MARKS 32
 
 struct rx_conn {
   tp_http_raw *raw;

@@ -27,10 +27,16 @@ static size_t write_cb(char *ptr, size_t size, size_t nmemb, void *ud) {
   if (!r->got_bytes) tp__http_tx_final(r);
   r->got_bytes = true;
   if (r->abort || r->local_failed) return 0; /* libcurl ends it with WRITE_ERROR */
-  /* Bytes of one answer arrive in order: never dated before the ones
-   * delivered earlier (which may have had the clock, when read past every
-   * stamp, and the next bytes an earlier stamp taken after that). */
-  uint64_t t = tp__http_arrival_ns(r);
+  /* Body bytes are dated by the stamp of the segment that brought their
+   * last byte when the connection's tracker saw them before libcurl read
+   * them (tp_http_loop.c, "arrival stamps"); otherwise by the newest
+   * stamp of what this call read.  Bytes of one answer arrive in order:
+   * never dated before the ones delivered earlier (which may have had the
+   * clock, when read past every stamp, and the next bytes an earlier stamp
+   * taken after that). */
+  uint64_t t = tp__http_rx_body_ns(r, n);
+  if (!t) t = tp__http_arrival_ns(r);
+  r->body_seen += n;
   if (t < r->last_arrival_ns) t = r->last_arrival_ns;
   r->last_arrival_ns = t;
   if (!r->responded) {
@@ -90,6 +96,7 @@ static int prereq_cb(void *ud, char *conn_primary_ip, char *conn_local_ip, int c
     r->sent_ns = 0;
   }
   tp__http_tx_begin(r, conn_local_port);
+  tp__http_rx_begin(r, conn_local_port);
   return CURL_PREREQFUNC_OK;
 }
 #endif

@@ -182,17 +182,17 @@ static const tp_setting ap_rows[] = {
          "N", "0", 0, 1e9, NULL, G_LOAD, "requests sent first and left out", "1", 0),
     AROW("log_level", "--log-level", TP_SET_ENUM, log_level, "LEVEL", "info", 1, 0,
          "trace|debug|info|notice|warning|success|error|critical", G_SVC,
-         "no effect: tokperf logs no more than its progress and notes", "info", TP_SETF_NOOP),
+         "tokperf logs no more than its progress and notes", "info", TP_SETF_NOOP),
     AROW("verbose", "--verbose|-v", TP_SET_FLAG, verbose, NULL, NULL, 1, 0, NULL, G_SVC,
-         "no effect: tokperf logs no more than its progress and notes", NULL, TP_SETF_NOOP),
+         "tokperf logs no more than its progress and notes", NULL, TP_SETF_NOOP),
     AROW("extra_verbose", "--extra-verbose|-vv", TP_SET_FLAG, extra_verbose, NULL, NULL, 1, 0, NULL, G_SVC,
-         "no effect: tokperf logs no more than its progress and notes", NULL, TP_SETF_NOOP),
+         "tokperf logs no more than its progress and notes", NULL, TP_SETF_NOOP),
     AROW("ui_type", "--ui-type|--ui", TP_SET_ENUM, ui_type, "dashboard|simple|none", "dashboard", 1, 0,
          "dashboard|simple|none", G_SVC, "none: no progress lines; dashboard and simple: tokperf's progress line",
          "none", 0),
     AROW("noop_values", "--record-processor-service-count|--record-processors|--workers-max|--max-workers|"
          "--zmq-host|--zmq-ipc-path", TP_SET_STR_LIST, noop_values, "VALUE", NULL, 1, 0, NULL, G_SVC,
-         "no effect: AIPerf's processes and sockets; tokperf is one process with one event loop", "4", TP_SETF_NOOP),
+         "AIPerf's processes and sockets; tokperf is one process with one event loop", "4", TP_SETF_NOOP),
     AROW("mock", "--mock", TP_SET_FLAG, mock, NULL, NULL, 1, 0, NULL, "tokperf's own",
          "run against the built-in mock server", NULL, 0),
     AROW("quiet", "-q|--quiet", TP_SET_FLAG, quiet, NULL, NULL, 1, 0, NULL, "tokperf's own",
@@ -232,6 +232,20 @@ static const refused ap_refused[] = {
      "(tokperf profile --json FILE writes every figure tokperf has)"},
 };
 #define REFUSED_N (sizeof(ap_refused) / sizeof(ap_refused[0]))
+
+/* The spelling of a flag the user wrote ("--session-turns-mean" for the
+ * row "--conversation-turn-mean|--session-turns-mean"), for messages. */
+static const char *spelled(int argc, char **argv, const char *flags) {
+  for (int i = argc - 1; i >= 0; i--) {
+    size_t len = strcspn(argv[i], "=");
+    for (const char *p = flags; *p;) {
+      size_t l = strcspn(p, "|");
+      if (l == len && memcmp(p, argv[i], len) == 0) return argv[i];
+      p += l + (p[l] == '|');
+    }
+  }
+  return flags;
+}
 
 static int fail(const char *msg) {
   fprintf(stderr, "tokperf aiperf profile: %s\ntry 'tokperf aiperf profile --help'\n", msg);
@@ -438,6 +452,19 @@ static int cut_schedule(const char *in, const char *out, int64_t start, int64_t 
     rv = -1;
   }
   return rv;
+}
+
+/* mkdir -p */
+static int make_dirs(const char *dir) {
+  char p[1100];
+  snprintf(p, sizeof(p), "%s", dir);
+  for (char *s = p + 1; *s; s++) {
+    if (*s != '/') continue;
+    *s = 0;
+    if (mkdir(p, 0777) && errno != EEXIST) return -1;
+    *s = '/';
+  }
+  return mkdir(p, 0777) && errno != EEXIST ? -1 : 0;
 }
 
 static size_t count_lines(const char *path) {
@@ -658,8 +685,12 @@ int tp_cmd_aiperf(int argc, char **argv) {
   }
   /* AIPerf's own checks, before anything is sent. */
   if (!o.model && !o.mock) return fail("--model NAME is required, as AIPerf requires it (--model Qwen/Qwen3-0.6B)");
-  if (o.model && strchr(o.model, ','))
-    return fail("--model: tokperf measures one model a run: give one name and run once per model");
+  if (o.model && strchr(o.model, ',')) {
+    const char *f = spelled(argc, argv, "--model-names|--model|-m");
+    snprintf(err, sizeof(err), "%.*s '%s': tokperf measures one model a run: give one name and run once per model",
+             (int)strcspn(f, "="), f, o.model);
+    return fail(err);
+  }
   if (o.endpoint_type >= 2)
     return fail("--endpoint-type embeddings and rankings: tokperf measures generation: --endpoint-type chat or "
                 "completions");
@@ -683,13 +714,20 @@ int tp_cmd_aiperf(int argc, char **argv) {
   if (o.fixed_schedule_start_offset >= 0 && o.fixed_schedule_end_offset >= 0 &&
       o.fixed_schedule_start_offset > o.fixed_schedule_end_offset)
     return fail("--fixed-schedule-start-offset is after --fixed-schedule-end-offset");
-  if (o.turn_mean != 1 || o.turn_stddev != 0)
-    return fail("--session-turns-mean/--session-turns-stddev: tokperf makes synthetic conversations of one turn; "
-                "write the conversations as AIPerf multi_turn lines and give --input-file FILE "
-                "--custom-dataset-type multi_turn");
-  if (o.batch_size != 1)
-    return fail("--batch-size: tokperf sends one text a request (AIPerf batches only embeddings and rankings, "
-                "which tokperf does not measure): leave it out");
+  if (o.turn_mean != 1 || o.turn_stddev != 0) {
+    const char *f = o.turn_mean != 1 ? spelled(argc, argv, "--conversation-turn-mean|--session-turns-mean")
+                                     : spelled(argc, argv, "--conversation-turn-stddev|--session-turns-stddev");
+    snprintf(err, sizeof(err), "%.*s: tokperf makes synthetic conversations of one turn; write the conversations "
+             "as AIPerf multi_turn lines and give --input-file FILE --custom-dataset-type multi_turn",
+             (int)strcspn(f, "="), f);
+    return fail(err);
+  }
+  if (o.batch_size != 1) {
+    const char *f = spelled(argc, argv, "--prompt-batch-size|--batch-size-text|--batch-size|-b");
+    snprintf(err, sizeof(err), "%.*s: tokperf sends one text a request (AIPerf batches only embeddings and "
+             "rankings, which tokperf does not measure): leave it out", (int)strcspn(f, "="), f);
+    return fail(err);
+  }
   if (o.input_file) {
     struct stat st;
     if (stat(o.input_file, &st)) {
@@ -734,12 +772,18 @@ int tp_cmd_aiperf(int argc, char **argv) {
   } else if (o.model) {
     char *found = NULL;
     char e2[1024];
-    if (tp_tokenizer_find(o.model, o.tokenizer_revision, &found, e2, sizeof(e2)) == 0) {
+    struct stat st;
+    /* A name that is no ORG/NAME comes back as itself: only a path that
+     * exists is a tokenizer. */
+    if (tp_tokenizer_find(o.model, o.tokenizer_revision, &found, e2, sizeof(e2)) == 0 && found &&
+        stat(found, &st) == 0) {
       free(found);
       c->prompts.tokenizer = o.model;
       if (!o.quiet) fprintf(stderr, "tokperf aiperf: tokenizer: %s, from the Hugging Face cache\n", o.model);
-    } else if (!o.quiet) {
-      fprintf(stderr, "tokperf aiperf: note: no tokenizer for %s in the Hugging Face cache: synthetic prompts are "
+    } else {
+      free(found);
+      if (!o.quiet)
+        fprintf(stderr, "tokperf aiperf: note: no tokenizer for %s in the Hugging Face cache: synthetic prompts are "
                       "measured in words and token counts come from the server (give --tokenizer)\n", o.model);
     }
   }
@@ -770,8 +814,9 @@ int tp_cmd_aiperf(int argc, char **argv) {
     } else {
       c->prompts.input_file = o.input_file;
     }
-    if (type == DS_MOONCAKE && !schedule) {
-      /* AIPerf sends each line of a trace once, whatever --request-count. */
+    if (type == DS_MOONCAKE || schedule) {
+      /* AIPerf sends each line of a trace, and each of a schedule, once,
+       * whatever --request-count. */
       c->measure.request_count = count_lines(o.input_file);
     }
   } else {
@@ -847,10 +892,15 @@ int tp_cmd_aiperf(int argc, char **argv) {
   if (o.fixed_schedule_start_offset >= 0 || o.fixed_schedule_end_offset >= 0) {
     size_t kept;
     snprintf(sched_path, sizeof(sched_path), "%s/fixed_schedule.jsonl", dir);
+    if (make_dirs(dir)) {
+      snprintf(err, sizeof(err), "cannot create %s: %s", dir, strerror(errno));
+      goto usage;
+    }
     if (cut_schedule(o.input_file, sched_path, o.fixed_schedule_start_offset, o.fixed_schedule_end_offset, &kept,
                      err, sizeof(err)))
       goto usage;
     c->load.schedule_file = sched_path;
+    c->measure.request_count = kept;
     if (!o.quiet)
       fprintf(stderr, "tokperf aiperf: the schedule's %zu lines within the offsets are in %s\n", kept, sched_path);
   }

@@ -17,6 +17,7 @@
 Prints TAP."""
 import json
 import os
+import re
 import shlex
 import signal
 import subprocess
@@ -100,9 +101,9 @@ def run(args, timeout=TIMEOUT, cwd=None):
 
 def succeeded(out):
     for line in out.splitlines():
-        if line.startswith("Requests:"):
-            # "Requests: 4 measured, 4 succeeded, 0 failed"
-            return int(line.split(",")[1].split()[0])
+        m = re.match(r"Requests: [\d,]+ measured, ([\d,]+) succeeded", line)
+        if m:
+            return int(m.group(1).replace(",", ""))
     return -1
 
 

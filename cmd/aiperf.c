@@ -708,7 +708,10 @@ int tp_cmd_aiperf(int argc, char **argv) {
     return fail("--request-count and --benchmark-duration exclude each other (as in AIPerf): give one");
   if (grace_given && !duration_given)
     return fail("--benchmark-grace-period goes with --benchmark-duration (as in AIPerf)");
-  if (o.fixed_schedule && !o.input_file) return fail("--fixed-schedule needs --input-file FILE (as in AIPerf)");
+  if ((o.fixed_schedule || o.fixed_schedule_auto_offset || o.fixed_schedule_start_offset >= 0 ||
+       o.fixed_schedule_end_offset >= 0) &&
+      !o.input_file)
+    return fail("the fixed schedule's options need --input-file FILE, a trace with timestamps (as in AIPerf)");
   if (o.fixed_schedule_auto_offset && o.fixed_schedule_start_offset >= 0)
     return fail("--fixed-schedule-start-offset and --fixed-schedule-auto-offset exclude each other (as in AIPerf)");
   if (o.fixed_schedule_start_offset >= 0 && o.fixed_schedule_end_offset >= 0 &&

@@ -270,10 +270,57 @@ check(rc == 0 and succeeded(out) == 3, "--fixed-schedule-start-offset 50 --fixed
 check(os.path.isdir(os.path.join(cwd, "artifacts", "Qwen_Qwen3-0.6B-openai-chat-fixed_schedule")),
       "a fixed schedule's directory: ...-fixed_schedule")
 
+# A multi_turn file: --request-count counts conversations (AIPerf's credits),
+# every turn a record.
+cwd = fresh_dir("multi")
+rc, out, err = run(["-m", MODEL, "-u", URL, "--input-file", multi, "--custom-dataset-type", "multi_turn",
+                    "--request-count", "3", "--osl", "2", "--artifact-dir", "mt"], cwd=cwd)
+with open(os.path.join(cwd, "mt", "profile_export.jsonl")) as f:
+    turns = [json.loads(x)["metadata"]["turn_index"] for x in f if x.strip()]
+check(rc == 0 and "Sessions: 3 measured, 3 completed" in out and sorted(turns) == [0, 0, 0, 1, 1, 1],
+      "multi_turn --request-count 3: 3 conversations of 2 turns, 6 records", (rc, turns, err[-400:]))
+
+# Values AIPerf refuses, or tokperf cannot read: exit 2, naming the flag.
+for words in (["--goodput", "time_to_first_token"], ["--goodput", "time_to_first_token:-1"],
+              ["--goodput", "time_to_first_token:abc"], ["--goodput", "time_to_first_token:"],
+              ["--header", "NoColon"], ["--header", ":empty-name"], ["--header", '{"X-A": 1}'],
+              ["--request-rate", "0"], ["--request-rate", "-2"], ["--concurrency", "0"], ["--request-count", "0"],
+              ["--benchmark-duration", "0.5"], ["--endpoint-type", "generate"], ["--custom-dataset-type", "x"],
+              ["--fixed-schedule-start-offset", "9", "--fixed-schedule-end-offset", "3", "--input-file", trace],
+              ["--input-file", os.path.join(tmp, "absent.jsonl")]):
+    rc, out, err = run(["-m", MODEL, "-u", URL, "--request-count", "2"] + words if "--request-count" not in words
+                       and "--benchmark-duration" not in words else ["-m", MODEL, "-u", URL] + words)
+    check(rc == 2 and words[0] in err, "%s: exit 2, naming %s" % (" ".join(words)[:70], words[0]),
+          "rc %d: %s" % (rc, err[-300:]))
+
+# Random command lines of AIPerf's flags and values, against a closed port:
+# every one ends with a usage error (2) or a failed start (3), never a
+# crash (under the sanitizers a report fails it).
+import random  # noqa: E402
+
+rnd = random.Random(27)
+values = ["0", "1", "-1", "2.5", "1e9", "", "x", ":", "a:b", "{", "{}", '{"a": "b"}', "time_to_first_token:1",
+          "chat", "completions", "mooncake_trace", "multi_turn", "none", trace, single, tmp, "-", "--", "=" * 3]
+flags = [f for f in captured if not f.startswith("-v")]
+dead = "127.0.0.1:%d" % free_port()
+bad_exit = []
+for i in range(120):
+    argv = ["-u", dead, "-q", "--artifact-dir", os.path.join(tmp, "fz")]
+    for _ in range(rnd.randint(1, 5)):
+        f = rnd.choice(flags)
+        argv += [f] if rnd.random() < 0.3 else ([f, rnd.choice(values)] if rnd.random() < 0.8 else
+                                                 ["%s=%s" % (f, rnd.choice(values))])
+    p = subprocess.run([TOKPERF, "aiperf", "profile"] + argv, capture_output=True, text=True, timeout=TIMEOUT,
+                       cwd=tmp)
+    if p.returncode not in (2, 3) or "Sanitizer" in p.stderr or "runtime error" in p.stderr:
+        bad_exit.append((p.returncode, argv, p.stderr[-300:]))
+check(not bad_exit, "120 random command lines of AIPerf's flags: exit 2 or 3, no crash", bad_exit[:3])
+
 # AIPerf's own checks.
 for words, say in ((["--request-count", "3", "--benchmark-duration", "2"], "exclude each other"),
                    (["--benchmark-grace-period", "2"], "goes with --benchmark-duration"),
-                   (["--fixed-schedule"], "needs --input-file"),
+                   (["--fixed-schedule"], "need --input-file"),
+                   (["--fixed-schedule-end-offset", "100"], "need --input-file"),
                    (["--input-file", trace, "--fixed-schedule-auto-offset", "--fixed-schedule-start-offset", "5"],
                     "exclude each other"),
                    (["--input-file", tmp], "is a directory")):

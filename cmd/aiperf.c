@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -39,7 +40,7 @@ typedef struct ap {
   const char *input_file;
   bool fixed_schedule, fixed_schedule_auto_offset;
   int64_t fixed_schedule_start_offset, fixed_schedule_end_offset;
-  int custom_dataset_type;
+  const char *custom_dataset_type_name; /* NULL: told from the file */
   uint64_t random_seed;
   uint32_t conversation_num, turn_mean, turn_stddev;
   double turn_delay_mean, turn_delay_stddev, turn_delay_ratio;
@@ -105,11 +106,13 @@ static const tp_setting ap_rows[] = {
     AROW("fixed_schedule_auto_offset", "--fixed-schedule-auto-offset", TP_SET_FLAG, fixed_schedule_auto_offset, NULL,
          NULL, 1, 0, NULL, G_IN, "the first timestamp is time 0 (tokperf always replays so)", NULL, 0),
     AROW("fixed_schedule_start_offset", "--fixed-schedule-start-offset", TP_SET_I64, fixed_schedule_start_offset,
-         "MS", "-1", -1, 1e15, NULL, G_IN, "replay only the lines at or after this timestamp", "2000", 0),
+         "MS", NULL, 0, 1e15, NULL, G_IN, "replay only the lines at or after this timestamp (unset: from the first)",
+         "2000", TP_SETF_UNSET0),
     AROW("fixed_schedule_end_offset", "--fixed-schedule-end-offset", TP_SET_I64, fixed_schedule_end_offset, "MS",
-         "-1", -1, 1e15, NULL, G_IN, "replay only the lines at or before this timestamp", "4000", 0),
-    AROW("custom_dataset_type", "--custom-dataset-type", TP_SET_ENUM, custom_dataset_type, DATASET_TYPES,
-         "mooncake_trace", 1, 0, DATASET_TYPES, G_IN, "how --input-file is read", "single_turn", 0),
+         NULL, 0, 1e15, NULL, G_IN, "replay only the lines at or before this timestamp (unset: to the last)", "4000",
+         TP_SETF_UNSET0),
+    AROW("custom_dataset_type", "--custom-dataset-type", TP_SET_STR, custom_dataset_type_name, DATASET_TYPES, NULL,
+         1, 0, NULL, G_IN, "how --input-file is read (unset: told from its first line)", "single_turn", 0),
     AROW("random_seed", "--random-seed", TP_SET_U64, random_seed, "N", "0", 1, 0, NULL, G_IN,
          "seed of the synthetic prompts and of the arrival times", "100", 0),
     AROW("goodput", "--goodput", TP_SET_STR_LIST, goodput, "TAG:VALUE ...", NULL, 1, 0, NULL, G_IN,
@@ -683,6 +686,24 @@ int tp_cmd_aiperf(int argc, char **argv) {
     help(stdout);
     return TP_EXIT_OK;
   }
+  /* The offsets' rows have no default: unset is -1 here (0 is an offset). */
+  for (size_t i = 0; i < AP_N; i++) {
+    if (given[i]) continue;
+    if (strcmp(ap_rows[i].key, "fixed_schedule_start_offset") == 0) o.fixed_schedule_start_offset = -1;
+    if (strcmp(ap_rows[i].key, "fixed_schedule_end_offset") == 0) o.fixed_schedule_end_offset = -1;
+  }
+  /* AIPerf's dataset types, in any case (AIPerf's enums ignore it). */
+  int dataset_type = -1;
+  if (o.custom_dataset_type_name) {
+    static const char *const types[] = {"mooncake_trace", "single_turn", "multi_turn", "random_pool"};
+    for (int t = 0; t < 4; t++)
+      if (strcasecmp(o.custom_dataset_type_name, types[t]) == 0) dataset_type = t;
+    if (dataset_type < 0) {
+      snprintf(err, sizeof(err), "--custom-dataset-type '%s': expected one of mooncake_trace, single_turn, "
+               "multi_turn, random_pool", o.custom_dataset_type_name);
+      return fail(err);
+    }
+  }
   /* AIPerf's own checks, before anything is sent. */
   if (!o.model && !o.mock) return fail("--model NAME is required, as AIPerf requires it (--model Qwen/Qwen3-0.6B)");
   if (o.model && strchr(o.model, ',')) {
@@ -798,10 +819,8 @@ int tp_cmd_aiperf(int argc, char **argv) {
   /* The dataset. */
   bool schedule = false;
   if (o.input_file) {
-    int type = o.custom_dataset_type;
-    bool typed = false;
-    for (size_t i = 0; i < AP_N; i++)
-      if (given[i] && strcmp(ap_rows[i].key, "custom_dataset_type") == 0) typed = true;
+    int type = dataset_type;
+    bool typed = type >= 0;
     bool has_ts = first_line_has(o.input_file, "timestamp");
     if (!typed) type = has_ts ? DS_MOONCAKE : first_line_has(o.input_file, "turns") ? DS_MULTI : DS_SINGLE;
     bool offsets = o.fixed_schedule_start_offset >= 0 || o.fixed_schedule_end_offset >= 0;

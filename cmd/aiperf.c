@@ -67,7 +67,7 @@ typedef struct ap {
 enum { DS_MOONCAKE = 0, DS_SINGLE, DS_MULTI, DS_POOL };
 
 #define AROW(key, flags, type, field, arg, dflt, lo, hi, choices, group, help, ex, mask) \
-  {key, flags, type, offsetof(ap, field), arg, dflt, lo, hi, choices, group, help, ex, mask, NULL, NULL}
+  { key, flags, type, offsetof(ap, field), arg, dflt, lo, hi, choices, group, help, ex, mask, NULL, NULL }
 #define G_EP "Endpoint (AIPerf)"
 #define G_IN "Input (AIPerf)"
 #define G_OUT "Output and tokenizer (AIPerf)"
@@ -85,104 +85,117 @@ static const tp_setting ap_rows[] = {
          "the request path instead of the endpoint type's (/v1/chat/completions, /v1/completions)",
          "/v1/chat/completions", 0),
     AROW("endpoint_type", "--endpoint-type", TP_SET_ENUM, endpoint_type, ENDPOINT_TYPES, "chat", 1, 0,
-         ENDPOINT_TYPES, G_EP, "the API: chat or completions (embeddings and rankings are refused)", "chat", 0),
+         ENDPOINT_TYPES, G_EP, "the API: chat or completions (embeddings and rankings are refused)", "chat",
+         0),
     AROW("streaming", "--streaming", TP_SET_FLAG, streaming, NULL, NULL, 1, 0, NULL, G_EP,
          "stream the answers (AIPerf's default is one whole answer per request)", NULL, 0),
     AROW("url", "--url|-u", TP_SET_STR, url, "URL", "localhost:8000", 1, 0, NULL, G_EP, "the server",
          "http://localhost:8000", 0),
-    AROW("request_timeout_seconds", "--request-timeout-seconds", TP_SET_F64, request_timeout_s, "SECONDS", "600", 1e-3,
-         1e9, NULL, G_EP, "a request not answered whole by then fails", "30", 0),
+    AROW("request_timeout_seconds", "--request-timeout-seconds", TP_SET_F64, request_timeout_s, "SECONDS",
+         "600", 1e-3, 1e9, NULL, G_EP, "a request not answered whole by then fails", "30", 0),
     AROW("api_key", "--api-key", TP_SET_STR, api_key, "KEY", NULL, 1, 0, NULL, G_EP,
-         "sent as Authorization: Bearer KEY, never printed (tokperf profile reads it from OPENAI_API_KEY)", "sk-x",
-         TP_SETF_SECRET),
-    AROW("extra_inputs", "--extra-inputs", TP_SET_STR_LIST, extra_inputs, "NAME:VALUE|JSON", NULL, 1, 0, NULL, G_IN,
-         "a field added to every request body, repeatable", "ignore_eos:true", TP_SETF_NARGS),
+         "sent as Authorization: Bearer KEY, never printed (tokperf profile reads it from OPENAI_API_KEY)",
+         "sk-x", TP_SETF_SECRET),
+    AROW("extra_inputs", "--extra-inputs", TP_SET_STR_LIST, extra_inputs, "NAME:VALUE|JSON", NULL, 1, 0, NULL,
+         G_IN, "a field added to every request body, repeatable", "ignore_eos:true", TP_SETF_NARGS),
     AROW("header", "--header|-H", TP_SET_STR_LIST, headers, "NAME:VALUE|JSON", NULL, 1, 0, NULL, G_IN,
          "a header added to every request, repeatable", "X-Team:bench", TP_SETF_NARGS),
     AROW("input_file", "--input-file", TP_SET_STR, input_file, "FILE", NULL, 1, 0, NULL, G_IN,
-         "the dataset, of --custom-dataset-type (a directory of files is refused)", "trace.jsonl", TP_SETF_FILE),
+         "the dataset, of --custom-dataset-type (a directory of files is refused)", "trace.jsonl",
+         TP_SETF_FILE),
     AROW("fixed_schedule", "--fixed-schedule", TP_SET_FLAG, fixed_schedule, NULL, NULL, 1, 0, NULL, G_IN,
          "send each line of --input-file at its \"timestamp\" (ms)", NULL, 0),
-    AROW("fixed_schedule_auto_offset", "--fixed-schedule-auto-offset", TP_SET_FLAG, fixed_schedule_auto_offset, NULL,
-         NULL, 1, 0, NULL, G_IN, "the first timestamp is time 0 (tokperf always replays so)", NULL, 0),
-    AROW("fixed_schedule_start_offset", "--fixed-schedule-start-offset", TP_SET_I64, fixed_schedule_start_offset,
-         "MS", NULL, 0, 1e15, NULL, G_IN, "replay only the lines at or after this timestamp (unset: from the first)",
-         "2000", TP_SETF_UNSET0),
-    AROW("fixed_schedule_end_offset", "--fixed-schedule-end-offset", TP_SET_I64, fixed_schedule_end_offset, "MS",
-         NULL, 0, 1e15, NULL, G_IN, "replay only the lines at or before this timestamp (unset: to the last)", "4000",
-         TP_SETF_UNSET0),
-    AROW("custom_dataset_type", "--custom-dataset-type", TP_SET_STR, custom_dataset_type_name, DATASET_TYPES, NULL,
-         1, 0, NULL, G_IN, "how --input-file is read (unset: told from its first line)", "single_turn", 0),
+    AROW("fixed_schedule_auto_offset", "--fixed-schedule-auto-offset", TP_SET_FLAG,
+         fixed_schedule_auto_offset, NULL, NULL, 1, 0, NULL, G_IN,
+         "the first timestamp is time 0 (tokperf always replays so)", NULL, 0),
+    AROW("fixed_schedule_start_offset", "--fixed-schedule-start-offset", TP_SET_I64,
+         fixed_schedule_start_offset, "MS", NULL, 0, 1e15, NULL, G_IN,
+         "replay only the lines at or after this timestamp (unset: from the first)", "2000", TP_SETF_UNSET0),
+    AROW("fixed_schedule_end_offset", "--fixed-schedule-end-offset", TP_SET_I64, fixed_schedule_end_offset,
+         "MS", NULL, 0, 1e15, NULL, G_IN,
+         "replay only the lines at or before this timestamp (unset: to the last)", "4000", TP_SETF_UNSET0),
+    AROW("custom_dataset_type", "--custom-dataset-type", TP_SET_STR, custom_dataset_type_name, DATASET_TYPES,
+         NULL, 1, 0, NULL, G_IN, "how --input-file is read (unset: told from its first line)", "single_turn",
+         0),
     AROW("random_seed", "--random-seed", TP_SET_U64, random_seed, "N", "0", 1, 0, NULL, G_IN,
          "seed of the synthetic prompts and of the arrival times", "100", 0),
     AROW("goodput", "--goodput", TP_SET_STR_LIST, goodput, "TAG:VALUE ...", NULL, 1, 0, NULL, G_IN,
          "SLOs of a good request: time_to_first_token, inter_token_latency, request_latency, "
          "time_to_second_token (ms), output_token_throughput_per_user (tokens/s, a floor)",
          "time_to_first_token:100", TP_SETF_NARGS),
-    AROW("conversation_num", "--conversation-num|--num-conversations|--num-sessions|--num-dataset-entries|"
-         "--num-prompts", TP_SET_U32, conversation_num, "N", "100", 1, 1e9, NULL, G_IN,
+    AROW("conversation_num",
+         "--conversation-num|--num-conversations|--num-sessions|--num-dataset-entries|"
+         "--num-prompts",
+         TP_SET_U32, conversation_num, "N", "100", 1, 1e9, NULL, G_IN,
          "distinct synthetic prompts (or random_pool entries), reused until the run ends", "8", 0),
-    AROW("conversation_turn_mean", "--conversation-turn-mean|--session-turns-mean", TP_SET_U32, turn_mean, "N", "1",
-         1, 1e6, NULL, G_IN, "turns of a synthetic conversation: 1 (multi-turn: --custom-dataset-type multi_turn)",
-         "1", 0),
-    AROW("conversation_turn_stddev", "--conversation-turn-stddev|--session-turns-stddev", TP_SET_U32, turn_stddev,
-         "N", "0", 0, 1e6, NULL, G_IN, "spread of the synthetic turns: 0", "0", 0),
-    AROW("conversation_turn_delay_mean", "--conversation-turn-delay-mean|--session-turn-delay-mean", TP_SET_F64,
-         turn_delay_mean, "MS", "0", 0, 1e12, NULL, G_IN,
-         "delay between synthetic turns; with one turn a conversation it has nothing to delay, as in AIPerf", "0",
-         0),
+    AROW("conversation_turn_mean", "--conversation-turn-mean|--session-turns-mean", TP_SET_U32, turn_mean,
+         "N", "1", 1, 1e6, NULL, G_IN,
+         "turns of a synthetic conversation: 1 (multi-turn: --custom-dataset-type multi_turn)", "1", 0),
+    AROW("conversation_turn_stddev", "--conversation-turn-stddev|--session-turns-stddev", TP_SET_U32,
+         turn_stddev, "N", "0", 0, 1e6, NULL, G_IN, "spread of the synthetic turns: 0", "0", 0),
+    AROW("conversation_turn_delay_mean", "--conversation-turn-delay-mean|--session-turn-delay-mean",
+         TP_SET_F64, turn_delay_mean, "MS", "0", 0, 1e12, NULL, G_IN,
+         "delay between synthetic turns; with one turn a conversation it has nothing to delay, as in AIPerf",
+         "0", 0),
     AROW("conversation_turn_delay_stddev", "--conversation-turn-delay-stddev|--session-turn-delay-stddev",
          TP_SET_F64, turn_delay_stddev, "MS", "0", 0, 1e12, NULL, G_IN,
          "spread of that delay; nothing to delay with one turn", "0", 0),
     AROW("conversation_turn_delay_ratio", "--conversation-turn-delay-ratio|--session-delay-ratio", TP_SET_F64,
          turn_delay_ratio, "X", "1", 0, 1e9, NULL, G_IN,
          "scale of the synthetic turns' delays; nothing to delay with one turn", "1", 0),
-    AROW("isl", "--prompt-input-tokens-mean|--synthetic-input-tokens-mean|--isl", TP_SET_U32, isl, "N", "550", 1,
-         1e7, NULL, G_IN, "tokens of a synthetic prompt (words where no tokenizer is found)", "100", 0),
-    AROW("isl_stddev", "--prompt-input-tokens-stddev|--synthetic-input-tokens-stddev|--isl-stddev", TP_SET_F64,
-         isl_stddev, "N", "0", 0, 1e7, NULL, G_IN, "standard deviation of the synthetic prompts' tokens", "10", 0),
-    AROW("isl_block_size", "--prompt-input-tokens-block-size|--synthetic-input-tokens-block-size|--isl-block-size",
-         TP_SET_U32, isl_block_size, "N", "512", 1, 1e7, NULL, G_IN,
-         "tokens of one hash_ids block of a mooncake trace", "512", 0),
-    AROW("osl", "--prompt-output-tokens-mean|--output-tokens-mean|--osl", TP_SET_U32, osl, "N", NULL, 1, 1e7, NULL,
-         G_IN, "max_tokens of each request (unset: tokperf's default, 128, or the file's)", "200", TP_SETF_UNSET0),
-    AROW("osl_stddev", "--prompt-output-tokens-stddev|--output-tokens-stddev|--osl-stddev", TP_SET_U32, osl_stddev,
-         "N", "0", 0, 1e7, NULL, G_IN, "standard deviation of max_tokens", "20", 0),
-    AROW("prefix_pool_size", "--prompt-prefix-pool-size|--prefix-prompt-pool-size|--num-prefix-prompts", TP_SET_U32,
-         prefix_pool_size, "N", "0", 0, 1e6, NULL, G_IN, "shared prefixes to put before prompts (needs a tokenizer)",
-         "4", 0),
-    AROW("prefix_length", "--prompt-prefix-length|--prefix-prompt-length", TP_SET_U32, prefix_length, "N", "0", 0,
-         1e7, NULL, G_IN, "tokens of each shared prefix", "64", 0),
-    AROW("batch_size", "--prompt-batch-size|--batch-size-text|--batch-size|-b", TP_SET_U32, batch_size, "N", "1", 1,
-         1e6, NULL, G_IN, "texts per request: 1 (AIPerf batches only embeddings and rankings)", "1", 0),
-    AROW("artifact_dir", "--output-artifact-dir|--artifact-dir", TP_SET_STR, artifact_dir, "DIR", NULL, 1, 0, NULL,
-         G_OUT, "where the files go (default artifacts/<model>-openai-<type>-<stimulus>)", "artifacts/run1",
-         TP_SETF_DIR),
+    AROW("isl", "--prompt-input-tokens-mean|--synthetic-input-tokens-mean|--isl", TP_SET_U32, isl, "N", "550",
+         1, 1e7, NULL, G_IN, "tokens of a synthetic prompt (words where no tokenizer is found)", "100", 0),
+    AROW("isl_stddev", "--prompt-input-tokens-stddev|--synthetic-input-tokens-stddev|--isl-stddev",
+         TP_SET_F64, isl_stddev, "N", "0", 0, 1e7, NULL, G_IN,
+         "standard deviation of the synthetic prompts' tokens", "10", 0),
+    AROW("isl_block_size",
+         "--prompt-input-tokens-block-size|--synthetic-input-tokens-block-size|--isl-block-size", TP_SET_U32,
+         isl_block_size, "N", "512", 1, 1e7, NULL, G_IN, "tokens of one hash_ids block of a mooncake trace",
+         "512", 0),
+    AROW("osl", "--prompt-output-tokens-mean|--output-tokens-mean|--osl", TP_SET_U32, osl, "N", NULL, 1, 1e7,
+         NULL, G_IN, "max_tokens of each request (unset: tokperf's default, 128, or the file's)", "200",
+         TP_SETF_UNSET0),
+    AROW("osl_stddev", "--prompt-output-tokens-stddev|--output-tokens-stddev|--osl-stddev", TP_SET_U32,
+         osl_stddev, "N", "0", 0, 1e7, NULL, G_IN, "standard deviation of max_tokens", "20", 0),
+    AROW("prefix_pool_size", "--prompt-prefix-pool-size|--prefix-prompt-pool-size|--num-prefix-prompts",
+         TP_SET_U32, prefix_pool_size, "N", "0", 0, 1e6, NULL, G_IN,
+         "shared prefixes to put before prompts (needs a tokenizer)", "4", 0),
+    AROW("prefix_length", "--prompt-prefix-length|--prefix-prompt-length", TP_SET_U32, prefix_length, "N",
+         "0", 0, 1e7, NULL, G_IN, "tokens of each shared prefix", "64", 0),
+    AROW("batch_size", "--prompt-batch-size|--batch-size-text|--batch-size|-b", TP_SET_U32, batch_size, "N",
+         "1", 1, 1e6, NULL, G_IN, "texts per request: 1 (AIPerf batches only embeddings and rankings)", "1",
+         0),
+    AROW("artifact_dir", "--output-artifact-dir|--artifact-dir", TP_SET_STR, artifact_dir, "DIR", NULL, 1, 0,
+         NULL, G_OUT, "where the files go (default artifacts/<model>-openai-<type>-<stimulus>)",
+         "artifacts/run1", TP_SETF_DIR),
     AROW("profile_export_file", "--profile-export-file", TP_SET_STR, profile_export_file, "FILE",
-         "profile_export.jsonl", 1, 0, NULL, G_OUT, "name of the per-request JSONL export in the artifact directory",
-         "records.jsonl", 0),
+         "profile_export.jsonl", 1, 0, NULL, G_OUT,
+         "name of the per-request JSONL export in the artifact directory", "records.jsonl", 0),
     AROW("tokenizer", "--tokenizer", TP_SET_STR, tokenizer, "PATH|ORG/NAME", NULL, 1, 0, NULL, G_OUT,
-         "tokenizer file, directory or Hugging Face cache name (default: the model's, when the cache holds it)",
+         "tokenizer file, directory or Hugging Face cache name (default: the model's, when the cache holds "
+         "it)",
          "Qwen/Qwen3-0.6B", TP_SETF_FILE),
-    AROW("tokenizer_revision", "--tokenizer-revision", TP_SET_STR, tokenizer_revision, "REV", "main", 1, 0, NULL,
-         G_OUT, "the revision in the Hugging Face cache", "main", 0),
-    AROW("tokenizer_trust_remote_code", "--tokenizer-trust-remote-code", TP_SET_FLAG, tokenizer_trust_remote_code,
-         NULL, NULL, 1, 0, NULL, G_OUT, "no effect: tokperf runs no tokenizer code", NULL, 0),
-    AROW("benchmark_duration", "--benchmark-duration", TP_SET_F64, benchmark_duration, "SECONDS", NULL, 1, 1e9, NULL,
-         G_LOAD, "measure for this long instead of --request-count", "30", TP_SETF_UNSET0),
-    AROW("benchmark_grace_period", "--benchmark-grace-period", TP_SET_F64, benchmark_grace_period, "SECONDS", "30",
-         0, 1e9, NULL, G_LOAD, "after --benchmark-duration, how long answers in flight may take", "15", 0),
+    AROW("tokenizer_revision", "--tokenizer-revision", TP_SET_STR, tokenizer_revision, "REV", "main", 1, 0,
+         NULL, G_OUT, "the revision in the Hugging Face cache", "main", 0),
+    AROW("tokenizer_trust_remote_code", "--tokenizer-trust-remote-code", TP_SET_FLAG,
+         tokenizer_trust_remote_code, NULL, NULL, 1, 0, NULL, G_OUT,
+         "no effect: tokperf runs no tokenizer code", NULL, 0),
+    AROW("benchmark_duration", "--benchmark-duration", TP_SET_F64, benchmark_duration, "SECONDS", NULL, 1,
+         1e9, NULL, G_LOAD, "measure for this long instead of --request-count", "30", TP_SETF_UNSET0),
+    AROW("benchmark_grace_period", "--benchmark-grace-period", TP_SET_F64, benchmark_grace_period, "SECONDS",
+         "30", 0, 1e9, NULL, G_LOAD, "after --benchmark-duration, how long answers in flight may take", "15",
+         0),
     AROW("concurrency", "--concurrency", TP_SET_U32, concurrency, "N", NULL, 1, 1e6, NULL, G_LOAD,
          "requests in flight (with --request-rate: at most); neither given: 1", "4", TP_SETF_UNSET0),
     AROW("request_rate", "--request-rate", TP_SET_F64, request_rate, "RPS", NULL, 1e-9, 1e9, NULL, G_LOAD,
          "requests per second, open loop", "10", TP_SETF_UNSET0),
-    AROW("request_rate_mode", "--request-rate-mode", TP_SET_ENUM, request_rate_mode, "constant|poisson", "poisson",
-         1, 0, "constant|poisson|concurrency_burst|concurrency-burst=2", G_LOAD,
+    AROW("request_rate_mode", "--request-rate-mode", TP_SET_ENUM, request_rate_mode, "constant|poisson",
+         "poisson", 1, 0, "constant|poisson|concurrency_burst|concurrency-burst=2", G_LOAD,
          "arrival times of --request-rate: exactly 1/rate apart, or Poisson", "constant", 0),
-    AROW("request_count", "--request-count|--num-requests", TP_SET_U32, request_count, "N", "10", 1, 1e9, NULL,
-         G_LOAD, "requests measured", "64", 0),
-    AROW("warmup_request_count", "--warmup-request-count|--num-warmup-requests", TP_SET_U32, warmup_request_count,
-         "N", "0", 0, 1e9, NULL, G_LOAD, "requests sent first and left out", "1", 0),
+    AROW("request_count", "--request-count|--num-requests", TP_SET_U32, request_count, "N", "10", 1, 1e9,
+         NULL, G_LOAD, "requests measured", "64", 0),
+    AROW("warmup_request_count", "--warmup-request-count|--num-warmup-requests", TP_SET_U32,
+         warmup_request_count, "N", "0", 0, 1e9, NULL, G_LOAD, "requests sent first and left out", "1", 0),
     AROW("log_level", "--log-level", TP_SET_ENUM, log_level, "LEVEL", "info", 1, 0,
          "trace|debug|info|notice|warning|success|error|critical", G_SVC,
          "tokperf logs no more than its progress and notes", "info", TP_SETF_NOOP),
@@ -191,10 +204,12 @@ static const tp_setting ap_rows[] = {
     AROW("extra_verbose", "--extra-verbose|-vv", TP_SET_FLAG, extra_verbose, NULL, NULL, 1, 0, NULL, G_SVC,
          "tokperf logs no more than its progress and notes", NULL, TP_SETF_NOOP),
     AROW("ui_type", "--ui-type|--ui", TP_SET_ENUM, ui_type, "dashboard|simple|none", "dashboard", 1, 0,
-         "dashboard|simple|none", G_SVC, "none: no progress lines; dashboard and simple: tokperf's progress line",
-         "none", 0),
-    AROW("noop_values", "--record-processor-service-count|--record-processors|--workers-max|--max-workers|"
-         "--zmq-host|--zmq-ipc-path", TP_SET_STR_LIST, noop_values, "VALUE", NULL, 1, 0, NULL, G_SVC,
+         "dashboard|simple|none", G_SVC,
+         "none: no progress lines; dashboard and simple: tokperf's progress line", "none", 0),
+    AROW("noop_values",
+         "--record-processor-service-count|--record-processors|--workers-max|--max-workers|"
+         "--zmq-host|--zmq-ipc-path",
+         TP_SET_STR_LIST, noop_values, "VALUE", NULL, 1, 0, NULL, G_SVC,
          "AIPerf's processes and sockets; tokperf is one process with one event loop", "4", TP_SETF_NOOP),
     AROW("mock", "--mock", TP_SET_FLAG, mock, NULL, NULL, 1, 0, NULL, "tokperf's own",
          "run against the built-in mock server", NULL, 0),
@@ -211,7 +226,7 @@ typedef struct refused {
   const char *msg;
 } refused;
 
-#define NO_MEDIA                                                                                                 \
+#define NO_MEDIA \
   "tokperf sends text prompts only; leave the audio and image options out (a multimodal run needs AIPerf)"
 static const refused ap_refused[] = {
     {"--public-dataset",
@@ -277,15 +292,16 @@ static void help(FILE *out) {
   ap d;
   memset(&d, 0, sizeof(d));
   tp_settings_defaults(ap_rows, AP_N, &d);
-  fprintf(out, "Usage: tokperf aiperf profile [OPTIONS]\n\n"
-               "AIPerf's `aiperf profile` command line, run by tokperf: swap `aiperf profile` for\n"
-               "`tokperf aiperf profile`. The flags keep AIPerf's meanings and defaults (--streaming off,\n"
-               "one request at a time without --concurrency or --request-rate, --request-count 10), the\n"
-               "datasets are read as AIPerf reads them (single_turn, multi_turn, mooncake_trace,\n"
-               "random_pool), and AIPerf's files are written where AIPerf writes them:\n"
-               "artifacts/<model>-openai-<type>-<stimulus>/profile_export_aiperf.json, .csv,\n"
-               "profile_export.jsonl and inputs.json, beside tokperf's own. The differences are in\n"
-               "docs/aiperf.md. Every other tokperf option: tokperf profile.\n\n");
+  fprintf(out,
+          "Usage: tokperf aiperf profile [OPTIONS]\n\n"
+          "AIPerf's `aiperf profile` command line, run by tokperf: swap `aiperf profile` for\n"
+          "`tokperf aiperf profile`. The flags keep AIPerf's meanings and defaults (--streaming off,\n"
+          "one request at a time without --concurrency or --request-rate, --request-count 10), the\n"
+          "datasets are read as AIPerf reads them (single_turn, multi_turn, mooncake_trace,\n"
+          "random_pool), and AIPerf's files are written where AIPerf writes them:\n"
+          "artifacts/<model>-openai-<type>-<stimulus>/profile_export_aiperf.json, .csv,\n"
+          "profile_export.jsonl and inputs.json, beside tokperf's own. The differences are in\n"
+          "docs/aiperf.md. Every other tokperf option: tokperf profile.\n\n");
   tp_settings_part part = {ap_rows, AP_N, &d, "", NULL};
   tp_settings_help(out, &part, 1, 0);
   fprintf(out, "\nRefused (exit 2, with what to write instead):\n");
@@ -296,8 +312,9 @@ static void help(FILE *out) {
       if (*p == '|') *p = ' ';
     fprintf(out, "  %s\n", flags);
   }
-  fprintf(out, "\nExample:\n  tokperf aiperf profile --model Qwen/Qwen3-0.6B --endpoint-type chat --streaming \\\n"
-               "      --url localhost:8000 --concurrency 4 --request-count 64 --isl 100 --osl 200\n");
+  fprintf(out,
+          "\nExample:\n  tokperf aiperf profile --model Qwen/Qwen3-0.6B --endpoint-type chat --streaming \\\n"
+          "      --url localhost:8000 --concurrency 4 --request-count 64 --isl 100 --osl 200\n");
 }
 
 /* ---- goodput ------------------------------------------------------------------ */
@@ -313,8 +330,10 @@ static int map_goodput(const ap *o, tp_config *c, char *err, size_t errlen) {
       char *colon = strchr(t, ':'), *end = NULL;
       double v = colon ? strtod(colon + 1, &end) : 0;
       if (!colon || end == colon + 1 || *end || !(v > 0) || !isfinite(v)) {
-        snprintf(err, errlen, "--goodput '%s': expected TAG:VALUE words with a positive VALUE, like "
-                 "time_to_first_token:100", o->goodput.v[i]);
+        snprintf(err, errlen,
+                 "--goodput '%s': expected TAG:VALUE words with a positive VALUE, like "
+                 "time_to_first_token:100",
+                 o->goodput.v[i]);
         return -1;
       }
       *colon = 0;
@@ -329,9 +348,11 @@ static int map_goodput(const ap *o, tp_config *c, char *err, size_t errlen) {
       else if (strcmp(t, "output_token_throughput_per_user") == 0)
         c->measure.goodput_tps_per_user_min = v;
       else {
-        snprintf(err, errlen, "--goodput '%s': tokperf bounds time_to_first_token, inter_token_latency, "
+        snprintf(err, errlen,
+                 "--goodput '%s': tokperf bounds time_to_first_token, inter_token_latency, "
                  "request_latency, time_to_second_token (ms) and output_token_throughput_per_user "
-                 "(tokens/s); for other figures use tokperf profile --assert 'METRIC.STAT OP VALUE'", t);
+                 "(tokens/s); for other figures use tokperf profile --assert 'METRIC.STAT OP VALUE'",
+                 t);
         return -1;
       }
     }
@@ -343,7 +364,8 @@ static int map_goodput(const ap *o, tp_config *c, char *err, size_t errlen) {
 
 /* AIPerf's "Name:Value" headers, or a JSON object of them, as tokperf's
  * "Name: value" lines (owned copies in *owned). */
-static int map_headers(const ap *o, tp_str_list *out, char **owned, size_t *n_owned, char *err, size_t errlen) {
+static int map_headers(const ap *o, tp_str_list *out, char **owned, size_t *n_owned, char *err,
+                       size_t errlen) {
   for (size_t i = 0; i < o->headers.n; i++) {
     const char *h = o->headers.v[i];
     json_t *j = h[0] == '{' ? json_loads(h, 0, NULL) : NULL;
@@ -431,8 +453,8 @@ static int cut_schedule(const char *in, const char *out, int64_t start, int64_t 
     json_t *j = json_loads(line, 0, NULL);
     json_t *ts = j ? json_object_get(j, "timestamp") : NULL;
     if (!json_is_number(ts)) {
-      snprintf(err, errlen, "%s:%zu: the fixed schedule's offsets need a \"timestamp\" (ms) on every line", in,
-               lineno);
+      snprintf(err, errlen, "%s:%zu: the fixed schedule's offsets need a \"timestamp\" (ms) on every line",
+               in, lineno);
       json_decref(j);
       rv = -1;
       break;
@@ -660,8 +682,9 @@ int tp_cmd_aiperf(int argc, char **argv) {
       help(stdout);
       return TP_EXIT_OK;
     }
-    fprintf(stderr, "tokperf aiperf: expected the subcommand profile, as in `aiperf profile` (tokperf runs "
-                    "AIPerf's profile command line)\ntry 'tokperf aiperf profile --help'\n");
+    fprintf(stderr,
+            "tokperf aiperf: expected the subcommand profile, as in `aiperf profile` (tokperf runs "
+            "AIPerf's profile command line)\ntry 'tokperf aiperf profile --help'\n");
     return TP_EXIT_USAGE;
   }
   argc--, argv++;
@@ -699,25 +722,31 @@ int tp_cmd_aiperf(int argc, char **argv) {
     for (int t = 0; t < 4; t++)
       if (strcasecmp(o.custom_dataset_type_name, types[t]) == 0) dataset_type = t;
     if (dataset_type < 0) {
-      snprintf(err, sizeof(err), "--custom-dataset-type '%s': expected one of mooncake_trace, single_turn, "
-               "multi_turn, random_pool", o.custom_dataset_type_name);
+      snprintf(err, sizeof(err),
+               "--custom-dataset-type '%s': expected one of mooncake_trace, single_turn, "
+               "multi_turn, random_pool",
+               o.custom_dataset_type_name);
       return fail(err);
     }
   }
   /* AIPerf's own checks, before anything is sent. */
-  if (!o.model && !o.mock) return fail("--model NAME is required, as AIPerf requires it (--model Qwen/Qwen3-0.6B)");
+  if (!o.model && !o.mock)
+    return fail("--model NAME is required, as AIPerf requires it (--model Qwen/Qwen3-0.6B)");
   if (o.model && strchr(o.model, ',')) {
     const char *f = spelled(argc, argv, "--model-names|--model|-m");
-    snprintf(err, sizeof(err), "%.*s '%s': tokperf measures one model a run: give one name and run once per model",
+    snprintf(err, sizeof(err),
+             "%.*s '%s': tokperf measures one model a run: give one name and run once per model",
              (int)strcspn(f, "="), f, o.model);
     return fail(err);
   }
   if (o.endpoint_type >= 2)
-    return fail("--endpoint-type embeddings and rankings: tokperf measures generation: --endpoint-type chat or "
-                "completions");
+    return fail(
+        "--endpoint-type embeddings and rankings: tokperf measures generation: --endpoint-type chat or "
+        "completions");
   if (o.request_rate_mode == 2 && o.request_rate > 0)
-    return fail("--request-rate-mode concurrency_burst: not with --request-rate (as in AIPerf); give --concurrency "
-                "N alone");
+    return fail(
+        "--request-rate-mode concurrency_burst: not with --request-rate (as in AIPerf); give --concurrency "
+        "N alone");
   bool duration_given = false, grace_given = false, count_given = false;
   for (size_t i = 0; i < AP_N; i++) {
     if (!given[i]) continue;
@@ -732,24 +761,30 @@ int tp_cmd_aiperf(int argc, char **argv) {
   if ((o.fixed_schedule || o.fixed_schedule_auto_offset || o.fixed_schedule_start_offset >= 0 ||
        o.fixed_schedule_end_offset >= 0) &&
       !o.input_file)
-    return fail("the fixed schedule's options need --input-file FILE, a trace with timestamps (as in AIPerf)");
+    return fail(
+        "the fixed schedule's options need --input-file FILE, a trace with timestamps (as in AIPerf)");
   if (o.fixed_schedule_auto_offset && o.fixed_schedule_start_offset >= 0)
-    return fail("--fixed-schedule-start-offset and --fixed-schedule-auto-offset exclude each other (as in AIPerf)");
+    return fail(
+        "--fixed-schedule-start-offset and --fixed-schedule-auto-offset exclude each other (as in AIPerf)");
   if (o.fixed_schedule_start_offset >= 0 && o.fixed_schedule_end_offset >= 0 &&
       o.fixed_schedule_start_offset > o.fixed_schedule_end_offset)
     return fail("--fixed-schedule-start-offset is after --fixed-schedule-end-offset");
   if (o.turn_mean != 1 || o.turn_stddev != 0) {
-    const char *f = o.turn_mean != 1 ? spelled(argc, argv, "--conversation-turn-mean|--session-turns-mean")
-                                     : spelled(argc, argv, "--conversation-turn-stddev|--session-turns-stddev");
-    snprintf(err, sizeof(err), "%.*s: tokperf makes synthetic conversations of one turn; write the conversations "
+    const char *f = o.turn_mean != 1
+                        ? spelled(argc, argv, "--conversation-turn-mean|--session-turns-mean")
+                        : spelled(argc, argv, "--conversation-turn-stddev|--session-turns-stddev");
+    snprintf(err, sizeof(err),
+             "%.*s: tokperf makes synthetic conversations of one turn; write the conversations "
              "as AIPerf multi_turn lines and give --input-file FILE --custom-dataset-type multi_turn",
              (int)strcspn(f, "="), f);
     return fail(err);
   }
   if (o.batch_size != 1) {
     const char *f = spelled(argc, argv, "--prompt-batch-size|--batch-size-text|--batch-size|-b");
-    snprintf(err, sizeof(err), "%.*s: tokperf sends one text a request (AIPerf batches only embeddings and "
-             "rankings, which tokperf does not measure): leave it out", (int)strcspn(f, "="), f);
+    snprintf(err, sizeof(err),
+             "%.*s: tokperf sends one text a request (AIPerf batches only embeddings and "
+             "rankings, which tokperf does not measure): leave it out",
+             (int)strcspn(f, "="), f);
     return fail(err);
   }
   if (o.input_file) {
@@ -759,8 +794,10 @@ int tp_cmd_aiperf(int argc, char **argv) {
       return fail(err);
     }
     if (S_ISDIR(st.st_mode)) {
-      snprintf(err, sizeof(err), "--input-file %s is a directory: tokperf reads one file (concatenate the "
-               "random_pool files into one JSONL file)", o.input_file);
+      snprintf(err, sizeof(err),
+               "--input-file %s is a directory: tokperf reads one file (concatenate the "
+               "random_pool files into one JSONL file)",
+               o.input_file);
       return fail(err);
     }
   }
@@ -807,14 +844,17 @@ int tp_cmd_aiperf(int argc, char **argv) {
     } else {
       free(found);
       if (!o.quiet)
-        fprintf(stderr, "tokperf aiperf: note: no tokenizer for %s in the Hugging Face cache: synthetic prompts are "
-                      "measured in words and token counts come from the server (give --tokenizer)\n", o.model);
+        fprintf(stderr,
+                "tokperf aiperf: note: no tokenizer for %s in the Hugging Face cache: synthetic prompts are "
+                "measured in words and token counts come from the server (give --tokenizer)\n",
+                o.model);
     }
   }
 
   /* "main" is the cache's default; another revision picks a snapshot of
    * the tokenizer's name. */
-  if (c->prompts.tokenizer && strcmp(o.tokenizer_revision, "main")) cli.tokenizer_revision = o.tokenizer_revision;
+  if (c->prompts.tokenizer && strcmp(o.tokenizer_revision, "main"))
+    cli.tokenizer_revision = o.tokenizer_revision;
 
   /* The dataset. */
   bool schedule = false;
@@ -918,13 +958,14 @@ int tp_cmd_aiperf(int argc, char **argv) {
       snprintf(err, sizeof(err), "cannot create %s: %s", dir, strerror(errno));
       goto usage;
     }
-    if (cut_schedule(o.input_file, sched_path, o.fixed_schedule_start_offset, o.fixed_schedule_end_offset, &kept,
-                     err, sizeof(err)))
+    if (cut_schedule(o.input_file, sched_path, o.fixed_schedule_start_offset, o.fixed_schedule_end_offset,
+                     &kept, err, sizeof(err)))
       goto usage;
     c->load.schedule_file = sched_path;
     c->measure.request_count = kept;
     if (!o.quiet)
-      fprintf(stderr, "tokperf aiperf: the schedule's %zu lines within the offsets are in %s\n", kept, sched_path);
+      fprintf(stderr, "tokperf aiperf: the schedule's %zu lines within the offsets are in %s\n", kept,
+              sched_path);
   }
 
   code = tp_cli_run(&cli, NULL, NULL);
@@ -935,8 +976,10 @@ int tp_cmd_aiperf(int argc, char **argv) {
       fprintf(stderr, "tokperf aiperf profile: %s\n", e2);
       if (code == TP_EXIT_OK) code = TP_EXIT_WRITE;
     } else if (!o.quiet) {
-      fprintf(stderr, "tokperf aiperf: AIPerf's files: %s/profile_export_aiperf.json, profile_export_aiperf.csv, "
-                      "%s, inputs.json\n", dir, o.profile_export_file);
+      fprintf(stderr,
+              "tokperf aiperf: AIPerf's files: %s/profile_export_aiperf.json, profile_export_aiperf.csv, "
+              "%s, inputs.json\n",
+              dir, o.profile_export_file);
     }
   }
   goto out;

@@ -67,6 +67,8 @@ DEEPSEEK = "deepseek-ai/DeepSeek-R1-Distill-Qwen-1.5B"
 # ("refused", fragment of the message).
 LINES = [
     ("README.md", "aiperf profile --model Qwen/Qwen3-0.6B --url localhost:8000 --endpoint-type chat", 10),
+    ("README.md", "aiperf profile --model your_model_name --url http://localhost:8000 --endpoint-type chat "
+     "--streaming", 10),
     ("README.md", "aiperf profile --model Qwen/Qwen3-0.6B --url http://localhost:8000 --endpoint-type chat "
      "--concurrency 10 --request-count 100 --streaming", 100),
     ("docs/tutorial.md", "aiperf profile --model Qwen/Qwen3-0.6B --endpoint-type chat --endpoint /v1/chat/completions "

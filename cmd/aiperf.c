@@ -183,8 +183,10 @@ static const tp_setting ap_rows[] = {
     AROW("benchmark_duration", "--benchmark-duration", TP_SET_F64, benchmark_duration, "SECONDS", NULL, 1,
          1e9, NULL, G_LOAD, "measure for this long instead of --request-count", "30", TP_SETF_UNSET0),
     AROW("benchmark_grace_period", "--benchmark-grace-period", TP_SET_F64, benchmark_grace_period, "SECONDS",
-         "30", 0, 1e9, NULL, G_LOAD, "after --benchmark-duration, how long answers in flight may take", "15",
-         0),
+         "30", 0, 1e9, NULL, G_LOAD,
+         "with --benchmark-duration; tokperf waits for every request sent in it (bounded by "
+         "--request-timeout-seconds), this long after an interruption",
+         "15", 0),
     AROW("concurrency", "--concurrency", TP_SET_U32, concurrency, "N", NULL, 1, 1e6, NULL, G_LOAD,
          "requests in flight (with --request-rate: at most); neither given: 1", "4", TP_SETF_UNSET0),
     AROW("request_rate", "--request-rate", TP_SET_F64, request_rate, "RPS", NULL, 1e-9, 1e9, NULL, G_LOAD,
@@ -237,7 +239,7 @@ static const refused ap_refused[] = {
      "--osl N (or sweep them with tokperf profile --synthetic-input-tokens-mean 64,256,1024)"},
     {"--request-cancellation-rate|--request-cancellation-delay",
      "tokperf does not cancel requests on purpose; leave it out (the run then measures every request "
-     "whole; tokperf profile --request-timeout-seconds bounds a request's time)"},
+     "whole; --request-timeout-seconds bounds a request's time)"},
     {"--audio-length-mean|--audio-length-stddev|--audio-batch-size|--batch-size-audio|--audio-format|"
      "--audio-depths|--audio-sample-rates|--audio-num-channels",
      NO_MEDIA},

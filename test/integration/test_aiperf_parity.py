@@ -165,7 +165,7 @@ for n, cols in rows:
             continue
         words = [expand(w) for w in shlex.split(form)]
         rc, out, err = run(base(words) + words)
-        ok = rc == 0 and flag in words and succeeded(out) > 0
+        ok = rc == 0 and any(w == flag or w.startswith(flag + "=") for w in words) and succeeded(out) > 0
         if note:
             ok = ok and note in err and flag in err
         check(ok, "line %d: %s %s: %s, exit 0%s" % (n, flag, status, form[:90], ", says '%s'" % note if note else ""),

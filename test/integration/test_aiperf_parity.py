@@ -109,7 +109,7 @@ def succeeded(out):
 
 def base(words):
     b = ["-u", URL, "-m", MODEL, "-q", "--isl", "8", "--osl", "2"]
-    if "--benchmark-duration" not in words and "--benchmark-grace-period" not in words:
+    if not any(w.split("=")[0] in ("--benchmark-duration", "--benchmark-grace-period") for w in words):
         b += ["--request-count", "2"]
     return b
 

@@ -60,6 +60,7 @@ typedef struct ap {
   tp_str_list noop_values;
   /* tokperf's own */
   bool mock, quiet;
+  bool refused; /* the refused rows' target, never set */
 } ap;
 
 #define ENDPOINT_TYPES "chat|completions|embeddings|rankings"
@@ -68,6 +69,13 @@ enum { DS_MOONCAKE = 0, DS_SINGLE, DS_MULTI, DS_POOL };
 
 #define AROW(key, flags, type, field, arg, dflt, lo, hi, choices, group, help, ex, mask) \
   { key, flags, type, offsetof(ap, field), arg, dflt, lo, hi, choices, group, help, ex, mask, NULL, NULL }
+/* AIPerf flags tokperf does not do: refused by name (exit 2) before their
+ * value is read, the help naming what to write instead. */
+#define AREFUSE(key, flags, help)                                                                \
+  AROW(key, flags, TP_SET_FLAG, refused, NULL, NULL, 1, 0, NULL, "Refused (AIPerf)", help, NULL, \
+       TP_SETF_REFUSED)
+#define NO_MEDIA \
+  "tokperf sends text prompts only; leave the audio and image options out (a multimodal run needs AIPerf)"
 #define G_EP "Endpoint (AIPerf)"
 #define G_IN "Input (AIPerf)"
 #define G_OUT "Output and tokenizer (AIPerf)"
@@ -213,6 +221,30 @@ static const tp_setting ap_rows[] = {
          "--zmq-host|--zmq-ipc-path",
          TP_SET_STR_LIST, noop_values, "VALUE", NULL, 1, 0, NULL, G_SVC,
          "AIPerf's processes and sockets; tokperf is one process with one event loop", "4", TP_SETF_NOOP),
+    AREFUSE("refused_public_dataset", "--public-dataset",
+            "tokperf downloads nothing: fetch ShareGPT's JSON yourself and give it as --input-file FILE "
+            "--custom-dataset-type single_turn (tokperf reads ShareGPT files)"),
+    AREFUSE(
+        "refused_sequence_distribution", "--seq-dist|--sequence-distribution",
+        "tokperf draws one input/output length distribution per level: run one line per pair with --isl N "
+        "--osl N (or sweep them with tokperf profile --synthetic-input-tokens-mean 64,256,1024)"),
+    AREFUSE("refused_request_cancellation", "--request-cancellation-rate|--request-cancellation-delay",
+            "tokperf does not cancel requests on purpose; leave it out (the run then measures every request "
+            "whole; --request-timeout-seconds bounds a request's time)"),
+    AREFUSE("refused_audio",
+            "--audio-length-mean|--audio-length-stddev|--audio-batch-size|--batch-size-audio|--audio-format|"
+            "--audio-depths|--audio-sample-rates|--audio-num-channels",
+            NO_MEDIA),
+    AREFUSE("refused_image",
+            "--image-height-mean|--image-height-stddev|--image-width-mean|--image-width-stddev|--image-batch-"
+            "size|"
+            "--batch-size-image|--image-format",
+            NO_MEDIA),
+    AREFUSE("refused_developer",
+            "--enable-yappi-profiling|--debug-service|--debug-services|--trace-service|--trace-services|"
+            "--show-internal-metrics|--disable-uvloop",
+            "an AIPerf developer-mode flag (AIPERF_DEV_MODE); tokperf has no such services: leave it out "
+            "(tokperf profile --json FILE writes every figure tokperf has)"),
     AROW("mock", "--mock", TP_SET_FLAG, mock, NULL, NULL, 1, 0, NULL, "tokperf's own",
          "run against the built-in mock server", NULL, 0),
     AROW("quiet", "-q|--quiet", TP_SET_FLAG, quiet, NULL, NULL, 1, 0, NULL, "tokperf's own",
@@ -220,38 +252,6 @@ static const tp_setting ap_rows[] = {
 };
 
 #define AP_N (sizeof(ap_rows) / sizeof(ap_rows[0]))
-
-/* AIPerf flags tokperf does not do: refused by name, with what to write
- * instead, before anything else is read. */
-typedef struct refused {
-  const char *flags; /* "|"-separated */
-  const char *msg;
-} refused;
-
-#define NO_MEDIA \
-  "tokperf sends text prompts only; leave the audio and image options out (a multimodal run needs AIPerf)"
-static const refused ap_refused[] = {
-    {"--public-dataset",
-     "tokperf downloads nothing: fetch ShareGPT's JSON yourself and give it as --input-file FILE "
-     "--custom-dataset-type single_turn (tokperf reads ShareGPT files)"},
-    {"--seq-dist|--sequence-distribution",
-     "tokperf draws one input/output length distribution per level: run one line per pair with --isl N "
-     "--osl N (or sweep them with tokperf profile --synthetic-input-tokens-mean 64,256,1024)"},
-    {"--request-cancellation-rate|--request-cancellation-delay",
-     "tokperf does not cancel requests on purpose; leave it out (the run then measures every request "
-     "whole; --request-timeout-seconds bounds a request's time)"},
-    {"--audio-length-mean|--audio-length-stddev|--audio-batch-size|--batch-size-audio|--audio-format|"
-     "--audio-depths|--audio-sample-rates|--audio-num-channels",
-     NO_MEDIA},
-    {"--image-height-mean|--image-height-stddev|--image-width-mean|--image-width-stddev|--image-batch-size|"
-     "--batch-size-image|--image-format",
-     NO_MEDIA},
-    {"--enable-yappi-profiling|--debug-service|--debug-services|--trace-service|--trace-services|"
-     "--show-internal-metrics|--disable-uvloop",
-     "an AIPerf developer-mode flag (AIPERF_DEV_MODE); tokperf has no such services: leave it out "
-     "(tokperf profile --json FILE writes every figure tokperf has)"},
-};
-#define REFUSED_N (sizeof(ap_refused) / sizeof(ap_refused[0]))
 
 /* The spelling of a flag the user wrote ("--session-turns-mean" for the
  * row "--conversation-turn-mean|--session-turns-mean"), for messages. */
@@ -270,18 +270,6 @@ static const char *spelled(int argc, char **argv, const char *flags) {
 static int fail(const char *msg) {
   fprintf(stderr, "tokperf aiperf profile: %s\ntry 'tokperf aiperf profile --help'\n", msg);
   return TP_EXIT_USAGE;
-}
-
-static const refused *find_refused(const char *arg) {
-  size_t len = strcspn(arg, "=");
-  for (size_t i = 0; i < REFUSED_N; i++) {
-    for (const char *p = ap_refused[i].flags; *p;) {
-      size_t l = strcspn(p, "|");
-      if (l == len && memcmp(p, arg, len) == 0) return &ap_refused[i];
-      p += l + (p[l] == '|');
-    }
-  }
-  return NULL;
 }
 
 tp_settings_part tp_cmd_aiperf_defaults(void) {
@@ -306,14 +294,6 @@ static void help(FILE *out) {
           "docs/aiperf.md. Every other tokperf option: tokperf profile.\n\n");
   tp_settings_part part = {ap_rows, AP_N, &d, "", NULL};
   tp_settings_help(out, &part, 1, 0);
-  fprintf(out, "\nRefused (exit 2, with what to write instead):\n");
-  for (size_t i = 0; i < REFUSED_N; i++) {
-    char flags[400];
-    snprintf(flags, sizeof(flags), "%s", ap_refused[i].flags);
-    for (char *p = flags; *p; p++)
-      if (*p == '|') *p = ' ';
-    fprintf(out, "  %s\n", flags);
-  }
   fprintf(out,
           "\nExample:\n  tokperf aiperf profile --model Qwen/Qwen3-0.6B --endpoint-type chat --streaming \\\n"
           "      --url localhost:8000 --concurrency 4 --request-count 64 --isl 100 --osl 200\n");
@@ -691,14 +671,6 @@ int tp_cmd_aiperf(int argc, char **argv) {
   }
   argc--, argv++;
   char err[2048];
-  for (int i = 0; i < argc; i++) {
-    if (argv[i][0] != '-') continue;
-    const refused *r = find_refused(argv[i]);
-    if (r) {
-      snprintf(err, sizeof(err), "%.*s: %s", (int)strcspn(argv[i], "="), argv[i], r->msg);
-      return fail(err);
-    }
-  }
   ap o;
   memset(&o, 0, sizeof(o));
   tp_settings_defaults(ap_rows, AP_N, &o);

@@ -655,6 +655,9 @@ static const tp_setting mock_rows[] = {
       "cache prompt prefixes: the cached part skips prefill time", NULL, 0),
     M("log_prompts", "--log-prompts", TP_SET_FLAG, log_prompts, NULL, 1, 0,
       "with a log: each request's line holds its prompt as the mock read it (chat contents joined)", NULL, 0),
+    M("served_model_name", "--served-model-name", TP_SET_STR, served_model_name, "NAME", 1, 0,
+      "list this model first at /v1/models too, for clients that look their --model up there", "Qwen/Qwen3-0.6B",
+      0),
     M("prefix_cache_block_words", "--prefix-cache-block-words", TP_SET_U32, prefix_cache_block_words, "N", 1,
       1000000, "prefix cache block size in words", "32", 0),
     M("prefix_cache_blocks", "--prefix-cache-blocks", TP_SET_U32, prefix_cache_blocks, "N", 1, 100000000,
@@ -1102,6 +1105,8 @@ void tp_cli_help_main(FILE *out) {
           "  tokperf compare A.json B.json [--fail-on RULE]... [--junit FILE]\n"
           "                              compare two runs' --json documents\n"
           "  tokperf vllm-bench [OPTIONS] vLLM's `bench serve` command line, with vLLM's meanings\n"
+          "  tokperf aiperf profile [OPTIONS]\n"
+          "                              AIPerf's `profile` command line, with AIPerf's meanings and files\n"
           "  tokperf completion bash|zsh print a shell completion script\n"
           "  tokperf --version           print versions of tokperf and its libraries\n"
           "  tokperf --help              this help; 'tokperf profile --help' lists every option\n",
@@ -1182,7 +1187,8 @@ void tp_cli_man(FILE *out) {
     tp_settings_part part;
   } others[] = {{"TOKENIZE OPTIONS", tp_cmd_tokenize_defaults()},
                 {"COMPARE OPTIONS", tp_cmd_compare_defaults()},
-                {"VLLM\\-BENCH OPTIONS", tp_cmd_vllm_bench_defaults()}};
+                {"VLLM\\-BENCH OPTIONS", tp_cmd_vllm_bench_defaults()},
+                {"AIPERF PROFILE OPTIONS", tp_cmd_aiperf_defaults()}};
   for (size_t i = 0; i < ARRAY_N(others); i++) {
     fprintf(out, ".SH \"%s\"\n", others[i].title);
     tp_settings_man(out, &others[i].part, 1);
@@ -1204,9 +1210,10 @@ int tp_cli_completion(FILE *out, const char *shell) {
   size_t npp = profile_parts(defaults_cli(), pp, NULL, NULL);
   size_t nmp = mock_parts(defaults_cli(), mp);
   tp_settings_part tp = tp_cmd_tokenize_defaults(), cp = tp_cmd_compare_defaults(),
-                   vp = tp_cmd_vllm_bench_defaults();
+                   vp = tp_cmd_vllm_bench_defaults(), ap = tp_cmd_aiperf_defaults();
   const tp_settings_command cmds[] = {{"profile", pp, npp}, {"mock", mp, nmp},     {"tokenize", &tp, 1},
-                                      {"compare", &cp, 1},  {"vllm-bench", &vp, 1}, {"completion", NULL, 0}};
+                                      {"compare", &cp, 1},  {"vllm-bench", &vp, 1}, {"aiperf", &ap, 1},
+                                      {"completion", NULL, 0}};
   if (tp_settings_completion(out, shell, "tokperf", cmds, ARRAY_N(cmds))) {
     fprintf(stderr, "tokperf completion: unknown shell '%s' (expected bash or zsh)\n", shell ? shell : "");
     return TP_EXIT_USAGE;

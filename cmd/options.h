@@ -79,6 +79,9 @@ typedef void (*tp_cli_report_fn)(const tp_run *run, void *ud);
 int tp_cli_run(tp_cli *cli, tp_cli_report_fn report, void *ud);
 /* `tokperf vllm-bench`: vLLM's `bench serve` command line (cmd/vllm_bench.c). */
 int tp_cmd_vllm_bench(int argc, char **argv);
+/* `tokperf aiperf profile`: AIPerf's `profile` command line (cmd/aiperf.c). */
+int tp_cmd_aiperf(int argc, char **argv);
+tp_settings_part tp_cmd_aiperf_defaults(void);
 
 /* `tokperf tokenize` (cmd/tokenize.c); returns the exit code. */
 int tp_cmd_tokenize(int argc, char **argv);

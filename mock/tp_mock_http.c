@@ -59,12 +59,13 @@ static void respond_models(hconn *c) {
   uv_timeval64_t tv;
   if (uv_gettimeofday(&tv) == 0) now = (uint64_t)tv.tv_sec;
   tp_buf_append_str(&b, "{\"object\":\"list\",\"data\":[");
-  const char *names[] = {"vllm_model", "ensemble"};
-  for (size_t i = 0; i < TP_ARRAY_LEN(names); i++)
+  const char *served = c->m->cfg.served_model_name;
+  const char *names[] = {served ? served : "vllm_model", "vllm_model", "ensemble"};
+  for (size_t i = served ? 0 : 1; i < TP_ARRAY_LEN(names); i++)
     tp_buf_printf(&b,
                   "%s{\"id\":\"%s\",\"object\":\"model\",\"created\":%llu,\"owned_by\":\"tokperf\","
                   "\"root\":\"%s\",\"parent\":null,\"max_model_len\":32768}",
-                  i ? "," : "", names[i], (unsigned long long)now, names[i]);
+                  i > (served ? 0u : 1u) ? "," : "", names[i], (unsigned long long)now, names[i]);
   tp_buf_append_str(&b, "]}");
   tp__mock_http_respond_buf(c, 200, "application/json", &b);
   tp_buf_fini(&b);

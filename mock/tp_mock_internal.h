@@ -98,6 +98,7 @@ struct tp_mock {
   uint64_t read_stamp_ns; /* taken in the alloc callback just before a read */
   tp_mock_config cfg;
   char *host;
+  char *served_model_name; /* cfg.served_model_name, owned */
   char *log_path;
   char *fault_spec; /* copy of cfg.fault_kind */
   tp_mock_fault fault; /* parsed cfg.fault_kind; kind NONE when unset */

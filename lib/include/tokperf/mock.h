@@ -86,6 +86,10 @@ struct tp_mock_config {
   bool quiet;
   /* The log's request lines carry the prompt ("prompt"), as read. */
   bool log_prompts;
+  /* A model name /v1/models lists first, beside the mock's own, for clients
+   * that look their --model up there (AIPerf's and vLLM's documented
+   * command lines name real models); NULL = only the mock's. */
+  const char *served_model_name;
 
   /* HTTP/1.1 port (OpenAI /v1 and Triton /v2 endpoints, /metrics):
    * TP_MOCK_HTTP_PORT_AUTO (the default) = 8000, or any free port when

@@ -234,9 +234,12 @@ static const tp_setting vb_rows[] = {
          "with fewer prompts in the file than --num-prompts, send each once (fewer requests) rather than repeat "
          "some",
          NULL, 0),
-    VROW("skip_chat_template", "--skip-chat-template", TP_SET_FLAG, skip_chat_template, NULL, NULL, 1, 0, NULL,
+    VROW("skip_chat_template", "--skip-chat-template|--custom-skip-chat-template", TP_SET_FLAG, skip_chat_template, NULL, NULL, 1, 0, NULL,
          "send a custom dataset's prompts as written: tokperf always does (it applies no chat template itself)",
          NULL, 0),
+    VREFUSE("allowed_local_media_path", "--allowed-local-media-path",
+            "tokperf sends text prompts only, no local images or videos: leave it out, and give --dataset-name "
+            "custom with the prompts' text"),
     VNOOPF("enable_multimodal_chat", "--enable-multimodal-chat",
            "it is for multimodal datasets, which tokperf refuses; text datasets ignore it, as in vLLM"),
     VROW("disable_shuffle", "--disable-shuffle", TP_SET_FLAG, disable_shuffle, NULL, NULL, 1, 0, NULL,
@@ -629,6 +632,7 @@ static const char *dataset_refusal(const char *name) {
                       "--dataset-name custom --dataset-path FILE"},
       {"random-mm", "tokperf sends text prompts only: --dataset-name random"},
       {"custom_image", "tokperf sends text prompts only: --dataset-name custom"},
+      {"custom_mm", "tokperf sends text prompts only: --dataset-name custom"},
       {"custom_audio", "tokperf sends text prompts only: --dataset-name custom"},
       {"random-rerank", "tokperf vllm-bench measures generation, not reranking: --dataset-name random"},
   };

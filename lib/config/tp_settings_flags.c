@@ -88,6 +88,12 @@ int tp_settings_parse(const tp_settings_part *parts, size_t n_parts, int argc, c
       tp_seterr(err, errlen, "unknown option '%.*s'", (int)len, a);
       return TP_EINVAL;
     }
+    if (s->flags_mask & TP_SETF_REFUSED) {
+      /* Refused before its value is read: the message is the same whatever
+       * follows, and nothing of the option is taken for another meaning. */
+      tp_seterr(err, errlen, "%.*s is not supported: %s", (int)len, a, s->help ? s->help : "");
+      return TP_EINVAL;
+    }
     const char *v = NULL;
     char *joined = NULL; /* a value over several words (TP_SETF_NARGS) */
     if (takes_value(s)) {

@@ -81,7 +81,7 @@ int tp_settings_to_json(void *json_object, const tp_setting *rows, size_t n, con
   json_t *root = json_object;
   for (size_t i = 0; i < n; i++) {
     const tp_setting *s = &rows[i];
-    if (s->flags_mask & (TP_SETF_NOECHO | TP_SETF_NOOP)) continue;
+    if (s->flags_mask & (TP_SETF_NOECHO | TP_SETF_NOOP | TP_SETF_REFUSED)) continue;
     const char *leaf;
     json_t *parent = parent_of(root, s->key, &leaf);
     json_t *v = row_json(s, base);

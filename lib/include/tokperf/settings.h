@@ -81,7 +81,11 @@ enum {
   TP_SETF_UNSET0 = 256, /* 0 means "not set" (automatic, no limit): help shows no default for it */
   /* The value may go on over the next words, up to the next option, joined
    * by spaces ("--goodput ttft:30 tpot:10", as argparse's nargs="+"). */
-  TP_SETF_NARGS = 512
+  TP_SETF_NARGS = 512,
+  /* Another tool's flag that tokperf does not do: listed in --help so its
+   * users find it, and refused when given (exit 2) with the row's help,
+   * which names the nearest tokperf form.  Never silently dropped. */
+  TP_SETF_REFUSED = 1024
 };
 
 typedef struct tp_setting tp_setting;

@@ -1021,6 +1021,16 @@ int tp_cli_parse_profile(tp_cli *cli, int argc, char **argv) {
   } else if (windows) {
     c->measure.measure_mode = count_windows ? TP_MEASURE_COUNT_WINDOWS : TP_MEASURE_TIME_WINDOWS;
   }
+  /* perf_analyzer's and GenAI-Perf's -s and -r bound the stability windows,
+   * which tokperf runs only when asked for: never dropped unsaid. */
+  if (!windows)
+    for (size_t i = 0; i < 2; i++) {
+      static const char *const keys[] = {"measure.stability_percentage", "measure.max_trials"};
+      if (GIVEN_CFG(keys[i]))
+        fprintf(stderr, "tokperf: note: %s has no effect without the stability windows (--measurement-interval, "
+                        "--measurement-mode or --measurement-request-count)\n",
+                i == 0 ? "--stability-percentage" : "--max-trials");
+    }
 #undef GIVEN_CFG
   return 0;
 }

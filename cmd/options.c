@@ -596,9 +596,10 @@ static const tp_setting cli_rows[] = {
            "reports what it measured"),
     REFUSE("compat.refused.fixed_schedule", "--fixed-schedule|--request-intervals",
            "replay a trace's timestamps with --schedule FILE.jsonl (docs/inputs.md)"),
-    REFUSE("compat.refused.sessions",
-           "--num-sessions|--session-concurrency|--session-delay-ratio|--session-turn-delay-mean|"
-           "--session-turn-delay-stddev|--session-turns-mean|--session-turns-stddev",
+    REFUSE("compat.refused.sessions", "--num-sessions|--session-concurrency|--session-delay-ratio",
+           "tokperf runs sessions from a conversations file: --input-file conv.jsonl (docs/sessions.md)"),
+    REFUSE("compat.refused.session_turns",
+           "--session-turn-delay-mean|--session-turn-delay-stddev|--session-turns-mean|--session-turns-stddev",
            "tokperf runs sessions from a conversations file: --input-file conv.jsonl (docs/sessions.md)"),
     REFUSE("compat.refused.deprecated_concurrency", "-d|-c|-t",
            "perf_analyzer's deprecated concurrency flags: write --concurrency-range START:END"),

@@ -675,6 +675,10 @@ static const tp_setting mock_rows[] = {
                "SSE stream dialect of the OpenAI endpoints", "llamacpp", 0, parse_dialect, format_dialect),
     M("sse_keepalive_ms", "--sse-keepalive-ms", TP_SET_I64, sse_keepalive_ms, "MS", -1, 1e9,
       "SSE keep-alive comment interval (-1: the dialect's own)", "1000", 0),
+    M("served_model_name", "--served-model-name", TP_SET_STR, served_model_name, "NAME[,NAME...]", 1, 0,
+      "OpenAI endpoints: other names the model answers to, listed first by /v1/models (a command line written "
+      "for a real model runs unchanged)",
+      "meta-llama/Llama-3.1-8B-Instruct", 0),
     M("fault_kind", "--fault", TP_SET_STR, fault_kind, "KIND[:ARGS]", 1, 0,
       "inject a fault: rst_stream, grpc_status:CODE[:MSG], trailers_only:CODE[:MSG], http_status:CODE, "
       "inband_error[:MSG], stall, trickle, malformed, oversize, invalid_utf8, endless, close_conn, goaway; "

@@ -57,6 +57,17 @@ const tp__mock_model *tp__mock_find_model(const char *name) {
   return NULL;
 }
 
+bool tp__mock_name_in_list(const char *list, const char *name) {
+  size_t n = strlen(name);
+  for (const char *p = list; p && *p;) {
+    size_t len = strcspn(p, ",");
+    if (len == n && strncmp(p, name, n) == 0) return true;
+    p += len;
+    if (*p == ',') p++;
+  }
+  return false;
+}
+
 bool tp__mock_model_has_input(const tp__mock_model *md, const char *name) {
   for (size_t i = 0; i < md->n_inputs; i++)
     if (strcmp(md->inputs[i].name, name) == 0) return true;

@@ -80,6 +80,11 @@ struct tp_mock_config {
   /* SSE dialect of OpenAI streams: "vllm" (default),
    * "llamacpp", "tgi" or "trtllm-serve". */
   const char *http_dialect;
+  /* OpenAI endpoints: other names the model answers to, comma-separated
+   * (vLLM's --served-model-name; a benchmark's command line names the
+   * model it was written for), listed first by /v1/models and served as
+   * vllm_model.  NULL = none. */
+  const char *served_model_name;
   /* SSE keep-alive comment every this many ms on OpenAI streams; -1 (the
    * default) = the dialect's own (TGI 15000, others none); 0 = none. */
   int64_t sse_keepalive_ms;

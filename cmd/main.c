@@ -274,13 +274,14 @@ int main(int argc, char **argv) {
   if (strcmp(sub, "tokenize") == 0) return tp_cmd_tokenize(argc - 2, argv + 2);
   if (strcmp(sub, "compare") == 0) return tp_cmd_compare(argc - 2, argv + 2);
   if (strcmp(sub, "vllm-bench") == 0) return tp_cmd_vllm_bench(argc - 2, argv + 2);
+  if (strcmp(sub, "sglang-bench") == 0) return tp_cmd_sglang_bench(argc - 2, argv + 2);
   if (strcmp(sub, "completion") == 0) return tp_cli_completion(stdout, argc > 2 ? argv[2] : "bash");
   /* The man page, generated from the option tables at build time. */
   if (strcmp(sub, "man") == 0) {
     tp_cli_man(stdout);
     return TP_EXIT_OK;
   }
-  fprintf(stderr, "tokperf: unknown command '%s' (expected profile, mock, tokenize, compare, vllm-bench or completion)\ntry 'tokperf --help'\n",
+  fprintf(stderr, "tokperf: unknown command '%s' (expected profile, mock, tokenize, compare, vllm-bench, sglang-bench or completion)\ntry 'tokperf --help'\n",
           sub);
   return TP_EXIT_USAGE;
 }

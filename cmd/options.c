@@ -1077,6 +1077,7 @@ void tp_cli_help_main(FILE *out) {
           "  tokperf compare A.json B.json [--fail-on RULE]... [--junit FILE]\n"
           "                              compare two runs' --json documents\n"
           "  tokperf vllm-bench [OPTIONS] vLLM's `bench serve` command line, with vLLM's meanings\n"
+          "  tokperf sglang-bench [OPTIONS] SGLang's bench_serving command line, with SGLang's meanings\n"
           "  tokperf completion bash|zsh print a shell completion script\n"
           "  tokperf --version           print versions of tokperf and its libraries\n"
           "  tokperf --help              this help; 'tokperf profile --help' lists every option\n",
@@ -1157,7 +1158,8 @@ void tp_cli_man(FILE *out) {
     tp_settings_part part;
   } others[] = {{"TOKENIZE OPTIONS", tp_cmd_tokenize_defaults()},
                 {"COMPARE OPTIONS", tp_cmd_compare_defaults()},
-                {"VLLM\\-BENCH OPTIONS", tp_cmd_vllm_bench_defaults()}};
+                {"VLLM\\-BENCH OPTIONS", tp_cmd_vllm_bench_defaults()},
+                {"SGLANG\\-BENCH OPTIONS", tp_cmd_sglang_bench_defaults()}};
   for (size_t i = 0; i < ARRAY_N(others); i++) {
     fprintf(out, ".SH \"%s\"\n", others[i].title);
     tp_settings_man(out, &others[i].part, 1);
@@ -1179,9 +1181,10 @@ int tp_cli_completion(FILE *out, const char *shell) {
   size_t npp = profile_parts(defaults_cli(), pp, NULL, NULL);
   size_t nmp = mock_parts(defaults_cli(), mp);
   tp_settings_part tp = tp_cmd_tokenize_defaults(), cp = tp_cmd_compare_defaults(),
-                   vp = tp_cmd_vllm_bench_defaults();
+                   vp = tp_cmd_vllm_bench_defaults(), sp = tp_cmd_sglang_bench_defaults();
   const tp_settings_command cmds[] = {{"profile", pp, npp}, {"mock", mp, nmp},     {"tokenize", &tp, 1},
-                                      {"compare", &cp, 1},  {"vllm-bench", &vp, 1}, {"completion", NULL, 0}};
+                                      {"compare", &cp, 1},  {"vllm-bench", &vp, 1}, {"sglang-bench", &sp, 1},
+                                      {"completion", NULL, 0}};
   if (tp_settings_completion(out, shell, "tokperf", cmds, ARRAY_N(cmds))) {
     fprintf(stderr, "tokperf completion: unknown shell '%s' (expected bash or zsh)\n", shell ? shell : "");
     return TP_EXIT_USAGE;

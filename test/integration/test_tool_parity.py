@@ -12,6 +12,7 @@ tool's parser, taken from its code (the commit is in its header), and
 - Every refused flag or value exits 2, naming itself, with its message (which
   names what to write instead).
 Prints TAP."""
+import json
 import os
 import re
 import shlex
@@ -33,10 +34,14 @@ tmp = tempfile.mkdtemp(prefix="tp_tool_parity_")
 MOCK_MODEL = ["--mock-output-tokens", "2", "--mock-ttft-ms", "1", "--mock-itl-ms", "1"]
 PROFILE = ["profile", "-q"]
 # tool: (the tokperf command's words before the flags, the words that point
-# it at the in-process mock, what counts the requests that succeeded)
+# it at the in-process mock, the words that keep every run small, what
+# counts the requests that succeeded)
 TOOLS = {
-    "genai_perf_profile": (PROFILE, ["--mock"] + MOCK_MODEL, "profile"),
-    "perf_analyzer": (PROFILE, ["--mock"] + MOCK_MODEL, "profile"),
+    "genai_perf_profile": (PROFILE, ["--mock"] + MOCK_MODEL, [], "profile"),
+    "perf_analyzer": (PROFILE, ["--mock"] + MOCK_MODEL, [], "profile"),
+    "sglang_bench_serving": (["sglang-bench", "-q"], ["--mock"], ["--dataset-name", "random", "--num-prompts", "2",
+                                                                  "--random-input-len", "8", "--random-output-len", "2"],
+                             "vllm"),
 }
 
 
@@ -45,10 +50,11 @@ def run(args, timeout=TIMEOUT):
     return p.returncode, p.stdout, p.stderr
 
 
-def succeeded(out):
-    """Requests that succeeded, from profile's text report (summed over
-    levels), or -1 when the report has none."""
-    n = [int(m.group(1)) for m in re.finditer(r"^Requests: \d+ measured, (\d+) succeeded", out, re.M)]
+def succeeded(out, kind):
+    """Requests that succeeded: from profile's text report (summed over
+    levels), or vLLM's result layout; -1 when the report has none."""
+    pattern = r"^Requests: \d+ measured, (\d+) succeeded" if kind == "profile" else r"^Successful requests:\s+(\d+)"
+    n = [int(m.group(1)) for m in re.finditer(pattern, out, re.M)]
     return sum(n) if n else -1
 
 
@@ -64,17 +70,24 @@ with open(pa_json, "w") as f:
 pem = os.path.join(tmp, "ca.pem")
 with open(pem, "w") as f:
     f.write("read only for https and grpcs\n")
+sharegpt = os.path.join(tmp, "sharegpt.json")
+with open(sharegpt, "w") as f:
+    json.dump([{"id": str(i), "conversations": [{"from": "human", "value": "tell me about %d ships" % i},
+                                                  {"from": "gpt", "value": "there were %d ships at sea" % i}]}
+               for i in range(4)], f)
 results = os.path.join(tmp, "results")
 os.makedirs(results)
 grpc_port, http_port = free_port(), free_port()
 mock = subprocess.Popen([TOKPERF, "mock", "-q", "--host", "127.0.0.1", "--grpc-port", str(grpc_port), "--http-port",
-                         str(http_port), "--output-tokens", "2", "--ttft-ms", "1", "--itl-ms", "1"],
+                         str(http_port), "--output-tokens", "2", "--ttft-ms", "1", "--itl-ms", "1",
+                         "--served-model-name", "meta-llama/Llama-3.1-8B-Instruct"],
                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
 up = wait_port(grpc_port, 10 * SCALE) and wait_port(http_port, 10 * SCALE)
 check(up, "the mock beside the runs listens on gRPC and HTTP ports")
-PLACE = {"jsonl": jsonl, "pa_json": pa_json, "pem": pem, "tok": WORDS or "", "dir": results,
+PLACE = {"jsonl": jsonl, "pa_json": pa_json, "pem": pem, "sharegpt": sharegpt, "tok": WORDS or "", "dir": results,
+         "port": str(http_port),
          "grpc": "127.0.0.1:%d" % grpc_port, "http": "127.0.0.1:%d" % http_port}
 
 
@@ -100,7 +113,7 @@ def read_rows(path):
 
 helps = {}
 try:
-    for tool, (cmd, mock_words, kind) in TOOLS.items():
+    for tool, (cmd, mock_words, small, kind) in TOOLS.items():
         name = tool + ".txt"
         captured = read_flags(os.path.join(PARITY, tool + ".flags"))
         rows = read_rows(os.path.join(PARITY, name))
@@ -130,7 +143,7 @@ try:
             note = cols[3] if len(cols) > 3 else ""
             if status == "refused":
                 words = flag.split("=", 1) if re.match(r"^-[-\w]+=", flag) else [flag]
-                rc, out, err = run(cmd + mock_words + words)
+                rc, out, err = run(cmd + mock_words + small + words)
                 check(rc == 2 and detail in err and words[0] in err,
                       "%s line %d: %s refused (exit 2), saying '%s'" % (tool, n, " ".join(words), detail),
                       "rc %d: %s" % (rc, err[-800:]))
@@ -140,10 +153,10 @@ try:
                 skip("%s line %d: %s" % (tool, n, flag), "no TP_WORDS_MODEL tokenizer")
                 continue
             for form in detail.split(" || "):
-                beside = "{grpc}" in form or "{http}" in form
+                beside = "{grpc}" in form or "{http}" in form or "{port}" in form
                 words = [expand(w) for w in shlex.split(form)]
-                rc, out, err = run(cmd + ([] if beside else mock_words) + words)
-                ok = rc == 0 and flag in words and succeeded(out) > 0
+                rc, out, err = run(cmd + ([] if beside else mock_words) + small + words)
+                ok = rc == 0 and flag in words and succeeded(out, kind) > 0
                 if note:
                     ok = ok and note in err and flag in err
                 check(ok, "%s line %d: %s %s: %s, exit 0, requests succeeded%s" %

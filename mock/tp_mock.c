@@ -245,6 +245,7 @@ static int mock_setup(tp_mock **out, const tp_mock_config *cfg, char *err, size_
   tp_mock *m = calloc(1, sizeof(*m));
   if (!m) return TP_ENOMEM;
   m->cfg = *cfg;
+  if (cfg->served_model_name) tp__mock_set_served_names(cfg->served_model_name);
   m->host = strdup(cfg->host ? cfg->host : "127.0.0.1");
   m->log_path = cfg->log_path ? strdup(cfg->log_path) : NULL;
   m->fault_spec = cfg->fault_kind ? strdup(cfg->fault_kind) : NULL;

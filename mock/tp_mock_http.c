@@ -65,11 +65,12 @@ static void respond_models(hconn *c) {
   size_t n = 0;
   for (const char *p = served; p && *p;) {
     size_t len = strcspn(p, ",");
-    if (len)
+    size_t nl = strcspn(p, "=,");
+    if (nl)
       tp_buf_printf(&b,
                     "%s{\"id\":\"%.*s\",\"object\":\"model\",\"created\":%llu,\"owned_by\":\"tokperf\","
                     "\"root\":\"vllm_model\",\"parent\":null,\"max_model_len\":32768}",
-                    n++ ? "," : "", (int)len, p, (unsigned long long)now);
+                    n++ ? "," : "", (int)nl, p, (unsigned long long)now);
     p += len;
     if (*p == ',') p++;
   }

@@ -804,7 +804,9 @@ static int read_api_key(tp_cli *cli) {
 static int profile_positional(void *ud, const char *arg, char *err, size_t errlen) {
   int *n = ud;
   if ((*n)++ == 0 && strcmp(arg, "profile") == 0) return 0;
-  snprintf(err, errlen, "unexpected argument '%s'", arg);
+  /* GenAI-Perf's -m takes several models (LoRA adapters): tokperf one. */
+  snprintf(err, errlen, "unexpected argument '%s' (an option takes one value: -m names one model per run, so run "
+           "once per model; lists are written 1,4,8)", arg);
   return TP_EINVAL;
 }
 

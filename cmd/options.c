@@ -839,6 +839,22 @@ static int apply_other_tools(tp_cli *cli, const unsigned char *given_cfg, unsign
     if (cli->prompt_source == 0 && c->prompts.input_file)
       return usage("profile", "--prompt-source synthetic and --input-file exclude each other");
   }
+  /* GenAI-Perf's --input-file payload:FILE is a trace of timed requests
+   * (timestamp, input_length, output_length, text_input, hash_ids): what
+   * --schedule replays; synthetic:NAMES makes rankings inputs. */
+  const char *in = c->prompts.input_file;
+  if (in && strncmp(in, "payload:", 8) == 0) {
+    if (c->load.schedule_file)
+      return usage("profile", "--input-file payload:FILE is GenAI-Perf's trace replay, as --schedule: give one of "
+                              "them");
+    c->load.schedule_file = in + 8;
+    c->prompts.input_file = NULL;
+    fprintf(stderr, "tokperf: note: --input-file %s is read as --schedule %s (docs/other-tools.md)\n", in, in + 8);
+  } else if (in && strncmp(in, "synthetic:", 10) == 0) {
+    snprintf(msg, sizeof(msg), "--input-file %s: GenAI-Perf's synthetic rankings inputs are not supported; give "
+             "prompts as JSONL (--input-file FILE) or synthetic ones (--synthetic-input-tokens-mean N)", in);
+    return usage("profile", msg);
+  }
   if (cli->collect_metrics && !c->server.metrics_url) {
     /* perf_analyzer's default: Triton's metrics port on the server's host. */
     if (cli->use_mock) {

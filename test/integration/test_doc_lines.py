@@ -30,8 +30,10 @@ WORDS = os.environ.get("TP_WORDS_MODEL")
 tmp = tempfile.mkdtemp(prefix="tp_doc_lines_")
 
 RUN, REFUSED, START = "run", "refused", "start"
-# (cite, the line as the docs write it, outcome, a fragment of the message,
-#  the mock's served names: NAME answers as vllm_model, NAME=MODEL as MODEL)
+# (cite, the line as the docs write it, outcome, a fragment of the message (or
+#  a tuple of them: a line with two refused parts says whichever the parser
+#  meets first), the mock's served names: NAME answers as vllm_model,
+#  NAME=MODEL as MODEL)
 GP = [
     ("genai-perf/README.md:157", "genai-perf profile -m gpt2 --backend tensorrtllm --streaming", RUN, None,
      "gpt2=ensemble"),
@@ -42,7 +44,7 @@ GP = [
      "genai-perf profile --tokenizer deepseek-ai/DeepSeek-R1-Distill-Llama-8B -m "
      "deepseek-ai/DeepSeek-R1-Distill-Llama-8B --endpoint-type chat --url http://localhost:8000 --streaming "
      "--input-file payload:sin_b512_t600_rr5.0-20.0-150.0_io3000150-3000150-0.2-0.8-10.jsonl",
-     REFUSED, "--schedule", "deepseek-ai/DeepSeek-R1-Distill-Llama-8B"),
+     RUN, "is read as --schedule", "deepseek-ai/DeepSeek-R1-Distill-Llama-8B"),
     ("genai-perf/docs/tutorial.md:56",
      "genai-perf profile -m gpt2 --backend tensorrtllm --synthetic-input-tokens-mean 200 "
      "--synthetic-input-tokens-stddev 0 --output-tokens-mean 100 --output-tokens-stddev 0 "
@@ -66,11 +68,11 @@ GP = [
     ("genai-perf/docs/goodput.md:120",
      "genai-perf profile -m intfloat/e5-mistral-7b-instruct --endpoint-type embeddings --batch-size-text 2 "
      "--input-file embeddings.jsonl --measurement-interval 1000 --goodput request_latency:22.5",
-     REFUSED, "expected chat, completions or generate", "intfloat/e5-mistral-7b-instruct"),
+     REFUSED, ("chat, completions", "one prompt per request"), "intfloat/e5-mistral-7b-instruct"),
     ("genai-perf/docs/huggingface_tgi.md:53",
      "genai-perf profile -m llava-hf/llava-v1.6-mistral-7b-hf --endpoint-type huggingface_generate --url "
      "localhost:8080 --batch-size-image 1 --image-width-mean 100 --image-height-mean 100 "
-     "--synthetic-input-tokens-mean 10", REFUSED, "expected chat, completions or generate",
+     "--synthetic-input-tokens-mean 10", REFUSED, ("chat, completions", "text prompts only"),
      "llava-hf/llava-v1.6-mistral-7b-hf"),
     ("genai-perf/docs/lora.md:36", "genai-perf profile -m lora_adapter1 lora_adapter2 lora_adapter3 --tokenizer "
      "model_name", REFUSED, "-m names one model per run", "lora_adapter1"),
@@ -102,15 +104,15 @@ GP = [
      RUN, "--verbose is accepted for compatibility and has no effect", "gpt2"),
     ("genai-perf/docs/embeddings.md:45",
      "genai-perf profile -m intfloat/e5-mistral-7b-instruct --endpoint-type embeddings --batch-size-text 2",
-     REFUSED, "expected chat, completions or generate", "intfloat/e5-mistral-7b-instruct"),
+     REFUSED, ("chat, completions", "one prompt per request"), "intfloat/e5-mistral-7b-instruct"),
     ("genai-perf/docs/rankings.md:96",
      "genai-perf profile -m BAAI/bge-reranker-base --endpoint-type rankings --endpoint rerank --input-file "
-     "rankings_jsonl/ -u localhost:8080 --extra-inputs rankings:tei", REFUSED,
-     "expected chat, completions or generate", "BAAI/bge-reranker-base"),
+     "rankings_jsonl/ -u localhost:8080 --extra-inputs rankings:tei", REFUSED, "chat, completions",
+     "BAAI/bge-reranker-base"),
     ("genai-perf/docs/multi_modal.md:51",
      "genai-perf profile -m llava-hf/llava-v1.6-mistral-7b-hf --endpoint-type multimodal --image-width-mean 50 "
      "--image-height-mean 50 --synthetic-input-tokens-mean 10 --output-tokens-mean 10 --streaming", REFUSED,
-     "expected chat, completions or generate", "llava-hf/llava-v1.6-mistral-7b-hf"),
+     ("chat, completions", "text prompts only"), "llava-hf/llava-v1.6-mistral-7b-hf"),
 ]
 PA = [
     ("README.md:126", "perf_analyzer -m simple", START, "model 'simple' is not ready", ""),
@@ -220,20 +222,25 @@ SG = [
 with open(os.path.join(tmp, "input_data.json"), "w") as f:
     json.dump({"data": [{"payload": [{"model": "facebook/opt-125m", "messages": [
         {"role": "user", "content": "Who wrote the play Romeo and Juliet?"}], "max_tokens": 32}]}]}, f)
+with open(os.path.join(tmp, "sin_b512_t600_rr5.0-20.0-150.0_io3000150-3000150-0.2-0.8-10.jsonl"), "w") as f:
+    for i in range(4):  # GenAI-Perf's payload trace: times in ms, lengths in tokens
+        f.write(json.dumps({"timestamp": 25 * i, "input_length": 12, "output_length": 2}) + "\n")
 with open(os.path.join(tmp, "prompts.json"), "w") as f:  # the LLM guide's: "PROMPT" and "STREAM" inputs
     json.dump({"data": [{"PROMPT": ["Hello, my name is"], "STREAM": [True]}]}, f)
 
-# GenAI-Perf's default tokenizer in a Hugging Face cache laid out as the hub
-# lays it out: the words model stands in for it.
+# The tokenizers the lines name (GenAI-Perf's default among them) in a
+# Hugging Face cache laid out as the hub lays it out, as a user who ran the
+# docs has them: the words model stands in for each.
 env = dict(os.environ)
 if WORDS:
-    repo = os.path.join(tmp, "hub", "models--hf-internal-testing--llama-tokenizer")
-    commit = "0123456789abcdef0123456789abcdef01234567"
-    os.makedirs(os.path.join(repo, "snapshots", commit))
-    os.makedirs(os.path.join(repo, "refs"))
-    shutil.copy(WORDS, os.path.join(repo, "snapshots", commit, "tokenizer.model"))
-    with open(os.path.join(repo, "refs", "main"), "w") as f:
-        f.write(commit)
+    for name in ["hf-internal-testing/llama-tokenizer", "deepseek-ai/DeepSeek-R1-Distill-Llama-8B"]:
+        repo = os.path.join(tmp, "hub", "models--" + name.replace("/", "--"))
+        commit = "0123456789abcdef0123456789abcdef01234567"
+        os.makedirs(os.path.join(repo, "snapshots", commit))
+        os.makedirs(os.path.join(repo, "refs"))
+        shutil.copy(WORDS, os.path.join(repo, "snapshots", commit, "tokenizer.model"))
+        with open(os.path.join(repo, "refs", "main"), "w") as f:
+            f.write(commit)
     env["HF_HUB_CACHE"] = os.path.join(tmp, "hub")
     env.pop("HF_HOME", None)
 
@@ -305,7 +312,7 @@ def run_lines(tool, lines):
     ran = refused = 0
     for cite, line, outcome, fragment, served in lines:
         words = tokperf_line(tool, line, served)
-        if WORDS is None and ("tokens-mean" in line or "--isl" in line):
+        if WORDS is None and ("tokens-mean" in line or "--isl" in line or "payload:" in line):
             skip("%s %s" % (tool, cite), "no TP_WORDS_MODEL tokenizer")
             continue
         p = subprocess.run([TOKPERF] + words, capture_output=True, text=True, timeout=300 * SCALE, cwd=tmp, env=env)
@@ -323,9 +330,10 @@ def run_lines(tool, lines):
             ran += 1
         else:
             code = 2 if outcome == REFUSED else 3
-            check(p.returncode == code and fragment in err,
+            frags = fragment if isinstance(fragment, tuple) else (fragment,)
+            check(p.returncode == code and any(f in err for f in frags),
                   "%s %s %s (exit %d), saying '%s'" % (tool, cite, "refused" if code == 2 else "stops at the start",
-                                                        code, fragment),
+                                                        code, "' or '".join(frags)),
                   "%s\nrc %d\n%s" % (shown, p.returncode, err[-1500:]))
             refused += 1
     print("# %s: %d lines run, %d refused with what to write instead" % (tool, ran, refused))

@@ -67,6 +67,10 @@ pa_json = os.path.join(tmp, "pa.json")
 with open(pa_json, "w") as f:
     f.write('{"data": [{"text_input": ["hello there"], "max_tokens": [2]}, '
             '{"text_input": ["the sea"], "max_tokens": [2]}]}\n')
+trace = os.path.join(tmp, "payload.jsonl")
+with open(trace, "w") as f:
+    for i in range(3):
+        f.write('{"timestamp": %d, "text_input": "the sea number %d"}\n' % (10 * i, i))
 pem = os.path.join(tmp, "ca.pem")
 with open(pem, "w") as f:
     f.write("read only for https and grpcs\n")
@@ -86,7 +90,7 @@ mock = subprocess.Popen([TOKPERF, "mock", "-q", "--host", "127.0.0.1", "--grpc-p
 
 up = wait_port(grpc_port, 10 * SCALE) and wait_port(http_port, 10 * SCALE)
 check(up, "the mock beside the runs listens on gRPC and HTTP ports")
-PLACE = {"jsonl": jsonl, "pa_json": pa_json, "pem": pem, "sharegpt": sharegpt, "tok": WORDS or "", "dir": results,
+PLACE = {"jsonl": jsonl, "trace": trace, "pa_json": pa_json, "pem": pem, "sharegpt": sharegpt, "tok": WORDS or "", "dir": results,
          "port": str(http_port),
          "grpc": "127.0.0.1:%d" % grpc_port, "http": "127.0.0.1:%d" % http_port}
 

@@ -939,8 +939,18 @@ int tp_cli_parse_profile(tp_cli *cli, int argc, char **argv) {
   char err[1024];
   bool help = false;
   int positionals = 0;
-  if (tp_settings_parse(parts, np, argc, argv, profile_positional, &positionals, &help, err, sizeof(err)))
-    return usage("profile", err);
+  /* GenAI-Perf hands the words after a lone "--" to perf_analyzer, whose
+   * flags profile reads itself: the "--" is dropped, and they are read with
+   * perf_analyzer's meanings. */
+  char **av = malloc(((size_t)argc + 1) * sizeof(*av));
+  if (!av) return usage("profile", "out of memory");
+  int ac = 0, dashes = 0;
+  for (int i = 0; i < argc; i++)
+    if (strcmp(argv[i], "--") != 0 || dashes++) av[ac++] = argv[i];
+  av[ac] = NULL;
+  int prv = tp_settings_parse(parts, np, ac, av, profile_positional, &positionals, &help, err, sizeof(err));
+  free(av);
+  if (prv) return usage("profile", err);
   cli->help = help;
   tp_config *c = &cli->cfg;
   if (apply_other_tools(cli, given_cfg, given)) return TP_EXIT_USAGE;

@@ -168,6 +168,13 @@ try:
                       "rc %d\n%s%s" % (rc, err[-1500:], out[-300:]))
             counts[status] += 1
         print("# %s: %d same, %d mapped, %d refused" % (tool, counts["same"], counts["mapped"], counts["refused"]))
+    # GenAI-Perf's passthrough: the words after a lone "--" are perf_analyzer's
+    # flags, which profile reads with perf_analyzer's meanings.
+    rc, out, err = run(PROFILE + ["--mock"] + MOCK_MODEL + ["--concurrency", "2", "--", "--max-threads=256",
+                                                           "--request-count", "5"])
+    check(rc == 0 and succeeded(out, "profile") == 5 and "--max-threads is accepted" in err,
+          "genai-perf's '-- PERF_ANALYZER_FLAGS': read as profile's perf_analyzer flags (5 requests)",
+          "rc %d\n%s%s" % (rc, err[-800:], out[-300:]))
 finally:
     mock.terminate()
     mock.wait(timeout=10)

@@ -41,29 +41,48 @@ typedef struct sg {
  * /v1/chat/completions, the others to /v1/completions (sglang and
  * sglang-native to the same server's OpenAI endpoint instead of its native
  * /generate); trt, gserver and truss are other servers' APIs. */
-#define BACKENDS "sglang|sglang-native|sglang-oai|sglang-oai-chat|vllm|vllm-chat|lmdeploy|lmdeploy-chat|trt|gserver|truss"
-enum { B_SGLANG, B_SGLANG_NATIVE, B_SGLANG_OAI, B_SGLANG_OAI_CHAT, B_VLLM, B_VLLM_CHAT, B_LMDEPLOY, B_LMDEPLOY_CHAT,
-       B_TRT, B_GSERVER, B_TRUSS };
-static const char *const backend_names[] = {"sglang", "sglang-native", "sglang-oai", "sglang-oai-chat", "vllm",
-                                            "vllm-chat", "lmdeploy", "lmdeploy-chat", "trt", "gserver", "truss"};
+#define BACKENDS \
+  "sglang|sglang-native|sglang-oai|sglang-oai-chat|vllm|vllm-chat|lmdeploy|lmdeploy-chat|trt|gserver|truss"
+enum {
+  B_SGLANG,
+  B_SGLANG_NATIVE,
+  B_SGLANG_OAI,
+  B_SGLANG_OAI_CHAT,
+  B_VLLM,
+  B_VLLM_CHAT,
+  B_LMDEPLOY,
+  B_LMDEPLOY_CHAT,
+  B_TRT,
+  B_GSERVER,
+  B_TRUSS
+};
+static const char *const backend_names[] = {"sglang", "sglang-native", "sglang-oai", "sglang-oai-chat",
+                                            "vllm",   "vllm-chat",     "lmdeploy",   "lmdeploy-chat",
+                                            "trt",    "gserver",       "truss"};
 #define DATASETS "sharegpt|random|random-ids|generated-shared-prefix|mmmu|image|mooncake|custom|openai"
 enum { D_SHAREGPT, D_RANDOM, D_RANDOM_IDS, D_GSP, D_MMMU, D_IMAGE, D_MOONCAKE, D_CUSTOM, D_OPENAI };
 
-#define SROW(key, flags, type, field, arg, dflt, lo, hi, choices, help, ex, mask) \
-  {key, flags, type, offsetof(sg, field), arg, dflt, lo, hi, choices, "SGLang bench_serving", help, ex, mask, NULL, NULL}
+#define SROW(key, flags, type, field, arg, dflt, lo, hi, choices, help, ex, mask)                        \
+  {                                                                                                      \
+    key, flags, type, offsetof(sg, field), arg, dflt, lo, hi, choices, "SGLang bench_serving", help, ex, \
+        mask, NULL, NULL                                                                                 \
+  }
 /* SGLang flags tokperf does not do: refused by name (exit 2), the help
  * naming what to write instead. */
-#define SREFUSE(key, flags, help) SROW(key, flags, TP_SET_FLAG, refused, NULL, NULL, 1, 0, NULL, help, NULL, \
-                                       TP_SETF_REFUSED)
+#define SREFUSE(key, flags, help) \
+  SROW(key, flags, TP_SET_FLAG, refused, NULL, NULL, 1, 0, NULL, help, NULL, TP_SETF_REFUSED)
 
 static const tp_setting sg_rows[] = {
-    SROW("backend", "--backend", TP_SET_ENUM, backend, "BACKEND", "sglang", 1, 0, BACKENDS,
-         "the server: the -chat backends post to /v1/chat/completions, the others to /v1/completions (sglang and "
-         "sglang-native: the server's OpenAI endpoint, not its native /generate); the default port follows it",
-         "vllm", 0),
+    SROW(
+        "backend", "--backend", TP_SET_ENUM, backend, "BACKEND", "sglang", 1, 0, BACKENDS,
+        "the server: the -chat backends post to /v1/chat/completions, the others to /v1/completions (sglang "
+        "and "
+        "sglang-native: the server's OpenAI endpoint, not its native /generate); the default port follows it",
+        "vllm", 0),
     SROW("base_url", "--base-url", TP_SET_STR, base_url, "URL", NULL, 1, 0, NULL,
          "the server's base URL (instead of --host and --port)", "http://localhost:30000", 0),
-    SROW("host", "--host", TP_SET_STR, host, "HOST", "0.0.0.0", 1, 0, NULL, "the server's host", "127.0.0.1", 0),
+    SROW("host", "--host", TP_SET_STR, host, "HOST", "0.0.0.0", 1, 0, NULL, "the server's host", "127.0.0.1",
+         0),
     SROW("port", "--port", TP_SET_INT, port, "PORT", NULL, 0, 65535, NULL,
          "the server's port (default: 8000 for --backend vllm, 23333 for lmdeploy, else 30000)", "30000",
          TP_SETF_UNSET0),
@@ -72,23 +91,25 @@ static const tp_setting sg_rows[] = {
          "--random-input-len tokens); the others are refused with what to write instead",
          "random", 0),
     SROW("dataset_path", "--dataset-path", TP_SET_STR, dataset_path, "FILE", NULL, 1, 0, NULL,
-         "the ShareGPT JSON (read locally; nothing is downloaded)", "ShareGPT_V3_unfiltered_cleaned_split.json",
-         TP_SETF_FILE),
+         "the ShareGPT JSON (read locally; nothing is downloaded)",
+         "ShareGPT_V3_unfiltered_cleaned_split.json", TP_SETF_FILE),
     SROW("model", "--model", TP_SET_STR, model, "NAME", NULL, 1, 0, NULL,
          "the model (default: the server's first); also the tokenizer's name when --tokenizer is not given",
          "meta-llama/Llama-3.1-8B-Instruct", 0),
     SROW("served_model_name", "--served-model-name", TP_SET_STR, served_model_name, "NAME", NULL, 1, 0, NULL,
          "the model name sent in requests, when it differs from --model", "llama", 0),
     SROW("tokenizer", "--tokenizer", TP_SET_STR, tokenizer, "PATH|ORG/NAME", NULL, 1, 0, NULL,
-         "tokenizer file, model directory, or name in the Hugging Face cache (offline)", "gpt2", TP_SETF_FILE),
-    SROW("num_prompts", "--num-prompts|--num-prompt", TP_SET_U32, num_prompts, "N", "1000", 1, 1e9, NULL, "requests to send in all",
-         "200", 0),
-    SROW("sharegpt_output_len", "--sharegpt-output-len", TP_SET_U32, sharegpt_output_len, "N", NULL, 1, 1e7, NULL,
-         "max_tokens for every ShareGPT prompt (default: each answer's own length)", "256", TP_SETF_UNSET0),
-    SROW("random_input_len", "--random-input-len|--random-input", TP_SET_U32, random_input_len, "N", "1024", 1, 1e7, NULL,
-         "the longest random prompt, in tokens", "512", 0),
-    SROW("random_output_len", "--random-output-len|--random-output", TP_SET_U32, random_output_len, "N", "1024", 1, 1e7, NULL,
-         "the largest max_tokens of a random prompt", "256", 0),
+         "tokenizer file, model directory, or name in the Hugging Face cache (offline)", "gpt2",
+         TP_SETF_FILE),
+    SROW("num_prompts", "--num-prompts|--num-prompt", TP_SET_U32, num_prompts, "N", "1000", 1, 1e9, NULL,
+         "requests to send in all", "200", 0),
+    SROW("sharegpt_output_len", "--sharegpt-output-len", TP_SET_U32, sharegpt_output_len, "N", NULL, 1, 1e7,
+         NULL, "max_tokens for every ShareGPT prompt (default: each answer's own length)", "256",
+         TP_SETF_UNSET0),
+    SROW("random_input_len", "--random-input-len|--random-input", TP_SET_U32, random_input_len, "N", "1024",
+         1, 1e7, NULL, "the longest random prompt, in tokens", "512", 0),
+    SROW("random_output_len", "--random-output-len|--random-output", TP_SET_U32, random_output_len, "N",
+         "1024", 1, 1e7, NULL, "the largest max_tokens of a random prompt", "256", 0),
     SROW("random_range_ratio", "--random-range-ratio", TP_SET_F64, random_range_ratio, "R", "0", 0, 1, NULL,
          "random lengths are drawn from [R x len, len], as SGLang draws them (tokperf draws them with that "
          "range's mean and standard deviation)",
@@ -104,25 +125,30 @@ static const tp_setting sg_rows[] = {
     SROW("disable_tqdm", "--disable-tqdm", TP_SET_FLAG, disable_tqdm, NULL, NULL, 1, 0, NULL,
          "no progress lines on stderr", NULL, 0),
     SROW("seed", "--seed", TP_SET_U64, seed, "N", "1", 1, 0, NULL, "seed of the random prompts", "42", 0),
-    SROW("disable_ignore_eos", "--disable-ignore-eos", TP_SET_FLAG, disable_ignore_eos, NULL, NULL, 1, 0, NULL,
-         "let the server stop at EOS (by default, as in SGLang, requests ask for ignore_eos)", NULL, 0),
+    SROW("disable_ignore_eos", "--disable-ignore-eos", TP_SET_FLAG, disable_ignore_eos, NULL, NULL, 1, 0,
+         NULL, "let the server stop at EOS (by default, as in SGLang, requests ask for ignore_eos)", NULL, 0),
     SROW("warmup_requests", "--warmup-requests", TP_SET_U32, warmup_requests, "N", "1", 0, 1e6, NULL,
-         "SGLang's warm-up requests before the run: tokperf vllm-bench sends none (given, it says so)", "1", 0),
+         "SGLang's warm-up requests before the run: tokperf vllm-bench sends none (given, it says so)", "1",
+         0),
     SROW("mock", "--mock", TP_SET_FLAG, mock, NULL, NULL, 1, 0, NULL,
          "tokperf's own: run against the built-in mock server", NULL, 0),
-    SROW("quiet", "-q|--quiet", TP_SET_FLAG, quiet, NULL, NULL, 1, 0, NULL, "no progress lines on stderr", NULL, 0),
-    SROW("noop", "--output-details|--print-requests|--return-logprob|--apply-chat-template", TP_SET_FLAG, noop,
-         NULL, NULL, 1, 0, NULL, "accepted for SGLang's command lines; no effect in tokperf", NULL, TP_SETF_NOOP),
+    SROW("quiet", "-q|--quiet", TP_SET_FLAG, quiet, NULL, NULL, 1, 0, NULL, "no progress lines on stderr",
+         NULL, 0),
+    SROW("noop", "--output-details|--print-requests|--return-logprob|--apply-chat-template", TP_SET_FLAG,
+         noop, NULL, NULL, 1, 0, NULL, "accepted for SGLang's command lines; no effect in tokperf", NULL,
+         TP_SETF_NOOP),
     SROW("noop_values", "--tag", TP_SET_STR_LIST, noop_values, "VALUE", NULL, 1, 0, NULL,
          "accepted for SGLang's command lines; no effect in tokperf", "run-a", TP_SETF_NOOP),
     SREFUSE("sharegpt_context_len", "--sharegpt-context-len",
             "tokperf sends every prompt of the file: leave out those longer than the model's context"),
     SREFUSE("image", "--image-count|--image-resolution|--random-image-count|--image-format|--image-content",
             "tokperf sends text prompts only; leave the image flags out"),
-    SREFUSE("trace", "--use-trace-timestamps|--mooncake-slowdown-factor|--mooncake-num-rounds|--mooncake-workload",
+    SREFUSE("trace",
+            "--use-trace-timestamps|--mooncake-slowdown-factor|--mooncake-num-rounds|--mooncake-workload",
             "replay a trace's timestamps with tokperf profile --schedule trace.jsonl (--replay-speedup X)"),
-    SREFUSE("disable_stream", "--disable-stream",
-            "tokperf vllm-bench streams every request (unary Triton requests: tokperf profile --no-streaming)"),
+    SREFUSE(
+        "disable_stream", "--disable-stream",
+        "tokperf vllm-bench streams every request (unary Triton requests: tokperf profile --no-streaming)"),
     SREFUSE("routed_experts", "--return-routed-experts", "tokperf does not ask for the routed experts"),
     SREFUSE("extra_request_body", "--extra-request-body",
             "request body fields: tokperf profile --extra-inputs '{\"KEY\": VALUE}'"),
@@ -141,9 +167,11 @@ static const tp_setting sg_rows[] = {
     SREFUSE("tokenize_prompt", "--tokenize-prompt",
             "token ids as input: tokperf profile --service-kind sglang-grpc sends token ids"),
     SREFUSE("gsp",
-            "--gsp-num-groups|--gsp-prompts-per-group|--gsp-system-prompt-len|--gsp-question-len|--gsp-output-len",
+            "--gsp-num-groups|--gsp-prompts-per-group|--gsp-system-prompt-len|--gsp-question-len|--gsp-"
+            "output-len",
             "shared prefixes: tokperf profile --prefix-tokens N --num-prefixes K"),
-    SREFUSE("gsp_more", "--gsp-range-ratio|--gsp-fast-prepare|--gsp-send-routing-key|--gsp-num-turns|--gsp-ordered",
+    SREFUSE("gsp_more",
+            "--gsp-range-ratio|--gsp-fast-prepare|--gsp-send-routing-key|--gsp-num-turns|--gsp-ordered",
             "shared prefixes: tokperf profile --prefix-tokens N --num-prefixes K"),
     SREFUSE("header", "--header", "extra headers: tokperf profile -H 'KEY: VALUE'"),
 };
@@ -157,15 +185,19 @@ tp_settings_part tp_cmd_sglang_bench_defaults(void) {
 }
 
 static void help(FILE *out, sg *d) {
-  fprintf(out, "Usage: tokperf sglang-bench [OPTIONS]\n\n"
-               "SGLang's `python -m sglang.bench_serving` command line, run by tokperf: swap\n"
-               "`python3 -m sglang.bench_serving` for `tokperf sglang-bench`. The flags keep SGLang's meanings and\n"
-               "defaults and are run as `tokperf vllm-bench`, whose result layout SGLang's follows\n"
-               "(docs/other-tools.md). Every other tokperf option: tokperf profile.\n\n");
+  fprintf(
+      out,
+      "Usage: tokperf sglang-bench [OPTIONS]\n\n"
+      "SGLang's `python -m sglang.bench_serving` command line, run by tokperf: swap\n"
+      "`python3 -m sglang.bench_serving` for `tokperf sglang-bench`. The flags keep SGLang's meanings and\n"
+      "defaults and are run as `tokperf vllm-bench`, whose result layout SGLang's follows\n"
+      "(docs/other-tools.md). Every other tokperf option: tokperf profile.\n\n");
   tp_settings_part part = {sg_rows, SG_N, d, "", NULL};
   tp_settings_help(out, &part, 1, 0);
-  fprintf(out, "\nExample:\n  tokperf sglang-bench --backend sglang --dataset-name random --random-input-len 1024 \\\n"
-               "      --random-output-len 1024 --random-range-ratio 0.5 --num-prompts 300 --request-rate 4\n");
+  fprintf(
+      out,
+      "\nExample:\n  tokperf sglang-bench --backend sglang --dataset-name random --random-input-len 1024 \\\n"
+      "      --random-output-len 1024 --random-range-ratio 0.5 --num-prompts 300 --request-rate 4\n");
 }
 
 static int fail(const char *msg) {
@@ -186,7 +218,9 @@ static void add(words *w, const char *s) {
   if (w->n < (int)(sizeof(w->v) / sizeof(w->v[0]))) w->v[w->n++] = (char *)s;
 }
 
-static char *own(words *w) { return w->n_own < 16 ? w->own[w->n_own++] : NULL; }
+static char *own(words *w) {
+  return w->n_own < 16 ? w->own[w->n_own++] : NULL;
+}
 
 static void add_u(words *w, double x) {
   char *b = own(w);
@@ -222,37 +256,43 @@ int tp_cmd_sglang_bench(int argc, char **argv) {
 
   switch (o.backend) {
     case B_TRT:
-      return fail("--backend trt (TensorRT-LLM's generate_stream): tokperf profile -m ensemble -i http, or gRPC: "
-                  "tokperf profile -m ensemble");
+      return fail(
+          "--backend trt (TensorRT-LLM's generate_stream): tokperf profile -m ensemble -i http, or gRPC: "
+          "tokperf profile -m ensemble");
     case B_GSERVER: return fail("--backend gserver: SGLang's benchmark does not implement it either");
     case B_TRUSS: return fail("--backend truss: tokperf speaks OpenAI-compatible and KServe v2 APIs");
     default: break;
   }
   switch (o.dataset) {
     case D_GSP:
-      return fail("--dataset-name generated-shared-prefix: shared prefixes are tokperf profile --prefix-tokens N "
-                  "--num-prefixes K");
+      return fail(
+          "--dataset-name generated-shared-prefix: shared prefixes are tokperf profile --prefix-tokens N "
+          "--num-prefixes K");
     case D_MMMU:
     case D_IMAGE: return fail("--dataset-name mmmu and image: tokperf sends text prompts only");
     case D_MOONCAKE:
       return fail("--dataset-name mooncake: replay the trace with tokperf profile --schedule trace.jsonl");
     case D_CUSTOM:
     case D_OPENAI:
-      return fail("--dataset-name custom and openai: give the prompts as JSONL to tokperf profile --input-file "
-                  "FILE (docs/inputs.md)");
+      return fail(
+          "--dataset-name custom and openai: give the prompts as JSONL to tokperf profile --input-file "
+          "FILE (docs/inputs.md)");
     default: break;
   }
   if (o.dataset == D_SHAREGPT && !o.dataset_path)
-    return fail("--dataset-name sharegpt (SGLang's default) needs --dataset-path FILE: tokperf downloads nothing "
-                "(ShareGPT_V3_unfiltered_cleaned_split.json); or --dataset-name random");
+    return fail(
+        "--dataset-name sharegpt (SGLang's default) needs --dataset-path FILE: tokperf downloads nothing "
+        "(ShareGPT_V3_unfiltered_cleaned_split.json); or --dataset-name random");
 
   words w = {0};
   bool chat = o.backend == B_SGLANG_OAI_CHAT || o.backend == B_VLLM_CHAT || o.backend == B_LMDEPLOY_CHAT;
   add(&w, "--backend");
   add(&w, chat ? "openai-chat" : "openai");
   if (o.backend == B_SGLANG || o.backend == B_SGLANG_NATIVE)
-    fprintf(stderr, "tokperf sglang-bench: note: --backend %s: requests go to the server's OpenAI /v1/completions, "
-                    "not SGLang's native /generate\n", backend_names[o.backend]);
+    fprintf(stderr,
+            "tokperf sglang-bench: note: --backend %s: requests go to the server's OpenAI /v1/completions, "
+            "not SGLang's native /generate\n",
+            backend_names[o.backend]);
   if (o.mock) {
     add(&w, "--mock");
   } else if (o.base_url) {
@@ -304,9 +344,11 @@ int tp_cmd_sglang_bench(int argc, char **argv) {
     add(&w, "--random-range-ratio");
     add_g(&w, (1 - r) / (1 + r));
     if (o.dataset_path)
-      fprintf(stderr, "tokperf sglang-bench: note: --dataset-path has no effect with --dataset-name %s: tokperf makes "
-                      "the random prompts itself (SGLang cuts them from the file's text)\n",
-              o.dataset == D_RANDOM ? "random" : "random-ids");
+      fprintf(
+          stderr,
+          "tokperf sglang-bench: note: --dataset-path has no effect with --dataset-name %s: tokperf makes "
+          "the random prompts itself (SGLang cuts them from the file's text)\n",
+          o.dataset == D_RANDOM ? "random" : "random-ids");
   }
   add(&w, "--request-rate");
   add(&w, o.request_rate);
@@ -333,7 +375,9 @@ int tp_cmd_sglang_bench(int argc, char **argv) {
   }
   for (size_t i = 0; i < SG_N; i++)
     if (given[i] && strcmp(sg_rows[i].key, "warmup_requests") == 0 && o.warmup_requests > 0)
-      fprintf(stderr, "tokperf sglang-bench: note: --warmup-requests %u has no effect: tokperf vllm-bench sends no "
-                      "warm-up request\n", o.warmup_requests);
+      fprintf(stderr,
+              "tokperf sglang-bench: note: --warmup-requests %u has no effect: tokperf vllm-bench sends no "
+              "warm-up request\n",
+              o.warmup_requests);
   return tp_cmd_vllm_bench(w.n, w.v);
 }

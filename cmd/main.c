@@ -281,7 +281,9 @@ int main(int argc, char **argv) {
     tp_cli_man(stdout);
     return TP_EXIT_OK;
   }
-  fprintf(stderr, "tokperf: unknown command '%s' (expected profile, mock, tokenize, compare, vllm-bench, sglang-bench or completion)\ntry 'tokperf --help'\n",
+  fprintf(stderr,
+          "tokperf: unknown command '%s' (expected profile, mock, tokenize, compare, vllm-bench, "
+          "sglang-bench or completion)\ntry 'tokperf --help'\n",
           sub);
   return TP_EXIT_USAGE;
 }

@@ -57,7 +57,9 @@ static const tp__mock_model models[] = {
  * mock (the CLI's); mocks without served names leave it alone. */
 static const char *served_names;
 
-void tp__mock_set_served_names(const char *list) { served_names = list; }
+void tp__mock_set_served_names(const char *list) {
+  served_names = list;
+}
 
 static const tp__mock_model *by_name(const char *name, size_t len) {
   for (size_t i = 0; i < TP_ARRAY_LEN(models); i++)

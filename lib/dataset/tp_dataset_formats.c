@@ -220,7 +220,8 @@ static int pa_payload_entry(tp_dataset *ds, const char *name, size_t idx, const 
   const json_t *pl = json_object_get(entry, "payload");
   const json_t *body = json_is_array(pl) && json_array_size(pl) == 1 ? json_array_get(pl, 0) : NULL;
   if (json_object_get(entry, "session_id") || json_object_get(entry, "delay")) {
-    tp_seterr(err, errlen, "%s: data[%zu]: perf_analyzer's sessions (\"session_id\", \"delay\") are not read "
+    tp_seterr(err, errlen,
+              "%s: data[%zu]: perf_analyzer's sessions (\"session_id\", \"delay\") are not read "
               "here: write them as a conversations file (docs/sessions.md)",
               name, idx);
     return TP_EINVAL;
@@ -230,7 +231,8 @@ static int pa_payload_entry(tp_dataset *ds, const char *name, size_t idx, const 
   if (!mt) mt = json_object_get(body, "max_completion_tokens");
   tp_buf b;
   tp_buf_init(&b);
-  bool ok = json_is_object(body) && (json_is_string(prompt) || (json_is_array(msgs) && json_array_size(msgs)));
+  bool ok =
+      json_is_object(body) && (json_is_string(prompt) || (json_is_array(msgs) && json_array_size(msgs)));
   size_t i;
   const json_t *m;
   if (ok && !prompt) {
@@ -240,7 +242,8 @@ static int pa_payload_entry(tp_dataset *ds, const char *name, size_t idx, const 
         ok = false;
         break;
       }
-      if ((i && tp_buf_append(&b, "\n", 1)) || tp_buf_append(&b, json_string_value(c), json_string_length(c))) {
+      if ((i && tp_buf_append(&b, "\n", 1)) ||
+          tp_buf_append(&b, json_string_value(c), json_string_length(c))) {
         tp_buf_fini(&b);
         return TP_ENOMEM;
       }
@@ -252,7 +255,8 @@ static int pa_payload_entry(tp_dataset *ds, const char *name, size_t idx, const 
   if (ok && mt && (!json_is_integer(mt) || json_integer_value(mt) <= 0)) ok = false;
   if (!ok) {
     tp_buf_fini(&b);
-    tp_seterr(err, errlen, "%s: data[%zu]: \"payload\": expected a list holding one request body with "
+    tp_seterr(err, errlen,
+              "%s: data[%zu]: \"payload\": expected a list holding one request body with "
               "\"messages\" ({\"role\", \"content\"} strings) or a \"prompt\" string, and a positive "
               "\"max_tokens\" if any",
               name, idx);
@@ -272,8 +276,8 @@ static int pa_payload_entry(tp_dataset *ds, const char *name, size_t idx, const 
   const char *key;
   json_t *v;
   json_object_foreach((json_t *)body, key, v) {
-    static const char *const taken[] = {"messages", "prompt", "max_tokens", "max_completion_tokens", "model",
-                                        "stream"};
+    static const char *const taken[] = {"messages", "prompt", "max_tokens", "max_completion_tokens",
+                                        "model",    "stream"};
     bool used = false;
     for (size_t k = 0; k < TP_ARRAY_LEN(taken); k++) used |= strcmp(key, taken[k]) == 0;
     char full[128];

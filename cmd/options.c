@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define NR 1, 0 /* no range */
 #define ROW(key, flags, type, st, field, arg, dflt, lo, hi, choices, group, help, ex, mask) \
@@ -273,6 +274,10 @@ static const tp_setting config_rows[] = {
       TP_SET_STR, server.metrics_url, "URL", 1, 0, G_SERVER,
       "scrape Prometheus metrics during each level (Triton: http://HOST:8002/metrics; with --mock: mock)",
       "http://localhost:8002/metrics", 0),
+    C("server.gpu_metrics_url", "--gpu-metrics-url", TP_SET_STR, server.gpu_metrics_url, "URL", 1, 0, G_SERVER,
+      "also scrape this Prometheus endpoint during each level, for GPU figures (DCGM exporter: "
+      "http://HOST:9400/metrics)",
+      "http://localhost:9400/metrics", 0),
     C("server.metrics_interval_ms", "--metrics-interval", TP_SET_MS, server.metrics_interval_ms, "DURATION",
       1, 0, G_SERVER, "time between scrapes", "500ms", TP_SETF_NONZERO),
 
@@ -326,6 +331,11 @@ static const tp_setting config_rows[] = {
       G_MEASURE,
       "end an open-loop level once the server is seen over-saturated, and skip the higher loads of the sweep "
       "(docs/metrics.md, \"Saturation\")", NULL, 0),
+    C("measure.slice_duration_s", "--slice-duration", TP_SET_F64, measure.slice_duration_s, "SECONDS", 0.001,
+      86400, G_MEASURE,
+      "width of each level's time-series slices (default 1; given: AIPerf's timeslice files too; "
+      "docs/metrics.md, \"Time series\")",
+      "10", TP_SETF_UNSET0),
     C("measure.max_trials", "--max-trials|-r", TP_SET_U32, measure.max_trials, "N", 1, 64, G_MEASURE,
       "stop after this many windows, stable or not", "20", 0),
     C("measure.grace_period_ms", "--grace-period", TP_SET_MS, measure.grace_period_ms, "DURATION", 1, 0,
@@ -339,8 +349,9 @@ static const tp_setting config_rows[] = {
     C("prompts.tokenizer", "--tokenizer|--tokenizer-path", TP_SET_STR, prompts.tokenizer, "PATH|ORG/NAME", 1,
       0, G_PROMPTS,
       "a tokenizer.json, a sentencepiece tokenizer.model, a model directory holding one, or a model name "
-      "found offline in the Hugging Face cache ($HF_HUB_CACHE, $HF_HOME/hub, ~/.cache/huggingface/hub); "
-      "without it token metrics are n/a",
+      "found offline in the Hugging Face cache ($HF_HUB_CACHE, $HF_HOME/hub, ~/.cache/huggingface/hub) "
+      "(default: --model's, when it is ORG/NAME found so; without one token metrics are n/a unless the server "
+      "counts them)",
       "/models/llama2/tokenizer.model", TP_SETF_FILE),
     CE("prompts.token_source", "--token-source", prompts.token_source, "auto|client|server",
        "auto|client|server", G_PROMPTS,
@@ -461,6 +472,12 @@ static const tp_setting config_rows[] = {
 #define L(key, flags, type, field, arg, dflt, lo, hi, choices, group, help, ex, mask) \
   ROW(key, flags, type, tp_cli, field, arg, dflt, lo, hi, choices, group, help, ex, mask)
 
+/* GenAI-Perf's and AIPerf's other endpoint types are read, to be refused
+ * by name (check_endpoint_type) rather than as an unknown word. */
+#define ENDPOINT_TYPES                                                            \
+  "chat|completions|generate|embeddings=3|rankings=4|image_retrieval=5|nvclip=6|" \
+  "multimodal=7|huggingface_generate=8|template=9|dynamic_grpc=10"
+
 enum { CLI_PROTOCOL, CLI_ENDPOINT_TYPE, CLI_STREAM_TEXT, CLI_CONCURRENCY, CLI_RATE, CLI_MEASURE_MODE };
 
 #define REFUSE(key, flags, help) \
@@ -487,8 +504,9 @@ static const tp_setting cli_rows[] = {
     [CLI_PROTOCOL] = L("server.protocol", "-i|--protocol", TP_SET_ENUM, protocol, "grpc|http", "grpc", 1, 0,
                        "grpc|http", G_SERVER, "Triton protocol: gRPC streaming, or HTTP generate", "http", 0),
     [CLI_ENDPOINT_TYPE] = L("server.endpoint_type", "--endpoint-type", TP_SET_ENUM, endpoint_type,
-                            "chat|completions|generate", "chat", 1, 0, "chat|completions|generate", G_SERVER,
-                            "openai: /v1/chat/completions or /v1/completions; triton -i http: generate",
+                            "chat|completions|generate", "chat", 1, 0, ENDPOINT_TYPES, G_SERVER,
+                            "openai: /v1/chat/completions or /v1/completions (chat or completions without "
+                            "--service-kind means --service-kind openai, as in AIPerf); triton -i http: generate",
                             "completions", 0),
     [CLI_STREAM_TEXT] = L("server.streaming_text", "--streaming-text", TP_SET_ENUM, stream_text, "delta|cumulative",
                           "delta", 1, 0, "delta|cumulative", G_SERVER,
@@ -498,7 +516,8 @@ static const tp_setting cli_rows[] = {
                           "LIST", "1", 1, 100000, NULL, G_LOAD,
                           "requests in flight per level: 1,4,8 or a range 4:32:4 or 1:64:x2", "1,4,16,64", 0),
     [CLI_RATE] = L("load.request_rate", "--request-rate|--request-rate-range", TP_SET_F64_LIST, rates, "LIST", NULL, 1e-9, 1e9, NULL,
-                   G_LOAD, "open loop: requests/s per level, e.g. 10,50,100 or 100:1000:100 (instead of --concurrency)",
+                   G_LOAD, "open loop: requests/s per level, e.g. 10,50,100, a range 100:1000:100 or 1:64:x2, or "
+                   "perf_analyzer's fractional 1.0:4.0:0.1 (instead of --concurrency)",
                    "10,50,100", 0),
     [CLI_MEASURE_MODE] = L("measure.measurement_mode", "--measurement-mode", TP_SET_ENUM, measure_mode,
                            "time_windows|count_windows", "time_windows", 1, 0, "time_windows|count_windows", G_MEASURE,
@@ -680,6 +699,15 @@ static const tp_setting mock_rows[] = {
       0),
     M("reasoning_tokens", "--reasoning-tokens", TP_SET_U32, reasoning_tokens, "N", 0, 10000000,
       "streamed chat answers begin with N reasoning tokens (reasoning_content deltas)", "16", 0),
+    M("usage_delay_ms", "--usage-delay-ms", TP_SET_MS, usage_delay_ms, "MS", 1, 0,
+      "OpenAI streams: the usage-only chunk and [DONE] trail the last token's chunk by MS (0: sent with it)",
+      "25", 0),
+    M("tokens_per_chunk", "--tokens-per-chunk", TP_SET_U32, tokens_per_chunk, "N", 1, 1000000,
+      "HTTP streams (OpenAI, Triton generate_stream): N tokens per event (reasoning and answer apart)", "4",
+      0),
+    M("one_write", "--one-write", TP_SET_FLAG, one_write, NULL, 1, 0,
+      "HTTP streams: the whole streamed response in one write once complete (every response at one time)",
+      NULL, 0),
     M("seed", "--seed", TP_SET_U64, seed, "N", 1, 0, "seed of the generated text and end-of-sequence draws", "7", 0),
     CUSTOM_ROW("http_dialect", "--http-dialect", "vllm|llamacpp|tgi|trtllm-serve", G_MOCK,
                "SSE stream dialect of the OpenAI endpoints", "llamacpp", 0, parse_dialect, format_dialect),
@@ -940,6 +968,74 @@ static int map_search(tp_cli *cli, const unsigned char *given) {
   return 0;
 }
 
+/* The endpoint types of GenAI-Perf and AIPerf that tokperf does not
+ * measure: each refused with what it is and what to write instead. */
+static int check_endpoint_type(const tp_cli *cli) {
+  static const char *const names[] = {"embeddings", "rankings",    "image_retrieval",
+                                      "nvclip",     "multimodal",  "huggingface_generate",
+                                      "template",   "dynamic_grpc"};
+  int t = cli->endpoint_type;
+  if (t < 3 || t > 10) return 0;
+  char msg[512];
+  const char *n = names[t - 3];
+  if (t <= 6)
+    snprintf(msg, sizeof(msg),
+             "--endpoint-type %s: tokperf measures generated tokens (chat, completions, Triton's "
+             "generate); %s endpoints generate none and are not supported",
+             n, n);
+  else if (t == 7)
+    snprintf(msg, sizeof(msg),
+             "--endpoint-type multimodal: GenAI-Perf's images and audio in chat requests are not "
+             "supported; for text, write --endpoint-type chat");
+  else if (t == 8)
+    snprintf(msg, sizeof(msg),
+             "--endpoint-type huggingface_generate: TGI's own /generate API is not supported; "
+             "TGI serves the OpenAI API too: write --endpoint-type chat -u http://HOST:PORT");
+  else
+    snprintf(msg, sizeof(msg),
+             "--endpoint-type %s: GenAI-Perf's %s endpoint is not supported; tokperf speaks the "
+             "OpenAI API (chat, completions), Triton (gRPC, generate) and the engines' gRPC "
+             "(--service-kind vllm-grpc, sglang-grpc)",
+             n, n);
+  return usage("profile", msg);
+}
+
+/* Whether dir holds a file tokperf loads as a tokenizer. */
+static bool has_tokenizer_file(const char *dir) {
+  static const char *const names[] = {"tokenizer.json", "tokenizer.model"};
+  for (size_t i = 0; i < ARRAY_N(names); i++) {
+    char p[4096];
+    if (snprintf(p, sizeof(p), "%s/%s", dir, names[i]) < (int)sizeof(p) && access(p, R_OK) == 0) return true;
+  }
+  return false;
+}
+
+/* AIPerf and vLLM count tokens with the model's own tokenizer when no
+ * --tokenizer is given; so does tokperf when --model is a Hugging Face
+ * name (ORG/NAME) whose tokenizer resolves offline: a local directory of
+ * that name, else the cache (tp_tokenizer_find, which honours HF_HUB_CACHE
+ * and HF_HOME).  It says which.  A model that does not resolve leaves
+ * things as they were (GenAI-Perf's default below, or no tokenizer). */
+static int model_tokenizer(tp_cli *cli, bool model_given) {
+  tp_config *c = &cli->cfg;
+  const char *m = c->server.model;
+  if (c->prompts.tokenizer || !model_given || !m || !*m || m[0] == '/' || m[0] == '.') return 0;
+  const char *slash = strchr(m, '/');
+  if (!slash || slash == m || !slash[1] || strchr(slash + 1, '/')) return 0;
+  char *found = NULL;
+  char e[1024];
+  if (tp_tokenizer_find(m, cli->tokenizer_revision, &found, e, sizeof(e)) == 0 && has_tokenizer_file(found)) {
+    c->prompts.tokenizer = m;
+    if (!cli->quiet)
+      fprintf(stderr,
+              "tokperf: note: no --tokenizer: tokens are counted with the tokenizer of --model %s, "
+              "found in %s\n",
+              m, found);
+  }
+  free(found);
+  return 0;
+}
+
 int tp_cli_parse_profile(tp_cli *cli, int argc, char **argv) {
   tp_settings_part parts[3];
   unsigned char given_cfg[ARRAY_N(config_rows)], given[CLI_N];
@@ -974,8 +1070,26 @@ int tp_cli_parse_profile(tp_cli *cli, int argc, char **argv) {
   c->server.cumulative_text = cli->stream_text == 1;
 
   /* GenAI-Perf's spellings: --service-kind openai --endpoint-type chat|completions,
-   * and --service-kind triton -i http (--endpoint-type generate). */
+   * and --service-kind triton -i http (--endpoint-type generate).  AIPerf
+   * has no --service-kind, and GenAI-Perf's own scripts often leave it out:
+   * an OpenAI endpoint type alone names the OpenAI API. */
   bool ep_given = given[CLI_ENDPOINT_TYPE];
+  if (ep_given && check_endpoint_type(cli)) return TP_EXIT_USAGE;
+  if (ep_given && cli->endpoint_type != 2) {
+    if (!GIVEN_CFG("server.service_kind")) {
+      c->server.service_kind = TP_SERVICE_OPENAI_CHAT;
+    } else if (c->server.service_kind != TP_SERVICE_OPENAI_CHAT &&
+               c->server.service_kind != TP_SERVICE_OPENAI_COMPLETIONS) {
+      char kind[64];
+      tp_setting_format(tp_settings_find_key(config_rows, ARRAY_N(config_rows), "server.service_kind"), c,
+                        kind, sizeof(kind));
+      snprintf(err, sizeof(err),
+               "--endpoint-type %s is an OpenAI API, and --service-kind %s is not one: write --service-kind "
+               "openai, or leave --service-kind out",
+               cli->endpoint_type == 1 ? "completions" : "chat", kind);
+      return usage("profile", err);
+    }
+  }
   if (c->server.service_kind == TP_SERVICE_OPENAI_CHAT ||
       c->server.service_kind == TP_SERVICE_OPENAI_COMPLETIONS) {
     if (ep_given && cli->endpoint_type == 2)
@@ -988,8 +1102,6 @@ int tp_cli_parse_profile(tp_cli *cli, int argc, char **argv) {
   } else if (c->server.service_kind == TP_SERVICE_TRITON &&
              (cli->protocol == 1 || (ep_given && cli->endpoint_type == 2))) {
     c->server.service_kind = TP_SERVICE_TRITON_GENERATE;
-  } else if (ep_given && cli->endpoint_type != 2) {
-    return usage("profile", "--endpoint-type chat and completions go with --service-kind openai");
   }
 
   /* Without -u, an HTTP API is looked for where GenAI-Perf and vLLM look:
@@ -1027,6 +1139,7 @@ int tp_cli_parse_profile(tp_cli *cli, int argc, char **argv) {
     c->load.request_rates = cli->rates.v;
     c->load.n_request_rates = cli->rates.n;
   }
+  if (model_tokenizer(cli, GIVEN_CFG("server.model"))) return TP_EXIT_USAGE;
   if (cli->in_means.n) {
     c->prompts.input_tokens_means = cli->in_means.v;
     c->prompts.n_input_tokens_means = cli->in_means.n;

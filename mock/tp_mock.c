@@ -345,6 +345,7 @@ void tp_mock_config_default(tp_mock_config *cfg) {
   cfg->prefix_cache = false;
   cfg->prefix_cache_block_words = 16;
   cfg->prefix_cache_blocks = 8192;
+  cfg->tokens_per_chunk = 1;
 }
 
 /* A client that goes away while the mock writes to it makes write() raise

@@ -60,6 +60,9 @@ struct hconn {
   uint64_t fill_left; /* oversize fault: filler bytes still to write */
   bool trickle;
   bool trickle_ready;
+  /* one_write: out is held back while the streamed response is being
+   * made, then goes in one write. */
+  bool hold;
   tp_timer trickle_timer;
   tp_timer idle_timer; /* idle_close_ms */
 };
@@ -79,6 +82,9 @@ struct hreq {
   char *model_name; /* as the client named it, echoed */
   tp_buf text;      /* non-streaming text */
   uint32_t index;   /* responses queued */
+  /* tokens_per_chunk: tokens whose text waits in `text` for their event. */
+  uint32_t pending_tokens;
+  bool trailer_due; /* usage_delay_ms: the job timer now brings the trailer */
   tp_timer keepalive;
   uint64_t keepalive_every_ns; /* 0 = no keep-alive comments */
   uint64_t created;

@@ -194,7 +194,7 @@ static void hconn_flush(hconn *c) {
   tp_mock *m = c->m;
   if (!c->cur && !c->close_after && !c->drop_after && !c->reset_after && c->in.len && !c->closing)
     tp__mock_http_process_input(c);
-  while (!c->closing && c->write_bytes < HTTP_WRITE_HIGH_WATER_BYTES) {
+  while (!c->closing && !c->hold && c->write_bytes < HTTP_WRITE_HIGH_WATER_BYTES) {
     size_t avail = c->out.len - c->out_off;
     if (avail == 0 && c->fill_left) {
       /* The oversize body, made up as the socket takes it: one SSE data

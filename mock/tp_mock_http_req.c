@@ -23,9 +23,13 @@ void tp__mock_hreq_free(hreq *r, tp__mock_outcome how) {
   tp_mock *m = c->m;
   uint64_t now = tp_now_ns();
   tp__mock_job_end(m, &r->job, how, now);
-  if (m->timers) tp_timer_stop(m->timers, &r->keepalive);
+  if (m->timers) {
+    tp_timer_stop(m->timers, &r->keepalive);
+    tp_timer_stop(m->timers, &r->job.timer); /* a trailer still due */
+  }
   if (c->cur == r) {
     c->cur = NULL;
+    c->hold = false;
     if (!c->closing) tp__mock_hconn_idle_arm(c, now);
   }
   tp_buf_fini(&r->text);
@@ -87,6 +91,7 @@ static void hreq_error(hreq *r, int status, const char *msg, uint64_t now_ns) {
 static void hreq_stall(hreq *r, uint64_t now_ns) {
   tp_mock *m = r->c->m;
   r->stalled = true;
+  r->c->hold = false; /* what was made goes out before the stall */
   tp_timer_stop(m->timers, &r->job.timer);
   tp_timer_stop(m->timers, &r->keepalive);
   if (r->job.submitted) tp_mock_engine_cancel(m->engine, &r->job.seq, now_ns);
@@ -212,21 +217,79 @@ static int http_body(hreq *r, const char *text, size_t len, bool last, bool whol
                : tp_mock_sse_token(b, &r->w, text, len, last, finish, &u, &tm);
 }
 
-/* The event carrying one token of a streamed answer. */
-static int http_token_event(hreq *r, const tp_mock_token *tok, const char *text, size_t len,
+/* Whether an OpenAI stream's usage chunk and [DONE] trail its last token
+ * (usage_delay_ms). */
+static bool trailer_later(const hreq *r) {
+  return is_openai(r) && r->c->m->cfg.usage_delay_ms > 0;
+}
+
+/* The event carrying the tokens of a streamed answer (one, or with
+ * tokens_per_chunk those gathered in r->text).  With a trailer to come,
+ * the last token's event is not the final response: the trailer is. */
+static int http_token_event(hreq *r, bool last, const char *text, size_t len, uint32_t ntok,
                             uint64_t now_ns) {
   tp_mock *m = r->c->m;
   tp_buf b;
   tp_buf_init(&b);
-  int rv = http_body(r, text, len, tok->last, false, now_ns, &b);
+  bool later = last && trailer_later(r);
+  r->w.chunk_tokens = ntok;
+  r->w.trailer_later = later;
+  int rv = http_body(r, text, len, last, false, now_ns, &b);
   if (!rv) {
     tp__mock_http_stream_data(r, b.data, b.len);
     tp__mock_count(&m->n_responses, 1);
-    tp__mock_http_log_response(r, now_ns, text, len, tok->last);
-    if (tok->last) tp__mock_http_stream_end(r);
+    tp__mock_http_log_response(r, now_ns, text, len, last && !later);
+    if (last && !later) tp__mock_http_stream_end(r);
   }
   tp_buf_fini(&b);
   return rv;
+}
+
+/* The tokens gathered for one event go out now. */
+static int http_flush_pending(hreq *r, bool last, uint64_t now_ns) {
+  uint32_t n = r->pending_tokens;
+  r->pending_tokens = 0;
+  int rv = http_token_event(r, last, (const char *)r->text.data, r->text.len, n, now_ns);
+  tp_buf_reset(&r->text);
+  return rv;
+}
+
+/* A streamed token: its own event, or with tokens_per_chunk gathered until
+ * the event is full, the answer ends, or a chat answer's reasoning does
+ * (reasoning and answer never share a chunk, as servers send them). */
+static int http_stream_token(hreq *r, const tp_mock_token *tok, const char *text, size_t len,
+                             uint64_t now_ns) {
+  tp_mock *m = r->c->m;
+  uint32_t per = m->cfg.tokens_per_chunk > 1 ? m->cfg.tokens_per_chunk : 1;
+  if (per == 1) return http_token_event(r, tok->last, text, len, 1, now_ns);
+  int rv = tp_buf_append(&r->text, text, len);
+  if (rv) return rv;
+  r->pending_tokens++;
+  bool reasoning_ends =
+      r->api == API_CHAT && r->w.reasoning_tokens && r->job.tokens_sent == r->w.reasoning_tokens;
+  if (r->pending_tokens < per && !tok->last && !reasoning_ends) return 0;
+  return http_flush_pending(r, tok->last, now_ns);
+}
+
+/* usage_delay_ms after the last token: the usage chunk and [DONE], the
+ * stream's final response. */
+static void http_trailer(hreq *r, uint64_t now_ns) {
+  tp_mock *m = r->c->m;
+  tp_mock_usage u;
+  usage_of(r, &u);
+  tp_buf b;
+  tp_buf_init(&b);
+  if (tp_mock_sse_trailer(&b, &r->w, &u)) {
+    tp_buf_fini(&b);
+    hreq_error(r, 500, "tokperf mock: out of memory", now_ns);
+    return;
+  }
+  tp__mock_http_stream_data(r, b.data, b.len);
+  tp_buf_fini(&b);
+  tp__mock_count(&m->n_responses, 1);
+  tp__mock_http_log_response(r, now_ns, "", 0, true);
+  tp__mock_http_stream_end(r);
+  hreq_done(r, TP__MOCK_OK);
 }
 
 /* The whole answer of a request that does not stream, once its last token
@@ -264,6 +327,10 @@ static void on_http_token(tp_timer *t, uint64_t now_ns) {
   hconn *c = r->c;
   tp_mock *m = c->m;
   tp__mock_job *j = &r->job;
+  if (r->trailer_due) {
+    http_trailer(r, now_ns);
+    return;
+  }
   tp_mock_token tok;
   char bad[sizeof(tok.text) + 2];
   const char *text;
@@ -271,6 +338,11 @@ static void on_http_token(tp_timer *t, uint64_t now_ns) {
   bool trickle = false;
   tp__mock_tick k = tp__mock_job_tick(m, j, now_ns, &tok, bad, &text, &len, &trickle);
   if (k == TP__MOCK_TICK_FAULT) {
+    /* Tokens made before the fault go out first, as they would have. */
+    if (r->stream && r->pending_tokens && http_flush_pending(r, false, now_ns)) {
+      hreq_error(r, 500, "tokperf mock: out of memory", now_ns);
+      return;
+    }
     http_fire(r, now_ns);
     return;
   }
@@ -281,7 +353,7 @@ static void on_http_token(tp_timer *t, uint64_t now_ns) {
   }
   int rv;
   if (r->stream) {
-    rv = http_token_event(r, &tok, text, len, now_ns);
+    rv = http_stream_token(r, &tok, text, len, now_ns);
   } else {
     rv = tp_buf_append(&r->text, text, len);
     if (!rv && tok.last) rv = http_answer_whole(r, now_ns);
@@ -295,6 +367,12 @@ static void on_http_token(tp_timer *t, uint64_t now_ns) {
     return;
   }
   tp__mock_job_end(m, j, TP__MOCK_OK, now_ns);
+  if (r->stream && trailer_later(r)) {
+    /* The sequence is done (its batch slot free); the stream is not. */
+    r->trailer_due = true;
+    tp_timer_start(m->timers, t, now_ns + m->cfg.usage_delay_ms * TP_NS_PER_MS);
+    return;
+  }
   hreq_done(r, TP__MOCK_OK);
 }
 
@@ -327,6 +405,7 @@ void tp__mock_hreq_start(hreq *r, tp_mock_seq_params *sp, bool have_fault, const
     r->job.fault.kind = TP_MOCK_FAULT_NONE;
   }
   c->cur = r;
+  c->hold = r->stream && m->cfg.one_write;
   if (m->timers) tp_timer_stop(m->timers, &c->idle_timer);
   uint64_t now = m->arrival_ns ? m->arrival_ns : tp_now_ns();
   if (tp__mock_job_submit(m, &r->job, sp, now) != 0) {

@@ -301,18 +301,26 @@ int tp_mock_sse_token(tp_buf *out, tp_mock_sse_writer *w, const char *text, size
   const char *finish = finish_reason ? finish_reason : "length";
   if (reserve(out, len + slen(w->id) + slen(w->model), 5)) return TP_ENOMEM;
   if (w->tokens == 0 && chat && d != TP_MOCK_DIALECT_TGI) chunk(out, w, NULL, 0, false, true, NULL, u, t);
-  w->tokens++;
+  w->tokens += w->chunk_tokens ? w->chunk_tokens : 1;
   if (d == TP_MOCK_DIALECT_LLAMACPP) {
     chunk(out, w, text, len, true, false, NULL, u, t);
     if (last) chunk(out, w, "", 0, !chat, false, finish, u, t);
   } else {
     chunk(out, w, text, len, true, false, last ? finish : NULL, u, t);
   }
-  if (last) {
+  if (last && !w->trailer_later) {
     if (w->include_usage && u) usage_chunk(out, w, u);
     done(out, d);
     w->done = true;
   }
+  return 0;
+}
+
+int tp_mock_sse_trailer(tp_buf *out, tp_mock_sse_writer *w, const tp_mock_usage *u) {
+  if (reserve(out, slen(w->id) + slen(w->model), 2)) return TP_ENOMEM;
+  if (w->include_usage && u) usage_chunk(out, w, u);
+  done(out, w->dialect);
+  w->done = true;
   return 0;
 }
 

@@ -81,6 +81,12 @@ typedef struct tp_mock_sse_writer {
   /* Chat streams: the first this many tokens go out as
    * `reasoning_content` deltas, the rest as `content`. */
   uint32_t reasoning_tokens;
+  /* Tokens the next tp_mock_sse_token call's text holds (0 = one): a
+   * chunk of several tokens counts them all. */
+  uint32_t chunk_tokens;
+  /* The last token's call leaves out the usage chunk and [DONE]:
+   * tp_mock_sse_trailer writes them later. */
+  bool trailer_later;
   /* State. */
   uint32_t tokens;
   bool done;
@@ -95,6 +101,11 @@ typedef struct tp_mock_sse_writer {
  * is).  Returns 0 or TP_ENOMEM. */
 int tp_mock_sse_token(tp_buf *out, tp_mock_sse_writer *w, const char *text, size_t len, bool last,
                       const char *finish_reason, const tp_mock_usage *u, const tp_mock_timings *t);
+
+/* Appends what ends a stream whose last token went with trailer_later
+ * set: the usage chunk (with include_usage) and [DONE].  Returns 0 or
+ * TP_ENOMEM. */
+int tp_mock_sse_trailer(tp_buf *out, tp_mock_sse_writer *w, const tp_mock_usage *u);
 
 /* Appends an in-stream error event in the dialect's shape, then [DONE] for
  * the dialects that send it after errors (vllm, trtllm-serve), and ends the

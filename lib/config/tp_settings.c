@@ -109,37 +109,15 @@ static int parse_bool(const char *v, bool *out) {
   return TP_EINVAL;
 }
 
-/* Decimals, or whole-number lists and ranges ("100:1000:100"). */
+/* Decimals, lists and ranges ("0.5,2.5", "1.0:4.0:0.1", "1:64:x2"). */
 static int parse_f64_list(const char *v, tp_f64_list *l, char *err, size_t errlen) {
-  uint32_t *ints = NULL;
-  size_t ni = 0;
-  char e[200];
-  if (tp_parse_uint_list(v, &ints, &ni, TP_LIST_MAX, e, sizeof(e)) == 0) {
-    for (size_t i = 0; i < ni; i++) l->v[i] = ints[i];
-    l->n = ni;
-    free(ints);
-    return 0;
-  }
+  double *vals = NULL;
   size_t n = 0;
-  const char *p = v;
-  for (;;) {
-    const char *comma = strchr(p, ',');
-    size_t len = comma ? (size_t)(comma - p) : strlen(p);
-    char buf[64];
-    if (len == 0 || len >= sizeof(buf) || n >= TP_LIST_MAX) goto bad;
-    memcpy(buf, p, len);
-    buf[len] = 0;
-    if (tp_parse_double(buf, &l->v[n], NULL, 0)) goto bad;
-    n++;
-    if (!comma) break;
-    p = comma + 1;
-  }
+  if (tp_parse_f64_list(v, &vals, &n, TP_LIST_MAX, err, errlen)) return TP_EINVAL;
+  memcpy(l->v, vals, n * sizeof(double));
   l->n = n;
+  free(vals);
   return 0;
-bad:
-  tp_seterr(err, errlen, "expected numbers: a list like 10,50,100 or 0.5,2.5, or a range like 100:1000:100 "
-            "(at most %d values)", TP_LIST_MAX);
-  return TP_EINVAL;
 }
 
 /* One helper per type of row: each parses v, checks it against the row's

@@ -22,6 +22,14 @@ static unsigned term_width(void) {
 
 static bool visible(const tp_setting *s) { return s->flags && !(s->flags_mask & TP_SETF_HIDDEN); }
 
+/* What a row is when it is not an ordinary setting: put before its help, so
+ * that a reader of --help or the man page knows before trying it. */
+static const char *status_word(const tp_setting *s) {
+  if (s->flags_mask & TP_SETF_REFUSED) return "refused: ";
+  if (s->flags_mask & TP_SETF_NOOP) return "no effect: ";
+  return "";
+}
+
 /* "-u, --url HOST:PORT" */
 static void row_head(const tp_setting *s, const char *prefix, char *out, size_t outlen) {
   size_t used = 0;
@@ -106,8 +114,8 @@ void tp_settings_help(FILE *out, const tp_settings_part *parts, size_t n_parts, 
         char head[160], dflt[256], text[1400];
         row_head(s, parts[k].prefix, head, sizeof(head));
         row_default(s, parts[k].base, dflt, sizeof(dflt));
-        snprintf(text, sizeof(text), "%s%s%s%s", s->help ? s->help : "", dflt[0] ? " [default: " : "", dflt,
-                 dflt[0] ? "]" : "");
+        snprintf(text, sizeof(text), "%s%s%s%s%s", status_word(s), s->help ? s->help : "", dflt[0] ? " [default: " : "",
+                 dflt, dflt[0] ? "]" : "");
         if (strlen(head) > headw) {
           fprintf(out, "  %s\n%*s", head, (int)indent, "");
         } else {
@@ -160,6 +168,7 @@ void tp_settings_man(FILE *out, const tp_settings_part *parts, size_t n_parts) {
         fputs("\\fR", out);
       }
       fputc('\n', out);
+      roff(out, status_word(s));
       roff(out, s->help ? s->help : "");
       char dflt[256];
       row_default(s, parts[k].base, dflt, sizeof(dflt));

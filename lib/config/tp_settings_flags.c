@@ -2,6 +2,8 @@
  * and naming settings by their flags in messages. */
 #include "tp_settings_internal.h"
 
+#include <ctype.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,6 +62,55 @@ static const tp_setting *find_flag(const tp_settings_part *parts, size_t n_parts
   }
   return NULL;
 }
+/* Optimal string alignment distance (insertions, deletions, substitutions
+ * and swaps of neighbours each cost 1), ASCII case folded, capped: the
+ * caller only cares about small distances. */
+static size_t edit_distance(const char *a, size_t la, const char *b, size_t lb) {
+  enum { MAXL = 64 };
+  if (la >= MAXL || lb >= MAXL) return SIZE_MAX;
+  size_t d[MAXL][MAXL];
+  for (size_t i = 0; i <= la; i++) d[i][0] = i;
+  for (size_t j = 0; j <= lb; j++) d[0][j] = j;
+  for (size_t i = 1; i <= la; i++) {
+    for (size_t j = 1; j <= lb; j++) {
+      char ca = (char)tolower((unsigned char)a[i - 1]), cb = (char)tolower((unsigned char)b[j - 1]);
+      size_t best = d[i - 1][j - 1] + (ca != cb);
+      if (d[i - 1][j] + 1 < best) best = d[i - 1][j] + 1;
+      if (d[i][j - 1] + 1 < best) best = d[i][j - 1] + 1;
+      if (i > 1 && j > 1 && ca == tolower((unsigned char)b[j - 2]) &&
+          tolower((unsigned char)a[i - 2]) == cb && d[i - 2][j - 2] + 1 < best)
+        best = d[i - 2][j - 2] + 1;
+      d[i][j] = best;
+    }
+  }
+  return d[la][lb];
+}
+
+/* The one long flag of every part's spellings (aliases included) nearest
+ * to an unknown one, when it is near enough to be a typo: one edit for a
+ * name of up to four letters, two up to twelve, three beyond; a name
+ * nearer to nothing gets no guess.  Ties go to the first in the tables. */
+static bool nearest_flag(const tp_settings_part *parts, size_t n_parts, const char *name, size_t len,
+                         char *out, size_t outlen) {
+  if (len < 3 || name[0] != '-' || name[1] != '-') return false;
+  size_t letters = len - 2, limit = letters <= 4 ? 1 : letters <= 12 ? 2 : 3, best = SIZE_MAX;
+  for (size_t k = 0; k < n_parts; k++) {
+    for (size_t i = 0; i < parts[k].n; i++) {
+      flag_iter it = {parts[k].rows[i].flags, parts[k].prefix};
+      char f[128];
+      while (tp__settings_next_flag(&it, f, sizeof(f))) {
+        if (f[0] != '-' || f[1] != '-') continue;
+        size_t d = edit_distance(name + 2, letters, f + 2, strlen(f + 2));
+        if (d <= limit && d < best) {
+          best = d;
+          snprintf(out, outlen, "%s", f);
+        }
+      }
+    }
+  }
+  return best != SIZE_MAX;
+}
+
 int tp_settings_parse(const tp_settings_part *parts, size_t n_parts, int argc, char **argv,
                       int (*positional)(void *ud, const char *arg, char *err, size_t errlen), void *ud, bool *help,
                       char *err, size_t errlen) {
@@ -85,7 +136,11 @@ int tp_settings_parse(const tp_settings_part *parts, size_t n_parts, int argc, c
     int flag_at = i; /* before a value moves i on */
     const tp_setting *s = find_flag(parts, n_parts, a, len, &k);
     if (!s) {
-      tp_seterr(err, errlen, "unknown option '%.*s'", (int)len, a);
+      char near[128];
+      if (nearest_flag(parts, n_parts, a, len, near, sizeof(near)))
+        tp_seterr(err, errlen, "unknown option '%.*s'; did you mean %s?", (int)len, a, near);
+      else
+        tp_seterr(err, errlen, "unknown option '%.*s'", (int)len, a);
       return TP_EINVAL;
     }
     if (s->flags_mask & TP_SETF_REFUSED) {

@@ -178,11 +178,13 @@ static int read_ref_max(json_t *root, const char *file, size_t lineno, json_t **
     return TP_EINVAL;
   }
 
-  /* AIPerf calls it output_length; OpenAI and tokperf max_tokens. */
+  /* AIPerf calls it output_length, vLLM output_tokens; OpenAI and tokperf max_tokens. */
   *max_tokens = -1;
   const char *max_key = "max_tokens";
   json_t *jmax = json_object_get(root, max_key);
   if (!jmax || json_is_null(jmax)) jmax = json_object_get(root, max_key = "output_length");
+  /* vLLM's custom dataset calls it output_tokens. */
+  if (!jmax || json_is_null(jmax)) jmax = json_object_get(root, max_key = "output_tokens");
   if (jmax && !json_is_null(jmax)) {
     if (!json_is_integer(jmax) || json_integer_value(jmax) <= 0) {
       tp_seterr(err, errlen, "%s:%zu: \"%s\" must be a positive integer", file, lineno, max_key);

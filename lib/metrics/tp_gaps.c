@@ -1,6 +1,7 @@
 /* The pooled gaps between text responses (tp_gaps.h). */
 #include "tp_gaps.h"
 #include "tp_request.h"
+#include "tp_stats.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -14,6 +15,11 @@
 #define N_BUCKETS (SUB + (64 - SUB_BITS) * SUB)
 
 struct tp_gap_pool {
+  /* Every gap too, while there are at most exact_max (raw_dropped once
+   * there were more, or memory ran out): the figures are then exact. */
+  uint64_t *raw;
+  size_t n_raw, cap_raw, exact_max;
+  bool raw_dropped;
   uint64_t n, min_ns, max_ns;
   uint64_t merged; /* gaps of 0 between responses of one time, left out */
   double mean, m2; /* Welford's running mean and squared deviations, in ms */
@@ -37,20 +43,54 @@ static double bucket_mid(size_t b) {
 }
 
 tp_gap_pool *tp_gap_pool_new(void) {
-  tp_gap_pool *p = malloc(sizeof(*p));
-  if (p) tp_gap_pool_reset(p);
+  tp_gap_pool *p = calloc(1, sizeof(*p));
+  if (!p) return NULL;
+  p->exact_max = TP_GAP_POOL_EXACT_MAX;
   return p;
 }
 
 void tp_gap_pool_free(tp_gap_pool *p) {
+  if (p) free(p->raw);
   free(p);
 }
 
+void tp_gap_pool_set_exact_max(tp_gap_pool *p, size_t n) {
+  p->exact_max = n;
+}
+
 void tp_gap_pool_reset(tp_gap_pool *p) {
+  /* The kept gaps' buffer is reused level by level. */
+  uint64_t *raw = p->raw;
+  size_t cap = p->cap_raw, max = p->exact_max;
   memset(p, 0, sizeof(*p));
+  p->raw = raw;
+  p->cap_raw = cap;
+  p->exact_max = max;
+}
+
+/* Keeps gap_ns while the level's gaps fit in exact_max. */
+static void keep_raw(tp_gap_pool *p, uint64_t gap_ns) {
+  if (p->raw_dropped) return;
+  if (p->n_raw == p->cap_raw) {
+    size_t cap = p->cap_raw ? 2 * p->cap_raw : 1024;
+    if (cap > p->exact_max) cap = p->exact_max;
+    uint64_t *r = cap > p->cap_raw ? realloc(p->raw, cap * sizeof(*r)) : NULL;
+    if (!r) {
+      /* Past exact_max (or out of memory): the buckets alone. */
+      free(p->raw);
+      p->raw = NULL;
+      p->n_raw = p->cap_raw = 0;
+      p->raw_dropped = true;
+      return;
+    }
+    p->raw = r;
+    p->cap_raw = cap;
+  }
+  p->raw[p->n_raw++] = gap_ns;
 }
 
 void tp_gap_pool_add(tp_gap_pool *p, uint64_t gap_ns) {
+  keep_raw(p, gap_ns);
   if (!p->n || gap_ns < p->min_ns) p->min_ns = gap_ns;
   if (gap_ns > p->max_ns) p->max_ns = gap_ns;
   p->n++;
@@ -77,12 +117,18 @@ void tp_gap_pool_add_record(tp_gap_pool *p, const tp_record *r) {
 
 void tp_gap_pool_add_vllm(tp_gap_pool *p, const tp_record *r) {
   if (!r->resp_ns || r->n_resp < 2) return;
-  uint64_t end = r->last_choice_ns ? r->last_choice_ns : r->last_token_ns;
-  for (uint32_t i = 1; i < r->n_resp && r->resp_ns[i] <= end; i++) {
-    if (r->resp_ns[i] == r->resp_ns[i - 1])
-      p->merged++;
-    else if (r->resp_ns[i] > r->resp_ns[i - 1])
-      tp_gap_pool_add(p, r->resp_ns[i] - r->resp_ns[i - 1]);
+  /* vLLM's chunks: up to the last one with choices, by count (a usage
+   * chunk read with it shares its time); without choices marked, up to
+   * the last text response. */
+  uint32_t n = r->n_choice_resp;
+  if (!n)
+    while (n < r->n_resp && r->resp_ns[n] <= r->last_token_ns) n++;
+  for (uint32_t i = 1; i < n; i++) {
+    /* vLLM stamps each chunk as it parses it: chunks read together give
+     * it gaps of a few microseconds, which it pools; a gap of 0 here is
+     * such a gap, and goes in as vLLM's does. */
+    if (r->resp_ns[i] == r->resp_ns[i - 1]) p->merged++;
+    if (r->resp_ns[i] >= r->resp_ns[i - 1]) tp_gap_pool_add(p, r->resp_ns[i] - r->resp_ns[i - 1]);
   }
 }
 
@@ -119,6 +165,16 @@ static double percentile_ms(const tp_gap_pool *p, double pct) {
 void tp_gap_pool_stat(const tp_gap_pool *p, tp_stat *st) {
   memset(st, 0, sizeof(*st));
   if (!p || !p->n) return;
+  if (!p->raw_dropped && p->n_raw == p->n) {
+    /* Every gap is here: the same exact figures as any distribution. */
+    double *v = malloc(p->n_raw * sizeof(*v));
+    if (v) {
+      for (size_t i = 0; i < p->n_raw; i++) v[i] = (double)p->raw[i] / (double)TP_NS_PER_MS;
+      tp_stat_compute(st, v, p->n_raw);
+      free(v);
+      return;
+    }
+  }
   st->n = p->n;
   st->min = (double)p->min_ns / (double)TP_NS_PER_MS;
   st->max = (double)p->max_ns / (double)TP_NS_PER_MS;

@@ -83,7 +83,8 @@ static void token_figures(const tp_record *r, tp_req_metrics *m) {
  * and serve.py's calculate_metrics): TTFT at the first chunk carrying
  * choices, E2EL at the last one, the output length the server's
  * completion count when it gave a non-zero one (vLLM's `if not
- * output_len`), else the client's count of the answer, and TPOT
+ * output_len`), else the client's count of the answer (1 when there is
+ * none, as vLLM without a tokenizer takes it), and TPOT
  * (E2EL - TTFT) / (length - 1) for a length above 1.  A record from a
  * client that does not mark choices (not OpenAI) ends at done_ns. */
 static void vllm_figures(const tp_record *r, tp_req_metrics *m) {
@@ -92,7 +93,9 @@ static void vllm_figures(const tp_record *r, tp_req_metrics *m) {
   int64_t n = r->server_output_tokens > 0                  ? r->server_output_tokens
               : r->server_counts & TP_RECORD_SERVER_OUTPUT ? r->client_output_tokens
                                                            : r->output_tokens;
-  m->vllm_output_tokens = n >= 0 ? n : -1;
+  /* Neither counted (no usage, no tokenizer): vLLM without a tokenizer
+   * takes 1. */
+  m->vllm_output_tokens = n >= 0 ? n : 1;
   m->vllm_tpot_ms = -1;
   if (n > 1 && m->vllm_ttft_ms >= 0 && m->vllm_e2el_ms >= m->vllm_ttft_ms)
     m->vllm_tpot_ms = (m->vllm_e2el_ms - m->vllm_ttft_ms) / (double)(n - 1);

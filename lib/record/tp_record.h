@@ -42,7 +42,7 @@ typedef struct tp_record {
   uint64_t done_ns;        /* final response, error, or stream end */
   /* Last OpenAI response with a non-empty choices array, a trailing
    * usage-only chunk left out (vLLM's end of a request); 0 = none seen or
-   * not OpenAI.  Kept in memory only (not in records.jsonl). */
+   * not OpenAI.  records.jsonl's last_choice_ns. */
   uint64_t last_choice_ns;
 
   /* Arrival time of every response message, in order. */
@@ -60,6 +60,11 @@ typedef struct tp_record {
   uint32_t *resp_text_at;
   uint32_t n_resp;
   uint32_t cap_resp;
+  /* Responses up to and including the last one with choices (vLLM's
+   * chunks: its gaps are between these; a usage-only chunk read with the
+   * last of them shares its time, so the time alone cannot place it);
+   * 0 = none seen or not OpenAI.  records.jsonl's choice_responses. */
+  uint32_t n_choice_resp;
   /* Arrival times of the responses that carried non-empty text. */
   uint32_t n_text_resp;
   int grpc_status; /* gRPC status of the call, -1 = none */

@@ -428,6 +428,26 @@ static int add_summary(tp_artifacts *a, tp_buf *b, const tp_level_result *lr, co
   return rv;
 }
 
+/* AIPerf's timeslice files beside its summary, when --slice-duration was
+ * given (AIPerf writes them only then). */
+static int add_timeslices(tp_artifacts *a, tp_buf *b, const tp_level_result *lr, const char *dir, char *err,
+                          size_t errlen) {
+  if (!a->cfg || !(a->cfg->measure.slice_duration_s > 0) || !lr->n_slices) return 0;
+  bool streaming = a->cfg->server.streaming;
+  char *jpath = stem_path(a, dir, "_aiperf_timeslices.json");
+  char *cpath = stem_path(a, dir, "_aiperf_timeslices.csv");
+  int rv = write_json_text(b, tp_export_aiperf_timeslices_json(lr, streaming), jpath, err, errlen);
+  if (!rv && !cpath) rv = TP_ENOMEM;
+  if (!rv) {
+    tp_buf_reset(b);
+    rv = tp_export_aiperf_timeslices_csv(b, lr, streaming);
+    if (!rv) rv = write_file(cpath, b->data, b->len, err, errlen);
+  }
+  free(jpath);
+  free(cpath);
+  return rv;
+}
+
 /* AIPerf's per-record <stem>.jsonl beside its summary, streamed through a
  * temporary file a MiB at a time. */
 static int add_aiperf_records(tp_artifacts *a, tp_buf *b, const tp_export_level *lv, const char *ldir,
@@ -474,6 +494,7 @@ static int add_level_files(tp_artifacts *a, tp_buf *b, const tp_export_level *lv
   if (!rv) rv = add_summary(a, b, lv->lr, ldir, true, err, errlen);
   if (!rv) rv = add_summary(a, b, lv->lr, adir, false, err, errlen);
   if (!rv) rv = add_aiperf_records(a, b, lv, adir, err, errlen);
+  if (!rv) rv = add_timeslices(a, b, lv->lr, adir, err, errlen);
   free(adir);
   free(ldir);
   return rv;

@@ -199,6 +199,17 @@ char *tp_export_aiperf_json(const tp_level_result *lr, bool streaming);
  * "Request Count") and every value as "{:.2f}".  Returns 0 or TP_ENOMEM. */
 int tp_export_aiperf_csv(tp_buf *out, const tp_level_result *lr, bool streaming);
 
+/* AIPerf's timeslice files of one level (written when --slice-duration is
+ * given, as AIPerf writes them only then): <stem>_aiperf_timeslices.json,
+ * {"timeslices": [{"timeslice_index": i, "time_to_first_token": {...},
+ * ...}]} with tokperf's slice bounds beside it, and the tidy
+ * <stem>_aiperf_timeslices.csv, "Timeslice,Metric,Unit,Stat,Value" rows.
+ * The figures are the level's time series (docs/metrics.md, "Time
+ * series").  The JSON returns owned text or NULL when out of memory; the
+ * CSV returns 0 or TP_ENOMEM. */
+char *tp_export_aiperf_timeslices_json(const tp_level_result *lr, bool streaming);
+int tp_export_aiperf_timeslices_csv(tp_buf *out, const tp_level_result *lr, bool streaming);
+
 /* AIPerf's per-record export <stem>.jsonl (profile_export.jsonl) of one
  * level, appended to out: one line per measured request (warm-up
  * excluded, failed included), in send order:
@@ -221,6 +232,18 @@ int tp_export_aiperf_csv(tp_buf *out, const tp_level_result *lr, bool streaming)
  * Returns 0, TP_ENOMEM, or the error of reading a shed record back. */
 int tp_export_aiperf_records(tp_buf *out, const tp_export_level *lv, bool streaming, uint64_t anchor_mono_ns,
                              uint64_t anchor_wall_ns);
+
+/* vLLM's per-request arrays of one level, as `vllm bench serve` writes
+ * them with --save-detailed (vllm/benchmarks/serve.py): one JSON object
+ * with input_lens, output_lens, ttfts, itls (a list per request),
+ * latencies, start_times, queue_times, generated_texts and errors, one
+ * entry per measured request in request order, times in seconds.  Each
+ * entry is what vLLM's client would have kept of the request
+ * (docs/metrics.md, "Each tool's definitions"); open_loop: requests arrive
+ * at their planned time (a request rate), else all at the level's start
+ * (--request-rate inf).  *out is owned (free()).  Returns 0, TP_ENOMEM, or
+ * the error of reading a shed record back. */
+int tp_export_vllm_requests(const tp_export_level *lv, bool open_loop, char **out);
 
 /* Appends one JSON line per measured request (warm-up excluded, failed
  * included) to out:

@@ -9,6 +9,7 @@
 #include <ctype.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "metrics/tp_metric.h"
@@ -326,4 +327,95 @@ char *tp_export_aiperf_json(const tp_level_result *lr, bool streaming) {
 
 int tp_export_aiperf_csv(tp_buf *out, const tp_level_result *lr, bool streaming) {
   return tp__summary_csv(out, lr, TP_EXPORT_AIPERF, streaming);
+}
+
+/* ------------------------------------------------------------------------ */
+/* AIPerf's timeslice files (--slice-duration): per slice of the level's
+ * time series, the registry rows below under AIPerf's keys, each computed
+ * over the slice as docs/metrics.md "Time series" defines it. */
+
+static const char *const slice_rows[] = {
+    "ttft", "itl", "requests", "failed", "request_throughput", "output_token_throughput", NULL};
+
+/* A level result holding one slice's figures and nothing else, so that
+ * the registry reads them as it reads a level's. */
+static void slice_level(tp_level_result *x, const tp_slice *s) {
+  memset(x, 0, sizeof(*x));
+  double w = s->end_s - s->start_s;
+  x->ttft_ms = s->ttft_ms;
+  x->itl_ms = s->itl_ms;
+  x->requests = s->completed + s->failed;
+  x->succeeded = s->completed;
+  x->failed = s->failed;
+  x->tokens_available = isfinite(s->output_tokens);
+  x->request_throughput = w > 0 ? (double)s->completed / w : NAN;
+  x->output_token_throughput = w > 0 ? s->output_tokens / w : NAN;
+}
+
+/* The human name of a row, AIPerf's header: its label without the unit. */
+static void header_of(const tp_metric *m, char *buf, size_t len) {
+  label(&dialects[TP_EXPORT_AIPERF], m, buf, len);
+  char *paren = strstr(buf, " (");
+  if (paren) *paren = 0;
+}
+
+char *tp_export_aiperf_timeslices_json(const tp_level_result *lr, bool streaming) {
+  const dialect *d = &dialects[TP_EXPORT_AIPERF];
+  tp_level_result *x = malloc(sizeof(*x));
+  json_t *doc = json_object(), *arr = json_array(), *bounds = json_array();
+  int bad = !x || !doc || !arr || !bounds;
+  for (size_t i = 0; i < lr->n_slices && !bad; i++) {
+    slice_level(x, &lr->slices[i]);
+    json_t *o = json_object();
+    bad |= !o || json_object_set_new(o, "timeslice_index", json_integer((json_int_t)i));
+    for (size_t k = 0; slice_rows[k] && !bad; k++) {
+      const tp_metric *m = tp_metric_find(slice_rows[k]);
+      if (!m || !exported(d, m, x, streaming, true)) continue;
+      bad |= json_object_set_new(o, d->key(m), metric_json(d, m, x));
+    }
+    bad |= json_array_append_new(arr, o);
+    bad |= json_array_append_new(bounds, json_pack("[f,f]", lr->slices[i].start_s, lr->slices[i].end_s));
+  }
+  free(x);
+  bad |= json_object_set_new(doc, "timeslices", arr);
+  /* tokperf's own keys: each slice's [start, end) in seconds from the
+   * level's start (AIPerf's readers skip keys they do not know). */
+  bad |= json_object_set_new(doc, "tokperf_slice_s", json_real(lr->slice_s));
+  bad |= json_object_set_new(doc, "tokperf_slice_bounds_s", bounds);
+  char *text = bad ? NULL : json_dumps(doc, JSON_INDENT(2) | JSON_REAL_PRECISION(15));
+  json_decref(doc);
+  return text;
+}
+
+int tp_export_aiperf_timeslices_csv(tp_buf *out, const tp_level_result *lr, bool streaming) {
+  const dialect *d = &dialects[TP_EXPORT_AIPERF];
+  tp_level_result *x = malloc(sizeof(*x));
+  if (!x) return TP_ENOMEM;
+  int rv = tp_buf_append_str(out, "Timeslice,Metric,Unit,Stat,Value\r\n");
+  for (size_t i = 0; i < lr->n_slices && !rv; i++) {
+    slice_level(x, &lr->slices[i]);
+    for (size_t k = 0; slice_rows[k] && !rv; k++) {
+      const tp_metric *m = tp_metric_find(slice_rows[k]);
+      if (!m || !exported(d, m, x, streaming, false)) continue;
+      char name[160];
+      header_of(m, name, sizeof(name));
+      size_t ns = m->kind == TP_METRIC_DIST ? TP_STAT_COUNT : 1;
+      for (size_t s = 0; s < ns && !rv; s++) {
+        tp_stat_id id = m->kind == TP_METRIC_DIST ? csv_order[s] : TP_STAT_AVG;
+        double v = NAN;
+        tp_metric_value(m, x, id, &v);
+        char b[64];
+        snprintf(b, sizeof(b), "%zu", i);
+        rv = csv_field(out, b, true);
+        if (!rv) rv = csv_field(out, name, false);
+        if (!rv) rv = csv_field(out, d->unit(m->unit), false);
+        if (!rv) rv = csv_field(out, tp_stat_name(id), false);
+        snprintf(b, sizeof(b), "%.2f", v);
+        if (!rv) rv = csv_field(out, b, false);
+        if (!rv) rv = tp_buf_append(out, "\r\n", 2);
+      }
+    }
+  }
+  free(x);
+  return rv;
 }

@@ -9,6 +9,7 @@
 #include "report/tp_report_fidelity.h"
 
 #include "report/tp_report.h"
+#include "report/tp_report_internal.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -306,12 +307,10 @@ static const char css[] =
     "table.summary th{background:#f2f2f2}table.summary "
     "td.lvl{text-align:left}td.na{color:#999}.err{color:#a33;font-size:.9em}"
     ".probe.pass{fill:#2ca02c}.probe.fail{fill:#d62728}"
+    ".s-tps{stroke:#17becf}.s-wait{stroke:#ff7f0e}.s-run{stroke:#2ca02c}.s-kv{stroke:#9467bd}"
+    ".s-gpu{stroke:#8c564b}.sat{stroke:#d62728;stroke-width:1.5;stroke-dasharray:4 3}"
     "@media print{body{margin:0;max-width:none;font-size:10pt}figure,table{break-inside:avoid}"
     "h2{break-after:avoid}}";
-
-static const char *backend_name(tp_backend b) {
-  return b == TP_BACKEND_VLLM ? "vllm" : b == TP_BACKEND_TENSORRTLLM ? "tensorrtllm" : "unknown";
-}
 
 static int header(tp_buf *o, const tp_html_input *in) {
   const char *title = in->title ? in->title : "tokperf report";
@@ -334,10 +333,7 @@ static int header(tp_buf *o, const tp_html_input *in) {
     if (!rv) rv = tp_buf_append_str(o, " · target: ");
     if (!rv) rv = tp__html_esc(o, in->mock ? "built-in mock" : c->server.url ? c->server.url : "n/a");
     if (!rv)
-      rv = tp_buf_printf(o, " · backend: %s · streaming: %s · tokenizer: ",
-                         c->server.service_kind == TP_SERVICE_VLLM_GRPC ? "vllm-grpc"
-                         : c->server.service_kind == TP_SERVICE_SGLANG_GRPC ? "sglang-grpc"
-                                                                             : backend_name(c->server.backend),
+      rv = tp_buf_printf(o, " · backend: %s · streaming: %s · tokenizer: ", tp__report_backend_label(c),
                          c->server.streaming ? "on" : "off");
     if (!rv) rv = tp__html_esc(o, c->prompts.tokenizer ? c->prompts.tokenizer : "none");
     if (!rv && c->prompts.tokenizer && c->prompts.tokenizer_add_special_tokens)
@@ -359,6 +355,31 @@ static int header(tp_buf *o, const tp_html_input *in) {
   return rv;
 }
 
+/* One timeline per level (docs/metrics.md, "Time series"). */
+static int series_section(tp_buf *o, const tp_html_input *in) {
+  bool any = false;
+  for (size_t i = 0; i < in->n_levels; i++) any |= in->levels[i].lr.n_slices > 0;
+  if (!any) return 0;
+  int rv = tp_buf_append_str(
+      o,
+      "<section id=\"time-series\"><h2>Time series per level</h2>\n<p class=\"meta\">Per slice of the level: "
+      "TTFT of the requests whose first token came in it, output tokens that arrived in it "
+      "(placed evenly over each request's first to last text); below, the server's figures "
+      "as scraped from --metrics-url, on the same clock.</p>\n");
+  for (size_t i = 0; i < in->n_levels && !rv; i++) {
+    const tp_level_result *lr = &in->levels[i].lr;
+    if (!lr->n_slices) continue;
+    char lname[128];
+    tp__level_name(lr, lname, sizeof(lname));
+    rv = tp_buf_printf(o, "<h3>%c%s, %.3g s slices</h3>\n<figure>", toupper((unsigned char)lname[0]),
+                       lname + 1, lr->slice_s);
+    if (!rv) rv = tp__html_chart_series(o, &in->levels[i], i);
+    if (!rv) rv = tp_buf_append_str(o, "</figure>\n");
+  }
+  if (!rv) rv = tp_buf_append_str(o, "</section>\n");
+  return rv;
+}
+
 int tp_html_render(tp_buf *o, const tp_html_input *in) {
   int rv = header(o, in);
   if (!rv)
@@ -370,9 +391,13 @@ int tp_html_render(tp_buf *o, const tp_html_input *in) {
   if (!rv) rv = tp__html_chart_tput(o, in, false);
   if (!rv) rv = tp_buf_append_str(o, "</figure>\n<figure>");
   if (!rv) rv = tp__html_chart_tput(o, in, true);
+  if (!rv) rv = tp_buf_append_str(o, "</figure>\n</section>\n");
+  /* The timelines next: what happened during each level, beside the
+   * server's own state, before the distributions over it. */
+  if (!rv) rv = series_section(o, in);
   if (!rv)
     rv = tp_buf_append_str(o,
-                           "</figure>\n</section>\n<section><h2>Distributions per level</h2>\n"
+                           "<section><h2>Distributions per level</h2>\n"
                            "<figure>");
   if (!rv) rv = tp__html_chart_box(o, in, false);
   if (!rv)

@@ -37,6 +37,8 @@ int tp__html_chart_hist(tp_buf *o, const tp_html_level *lv, size_t index, bool i
 int tp__html_chart_timeline(tp_buf *o, const tp_html_level *lv);
 int tp__html_chart_search(tp_buf *o, const tp_search_summary *s);
 int tp__html_chart_turns(tp_buf *o, const tp_html_level *lv);
+/* The level's time series (tp_html_series.c), data-chart "series-<index>". */
+int tp__html_chart_series(tp_buf *o, const tp_html_level *lv, size_t index);
 
 /* The statistic the charts show for a level: ITL or TTFT. */
 const tp_stat *tp__html_pick_stat(const tp_level_result *lr, bool itl);

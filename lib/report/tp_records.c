@@ -227,6 +227,10 @@ char *tp_records_format(const tp_record *rec, const tp_records_line *l) {
   put_int_member(&b, "first_answer_ns", (int64_t)rec->first_answer_ns);
   put_int_member(&b, "last_token_ns", (int64_t)rec->last_token_ns);
   put_int_member(&b, "done_ns", (int64_t)rec->done_ns);
+  /* vLLM's end of a request and its chunks (docs/metrics.md, "Each tool's
+   * definitions"): 0 where no response carried choices. */
+  put_int_member(&b, "last_choice_ns", (int64_t)rec->last_choice_ns);
+  put_int_member(&b, "choice_responses", rec->n_choice_resp);
   put_key(&b, "response_ns");
   tp_buf_append(&b, "[", 1);
   for (uint32_t i = 0; i < rec->n_resp; i++) {

@@ -34,6 +34,12 @@ const char *tp__report_backend_name(tp_backend b) {
   return "unknown";
 }
 
+const char *tp__report_backend_label(const tp_config *cfg) {
+  if (cfg->server.service_kind == TP_SERVICE_TRITON || cfg->server.service_kind == TP_SERVICE_TRITON_GENERATE)
+    return tp__report_backend_name(cfg->server.backend);
+  return tp__report_service_kind_name(cfg->server.service_kind);
+}
+
 const char *tp__report_service_kind_name(tp_service_kind k) {
   switch (k) {
     case TP_SERVICE_TRITON: return "triton";
@@ -644,20 +650,20 @@ void tp_report_text(FILE *out, const tp_report_input *in) {
                         : cfg->prompts.input_file ? cfg->prompts.input_file
                                                   : "synthetic prompts";
   fprintf(out, "Target: %s, model: %s, backend: %s, streaming: %s, tokenizer: %s, dataset: %s\n", target,
-          cfg->server.model ? cfg->server.model : NA,
-          /* The engine protocols are the backend's own. */
-          cfg->server.service_kind == TP_SERVICE_VLLM_GRPC || cfg->server.service_kind == TP_SERVICE_SGLANG_GRPC
-              ? tp__report_service_kind_name(cfg->server.service_kind)
-              : tp__report_backend_name(cfg->server.backend),
+          cfg->server.model && *cfg->server.model ? cfg->server.model : NA, tp__report_backend_label(cfg),
           cfg->server.streaming ? "on" : "off", in->tokenizer_desc ? in->tokenizer_desc : "none", dataset);
 
-  bool noted_tokens = false;
-  for (size_t i = 0; i < in->n_levels; i++) print_level(out, in, &in->levels[i], &noted_tokens);
-
+  /* The sweep summary, a row per level, comes first: it is what a person
+   * reads a sweep for, and the top is where a log, a file or a pager opens.
+   * Each level's full table follows it; the client's own figures close the
+   * report (README.md, "Reading the output"). */
   if (in->n_levels)
     print_summary(out, in);
   else
     fprintf(out, "\nNo level completed.\n");
+  bool noted_tokens = false;
+  for (size_t i = 0; i < in->n_levels; i++) print_level(out, in, &in->levels[i], &noted_tokens);
+
   size_t incomplete = 0;
   for (size_t i = 0; i < in->n_levels; i++) incomplete += in->levels[i].incomplete;
   if (incomplete)

@@ -7,6 +7,10 @@
 
 const char *tp__report_backend_name(tp_backend b);
 const char *tp__report_service_kind_name(tp_service_kind k);
+/* What the reports call the backend: the tensor layout (tensorrtllm,
+ * vllm) for Triton, which has one; for the other kinds, whose server's
+ * engine the client cannot know, the API spoken (openai-chat, vllm-grpc). */
+const char *tp__report_backend_label(const tp_config *cfg);
 /* Where a level's output or input token counts came from: "server",
  * "client", "mixed" (some requests each), or "none" (nothing counted). */
 const char *tp__report_token_source_name(const tp_level_result *lr, bool output);

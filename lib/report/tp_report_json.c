@@ -102,7 +102,7 @@ static int config_load_json(json_t *o, json_t *conc, const tp_config *cfg) {
   bad |= set(o, "model", str_or_null(cfg->server.model));
   bad |= set(o, "model_version", str_or_null(cfg->server.model_version));
   bad |= set(o, "service_kind", json_string(tp__report_service_kind_name(cfg->server.service_kind)));
-  bad |= set(o, "backend", json_string(tp__report_backend_name(cfg->server.backend)));
+  bad |= set(o, "backend", json_string(tp__report_backend_label(cfg)));
   bad |= set(o, "streaming", json_boolean(cfg->server.streaming));
   bad |= set(o, "concurrency", conc);
   json_t *rates = json_array();
@@ -113,6 +113,12 @@ static int config_load_json(json_t *o, json_t *conc, const tp_config *cfg) {
   bad |=
       set(o, "arrival", json_string(arrivals[cfg->load.arrival <= TP_ARRIVAL_GAMMA ? cfg->load.arrival : 0]));
   bad |= set(o, "burstiness", real_or_null(cfg->load.burstiness));
+  if (cfg->load.ramp) {
+    /* Only on a ramp's run: the rate of the level moved between these. */
+    bad |= set(o, "ramp", json_string(cfg->load.ramp == TP_RAMP_EXPONENTIAL ? "exponential" : "linear"));
+    bad |= set(o, "ramp_start_rps", json_real(cfg->load.ramp_start_rps));
+    bad |= set(o, "ramp_end_rps", json_real(cfg->load.ramp_end_rps));
+  }
   bad |= set(o, "max_concurrency", u64(cfg->load.max_concurrency));
   bad |= set(o, "send_window_us", u64(cfg->load.send_window_us));
   bad |= set(o, "schedule_file", str_or_null(cfg->load.schedule_file));
@@ -337,6 +343,59 @@ static int level_steady_json(json_t *o, const tp_level_result *lr) {
   return bad;
 }
 
+/* The level's time series (docs/metrics.md, "Time series"): the slices of
+ * the client's figures and the scraped server figures as [t, value]
+ * pairs, both in seconds from start_ns (the records' clock). */
+static json_t *slice_json(const tp_slice *sl) {
+  json_t *o = json_object();
+  if (!o) return NULL;
+  double w = sl->end_s - sl->start_s;
+  int bad = set(o, "start_s", json_real(sl->start_s));
+  bad |= set(o, "end_s", json_real(sl->end_s));
+  bad |= set(o, "completed", u64(sl->completed));
+  bad |= set(o, "failed", u64(sl->failed));
+  bad |= set(o, "sent", u64(sl->sent));
+  bad |= set(o, "first_tokens", u64(sl->first_tokens));
+  bad |= set(o, "output_tokens", real_or_null(sl->output_tokens));
+  bad |= set(o, "output_token_throughput_tps", w > 0 ? real_or_null(sl->output_tokens / w) : json_null());
+  bad |= set(o, "input_tokens", real_or_null(sl->input_tokens));
+  bad |= set(o, "request_throughput_rps", w > 0 ? json_real((double)sl->completed / w) : json_null());
+  bad |= set(o, "ttft_p50_ms", sl->ttft_ms.n ? real_or_null(sl->ttft_ms.p50) : json_null());
+  bad |= set(o, "ttft_p99_ms", sl->ttft_ms.n ? real_or_null(sl->ttft_ms.p99) : json_null());
+  bad |= set(o, "itl_p50_ms", sl->itl_ms.n ? real_or_null(sl->itl_ms.p50) : json_null());
+  bad |= set(o, "itl_p99_ms", sl->itl_ms.n ? real_or_null(sl->itl_ms.p99) : json_null());
+  bad |= set(o, "in_flight_avg", real_or_null(sl->in_flight_avg));
+  bad |= set(o, "send_lag_p99_ms", real_or_null(sl->send_lag_p99_ms));
+  if (bad) {
+    json_decref(o);
+    return NULL;
+  }
+  return o;
+}
+
+static int level_series_json(json_t *o, const tp_level_result *lr) {
+  if (!lr->slice_s) return set(o, "time_series", json_null());
+  json_t *ts = json_object(), *sl = json_array(), *sv = json_object(), *units = json_object();
+  int bad = !ts || !sl || !sv || !units;
+  for (size_t i = 0; i < lr->n_slices && !bad; i++)
+    bad |= json_array_append_new(sl, slice_json(&lr->slices[i]));
+  for (size_t i = 0; i < lr->n_server_series && !bad; i++) {
+    const tp_server_series *ss = &lr->server_series[i];
+    json_t *pts = json_array();
+    bad |= !pts;
+    for (size_t k = 0; k < ss->n && !bad; k++)
+      bad |= json_array_append_new(pts, json_pack("[f,f]", ss->t_s[k], ss->v[k]));
+    bad |= set(sv, ss->name, pts);
+    bad |= set(units, ss->name, json_string(ss->unit));
+  }
+  bad |= set(ts, "slice_s", json_real(lr->slice_s));
+  bad |= set(ts, "start_ns", u64(lr->start_ns));
+  bad |= set(ts, "slices", sl);
+  bad |= set(ts, "server", sv);
+  bad |= set(ts, "server_units", units);
+  return bad | set(o, "time_series", ts);
+}
+
 /* The server's own figures: per-model statistics and scraped metrics. */
 static int level_server_json(json_t *o, const tp_level_result *lr) {
   int bad = 0;
@@ -433,6 +492,7 @@ static json_t *level_json(const tp_level_result *lr) {
   bad |= set(o, "tokens_available", json_boolean(lr->tokens_available));
   bad |= level_metrics_json(o, lr);
   bad |= level_steady_json(o, lr);
+  bad |= level_series_json(o, lr);
   bad |= set(o, "max_in_flight", u64(lr->max_in_flight));
   bad |= set(o, "first_error", lr->first_error[0] ? json_string(lr->first_error) : json_null());
   bad |= level_server_json(o, lr);

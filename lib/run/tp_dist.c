@@ -76,6 +76,7 @@ void tp_dist_shift_record(tp_record *rec, int64_t offset_ns) {
   rec->first_answer_ns = shift(rec->first_answer_ns, offset_ns);
   rec->last_token_ns = shift(rec->last_token_ns, offset_ns);
   rec->done_ns = shift(rec->done_ns, offset_ns);
+  rec->last_choice_ns = shift(rec->last_choice_ns, offset_ns);
   for (uint32_t i = 0; i < rec->n_resp; i++) rec->resp_ns[i] = shift(rec->resp_ns[i], offset_ns);
 }
 
@@ -117,6 +118,8 @@ static int put_record(tp_buf *b, const tp_record *r) {
   rv |= put64(b, r->first_answer_ns);
   rv |= put64(b, r->last_token_ns);
   rv |= put64(b, r->done_ns);
+  rv |= put64(b, r->last_choice_ns);
+  rv |= put32(b, r->n_choice_resp);
   rv |= put32(b, r->n_resp);
   rv |= put32(b, r->n_text_resp);
   rv |= put32(b, r->n_text_merged);
@@ -211,12 +214,14 @@ static int get_record(reader *rd, tp_record *r) {
   r->first_answer_ns = get64(rd);
   r->last_token_ns = get64(rd);
   r->done_ns = get64(rd);
+  r->last_choice_ns = get64(rd);
+  r->n_choice_resp = get32(rd);
   uint32_t n_resp = get32(rd);
   r->n_text_resp = get32(rd);
   r->n_text_merged = get32(rd);
   /* Checked against what is left before allocating: a corrupt count must
    * not ask for gigabytes. */
-  if (rd->bad || (uint64_t)n_resp * 8 > rd->left || r->n_text_resp > n_resp ||
+  if (rd->bad || (uint64_t)n_resp * 8 > rd->left || r->n_text_resp > n_resp || r->n_choice_resp > n_resp ||
       r->n_text_merged > r->n_text_resp)
     return TP_EPROTO;
   if (n_resp) {

@@ -295,6 +295,7 @@ int tpr_dist_open(tp_run *r, char *err, size_t errlen) {
     r->cfg.artifacts.no_artifacts = true;
     r->cfg.output.records_path = NULL;
     r->cfg.server.metrics_url = NULL;
+    r->cfg.server.gpu_metrics_url = NULL;
     r->cfg.server.no_server_stats = true;
   }
   uv_timer_init(&r->loop, &r->mpi_timer);
@@ -394,6 +395,20 @@ void tpr_stats_done(tp_run *r, const tp_record *rec) {
 }
 
 static int scrape_open(tp_run *r, char *err, size_t errlen) {
+  const char *gpu = r->cfg.server.gpu_metrics_url;
+  if (gpu && strncmp(gpu, "http://", 7) != 0 && strncmp(gpu, "https://", 8) != 0) {
+    tp_seterr(err, errlen,
+              "server.gpu_metrics_url '%s': expected an http:// or https:// URL (DCGM exporter: "
+              "http://HOST:9400/metrics)",
+              gpu);
+    return TP_EINVAL;
+  }
+  if (gpu) {
+    snprintf(r->gpu_metrics_url, sizeof(r->gpu_metrics_url), "%s", gpu);
+    int rv = tp_scraper_new(&r->gpu_scraper, &r->loop, r->gpu_metrics_url, r->cfg.server.metrics_interval_ms,
+                            &r->cfg, err, errlen);
+    if (rv) return rv;
+  }
   if (!r->cfg.server.metrics_url) return 0;
   snprintf(r->metrics_url, sizeof(r->metrics_url), "%s", r->cfg.server.metrics_url);
   return tp_scraper_new(&r->scraper, &r->loop, r->metrics_url, r->cfg.server.metrics_interval_ms, &r->cfg,
@@ -402,18 +417,30 @@ static int scrape_open(tp_run *r, char *err, size_t errlen) {
 
 static int scrape_begin(tp_run *r, size_t li, char *err, size_t errlen) {
   if (r->scraper) tp_scraper_level_start(r->scraper);
+  if (r->gpu_scraper) tp_scraper_level_start(r->gpu_scraper);
   return 0;
 }
 
 /* A scrape still on the wire belongs to the level: let it land. */
 static void scrape_stop(tp_run *r) {
-  while (r->scraper && tp_scraper_busy(r->scraper)) uv_run(&r->loop, UV_RUN_ONCE);
+  while ((r->scraper && tp_scraper_busy(r->scraper)) || (r->gpu_scraper && tp_scraper_busy(r->gpu_scraper)))
+    uv_run(&r->loop, UV_RUN_ONCE);
 }
 
 static void scrape_end(tp_run *r, size_t li, tp_level_result *lv) {
-  if (!r->scraper) return;
+  if (!r->scraper && !r->gpu_scraper) return;
   size_t nm;
-  tp_scraper_level_end(r->scraper, lv, &r->server_metrics[li], &nm);
+  if (r->scraper) tp_scraper_level_end(r->scraper, lv, &r->server_metrics[li], &nm);
+  if (r->gpu_scraper) tp_scraper_level_end_more(r->gpu_scraper, lv, &r->server_metrics[li]);
+  /* The series on the clock of the level's records (docs/metrics.md,
+   * "Time series"); without memory the level keeps its summary. */
+  tp_scraper *const sc[2] = {r->scraper, r->gpu_scraper};
+  tp_server_series *ss = NULL;
+  size_t n = 0;
+  if (tp_scraper_series(sc, 2, r->lv.t0, &ss, &n) == 0) {
+    lv->server_series = ss;
+    lv->n_server_series = n;
+  }
 }
 
 /* This rank's part of the level, then every rank starts at one instant of
@@ -512,6 +539,38 @@ static void artifacts_end(tp_run *r, size_t li, tp_level_result *lv) {
   tp_records_reader_free(from);
 }
 
+/* vLLM's per-request arrays of the level, for `tokperf vllm-bench`'s result
+ * file (tp_output_config.vllm_requests). */
+static void vllm_requests_end(tp_run *r, size_t li, tp_level_result *lv) {
+  (void)li;
+  level_state *L = &r->lv;
+  if (!r->cfg.output.vllm_requests) return;
+  tp_records_reader *from = NULL;
+  char rerr[600];
+  if (L->n_shed) {
+    tpr_records_flush(r);
+    if (tp_records_reader_open(&from, r->cfg.output.records_path, rerr, sizeof(rerr))) {
+      tpr_warn(r, "vLLM's per-request arrays are not written: %s", rerr);
+      return;
+    }
+  }
+  tp_export_request *reqs = calloc(L->n_planned ? L->n_planned : 1, sizeof(*reqs));
+  char *text = NULL;
+  int rv = TP_ENOMEM;
+  if (reqs) {
+    export_requests(r, reqs, NULL, from);
+    tp_export_level el = {lv, reqs, L->n_planned, L->lo.window_start_ns, L->lo.window_end_ns};
+    rv = tp_export_vllm_requests(&el, lv->load_mode == TP_LOAD_RATE, &text);
+  }
+  if (rv)
+    tpr_warn(r, "vLLM's per-request arrays are not written: %s",
+             from && tp_records_reader_error(from) ? tp_records_reader_error(from) : "out of memory");
+  free((void *)lv->vllm_requests);
+  lv->vllm_requests = text;
+  free(reqs);
+  tp_records_reader_free(from);
+}
+
 /* The hooks, walked in this order at each step: at start-up (open), before
  * the level's first request (begin; MPI last, as it starts the clock),
  * when the loop stopped (stop) and once the level's figures are computed
@@ -521,6 +580,7 @@ static const tp_level_hook hooks[] = {
     {"scraping", scrape_open, scrape_begin, scrape_stop, scrape_end},
     {"MPI", NULL, mpi_begin, mpi_stop, mpi_end},
     {"artifacts", artifacts_open, NULL, NULL, artifacts_end},
+    {"vLLM requests", NULL, NULL, NULL, vllm_requests_end},
 };
 
 int tpr_hooks_open(tp_run *r, char *err, size_t errlen) {

@@ -9,8 +9,10 @@
 #include <string.h>
 
 #include "run/tp_run_internal.h"
+#include "util/tp_status_line.h"
 #include "metrics/tp_fidelity.h"
 #include "metrics/tp_stability.h"
+#include "metrics/tp_slices.h"
 #include "metrics/tp_steady.h"
 #include "report/tp_records.h"
 #include "sched/tp_sched.h"
@@ -223,37 +225,71 @@ static void on_progress(uv_timer_t *t) {
   if (L->total_all != SIZE_MAX) snprintf(total, sizeof(total), " of %zu", L->total_all);
   double rate = secs > 0 ? (double)done / secs : 0;
   if (!r->progress_tty) {
+    /* A log's line: whole, never cut or redrawn, the level named. */
     fprintf(r->cfg.output.progress,
-            "tokperf: %s%zu%s done, %zu in flight, %.1f requests/s, %zu failed, %.0f s\n", r->id_prefix, done,
-            total, in_flight, rate, failed, secs);
+            "tokperf: level %zu/%zu %s: %zu%s done, %zu in flight, %.1f requests/s, %zu failed, %.0f s\n",
+            L->index + 1, r->n_points, L->desc, done, total, in_flight, rate, failed, secs);
     fflush(r->cfg.output.progress);
     return;
   }
   /* On a terminal, one status line redrawn in place: which level of how
    * many, in the user's words, how far, how fast, how the latest requests
-   * fare, and about how long is left. */
+   * fare, and about how long is left; cut to the terminal's width (read at
+   * every redraw, so a resized window is followed), least useful first. */
   char ttft[64] = "";
   size_t n = L->live_n < LIVE_TTFT_N ? L->live_n : LIVE_TTFT_N;
   if (n) {
     double v[LIVE_TTFT_N];
     memcpy(v, L->live_ttft, n * sizeof(double));
     qsort(v, n, sizeof(double), cmp_double);
-    snprintf(ttft, sizeof(ttft), ", TTFT p50 %.1f p99 %.1f ms", v[(n - 1) / 2], v[(size_t)((double)(n - 1) * 0.99)]);
+    /* Whole milliseconds from 10 up: a tenth there is noise on a status
+     * line, and the room goes to fields that fit an 80-column terminal. */
+    double p50 = v[(n - 1) / 2], p99 = v[(size_t)((double)(n - 1) * 0.99)];
+    snprintf(ttft, sizeof(ttft), ", TTFT p50 %.*f p99 %.*f ms", p50 < 10 ? 1 : 0, p50, p99 < 10 ? 1 : 0, p99);
   }
-  char left[32] = "";
-  if (L->total_all != SIZE_MAX && rate > 0 && L->total_all > done)
+  char left[48] = "", window[48] = "";
+  const tp_measure_mode mode = r->cfg.measure.measure_mode;
+  if (mode == TP_MEASURE_DURATION && !L->sess) {
+    /* The measured time is known: what is left of it (and of the warm-up
+     * by time before it); requests in flight at its end still finish. */
+    uint64_t dur = r->cfg.measure.duration_ms * TP_NS_PER_MS, end = L->measure_end_ns;
+    if (!end && L->warmup_end_ns) end = L->warmup_end_ns + dur;
+    double s_left = end ? (end > now ? (double)(end - now) / 1e9 : 0) : (double)dur / 1e9;
+    snprintf(left, sizeof(left), ", ~%.0f s%s left", s_left, end ? "" : " + warm-up");
+  } else if (L->total_all != SIZE_MAX && rate > 0 && L->total_all > done) {
     snprintf(left, sizeof(left), ", ~%.0f s left", (double)(L->total_all - done) / rate);
-  fprintf(
-      r->cfg.output.progress,
-      "\r\033[Ktokperf: level %zu/%zu %s: %zu%s done, %zu in flight, %zu failed, %.1f requests/s%s, %.0f s%s",
-      L->index + 1, r->n_points, L->desc, done, total, in_flight, failed, rate, ttft, secs, left);
+  }
+  if ((mode == TP_MEASURE_TIME_WINDOWS || mode == TP_MEASURE_COUNT_WINDOWS) && L->measure_start_ns)
+    snprintf(window, sizeof(window), ", window %u of at most %u", L->trials + 1, r->cfg.measure.max_trials);
+  char level[48], desc[160], donef[96], flight[48], failedf[48], ratef[48], secsf[32];
+  snprintf(level, sizeof(level), "level %zu/%zu", L->index + 1, r->n_points);
+  snprintf(desc, sizeof(desc), " %s", L->desc);
+  snprintf(donef, sizeof(donef), ": %zu%s done", done, total);
+  snprintf(flight, sizeof(flight), ", %zu in flight", in_flight);
+  snprintf(failedf, sizeof(failedf), ", %zu failed", failed);
+  snprintf(ratef, sizeof(ratef), ", %.1f req/s", rate);
+  snprintf(secsf, sizeof(secsf), ", %.0f s", secs);
+  /* keep: the higher, the longer a field stays on a narrow terminal. */
+  const tp_status_field f[] = {
+      {"tokperf: ", 1}, {level, 11}, {desc, 7},  {donef, 12}, {flight, 4}, {failedf, failed ? 10 : 3},
+      {ratef, 5},       {ttft, 6},   {secsf, 2}, {left, 9},   {window, 8},
+  };
+  size_t width = tp_status_width(r->cfg.output.progress);
+  char line[512];
+  /* One column short of the width: a line that fills the last column
+   * leaves the cursor waiting to wrap, which some terminals do at once. */
+  tp_status_fit(f, sizeof(f) / sizeof(f[0]), width > 1 ? width - 1 : width, line, sizeof(line));
+  fprintf(r->cfg.output.progress, "\r\033[K%s", line);
   fflush(r->cfg.output.progress);
 }
 
-static void describe_point(const point *pt, char *buf, size_t len) {
+static void describe_point(const point *pt, const tp_load_config *lc, char *buf, size_t len) {
   int n;
   if (pt->mode == TP_LOAD_CONCURRENCY)
     n = snprintf(buf, len, "concurrency %u", pt->concurrency);
+  else if (pt->mode == TP_LOAD_RATE && lc->ramp)
+    n = snprintf(buf, len, "rate %g to %g/s (%s)", lc->ramp_start_rps, lc->ramp_end_rps,
+                 lc->ramp == TP_RAMP_EXPONENTIAL ? "exponential" : "linear");
   else if (pt->mode == TP_LOAD_RATE)
     n = snprintf(buf, len, "rate %g/s", pt->rate);
   else
@@ -290,7 +326,7 @@ static int level_reset(tp_run *r, size_t li, char *err, size_t errlen) {
   tp_timer_init(&L->plan_timer, tpr_on_plan_timer, r);
   tp_rng_seed(&L->out_rng, tp_rng_mix(r->cfg.prompts.random_seed ^ 0x07f, li));
 
-  describe_point(pt, L->desc, sizeof(L->desc));
+  describe_point(pt, &r->cfg.load, L->desc, sizeof(L->desc));
   L->index = li;
   L->live_n = 0;
   if (pt->mode == TP_LOAD_CONCURRENCY)
@@ -352,8 +388,12 @@ static int level_offsets(tp_run *r, size_t li, const point *pt) {
     }
     L->offsets = malloc(n * sizeof(uint64_t));
     if (!L->offsets) return TP_ENOMEM;
-    int rv = tp_sched_fill(L->offsets, n, pt->rate, r->cfg.load.arrival, r->cfg.load.burstiness,
-                           tp_sched_seed(r->cfg.prompts.random_seed, li));
+    const tp_load_config *lc = &r->cfg.load;
+    int rv = lc->ramp ? tp_sched_fill_ramp(L->offsets, n, L->n_warmup, lc->ramp, lc->ramp_start_rps,
+                                           lc->ramp_end_rps, lc->arrival, lc->burstiness,
+                                           tp_sched_seed(r->cfg.prompts.random_seed, li))
+                      : tp_sched_fill(L->offsets, n, pt->rate, lc->arrival, lc->burstiness,
+                                      tp_sched_seed(r->cfg.prompts.random_seed, li));
     if (rv) return rv;
     L->n_offsets = n;
   } else if (pt->mode == TP_LOAD_SCHEDULE) {
@@ -596,6 +636,24 @@ static void level_partial(const tp_run *r, tp_level_result *lv) {
     lv->partial_planned_requests = L->total_all - L->n_warmup;
 }
 
+/* The level's time series from its records (docs/metrics.md, "Time
+ * series"); the server's series come with the hooks (scraping). */
+static int level_slices(tp_run *r, tp_level_result *lv) {
+  level_state *L = &r->lv;
+  double sd = r->cfg.measure.slice_duration_s > 0 ? r->cfg.measure.slice_duration_s : 1.0;
+  uint64_t w = (uint64_t)llround(sd * 1e9);
+  if (!w) w = 1;
+  tp_slice *s = NULL;
+  size_t n = 0;
+  int rv = tp_slices_compute(&s, &n, L->recs, L->n_planned, L->t0, &w);
+  if (rv) return rv;
+  lv->slice_s = (double)w / 1e9;
+  lv->start_ns = L->t0;
+  lv->slices = s;
+  lv->n_slices = n;
+  return 0;
+}
+
 /* The level's figures, from its records, and the hooks' part of them. */
 static int level_result(tp_run *r, size_t li, const point *pt, tp_level_result *lv) {
   level_state *L = &r->lv;
@@ -625,6 +683,8 @@ static int level_result(tp_run *r, size_t li, const point *pt, tp_level_result *
   }
   tp_saturation_free(L->sat);
   L->sat = NULL;
+  rv = level_slices(r, lv);
+  if (rv) return rv;
   tpr_hooks_end(r, li, lv);
   if (L->lo.window_end_ns) {
     lv->window_start_s = (double)(L->lo.window_start_ns - L->t0) / 1e9;

@@ -3,7 +3,11 @@
  * examples) reach the same code the run uses. */
 #include "tokenizer/tp_tok.h"
 #include "tokenizer/tp_tok_find.h"
+#include <string.h>
+
+#include "dataset/tp_dataset.h"
 #include "util/tp_common.h"
+#include "util/tp_files.h"
 #include "tokperf/tokperf.h"
 
 int tp_tokenizer_load(tp_tokenizer **out, const char *path, char *err, size_t errlen) {
@@ -61,3 +65,16 @@ int tp_compare(const char *json_a, const char *json_b, const char *const *fail_o
 #include "metrics/tp_metric.h"
 
 void tp_metric_list(char *out, size_t outlen, bool dist_only) { tp_metric_names(out, outlen, dist_only); }
+
+int tp_output_check(const char *path, bool dir, char *why, size_t whylen) {
+  return dir ? tp_dir_check_creatable(path, why, whylen) : tp_file_check_writable(path, why, whylen);
+}
+
+int tp_input_count(const char *path, size_t *n, char *err, size_t errlen) {
+  tp_dataset ds;
+  memset(&ds, 0, sizeof(ds));
+  int rv = tp_dataset_load(&ds, path, err, errlen);
+  *n = rv ? 0 : ds.n;
+  tp_dataset_free(&ds);
+  return rv;
+}

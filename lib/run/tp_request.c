@@ -287,7 +287,10 @@ void tpr_req_on_event(void *req, const tp_client_event *ev, uint64_t arrival_ns)
   bool has_text = (ev->text && ev->text_len > 0) || (ev->ids && ev->token_ids > 0);
   if (ev->ids) rec->output_ids = (rec->output_ids < 0 ? 0 : rec->output_ids) + (int32_t)ev->token_ids;
   tp_record_add_response(rec, arrival_ns, has_text);
-  if (ev->has_choices) rec->last_choice_ns = arrival_ns;
+  if (ev->has_choices) {
+    rec->last_choice_ns = arrival_ns;
+    rec->n_choice_resp = rec->n_resp;
+  }
   /* Reasoning text is a generated token for timing, but kept apart. */
   tp_buf *into = ev->reasoning ? &rec->reasoning : &rec->text;
   if (has_text) {

@@ -134,6 +134,20 @@ static int validate(const tp_config *c, char *err, size_t errlen) {
       return TP_EINVAL;
     }
   }
+  if (c->load.ramp) {
+    /* The ramp's progress counts the level's requests: it needs their
+     * number, and one level. */
+    if (c->load.n_request_rates != 1 || c->measure.measure_mode != TP_MEASURE_COUNT || !c->measure.request_count) {
+      tp_seterr(err, errlen, "load.ramp: a rate ramp needs one request rate level and a request count");
+      return TP_EINVAL;
+    }
+    if (!(c->load.ramp_start_rps > 0) || !(c->load.ramp_end_rps >= c->load.ramp_start_rps) ||
+        c->load.ramp_end_rps > 1e7) {
+      tp_seterr(err, errlen, "load.ramp: start %g and end %g requests/s: expected 0 < start <= end <= 10000000",
+                c->load.ramp_start_rps, c->load.ramp_end_rps);
+      return TP_EINVAL;
+    }
+  }
   if (c->load.arrival == TP_ARRIVAL_GAMMA && !(c->load.burstiness > 0)) {
     tp_seterr(err, errlen, "load.burstiness: must be above 0 (1 is Poisson)");
     return TP_EINVAL;
@@ -505,6 +519,7 @@ void tp_run_free(tp_run *r) {
   }
   if (r->timers) tp_timers_close(r->timers);
   if (r->scraper) tp_scraper_free(r->scraper);
+  if (r->gpu_scraper) tp_scraper_free(r->gpu_scraper);
   tp_stamp_uninstall(&r->loop);
   /* Close every handle and let libuv finish, so the loop closes cleanly. */
   uv_walk(&r->loop, walk_close, NULL);
@@ -536,7 +551,12 @@ void tp_run_free(tp_run *r) {
   for (size_t i = 0; r->server_metrics && i < r->n_points; i++) free(r->server_metrics[i]);
   free(r->server_metrics);
   free(r->points);
-  for (size_t i = 0; r->levels && i < r->n_levels; i++) free((void *)r->levels[i].turns);
+  for (size_t i = 0; r->levels && i < r->n_levels; i++) {
+    free((void *)r->levels[i].turns);
+    free((void *)r->levels[i].vllm_requests);
+    free((void *)r->levels[i].slices);
+    free((void *)r->levels[i].server_series);
+  }
   free(r->levels);
   free(r->concurrency);
   free(r->rates);

@@ -260,6 +260,9 @@ struct tp_run {
   bool count_timer_ready;
   bool progress_tty;
   uint64_t last_progress_ns;
+  /* The model an OpenAI server was asked for when none was given: the
+   * first it listed (cfg.server.model points here once it is known). */
+  char model_found[256];
 
   char **prefixes;    /* shared prefixes (num_prefixes of prefix_tokens) */
   size_t *prefix_len;
@@ -310,6 +313,8 @@ struct tp_run {
   tp_scraper *scraper;
   tp_server_metric **server_metrics; /* per level, owned */
   char metrics_url[512];
+  tp_scraper *gpu_scraper; /* --gpu-metrics-url */
+  char gpu_metrics_url[512];
 
   point *points;
   size_t n_points;

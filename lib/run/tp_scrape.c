@@ -39,6 +39,17 @@ static const figure figures[] = {
   {"vllm:gpu_cache_usage_perc", NULL, NULL, C_MEAN, "vllm_gpu_cache_usage", "fraction"},
   {"vllm:num_requests_running", NULL, NULL, C_SUM, "vllm_requests_running", "requests"},
   {"vllm:num_requests_waiting", NULL, NULL, C_SUM, "vllm_requests_waiting", "requests"},
+  /* SGLang's scheduler gauges (its /metrics with --enable-metrics). */
+  {"sglang:num_running_reqs", NULL, NULL, C_SUM, "sglang_requests_running", "requests"},
+  {"sglang:num_queue_reqs", NULL, NULL, C_SUM, "sglang_requests_waiting", "requests"},
+  {"sglang:token_usage", NULL, NULL, C_MEAN, "sglang_token_usage", "fraction"},
+  {"sglang:cache_hit_rate", NULL, NULL, C_MEAN, "sglang_cache_hit_rate", "fraction"},
+  {"sglang:gen_throughput", NULL, NULL, C_SUM, "sglang_gen_throughput", "tokens/s"},
+  /* NVIDIA's DCGM exporter (--gpu-metrics-url), one sample per GPU. */
+  {"DCGM_FI_DEV_GPU_UTIL", NULL, NULL, C_MEAN, "dcgm_gpu_utilization", "%"},
+  {"DCGM_FI_DEV_FB_USED", NULL, NULL, C_SUM, "dcgm_gpu_memory_used", "MiB"},
+  {"DCGM_FI_DEV_POWER_USAGE", NULL, NULL, C_SUM, "dcgm_gpu_power", "W"},
+  {"DCGM_FI_PROF_GR_ENGINE_ACTIVE", NULL, NULL, C_MEAN, "dcgm_gr_engine_active", "fraction"},
 };
 #define N_FIG (sizeof(figures) / sizeof(figures[0]))
 
@@ -63,7 +74,47 @@ struct tp_scraper {
   bool have_first, have_last;
   uint32_t scrapes, failures;
   tp_server_metric out[N_FIG];
+  /* The level's samples in arrival order, for the time series: those of
+   * every stride-th scrape (a level's samples are capped, so a long one
+   * keeps fewer scrapes rather than growing without bound). */
+  struct sample {
+    uint64_t t_ns;
+    double v;
+    uint32_t fig;
+    uint32_t scrape; /* its scrape's number in the level */
+  } *ser;
+  size_t n_ser, cap_ser;
+  uint32_t stride;
 };
+
+/* At most this many samples per level (24 bytes each). */
+#define SERIES_MAX_SAMPLES 200000
+
+/* A sample of the series; one that finds no memory is dropped (the
+ * summary above still has it).  At the cap, the samples of every other
+ * kept scrape go and the stride doubles: the series keeps its span at half
+ * the resolution. */
+static void keep(tp_scraper *s, uint32_t fig, uint64_t t, double v) {
+  uint32_t k = s->scrapes;
+  if (k % s->stride) return;
+  if (s->n_ser == SERIES_MAX_SAMPLES) {
+    size_t j = 0;
+    for (size_t i = 0; i < s->n_ser; i++)
+      if (s->ser[i].scrape % (2 * s->stride) == 0) s->ser[j++] = s->ser[i];
+    s->n_ser = j;
+    s->stride *= 2;
+    if (k % s->stride) return;
+  }
+  if (s->n_ser == s->cap_ser) {
+    size_t cap = s->cap_ser ? 2 * s->cap_ser : 256;
+    if (cap > SERIES_MAX_SAMPLES) cap = SERIES_MAX_SAMPLES;
+    struct sample *p = realloc(s->ser, cap * sizeof(*p));
+    if (!p) return;
+    s->ser = p;
+    s->cap_ser = cap;
+  }
+  s->ser[s->n_ser++] = (struct sample){t, v, fig, k};
+}
 
 static int on_sample(void *ud, const tp_prom_sample *sm) {
   tp_scraper *s = ud;
@@ -101,6 +152,7 @@ static int on_body(tp_http_req *r, const uint8_t *data, size_t len, uint64_t t, 
 
 static void on_done(tp_http_req *r, const tp_http_result *res, void *ud) {
   tp_scraper *s = ud;
+  uint64_t now = tp_now_ns();
   s->in_flight = false;
   /* The run may be waiting for this scrape to land (tp_scraper_busy). */
   tp_wake(s->loop);
@@ -123,6 +175,7 @@ static void on_done(tp_http_req *r, const tp_http_result *res, void *ud) {
     if (!s->cur_n[i]) continue;
     double v = figures[i].how == C_MEAN ? s->cur[i] / s->cur_n[i] : s->cur[i];
     s->sum[i] += v;
+    keep(s, (uint32_t)i, now, v);
     if (!s->samples[i] || v > s->max[i]) s->max[i] = v;
     s->samples[i]++;
   }
@@ -168,6 +221,7 @@ int tp_scraper_new(tp_scraper **out, uv_loop_t *loop, const char *url, uint64_t 
   s->loop = loop;
   s->url = tp_strndup(url, strlen(url));
   s->interval_ms = interval_ms ? interval_ms : 1000;
+  s->stride = 1;
   tp_buf_init(&s->body);
   tp_http_opts ho;
   memset(&ho, 0, sizeof(ho));
@@ -195,6 +249,8 @@ void tp_scraper_level_start(tp_scraper *s) {
   memset(s->samples, 0, sizeof(s->samples));
   s->have_first = s->have_last = false;
   s->scrapes = s->failures = 0;
+  s->n_ser = 0;
+  s->stride = 1;
   s->active = true;
   scrape(s);
   uv_timer_start(&s->timer, on_timer, s->interval_ms, s->interval_ms);
@@ -230,8 +286,76 @@ void tp_scraper_level_end(tp_scraper *s, tp_level_result *lv, tp_server_metric *
   lv->prefix_cache_hit_rate = s->have_last && dq > 0 ? (s->last_hits - s->first_hits) / dq : -1;
 }
 
+void tp_scraper_level_end_more(tp_scraper *s, tp_level_result *lv, tp_server_metric **owned) {
+  uv_timer_stop(&s->timer);
+  s->active = false;
+  size_t n0 = lv->n_server_metrics, k = 0;
+  for (size_t i = 0; i < N_FIG; i++) k += s->samples[i] != 0;
+  lv->metrics_scrapes += s->scrapes;
+  lv->metrics_scrape_failures += s->failures;
+  if (!k) return;
+  tp_server_metric *m = realloc(*owned, (n0 + k) * sizeof(*m));
+  if (!m) return;
+  *owned = m;
+  k = n0;
+  for (size_t i = 0; i < N_FIG; i++) {
+    if (!s->samples[i]) continue;
+    tp_server_metric *o = &m[k++];
+    snprintf(o->name, sizeof(o->name), "%s", figures[i].name);
+    snprintf(o->unit, sizeof(o->unit), "%s", figures[i].unit);
+    o->avg = s->sum[i] / s->samples[i];
+    o->max = s->max[i];
+    o->samples = s->samples[i];
+  }
+  lv->server_metrics = m;
+  lv->n_server_metrics = k;
+}
+
+int tp_scraper_series(tp_scraper *const *sc, size_t n_sc, uint64_t t0_ns, tp_server_series **out, size_t *n_out) {
+  *out = NULL;
+  *n_out = 0;
+  size_t counts[N_FIG * 2] = {0}, n_series = 0, n_samples = 0;
+  if (n_sc > 2) n_sc = 2;
+  for (size_t j = 0; j < n_sc; j++)
+    for (size_t i = 0; sc[j] && i < sc[j]->n_ser; i++) counts[j * N_FIG + sc[j]->ser[i].fig]++;
+  for (size_t i = 0; i < N_FIG * 2; i++) {
+    n_series += counts[i] != 0;
+    n_samples += counts[i];
+  }
+  if (!n_series) return 0;
+  /* One block: the headers, then each series' times and values. */
+  size_t head = n_series * sizeof(tp_server_series);
+  tp_server_series *ss = malloc(head + 2 * n_samples * sizeof(double));
+  if (!ss) return TP_ENOMEM;
+  double *p = (double *)((char *)ss + head);
+  size_t k = 0;
+  for (size_t j = 0; j < n_sc; j++) {
+    for (size_t f = 0; f < N_FIG; f++) {
+      if (!counts[j * N_FIG + f]) continue;
+      tp_server_series *o = &ss[k++];
+      snprintf(o->name, sizeof(o->name), "%s", figures[f].name);
+      snprintf(o->unit, sizeof(o->unit), "%s", figures[f].unit);
+      double *t = p, *v = p + counts[j * N_FIG + f];
+      p += 2 * counts[j * N_FIG + f];
+      o->n = 0;
+      for (size_t i = 0; i < sc[j]->n_ser; i++) {
+        const struct sample *sm = &sc[j]->ser[i];
+        if (sm->fig != f) continue;
+        t[o->n] = ((double)sm->t_ns - (double)t0_ns) / 1e9;
+        v[o->n++] = sm->v;
+      }
+      o->t_s = t;
+      o->v = v;
+    }
+  }
+  *out = ss;
+  *n_out = k;
+  return 0;
+}
+
 static void on_timer_closed(uv_handle_t *h) {
   tp_scraper *s = h->data;
+  free(s->ser);
   tp_buf_fini(&s->body);
   free(s->url);
   free(s);

@@ -8,6 +8,7 @@
 
 #include "run/tp_run_internal.h"
 #include "client/tp_client_factory.h"
+#include "client/tp_client_http.h"
 #include "dataset/tp_synth.h"
 #include "util/tp_stamp.h"
 
@@ -175,5 +176,17 @@ int tpr_exec_setup(tp_run *r, char *err, size_t errlen) {
   if (!rv) rv = setup_preflight(r, err, errlen);
   if (!rv) rv = tpr_hooks_open(r, err, errlen);
   if (!rv) rv = tpr_sink_open(r, err, errlen);
+  /* No -m: the reports name the model the requests named (the artifact
+   * directory, named above and checked before the run, keeps the name the
+   * command line gave). */
+  bool openai = r->cfg.server.service_kind == TP_SERVICE_OPENAI_CHAT ||
+                r->cfg.server.service_kind == TP_SERVICE_OPENAI_COMPLETIONS;
+  if (!rv && openai && (!r->cfg.server.model || !*r->cfg.server.model)) {
+    const char *m = tp_client_http_model(r->client);
+    if (m && *m) {
+      snprintf(r->model_found, sizeof(r->model_found), "%s", m);
+      r->cfg.server.model = r->model_found;
+    }
+  }
   return rv;
 }

@@ -28,6 +28,7 @@
 #include <errno.h>
 #include <math.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -333,6 +334,179 @@ int tp_parse_uint_list(const char *s, uint32_t **vals, size_t *n, size_t max_val
 
 fail:
   free(l.v);
+  return rv;
+}
+
+#define F64_LIST_EXPECTED                                                                         \
+  "expected a positive number, a list like 10,50,100 or 0.5,2.5, or a range START:END:STEP like " \
+  "1.0:4.0:0.1 or 1:64:x2"
+
+/* Reads one decimal number at *p (the shape tp_parse_double takes), up to
+ * the next ',' or ':'.  `what` names it in messages; the text read is
+ * quoted so that a long list says which of its numbers is wrong. */
+static int read_positive_f64(const char **p, const char *what, double *out, char *err, size_t errlen) {
+  const char *s = *p, *q = s;
+  size_t len = strcspn(s, ",:");
+  if (len == 0) {
+    tp_seterr(err, errlen, "missing %s (" F64_LIST_EXPECTED ")", what);
+    return TP_EINVAL;
+  }
+  if (*q == '-') {
+    tp_seterr(err, errlen, "%s %.*s is negative (" F64_LIST_EXPECTED ")", what, (int)TP_MIN(len, 40), s);
+    return TP_EINVAL;
+  }
+  if (!is_digit(*q)) goto bad;
+  while (is_digit(*q)) q++;
+  if (*q == '.') {
+    q++;
+    if (!is_digit(*q)) goto bad;
+    while (is_digit(*q)) q++;
+  }
+  if (*q == 'e' || *q == 'E') {
+    q++;
+    if (*q == '+' || *q == '-') q++;
+    if (!is_digit(*q)) goto bad;
+    while (is_digit(*q)) q++;
+  }
+  if (q != s + len) goto bad;
+  char small[64], *buf = len < sizeof(small) ? small : malloc(len + 1);
+  if (!buf) {
+    tp_seterr(err, errlen, "out of memory");
+    return TP_ENOMEM;
+  }
+  memcpy(buf, s, len);
+  buf[len] = 0;
+  char *end;
+  double v = strtod(buf, &end);
+  bool whole = end == buf + len;
+  if (buf != small) free(buf);
+  if (!whole) goto bad;
+  if (!isfinite(v)) {
+    tp_seterr(err, errlen, "%s %.*s is too large (" F64_LIST_EXPECTED ")", what, (int)TP_MIN(len, 40), s);
+    return TP_EINVAL;
+  }
+  if (!(v > 0)) {
+    tp_seterr(err, errlen, "%s %.*s is not above 0 (" F64_LIST_EXPECTED ")", what, (int)TP_MIN(len, 40), s);
+    return TP_EINVAL;
+  }
+  *out = v;
+  *p = s + len;
+  return 0;
+bad:
+  tp_seterr(err, errlen, "%s \"%.*s\" is not a number (" F64_LIST_EXPECTED ")", what, (int)TP_MIN(len, 40),
+            s);
+  return TP_EINVAL;
+}
+
+/* start + k * step, computed from k rather than summed, so 1.0:4.0:0.1
+ * neither drifts (1 + 0.1 + 0.1 + ... is 3.9999999999999982 at the end)
+ * nor prints as 1.3000000000000003: twelve significant digits are kept,
+ * far finer than any rate or step a person writes. */
+static double tidy(double v) {
+  char b[40];
+  snprintf(b, sizeof(b), "%.12g", v);
+  return strtod(b, NULL);
+}
+
+static int f64_push(double *v, size_t *n, size_t max, double x, char *err, size_t errlen) {
+  if (*n >= max) {
+    tp_seterr(err, errlen, "more than %zu values (" F64_LIST_EXPECTED ", at most %zu values)", max, max);
+    return TP_EINVAL;
+  }
+  v[(*n)++] = x;
+  return 0;
+}
+
+static int parse_f64_item(const char **p, double *v, size_t *n, size_t max, char *err, size_t errlen) {
+  double start, end, step = 1;
+  bool multiply = false;
+  int rv = read_positive_f64(p, "value", &start, err, errlen);
+  if (rv) return rv;
+  if (**p != ':') return f64_push(v, n, max, start, err, errlen);
+  (*p)++;
+  if (**p == '0' && strspn(*p, "0.") == strcspn(*p, ",:")) {
+    /* perf_analyzer's END 0 rises until --latency-threshold is met. */
+    tp_seterr(
+        err, errlen,
+        "range end 0: an open range that rises until a latency bound is met is tokperf's "
+        "--search request-rate with --slo (or --binary-search with --latency-threshold) (" F64_LIST_EXPECTED
+        ")");
+    return TP_EINVAL;
+  }
+  if ((rv = read_positive_f64(p, "range end", &end, err, errlen))) return rv;
+  if (**p == ':') {
+    (*p)++;
+    if (**p == 'x') {
+      (*p)++;
+      multiply = true;
+      if ((rv = read_positive_f64(p, "range multiplier", &step, err, errlen))) return rv;
+      if (!(step > 1)) {
+        tp_seterr(err, errlen,
+                  "range multiplier x%g would never grow (" F64_LIST_EXPECTED ", with a multiplier above 1)",
+                  step);
+        return TP_EINVAL;
+      }
+    } else if (**p == '0' && strspn(*p, "0.") == strcspn(*p, ",:")) {
+      tp_seterr(err, errlen, "range step 0 never reaches the end %g (" F64_LIST_EXPECTED ")", end);
+      return TP_EINVAL;
+    } else if ((rv = read_positive_f64(p, "range step", &step, err, errlen))) {
+      return rv;
+    }
+  }
+  if (start > end) {
+    tp_seterr(err, errlen, "range %g:%g starts above its end (" F64_LIST_EXPECTED ")", start, end);
+    return TP_EINVAL;
+  }
+  /* The steps that land at or below END, counted before any is stored (a
+   * step too small for the list is refused, not materialised).  A last
+   * step that misses END by rounding alone (1e-9 of a step) counts. */
+  double count = multiply ? floor(log(end / start) / log(step) + 1e-9) : floor((end - start) / step + 1e-9);
+  if (!(count >= 0) || count + 1 > (double)(max - TP_MIN(*n, max))) {
+    tp_seterr(err, errlen, "more than %zu values (" F64_LIST_EXPECTED ", at most %zu values)", max, max);
+    return TP_EINVAL;
+  }
+  for (size_t k = 0; k <= (size_t)count; k++) {
+    double x = k == 0 ? start : tidy(multiply ? start * pow(step, (double)k) : start + (double)k * step);
+    if (x > end) x = end; /* the last step, a rounding error above END */
+    if ((rv = f64_push(v, n, max, x, err, errlen))) return rv;
+  }
+  return 0;
+}
+
+int tp_parse_f64_list(const char *s, double **vals, size_t *n, size_t max_values, char *err, size_t errlen) {
+  *vals = NULL;
+  *n = 0;
+  if (!s || !*s) {
+    tp_seterr(err, errlen, "empty value (" F64_LIST_EXPECTED ")");
+    return TP_EINVAL;
+  }
+  if (max_values == 0) {
+    tp_seterr(err, errlen, "no values allowed (" F64_LIST_EXPECTED ")");
+    return TP_EINVAL;
+  }
+  double *v = malloc(max_values * sizeof(*v));
+  if (!v) {
+    tp_seterr(err, errlen, "out of memory");
+    return TP_ENOMEM;
+  }
+  size_t nv = 0;
+  const char *p = s;
+  int rv;
+  for (;;) {
+    if ((rv = parse_f64_item(&p, v, &nv, max_values, err, errlen))) goto fail;
+    if (*p == '\0') break;
+    if (*p != ',') {
+      tp_seterr(err, errlen, "unexpected \"%.40s\" (" F64_LIST_EXPECTED ")", p);
+      rv = TP_EINVAL;
+      goto fail;
+    }
+    p++;
+  }
+  *vals = v;
+  *n = nv;
+  return 0;
+fail:
+  free(v);
   return rv;
 }
 

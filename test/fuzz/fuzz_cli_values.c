@@ -9,6 +9,9 @@
  *   the same value (durations within rounding of a long double);
  * - lists: accepted exactly when the model accepts, with the same values,
  *   never more than max_values, every value positive;
+ * - decimal lists: every value finite and above 0, never more than
+ *   max_values, a range's values from its start up, none past its end; every
+ *   whole-number list the list parser takes reads the same here;
  * - every refusal writes a non-empty, NUL-terminated message.
  * Any difference abort()s. */
 #include <errno.h>
@@ -227,6 +230,39 @@ static void fuzz_list(const char *s, size_t max) {
   }
 }
 
+static void fuzz_f64_list(const char *s, size_t max) {
+  char err[512];
+  double *v = NULL;
+  size_t n = 12345;
+  int rv = tp_parse_f64_list(s, &v, &n, max, err, sizeof(err));
+  if (rv == 0) {
+    if (!v || n == 0 || n > max) abort();
+    for (size_t i = 0; i < n; i++)
+      if (!isfinite(v[i]) || !(v[i] > 0)) abort();
+    /* A single range "A:B[:S]": its values start at A, never fall (twelve
+     * digits may not tell two tiny steps apart) and stay within B. */
+    const char *c1 = strchr(s, ':');
+    if (c1 && !strchr(s, ',')) {
+      double a = strtod(s, NULL), b = strtod(c1 + 1, NULL);
+      if (v[0] != a) abort();
+      for (size_t i = 0; i < n; i++)
+        if (v[i] > b || (i && v[i] < v[i - 1])) abort();
+    }
+  } else {
+    if (v != NULL || n != 0) abort();
+    check_err(err, sizeof(err));
+  }
+  uint32_t *u = NULL;
+  size_t nu = 0;
+  if (tp_parse_uint_list(s, &u, &nu, max, err, sizeof(err)) == 0) {
+    if (rv != 0 || nu != n) abort();
+    for (size_t i = 0; i < n; i++)
+      if (v[i] != (double)u[i]) abort();
+    free(u);
+  }
+  free(v);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   char *s = malloc(size + 1);
   if (!s) return 0;
@@ -238,6 +274,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   fuzz_double(s);
   fuzz_list(s, 1024);
   fuzz_list(s, 7);
+  fuzz_f64_list(s, 1024);
+  fuzz_f64_list(s, 7);
   free(s);
   return 0;
 }

@@ -198,6 +198,8 @@ try:
     rc, out, err = run(args)
     check(rc == 0, "ensemble sweep against the mock: exit 0", err)
     check("Time to first token (ms)" in out and "Request throughput" in out, "report has the level table", out)
+    check(0 < out.find("Sweep summary") < out.find("LLM metrics, concurrency 1") < out.find("LLM metrics, concurrency 3"),
+          "the sweep summary comes first, then each level's table in order", out[:600])
     try:
         doc = json.load(open(js))
         lv = doc["levels"]
@@ -326,6 +328,39 @@ if WORDS:
     rc, out, err = run(["profile", "--mock", "--tokenizer-revision", "v2"])
     check(rc == 2 and "--tokenizer-revision 'v2' needs --tokenizer" in err,
           "--tokenizer-revision without --tokenizer: exit 2, named", err)
+    # No --tokenizer: a --model ORG/NAME whose tokenizer the cache holds
+    # counts the tokens (as AIPerf and vLLM do), said on stderr; found through
+    # HF_HUB_CACHE and through HF_HOME/hub alike.  The mock's TGI dialect
+    # answers any model name.
+    hfhome = os.path.join(tmp, "hfhome-words")
+    os.makedirs(hfhome)
+    os.symlink(hub, os.path.join(hfhome, "hub"))
+    MT = ["profile", "--mock", "--mock-http-dialect", "tgi", "--skip-preflight", "--service-kind", "openai",
+          "--request-count", "3", "--mock-output-tokens", "5", "--token-source", "client", "--no-artifacts"]
+    snap = os.path.join("models--test-org--words", "snapshots", commit)
+    for name, e in [("HF_HUB_CACHE", env), ("HF_HOME", dict(os.environ, HF_HUB_CACHE="", HF_HOME=hfhome))]:
+        js = os.path.join(tmp, "model-tok.json")
+        p = subprocess.run([TOKPERF] + MT + ["-m", "test-org/words", "--json", js], capture_output=True, text=True,
+                           timeout=60 * SCALE, env=e)
+        doc = json.load(open(js)) if p.returncode == 0 and os.path.exists(js) else {"levels": [{}]}
+        l0 = doc["levels"][0]
+        check(p.returncode == 0 and snap in (doc.get("tokenizer") or "")
+              and (l0.get("input_tokens") or {}).get("avg") == 64 and (l0.get("output_tokens") or {}).get("avg") == 5,
+              "no --tokenizer, --model ORG/NAME in the cache (%s): its tokenizer counts the tokens" % name,
+              p.stderr[-400:] + json.dumps(doc.get("tokenizer")))
+        check("note: no --tokenizer: tokens are counted with the tokenizer of --model test-org/words, found in" in p.stderr
+              and snap in p.stderr, "the model's tokenizer: said on stderr with where it was found (%s)" % name,
+              p.stderr[-400:])
+    p = subprocess.run([TOKPERF] + MT + ["-m", "test-org/words", "--tokenizer", WORDS, "--json", js],
+                       capture_output=True, text=True, timeout=60 * SCALE, env=env)
+    doc = json.load(open(js)) if p.returncode == 0 else {}
+    check(p.returncode == 0 and "tokenizer of --model" not in p.stderr and snap not in (doc.get("tokenizer") or "-")
+          and WORDS in (doc.get("tokenizer") or ""), "--tokenizer given: it wins over --model's", p.stderr[-300:])
+    p = subprocess.run([TOKPERF] + MT + ["-m", "test-org/absent", "--token-source", "auto", "--json", js],
+                       capture_output=True, text=True, timeout=60 * SCALE, env=env)
+    doc = json.load(open(js)) if p.returncode == 0 else {"tokenizer": "?"}
+    check(p.returncode == 0 and "tokenizer of --model" not in p.stderr and doc.get("tokenizer") is None,
+          "--model not in the cache: no tokenizer taken, the run goes on", p.stderr[-300:])
     p = subprocess.run([TOKPERF, "tokenize", "--tokenizer", "test-org/words"], input="the water\n",
                        capture_output=True, text=True, timeout=30 * SCALE, env=env)
     check(p.returncode == 0 and p.stdout.split() == ["2"], "tokenize --tokenizer ORG/NAME", p.stdout + p.stderr)
@@ -347,6 +382,44 @@ check(secret not in p.stdout and secret not in p.stderr and not leaks,
 doc = json.load(open(os.path.join(art, "run.json")))
 check(doc["config"]["api_key"] == "***" and any(h.endswith("***") for h in doc["config"]["headers"]),
       "the saved configuration says a key was set, and masks key-like headers")
+
+# AIPerf's and GenAI-Perf's scripts write --endpoint-type without
+# --service-kind: the OpenAI API is meant.  With no --model the first model
+# the server lists is asked for, and the header names it and the API (not
+# a Triton backend).
+http_port = free_port()
+mock = subprocess.Popen([TOKPERF, "mock", "--grpc-port", "0", "--http-port", str(http_port), "-q", "--ttft-ms", "1",
+                         "--itl-ms", "1", "--output-tokens", "4"], stderr=subprocess.PIPE, text=True)
+try:
+    wait_port(http_port, 10 * SCALE)
+    import urllib.request
+    with urllib.request.urlopen("http://127.0.0.1:%d/v1/models" % http_port, timeout=10 * SCALE) as resp:
+        first_model = json.load(resp)["data"][0]["id"]
+    for ep, kind in [("chat", "openai-chat"), ("completions", "openai-completions")]:
+        js = os.path.join(tmp, "ep-%s.json" % ep)
+        rc, out, err = run(["profile", "-u", "http://127.0.0.1:%d" % http_port, "--endpoint-type", ep,
+                            "--request-count", "3", "--no-artifacts", "-q", "--json", js])
+        doc = json.load(open(js)) if rc == 0 and os.path.exists(js) else {"config": {}}
+        head = out.splitlines()[0] if out else ""
+        check(rc == 0 and doc["config"].get("service_kind") == kind,
+              "--endpoint-type %s without --service-kind: the OpenAI API (%s)" % (ep, kind), err[-300:])
+        check(("model: %s, backend: %s," % (first_model, kind)) in head and doc["config"].get("model") == first_model
+              and doc["config"].get("backend") == kind,
+              "--endpoint-type %s, no --model: the header and JSON name the listed model %s and the API" %
+              (ep, first_model), head + json.dumps(doc["config"].get("model")))
+finally:
+    mock.terminate()
+    mock.wait(timeout=10)
+
+# perf_analyzer's fractional --request-rate-range START:END:STEP: each
+# level START + k * STEP, the last step kept although a running sum of 0.1s
+# overshoots it.
+js = os.path.join(tmp, "rates.json")
+rc, out, err = run(["profile", "--mock", "--request-rate-range=20:20.3:0.1", "--request-count", "3",
+                    "--no-artifacts", "-q", "--json", js])
+rates = [l.get("request_rate_rps") for l in json.load(open(js))["levels"]] if rc == 0 and os.path.exists(js) else []
+check(rc == 0 and rates == [20, 20.1, 20.2, 20.3],
+      "--request-rate-range=20:20.3:0.1: four levels, 20 to 20.3 exactly", repr(rates) + err[-300:])
 
 # perf_analyzer's -f: its latency report CSV, rows by throughput, beside it
 # one file per composing model; the figures are the --json document's.
@@ -444,17 +517,41 @@ for args, want in [
         (["profile", "--mock", "--duration", "5s", "--measurement-interval", "1s"], "exclude each other"),
         (["profile", "--service-kind", "openai", "--endpoint-type", "generate"],
          "--endpoint-type generate goes with --service-kind triton -i http"),
-        (["profile", "--endpoint-type", "chat"], "--endpoint-type chat and completions go with --service-kind openai"),
+        (["profile", "--service-kind", "triton", "--endpoint-type", "chat"],
+         "--endpoint-type chat is an OpenAI API, and --service-kind triton is not one: write --service-kind openai, "
+         "or leave --service-kind out"),
+        (["profile", "--endpoint-type", "embeddings"],
+         "--endpoint-type embeddings: tokperf measures generated tokens (chat, completions, Triton's generate); "
+         "embeddings endpoints generate none and are not supported"),
+        (["profile", "--endpoint-type", "rankings"], "rankings endpoints generate none and are not supported"),
+        (["profile", "--endpoint-type", "huggingface_generate"],
+         "TGI's own /generate API is not supported; TGI serves the OpenAI API too: write --endpoint-type chat"),
+        (["profile", "--endpoint-type", "multimodal"], "for text, write --endpoint-type chat"),
+        (["profile", "--endpoint-type", "template"], "GenAI-Perf's template endpoint is not supported"),
+        (["profile", "--service-kind", "vllm-grpc", "--endpoint-type", "completions"],
+         "--endpoint-type completions is an OpenAI API, and --service-kind vllm-grpc is not one"),
         (["profile", "--service-kind", "openai", "--api-key-file", empty_key], "the file's first line is empty"),
         (["profile", "--mock", "--tokenizer-revision", "v1"], "needs --tokenizer ORG/NAME"),
         (["profile", "--mock", "--mock", "--no-usage=yes"], "--no-usage takes no value"),
         (["profile", "--mock", "--concurrency", "0"], "--concurrency '0'"),
+        (["profile", "--mock", "--request-rate", "-2"], "--request-rate '-2': value -2 is negative"),
+        (["profile", "--mock", "--request-rate-range=1.0:4.0:-0.1"],
+         "--request-rate-range '1.0:4.0:-0.1': range step -0.1 is negative"),
+        (["profile", "--mock", "--request-rate-range", "1.0:4.0:0"],
+         "--request-rate-range '1.0:4.0:0': range step 0 never reaches the end 4"),
+        (["profile", "--mock", "--request-rate-range", "1.0:0"],
+         "--request-rate-range '1.0:0': range end 0: an open range that rises until a latency bound is met is "
+         "tokperf's --search request-rate with --slo"),
         (["profile", "--mock", "--max-error-rate", "150%"], "--max-error-rate '150%'"),
         (["profile", "--mock", "--mock-http-dialect", "nginx"], "expected vllm, llamacpp, tgi or trtllm-serve"),
         (["mock", "--http-port", "70000"], "--http-port '70000': expected a port"),
         (["compare", "a.json", "b.json", "c.json"], "more than two documents are compared only as a page"),
         (["compare", "a.json", "b.json", "--junit"], "--junit needs a value"),
         (["compare", "a.json", "--bogus", "b.json"], "unknown option '--bogus'"),
+        (["profile", "--mock", "--concurency", "4"], "unknown option '--concurency'; did you mean --concurrency?"),
+        (["profile", "--mock", "--mock-itl-sm", "4"], "unknown option '--mock-itl-sm'; did you mean --mock-itl-ms?"),
+        (["profile", "--tokenizer-pat", "x"], "unknown option '--tokenizer-pat'; did you mean --tokenizer-path?"),
+        (["mock", "--grpc-prot", "0"], "unknown option '--grpc-prot'; did you mean --grpc-port?"),
         (["tokenize", "--tokenizer", "x", "a.txt", "b.txt"], "unexpected argument 'b.txt' (one FILE at most)"),
         (["tokenize", "--ids"], "--tokenizer PATH is needed"),
         (["completion", "fish"], "unknown shell 'fish'")]:
@@ -515,6 +612,36 @@ check(rc == 0 and any("level 1/2 concurrency 1" in l and "of 4 done" in l and "i
       and any("TTFT p50" in l and "s left" in l for l in status) and any("level 2/2 concurrency 2" in l for l in status),
       "on a terminal, a live status line: level k of N by name, done, in flight, live TTFT, time left",
       "\n".join(status[:6]) or err[-800:])
+
+# The status line fits the terminal: at 80 and 120 columns every redraw is
+# at most that wide (least useful fields dropped) and redrawn in place (a
+# carriage return, never a newline, between redraws); in duration mode it
+# says how much of the measured time is left.
+for cols in (80, 120):
+    rc, err = run_on_pty(["profile", "--mock", "--concurrency", "1,16", "--duration", "2500ms", "--mock-itl-ms", "20",
+                          "--output-tokens-mean", "20", "--no-artifacts"], cols, "stderr")
+    redraws = [seg for seg in err.split("\r") if seg.startswith("\033[K") and "level " in seg]
+    texts = [seg[len("\033[K"):] for seg in redraws]
+    widest = max((len(t) for t in texts), default=0)
+    check(rc == 0 and len(redraws) >= 2 and widest <= cols,
+          "%d columns: %d status redraws, the widest %d columns" % (cols, len(redraws), widest),
+          "\n".join(texts[:6]) or err[-800:])
+    check(rc == 0 and redraws and not any("\n" in seg for seg in redraws)
+          and all(any("level %d/2" % k in t for t in texts) for k in (1, 2)),
+          "%d columns: each level's status redrawn in place (\\r and clear-to-end, no newline)" % cols,
+          repr(redraws[:4]))
+    check(any(re.search(r": \d+ done, .*~\d+ s left$", t) for t in texts),
+          "%d columns: duration mode shows the time left" % cols, "\n".join(texts[:6]))
+# Off a terminal (a log), a whole line every 5 s: no carriage return, no
+# escape, nothing cut.
+p = subprocess.run([TOKPERF, "profile", "--mock", "--concurrency", "2", "--duration", "6s", "--mock-itl-ms", "20",
+                    "--output-tokens-mean", "20", "--no-artifacts"], capture_output=True, text=True,
+                   timeout=60 * SCALE)
+logl = [l for l in p.stderr.splitlines() if " done, " in l]
+check(p.returncode == 0 and logl and "\r" not in p.stderr and "\033" not in p.stderr
+      and all(re.match(r"tokperf: level 1/1 concurrency 2, output 20: \d+ done, \d+ in flight, [\d.]+ requests/s, "
+                                r"\d+ failed, \d+ s$", l) for l in logl),
+      "off a terminal: plain progress lines for a log, whole", p.stderr[-600:])
 
 # --goodput: the other tools' spellings, as separate words after the flag
 # (GenAI-Perf's and vLLM's argparse take nargs), with the tools' meanings

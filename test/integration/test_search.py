@@ -75,14 +75,65 @@ check('data-chart="search"' in sec and sec.count('class="probe ') == len(probes)
 check("Capacity search" in so and "Boundary: 8" in so and "First failing probe" in so,
       "the text report has the search's table and its boundary", so[-3000:])
 
+
+
+def pct(v, q):
+    v = sorted(v)
+    k = q / 100 * (len(v) - 1)
+    i = int(k)
+    j = min(i + 1, len(v) - 1)
+    return v[i] + (v[j] - v[i]) * (k - i)
+
+
+def recompute(levels, records_path, what):
+    """Every probe's figures worked out again from records.jsonl alone
+    (docs/metrics.md), to 1e-9: the search's levels are levels like any."""
+    recs = {}
+    with open(records_path) as f:
+        for line in f:
+            o = json.loads(line)
+            recs.setdefault(o["level"], []).append(o)
+    bad = []
+    for i, lv in enumerate(levels):
+        m = [r for r in recs.get(i, []) if not r["warmup"]]
+        ok = [r for r in m if r["ok"]]
+        sent = [r["sent_ns"] for r in m if r["sent_ns"]]
+        done_ = [r["done_ns"] for r in m if r["done_ns"]]
+        dur = (max(done_) - min(sent)) / 1e9
+        ttft = [(r["first_token_ns"] - r["sent_ns"]) / 1e6 for r in ok if r.get("first_token_ns")]
+        lat = [(r["done_ns"] - r["sent_ns"]) / 1e6 for r in ok]
+        counted = [r["output_tokens"] for r in ok if r["output_tokens"] is not None and r["output_tokens"] >= 0]
+        outt = sum(counted)
+        want = {"requests": len(m), "succeeded": len(ok), "duration_s": dur,
+                "request_throughput_rps": len(ok) / dur,
+                "output_token_throughput_tps": outt / dur if counted else None,
+                "ttft.p50": pct(ttft, 50), "ttft.p99": pct(ttft, 99), "latency.avg": sum(lat) / len(lat)}
+        got = {"requests": lv["requests"], "succeeded": lv["succeeded"], "duration_s": lv["duration_s"],
+               "request_throughput_rps": lv["request_throughput_rps"],
+               "output_token_throughput_tps": lv["output_token_throughput_tps"],
+               "ttft.p50": lv["time_to_first_token_ms"]["p50"], "ttft.p99": lv["time_to_first_token_ms"]["p99"],
+               "latency.avg": lv["request_latency_ms"]["avg"]}
+        for k in want:
+            if (got[k] is None) != (want[k] is None) or (
+                    want[k] is not None and abs(got[k] - want[k]) > 1e-9 * max(abs(want[k]), 1e-9)):
+                bad.append("level %d %s: %r vs %r" % (i, k, got[k], want[k]))
+    check(levels and not bad, "%s: every level's figures recompute from records.jsonl (%d levels)" % (what, len(levels)),
+          "\n".join(bad[:20]))
+
+
+if rc == 0:
+    recompute(load(out).get("levels", []), os.path.join(tmp, "art", "records.jsonl"), "capacity search")
+
 # Each probe repeated (--num-profile-runs 2): judged on the mean of its
 # runs' figures, every run a level of its own, the boundary the same.
 out = os.path.join(tmp, "search_runs.json")
 rc, so, se = run(["profile"] + MOCK + ["--search", "concurrency", "--search-min", "4", "--search-max", "16",
                                       "--search-precision", "1", "--slo", "ttft.p99 <= 50ms", "--num-profile-runs",
-                                      "2", "--request-count", "24", "--warmup-request-count", "4", "--no-artifacts",
-                                      "-q", "--json", out])
+                                      "2", "--request-count", "24", "--warmup-request-count", "4", "--artifact-dir",
+                                      os.path.join(tmp, "art_runs"), "--no-html", "-q", "--json", out])
 doc = load(out) if rc == 0 else {}
+if rc == 0:
+    recompute(doc.get("levels", []), os.path.join(tmp, "art_runs", "records.jsonl"), "search with repeated runs")
 s = doc.get("search", {})
 probes = s.get("probes", [])
 levels = doc.get("levels", [])

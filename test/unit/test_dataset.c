@@ -36,6 +36,27 @@ static const char *write_file(const char *name, const void *data, size_t len) {
 
 /* ---- whole files ------------------------------------------------------- */
 
+/* vLLM's custom dataset: {"prompt", "output_tokens"}; max_tokens and
+ * AIPerf's output_length come first when a line holds several. */
+static void test_load_vllm_custom(void) {
+  const char *path = WRITE("vllm_custom.jsonl",
+    "{\"prompt\": \"What is the capital of India?\", \"output_tokens\": 10}\n"
+    "{\"prompt\": \"b\", \"output_tokens\": 7, \"max_tokens\": 3}\n"
+    "{\"prompt\": \"c\", \"output_tokens\": 7, \"output_length\": 5}\n"
+    "{\"prompt\": \"d\"}\n");
+  tp_dataset ds;
+  err[0] = 0;
+  int rv = tp_dataset_load_jsonl(&ds, path, err, sizeof(err));
+  CHECK(rv == 0 && ds.n == 4, "vLLM's custom dataset loads (%s)", err);
+  if (ds.n == 4) {
+    CHECK_INT(ds.items[0].max_tokens, 10, "output_tokens is the request's max_tokens");
+    CHECK_INT(ds.items[1].max_tokens, 3, "max_tokens wins over output_tokens");
+    CHECK_INT(ds.items[2].max_tokens, 5, "output_length wins over output_tokens");
+    CHECK_INT(ds.items[3].max_tokens, -1, "none: -1");
+  }
+  tp_dataset_free(&ds);
+}
+
 static void test_load_good(void) {
   /* BOM, CRLF, blank lines (empty, spaces, a lone CR), every prompt key,
    * reference keys, nulls, escapes, non-ASCII, last line without '\n'. */
@@ -162,6 +183,10 @@ static void test_load_errors(void) {
                ":1: \"max_tokens\" must be a positive integer", false);
   EXPECT_ERROR("maxhuge.jsonl", "{\"text\":\"a\",\"max_tokens\":99999999999999999999}",
                TP_EINVAL, ":1:", true);
+  EXPECT_ERROR("outzero.jsonl", "{\"prompt\":\"a\",\"output_tokens\":0}", TP_EINVAL,
+               ":1: \"output_tokens\" must be a positive integer", false);
+  EXPECT_ERROR("outstr.jsonl", "{\"prompt\":\"a\",\"output_tokens\":\"3\"}", TP_EINVAL,
+               ":1: \"output_tokens\" must be a positive integer", false);
   EXPECT_ERROR("refnum.jsonl", "{\"text\":\"a\",\"output\":3}", TP_EINVAL,
                ":1: \"output\" must be a string", true);
   EXPECT_ERROR("refobj.jsonl", "{\"text\":\"a\",\"reference\":{}}", TP_EINVAL,
@@ -384,6 +409,7 @@ int main(void) {
     printf("Bail out! cannot create a temporary directory: %s\n", strerror(errno));
     return 1;
   }
+  test_load_vllm_custom();
   test_load_good();
   test_load_errors();
   test_parse_line();

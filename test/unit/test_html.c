@@ -354,6 +354,95 @@ static void test_ranks(void) {
   lvl_fini(&L);
 }
 
+/* Path commands of one series in a chart: the number of "M" (pieces) and
+ * "L" (segments) in the d attribute of its path. */
+static void path_of(const char *c, const char *series, size_t *m, size_t *l) {
+  char attr[96];
+  snprintf(attr, sizeof(attr), "data-series=\"%s\" d=\"", series);
+  *m = *l = 0;
+  const char *p = strstr(c, attr);
+  if (!p) return;
+  for (p += strlen(attr); *p && *p != '"'; p++) {
+    *m += *p == 'M';
+    *l += *p == 'L';
+  }
+}
+
+/* The time-series timeline (docs/metrics.md, "Time series"): the client's
+ * panels from the slices, a slice without a first token breaking the TTFT
+ * line, the server's series by their names, and notes for what was not
+ * scraped. */
+static void test_series(void) {
+  lvl L[2];
+  lvl_init(&L[0], 4, 12, true, 1.0);
+  lvl_init(&L[1], 8, 12, true, 1.0);
+  tp_slice sl[4];
+  memset(sl, 0, sizeof(sl));
+  for (int i = 0; i < 4; i++) {
+    sl[i].start_s = i;
+    sl[i].end_s = i + 1;
+    sl[i].output_tokens = 100 * (i + 1);
+    sl[i].send_lag_p99_ms = 0.1;
+    if (i == 2) continue; /* no first token in slice 2 */
+    sl[i].ttft_ms.n = 3;
+    sl[i].ttft_ms.p50 = 10 * (i + 1);
+    sl[i].ttft_ms.p99 = 20 * (i + 1);
+  }
+  static const double t[] = {0.1, 1.1, 2.1, 3.1, 3.9}, q[] = {0, 3, 7, 4, 0},
+                      kv[] = {0.1, 0.4, 0.8, 0.5, 0.1};
+  tp_server_series ss[2] = {{"vllm_requests_waiting", "requests", 5, t, q},
+                            {"vllm_kv_cache_usage", "fraction", 5, t, kv}};
+  for (int i = 0; i < 2; i++) {
+    L[i].lr.slice_s = 1;
+    L[i].lr.slices = sl;
+    L[i].lr.n_slices = 4;
+  }
+  L[0].lr.server_series = ss;
+  L[0].lr.n_server_series = 2;
+  L[0].lr.saturation.detected = 1;
+  L[0].lr.saturation.at_s = 2.5;
+  tp_html_level d[2];
+  for (int i = 0; i < 2; i++) tp_html_level_init(&d[i], &L[i].lr, L[i].q, L[i].n, 25);
+  tp_config cfg;
+  tp_test_config_default(&cfg);
+  tp_html_input in = {.cfg = &cfg, .levels = d, .n_levels = 2, .start_wall_ns = 1700000000000000000ULL};
+  tp_buf b;
+  tp_buf_init(&b);
+  CHECK_INT(tp_html_render(&b, &in), 0, "series: page renders");
+  const char *h = (const char *)b.data;
+  CHECK_INT(count(h, "<h2>Time series per level</h2>"), 1, "series: one section");
+  CHECK_INT(count(h, "<section"), count(h, "</section>"), "series: every <section> closed");
+  char *c = chart(h, "series-0");
+  CHECK(c != NULL, "series: level 1's timeline");
+  if (c) {
+    CHECK_INT(count(c, "class=\"axis\""), 8, "series: four panels (two axes each), no GPU panel");
+    size_t m, l;
+    path_of(c, "TTFT p50", &m, &l);
+    CHECK(m == 2 && l == 1, "series: the slice without a first token breaks the TTFT line (M %zu, L %zu)", m,
+          l);
+    path_of(c, "output tokens/s", &m, &l);
+    CHECK(m == 1 && l == 3, "series: throughput over the 4 slices (M %zu, L %zu)", m, l);
+    path_of(c, "vllm_requests_waiting", &m, &l);
+    CHECK(m == 1 && l == 4, "series: the queue's 5 samples (M %zu, L %zu)", m, l);
+    path_of(c, "vllm_kv_cache_usage", &m, &l);
+    CHECK(m == 1 && l == 4, "series: the KV usage's 5 samples");
+    CHECK(!strstr(c, "no queue figure scraped"), "series: no note where the queue was scraped");
+    CHECK(count(c, "class=\"sat\"") == 1 && strstr(c, "over-saturated (2.5 s)"),
+          "series: the moment of over-saturation is marked");
+  }
+  free(c);
+  c = chart(h, "series-1");
+  CHECK(c && strstr(c, "no queue figure scraped (--metrics-url)") && strstr(c, "no KV-cache figure scraped"),
+        "series: a level without scrapes says so in the server's panels");
+  CHECK(c && !strstr(c, "class=\"sat\""), "series: no mark on a level not over-saturated");
+  free(c);
+  tp_buf_fini(&b);
+  for (int i = 0; i < 2; i++) {
+    tp_html_level_fini(&d[i]);
+    lvl_fini(&L[i]);
+  }
+}
+
 static void test_escape(void) {
   tp_buf b;
   tp_buf_init(&b);
@@ -371,6 +460,7 @@ int main(void) {
   test_digest();
   test_page();
   test_ranks();
+  test_series();
   test_escape();
   return tp_test_done();
 }

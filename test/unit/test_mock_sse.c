@@ -255,6 +255,45 @@ static void test_continuous_usage(void) {
   tp_buf_fini(&b);
 }
 
+/* usage_delay_ms and tokens_per_chunk: the last token's call leaves the
+ * usage chunk and [DONE] to tp_mock_sse_trailer, and a chunk of several
+ * tokens counts them all (so reasoning ends where the count says). */
+static void test_trailer_and_chunks(void) {
+  tp_mock_sse_writer w = writer(TP_MOCK_DIALECT_VLLM, TP_MOCK_API_CHAT);
+  w.reasoning_tokens = 2;
+  tp_buf b;
+  tp_buf_init(&b);
+  tp_mock_usage u = {5, 2, 0};
+  w.chunk_tokens = 2;
+  CHECK_INT(tp_mock_sse_token(&b, &w, " a b", 4, false, NULL, &u, NULL), 0, "two-token reasoning chunk");
+  u.completion_tokens = 5;
+  w.chunk_tokens = 3;
+  w.trailer_later = true;
+  CHECK_INT(tp_mock_sse_token(&b, &w, " c d e", 6, true, "length", &u, NULL), 0, "three-token last chunk");
+  event ev[16];
+  int n = split(&b, ev, 16);
+  json_t *r = n == 3 ? json_loads(ev[1].value, 0, NULL) : NULL,
+         *a = n == 3 ? json_loads(ev[2].value, 0, NULL) : NULL;
+  json_t *rd = json_object_get(json_array_get(json_object_get(r, "choices"), 0), "delta");
+  json_t *ad = json_object_get(json_array_get(json_object_get(a, "choices"), 0), "delta");
+  CHECK(n == 3 && json_object_get(rd, "reasoning_content") && json_object_get(ad, "content") && !w.done &&
+            w.tokens == 5,
+        "role chunk, a reasoning chunk of 2 tokens, an answer chunk of 3; no usage or [DONE] yet (%d events)",
+        n);
+  json_decref(r);
+  json_decref(a);
+  tp_buf_reset(&b);
+  CHECK_INT(tp_mock_sse_trailer(&b, &w, &u), 0, "trailer written");
+  n = split(&b, ev, 16);
+  json_t *o = n == 2 ? json_loads(ev[0].value, 0, NULL) : NULL;
+  CHECK(n == 2 && json_array_size(json_object_get(o, "choices")) == 0 &&
+            json_integer_value(json_object_get(json_object_get(o, "usage"), "completion_tokens")) == 5 &&
+            strcmp(ev[1].value, "[DONE]") == 0 && w.done,
+        "the trailer: the usage-only chunk (choices []) with the whole count, then [DONE]");
+  json_decref(o);
+  tp_buf_fini(&b);
+}
+
 static void test_errors(void) {
   static const struct {
     tp_mock_dialect d;
@@ -363,6 +402,7 @@ static void test_bodies(void) {
 int main(void) {
   test_streams();
   test_continuous_usage();
+  test_trailer_and_chunks();
   test_errors();
   test_bodies();
   return tp_test_done();

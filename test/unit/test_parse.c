@@ -205,6 +205,81 @@ static void test_list(void) {
   CHECK(tp_parse_uint_list("32:4", &v, &n, 16, NULL, 0) == TP_EINVAL, "NULL err accepted");
 }
 
+/* ---- decimal lists (request rates) ------------------------------------- */
+
+static void check_f64_list(const char *s, size_t max, const double *want, size_t nwant) {
+  char e[512] = "";
+  double *v = NULL;
+  size_t n = 999;
+  int rv = tp_parse_f64_list(s, &v, &n, max, e, sizeof(e));
+  CHECK(rv == 0 && n == nwant, "decimal list \"%s\": %zu values (%s)", s, rv ? 0 : n, e);
+  bool same = rv == 0 && n == nwant;
+  for (size_t i = 0; same && i < n; i++) same = v[i] == want[i];
+  CHECK(same, "decimal list \"%s\": the values exactly, no drift", s);
+  if (rv == 0) free(v);
+}
+
+static void test_f64_list(void) {
+  check_f64_list("10,50,100", 16, (double[]){10, 50, 100}, 3);
+  check_f64_list("0.5,2.5", 16, (double[]){0.5, 2.5}, 2);
+  check_f64_list("100:1000:300", 16, (double[]){100, 400, 700, 1000}, 4);
+  check_f64_list("1:4", 16, (double[]){1, 2, 3, 4}, 4); /* step 1 by default, as perf_analyzer's */
+  check_f64_list("1.5:4", 16, (double[]){1.5, 2.5, 3.5}, 3);
+  /* perf_analyzer's form.  Summing 0.1 thirty times ends at
+   * 3.9999999999999982 and 0.1 + 0.1 + 0.1 at 0.30000000000000004 (a lost
+   * last step): each value is START + k * STEP to twelve digits. */
+  double tenth[31];
+  for (int k = 0; k <= 30; k++) tenth[k] = (10.0 + k) / 10.0;
+  check_f64_list("1.0:4.0:0.1", 64, tenth, 31);
+  check_f64_list("0.1:0.3:0.1", 16, (double[]){0.1, 0.2, 0.3}, 3);
+  check_f64_list("0.7:1.0:0.1", 16, (double[]){0.7, 0.8, 0.9, 1.0}, 4);
+  check_f64_list("0.5:8:x2", 16, (double[]){0.5, 1, 2, 4, 8}, 5);
+  check_f64_list("1:10:x1.5", 16, (double[]){1, 1.5, 2.25, 3.375, 5.0625, 7.59375}, 6);
+  check_f64_list("1,0.5,2:3:0.25", 16, (double[]){1, 0.5, 2, 2.25, 2.5, 2.75, 3}, 7);
+  check_f64_list("5:5", 16, (double[]){5}, 1);
+  check_f64_list("1e3,2.5e-1", 16, (double[]){1000, 0.25}, 2);
+  check_f64_list("1:3", 3, (double[]){1, 2, 3}, 3); /* exactly max_values */
+
+  static const struct {
+    const char *s;
+    const char *why; /* the words the message must hold */
+  } bad[] = {
+    {"", "empty value"}, {"-2", "value -2 is negative"}, {"1,-0.5", "value -0.5 is negative"},
+    {"1:4:-0.1", "range step -0.1 is negative"}, {"-1:4", "value -1 is negative"},
+    {"1:-4", "range end -4 is negative"}, {"1:4:0", "range step 0 never reaches the end 4"},
+    {"1:4:0.0", "range step 0 never reaches the end 4"}, {"0", "value 0 is not above 0"},
+    {"1:0", "range end 0: an open range"}, {"4:1", "range 4:1 starts above its end"},
+    {"1:4:x1", "multiplier x1 would never grow"}, {"1:4:x0.5", "multiplier x0.5 would never grow"},
+    {"abc", "value \"abc\" is not a number"}, {"1.", "not a number"}, {".5", "not a number"},
+    {"inf", "not a number"}, {"nan", "not a number"}, {"0x10", "not a number"}, {" 1", "not a number"},
+    {"1,,2", "missing value"}, {"1:", "missing range end"}, {"1:4:", "missing range step"},
+    {"1:4:2:1", "unexpected \":1\""}, {"1e999", "too large"}, {"1:2:0.0001", "more than 16 values"},
+    {"1:17", "more than 16 values"}, {"1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17", "more than 16 values"},
+  };
+  for (size_t i = 0; i < TP_ARRAY_LEN(bad); i++) {
+    char e[512] = "";
+    double *v = (double *)(uintptr_t)1;
+    size_t n = 999;
+    int rv = tp_parse_f64_list(bad[i].s, &v, &n, 16, e, sizeof(e));
+    CHECK(rv == TP_EINVAL && v == NULL && n == 0, "decimal list \"%s\" refused, outputs cleared", bad[i].s);
+    CHECK(strstr(e, bad[i].why) && strstr(e, "expected a positive number"),
+          "decimal list \"%s\": \"%s\", and what is expected: %s", bad[i].s, bad[i].why, e);
+  }
+  /* Every whole-number list reads the same as a decimal list. */
+  static const char *const ints[] = {"1,4,8", "4:32:4", "1:64:x2", "3:64:x2", "1:10:4", "1,2,8:32:8"};
+  for (size_t i = 0; i < TP_ARRAY_LEN(ints); i++) {
+    uint32_t *u;
+    double *d;
+    size_t nu, nd;
+    bool same = tp_parse_uint_list(ints[i], &u, &nu, 64, err, sizeof(err)) == 0 &&
+                tp_parse_f64_list(ints[i], &d, &nd, 64, err, sizeof(err)) == 0 && nu == nd;
+    for (size_t k = 0; same && k < nu; k++) same = d[k] == u[k];
+    free(u);
+    free(d);
+    CHECK(same, "\"%s\" reads the same as whole numbers and as decimals", ints[i]);
+  }
+}
+
 /* ---- inputs that end right before an unmapped page -------------------- */
 
 /* Copies s (with its NUL) so that the NUL is the last readable byte: any
@@ -259,6 +334,7 @@ int main(void) {
   test_duration();
   test_double();
   test_list();
+  test_f64_list();
   test_guard_page();
   return tp_test_done();
 }

@@ -170,6 +170,8 @@ static char *ref_format(const tp_record *rec, const tp_records_line *l) {
   json_object_set_new(o, "first_answer_ns", json_integer((json_int_t)rec->first_answer_ns));
   json_object_set_new(o, "last_token_ns", json_integer((json_int_t)rec->last_token_ns));
   json_object_set_new(o, "done_ns", json_integer((json_int_t)rec->done_ns));
+  json_object_set_new(o, "last_choice_ns", json_integer((json_int_t)rec->last_choice_ns));
+  json_object_set_new(o, "choice_responses", json_integer(rec->n_choice_resp));
   json_t *rs = json_array();
   for (uint32_t i = 0; i < rec->n_resp; i++) json_array_append_new(rs, json_integer((json_int_t)rec->resp_ns[i]));
   json_object_set_new(o, "response_ns", rs);
@@ -244,6 +246,10 @@ static void test_format_as_jansson(void) {
     r.sent_ns = i % 5 ? r.planned_ns + 17 : 0;
     for (size_t j = 0; j < i % 6; j++) tp_record_add_response(&r, r.sent_ns + j * 99991 + (i & 1), j % 2 == 0);
     r.done_ns = r.sent_ns + 5;
+    if (i % 3 && r.n_resp) {
+      r.n_choice_resp = (uint32_t)(i % r.n_resp) + 1;
+      r.last_choice_ns = r.resp_ns[r.n_choice_resp - 1];
+    }
     r.input_tokens = i % 4 ? (int64_t)i : -1;
     r.output_tokens = i % 3 ? (int64_t)i * 7 : -1;
     r.server_output_tokens = i % 7 ? -1 : 12;

@@ -312,6 +312,9 @@ static void test_text_full(void) {
                        "1,234.57", "1,999.60", "8.13", "9.60", "5,000.00", "6,000.00"};
   /* The summary's data row is the first light row after its header. */
   CHECK(strstr(t, "Sweep summary") != NULL, "full: summary title");
+  const char *sum_at = strstr(t, "Sweep summary"), *lvl_at = strstr(t, "LLM metrics, ");
+  CHECK(sum_at && lvl_at && sum_at < lvl_at && strstr(t, "Target: ") < sum_at,
+        "full: the summary comes first, under the header and before every level's table");
   const char *sp = strstr(t, "Level ");
   CHECK(sp != NULL, "full: summary header");
   if (sp) {

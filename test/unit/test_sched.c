@@ -105,6 +105,65 @@ static void test_random(const char *name, tp_arrival kind, double shape) {
   free(b);
 }
 
+
+/* vLLM's --ramp-up-strategy: the rate of request i at progress i/(n-1). */
+static void test_ramp(void) {
+  struct {
+    tp_ramp ramp;
+    double start, end, p, want;
+  } rates[] = {
+      {TP_RAMP_LINEAR, 2, 10, 0, 2},        {TP_RAMP_LINEAR, 2, 10, 0.5, 6},
+      {TP_RAMP_LINEAR, 2, 10, 1, 10},       {TP_RAMP_EXPONENTIAL, 2, 8, 0, 2},
+      {TP_RAMP_EXPONENTIAL, 2, 8, 0.5, 4},  {TP_RAMP_EXPONENTIAL, 2, 8, 1, 8},
+      {TP_RAMP_EXPONENTIAL, 5, 5, 0.3, 5},
+  };
+  for (size_t i = 0; i < sizeof(rates) / sizeof(rates[0]); i++)
+    CHECK(fabs(tp_sched_ramp_rate(rates[i].ramp, rates[i].start, rates[i].end, rates[i].p) - rates[i].want) < 1e-9,
+          "ramp %d %g..%g at %g: %g/s", (int)rates[i].ramp, rates[i].start, rates[i].end, rates[i].p, rates[i].want);
+
+  /* Constant gaps: every gap, the first included, at its request's rate. */
+  uint64_t t[8];
+  CHECK_INT(tp_sched_fill_ramp(t, 5, 0, TP_RAMP_LINEAR, 1, 5, TP_ARRIVAL_CONSTANT, 1, 7), 0, "linear 1..5/s");
+  const uint64_t want[5] = {1000000000ULL, 1500000000ULL, 1833333333ULL, 2083333333ULL, 2283333333ULL};
+  int same = 1;
+  for (size_t i = 0; i < 5; i++) same &= t[i] == want[i];
+  CHECK(same, "linear ramp: gaps of 1, 1/2, 1/3, 1/4, 1/5 s (%llu ... %llu)", (unsigned long long)t[0],
+        (unsigned long long)t[4]);
+  /* Two warm-up requests first, at the start rate; the ramp over the rest. */
+  CHECK_INT(tp_sched_fill_ramp(t, 4, 2, TP_RAMP_EXPONENTIAL, 1, 4, TP_ARRIVAL_CONSTANT, 1, 7), 0, "with warm-up");
+  CHECK(t[0] == 1000000000ULL && t[1] == 2000000000ULL && t[2] == 3000000000ULL && t[3] == 3250000000ULL,
+        "warm-up at the start rate, then 1/s .. 4/s over the measured requests");
+  CHECK_INT(tp_sched_fill_ramp(t, 1, 0, TP_RAMP_LINEAR, 3, 9, TP_ARRIVAL_CONSTANT, 1, 7), 0, "one request");
+  CHECK(t[0] == 333333333ULL, "one request: the start rate");
+  CHECK_INT(tp_sched_fill_ramp(t, 3, 0, TP_RAMP_LINEAR, 0, 9, TP_ARRIVAL_POISSON, 1, 7), TP_EINVAL,
+            "start rate 0 refused (vLLM fails on it too)");
+  CHECK_INT(tp_sched_fill_ramp(t, 3, 0, TP_RAMP_LINEAR, 9, 3, TP_ARRIVAL_POISSON, 1, 7), TP_EINVAL,
+            "end below start refused");
+  CHECK_INT(tp_sched_fill_ramp(t, 3, 0, TP_RAMP_LINEAR, 1, 3, TP_ARRIVAL_GAMMA, 0, 7), TP_EINVAL,
+            "shape 0 refused");
+
+  /* Random gaps: in each tenth of the requests the mean gap is the mean of
+   * 1/rate over it, within 5% (2,000 gaps per tenth: the mean's relative
+   * standard error is 1/sqrt(2000) = 2.2%, so 5% is over two of them). */
+  size_t n = 20000;
+  uint64_t *a = malloc(n * sizeof(uint64_t));
+  CHECK_INT(tp_sched_fill_ramp(a, n, 0, TP_RAMP_LINEAR, 100, 1000, TP_ARRIVAL_POISSON, 1, 42), 0, "Poisson ramp");
+  int ok = 1;
+  double worst = 0;
+  for (size_t d = 0; d < 10; d++) {
+    size_t i0 = d * n / 10, i1 = (d + 1) * n / 10;
+    double expect = 0;
+    for (size_t i = i0; i < i1; i++)
+      expect += 1e9 / tp_sched_ramp_rate(TP_RAMP_LINEAR, 100, 1000, (double)i / (double)(n - 1));
+    double got = (double)(a[i1 - 1] - (i0 ? a[i0 - 1] : 0));
+    double err = fabs(got / expect - 1);
+    if (err > worst) worst = err;
+    ok &= err < 0.05;
+  }
+  CHECK(ok, "Poisson ramp: each tenth's gaps at the ramp's rates (worst %.3f)", worst);
+  free(a);
+}
+
 static void test_seeds(void) {
   CHECK(tp_sched_seed(1, 0) != tp_sched_seed(1, 1), "levels get different streams");
   CHECK(tp_sched_seed(1, 3) == tp_sched_seed(1, 3), "and the same seed repeats them");
@@ -121,6 +180,7 @@ static void test_seeds(void) {
 }
 
 int main(void) {
+  test_ramp();
   test_constant();
   test_random("poisson", TP_ARRIVAL_POISSON, 1);
   test_random("gamma k=0.5", TP_ARRIVAL_GAMMA, 0.5);

@@ -197,6 +197,55 @@ static void fresh(demo *d, mockcfg *m) {
   tp_settings_defaults(mock_rows, 2, m);
 }
 
+/* Another tool's flag that tokperf does not do (TP_SETF_REFUSED): refused
+ * by name with the row's help, whatever follows it; listed in --help; never
+ * echoed. */
+typedef struct refused_cfg {
+  bool flag;
+  tp_str_list vals;
+} refused_cfg;
+
+static const tp_setting refused_rows[] = {
+    {"flag", "--flag", TP_SET_FLAG, offsetof(refused_cfg, flag), NULL, NULL, 1, 0, NULL, "R", "flag", NULL, 0, NULL,
+     NULL},
+    {"lora", "--lora-modules", TP_SET_FLAG, offsetof(refused_cfg, vals), NULL, NULL, 1, 0, NULL, "R",
+     "one model per run: give --model ADAPTER", NULL, TP_SETF_REFUSED, NULL, NULL},
+};
+
+static void test_refused(void) {
+  refused_cfg c;
+  char err[512];
+  bool help;
+  const char *cases[][4] = {
+      {"--lora-modules", "a", "b", NULL},
+      {"--flag", "--lora-modules=x", NULL, NULL},
+      {"--lora-modules", NULL, NULL, NULL},
+  };
+  for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    char *argv[4];
+    int argc = 0;
+    for (; argc < 4 && cases[i][argc]; argc++) argv[argc] = (char *)cases[i][argc];
+    memset(&c, 0, sizeof(c));
+    tp_settings_part part = {refused_rows, 2, &c, "", NULL};
+    int rv = tp_settings_parse(&part, 1, argc, argv, NULL, NULL, &help, err, sizeof(err));
+    CHECK(rv == TP_EINVAL && strstr(err, "--lora-modules is not supported: one model per run: give --model ADAPTER"),
+          "refused flag %zu: exit with its name and the nearest form (%s)", i, err);
+  }
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&buf, &len);
+  tp_settings_part part = {refused_rows, 2, &c, "", NULL};
+  tp_settings_help(f, &part, 1, 100);
+  fclose(f);
+  CHECK(strstr(buf, "--lora-modules") && strstr(buf, "refused: one model per run: give --model ADAPTER"),
+        "a refused flag is listed in --help, marked refused");
+  free(buf);
+  json_t *o = json_object();
+  tp_settings_to_json(o, refused_rows, 2, &c);
+  CHECK(json_object_get(o, "lora") == NULL && json_object_get(o, "flag") != NULL, "a refused flag is not echoed");
+  json_decref(o);
+}
+
 int main(void) {
   demo d;
   mockcfg m;
@@ -277,6 +326,14 @@ int main(void) {
       {"--custom bad", "--custom 'bad': custom refuses 'bad'"},
       {"--keepalive -5", "--keepalive '-5': expected -1 to 1e+09"},
       {"--mock-url x", "unknown option '--mock-url'"},
+      /* A typo gets the nearest flag of every part, aliases and prefixed
+       * spellings included (swaps, case, a letter missing or extra). */
+      {"--concurency 2", "unknown option '--concurency'; did you mean --concurrency?"},
+      {"--concurrnecy 2", "unknown option '--concurrnecy'; did you mean --concurrency?"},
+      {"--Insecure", "unknown option '--Insecure'; did you mean --insecure?"},
+      {"--headr A:1", "unknown option '--headr'; did you mean --header?"},
+      {"--mock-ttft-m 5", "unknown option '--mock-ttft-m'; did you mean --mock-ttft-ms?"},
+      {"--request-rates=5", "unknown option '--request-rates'; did you mean --request-rate?"},
   };
   for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
     char line[256];
@@ -286,6 +343,17 @@ int main(void) {
     rv = parse_args(&d, &m, line, err, sizeof(err), &help);
     CHECK(rv == TP_EINVAL && strstr(err, bad[i].want), "refused: %s", bad[i].line);
     if (rv != TP_EINVAL || !strstr(err, bad[i].want)) printf("#   got: %s\n", err);
+  }
+  /* Nothing near: no guess. */
+  static const char *const far[] = {"--bogus 1", "--xyzzy-frobnicate 1", "--zq x", "--c 1"};
+  for (size_t i = 0; i < sizeof(far) / sizeof(far[0]); i++) {
+    char line[256];
+    snprintf(line, sizeof(line), "%s", far[i]);
+    fresh(&d, &m);
+    err[0] = 0;
+    rv = parse_args(&d, &m, line, err, sizeof(err), &help);
+    CHECK(rv == TP_EINVAL && strstr(err, "unknown option") && !strstr(err, "did you mean"),
+          "'%s': unknown, and no guess (%s)", far[i], err);
   }
   char hl[] = "--url x --help";
   fresh(&d, &m);
@@ -384,5 +452,6 @@ int main(void) {
   free(js);
   json_decref(o);
   test_nargs();
+  test_refused();
   return tp_test_done();
 }

@@ -471,7 +471,7 @@ static void test_stat_large_sorts(void) {
 /* The exact statistics of gaps[] beside the pool's: n, min and max equal,
  * mean and std to rounding, each percentile within the bucket's 1/1024
  * (exact when every gap is under 1024 ns). */
-static void check_pool_against(const tp_stat *got, const uint64_t *gaps, size_t n, const char *what) {
+static void check_pool_against(const tp_stat *got, const uint64_t *gaps, size_t n, bool exact, const char *what) {
   double *ms = malloc(n * sizeof(*ms));
   for (size_t i = 0; i < n; i++) ms[i] = (double)gaps[i] / 1e6;
   tp_stat want;
@@ -482,7 +482,7 @@ static void check_pool_against(const tp_stat *got, const uint64_t *gaps, size_t 
   CHECK_NEAR(got->max, want.max, 0, what);
   CHECK_NEAR(got->avg, want.avg, 1e-9 * (1 + want.avg), what);
   CHECK_NEAR(got->std, want.std, 1e-9 * (1 + want.std), what);
-  double tol = want.max < 1024e-6 ? 0 : 1.0 / 1024;
+  double tol = exact || want.max < 1024e-6 ? 0 : 1.0 / 1024;
   const double g[] = {got->p1, got->p5, got->p10, got->p25, got->p50, got->p75, got->p90, got->p95, got->p99};
   const double w[] = {want.p1, want.p5, want.p10, want.p25, want.p50, want.p75, want.p90, want.p95, want.p99};
   for (size_t i = 0; i < sizeof(g) / sizeof(g[0]); i++) CHECK_NEAR(g[i], w[i], tol * w[i] + 1e-12, what);
@@ -525,7 +525,7 @@ static void test_gap_pool_records(void) {
   uint64_t want[] = {MS(10), MS(10), MS(40), MS(5), MS(7), MS(3)};
   tp_stat st;
   tp_gap_pool_stat(p, &st);
-  check_pool_against(&st, want, 6, "pooled gaps of hand-made records");
+  check_pool_against(&st, want, 6, true, "pooled gaps of hand-made records");
   CHECK_NEAR(st.max, 40, 0, "largest gap 40 ms");
   CHECK_NEAR(st.avg, 75.0 / 6, 1e-12, "mean gap 75/6 ms");
   CHECK_INT(tp_gap_pool_merged(p), 1, "the gap of 0 between responses of one time is counted apart");
@@ -553,7 +553,9 @@ static void test_gap_pool_records(void) {
 }
 
 /* Many gaps over six orders of magnitude against the exact statistics,
- * and small ones (under 1024 ns) exactly. */
+ * and small ones (under 1024 ns) exactly: kept, every figure is exact;
+ * past the pool's exact_max (here 1000 gaps, and 0), the buckets' are
+ * within 1/1024. */
 static void test_gap_pool_many(void) {
   tp_gap_pool *p = tp_gap_pool_new();
   CHECK(p != NULL, "gap pool allocated");
@@ -561,16 +563,21 @@ static void test_gap_pool_many(void) {
   size_t n = 200000;
   uint64_t *g = malloc(n * sizeof(*g));
   uint64_t x = 88172645463325252ULL;
-  for (int pass = 0; pass < 2; pass++) {
+  static const size_t exact_max[] = {TP_GAP_POOL_EXACT_MAX, 1000, 0};
+  for (int pass = 0; pass < 6; pass++) {
+    tp_gap_pool_set_exact_max(p, exact_max[pass / 2]);
     tp_gap_pool_reset(p);
     for (size_t i = 0; i < n; i++) {
       x ^= x << 13, x ^= x >> 7, x ^= x << 17;
-      g[i] = pass == 0 ? 1000 + x % 1000 * (1 + x / 1000 % 1000000) : x % 1024;
+      g[i] = pass % 2 == 0 ? 1000 + x % 1000 * (1 + x / 1000 % 1000000) : x % 1024;
       tp_gap_pool_add(p, g[i]);
     }
     tp_stat st;
     tp_gap_pool_stat(p, &st);
-    check_pool_against(&st, g, n, pass == 0 ? "200000 gaps, 1 us to 1 s" : "200000 gaps under 1024 ns");
+    char what[96];
+    snprintf(what, sizeof(what), "200000 gaps %s, %s", pass % 2 == 0 ? "1 us to 1 s" : "under 1024 ns",
+             pass < 2 ? "kept: exact" : "past exact_max: the buckets");
+    check_pool_against(&st, g, n, pass < 2, what);
   }
   free(g);
   tp_gap_pool_free(p);

@@ -63,6 +63,18 @@ struct tp_mock_config {
   /* Streamed chat answers begin with this many reasoning tokens, sent as
    * `reasoning_content` deltas (vLLM's reasoning parsers); 0 = none. */
   uint32_t reasoning_tokens;
+  /* Stream shapes of the HTTP streams (OpenAI SSE and Triton
+   * generate_stream), as servers other than one token per event write
+   * them.  usage_delay_ms: an OpenAI stream's usage-only chunk (and its
+   * [DONE]) goes this long after the last token's chunk instead of with it
+   * (0 = with it).  tokens_per_chunk: each event carries this many tokens
+   * (0 or 1 = one; a chat answer's reasoning and answer never share one).
+   * one_write: the whole streamed response (head, every event, its end)
+   * goes out in one write once it is complete, so a client reads every
+   * response at one time. */
+  uint64_t usage_delay_ms;
+  uint32_t tokens_per_chunk;
+  bool one_write;
 
   /* JSON lines: one per request received and per response sent, with
    * monotonic nanosecond times (tp clock), for tests to hold the client's

@@ -44,6 +44,17 @@ TP_API int tp_parse_fraction(const char *s, double *out, char *err, size_t errle
 TP_API int tp_parse_uint_list(const char *s, uint32_t **vals, size_t *n, size_t max_values,
                               char *err, size_t errlen);
 
+/* A list of positive decimal numbers: "10,50,100", "0.5,2.5", a range
+ * "START:END[:STEP]" with an additive step (1 by default; "1.0:4.0:0.1",
+ * perf_analyzer's --request-rate-range) or a multiplying one ("1:64:x2"),
+ * or lists of those.  Range values are START + k * STEP (not a running
+ * sum) to twelve significant digits, and include END when a step lands on
+ * it to within rounding.  Negative numbers, a zero step, END 0 (perf_
+ * analyzer's open range) and START above END are refused with the number
+ * named.  At most max_values values; *vals is returned owned (free()). */
+TP_API int tp_parse_f64_list(const char *s, double **vals, size_t *n, size_t max_values, char *err,
+                             size_t errlen);
+
 #ifdef __cplusplus
 }
 #endif

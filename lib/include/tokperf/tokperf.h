@@ -46,6 +46,13 @@ typedef enum tp_arrival {
   TP_ARRIVAL_GAMMA = 2     /* gamma gaps of shape `burstiness`, mean 1/rate */
 } tp_arrival;
 
+/* A rate that changes over an open-loop level (vLLM's --ramp-up-strategy). */
+typedef enum tp_ramp {
+  TP_RAMP_NONE = 0,
+  TP_RAMP_LINEAR = 1,     /* start + (end - start) * progress */
+  TP_RAMP_EXPONENTIAL = 2 /* start * (end / start) ^ progress */
+} tp_ramp;
+
 /* How a level decides which requests are measured. */
 typedef enum tp_search_mode {
   TP_SEARCH_NONE = 0,
@@ -132,6 +139,9 @@ typedef struct tp_server_config {
    * /metrics, vLLM /metrics). */
   const char *metrics_url;
   uint64_t metrics_interval_ms; /* default 1000 */
+  /* A second Prometheus endpoint scraped the same way, for GPU figures
+   * (NVIDIA's DCGM exporter, :9400/metrics); NULL = none. */
+  const char *gpu_metrics_url;
   uint64_t request_timeout_ms;  /* 0 = none; sent as grpc-timeout */
   /* Memory bounds under an endless or huge answer: a request whose text
    * passes max_response_bytes (default 64 MiB) or whose text responses pass
@@ -163,6 +173,14 @@ typedef struct tp_load_config {
   tp_arrival arrival;
   double burstiness;        /* gamma shape; 1 = Poisson (default 1) */
   uint32_t max_concurrency; /* 0 = no cap */
+  /* Open loop with a request count: instead of one rate, the rate of
+   * request i of the level's n measured ones is the ramp's at progress
+   * i / (n - 1), from ramp_start_rps to ramp_end_rps, and the gap before it
+   * is drawn at that rate (arrival and burstiness as for a fixed rate);
+   * warm-up requests go at the start rate.  Needs one request rate level
+   * (the end rate, for its label). */
+  tp_ramp ramp;
+  double ramp_start_rps, ramp_end_rps;
   /* Open loop: requests due within this many microseconds of the first of
    * them leave together, in one write at the last one's due time (each
    * request's send lag shows the wait; 0 = each at its own time).  At tens
@@ -213,6 +231,9 @@ typedef struct tp_measure_config {
   /* An open-loop level seen over-saturated ends there, and the sweep skips
    * the loads above it (docs/metrics.md, "Saturation"). */
   bool stop_on_saturation;
+  /* Width of the time-series slices in seconds (docs/metrics.md, "Time
+   * series"); 0 = not given: 1 s, and no AIPerf timeslice files. */
+  double slice_duration_s;
   uint32_t max_trials;                 /* default 10 */
   uint64_t warmup_request_count;       /* per level, left out of the statistics */
   uint64_t warmup_duration_ms;         /* per level, alternative to the count */
@@ -289,6 +310,10 @@ typedef struct tp_output_config {
    * with verbose_csv its --verbose-csv columns. */
   const char *latency_report_file;
   bool verbose_csv;
+  /* vLLM's per-request arrays of each level (tp_level_result.vllm_requests),
+   * for `tokperf vllm-bench`'s result file; set by that command, not a
+   * setting of its own. */
+  bool vllm_requests;
 
   FILE *progress; /* progress lines (stderr by default, NULL = quiet) */
 } tp_output_config;
@@ -356,6 +381,34 @@ typedef struct tp_server_metric {
   double avg, max;
   uint32_t samples; /* scrapes that carried it */
 } tp_server_metric;
+
+/* One slice of a level's time series (docs/metrics.md, "Time series"):
+ * [start_s, end_s) in seconds from the level's start, computed from the
+ * measured records alone.  A figure the slice has no value of is NaN. */
+typedef struct tp_slice {
+  double start_s, end_s;
+  uint64_t completed;     /* successful requests that ended in it */
+  uint64_t failed;        /* failed requests that ended in it */
+  uint64_t sent;          /* successful requests sent in it */
+  uint64_t first_tokens;  /* successful requests whose first token came in it */
+  double output_tokens;   /* placed evenly over each request's first..last text; NaN: a count missing */
+  double input_tokens;    /* of the successful requests sent in it; NaN: a count missing */
+  /* TTFT and the per-request ITL of the requests whose first token came
+   * in it (n = 0: none). */
+  tp_stat ttft_ms, itl_ms;
+  double in_flight_avg;   /* requests between send and done, time-weighted mean over the slice */
+  double send_lag_p99_ms; /* over sent */
+} tp_slice;
+
+/* One server figure scraped during a level, as samples (t_s[i], v[i]):
+ * t_s in seconds from the level's start on the run's monotonic clock, the
+ * time the scrape's answer arrived. */
+typedef struct tp_server_series {
+  char name[48]; /* tp_server_metric's name */
+  char unit[16];
+  size_t n;
+  const double *t_s, *v;
+} tp_server_series;
 
 /* One rank of a distributed run, for one level. */
 typedef struct tp_rank_info {
@@ -545,6 +598,13 @@ typedef struct tp_level_result {
   const tp_server_model_stats *server_models;
   size_t n_server_models;
 
+  /* With tp_output_config.vllm_requests: vLLM's per-request arrays of the
+   * level as one JSON object's text (input_lens, output_lens, ttfts, itls,
+   * latencies, start_times, queue_times, generated_texts, errors; see
+   * docs/metrics.md, "Each tool's definitions"); owned by the run, NULL
+   * when not asked for or not made. */
+  const char *vllm_requests;
+
   /* The server's own token counts (OpenAI usage), where it reports them:
    * requests where they disagree with the client's count, and the prompt
    * tokens it says it served from its cache. */
@@ -629,6 +689,15 @@ typedef struct tp_level_result {
     bool stopped;
     char reason[192];
   } saturation;
+  /* The time series (docs/metrics.md, "Time series"), owned by the run:
+   * slices of slice_s seconds from start_ns (the level's start on the
+   * records' clock), and the scraped server figures on the same clock. */
+  double slice_s;
+  uint64_t start_ns;
+  const tp_slice *slices;
+  size_t n_slices;
+  const tp_server_series *server_series;
+  size_t n_server_series;
 } tp_level_result;
 
 /* A run whose error rate at some level exceeds this is said in one line on
@@ -702,6 +771,16 @@ TP_API int tp_run_write_json(const tp_run *run, const char *path, char *err, siz
  * TP_EIO with a message in err ("no space left on DIR (FILE not written
  * whole)" on a full disk). */
 TP_API int tp_write_file(const char *path, const void *data, size_t len, char *err, size_t errlen);
+/* Before a run: whether a file can be written at path (dir false; an
+ * existing path must be a writable file, else its directory must exist and
+ * be writable) or a directory made or used there (dir true, as mkdir -p).
+ * Nothing is created.  Returns 0, or TP_EIO with a phrase in why ("no such
+ * directory: out", "permission denied"). */
+TP_API int tp_output_check(const char *path, bool dir, char *why, size_t whylen);
+/* The number of prompts an input file holds, read as a run reads it (every
+ * form of docs/inputs.md).  Returns 0, or the reader's error with its
+ * message (the file and line) in err. */
+TP_API int tp_input_count(const char *path, size_t *n, char *err, size_t errlen);
 /* The same document printed to out (no temporary file).  Returns 0, or
  * TP_EIO / TP_ENOMEM with a message in err. */
 TP_API int tp_run_print_json(const tp_run *run, FILE *out, char *err, size_t errlen);

@@ -31,10 +31,10 @@ typedef struct sg {
   double random_range_ratio;
   const char *request_rate;
   uint32_t max_concurrency;
-  const char *output_file;
+  const char *output_file, *extra_request_body;
   uint64_t seed;
-  bool disable_tqdm, disable_ignore_eos, mock, quiet, noop, refused;
-  tp_str_list noop_values;
+  bool disable_tqdm, disable_ignore_eos, output_details, mock, quiet, noop, refused;
+  tp_str_list headers, noop_values;
 } sg;
 
 /* The backends of SGLang's benchmark: the -chat ones post to
@@ -130,13 +130,20 @@ static const tp_setting sg_rows[] = {
     SROW("warmup_requests", "--warmup-requests", TP_SET_U32, warmup_requests, "N", "1", 0, 1e6, NULL,
          "SGLang's warm-up requests before the run: tokperf vllm-bench sends none (given, it says so)", "1",
          0),
+    SROW("extra_request_body", "--extra-request-body", TP_SET_STR, extra_request_body, "JSON", NULL, 1, 0,
+         NULL, "a JSON object merged into every request's body", "{\"temperature\": 0.6}", 0),
+    SROW("headers", "--header", TP_SET_STR_LIST, headers, "KEY=VALUE", NULL, 1, 0, NULL,
+         "headers sent with every request, space-separated or repeated", "X-Team=bench", TP_SETF_NARGS),
+    SROW("output_details", "--output-details", TP_SET_FLAG, output_details, NULL, NULL, 1, 0, NULL,
+         "with --output-file, the per-request arrays (input_lens, output_lens, ttfts, itls, generated_texts, "
+         "errors)",
+         NULL, 0),
     SROW("mock", "--mock", TP_SET_FLAG, mock, NULL, NULL, 1, 0, NULL,
          "tokperf's own: run against the built-in mock server", NULL, 0),
     SROW("quiet", "-q|--quiet", TP_SET_FLAG, quiet, NULL, NULL, 1, 0, NULL, "no progress lines on stderr",
          NULL, 0),
-    SROW("noop", "--output-details|--print-requests|--return-logprob|--apply-chat-template", TP_SET_FLAG,
-         noop, NULL, NULL, 1, 0, NULL, "accepted for SGLang's command lines; no effect in tokperf", NULL,
-         TP_SETF_NOOP),
+    SROW("noop", "--print-requests|--return-logprob|--apply-chat-template", TP_SET_FLAG, noop, NULL, NULL, 1,
+         0, NULL, "accepted for SGLang's command lines; no effect in tokperf", NULL, TP_SETF_NOOP),
     SROW("noop_values", "--tag", TP_SET_STR_LIST, noop_values, "VALUE", NULL, 1, 0, NULL,
          "accepted for SGLang's command lines; no effect in tokperf", "run-a", TP_SETF_NOOP),
     SREFUSE("sharegpt_context_len", "--sharegpt-context-len",
@@ -150,8 +157,6 @@ static const tp_setting sg_rows[] = {
         "disable_stream", "--disable-stream",
         "tokperf vllm-bench streams every request (unary Triton requests: tokperf profile --no-streaming)"),
     SREFUSE("routed_experts", "--return-routed-experts", "tokperf does not ask for the routed experts"),
-    SREFUSE("extra_request_body", "--extra-request-body",
-            "request body fields: tokperf profile --extra-inputs '{\"KEY\": VALUE}'"),
     SREFUSE("profile",
             "--profile|--profile-activities|--profile-num-steps|--profile-by-stage|--profile-stages|"
             "--profile-output-dir|--profile-prefix",
@@ -173,7 +178,6 @@ static const tp_setting sg_rows[] = {
     SREFUSE("gsp_more",
             "--gsp-range-ratio|--gsp-fast-prepare|--gsp-send-routing-key|--gsp-num-turns|--gsp-ordered",
             "shared prefixes: tokperf profile --prefix-tokens N --num-prefixes K"),
-    SREFUSE("header", "--header", "extra headers: tokperf profile -H 'KEY: VALUE'"),
 };
 
 #define SG_N (sizeof(sg_rows) / sizeof(sg_rows[0]))
@@ -208,7 +212,7 @@ static int fail(const char *msg) {
 /* The vllm-bench command line under construction: words it owns (numbers
  * printed here) and words borrowed from argv. */
 typedef struct words {
-  char *v[64];
+  char *v[64 + 2 * TP_STR_LIST_MAX];
   int n;
   char own[16][64];
   int n_own;
@@ -226,13 +230,6 @@ static void add_u(words *w, double x) {
   char *b = own(w);
   if (!b) return;
   snprintf(b, 64, "%.0f", x);
-  add(w, b);
-}
-
-static void add_g(words *w, double x) {
-  char *b = own(w);
-  if (!b) return;
-  snprintf(b, 64, "%.6g", x);
   add(w, b);
 }
 
@@ -331,18 +328,23 @@ int tp_cmd_sglang_bench(int argc, char **argv) {
       add_u(&w, o.sharegpt_output_len);
     }
   } else {
-    /* SGLang draws each length uniformly from [R x len, len]: the uniform
-     * range around len x (1 + R) / 2 of relative half-width
-     * (1 - R) / (1 + R), vLLM's --random-range-ratio. */
+    /* SGLang draws each length uniformly from [lo, len], lo = R x len (at
+     * least 1): vLLM's form of that range is its middle, (len + lo) / 2,
+     * with the ratio (len - lo) / (len + lo), below 1 as vLLM wants it. */
     double r = o.random_range_ratio;
+    double lo_in = fmax(1, floor(o.random_input_len * r)), lo_out = fmax(1, floor(o.random_output_len * r));
+    double in = o.random_input_len, out = o.random_output_len;
     add(&w, "--dataset-name");
     add(&w, "random");
     add(&w, "--random-input-len");
-    add_u(&w, fmax(1, round(o.random_input_len * (1 + r) / 2)));
+    add_u(&w, fmax(1, round((in + lo_in) / 2)));
     add(&w, "--random-output-len");
-    add_u(&w, fmax(1, round(o.random_output_len * (1 + r) / 2)));
+    add_u(&w, fmax(1, round((out + lo_out) / 2)));
     add(&w, "--random-range-ratio");
-    add_g(&w, (1 - r) / (1 + r));
+    static char ratio[128];
+    snprintf(ratio, sizeof(ratio), "{\"input\": %.6g, \"output\": %.6g}", (in - lo_in) / (in + lo_in),
+             (out - lo_out) / (out + lo_out));
+    add(&w, ratio);
     if (o.dataset_path)
       fprintf(
           stderr,
@@ -368,16 +370,30 @@ int tp_cmd_sglang_bench(int argc, char **argv) {
     snprintf(dir, sizeof(dir), "%.*s", slash ? (int)(slash - o.output_file) : 1, slash ? o.output_file : ".");
     if (!dir[0]) snprintf(dir, sizeof(dir), "/");
     add(&w, "--save-result");
+    add(&w, "--append-result");
     add(&w, "--result-dir");
     add(&w, dir);
     add(&w, "--result-filename");
     add(&w, slash ? slash + 1 : o.output_file);
   }
-  for (size_t i = 0; i < SG_N; i++)
-    if (given[i] && strcmp(sg_rows[i].key, "warmup_requests") == 0 && o.warmup_requests > 0)
-      fprintf(stderr,
-              "tokperf sglang-bench: note: --warmup-requests %u has no effect: tokperf vllm-bench sends no "
-              "warm-up request\n",
-              o.warmup_requests);
+  if (o.output_details) {
+    if (o.output_file)
+      add(&w, "--save-detailed");
+    else
+      fprintf(
+          stderr,
+          "tokperf sglang-bench: note: --output-details has no effect without --output-file FILE (tokperf "
+          "writes no result file unless asked)\n");
+  }
+  add(&w, "--num-warmups");
+  add_u(&w, o.warmup_requests);
+  if (o.extra_request_body) {
+    add(&w, "--extra-body");
+    add(&w, o.extra_request_body);
+  }
+  for (size_t i = 0; i < o.headers.n; i++) {
+    add(&w, "--header");
+    add(&w, o.headers.v[i]);
+  }
   return tp_cmd_vllm_bench(w.n, w.v);
 }

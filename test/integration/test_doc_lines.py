@@ -170,7 +170,7 @@ SG = [
      "python3 -m sglang.bench_serving --backend sglang --host 127.0.0.1 --port 30000 --model "
      "meta-llama/Llama-3.1-8B-Instruct --dataset-name random --random-input-len 1024 --random-output-len 1024 "
      "--random-range-ratio 0.5 --num-prompts 2000 --request-rate 100 --max-concurrency 512 --output-file "
-     "sglang_random.jsonl --output-details", RUN, "--output-details is accepted for compatibility and has no effect",
+     "sglang_random.jsonl --output-details", RUN, "not SGLang's native /generate",
      "meta-llama/Llama-3.1-8B-Instruct"),
     ("bench_serving.md, End-to-end 2) Completions",
      "python3 -m sglang.bench_serving --backend vllm --base-url http://127.0.0.1:8000 --model "

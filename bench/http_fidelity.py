@@ -2,6 +2,7 @@
 """HTTP (and gRPC) timestamp fidelity against the mock's own log.
 
     bench/http_fidelity.py BUILD_DIR [RUNS] [--hogs N] [--kinds chat,completions,triton-http,grpc]
+                           [--conc 1,4,64,256] [--against OTHER_BUILD_DIR]
 
 For each kind and concurrency (1, 4, 64, 256), RUNS runs (default 20) of
 `tokperf profile` against `tokperf mock --log --log-prompts` in its own
@@ -17,8 +18,11 @@ that each record joins the mock's log line of the same prompt.  Per cell:
   run's p99;
 - the fidelity verdicts the runs reported.
 
---hogs N runs N busy loops beside it (a shared CI runner).  Prints one line
-per cell.  The machine is shared: compare cells of one sitting only."""
+--hogs N runs N busy loops beside it (a shared CI runner).  --against runs
+a second build too, the two alternated run by run (a before/after
+comparison on a shared machine, whose load drifts), and prints its line
+(marked "against") under each cell's.  Prints one line per cell.  The
+machine is shared: compare cells of one sitting only."""
 import json
 import os
 import socket
@@ -100,9 +104,16 @@ def one_run(tokperf, kind, c, n, d):
     return out
 
 
+def fmt(kind, c, a):
+    return ("%-12s c=%-3d runs=%d sends=%d answers_before_send=%d sent>50us_after_rx=%d "
+            "ttft_err_us p50=%.1f p99=%.1f max=%.1f worst_run_p99=%.1f verdicts=%s"
+            % (kind, c, a["done"], a["sends"], a["before"], a["late"], pct(a["errs"], 50), pct(a["errs"], 99),
+               max(a["errs"]) if a["errs"] else float("nan"), a["worst"], a["verdicts"]))
+
+
 def main():
     args = sys.argv[1:]
-    hogs, kinds = 0, list(KINDS)
+    hogs, kinds, conc, against = 0, list(KINDS), list(CONC), None
     if "--hogs" in args:
         i = args.index("--hogs")
         hogs = int(args[i + 1])
@@ -111,33 +122,48 @@ def main():
         i = args.index("--kinds")
         kinds = args[i + 1].split(",")
         del args[i:i + 2]
+    if "--conc" in args:
+        i = args.index("--conc")
+        conc = [int(x) for x in args[i + 1].split(",")]
+        del args[i:i + 2]
+    if "--against" in args:
+        i = args.index("--against")
+        against = os.path.join(args[i + 1], "cmd", "tokperf")
+        del args[i:i + 2]
     if not args:
         sys.exit(__doc__)
     tokperf = os.path.join(args[0], "cmd", "tokperf")
     runs = int(args[1]) if len(args) > 1 else 20
+    builds = [tokperf] + ([against] if against else [])
     hog_procs = [subprocess.Popen(["sh", "-c", "while :; do :; done"]) for _ in range(hogs)]
     try:
         for kind in kinds:
-            for c, n in CONC.items():
-                errs, late, before, sends, worst, verdicts, done = [], 0, 0, 0, 0.0, {}, 0
-                for _ in range(2 * runs):
-                    if done == runs:
+            for c in conc:
+                n = CONC[c]
+                acc = {b: {"errs": [], "late": 0, "before": 0, "sends": 0, "worst": 0.0, "verdicts": {}, "done": 0}
+                       for b in builds}
+                for k in range(2 * runs):
+                    # Alternated, each going first every other time.
+                    for b in builds if k % 2 == 0 else builds[::-1]:
+                        a = acc[b]
+                        if a["done"] == runs:
+                            continue
+                        with tempfile.TemporaryDirectory() as d:
+                            o = one_run(b, kind, c, n, d)
+                        if o is None:  # a port taken meanwhile: again
+                            continue
+                        a["done"] += 1
+                        a["sends"] += o["sends"]
+                        a["late"] += o["late"]
+                        a["before"] += o["before"]
+                        a["errs"] += o["errs"]
+                        a["worst"] = max(a["worst"], pct(o["errs"], 99))
+                        a["verdicts"][o["verdict"]] = a["verdicts"].get(o["verdict"], 0) + 1
+                    if all(acc[b]["done"] == runs for b in builds):
                         break
-                    with tempfile.TemporaryDirectory() as d:
-                        o = one_run(tokperf, kind, c, n, d)
-                    if o is None:  # a port taken meanwhile: again
-                        continue
-                    done += 1
-                    sends += o["sends"]
-                    late += o["late"]
-                    before += o["before"]
-                    errs += o["errs"]
-                    worst = max(worst, pct(o["errs"], 99))
-                    verdicts[o["verdict"]] = verdicts.get(o["verdict"], 0) + 1
-                print("%-12s c=%-3d runs=%d sends=%d answers_before_send=%d sent>50us_after_rx=%d "
-                      "ttft_err_us p50=%.1f p99=%.1f max=%.1f worst_run_p99=%.1f verdicts=%s"
-                      % (kind, c, done, sends, before, late, pct(errs, 50), pct(errs, 99),
-                         max(errs) if errs else float("nan"), worst, verdicts), flush=True)
+                print(fmt(kind, c, acc[tokperf]), flush=True)
+                if against:
+                    print("  against    " + fmt(kind, c, acc[against]), flush=True)
     finally:
         for h in hog_procs:
             h.kill()

@@ -275,6 +275,7 @@ int main(int argc, char **argv) {
   if (strcmp(sub, "compare") == 0) return tp_cmd_compare(argc - 2, argv + 2);
   if (strcmp(sub, "vllm-bench") == 0) return tp_cmd_vllm_bench(argc - 2, argv + 2);
   if (strcmp(sub, "sglang-bench") == 0) return tp_cmd_sglang_bench(argc - 2, argv + 2);
+  if (strcmp(sub, "aiperf") == 0) return tp_cmd_aiperf(argc - 2, argv + 2);
   if (strcmp(sub, "completion") == 0) return tp_cli_completion(stdout, argc > 2 ? argv[2] : "bash");
   /* The man page, generated from the option tables at build time. */
   if (strcmp(sub, "man") == 0) {
@@ -283,7 +284,7 @@ int main(int argc, char **argv) {
   }
   fprintf(stderr,
           "tokperf: unknown command '%s' (expected profile, mock, tokenize, compare, vllm-bench, "
-          "sglang-bench or completion)\ntry 'tokperf --help'\n",
+          "sglang-bench, aiperf or completion)\ntry 'tokperf --help'\n",
           sub);
   return TP_EXIT_USAGE;
 }

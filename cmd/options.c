@@ -264,6 +264,10 @@ static const tp_setting config_rows[] = {
       "gRPC: read the sockets on a thread of their own, so that answers keep their arrival times while "
       "the client is busy with thousands of streams (costs a copy and a hand-over per read)",
       NULL, 0),
+    C("server.traceparent", "--traceparent", TP_SET_FLAG, server.traceparent, NULL, 1, 0, G_SERVER,
+      "send a W3C traceparent with each request (a random trace id per request; HTTP header, gRPC metadata) "
+      "and record it in records.jsonl, to find the request in the server's traces",
+      NULL, 0),
     C("server.no_usage", "--no-usage", TP_SET_FLAG, server.no_usage, NULL, 1, 0, G_SERVER,
       "openai: do not ask for usage in the stream (stream_options)", NULL, 0),
     C("server.skip_preflight", "--skip-preflight", TP_SET_FLAG, server.skip_preflight, NULL, 1, 0, G_SERVER,
@@ -464,6 +468,16 @@ static const tp_setting config_rows[] = {
       "write no artifact directory", NULL, 0),
     C("output.no_html", "--no-html", TP_SET_FLAG, artifacts.no_html, NULL, 1, 0, G_OUTPUT,
       "leave report.html out of the artifacts", NULL, 0),
+    C("output.metrics_port", "--metrics-port", TP_SET_U32, output.metrics_port, "PORT", 0, 65535, G_OUTPUT,
+      "serve the client's live counters and histograms in the Prometheus text format at "
+      "http://127.0.0.1:PORT/metrics while the run runs (0: off; docs/metrics.md, \"Live metrics\")",
+      "9400", TP_SETF_UNSET0),
+    C("output.metrics_host", "--metrics-host", TP_SET_STR, output.metrics_host, "ADDRESS", 1, 0, G_OUTPUT,
+      "the IP address --metrics-port listens on (default 127.0.0.1; 0.0.0.0 or :: for every interface)",
+      "0.0.0.0", 0),
+    C("output.metrics_hold_ms", "--metrics-hold", TP_SET_MS, output.metrics_hold_ms, "DURATION", 1, 0, G_OUTPUT,
+      "keep serving --metrics-port this long after the last level, so that a scraper sees the final counts",
+      "15s", 0),
 
 };
 
@@ -713,9 +727,10 @@ static const tp_setting mock_rows[] = {
                "SSE stream dialect of the OpenAI endpoints", "llamacpp", 0, parse_dialect, format_dialect),
     M("sse_keepalive_ms", "--sse-keepalive-ms", TP_SET_I64, sse_keepalive_ms, "MS", -1, 1e9,
       "SSE keep-alive comment interval (-1: the dialect's own)", "1000", 0),
-    M("served_model_name", "--served-model-name", TP_SET_STR, served_model_name, "NAME[,NAME...]", 1, 0,
-      "OpenAI endpoints: other names the model answers to, listed first by /v1/models (a command line written "
-      "for a real model runs unchanged)",
+    M("served_model_name", "--served-model-name", TP_SET_STR, served_model_name, "NAME[,NAME=MODEL...]", 1, 0,
+      "other names the models answer to, listed first by /v1/models: NAME as vllm_model over the OpenAI "
+      "endpoints, NAME=MODEL as MODEL (ensemble, vllm_model, vllm) over gRPC and HTTP (a command line written for "
+      "a real model runs unchanged)",
       "meta-llama/Llama-3.1-8B-Instruct", 0),
     M("fault_kind", "--fault", TP_SET_STR, fault_kind, "KIND[:ARGS]", 1, 0,
       "inject a fault: rst_stream, grpc_status:CODE[:MSG], trailers_only:CODE[:MSG], http_status:CODE, "
@@ -1229,6 +1244,8 @@ void tp_cli_help_main(FILE *out) {
           "                              compare two runs' --json documents\n"
           "  tokperf vllm-bench [OPTIONS] vLLM's `bench serve` command line, with vLLM's meanings\n"
           "  tokperf sglang-bench [OPTIONS] SGLang's bench_serving command line, with SGLang's meanings\n"
+          "  tokperf aiperf profile [OPTIONS]\n"
+          "                              AIPerf's `profile` command line, with AIPerf's meanings and files\n"
           "  tokperf completion bash|zsh print a shell completion script\n"
           "  tokperf --version           print versions of tokperf and its libraries\n"
           "  tokperf --help              this help; 'tokperf profile --help' lists every option\n",
@@ -1310,7 +1327,8 @@ void tp_cli_man(FILE *out) {
   } others[] = {{"TOKENIZE OPTIONS", tp_cmd_tokenize_defaults()},
                 {"COMPARE OPTIONS", tp_cmd_compare_defaults()},
                 {"VLLM\\-BENCH OPTIONS", tp_cmd_vllm_bench_defaults()},
-                {"SGLANG\\-BENCH OPTIONS", tp_cmd_sglang_bench_defaults()}};
+                {"SGLANG\\-BENCH OPTIONS", tp_cmd_sglang_bench_defaults()},
+                {"AIPERF PROFILE OPTIONS", tp_cmd_aiperf_defaults()}};
   for (size_t i = 0; i < ARRAY_N(others); i++) {
     fprintf(out, ".SH \"%s\"\n", others[i].title);
     tp_settings_man(out, &others[i].part, 1);
@@ -1332,9 +1350,11 @@ int tp_cli_completion(FILE *out, const char *shell) {
   size_t npp = profile_parts(defaults_cli(), pp, NULL, NULL);
   size_t nmp = mock_parts(defaults_cli(), mp);
   tp_settings_part tp = tp_cmd_tokenize_defaults(), cp = tp_cmd_compare_defaults(),
-                   vp = tp_cmd_vllm_bench_defaults(), sp = tp_cmd_sglang_bench_defaults();
+                   vp = tp_cmd_vllm_bench_defaults(), sp = tp_cmd_sglang_bench_defaults(),
+                   ap = tp_cmd_aiperf_defaults();
   const tp_settings_command cmds[] = {{"profile", pp, npp}, {"mock", mp, nmp},     {"tokenize", &tp, 1},
                                       {"compare", &cp, 1},  {"vllm-bench", &vp, 1}, {"sglang-bench", &sp, 1},
+                                      {"aiperf", &ap, 1},
                                       {"completion", NULL, 0}};
   if (tp_settings_completion(out, shell, "tokperf", cmds, ARRAY_N(cmds))) {
     fprintf(stderr, "tokperf completion: unknown shell '%s' (expected bash or zsh)\n", shell ? shell : "");

@@ -82,6 +82,9 @@ int tp_cmd_vllm_bench(int argc, char **argv);
 /* `tokperf sglang-bench`: SGLang's bench_serving command line, run as
  * vllm-bench (cmd/sglang_bench.c). */
 int tp_cmd_sglang_bench(int argc, char **argv);
+/* `tokperf aiperf profile`: AIPerf's `profile` command line (cmd/aiperf.c). */
+int tp_cmd_aiperf(int argc, char **argv);
+tp_settings_part tp_cmd_aiperf_defaults(void);
 
 /* `tokperf tokenize` (cmd/tokenize.c); returns the exit code. */
 int tp_cmd_tokenize(int argc, char **argv);

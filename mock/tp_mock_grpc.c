@@ -398,6 +398,10 @@ static int on_header(nghttp2_session *h2, const nghttp2_frame *f, const uint8_t 
     st->path[valuelen] = 0;
   } else if (namelen == 12 && memcmp(name, "content-type", 12) == 0) {
     st->bad_content_type = valuelen < 16 || memcmp(value, "application/grpc", 16) != 0;
+  } else if (namelen == 11 && memcmp(name, "traceparent", 11) == 0 && valuelen < sizeof(st->traceparent)) {
+    /* Logged with the request (nghttp2 has refused control bytes). */
+    memcpy(st->traceparent, value, valuelen);
+    st->traceparent[valuelen] = 0;
   }
   return 0;
 }

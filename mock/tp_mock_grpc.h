@@ -65,6 +65,7 @@ struct mstream {
   mstream *prev, *next; /* in c->streams */
   method method;
   char path[128];
+  char traceparent[64]; /* its "traceparent" metadata, "" = none */
   bool path_too_long;
   bool bad_content_type;
   bool counted;          /* included in the active inference streams */

@@ -339,8 +339,11 @@ static int ids_text(tp_buf *out, const uint32_t *ids, size_t n) {
 static void start_generate(mstream *st, const gen_req *g) {
   tp_mock *m = st->c->m;
   mreq *r = calloc(1, sizeof(*r));
-  if (!r || !(r->job.id = strdup(g->id)) || !(r->version = strdup(""))) {
-    if (r) free(r->job.id);
+  if (!r || !(r->job.id = strdup(g->id)) || !(r->version = strdup("")) ||
+      (g->id[0] && !(r->job.request_id = strdup(g->id))) ||
+      (st->traceparent[0] && !(r->job.traceparent = strdup(st->traceparent)))) {
+    if (r) tp__mock_job_fini(&r->job);
+    if (r) free(r->version);
     free(r);
     tp__mock_stream_finish(st, TP_GRPC_RESOURCE_EXHAUSTED, "out of memory");
     return;

@@ -235,8 +235,11 @@ void tp__mock_start_infer(mstream *st, const uint8_t *data, size_t len, bool una
     return;
   }
   mreq *r = calloc(1, sizeof(*r));
-  if (!r || !(r->job.id = strdup(a.id)) || !(r->version = strdup(a.version))) {
-    if (r) free(r->job.id);
+  if (!r || !(r->job.id = strdup(a.id)) || !(r->version = strdup(a.version)) ||
+      (a.id[0] && !(r->job.request_id = strdup(a.id))) ||
+      (st->traceparent[0] && !(r->job.traceparent = strdup(st->traceparent)))) {
+    if (r) tp__mock_job_fini(&r->job);
+    if (r) free(r->version);
     free(r);
     tp__mock_infer_req_fini(&a);
     tp__mock_stream_finish(st, TP_GRPC_RESOURCE_EXHAUSTED, "out of memory");

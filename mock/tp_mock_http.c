@@ -397,6 +397,7 @@ void tp__mock_http_process_input(hconn *c) {
     }
     if ((uint64_t)(c->in.len - (size_t)n) < blen) return; /* the body is still coming */
     c->http10 = h.minor_version == 0;
+    tp__mock_http_take_ids(c, &h);
     if (!tp_mock_http_keep_alive(&h)) c->close_after = true;
     /* goaway_after_streams: the Nth request's answer closes the
      * connection. */

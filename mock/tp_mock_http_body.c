@@ -193,6 +193,8 @@ void tp__mock_http_start_openai(hconn *c, const tp_mock_http_req *h, const uint8
    * and llama-server answer whatever is asked. */
   const char *model = json_string_value(json_object_get(root, "model"));
   const tp__mock_model *md = model ? tp__mock_find_model(model) : NULL;
+  /* --served-model-name: other names the mock serves (tp__mock_find_model
+   * resolves NAME=MODEL; a bare NAME is vllm_model). */
   if (model && !md && tp__mock_name_in_list(m->cfg.served_model_name, model))
     md = tp__mock_find_model("vllm_model");
   if (model && !md && (d == TP_MOCK_DIALECT_VLLM || d == TP_MOCK_DIALECT_TRTLLM)) {
@@ -234,7 +236,7 @@ void tp__mock_http_start_openai(hconn *c, const tp_mock_http_req *h, const uint8
   json_decref(root);
   r->model_name = mname;
   r->job.model = md;
-  if (!oai_setup(r, m, d, chat, &o)) {
+  if (!oai_setup(r, m, d, chat, &o) || !tp__mock_http_job_ids(c, &r->job)) {
     tp__mock_hreq_free(r, TP__MOCK_FAILED);
     tp__mock_http_oai_error(c, d, 500, "tokperf mock: out of memory");
     tp_buf_fini(&prompt);
@@ -333,6 +335,12 @@ void tp__mock_http_start_generate(hconn *c, const tp_mock_http_req *h, const tp_
   }
   r->has_id = id != NULL;
   r->job.model = md;
+  if (!tp__mock_http_job_ids(c, &r->job)) {
+    tp__mock_hreq_free(r, TP__MOCK_FAILED);
+    json_decref(root);
+    tp__mock_http_triton_error(c, 500, "tokperf mock: out of memory");
+    return;
+  }
   /* generate_stream streams only when the model is asked to (the stream
    * input); otherwise its one response is one event. */
   r->exclude_input = exclude;

@@ -42,6 +42,10 @@ struct hconn {
   bool reset_after; /* rst_stream fault: reset once what is queued is out */
   bool read_eof;
   bool http10;
+  /* The request being answered: its x-request-id (echoed in the answer's
+   * head) and traceparent, "" = none. */
+  char req_id[128];
+  char traceparent[128];
   tp_buf in; /* received, not consumed */
   size_t last_len;
   hreq *cur; /* the request being answered */
@@ -141,6 +145,11 @@ void tp__mock_hreq_free(hreq *r, tp__mock_outcome how);
 
 /* Starts an OpenAI completions or chat request from its JSON body, or
  * answers it with the dialect's error. */
+/* Keeps the request's x-request-id and traceparent (c->req_id,
+ * c->traceparent) until the next request. */
+void tp__mock_http_take_ids(hconn *c, const tp_mock_http_req *h);
+/* The job's copies of them (NULL when not sent); false out of memory. */
+bool tp__mock_http_job_ids(hconn *c, tp__mock_job *j);
 void tp__mock_http_start_openai(hconn *c, const tp_mock_http_req *h, const uint8_t *body, size_t body_len,
                                 api_kind api);
 /* Starts a Triton generate (or generate_stream) request for md. */

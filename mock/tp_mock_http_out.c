@@ -58,6 +58,7 @@ void tp__mock_http_respond(hconn *c, int status, const char *ctype, const void *
   tp_buf_printf(&c->out, "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n", status,
                 reason_phrase(status), ctype, len);
   if (status == 405) tp_buf_append_str(&c->out, "Allow: GET, POST\r\n");
+  if (c->req_id[0]) tp_buf_printf(&c->out, "x-request-id: %s\r\n", c->req_id);
   tp_buf_append_str(&c->out, c->close_after ? "Connection: close\r\n\r\n" : "Connection: keep-alive\r\n\r\n");
   tp_buf_append(&c->out, body, len);
   tp__mock_hconn_dirty(c);
@@ -93,6 +94,7 @@ void tp__mock_http_stream_head(hreq *r) {
   tp_buf_append_str(&c->out,
                     "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream; charset=utf-8\r\n"
                     "Cache-Control: no-cache\r\n");
+  if (c->req_id[0]) tp_buf_printf(&c->out, "x-request-id: %s\r\n", c->req_id);
   if (c->http10) {
     c->close_after = true;
     tp_buf_append_str(&c->out, "Connection: close\r\n\r\n");
@@ -260,4 +262,26 @@ void tp__mock_http_flush(tp_mock *m) {
     c->dirty_next = NULL;
     hconn_flush(c);
   }
+}
+
+/* A header value as it may go back into a head and the log: printable
+ * ASCII only (a value with anything else is dropped), cut to the room. */
+static void take_value(const tp_mock_http_span *v, char *out, size_t room) {
+  out[0] = 0;
+  if (!v || v->len == 0 || v->len >= room) return;
+  for (size_t i = 0; i < v->len; i++)
+    if ((unsigned char)v->p[i] < 0x20 || (unsigned char)v->p[i] > 0x7e) return;
+  memcpy(out, v->p, v->len);
+  out[v->len] = 0;
+}
+
+void tp__mock_http_take_ids(hconn *c, const tp_mock_http_req *h) {
+  take_value(tp_mock_http_header_get(h, "x-request-id"), c->req_id, sizeof(c->req_id));
+  take_value(tp_mock_http_header_get(h, "traceparent"), c->traceparent, sizeof(c->traceparent));
+}
+
+bool tp__mock_http_job_ids(hconn *c, tp__mock_job *j) {
+  if (c->req_id[0] && !(j->request_id = strdup(c->req_id))) return false;
+  if (c->traceparent[0] && !(j->traceparent = strdup(c->traceparent))) return false;
+  return true;
 }

@@ -68,6 +68,11 @@ typedef struct tp__mock_job {
   tp_timer timer;  /* token timer; its callback and data belong to the transport */
   const tp__mock_model *model;
   char *id;          /* owned; "" when the request had none */
+  /* What the client said the request is (owned, NULL = not said): its
+   * x-request-id header (HTTP) or the protocol's request id (gRPC), and
+   * its W3C traceparent (header or metadata).  Logged with the request. */
+  char *request_id;
+  char *traceparent;
   tp_mock_fault fault; /* kind NONE = no fault */
   bool fault_fired;
   bool ended;        /* tp__mock_job_end ran */
@@ -98,6 +103,7 @@ struct tp_mock {
   uint64_t read_stamp_ns; /* taken in the alloc callback just before a read */
   tp_mock_config cfg;
   char *host;
+  char *served_model_name; /* cfg.served_model_name, owned */
   char *log_path;
   char *fault_spec; /* copy of cfg.fault_kind */
   tp_mock_fault fault; /* parsed cfg.fault_kind; kind NONE when unset */

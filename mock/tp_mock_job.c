@@ -151,4 +151,8 @@ void tp__mock_job_end(tp_mock *m, tp__mock_job *j, tp__mock_outcome how, uint64_
 void tp__mock_job_fini(tp__mock_job *j) {
   free(j->id);
   j->id = NULL;
+  free(j->request_id);
+  j->request_id = NULL;
+  free(j->traceparent);
+  j->traceparent = NULL;
 }

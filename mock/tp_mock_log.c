@@ -31,6 +31,16 @@ void tp__mock_log_request(tp_mock *m, tp__mock_job *j, uint64_t t_ns, const char
   tp_buf_printf(b, ",\"n\":%llu,\"t_ns\":%llu,\"prompt_tokens\":%u,\"max_tokens\":%u",
                 (unsigned long long)j->seq.number, (unsigned long long)t_ns, j->seq.prompt_tokens,
                 j->seq.max_tokens);
+  /* The client's ids of the request, to join with its own records. */
+  tp_buf_append_str(b, ",\"request_id\":");
+  if (j->request_id)
+    tp_mock_json_str(b, j->request_id, strlen(j->request_id));
+  else
+    tp_buf_append_str(b, "null");
+  if (j->traceparent) {
+    tp_buf_append_str(b, ",\"traceparent\":");
+    tp_mock_json_str(b, j->traceparent, strlen(j->traceparent));
+  }
   if (j->fault.kind != TP_MOCK_FAULT_NONE)
     tp_buf_printf(b, ",\"fault\":\"%s\",\"fault_after\":%u", tp_mock_fault_name(j->fault.kind),
                   j->fault.after_tokens);

@@ -7,12 +7,13 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 # The build's packages (tools/deps.sh) and the tests' own peers: Python gRPC
-# and HTTP peers, nghttp2's client and server, chromium for the HTML report,
+# and HTTP peers, the Prometheus client's text parser (live metrics),
+# nghttp2's client and server, chromium for the HTML report,
 # the openssl tool for test certificates, clang and its runtime for libFuzzer,
 # valgrind, and Open MPI (with iproute2, which its launcher uses) for the
 # distributed-run suite.
 test_pkgs=(
-  python3 python3-grpcio python3-grpc-tools python3-aiohttp
+  python3 python3-grpcio python3-grpc-tools python3-aiohttp python3-prometheus-client
   nghttp2-client nghttp2-server openssl
   chromium clang libclang-rt-14-dev valgrind
   libopenmpi-dev openmpi-bin iproute2 man-db

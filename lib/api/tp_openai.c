@@ -156,6 +156,7 @@ static int build_openai(json_t *body, const tp_openai_opts *o, json_t *prompt, u
 static int build_generate(json_t *body, const tp_openai_opts *o, json_t *prompt, uint32_t max_tokens,
                           uint32_t min_tokens) {
   int rv = set(body, "text_input", json_incref(prompt));
+  if (!rv && o->request_id && *o->request_id) rv = set(body, "id", json_string(o->request_id));
   if (rv) return rv;
   /* `stream` is a model input for both layouts; leaving it out means false. */
   if (o->streaming && (rv = set(body, "stream", json_true()))) return rv;
@@ -390,6 +391,7 @@ int tp_openai_decode(tp_openai_decoder *d, tp_http_api api, const uint8_t *data,
     error_message(e, d->error, sizeof(d->error), 200, &out->error_code);
     out->error = d->error;
   }
+  out->id = json_string_value(json_object_get(root, "id"));
   if (api == TP_HTTP_API_TRITON_GENERATE) {
     json_t *t = json_object_get(root, "text_output");
     if (json_is_array(t)) {

@@ -55,6 +55,10 @@ typedef struct tp_openai_opts {
    * merges into an object of the same name, anything else replaces).
    * Borrowed; NULL = none. */
   const json_t *extra;
+  /* Triton generate: the request's id, sent as "id" (the generate
+   * extension returns it in every response); NULL = none.  OpenAI has no
+   * such field: its id goes as the x-request-id header. */
+  const char *request_id;
 } tp_openai_opts;
 
 /* Builds a request body into out (replacing its content): for OpenAI
@@ -96,6 +100,9 @@ typedef struct tp_openai_chunk {
   int64_t output_tokens; /* Triton num_output_tokens (a delta), -1 = absent */
   const char *error;     /* in-band error message (an "error" key), or NULL */
   int64_t error_code;    /* error.code / http_status_code when numeric, else 0 */
+  /* The document's "id" (OpenAI's completion id, Triton's request id
+   * echoed), or NULL; valid until the next decode. */
+  const char *id;
 } tp_openai_chunk;
 
 typedef struct tp_openai_decoder {

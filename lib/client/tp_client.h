@@ -61,6 +61,11 @@ typedef struct tp_client_done {
    * last_stream_id excludes it, REFUSED_STREAM).  sent_ns is then the
    * re-send's.  Not a failure: the report counts these as reconnects. */
   uint32_t resends;
+  /* The server's own id of the request, borrowed, NULL = none came: the
+   * first id of an OpenAI stream's chunks (or of its reply), KServe's
+   * response id, the engines' request id, else the reply's x-request-id
+   * header. */
+  const char *server_id;
 } tp_client_done;
 
 typedef struct tp_client_cbs {
@@ -90,6 +95,10 @@ typedef struct tp_client_send {
   /* 0, or the number of the session this request is a turn of: a session
    * keeps to one connection where the protocol allows (session_end). */
   uint64_t session;
+  /* A W3C traceparent header to send with the request (HTTP header, gRPC
+   * metadata), or NULL.  The id above goes as x-request-id over HTTP and
+   * as the protocol's request id field over gRPC. */
+  const char *traceparent;
 } tp_client_send;
 
 typedef struct tp_client tp_client;

@@ -71,6 +71,7 @@ struct engine_call {
   uint64_t ids;         /* output ids counted so far */
   int64_t server_total; /* SGLang: the last running completion count */
   char id[96];
+  char server_id[64]; /* the server's request id (SGLang's answers carry it), "" = none */
 };
 
 /* ---- token ids ----------------------------------------------------------- */
@@ -452,6 +453,10 @@ static void call_on_message(tp_call *c, const uint8_t *data, size_t len, uint64_
       ev.error_class = TP_ERRCLASS_SERVER;
       break;
   }
+  /* SGLang's answers name the request (vLLM's do not). */
+  if (m.request_id && m.request_id_len && !x->server_id[0])
+    snprintf(x->server_id, sizeof(x->server_id), "%.*s", (int)TP_MIN(m.request_id_len, sizeof(x->server_id) - 1),
+             m.request_id);
   if (ev.final) x->final_seen = true;
   ec->cbs.on_event(x->req, &ev, arrival_ns);
 }
@@ -477,6 +482,9 @@ static void call_on_close(tp_call *c, const tp_call_result *res, void *ud) {
   if ((res->err_class == TP_ERRCLASS_TIMEOUT || res->err_class == TP_ERRCLASS_CANCELLED) && !x->final_seen)
     abort_call(x);
   unlink_call(x);
+  char server_id[sizeof(x->server_id)];
+  memcpy(server_id, x->server_id, sizeof(server_id));
+  d.server_id = server_id[0] ? server_id : NULL;
   void *req = x->req;
   free(x);
   ec->cbs.on_done(req, &d);
@@ -546,8 +554,8 @@ static int engine_send(tp_client *c, const tp_client_send *s, void *req) {
   /* The handle first: the call may end (and free x) before tp_h2c_call
    * returns, when the connection fails at once. */
   if (s->handle) *s->handle = x;
-  rv = tp_h2c_call_session(ec->pool, s->session, ec->path_generate, ec->reqbuf.data, ec->reqbuf.len,
-                           s->timeout_ns, &cbs, x, &x->call);
+  rv = tp_h2c_call_traced(ec->pool, s->session, ec->path_generate, ec->reqbuf.data, ec->reqbuf.len,
+                          s->timeout_ns, s->traceparent, &cbs, x, &x->call);
   if (rv) {
     if (s->handle) *s->handle = NULL;
     unlink_call(x);

@@ -76,6 +76,7 @@ typedef struct http_call {
   tp_buf body; /* a non-SSE reply, or an error status's body */
   bool body_truncated;
   held_ev held;
+  char server_id[64]; /* the first "id" of the reply's documents, "" = none yet */
 } http_call;
 
 /* ---- messages ------------------------------------------------------------ */
@@ -166,6 +167,7 @@ static void hold_error(http_call *x, uint64_t arrival_ns, tp_error_class cls, co
  * become two events (reasoning first) so the run can count them apart. */
 static int hold_chunk(http_call *x, const tp_openai_chunk *ch, uint64_t arrival_ns) {
   held_ev *h;
+  if (ch->id && *ch->id && !x->server_id[0]) snprintf(x->server_id, sizeof(x->server_id), "%s", ch->id);
   if (ch->reasoning_len) {
     h = hold_next(x, arrival_ns);
     h->has_choices = ch->has_choices;
@@ -350,6 +352,10 @@ static void call_on_done(tp_http_req *r, const tp_http_result *res, void *ud) {
   }
   scrub(hc, msg);
   d.message = msg;
+  /* The server's id: its documents' own, else the reply's x-request-id. */
+  char server_id[sizeof(x->server_id)];
+  snprintf(server_id, sizeof(server_id), "%s", x->server_id[0] ? x->server_id : res->request_id ? res->request_id : "");
+  d.server_id = server_id[0] ? server_id : NULL;
   void *req = x->req;
   call_free(x);
   hc->cbs.on_done(req, &d);
@@ -359,6 +365,7 @@ static int http_send(tp_client *c, const tp_client_send *s, void *req) {
   static const tp_http_req_cbs cbs = {call_on_response, call_on_body, call_on_done};
   http_client *hc = (http_client *)c;
   hc->ropts.model = hc->model[0] ? hc->model : NULL;
+  hc->ropts.request_id = s->id;
   int rv = tp_openai_build_request(&hc->reqbuf, &hc->ropts, s->prompt, s->prompt_len, s->messages, s->max_tokens,
                                    s->min_tokens);
   if (rv) return rv;
@@ -371,8 +378,8 @@ static int http_send(tp_client *c, const tp_client_send *s, void *req) {
   tp_buf_init(&x->body);
   tp_buf_init(&x->held.text);
   held_clear(&x->held);
-  tp_http_req_opts ro = {true, hc->path, hc->reqbuf.data, hc->reqbuf.len, hc->opts.streaming, s->timeout_ns,
-                         s->session, false};
+  tp_http_req_opts ro = {true,       hc->path,   hc->reqbuf.data, hc->reqbuf.len, hc->opts.streaming, s->timeout_ns,
+                         s->session, false,      s->id,           s->traceparent};
   rv = tp_http_request(hc->http, &ro, &cbs, x, &x->hreq);
   if (rv) {
     call_free(x);
@@ -427,7 +434,7 @@ static int unary_get(http_client *hc, const char *path, unary_ctx *u) {
    * never goes out on a connection a check used (a server with Nagle's
    * algorithm on delays the first answer on it by up to the client's
    * delayed-ACK time, 40 ms on Linux). */
-  tp_http_req_opts ro = {false, path, NULL, 0, false, PREFLIGHT_TIMEOUT_NS, 0, true};
+  tp_http_req_opts ro = {false, path, NULL, 0, false, PREFLIGHT_TIMEOUT_NS, 0, true, NULL, NULL};
   int rv = tp_http_request(hc->http, &ro, &cbs, u, NULL);
   if (rv) return rv;
   while (!u->done) uv_run(hc->loop, UV_RUN_ONCE);

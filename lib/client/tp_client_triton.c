@@ -41,6 +41,7 @@ typedef struct call_ctx {
   char *prompt;
   size_t prompt_len, seen;
   bool echo_checked;
+  char server_id[64]; /* the first response's id, "" = none yet */
 } call_ctx;
 
 /* The new text of an echo model's response: past the prompt (when the text
@@ -200,6 +201,8 @@ static void call_on_message(tp_call *c, const uint8_t *data, size_t len, uint64_
     tp_h2c_cancel(c);
     return;
   }
+  if (tev.id && tev.id_len && !x->server_id[0])
+    snprintf(x->server_id, sizeof(x->server_id), "%.*s", (int)TP_MIN(tev.id_len, sizeof(x->server_id) - 1), tev.id);
   ev.text = tev.text;
   ev.text_len = tev.text_len;
   if (x->tc->topts.echo && ev.text) echo_delta(x, &ev.text, &ev.text_len);
@@ -229,6 +232,9 @@ static void call_on_close(tp_call *c, const tp_call_result *res, void *ud) {
     d.err_class = TP_ERRCLASS_PROTOCOL;
     d.message = "call ended before the final response";
   }
+  char server_id[sizeof(x->server_id)];
+  memcpy(server_id, x->server_id, sizeof(server_id));
+  d.server_id = server_id[0] ? server_id : NULL;
   void *req = x->req;
   triton_client *tc = x->tc;
   call_free(x);
@@ -261,9 +267,9 @@ static int triton_send(tp_client *c, const tp_client_send *s, void *req) {
    * tp_h2c_call returns, when the connection fails at once. */
   if (s->handle) *s->handle = x;
   if (rv == 0)
-    rv = tp_h2c_call_session(tc->pool, s->session,
-                             tc->opts.streaming ? TP_TRITON_SERVICE "ModelStreamInfer" : TP_TRITON_SERVICE "ModelInfer",
-                             tc->reqbuf.data, tc->reqbuf.len, s->timeout_ns, &cbs, x, &x->call);
+    rv = tp_h2c_call_traced(tc->pool, s->session,
+                            tc->opts.streaming ? TP_TRITON_SERVICE "ModelStreamInfer" : TP_TRITON_SERVICE "ModelInfer",
+                            tc->reqbuf.data, tc->reqbuf.len, s->timeout_ns, s->traceparent, &cbs, x, &x->call);
   if (rv) {
     if (s->handle) *s->handle = NULL;
     call_free(x);

@@ -108,3 +108,38 @@ void tp_record_fail(tp_record *r, tp_error_class cls, int grpc_status,
   free(r->err_msg);
   r->err_msg = msg ? tp_strndup(msg, msg_len) : NULL;
 }
+
+void tp_record_set_server_id(tp_record *r, const char *id, size_t len) {
+  if (r->server_id[0] || !id || !len) return;
+  if (len > TP_RECORD_SERVER_ID_MAX - 1) len = TP_RECORD_SERVER_ID_MAX - 1;
+  /* It goes into JSON and logs as it is: printable ASCII, the characters
+   * such ids are made of (a UUID, "chatcmpl-..."). */
+  for (size_t i = 0; i < len; i++) {
+    unsigned char c = (unsigned char)id[i];
+    r->server_id[i] = c > 0x20 && c < 0x7f ? (char)c : '?';
+  }
+  r->server_id[len] = 0;
+}
+
+bool tp_record_has_trace(const tp_record *r) {
+  for (size_t i = 0; i < sizeof(r->trace_id); i++)
+    if (r->trace_id[i]) return true;
+  return false;
+}
+
+void tp_record_traceparent(const tp_record *r, char *out) {
+  static const char hex[] = "0123456789abcdef";
+  char *p = out;
+  memcpy(p, "00-", 3);
+  p += 3;
+  for (size_t i = 0; i < sizeof(r->trace_id); i++) {
+    *p++ = hex[r->trace_id[i] >> 4];
+    *p++ = hex[r->trace_id[i] & 15];
+  }
+  *p++ = '-';
+  for (size_t i = 0; i < sizeof(r->span_id); i++) {
+    *p++ = hex[r->span_id[i] >> 4];
+    *p++ = hex[r->span_id[i] & 15];
+  }
+  memcpy(p, "-01", 4);
+}

@@ -99,6 +99,17 @@ typedef struct tp_record {
 
   char *err_msg; /* owned, NULL when none */
 
+  /* The server's own id of the request (docs/metrics.md, "Request ids"):
+   * the id of OpenAI's chunks, KServe's response id, the engines' request
+   * id, or the reply's x-request-id header; "" = none came.  Printable
+   * ASCII only (anything else is '?'), cut at TP_RECORD_SERVER_ID_MAX - 1
+   * bytes. */
+  char server_id[64];
+  /* --traceparent: the W3C trace context the request carried, its trace id
+   * and parent id; all zero = none was sent. */
+  uint8_t trace_id[16];
+  uint8_t span_id[8];
+
   /* Where resp_ns, text and reasoning went when the record was shed: the
    * byte offset of its records-file line, plus 1; 0 = they are here. */
   uint64_t line_off;
@@ -114,7 +125,19 @@ typedef struct tp_record {
 #define TP_RECORD_AT_REASONING 0x80000000u
 #define TP_RECORD_AT_MAX 0x7ffffffeu
 
+#define TP_RECORD_SERVER_ID_MAX 64
+/* The traceparent header's length (version 00), without its NUL. */
+#define TP_TRACEPARENT_LEN 55
+
 void tp_record_init(tp_record *r);
+/* Keeps id[0..len) as the server's id of the request, when none is kept
+ * yet (the first one wins: a stream repeats it). */
+void tp_record_set_server_id(tp_record *r, const char *id, size_t len);
+/* Whether the request carried a traceparent, and the header it carried:
+ * "00-" trace id "-" parent id "-01" (W3C Trace Context, version 00,
+ * sampled), into out[TP_TRACEPARENT_LEN + 1]. */
+bool tp_record_has_trace(const tp_record *r);
+void tp_record_traceparent(const tp_record *r, char *out);
 void tp_record_fini(tp_record *r);
 /* Appends an arrival time; returns 0 or TP_ENOMEM. */
 int tp_record_add_response(tp_record *r, uint64_t t_ns, bool has_text);

@@ -57,8 +57,23 @@ static int json_tokens(tp_buf *out, int64_t v) {
   return v >= 0 ? tp__json_u64(out, (uint64_t)v) : tp_buf_append_str(out, "null");
 }
 
+/* ,"request_id":...,"server_request_id":...: the id sent (NULL prefix: not
+ * known, left out) and the server's own (null when none came). */
+static int request_ids(tp_buf *out, const char *id_prefix, const tp_record *r) {
+  int rv = 0;
+  if (id_prefix) {
+    char id[96];
+    snprintf(id, sizeof(id), "%s%" PRIu64, id_prefix, r->seq);
+    rv = tp_buf_append_str(out, ",\"request_id\":");
+    if (!rv) rv = tp__json_str(out, id, strlen(id));
+  }
+  if (!rv) rv = tp_buf_append_str(out, ",\"server_request_id\":");
+  if (!rv) rv = r->server_id[0] ? tp__json_str(out, r->server_id, strlen(r->server_id)) : tp_buf_append_str(out, "null");
+  return rv;
+}
+
 static int responses_jsonl(tp_buf *out, const tp__sink *sk, const tp_level_result *lr,
-                           const tp_export_request *reqs, size_t n) {
+                           const tp_export_request *reqs, size_t n, const char *id_prefix) {
   char name[128];
   tp__level_name(lr, name, sizeof(name));
   int rv = 0;
@@ -78,6 +93,7 @@ static int responses_jsonl(tp_buf *out, const tp__sink *sk, const tp_level_resul
     if (!rv) rv = tp__json_u64(out, lr->concurrency);
     if (!rv) rv = tp_buf_append_str(out, ",\"id\":");
     if (!rv) rv = tp__json_u64(out, r->seq);
+    if (!rv) rv = request_ids(out, id_prefix, r);
     if (!rv) rv = tp_buf_append_str(out, ",\"prompt_index\":");
     if (!rv) rv = tp__json_u64(out, r->prompt_index);
     if (!rv) rv = tp_buf_append_str(out, ",\"prompt\":");
@@ -127,7 +143,7 @@ static int responses_jsonl(tp_buf *out, const tp__sink *sk, const tp_level_resul
 
 int tp_export_responses_jsonl(tp_buf *out, const tp_level_result *lr, const tp_export_request *reqs,
                               size_t n) {
-  return responses_jsonl(out, NULL, lr, reqs, n);
+  return responses_jsonl(out, NULL, lr, reqs, n, NULL);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -509,7 +525,7 @@ static int add_responses(tp_artifacts *a, tp_buf *b, const tp_export_level *lv, 
    * the file keeps the earlier levels' lines, every one whole. */
   off_t good = ftello(a->resp);
   tp__sink resp_sink = {-1, a->resp};
-  int rv = responses_jsonl(b, &resp_sink, lv->lr, lv->reqs, lv->n);
+  int rv = responses_jsonl(b, &resp_sink, lv->lr, lv->reqs, lv->n, lv->id_prefix);
   if (rv == TP_EIO && !read_back_error(lv->reqs, lv->n))
     rv = io_err(err, errlen, "write", a->resp_path, errno);
   if (!rv && ((b->len && fwrite(b->data, 1, b->len, a->resp) != b->len) || fflush(a->resp)))

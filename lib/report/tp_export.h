@@ -82,6 +82,9 @@ typedef struct tp_export_level {
    * windows (tp_level_opts.window_start_ns/_end_ns); 0, 0 = the level's
    * span, first measured send to last completion. */
   uint64_t window_start_ns, window_end_ns;
+  /* A request's id as sent is this prefix and its seq (the records' id,
+   * docs/metrics.md "Request ids"); NULL = not known: not written. */
+  const char *id_prefix;
 } tp_export_level;
 
 /* Converts a monotonic time (tp_now_ns) to wall-clock nanoseconds since the

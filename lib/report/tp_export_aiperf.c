@@ -107,7 +107,7 @@ static int key_u64(tp_buf *out, const char *key, uint64_t v) {
 
 /* The metadata AIPerf gives a request, from what tokperf knows of it;
  * numbers without printf, a line being written per request. */
-static int metadata(tp_buf *out, const tp_record *r, uint64_t mono, uint64_t wall) {
+static int metadata(tp_buf *out, const tp_record *r, const char *id_prefix, uint64_t mono, uint64_t wall) {
 #define W(ts) tp_export_wall_ns(mono, wall, (ts))
   uint64_t start = W(r->sent_ns ? r->sent_ns : r->planned_ns);
   uint64_t end = r->done_ns ? W(r->done_ns) : start;
@@ -115,6 +115,14 @@ static int metadata(tp_buf *out, const tp_record *r, uint64_t mono, uint64_t wal
    * its place in the level. */
   uint64_t session_num = r->session ? r->session - 1 : r->seq;
   int rv = key_u64(out, "{\"metadata\":{\"session_num\":", session_num);
+  /* The id the request went out with (x-request-id, as AIPerf sends its
+   * own as X-Request-ID). */
+  if (!rv && id_prefix) {
+    char id[96];
+    snprintf(id, sizeof(id), "%s%" PRIu64, id_prefix, r->seq);
+    rv = tp_buf_append_str(out, ",\"x_request_id\":");
+    if (!rv) rv = tp__json_str(out, id, strlen(id));
+  }
   if (!rv) rv = key_u64(out, ",\"request_num\":", r->seq);
   if (!rv) rv = key_u64(out, ",\"turn_index\":", r->turn);
   if (!rv) rv = key_u64(out, ",\"request_start_ns\":", start);
@@ -141,7 +149,7 @@ int tp__aiperf_records(tp_buf *out, const tp__sink *sk, const tp_export_level *l
     if (rv) break;
     tp_req_metrics m;
     tp_request_metrics(&full, &m);
-    rv = metadata(out, &full, anchor_mono_ns, anchor_wall_ns);
+    rv = metadata(out, &full, lv->id_prefix, anchor_mono_ns, anchor_wall_ns);
     if (!rv) rv = m.ok ? metrics_ok(out, &full, &m, streaming) : failed(out, &full);
     if (!rv && m.ok) rv = tp_buf_append_str(out, ",\"error\":null");
     if (!rv) rv = tp_buf_append(out, "}\n", 2);

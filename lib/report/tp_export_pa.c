@@ -93,12 +93,21 @@ static void whole_on_first(const tp_record *r, uint32_t i, bool *seen, tp__piece
 static int openai_json(tp_buf *o, const pa_api *api, const tp_record *r, uint64_t created_s, bool first,
                        const tp__piece *pc) {
   bool chat = api->kind == PA_CHAT;
-  int rv = tp_buf_printf(o, "{\"id\":\"%s-%" PRIu64 "\",\"object\":\"%s\",\"created\":%" PRIu64 ",\"model\":",
-                         chat ? "chatcmpl" : "cmpl", r->seq,
-                         !chat            ? "text_completion"
-                         : api->streaming ? "chat.completion.chunk"
-                                          : "chat.completion",
-                         created_s);
+  /* The server's own id where it gave one (the chunks' id), else one made
+   * in its form. */
+  char id[TP_RECORD_SERVER_ID_MAX + 32];
+  if (r->server_id[0])
+    snprintf(id, sizeof(id), "%s", r->server_id);
+  else
+    snprintf(id, sizeof(id), "%s-%" PRIu64, chat ? "chatcmpl" : "cmpl", r->seq);
+  int rv = tp_buf_append_str(o, "{\"id\":");
+  if (!rv) rv = tp__json_str(o, id, strlen(id));
+  if (!rv)
+    rv = tp_buf_printf(o, ",\"object\":\"%s\",\"created\":%" PRIu64 ",\"model\":",
+                       !chat            ? "text_completion"
+                       : api->streaming ? "chat.completion.chunk"
+                                        : "chat.completion",
+                       created_s);
   if (!rv) rv = tp__json_str(o, api->model, strlen(api->model));
   if (!rv) rv = tp_buf_append_str(o, ",\"choices\":[{\"index\":0,");
   if (!rv && chat) rv = tp_buf_append_str(o, api->streaming ? "\"delta\":{" : "\"message\":{");

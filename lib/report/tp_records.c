@@ -168,6 +168,21 @@ static void put_head(tp_buf *b, const tp_record *rec, const tp_records_line *l) 
     put_real(b, l->rate);
   }
   put_str_member(b, "id", l->id);
+  /* The ids to join with the server's logs (docs/metrics.md, "Request
+   * ids"): the one sent (the line's id), the server's own, and the trace
+   * context when one was sent. */
+  put_str_member(b, "request_id", l->id);
+  if (rec->server_id[0]) {
+    put_str_member(b, "server_request_id", rec->server_id);
+  } else {
+    put_key(b, "server_request_id");
+    tp_buf_append(b, "null", 4);
+  }
+  if (tp_record_has_trace(rec)) {
+    char tp[TP_TRACEPARENT_LEN + 1];
+    tp_record_traceparent(rec, tp);
+    put_str_member(b, "traceparent", tp);
+  }
   put_int_member(b, "level", (int64_t)l->level);
   if (l->with_rank) put_int_member(b, "rank", rec->rank);
   put_int_member(b, "seq", (int64_t)rec->seq);
@@ -209,7 +224,8 @@ static void put_text_at(tp_buf *b, const tp_record *rec) {
 static size_t line_bound(const tp_record *rec, const tp_records_line *l) {
   size_t n = 1536 + 33u * (size_t)rec->n_resp + 6 * (rec->text.len + rec->reasoning.len);
   if (rec->err_msg) n += 6 * strlen(rec->err_msg);
-  if (l->id) n += 6 * strlen(l->id);
+  if (l->id) n += 12 * strlen(l->id);
+  n += TP_RECORD_SERVER_ID_MAX + TP_TRACEPARENT_LEN + 64;
   if (l->session_id) n += 6 * strlen(l->session_id);
   return n;
 }

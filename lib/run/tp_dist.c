@@ -82,8 +82,9 @@ void tp_dist_shift_record(tp_record *rec, int64_t offset_ns) {
 
 /* ---- records on the wire ---------------------------------------------------------- */
 
-/* TPL3: a record carries its count of text responses of one time. */
-#define MAGIC "TPL3"
+/* TPL3: a record carries its count of text responses of one time; TPL4:
+ * its ids too (the server's, the trace context sent). */
+#define MAGIC "TPL4"
 #define NO_STRING UINT64_MAX /* a NULL error message, told apart from "" */
 
 static int put64(tp_buf *b, uint64_t v) {
@@ -138,6 +139,10 @@ static int put_record(tp_buf *b, const tp_record *r) {
   rv |= put_bytes(b, r->text.data ? r->text.data : (const uint8_t *)"", r->text.len);
   rv |= put_bytes(b, r->reasoning.data ? r->reasoning.data : (const uint8_t *)"", r->reasoning.len);
   rv |= put_bytes(b, r->err_msg, r->err_msg ? strlen(r->err_msg) : 0);
+  /* The request's ids (docs/metrics.md, "Request ids"). */
+  rv |= put_bytes(b, r->server_id, strlen(r->server_id));
+  rv |= tp_buf_append(b, r->trace_id, sizeof(r->trace_id));
+  rv |= tp_buf_append(b, r->span_id, sizeof(r->span_id));
   return rv ? TP_ENOMEM : 0;
 }
 
@@ -258,6 +263,18 @@ static int get_record(reader *rd, tp_record *r) {
     r->err_msg = tp_strndup((const char *)s, n);
     if (!r->err_msg) return TP_ENOMEM;
   }
+  /* The server's id as a record keeps one: printable ASCII, short. */
+  n = get_bytes(rd, &s, &null);
+  if (rd->bad || null || n >= sizeof(r->server_id)) return TP_EPROTO;
+  for (size_t i = 0; i < n; i++)
+    if (s[i] <= 0x20 || s[i] >= 0x7f) return TP_EPROTO;
+  memcpy(r->server_id, s, n);
+  r->server_id[n] = 0;
+  if (rd->left < sizeof(r->trace_id) + sizeof(r->span_id)) return TP_EPROTO;
+  memcpy(r->trace_id, rd->p, sizeof(r->trace_id));
+  memcpy(r->span_id, rd->p + sizeof(r->trace_id), sizeof(r->span_id));
+  rd->p += sizeof(r->trace_id) + sizeof(r->span_id);
+  rd->left -= sizeof(r->trace_id) + sizeof(r->span_id);
   return 0;
 }
 

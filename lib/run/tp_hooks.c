@@ -5,12 +5,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 
 #include "run/tp_run_internal.h"
 #include "report/tp_records.h"
 #include "report/tp_export.h"
 #include "run/tp_dist.h"
+#include "util/tp_stamp.h"
 
 /* Server statistics around a level (Triton's ModelStatistics).  A server
  * without them is told once and not asked again. */
@@ -523,7 +525,7 @@ static void artifacts_end(tp_run *r, size_t li, tp_level_result *lv) {
     char(*markers)[24] = r->cfg.prompts.cache_bust ? calloc(L->n_planned ? L->n_planned : 1, 24) : NULL;
     if (reqs && (markers || !r->cfg.prompts.cache_bust)) {
       export_requests(r, reqs, markers, from);
-      tp_export_level el = {lv, reqs, L->n_planned, L->lo.window_start_ns, L->lo.window_end_ns};
+      tp_export_level el = {lv, reqs, L->n_planned, L->lo.window_start_ns, L->lo.window_end_ns, r->id_prefix};
       tp_accuracy acc;
       memset(&acc, 0, sizeof(acc));
       char aerr[512];
@@ -559,7 +561,7 @@ static void vllm_requests_end(tp_run *r, size_t li, tp_level_result *lv) {
   int rv = TP_ENOMEM;
   if (reqs) {
     export_requests(r, reqs, NULL, from);
-    tp_export_level el = {lv, reqs, L->n_planned, L->lo.window_start_ns, L->lo.window_end_ns};
+    tp_export_level el = {lv, reqs, L->n_planned, L->lo.window_start_ns, L->lo.window_end_ns, r->id_prefix};
     rv = tp_export_vllm_requests(&el, lv->load_mode == TP_LOAD_RATE, &text);
   }
   if (rv)
@@ -571,6 +573,79 @@ static void vllm_requests_end(tp_run *r, size_t li, tp_level_result *lv) {
   tp_records_reader_free(from);
 }
 
+/* ------------------------------------------------------------------------ */
+/* Live metrics (--metrics-port, docs/metrics.md "Live metrics")            */
+
+/* A scrape, on the loop: the counters and what the level says now. */
+static int live_render(void *ctx, tp_buf *out) {
+  tp_run *r = ctx;
+  const level_state *L = &r->lv;
+  tp_live_state st;
+  memset(&st, 0, sizeof(st));
+  st.level = r->live_level;
+  st.levels = (uint32_t)r->n_points;
+  st.verdict = r->live_verdict;
+  st.reads = tp_stamp_reads(&r->loop);
+  st.loop_cpu_s = (double)tpr_cpu_ns(RUSAGE_THREAD) / 1e9;
+  st.process_cpu_s = (double)tpr_cpu_ns(RUSAGE_SELF) / 1e9;
+  if (st.level) {
+    st.mode = L->pt.mode;
+    st.concurrency = L->pt.mode == TP_LOAD_CONCURRENCY ? L->pt.concurrency : r->cfg.load.max_concurrency;
+    st.rate = L->pt.mode == TP_LOAD_RATE ? L->pt.rate : 0;
+    st.in_flight = L->in_flight;
+    st.max_in_flight = L->max_in_flight;
+    st.level_elapsed_s = L->t0 ? (double)(tp_now_ns() - L->t0) / 1e9 : 0;
+  }
+  return tp_live_render(r->live, &st, out);
+}
+
+/* Rank 0 serves its own requests' counters (a distributed run's other
+ * ranks serve none: one port per host would clash). */
+static int live_open(tp_run *r, char *err, size_t errlen) {
+  r->live_verdict = -1;
+  if (!r->cfg.output.metrics_port || r->rank != 0) return 0;
+  r->live = tp_live_new();
+  if (!r->live) return TP_ENOMEM;
+  const char *host = r->cfg.output.metrics_host && *r->cfg.output.metrics_host ? r->cfg.output.metrics_host
+                                                                                 : "127.0.0.1";
+  int rv = tp_live_server_start(&r->live_srv, &r->loop, host, r->cfg.output.metrics_port, live_render, r, err,
+                                errlen);
+  if (rv) return rv;
+  tpr_progress(r, "live metrics at http://%s%s%s:%u/metrics", strchr(host, ':') ? "[" : "", host,
+               strchr(host, ':') ? "]" : "", r->cfg.output.metrics_port);
+  return 0;
+}
+
+static int live_begin(tp_run *r, size_t li, char *err, size_t errlen) {
+  (void)err;
+  (void)errlen;
+  r->live_level = (uint32_t)li + 1;
+  return 0;
+}
+
+static void live_end(tp_run *r, size_t li, tp_level_result *lv) {
+  (void)li;
+  r->live_verdict = (int)lv->fidelity.verdict;
+}
+
+static void on_hold_over(uv_timer_t *t) { *(bool *)t->data = true; }
+
+void tpr_live_hold(tp_run *r) {
+  if (!r->live_srv || !r->cfg.output.metrics_hold_ms || r->interrupted) return;
+  tpr_progress(r, "serving the live metrics for %.1f s more (--metrics-hold; Ctrl-C ends it)",
+               (double)r->cfg.output.metrics_hold_ms / 1e3);
+  uv_timer_t t;
+  bool over = false;
+  uv_timer_init(&r->loop, &t);
+  t.data = &over;
+  uv_timer_start(&t, on_hold_over, r->cfg.output.metrics_hold_ms, 0);
+  /* One turn at a time: an interruption (its async handle) wakes the
+   * loop too. */
+  while (!over && !r->interrupted) uv_run(&r->loop, UV_RUN_ONCE);
+  uv_close((uv_handle_t *)&t, NULL);
+  uv_run(&r->loop, UV_RUN_NOWAIT);
+}
+
 /* The hooks, walked in this order at each step: at start-up (open), before
  * the level's first request (begin; MPI last, as it starts the clock),
  * when the loop stopped (stop) and once the level's figures are computed
@@ -579,6 +654,7 @@ static const tp_level_hook hooks[] = {
     {"server statistics", NULL, stats_begin, NULL, stats_read_after},
     {"scraping", scrape_open, scrape_begin, scrape_stop, scrape_end},
     {"MPI", NULL, mpi_begin, mpi_stop, mpi_end},
+    {"live metrics", live_open, live_begin, NULL, live_end},
     {"artifacts", artifacts_open, NULL, NULL, artifacts_end},
     {"vLLM requests", NULL, NULL, NULL, vllm_requests_end},
 };

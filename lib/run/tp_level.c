@@ -489,7 +489,7 @@ static int level_prepare(tp_run *r) {
 /* ------------------------------------------------------------------------ */
 /* The client's own figures (docs/metrics.md, "Fidelity")                   */
 
-static uint64_t rusage_ns(int who) {
+uint64_t tpr_cpu_ns(int who) {
   struct rusage ru;
   if (getrusage(who, &ru)) return 0;
   return ((uint64_t)ru.ru_utime.tv_sec + (uint64_t)ru.ru_stime.tv_sec) * TP_NS_PER_S +
@@ -501,12 +501,14 @@ static uint64_t rusage_ns(int who) {
 static void fid_take(tp_run *r, fid_mark *m) {
   m->t_ns = tp_now_ns();
   m->reads = tp_stamp_reads(&r->loop);
-  m->thread_cpu_ns = rusage_ns(RUSAGE_THREAD);
-  m->process_cpu_ns = rusage_ns(RUSAGE_SELF);
+  m->thread_cpu_ns = tpr_cpu_ns(RUSAGE_THREAD);
+  m->process_cpu_ns = tpr_cpu_ns(RUSAGE_SELF);
 }
 
 static void on_read_lag(void *ctx, uint64_t lag_ns) {
-  tp_gap_pool_add(ctx, lag_ns);
+  tp_run *r = ctx;
+  if (r->loop_lag) tp_gap_pool_add(r->loop_lag, lag_ns);
+  if (r->live) tp_live_read_lag(r->live, lag_ns);
 }
 
 /* The loop's reads, their lag and the CPU over the level into lv's
@@ -544,7 +546,7 @@ static int level_drive(tp_run *r, size_t li, const point *pt, char *err, size_t 
   /* The client's counters from here to the loop's end; the reads' lags go
    * to the level's pool meanwhile. */
   fid_take(r, &L->fid_begin);
-  tp_stamp_set_lag_sink(&r->loop, r->loop_lag ? on_read_lag : NULL, r->loop_lag);
+  tp_stamp_set_lag_sink(&r->loop, r->loop_lag || r->live ? on_read_lag : NULL, r);
   if (r->cfg.measure.warmup_duration_ms)
     L->warmup_end_ns = L->t0 + r->cfg.measure.warmup_duration_ms * TP_NS_PER_MS;
   if (r->cfg.output.progress) {

@@ -12,6 +12,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
+#include <unistd.h>
 
 #include "run/tp_run_internal.h"
 
@@ -225,7 +227,7 @@ void tpr_drop_waiting(tp_run *r, const char *why) {
       tp_record *rec = &L->recs[seq];
       tp_record_fail(rec, TP_ERRCLASS_CANCELLED, -1, why, strlen(why));
       rec->done_ns = tp_now_ns();
-      note_done(L, rec);
+      note_done(r, rec);
     }
     if (k < 64) break;
   }
@@ -421,7 +423,7 @@ void tpr_not_sent(tp_run *r, size_t seq) {
   tp_record_fail(rec, TP_ERRCLASS_NOT_SENT, -1, msg, sizeof(msg) - 1);
   uint64_t now = tp_now_ns();
   rec->done_ns = now;
-  note_done(L, rec);
+  note_done(r, rec);
   if (tp_backoff_not_sent(&L->bo, now)) tpr_end_on_failures(r, now);
   queue_done(r, seq);
 }
@@ -436,6 +438,7 @@ void tpr_req_on_done(void *req, const tp_client_done *d) {
   ctx_give(L, x);
   /* The wire time of the request's last byte is the truest send time. */
   if (d->sent_ns) rec->sent_ns = d->sent_ns;
+  if (d->server_id) tp_record_set_server_id(rec, d->server_id, strlen(d->server_id));
   rec->resends = d->resends;
   if (d->err_class != TP_ERRCLASS_NONE)
     tp_record_fail(rec, d->err_class, d->status, d->message, strlen(d->message));
@@ -445,7 +448,7 @@ void tpr_req_on_done(void *req, const tp_client_done *d) {
   rec->input_tokens =
       r->cfg.prompts.cache_bust || r->n_prefixes ? -1 : L->ds->items[rec->prompt_index].input_tokens;
   L->in_flight--;
-  note_done(L, rec);
+  note_done(r, rec);
   /* A request that failed to reach the server holds its closed-loop slot
    * for the back-off (and may end the level). */
   uint64_t hold;
@@ -472,6 +475,23 @@ void tpr_req_on_done(void *req, const tp_client_done *d) {
   queue_done(r, seq);
 }
 
+/* A random trace id and parent id for the request (W3C Trace Context: the
+ * trace id is random and not all zero, and so is the parent id). */
+static void trace_ids(tp_run *r, tp_record *rec) {
+  if (!r->trace_rng_ready) {
+    uint64_t seed = 0;
+    if (getrandom(&seed, sizeof(seed), 0) != (ssize_t)sizeof(seed)) seed = tp_now_ns() ^ ((uint64_t)getpid() << 32);
+    tp_rng_seed(&r->trace_rng, seed);
+    r->trace_rng_ready = true;
+  }
+  uint64_t w[3];
+  do {
+    for (int i = 0; i < 3; i++) w[i] = tp_rng_next(&r->trace_rng);
+  } while (!(w[0] | w[1]) || !w[2]);
+  memcpy(rec->trace_id, w, 16);
+  memcpy(rec->span_id, &w[2], 8);
+}
+
 void tpr_send_request(tp_run *r, size_t seq, uint32_t backoff) {
   level_state *L = &r->lv;
   tp_record *rec = &L->recs[seq];
@@ -480,7 +500,7 @@ void tpr_send_request(tp_run *r, size_t seq, uint32_t backoff) {
   if (!x) {
     tp_record_fail(rec, TP_ERRCLASS_CANCELLED, -1, "out of memory", 13);
     rec->done_ns = now;
-    note_done(L, rec);
+    note_done(r, rec);
     return;
   }
   x->run = r;
@@ -495,7 +515,14 @@ void tpr_send_request(tp_run *r, size_t seq, uint32_t backoff) {
                         p->text_len, rec->max_tokens,
                         min_tokens,  r->cfg.server.request_timeout_ms * TP_NS_PER_MS,
                         &x->handle,  NULL,
-                        NULL,        0};
+                        NULL,        0,
+                        NULL};
+  char traceparent[TP_TRACEPARENT_LEN + 1];
+  if (r->cfg.server.traceparent) {
+    trace_ids(r, rec);
+    tp_record_traceparent(rec, traceparent);
+    snd.traceparent = traceparent;
+  }
   if (r->cfg.prompts.cache_bust || r->n_prefixes) {
     tpr_build_sent_text(r, seq, &r->sendbuf);
     snd.prompt = (const char *)r->sendbuf.data;
@@ -509,11 +536,12 @@ void tpr_send_request(tp_run *r, size_t seq, uint32_t backoff) {
   L->in_flight++;
   if (L->in_flight > L->max_in_flight) L->max_in_flight = L->in_flight;
   int rv = r->client->ops->send(r->client, &snd, x);
+  if (!rv && r->live) tp_live_sent(r->live);
   if (rv) {
     ctx_give(L, x);
     L->in_flight--;
     tp_record_fail(rec, TP_ERRCLASS_PROTOCOL, -1, "cannot send the request", 23);
     rec->done_ns = now;
-    note_done(L, rec);
+    note_done(r, rec);
   }
 }

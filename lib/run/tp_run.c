@@ -178,6 +178,12 @@ static int validate(const tp_config *c, char *err, size_t errlen) {
     tp_seterr(err, errlen, "measure.duration_ms: the measurement window must be longer than 0");
     return TP_EINVAL;
   }
+  if (!c->output.metrics_port && ((c->output.metrics_host && *c->output.metrics_host) || c->output.metrics_hold_ms)) {
+    tp_seterr(err, errlen,
+              "output.metrics_host and output.metrics_hold_ms (--metrics-host, --metrics-hold) go with "
+              "output.metrics_port: give --metrics-port PORT to serve the live metrics");
+    return TP_EINVAL;
+  }
   if (c->load.schedule_file && (c->load.n_request_rates || c->prompts.n_input_tokens_means)) {
     tp_seterr(err, errlen,
               "load.schedule_file replays its own times and lengths: drop load.request_rate and "
@@ -520,6 +526,8 @@ void tp_run_free(tp_run *r) {
   if (r->timers) tp_timers_close(r->timers);
   if (r->scraper) tp_scraper_free(r->scraper);
   if (r->gpu_scraper) tp_scraper_free(r->gpu_scraper);
+  tp_live_server_close(r->live_srv); /* freed by the loop's run below */
+  r->live_srv = NULL;
   tp_stamp_uninstall(&r->loop);
   /* Close every handle and let libuv finish, so the loop closes cleanly. */
   uv_walk(&r->loop, walk_close, NULL);
@@ -540,6 +548,7 @@ void tp_run_free(tp_run *r) {
   tp_gap_pool_free(r->gaps);
   tp_gap_pool_free(r->vllm_gaps);
   tp_gap_pool_free(r->loop_lag);
+  tp_live_free(r->live);
   free(r->lv.settled);
   free(r->lv.offsets);
   free(r->done_q);

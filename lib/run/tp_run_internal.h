@@ -28,12 +28,14 @@
 #include "dataset/tp_trace.h"
 #include "load/tp_backoff.h"
 #include "metrics/tp_gaps.h"
+#include "metrics/tp_live.h"
 #include "metrics/tp_saturation.h"
 #include "metrics/tp_stats.h"
 #include "record/tp_rec_arena.h"
 #include "record/tp_record.h"
 #include "report/tp_export.h"
 #include "run/tp_gates.h"
+#include "run/tp_live_serve.h"
 #include "run/tp_mpi.h"
 #include "run/tp_scrape.h"
 #include "run/tp_sessions.h"
@@ -225,6 +227,17 @@ struct tp_run {
   tp_gap_pool *gaps;   /* the level's gaps between text responses (itl_pooled) */
   tp_gap_pool *vllm_gaps; /* vLLM's: every gap between chunks with choices (vllm_itl) */
   tp_gap_pool *loop_lag; /* the level's read lags (fidelity.loop_lag), from the loop's stamp */
+  /* Live metrics (--metrics-port): the run's counters, the endpoint that
+   * serves them, and what the endpoint says of the levels (NULL, 0 when
+   * off; tp_hooks.c). */
+  tp_live *live;
+  tp_live_server *live_srv;
+  uint32_t live_level; /* the level running, from 1 */
+  /* --traceparent: trace and parent ids, random per run (seeded from the
+   * system's entropy, not the run's seed: two runs never share them). */
+  tp_rng trace_rng;
+  bool trace_rng_ready;
+  int live_verdict;    /* of the last finished level, -1 = none */
   uint32_t stats_gen; /* levels begun: a late snapshot of an earlier level is dropped */
   /* --search with --num-profile-runs: the current probe's runs so far. */
   uint64_t probe_requests;
@@ -338,8 +351,11 @@ struct tp_run {
 #define DIST_OUT 1
 
 
-/* A request is over: counted done, and failed if it failed. */
-static inline void note_done(level_state *L, const tp_record *rec) {
+/* A request is over: counted done, and failed if it failed (and in the
+ * live counters, while its response times are still in the record). */
+static inline void note_done(tp_run *r, const tp_record *rec) {
+  level_state *L = &r->lv;
+  if (r->live) tp_live_done(r->live, rec);
   L->n_done++;
   if (rec->err_class != TP_ERRCLASS_NONE) L->n_failed++;
   else if (rec->first_token_ns > rec->sent_ns && rec->sent_ns) {
@@ -425,6 +441,12 @@ void tpr_sessions_level_stats(tp_run *r, tp_level_result *lv);
 void tpr_sessions_level_end(tp_run *r);
 int tpr_run_level(tp_run *r, size_t li, char *err, size_t errlen);
 int tpr_exec_setup(tp_run *r, char *err, size_t errlen);
+/* CPU time in ns of the calling thread (RUSAGE_THREAD) or the process
+ * (RUSAGE_SELF); 0 when unknown. */
+uint64_t tpr_cpu_ns(int who);
+/* --metrics-hold: the live metrics are served this long after the last
+ * level (or until an interruption). */
+void tpr_live_hold(tp_run *r);
 
 
 /* Work around each level (tp_hooks.c), walked in the table's order: open

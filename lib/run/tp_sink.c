@@ -49,6 +49,8 @@ static void settle(tp_run *r, size_t seq) {
 }
 
 static void finalize(tp_run *r, size_t seq) {
+  /* Its token counts are final now (counted, or chosen from the server's). */
+  if (r->live) tp_live_tokens(r->live, &r->lv.recs[seq]);
   settle(r, seq);
   tpr_level_check_done(r);
 }

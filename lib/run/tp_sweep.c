@@ -149,6 +149,7 @@ int tp_run_exec(tp_run *r, char *err, size_t errlen) {
   char note[400];
   if (tp_gates_error_rate_note(r->levels, r->n_levels, r->cfg.measure.max_error_rate, note, sizeof(note)))
     tpr_warn(r, "%s", note);
+  tpr_live_hold(r);
   if (r->interrupted) {
     const tp_level_result *last = r->n_levels ? &r->levels[r->n_levels - 1] : NULL;
     if (last && last->partial)

@@ -189,6 +189,12 @@ void tp_h2c_session_end(tp_h2c_pool *p, uint64_t session) { tp_u64map_del(&p->pi
 
 int tp_h2c_call_session(tp_h2c_pool *p, uint64_t session, const char *path, const uint8_t *body, size_t len,
                         uint64_t timeout_ns, const tp_call_cbs *cbs, void *user_data, tp_call **out) {
+  return tp_h2c_call_traced(p, session, path, body, len, timeout_ns, NULL, cbs, user_data, out);
+}
+
+int tp_h2c_call_traced(tp_h2c_pool *p, uint64_t session, const char *path, const uint8_t *body, size_t len,
+                       uint64_t timeout_ns, const char *traceparent, const tp_call_cbs *cbs, void *user_data,
+                       tp_call **out) {
   if (p->closing || !cbs || !cbs->on_close || !cbs->on_message) return TP_EINVAL;
   /* The call, its path and its body in one block of the pool's slab. */
   size_t path_len = strlen(path);
@@ -202,6 +208,7 @@ int tp_h2c_call_session(tp_h2c_pool *p, uint64_t session, const char *path, cons
   c->cbs = *cbs;
   c->user_data = user_data;
   c->grpc_status = -1;
+  if (traceparent) snprintf(c->traceparent, sizeof(c->traceparent), "%s", traceparent);
   c->path = (char *)(c + 1);
   memcpy(c->path, path, path_len + 1);
   c->body = (uint8_t *)c->path + path_len + 1;

@@ -97,6 +97,11 @@ int tp_h2c_call(tp_h2c_pool *p, const char *path, const uint8_t *body, size_t le
  * which its later turns then keep to. */
 int tp_h2c_call_session(tp_h2c_pool *p, uint64_t session, const char *path, const uint8_t *body, size_t len,
                         uint64_t timeout_ns, const tp_call_cbs *cbs, void *user_data, tp_call **out);
+/* tp_h2c_call_session with the call's own "traceparent" metadata (W3C
+ * Trace Context; NULL or "" = none; copied, at most 63 bytes). */
+int tp_h2c_call_traced(tp_h2c_pool *p, uint64_t session, const char *path, const uint8_t *body, size_t len,
+                       uint64_t timeout_ns, const char *traceparent, const tp_call_cbs *cbs, void *user_data,
+                       tp_call **out);
 /* The session is over: its connection is free for anyone. */
 void tp_h2c_session_end(tp_h2c_pool *p, uint64_t session);
 

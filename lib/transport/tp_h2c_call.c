@@ -338,6 +338,7 @@ int tp__h2c_call_submit(conn *cn, tp_call *c) {
   NV("user-agent", p->user_agent);
   for (size_t i = 0; i < p->opts.n_headers && n < TP_ARRAY_LEN(nv); i++)
     NV(p->opts.headers[2 * i], p->opts.headers[2 * i + 1]);
+  if (c->traceparent[0] && n < TP_ARRAY_LEN(nv)) NV("traceparent", c->traceparent);
 #undef NV
   nghttp2_data_provider prd;
   prd.source.ptr = c;

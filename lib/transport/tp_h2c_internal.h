@@ -54,6 +54,7 @@ typedef struct conn conn;
 struct tp_call {
   tp_h2c_pool *pool;
   conn *conn; /* NULL while queued */
+  char traceparent[64]; /* its own "traceparent" metadata, "" = none */
   int32_t stream_id;
   tp_call_cbs cbs;
   void *user_data;

@@ -27,10 +27,16 @@ static size_t write_cb(char *ptr, size_t size, size_t nmemb, void *ud) {
   if (!r->got_bytes) tp__http_tx_final(r);
   r->got_bytes = true;
   if (r->abort || r->local_failed) return 0; /* libcurl ends it with WRITE_ERROR */
-  /* Bytes of one answer arrive in order: never dated before the ones
-   * delivered earlier (which may have had the clock, when read past every
-   * stamp, and the next bytes an earlier stamp taken after that). */
-  uint64_t t = tp__http_arrival_ns(r);
+  /* Body bytes are dated by the stamp of the segment that brought their
+   * last byte when the connection's tracker saw them before libcurl read
+   * them (tp_http_loop.c, "arrival stamps"); otherwise by the newest
+   * stamp of what this call read.  Bytes of one answer arrive in order:
+   * never dated before the ones delivered earlier (which may have had the
+   * clock, when read past every stamp, and the next bytes an earlier stamp
+   * taken after that). */
+  uint64_t t = tp__http_rx_body_ns(r, n);
+  if (!t) t = tp__http_arrival_ns(r);
+  r->body_seen += n;
   if (t < r->last_arrival_ns) t = r->last_arrival_ns;
   r->last_arrival_ns = t;
   if (!r->responded) {
@@ -56,14 +62,23 @@ static size_t write_cb(char *ptr, size_t size, size_t nmemb, void *ud) {
   return n;
 }
 
-/* Only notes that the answer began: a request is re-sent only when not one
- * byte of it came (try_resend). */
+/* Notes that the answer began (a request is re-sent only when not one byte
+ * of it came: try_resend), and keeps the reply's x-request-id. */
 static size_t header_cb(char *ptr, size_t size, size_t nmemb, void *ud) {
   tp_http_req *r = ud;
-  (void)ptr;
+  size_t n = size * nmemb;
   if (!r->got_bytes) tp__http_tx_final(r);
   r->got_bytes = true;
-  return size * nmemb;
+  static const char name[] = "x-request-id:";
+  if (n > sizeof(name) - 1 && strncasecmp(ptr, name, sizeof(name) - 1) == 0) {
+    size_t i = sizeof(name) - 1, e = n;
+    while (i < e && (ptr[i] == ' ' || ptr[i] == '\t')) i++;
+    while (e > i && (ptr[e - 1] == '\r' || ptr[e - 1] == '\n' || ptr[e - 1] == ' ' || ptr[e - 1] == '\t')) e--;
+    size_t len = TP_MIN(e - i, sizeof(r->resp_request_id) - 1);
+    memcpy(r->resp_request_id, ptr + i, len);
+    r->resp_request_id[len] = 0;
+  }
+  return n;
 }
 
 #if LIBCURL_VERSION_NUM >= 0x075000
@@ -81,6 +96,7 @@ static int prereq_cb(void *ud, char *conn_primary_ip, char *conn_local_ip, int c
     r->sent_ns = 0;
   }
   tp__http_tx_begin(r, conn_local_port);
+  tp__http_rx_begin(r, conn_local_port);
   return CURL_PREREQFUNC_OK;
 }
 #endif
@@ -251,6 +267,8 @@ int tp_http_new(tp_http **out, uv_loop_t *loop, const tp_http_opts *o, char *err
   h->ca_file = dup_or_null(o->ca_file, &rv);
   h->cert_file = dup_or_null(o->cert_file, &rv);
   h->key_file = dup_or_null(o->key_file, &rv);
+  h->user_request_id = user_has(o, "x-request-id");
+  h->user_traceparent = user_has(o, "traceparent");
   if (!rv) rv = build_headers(&h->hdr_get, o, NULL, "application/json");
   if (!rv) rv = build_headers(&h->hdr_json, o, "application/json", "application/json");
   if (!rv) rv = build_headers(&h->hdr_sse, o, "application/json", "text/event-stream");
@@ -330,7 +348,18 @@ static CURLcode set_options(tp_http_req *r, const tp_http_req_opts *ro, const ch
   if (h->cert_file) SET(CURLOPT_SSLCERT, h->cert_file);
   if (h->key_file) SET(CURLOPT_SSLKEY, h->key_file);
   if (ro->post) {
-    SET(CURLOPT_HTTPHEADER, ro->accept_sse ? h->hdr_sse : h->hdr_json);
+    /* The request's own lines first, chained onto the shared list. */
+    struct curl_slist *list = ro->accept_sse ? h->hdr_sse : h->hdr_json;
+    const char *names[2] = {"x-request-id", "traceparent"};
+    const char *vals[2] = {h->user_request_id ? NULL : ro->request_id, h->user_traceparent ? NULL : ro->traceparent};
+    for (int i = 1; i >= 0; i--) {
+      if (!vals[i] || !*vals[i]) continue;
+      snprintf(r->xh_line[i], sizeof(r->xh_line[i]), "%s: %.*s", names[i], TP_HTTP_XH_MAX - 16, vals[i]);
+      r->xh[i].data = r->xh_line[i];
+      r->xh[i].next = list;
+      list = &r->xh[i];
+    }
+    SET(CURLOPT_HTTPHEADER, list);
     SET(CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)ro->body_len);
     SET(CURLOPT_COPYPOSTFIELDS, ro->body_len ? (const char *)ro->body : "");
     r->body_len = ro->body_len;

@@ -93,6 +93,9 @@ typedef struct tp_http_result {
   /* Times the request was sent again on a fresh connection (0 or 1; see
    * tp_http_should_resend); sent_ns is then the re-send's. */
   uint32_t resends;
+  /* The reply's x-request-id header (the server's id of the request, or
+   * the one sent, echoed), trimmed; NULL = none.  Borrowed. */
+  const char *request_id;
 } tp_http_result;
 
 typedef struct tp_http_req_cbs {
@@ -127,7 +130,15 @@ typedef struct tp_http_req_opts {
    * connection a server may leave in a state that delays the next answer
    * on it: Nagle's algorithm against the client's delayed ACK). */
   bool own_connection;
+  /* Per-request headers of a POST (docs/metrics.md, "Request ids"), each
+   * NULL = none: "x-request-id: ID" and "traceparent: VALUE" (W3C Trace
+   * Context).  A -H line naming the same header replaces them.  Copied;
+   * cut at TP_HTTP_XH_MAX - 16 bytes. */
+  const char *request_id;
+  const char *traceparent;
 } tp_http_req_opts;
+
+#define TP_HTTP_XH_MAX 160
 
 /* Creates the HTTP client.  Returns 0, or TP_EINVAL with a message (a bad
  * base URL, header line or API key, an unreadable CA, certificate or key

@@ -9,7 +9,10 @@
 
 #include <curl/curl.h>
 
+#include "transport/tp_http_raw.h"
 #include "util/tp_u64map.h"
+
+typedef struct rx_conn rx_conn;
 
 /* One uv_poll per socket libcurl asks us to watch. */
 typedef struct sock_ctx {
@@ -18,8 +21,52 @@ typedef struct sock_ctx {
   curl_socket_t fd;
   int local_port; /* the connection's local port, 0 until known */
   int events;     /* what libcurl asked to watch (UV_READABLE | UV_WRITABLE) */
+  rx_conn *rx;    /* its arrival tracker (tx_sock.rx), looked up once */
+  bool rx_looked;
   struct sock_ctx *prev, *next;
 } sock_ctx;
+
+/* Arrival times by body position on a plaintext HTTP/1.1 connection
+ * (tp_http_loop.c, "arrival stamps"): before libcurl reads a readable
+ * socket, the bytes waiting that were not seen yet are peeked and fed to
+ * the tracker, and the end of each run of body bytes among them is noted
+ * with the kernel stamp of the segment that holds it.  A body piece
+ * libcurl delivers later is dated by the first mark at or past its last
+ * byte. */
+typedef struct rx_mark {
+  uint64_t resp;     /* the tracker's response index */
+  uint64_t body_end; /* body bytes of that response up to the mark */
+  uint64_t ns;       /* the arrival of the segment holding byte body_end-1 */
+} rx_mark;
+
+/* Body runs fed and not yet delivered: libcurl delivers what it read
+ * before its call returns, so the ring holds at most the runs of one look
+ * at the queue (a late loop: one per event waiting); past that the newest
+ * mark stretches (later, never earlier).  About 800 bytes a connection. */
+#define RX_MARKS 32
+
+struct rx_conn {
+  tp_http_raw *raw;
+  /* The tracker follows the stream: fed is the position (in the kernel's
+   * count of bytes received on the connection) up to which it was fed. */
+  bool synced;
+  uint64_t fed;
+  rx_mark marks[RX_MARKS]; /* a ring, oldest at head */
+  unsigned head, n;
+  /* Where the tracker stood at fed: response fed_resp, fed_body body bytes
+   * into it, between two chunks of a chunked body or not. */
+  uint64_t fed_resp, fed_body;
+  bool fed_between;
+  /* The kernel's count of data segments when fed was the count of bytes
+   * received (segs_ok): one more segment since brought every new byte. */
+  uint32_t segs;
+  bool segs_ok;
+  /* Body libcurl delivered past fed_body (it read bytes the tracker never
+   * saw: they came between the look and libcurl's read): the pieces'
+   * bytes, and their raw length as whole chunks without extensions.  The
+   * next look that finds the stream that much further resumes there. */
+  uint64_t gap_body, gap_raw;
+};
 
 /* A socket libcurl opened (tp__http_sockopt_cb) and has not closed: the
  * send stamps are read from it by its number, found by local port. */
@@ -27,6 +74,7 @@ typedef struct tx_sock {
   curl_socket_t fd;
   int local_port; /* 0 until connected and looked up */
   bool stamps;    /* transmit stamps are on */
+  rx_conn *rx;    /* NULL over TLS (the raw bytes are records) or without memory */
 } tx_sock;
 
 struct tp_http_req {
@@ -51,6 +99,12 @@ struct tp_http_req {
   uint64_t session; /* 0, or the session whose share (connection) it uses */
   int local_port;   /* its connection's local port (prereq_cb), 0 until known */
   uint64_t last_arrival_ns; /* the time given to its last bytes */
+  /* Its connection's arrival tracker (NULL: none, or it lost the stream
+   * when this attempt began), the tracker's index for its response, and
+   * the body bytes libcurl has handed over in this attempt. */
+  rx_conn *rx;
+  uint64_t rx_resp;
+  uint64_t body_seen;
   /* The send time (tp_http_loop.c, "send stamps"): from prereq_cb until
    * final, the request is on h->tx_list and every transmit stamp read from
    * tx_fd is its latest write's; the newest is the send time once libcurl
@@ -62,6 +116,12 @@ struct tp_http_req {
   bool tx_listed;         /* on h->tx_list */
   bool sent_kernel;       /* sent_ns is a kernel stamp */
   tp_http_req *tx_prev, *tx_next;
+  /* Its own header lines (x-request-id, traceparent), put in front of the
+   * shared list of its kind: nodes of libcurl's list kept here, so a
+   * request costs no allocation for them. */
+  struct curl_slist xh[2];
+  char xh_line[2][TP_HTTP_XH_MAX];
+  char resp_request_id[64]; /* the reply's x-request-id, "" = none */
 };
 
 struct tp_http {
@@ -95,6 +155,7 @@ struct tp_http {
   size_t n_aborts;      /* marked abort, not yet finished */
   sock_ctx *socks;
   struct curl_slist *hdr_get, *hdr_json, *hdr_sse;
+  bool user_request_id, user_traceparent; /* -H names the header: the user's goes instead */
   char *base_url;
   char authority[288];
   bool tls;
@@ -109,6 +170,11 @@ struct tp_http {
   tx_sock *txs;      /* libcurl's open sockets */
   size_t n_txs, cap_txs;
   tp_http_req *tx_list; /* requests whose send time is not final yet */
+  rx_conn *action_rx;   /* the arrival tracker of action_fd's connection */
+  uint8_t *rx_buf;      /* where waiting bytes are peeked (RX_PEEK_BYTES) */
+  /* Arrival dating over the client's life: body pieces dated by a mark and
+   * by the fallback, trackers lost, gaps of whole chunks stepped over. */
+  uint64_t rx_pieces_marked, rx_pieces_fallback, rx_lost, rx_resumed;
   uint64_t sends_kernel, sends_clock; /* send times by source, over the client's life */
 };
 
@@ -131,6 +197,13 @@ tp_error_class tp__http_classify(const tp_http *h, const tp_http_req *r, CURLcod
  * (never earlier than their arrival; libcurl has read them already, so
  * their kernel stamp is gone). */
 uint64_t tp__http_arrival_ns(const tp_http_req *r);
+/* The arrival time of the body bytes [r->body_seen, r->body_seen + n) that
+ * libcurl hands r now, from the marks of its connection's tracker; 0 when
+ * none covers them (the caller uses tp__http_arrival_ns). */
+uint64_t tp__http_rx_body_ns(tp_http_req *r, size_t n);
+/* r is about to be sent on the connection with that local port
+ * (prereq_cb): its answer is the next one the tracker reads. */
+void tp__http_rx_begin(tp_http_req *r, int local_port);
 /* After an answer callback that began at began_ns: notes the arrival time
  * of bytes that came to the socket meanwhile, before libcurl reads them
  * (see seg). */

@@ -18,12 +18,24 @@
 static void socket_action(tp_http *h, curl_socket_t fd, int flags);
 static int tx_drain(tp_http *h, curl_socket_t fd);
 static void tx_sweep(tp_http *h);
+static bool rx_feed(tp_http *h, rx_conn *rx, curl_socket_t fd, uint64_t *counted, uint64_t *newest);
+static void rx_lose(tp_http *h, rx_conn *rx);
 
 /* How far into a readable socket an arrival stamp looks: at least what
  * libcurl reads at once (its buffer is 16 KiB by default). */
 #define STAMP_PEEK_BYTES (256 * 1024)
+/* How many waiting bytes one look feeds the arrival tracker: more than
+ * libcurl reads at once, so that it never reads past them before the next
+ * look. */
+#define RX_PEEK_BYTES (256 * 1024)
 
 /* ---- handles ------------------------------------------------------------ */
+
+static void rx_conn_free(rx_conn *rx) {
+  if (!rx) return;
+  tp_http_raw_free(rx->raw);
+  free(rx);
+}
 
 void tp__http_maybe_free(tp_http *h) {
   if (!h->closing || h->open_handles > 0) return;
@@ -34,7 +46,9 @@ void tp__http_maybe_free(tp_http *h) {
   free(h->ca_file);
   free(h->cert_file);
   free(h->key_file);
+  for (size_t i = 0; i < h->n_txs; i++) rx_conn_free(h->txs[i].rx);
   free(h->txs);
+  free(h->rx_buf);
   free(h);
 }
 
@@ -105,6 +119,12 @@ static void on_poll(uv_poll_t *p, int status, int events) {
   /* Once per socket: a connection's port is fixed from its connect(). */
   if (!sc->local_port) sc->local_port = local_port_of(sc->fd);
   sc->h->action_port = sc->local_port;
+  if (!sc->rx_looked) {
+    sc->rx_looked = true;
+    for (size_t i = 0; i < sc->h->n_txs; i++)
+      if (sc->h->txs[i].fd == sc->fd) sc->rx = sc->h->txs[i].rx;
+  }
+  sc->h->action_rx = sc->rx;
   socket_action(sc->h, sc->fd, flags);
 }
 
@@ -308,6 +328,8 @@ static bool try_resend(tp_http_req *r, CURLcode code) {
   r->tx_fd = CURL_SOCKET_BAD;
   r->tx_ns = r->clock_sent_ns = 0;
   r->uploaded = r->sent_kernel = false;
+  r->rx = NULL;
+  r->body_seen = 0;
   r->errbuf[0] = 0;
   if (curl_multi_add_handle(h->multi, r->easy) != CURLM_OK) {
     /* Not in the multi handle any more; finish reports the first failure. */
@@ -348,6 +370,7 @@ static void finish(tp_http_req *r, CURLcode code, uint64_t end_ns) {
   }
   res.message = msg;
   res.resends = r->resends;
+  res.request_id = r->resp_request_id[0] ? r->resp_request_id : NULL;
   tp__http_tx_final(r);
   res.sent_ns = r->sent_ns;
   res.sent_kernel = r->sent_kernel;
@@ -392,6 +415,16 @@ uint64_t tp__http_arrival_ns(const tp_http_req *r) {
 
 void tp__http_after_body(const tp_http_req *r, uint64_t began_ns) {
   tp_http *h = r->h;
+  /* Bytes that came during the callback are fed before libcurl reads them
+   * (it reads the socket again while it stays readable). */
+  if (r->rx && r->rx == h->action_rx && r->rx->synced && r->local_port == h->action_port &&
+      tp_now_ns() - began_ns >= AFTER_BODY_LOOK_NS) {
+    uint64_t received = 0, counted = 0, newest = 0;
+    if (!tp_stamp_tcp_counts(h->action_fd, &received, NULL))
+      rx_lose(h, r->rx);
+    else if (received != r->rx->fed)
+      (void)rx_feed(h, r->rx, h->action_fd, &counted, &newest);
+  }
   if (h->n_seg == 0 || h->n_seg == (int)(sizeof(h->seg) / sizeof(h->seg[0])) || r->local_port != h->action_port ||
       tp_now_ns() - began_ns < AFTER_BODY_LOOK_NS)
     return;
@@ -402,6 +435,213 @@ void tp__http_after_body(const tp_http_req *r, uint64_t began_ns) {
   h->seg[h->n_seg].received = received;
   h->seg[h->n_seg].ns = tp_stamp_fd(h->loop, h->action_fd, STAMP_PEEK_BYTES);
   h->n_seg++;
+}
+
+/* ---- arrival stamps by body position ------------------------------------ */
+
+/* When the loop comes late to a socket, several answers (SSE events, each
+ * its own chunk) wait in it, and libcurl reads them in one go: the stamp of
+ * the newest would date them all, the first as late as the last.  On a
+ * plaintext HTTP/1.1 connection the bytes are peeked before libcurl reads
+ * them and fed to the tracker (tp_http_raw.h), which tells where each run
+ * of body bytes ends; the kernel stamp of the segment holding that byte
+ * dates the body up to it (rx_conn).  Over TLS the raw bytes are records,
+ * and the stamp of the newest byte stays the arrival time. */
+
+static void rx_lose(tp_http *h, rx_conn *rx) {
+  if (!rx->synced) return;
+  rx->synced = false;
+  tp_http_raw_lose(rx->raw);
+  h->rx_lost++;
+}
+
+static void rx_mark_push(rx_conn *rx, const rx_mark *m) {
+  if (rx->n == RX_MARKS) {
+    rx_mark *newest = &rx->marks[(rx->head + rx->n - 1) % RX_MARKS];
+    if (newest->resp == m->resp) {
+      /* No room (the body waits unread far behind): the newest mark covers
+       * this piece too, so the bytes it covered get a later time, never an
+       * earlier one. */
+      newest->body_end = m->body_end;
+      newest->ns = m->ns;
+      return;
+    }
+    rx->head = (rx->head + 1) % RX_MARKS;
+    rx->n--;
+  }
+  rx->marks[(rx->head + rx->n) % RX_MARKS] = *m;
+  rx->n++;
+}
+
+/* The body runs of one feed; past the room, the last run is extended (the
+ * runs between are dated by a later byte: late, never early). */
+#define RX_PIECES 64
+typedef struct rx_pieces {
+  tp_http_raw_piece p[RX_PIECES];
+  size_t n;
+} rx_pieces;
+
+static void on_rx_piece(void *ctx, const tp_http_raw_piece *p) {
+  rx_pieces *ps = ctx;
+  if (ps->n == RX_PIECES && ps->p[ps->n - 1].resp == p->resp) {
+    ps->p[ps->n - 1].body_end = p->body_end;
+    ps->p[ps->n - 1].raw_end = p->raw_end;
+    return;
+  }
+  if (ps->n == RX_PIECES) return; /* a new response past the room: no mark, the fallback dates it */
+  ps->p[ps->n++] = *p;
+}
+
+/* Feeds rx the bytes waiting in fd that it has not seen, and marks the end
+ * of each body run among them with its segment's stamp.  Returns whether
+ * it read the kernel's count: then *counted is the bytes received when it
+ * looked, and *newest the stamp of the newest of them (0 when nothing new
+ * was peeked). */
+static bool rx_feed(tp_http *h, rx_conn *rx, curl_socket_t fd, uint64_t *counted, uint64_t *newest) {
+  *newest = 0;
+  if (!rx->synced) return false;
+  if (!h->rx_buf && !(h->rx_buf = malloc(RX_PEEK_BYTES))) return false;
+  /* A segment arriving between the looks makes the peek longer than the
+   * queue was: look again (twice at most; then this turn feeds nothing, and
+   * libcurl may read past what was fed, which the next look finds). */
+  for (int tries = 0; tries < 2; tries++) {
+    uint64_t head = 0, waiting = 0;
+    uint32_t segs = 0;
+    bool fin = false;
+    /* Past a FIN the head is not known to the byte. */
+    if (!tp_stamp_tcp_head(fd, &head, &waiting, &segs, &fin) || fin || rx->fed > head + waiting) {
+      rx_lose(h, rx);
+      return false;
+    }
+    *counted = head + waiting;
+    /* fed < head: libcurl read bytes the tracker never saw (they came
+     * between the last look and libcurl's read, or it read in a timer's
+     * call).  When they were whole chunks (the body libcurl delivered past
+     * the tracker's position makes up exactly their raw length), the
+     * tracker goes on after them; while libcurl is still delivering them,
+     * it waits; otherwise where the body lies is unknown until the next
+     * response. */
+    if (rx->fed < head) {
+      if (rx->fed_between && rx->gap_raw == head - rx->fed) {
+        tp_http_raw_resume_chunked(rx->raw, rx->fed_resp, rx->fed_body + rx->gap_body);
+        rx->fed = head;
+        rx->fed_body += rx->gap_body;
+        rx->gap_body = rx->gap_raw = 0;
+        rx->segs_ok = false;
+        h->rx_resumed++;
+      } else if (h->in_curl && rx->fed_between && rx->gap_raw < head - rx->fed) {
+        return true;
+      } else {
+        rx_lose(h, rx);
+        return false;
+      }
+    }
+    if (rx->fed == head + waiting) {
+      /* Nothing new; the count is of the bytes fed. */
+      rx->segs = segs;
+      rx->segs_ok = segs != 0;
+      return true;
+    }
+    uint64_t at = 0;
+    ssize_t got = tp_stamp_peek(h->loop, fd, h->rx_buf, RX_PEEK_BYTES, &at);
+    if (got < 0) return true;
+    if ((uint64_t)got != waiting) {
+      if (waiting >= RX_PEEK_BYTES) return true; /* longer than a peek: not checkable, nothing fed */
+      continue;
+    }
+    *newest = at;
+    size_t off = (size_t)(rx->fed - head);
+    rx_pieces ps;
+    ps.n = 0;
+    bool ok = tp_http_raw_feed(rx->raw, h->rx_buf + off, (size_t)got - off, on_rx_piece, &ps);
+    /* All new bytes in one segment: one stamp, the newest, for every run. */
+    bool one_segment = rx->segs_ok && segs == rx->segs + 1;
+    rx->segs = segs;
+    rx->segs_ok = segs != 0;
+    rx->fed = head + (uint64_t)got;
+    rx->fed_resp = tp_http_raw_resp(rx->raw);
+    rx->fed_between = tp_http_raw_between_chunks(rx->raw, &rx->fed_body);
+    rx->gap_body = rx->gap_raw = 0;
+    if (!ok) {
+      rx->synced = false;
+      h->rx_lost++;
+    }
+    if (ps.n == 0) return true;
+    size_t offs[RX_PIECES];
+    uint64_t ns[RX_PIECES];
+    for (size_t i = 0; i < ps.n; i++) offs[i] = off + ps.p[i].raw_end - 1;
+    if (one_segment && at)
+      for (size_t i = 0; i < ps.n; i++) ns[i] = at;
+    else
+      tp_stamp_fd_bytes(h->loop, fd, offs, ps.n, at, ns);
+    for (size_t i = 0; i < ps.n; i++) {
+      if (!ns[i]) continue; /* no stamp: the bytes up to there get the fallback */
+      rx_mark m = {ps.p[i].resp, ps.p[i].body_end, ns[i]};
+      rx_mark_push(rx, &m);
+    }
+    return true;
+  }
+  return true;
+}
+
+void tp__http_rx_begin(tp_http_req *r, int local_port) {
+  tp_http *h = r->h;
+  r->rx = NULL;
+  r->body_seen = 0;
+  tx_sock *t = tx_sock_find(h, local_port);
+  if (!t || !t->rx) return;
+  rx_conn *rx = t->rx;
+  uint64_t received = 0, unread = 0;
+  /* Between answers nothing waits: the next byte is this answer's first. */
+  if (!tp_stamp_tcp_counts(t->fd, &received, &unread) || unread != 0) {
+    rx_lose(h, rx);
+    return;
+  }
+  rx->synced = true;
+  rx->fed = received;
+  rx->head = rx->n = 0;
+  r->rx_resp = tp_http_raw_restart(rx->raw, false);
+  rx->fed_resp = r->rx_resp;
+  rx->fed_between = false;
+  rx->fed_body = rx->gap_body = rx->gap_raw = 0;
+  rx->segs_ok = false;
+  r->rx = rx;
+}
+
+/* Hex digits of a chunk size. */
+static unsigned hex_digits(uint64_t n) {
+  unsigned d = 1;
+  while (n >>= 4) d++;
+  return d;
+}
+
+uint64_t tp__http_rx_body_ns(tp_http_req *r, size_t n) {
+  rx_conn *rx = r->rx;
+  if (!rx || n == 0) return 0;
+  uint64_t first = r->body_seen, last = first + n - 1;
+  /* Past what the tracker was fed: bytes libcurl read unseen, counted as
+   * one chunk each ("SIZE\r\n" DATA "\r\n"), in order. */
+  if (rx->synced && rx->fed_between && r->rx_resp == rx->fed_resp && first == rx->fed_body + rx->gap_body) {
+    rx->gap_body += n;
+    rx->gap_raw += hex_digits(n) + 4 + n;
+  }
+  /* Marks wholly before this piece are spent. */
+  while (rx->n) {
+    const rx_mark *m = &rx->marks[rx->head];
+    if (!(m->resp < r->rx_resp || (m->resp == r->rx_resp && m->body_end <= first))) break;
+    rx->head = (rx->head + 1) % RX_MARKS;
+    rx->n--;
+  }
+  for (unsigned i = 0; i < rx->n; i++) {
+    const rx_mark *m = &rx->marks[(rx->head + i) % RX_MARKS];
+    if (m->resp != r->rx_resp) break;
+    if (m->body_end > last) {
+      r->h->rx_pieces_marked++;
+      return m->ns;
+    }
+  }
+  r->h->rx_pieces_fallback++;
+  return 0;
 }
 
 static void check_multi_info(tp_http *h) {
@@ -458,8 +698,20 @@ static void socket_action(tp_http *h, curl_socket_t fd, int flags) {
    * that the work done on sockets read earlier in a burst does not make this
    * one's answer look late; timer-driven calls run outside the poll phase
    * and read the clock. */
-  h->n_seg = (flags & CURL_CSELECT_IN) && tp_stamp_tcp_counts(fd, &h->seg[0].received, NULL) ? 1 : 0;
-  h->action_ns = (flags & CURL_CSELECT_IN) ? tp_stamp_fd(h->loop, fd, STAMP_PEEK_BYTES) : tp_now_ns();
+  h->n_seg = 0;
+  h->action_ns = 0;
+  if (flags & CURL_CSELECT_IN) {
+    /* Plaintext: the waiting bytes' body runs get their own stamps first;
+     * that look also gives the count and the newest byte's stamp. */
+    uint64_t newest = 0;
+    if (h->action_rx && rx_feed(h, h->action_rx, fd, &h->seg[0].received, &newest))
+      h->n_seg = 1;
+    else if (tp_stamp_tcp_counts(fd, &h->seg[0].received, NULL))
+      h->n_seg = 1;
+    h->action_ns = newest ? newest : tp_stamp_fd(h->loop, fd, STAMP_PEEK_BYTES);
+  } else {
+    h->action_ns = tp_now_ns();
+  }
   h->seg[0].ns = h->action_ns;
   h->action_fd = (flags & CURL_CSELECT_IN) ? fd : CURL_SOCKET_BAD;
   int running = 0;
@@ -473,6 +725,7 @@ static void socket_action(tp_http *h, curl_socket_t fd, int flags) {
   h->action_ns = 0;
   h->action_fd = CURL_SOCKET_BAD;
   h->action_port = 0;
+  h->action_rx = NULL;
   h->n_seg = 0;
   run_deferred(h);
 }
@@ -494,7 +747,12 @@ int tp__http_sockopt_cb(void *ud, curl_socket_t fd, curlsocktype purpose) {
     h->txs = t;
     h->cap_txs = cap;
   }
-  h->txs[h->n_txs++] = (tx_sock){.fd = fd, .local_port = 0, .stamps = tp_stamp_enable_tx(fd) == 0};
+  rx_conn *rx = NULL;
+  if (!h->tls && (rx = calloc(1, sizeof(*rx))) && !(rx->raw = tp_http_raw_new())) {
+    free(rx);
+    rx = NULL; /* no tracker: the newest byte's stamp, as over TLS */
+  }
+  h->txs[h->n_txs++] = (tx_sock){.fd = fd, .local_port = 0, .stamps = tp_stamp_enable_tx(fd) == 0, .rx = rx};
   return CURL_SOCKOPT_OK;
 }
 
@@ -506,6 +764,13 @@ int tp__http_closesocket_cb(void *ud, curl_socket_t fd) {
   tp_http *h = ud;
   for (size_t i = 0; i < h->n_txs; i++)
     if (h->txs[i].fd == fd) {
+      rx_conn *rx = h->txs[i].rx;
+      if (rx) {
+        for (tp_http_req *r = h->reqs; r; r = r->next)
+          if (r->rx == rx) r->rx = NULL;
+        if (h->action_rx == rx) h->action_rx = NULL;
+        rx_conn_free(rx);
+      }
       h->txs[i] = h->txs[--h->n_txs];
       break;
     }

@@ -217,7 +217,17 @@ static uint64_t kernel_or_batch(stamp *s, const struct timespec *ts, uint64_t ba
   return t;
 }
 
+static ssize_t recv_stamped(uv_loop_t *loop, int fd, void *buf, size_t len, int flags, uint64_t *at);
+
 ssize_t tp_stamp_recv(uv_loop_t *loop, int fd, void *buf, size_t len, uint64_t *at) {
+  return recv_stamped(loop, fd, buf, len, 0, at);
+}
+
+ssize_t tp_stamp_peek(uv_loop_t *loop, int fd, void *buf, size_t len, uint64_t *at) {
+  return recv_stamped(loop, fd, buf, len, MSG_PEEK, at);
+}
+
+static ssize_t recv_stamped(uv_loop_t *loop, int fd, void *buf, size_t len, int flags, uint64_t *at) {
   ssize_t n;
   struct timespec ts = {0, 0};
   bool stamped = false;
@@ -226,12 +236,12 @@ ssize_t tp_stamp_recv(uv_loop_t *loop, int fd, void *buf, size_t len, uint64_t *
   struct iovec iov = {.iov_base = buf, .iov_len = len};
   struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf, .msg_controllen = sizeof(ctl.buf)};
   do
-    n = recvmsg(fd, &m, MSG_DONTWAIT);
+    n = recvmsg(fd, &m, MSG_DONTWAIT | flags);
   while (n < 0 && errno == EINTR);
   if (n > 0) stamped = cmsg_stamp(&m, &ts);
 #else
   do
-    n = recv(fd, buf, len, MSG_DONTWAIT);
+    n = recv(fd, buf, len, MSG_DONTWAIT | flags);
   while (n < 0 && errno == EINTR);
 #endif
   if (n < 0) return -errno;
@@ -297,4 +307,34 @@ uint64_t tp_stamp_fd_group(uv_loop_t *loop, int fd, size_t len, size_t *group_le
   }
   *group_len = lo;
   return kernel_or_batch(s, &head, batch);
+}
+
+/* A kernel stamp on the monotonic line without a lag sample (the caller's
+ * read gave one): the same stamp as the last one converted gets the same
+ * time, as in kernel_or_batch; 0 when it cannot be converted. */
+static uint64_t kernel_quiet(stamp *s, const struct timespec *ts) {
+  if (s && same_ts(ts, &s->last_ts)) return s->last_mono;
+  uint64_t age = 0, t = from_realtime_age(ts, &age);
+  if (!t || !s) return t;
+  s->last_ts = *ts;
+  s->last_mono = t;
+  return t;
+}
+
+void tp_stamp_fd_bytes(uv_loop_t *loop, int fd, const size_t *offs, size_t n, uint64_t newest,
+                       uint64_t *out) {
+  stamp *s = stamp_of(loop);
+  for (size_t i = 0; i < n; i++) {
+    struct timespec ts;
+    size_t walked = 0;
+    /* peek_stamp_walk(len) stamps byte len-1: it must have walked that far. */
+    bool ok = peek_stamp_walk(fd, offs[i] + 1, &ts, &walked) != 0 && walked == offs[i] + 1;
+    out[i] = ok ? kernel_quiet(s, &ts) : 0;
+    /* Stamps do not decrease along the queue: once one is the newest's
+     * (the same stamp converts to the same time), so are the rest. */
+    if (newest && out[i] == newest) {
+      for (size_t k = i + 1; k < n; k++) out[k] = newest;
+      return;
+    }
+  }
 }

@@ -82,6 +82,22 @@ uint64_t tp_stamp_fd_covered(uv_loop_t *loop, int fd, size_t len, size_t *covere
  * that second call).  Returns false when the system does not say (then a
  * caller cannot tell whether a reader took bytes newer than a stamp). */
 bool tp_stamp_tcp_counts(int fd, uint64_t *received, uint64_t *unread);
+/* Where fd's receive queue begins in the TCP stream, in the count of
+ * tp_stamp_tcp_counts (bytes received before the oldest one waiting), in
+ * *head, how many bytes wait (*waiting), how many segments with data came
+ * so far (*segs, RFC 4898's DataSegsIn: a count that moved by one brought
+ * every byte counted since in one segment, under one stamp; duplicates
+ * count too, never too few), and whether the peer's FIN has come (*fin:
+ * then the count holds one more, and a caller that needs the head to the
+ * byte stops).  The figures come from two calls: a segment
+ * arriving between them puts *head too far by its length, so a caller
+ * checks that a peek of the whole queue right after returns *waiting
+ * bytes.  Returns false when the system does not say. */
+bool tp_stamp_tcp_head(int fd, uint64_t *head, uint64_t *waiting, uint32_t *segs, bool *fin);
+/* Copies up to len of fd's waiting bytes without consuming them (a peek)
+ * and dates the newest segment copied, like tp_stamp_recv (a counted
+ * read, its lag to the sink).  Returns the bytes copied or -errno. */
+ssize_t tp_stamp_peek(uv_loop_t *loop, int fd, void *buf, size_t len, uint64_t *at);
 /* Like tp_stamp_fd, but exact when the waiting bytes arrived at different
  * times: returns the arrival time of the bytes at the head of the queue and
  * sets *group_len to how many of the next len bytes arrived with them (1 to
@@ -91,6 +107,15 @@ bool tp_stamp_tcp_counts(int fd, uint64_t *received, uint64_t *unread);
  * when the arrivals differ; for the mock server, whose times are the
  * reference the client is held against. */
 uint64_t tp_stamp_fd_group(uv_loop_t *loop, int fd, size_t len, size_t *group_len);
+/* The arrival times of chosen bytes of fd's receive queue: out[i] gets
+ * the tp_now_ns() time of the kernel's stamp of the segment holding byte
+ * offs[i] (0 = the head of the queue; offs ascending), or 0 when that byte
+ * is not there or carries no stamp.  newest: the time of the newest byte
+ * waiting, just taken (tp_stamp_peek), or 0.  When the first of them
+ * arrived with the newest (the usual case: the loop read in time), one
+ * peek dates them all; otherwise one peek per byte.  Not counted as reads
+ * (the caller's read is counted where it looks at the socket). */
+void tp_stamp_fd_bytes(uv_loop_t *loop, int fd, const size_t *offs, size_t n, uint64_t newest, uint64_t *out);
 /* Reads up to len bytes of fd (never blocking) and dates them in one
  * system call: *at gets the kernel stamp of the newest segment the read
  * took (every byte it returns arrived then or before, as with

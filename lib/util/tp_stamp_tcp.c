@@ -40,6 +40,44 @@ bool tp_stamp_tcp_counts(int fd, uint64_t *received, uint64_t *unread) {
 #endif
 }
 
+bool tp_stamp_tcp_head(int fd, uint64_t *head, uint64_t *waiting, uint32_t *segs, bool *fin);
+
+bool tp_stamp_tcp_head(int fd, uint64_t *head, uint64_t *waiting, uint32_t *segs, bool *fin) {
+#if defined(__linux__)
+  /* The queue's length first, then the count: a segment that arrives
+   * between the two grows the count but not the length, which would put
+   * the head too far; the caller checks that the length still holds (its
+   * peek of the whole queue returns as many bytes). */
+  int q = 0;
+  if (fd < 0 || ioctl(fd, SIOCINQ, &q) != 0 || q < 0) return false;
+  struct tcp_info ti;
+  socklen_t len = sizeof(ti);
+  memset(&ti, 0, sizeof(ti));
+  if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) != 0 ||
+      len < offsetof(struct tcp_info, tcpi_bytes_received) + sizeof(ti.tcpi_bytes_received))
+    return false;
+  /* The count takes a FIN as one byte (the sequence number it uses) and
+   * the queue's length does not: past a FIN the head is not known to the
+   * byte, so the caller stops there. */
+  /* Linux's TCP states (include/net/tcp_states.h; <netinet/tcp.h>, which
+   * names them, cannot be included beside <linux/tcp.h>): every state but
+   * these three has seen the peer's FIN or is closed. */
+  enum { ST_ESTABLISHED = 1, ST_FIN_WAIT1 = 4, ST_FIN_WAIT2 = 5 };
+  *fin = ti.tcpi_state != ST_ESTABLISHED && ti.tcpi_state != ST_FIN_WAIT1 && ti.tcpi_state != ST_FIN_WAIT2;
+  if (ti.tcpi_bytes_received < (uint64_t)q) return false;
+  *head = ti.tcpi_bytes_received - (uint64_t)q;
+  *waiting = (uint64_t)q;
+  /* Linux 4.6 and later; 0 (never a count that moved by one) before. */
+  *segs = len >= offsetof(struct tcp_info, tcpi_data_segs_in) + sizeof(ti.tcpi_data_segs_in)
+              ? ti.tcpi_data_segs_in
+              : 0;
+  return true;
+#else
+  (void)fd, (void)head, (void)waiting, (void)segs, (void)fin;
+  return false;
+#endif
+}
+
 /* ---- kernel transmit stamps (see tp_stamp.h) ----------------------------- */
 
 #if defined(__linux__)

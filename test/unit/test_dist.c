@@ -184,6 +184,14 @@ static void make_records(tp_record *recs, size_t n) {
     if (i % 3 == 0) tp_buf_append_str(&r->reasoning, "thinking");
     if (i == 2) tp_record_fail(r, TP_ERRCLASS_GRPC_STATUS, 14, "UNAVAILABLE: overloaded", 23);
     if (i == 3) tp_record_fail(r, TP_ERRCLASS_TIMEOUT, -1, "", 0);
+    /* The request's ids travel (docs/metrics.md, "Request ids"). */
+    if (i % 2) {
+      char sid[32];
+      snprintf(sid, sizeof(sid), "chatcmpl-%zu", i);
+      tp_record_set_server_id(r, sid, strlen(sid));
+      for (size_t t = 0; t < 16; t++) r->trace_id[t] = (uint8_t)(i + t + 1);
+      for (size_t t = 0; t < 8; t++) r->span_id[t] = (uint8_t)(i * 3 + t + 1);
+    }
   }
 }
 
@@ -197,7 +205,9 @@ static bool same_record(const tp_record *a, const tp_record *b) {
       a->output_tokens != b->output_tokens || a->server_output_tokens != b->server_output_tokens ||
       a->server_input_tokens != b->server_input_tokens ||
       a->server_cached_tokens != b->server_cached_tokens || a->reasoning_tokens != b->reasoning_tokens ||
-      a->err_class != b->err_class || a->grpc_status != b->grpc_status)
+      a->err_class != b->err_class || a->grpc_status != b->grpc_status ||
+      strcmp(a->server_id, b->server_id) || memcmp(a->trace_id, b->trace_id, sizeof(a->trace_id)) ||
+      memcmp(a->span_id, b->span_id, sizeof(a->span_id)))
     return false;
   if (a->n_resp && memcmp(a->resp_ns, b->resp_ns, a->n_resp * sizeof(uint64_t))) return false;
   if (a->text.len != b->text.len || (a->text.len && memcmp(a->text.data, b->text.data, a->text.len)))

@@ -262,7 +262,7 @@ static void test_pa_experiment(void) {
   fixture_init(&f, 4);
   tp_buf b;
   tp_buf_init(&b);
-  tp_export_level el = {&f.lr, f.q, 5, 0, 0};
+  tp_export_level el = {&f.lr, f.q, 5, 0, 0, NULL};
   CHECK_INT(tp_export_pa_experiment(&b, &el, NULL, 128, MONO0, WALL0), 0, "experiment renders");
   json_error_t je;
   json_t *e = json_loadb((const char *)b.data, b.len, 0, &je);
@@ -347,7 +347,7 @@ static void test_pa_experiment(void) {
   tp_level_result rl = f.lr;
   rl.load_mode = TP_LOAD_RATE;
   rl.request_rate = 2.5;
-  tp_export_level el2 = {&rl, f.q, 5, MONO0 + 2000000, MONO0 + 9000000};
+  tp_export_level el2 = {&rl, f.q, 5, MONO0 + 2000000, MONO0 + 9000000, NULL};
   tp_buf_reset(&b);
   CHECK_INT(tp_export_pa_experiment(&b, &el2, NULL, 128, MONO0, WALL0), 0, "rate-mode experiment renders");
   e = json_loadb((const char *)b.data, b.len, 0, &je);
@@ -725,7 +725,7 @@ static void test_sent_text(void) {
             "responses.jsonl: the prompt is the text sent, marker and prefix first");
   json_decref(o);
   tp_buf_reset(&b);
-  tp_export_level el = {&f.lr, f.q, 5, 0, 0};
+  tp_export_level el = {&f.lr, f.q, 5, 0, 0, NULL};
   CHECK_INT(tp_export_pa_experiment(&b, &el, NULL, 128, MONO0, WALL0), 0, "experiment renders");
   json_t *e = json_loadb((const char *)b.data, b.len, 0, NULL);
   json_t *in0 = json_object_get(json_array_get(json_object_get(e, "requests"), 0), "request_inputs");
@@ -858,7 +858,7 @@ static void test_artifacts(void) {
   fixture_init(&f1, 1);
   fixture_init(&f2, 4);
   tp_accuracy acc1;
-  tp_export_level el1 = {&f1.lr, f1.q, 5, 0, 0}, el2 = {&f2.lr, f2.q, 5, 0, 0};
+  tp_export_level el1 = {&f1.lr, f1.q, 5, 0, 0, NULL}, el2 = {&f2.lr, f2.q, 5, 0, 0, NULL};
   CHECK_INT(tp_artifacts_add_level(a, &el1, &acc1, err, sizeof(err)), 0, "level 1 added");
   CHECK_INT(acc1.scored, 1 + 1, "level accuracy returned (warm-up and failed not scored)");
   CHECK_INT(tp_artifacts_add_level(a, &el2, NULL, err, sizeof(err)), 0, "level 4 added");
@@ -1000,7 +1000,7 @@ static void test_artifacts(void) {
   rl.load_mode = TP_LOAD_RATE;
   rl.request_rate = 2.5;
   rl.input_tokens_mean = 512;
-  tp_export_level elr = {&rl, f1.q, 5, 0, 0};
+  tp_export_level elr = {&rl, f1.q, 5, 0, 0, NULL};
   tp_artifacts_open(&a, &o, err, sizeof(err));
   CHECK_INT(tp_artifacts_add_level(a, &elr, NULL, err, sizeof(err)), 0, "a rate level added");
   tp_artifacts_finish(a, err, sizeof(err));
@@ -1119,7 +1119,7 @@ static void test_aiperf_records(void) {
   fixture_init(&f, 4);
   tp_buf b;
   tp_buf_init(&b);
-  tp_export_level el = {&f.lr, f.q, 5, 0, 0};
+  tp_export_level el = {&f.lr, f.q, 5, 0, 0, NULL};
   CHECK_INT(tp_export_aiperf_records(&b, &el, true, MONO0, WALL0), 0, "records render");
   json_t *lines = parse_lines((const char *)b.data, b.len);
   CHECK(lines != NULL, "every line is JSON");

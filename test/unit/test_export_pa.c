@@ -276,7 +276,7 @@ static void test_experiment_chunks(void) {
   lr.concurrency = 1;
   lr.duration_s = 1;
   tp_export_request q = {&r, "p", 1, NULL, 0, NULL, {0}, {0}};
-  tp_export_level lv = {&lr, &q, 1, 0, 0};
+  tp_export_level lv = {&lr, &q, 1, 0, 0, NULL};
   tp_config cfg;
   tp_test_config_default(&cfg);
   cfg.server.service_kind = TP_SERVICE_OPENAI_CHAT;
@@ -320,7 +320,7 @@ static void test_no_places(void) {
   memset(&lr, 0, sizeof(lr));
   lr.load_mode = TP_LOAD_CONCURRENCY;
   tp_export_request q = {&r, "p", 1, NULL, 0, NULL, {0}, {0}};
-  tp_export_level lv = {&lr, &q, 1, 0, 0};
+  tp_export_level lv = {&lr, &q, 1, 0, 0, NULL};
   tp_buf b;
   tp_buf_init(&b);
   CHECK_INT(tp_export_pa_experiment(&b, &lv, NULL, 16, MONO0, WALL0), 0, "renders without places");
@@ -379,7 +379,7 @@ static void test_merged_responses(void) {
     CHECK(lr.fidelity.merged_responses == 3 && lr.fidelity.response_gaps == 4,
           "the level: 3 of 4 gaps between text responses unseen");
     tp_export_request q[2] = {{&r[0], "p", 1, NULL, 0, NULL, {0}, {0}}, {&r[1], "p", 1, NULL, 0, NULL, {0}, {0}}};
-    tp_export_level lv = {&lr, q, 2, 0, 0};
+    tp_export_level lv = {&lr, q, 2, 0, 0, NULL};
     tp_config cfg;
     tp_test_config_default(&cfg);
     cfg.server.service_kind = openai ? TP_SERVICE_OPENAI_CHAT : TP_SERVICE_TRITON;

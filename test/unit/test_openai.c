@@ -410,8 +410,40 @@ static void test_error_text(void) {
   CHECK(strlen(out) == 202 && memcmp(out + 199, "...", 3) == 0, "UTF-8 character not cut in half");
 }
 
+/* Request ids (docs/metrics.md, "Request ids"): Triton generate sends the
+ * run's id as "id"; OpenAI bodies have no such field (the id goes as a
+ * header); a decoded document gives its "id". */
+static void test_ids(void) {
+  tp_openai_opts o;
+  memset(&o, 0, sizeof(o));
+  o.api = TP_HTTP_API_TRITON_GENERATE;
+  o.backend = TP_BACKEND_VLLM;
+  o.request_id = "c4-17";
+  check_body(&o, "Hi", 0, 0, "{\"text_input\":\"Hi\",\"id\":\"c4-17\"}", "Triton generate: the id in the body");
+  o.api = TP_HTTP_API_OPENAI_CHAT;
+  o.model = "m";
+  check_body(&o, "Hi", 0, 0, "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"Hi\"}],\"stream\":false}",
+             "OpenAI: no id in the body");
+  tp_openai_decoder d;
+  tp_openai_decoder_init(&d);
+  tp_openai_chunk ch;
+  static const char chunk[] = "{\"id\":\"chatcmpl-9\",\"choices\":[{\"delta\":{\"content\":\"a\"}}]}";
+  CHECK(tp_openai_decode(&d, TP_HTTP_API_OPENAI_CHAT, (const uint8_t *)chunk, strlen(chunk), &ch) == 0 && ch.id &&
+            strcmp(ch.id, "chatcmpl-9") == 0,
+        "a chunk's id");
+  static const char gen[] = "{\"id\":\"c4-17\",\"model_name\":\"m\",\"text_output\":\"a\"}";
+  CHECK(tp_openai_decode(&d, TP_HTTP_API_TRITON_GENERATE, (const uint8_t *)gen, strlen(gen), &ch) == 0 && ch.id &&
+            strcmp(ch.id, "c4-17") == 0,
+        "Triton's echoed id");
+  static const char none[] = "{\"id\":7,\"choices\":[]}";
+  CHECK(tp_openai_decode(&d, TP_HTTP_API_OPENAI_CHAT, (const uint8_t *)none, strlen(none), &ch) == 0 && !ch.id,
+        "an id that is not a string: none");
+  tp_openai_decoder_fini(&d);
+}
+
 int main(void) {
   test_api_names();
+  test_ids();
   test_bodies();
   test_extra();
   test_decode();

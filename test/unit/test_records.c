@@ -151,6 +151,16 @@ static char *ref_format(const tp_record *rec, const tp_records_line *l) {
   if (l->mode == TP_LOAD_CONCURRENCY) json_object_set_new(o, "concurrency", json_integer(l->concurrency));
   if (l->mode == TP_LOAD_RATE) json_object_set_new(o, "request_rate", json_real(l->rate));
   json_object_set_new(o, "id", json_string(l->id ? l->id : ""));
+  json_object_set_new(o, "request_id", json_string(l->id ? l->id : ""));
+  json_object_set_new(o, "server_request_id", rec->server_id[0] ? json_string(rec->server_id) : json_null());
+  if (tp_record_has_trace(rec)) {
+    char tp[80] = "00-";
+    for (size_t i = 0; i < 16; i++) snprintf(tp + strlen(tp), 3, "%02x", rec->trace_id[i]);
+    strcat(tp, "-");
+    for (size_t i = 0; i < 8; i++) snprintf(tp + strlen(tp), 3, "%02x", rec->span_id[i]);
+    strcat(tp, "-01");
+    json_object_set_new(o, "traceparent", json_string(tp));
+  }
   json_object_set_new(o, "level", json_integer((json_int_t)l->level));
   if (l->with_rank) json_object_set_new(o, "rank", json_integer(rec->rank));
   json_object_set_new(o, "seq", json_integer((json_int_t)rec->seq));
@@ -261,6 +271,16 @@ static void test_format_as_jansson(void) {
     r.session = i % 9 == 0 ? (uint32_t)(i % 4 + 1) : 0;
     r.turn = (uint32_t)(i % 5);
     r.rank = (uint32_t)(i % 4);
+    /* The server's id, quotes and backslashes included (kept as given),
+     * a byte outside printable ASCII made '?'; now and then a trace. */
+    if (i % 3) {
+      char sv[80];
+      snprintf(sv, sizeof(sv), "chatcmpl-%zu\"\\x\x01%s", i, i % 7 ? "" : "-a-long-tail-past-the-record's-room-for-it");
+      tp_record_set_server_id(&r, sv, strlen(sv));
+    }
+    for (size_t k = 0; i % 5 == 0 && k < 16; k++) r.trace_id[k] = (uint8_t)(s >> (k * 3));
+    for (size_t k = 0; i % 5 == 0 && k < 8; k++) r.span_id[k] = (uint8_t)(k + i);
+    if (i % 5 == 0) r.trace_id[0] |= 1; /* never all zero */
     random_bytes(&r.text, &s, 40);
     random_bytes(&r.reasoning, &s, i % 2 ? 12 : 1);
     random_bytes(&err, &s, 12);
@@ -310,7 +330,7 @@ static void test_exports_identical(const char *dir, size_t resp_per_req) {
   fill_reqs(qm, r, NREC, NULL);
   fill_reqs(qs, s, NREC, rd);
 
-  tp_export_level em = {&lr, qm, NREC, 0, 0}, es = {&ls, qs, NREC, 0, 0};
+  tp_export_level em = {&lr, qm, NREC, 0, 0, NULL}, es = {&ls, qs, NREC, 0, 0, NULL};
   tp_buf a, b;
   tp_buf_init(&a);
   tp_buf_init(&b);
@@ -699,11 +719,52 @@ static void test_text_at_read_back(const char *dir) {
   for (int i = 0; i < 2; i++) tp_record_fini(&r[i]);
 }
 
+/* The ids a line carries (docs/metrics.md, "Request ids"). */
+static void test_request_ids(void) {
+  tp_record r;
+  tp_record_init(&r);
+  tp_record_set_server_id(&r, "abc\x01\xc3\xa9" "d", 7);
+  CHECK_STR(r.server_id, "abc???d", "a server id keeps printable ASCII, other bytes '?'");
+  tp_record_set_server_id(&r, "second", 6);
+  CHECK_STR(r.server_id, "abc???d", "the first id stays (a stream repeats it)");
+  tp_record_init(&r);
+  char longid[200];
+  memset(longid, 'x', sizeof(longid));
+  tp_record_set_server_id(&r, longid, sizeof(longid));
+  CHECK_INT((int)strlen(r.server_id), TP_RECORD_SERVER_ID_MAX - 1, "a long id is cut to the room");
+  tp_record_set_server_id(&r, NULL, 0);
+  CHECK(!tp_record_has_trace(&r), "no trace sent");
+  for (int i = 0; i < 16; i++) r.trace_id[i] = (uint8_t)(0x4b + i * 0x11);
+  for (int i = 0; i < 8; i++) r.span_id[i] = (uint8_t)(0x00 + i * 0x21);
+  char tp[TP_TRACEPARENT_LEN + 1];
+  tp_record_traceparent(&r, tp);
+  CHECK(tp_record_has_trace(&r), "a trace sent");
+  CHECK_STR(tp, "00-4b5c6d7e8fa0b1c2d3e4f5061728394a-0021426384a5c6e7-01",
+            "traceparent: version 00, trace id, parent id, sampled (W3C Trace Context)");
+  CHECK_INT((int)strlen(tp), TP_TRACEPARENT_LEN, "55 characters");
+  tp_records_line l = {"c2-9", 0, TP_LOAD_CONCURRENCY, 2, 0, false, NULL, TP_RECORD_MEASURED, NULL};
+  r.done_ns = 5;
+  char *line = tp_records_format(&r, &l);
+  CHECK(line && strstr(line, "\"id\":\"c2-9\",\"request_id\":\"c2-9\",\"server_request_id\":\"xxx") &&
+            strstr(line, "\"traceparent\":\"00-4b5c6d7e8fa0b1c2d3e4f5061728394a-0021426384a5c6e7-01\""),
+        "the line: request_id, server_request_id, traceparent: %s", line ? line : "(null)");
+  free(line);
+  tp_record_fini(&r);
+  tp_record_init(&r);
+  r.done_ns = 5;
+  line = tp_records_format(&r, &l);
+  CHECK(line && strstr(line, "\"server_request_id\":null") && !strstr(line, "traceparent"),
+        "no server id: null; no trace: no traceparent");
+  free(line);
+  tp_record_fini(&r);
+}
+
 int main(void) {
   char dir[] = "/tmp/tp_records_XXXXXX";
   if (!mkdtemp(dir)) return 1;
   test_format_and_lossless();
   test_format_as_jansson();
+  test_request_ids();
   test_scan_table();
   test_scan_own_lines();
   test_scan_text_at();

@@ -114,6 +114,12 @@ int main(void) {
   lv = level(200, 100, 100);
   lv.error_rate = 0; /* even if a bound on errors were missing */
   CHECK(!tp_sweep_search_eval(g, 2, -1, &lv, &row), "a level where nothing succeeded fails");
+  lv = level(200, 0, 100);
+  lv.saturation.detected = 1;
+  CHECK(tp_sweep_search_eval(g, 2, -1, &lv, &row), "seen over-saturated, not stopped: its SLOs judge it");
+  lv.saturation.stopped = true;
+  CHECK(!tp_sweep_search_eval(g, 2, -1, &lv, &row) && row.held[0] && row.held[1],
+        "stopped on over-saturation (--stop-on-saturation): fails though its figures held");
   tp_gates_free(g);
   tp_sweep_search_free(s);
 

@@ -78,7 +78,10 @@ struct tp_mock_config {
 
   /* JSON lines: one per request received and per response sent, with
    * monotonic nanosecond times (tp clock), for tests to hold the client's
-   * measurements against. NULL = no log. */
+   * measurements against; a request's line names the id the mock answers
+   * under ("id") and the client's ("request_id": its x-request-id header
+   * or gRPC request id, null when none; "traceparent" when one came).
+   * NULL = no log. */
   const char *log_path;
   bool quiet;
   /* The log's request lines carry the prompt ("prompt"), as read. */
@@ -92,10 +95,11 @@ struct tp_mock_config {
   /* SSE dialect of OpenAI streams: "vllm" (default),
    * "llamacpp", "tgi" or "trtllm-serve". */
   const char *http_dialect;
-  /* OpenAI endpoints: other names the model answers to, comma-separated
-   * (vLLM's --served-model-name; a benchmark's command line names the
-   * model it was written for), listed first by /v1/models and served as
-   * vllm_model.  NULL = none. */
+  /* Other names the mock's models answer to, comma-separated (vLLM's
+   * --served-model-name; AIPerf's, vLLM's and the other tools' documented
+   * command lines name real models), listed first by /v1/models: a bare
+   * NAME is vllm_model over the OpenAI endpoints, NAME=MODEL is MODEL
+   * (ensemble, vllm_model, vllm) over gRPC and HTTP alike.  NULL = none. */
   const char *served_model_name;
   /* SSE keep-alive comment every this many ms on OpenAI streams; -1 (the
    * default) = the dialect's own (TGI 15000, others none); 0 = none. */

@@ -153,6 +153,10 @@ typedef struct tp_server_config {
    * ends once this many in a row failed to reach it or were not sent
    * (default 100; 0 = never). */
   uint64_t max_consecutive_failures;
+  /* Each request carries a W3C traceparent (version 00, a random trace id
+   * and parent id per request, sampled), as an HTTP header or gRPC
+   * metadata, recorded in records.jsonl (docs/metrics.md, "Request ids"). */
+  bool traceparent;
   bool skip_preflight;  /* skip ServerLive/ModelReady/ModelMetadata */
   bool no_server_stats; /* do not read Triton's ModelStatistics around each level */
 } tp_server_config;
@@ -316,6 +320,16 @@ typedef struct tp_output_config {
   bool vllm_requests;
 
   FILE *progress; /* progress lines (stderr by default, NULL = quiet) */
+
+  /* Live metrics (docs/metrics.md, "Live metrics"): the client's counters
+   * and histograms served in the Prometheus text format at
+   * http://metrics_host:metrics_port/metrics while the run's loop runs
+   * (0 = off; the host is an IP address, default 127.0.0.1), and for
+   * metrics_hold_ms more after the last level, so that a scraper sees the
+   * final counts. */
+  uint32_t metrics_port;
+  const char *metrics_host;
+  uint64_t metrics_hold_ms;
 } tp_output_config;
 
 /* The artifact directory: profile export, GenAI-Perf summaries, records, responses, report.html. */

@@ -149,7 +149,7 @@ static void start_one(driver *d, uint64_t session, uint32_t turn) {
   const char *p = d->prompts[r->i % d->n_prompts];
   char id[32];
   snprintf(id, sizeof(id), "r%u", r->i);
-  tp_client_send s = {id, p, strlen(p), d->max_tokens, d->min_tokens, d->timeout_ns, &r->handle, NULL, NULL, session};
+  tp_client_send s = {id, p, strlen(p), d->max_tokens, d->min_tokens, d->timeout_ns, &r->handle, NULL, NULL, session, NULL};
   r->start_ns = tp_now_ns();
   int rv = d->client->ops->send(d->client, &s, r);
   if (rv) {

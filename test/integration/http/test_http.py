@@ -487,8 +487,11 @@ def run_all(plain, tls, nomodels, cert, key):
     posts = [r for r in srv if r["method"] == "POST"]
     check(all(p["path"] == "/v2/models/m1/generate_stream" for p in posts) and
           posts and posts[0]["body"] == {"text_input": posts[0]["body"]["text_input"], "stream": True,
-                                         "max_tokens": 4, "min_tokens": 4},
-          "triton: body text_input, stream, max_tokens, min_tokens (the metadata's name)", posts[0]["body"])
+                                         "max_tokens": 4, "min_tokens": 4, "id": posts[0]["body"].get("id")} and
+          sorted(p["body"].get("id") for p in posts) == ["r0", "r1"] and
+          all(p["headers"].get("x-request-id") == p["body"]["id"] for p in posts),
+          "triton: body text_input, stream, max_tokens, min_tokens (the metadata's name), the request's id "
+          "(and its x-request-id header)", posts[0])
     bad = []
     for r in reqs:
         s = server_req_for(posts, r["prompt"])
@@ -508,7 +511,8 @@ def run_all(plain, tls, nomodels, cert, key):
     r = res["request"][0]
     s = plain.requests_since(len(plain.stats()["requests"]) - 1)[0]
     check(r["class"] == "none" and texts(r) == "tok0 tok1 tok2 " and s["path"] == "/v2/models/m1/generate" and
-          s["body"] == {"text_input": "g", "exclude_input_in_output": True, "parameters": {"max_tokens": 3}},
+          s["body"] == {"text_input": "g", "id": "r0", "exclude_input_in_output": True,
+                        "parameters": {"max_tokens": 3}},
           "triton generate (vLLM layout, not streaming): one reply, sampling values in parameters", s["body"])
     res = drive("--api", "triton-generate", "--model", "nope", "--preflight", *base)
     p = res.get("preflight", {})

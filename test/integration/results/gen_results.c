@@ -148,7 +148,7 @@ int main(int argc, char **argv) {
   }
   tp_accuracy acc[NLEVELS];
   for (int i = 0; i < NLEVELS; i++) {
-    tp_export_level el = {&lv[i].lr, lv[i].q, lv[i].n, 0, 0};
+    tp_export_level el = {&lv[i].lr, lv[i].q, lv[i].n, 0, 0, NULL};
     if (tp_artifacts_add_level(a, &el, &acc[i], err, sizeof(err))) {
       fprintf(stderr, "gen_results: %s\n", err);
       return 1;

@@ -274,6 +274,7 @@ int main(int argc, char **argv) {
   if (strcmp(sub, "tokenize") == 0) return tp_cmd_tokenize(argc - 2, argv + 2);
   if (strcmp(sub, "compare") == 0) return tp_cmd_compare(argc - 2, argv + 2);
   if (strcmp(sub, "vllm-bench") == 0) return tp_cmd_vllm_bench(argc - 2, argv + 2);
+  if (strcmp(sub, "sglang-bench") == 0) return tp_cmd_sglang_bench(argc - 2, argv + 2);
   if (strcmp(sub, "aiperf") == 0) return tp_cmd_aiperf(argc - 2, argv + 2);
   if (strcmp(sub, "completion") == 0) return tp_cli_completion(stdout, argc > 2 ? argv[2] : "bash");
   /* The man page, generated from the option tables at build time. */
@@ -281,7 +282,9 @@ int main(int argc, char **argv) {
     tp_cli_man(stdout);
     return TP_EXIT_OK;
   }
-  fprintf(stderr, "tokperf: unknown command '%s' (expected profile, mock, tokenize, compare, vllm-bench, aiperf or completion)\ntry 'tokperf --help'\n",
+  fprintf(stderr,
+          "tokperf: unknown command '%s' (expected profile, mock, tokenize, compare, vllm-bench, "
+          "sglang-bench, aiperf or completion)\ntry 'tokperf --help'\n",
           sub);
   return TP_EXIT_USAGE;
 }

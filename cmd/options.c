@@ -247,11 +247,14 @@ static const tp_setting config_rows[] = {
       "stream tokens with ModelStreamInfer", NULL, 0),
     C("server.streaming", "--no-streaming", TP_SET_FLAG, server.streaming, NULL, 1, 0, G_SERVER,
       "one unary ModelInfer answer per request", NULL, TP_SETF_CLEAR | TP_SETF_NOECHO),
-    C("server.ca_file", "--ca-file", TP_SET_STR, server.ca_file, "FILE", 1, 0, G_SERVER,
+    C("server.ca_file", "--ca-file|--ssl-grpc-root-certifications-file|--ssl-https-ca-certificates-file",
+      TP_SET_STR, server.ca_file, "FILE", 1, 0, G_SERVER,
       "PEM CA certificates to verify the server with (https, grpcs)", "ca.pem", TP_SETF_FILE),
-    C("server.cert_file", "--cert", TP_SET_STR, server.cert_file, "FILE", 1, 0, G_SERVER,
+    C("server.cert_file", "--cert|--ssl-grpc-certificate-chain-file|--ssl-https-client-certificate-file",
+      TP_SET_STR, server.cert_file, "FILE", 1, 0, G_SERVER,
       "client certificate (PEM)", "client.pem", TP_SETF_FILE),
-    C("server.key_file", "--key", TP_SET_STR, server.key_file, "FILE", 1, 0, G_SERVER,
+    C("server.key_file", "--key|--ssl-grpc-private-key-file|--ssl-https-private-key-file",
+      TP_SET_STR, server.key_file, "FILE", 1, 0, G_SERVER,
       "client certificate key (PEM)", "client.key", TP_SETF_FILE),
     C("server.insecure", "--insecure", TP_SET_FLAG, server.insecure, NULL, 1, 0, G_SERVER,
       "do not verify the server's certificate or host name", NULL, 0),
@@ -271,7 +274,8 @@ static const tp_setting config_rows[] = {
       "skip the ServerLive/ModelReady/ModelMetadata checks (for replay servers)", NULL, 0),
     C("server.no_server_stats", "--no-server-stats", TP_SET_FLAG, server.no_server_stats, NULL, 1, 0,
       G_SERVER, "do not read Triton's ModelStatistics before and after each level", NULL, 0),
-    C("server.metrics_url", "--metrics-url", TP_SET_STR, server.metrics_url, "URL", 1, 0, G_SERVER,
+    C("server.metrics_url", "--metrics-url|--server-metrics-url|--server-metrics-urls",
+      TP_SET_STR, server.metrics_url, "URL", 1, 0, G_SERVER,
       "scrape Prometheus metrics during each level (Triton: http://HOST:8002/metrics; with --mock: mock)",
       "http://localhost:8002/metrics", 0),
     C("server.gpu_metrics_url", "--gpu-metrics-url", TP_SET_STR, server.gpu_metrics_url, "URL", 1, 0, G_SERVER,
@@ -281,7 +285,8 @@ static const tp_setting config_rows[] = {
     C("server.metrics_interval_ms", "--metrics-interval", TP_SET_MS, server.metrics_interval_ms, "DURATION",
       1, 0, G_SERVER, "time between scrapes", "500ms", TP_SETF_NONZERO),
 
-    CE("load.arrival", "--arrival", load.arrival, "constant|poisson|gamma", "constant|poisson|gamma", G_LOAD,
+    CE("load.arrival", "--arrival|--request-distribution",
+       load.arrival, "constant|poisson|gamma", "constant|poisson|gamma", G_LOAD,
        "arrival process in rate mode", "poisson"),
     C("load.burstiness", "--burstiness", TP_SET_F64, load.burstiness, "K", 1e-9, 1e9, G_LOAD,
       "gamma shape for --arrival gamma (1 is Poisson, below 1 burstier)", "0.5", 0),
@@ -299,13 +304,15 @@ static const tp_setting config_rows[] = {
     C("load.prefix_block_tokens", "--prefix-block-tokens", TP_SET_U32, load.prefix_block_tokens, "N", 1,
       1000000, G_LOAD, "tokens per hash_ids block in --schedule", "512", 0),
 
-    C("measure.request_count", "--request-count|--num-prompts-per-level", TP_SET_U64, measure.request_count,
+    C("measure.request_count", "--request-count|--num-prompts-per-level|--num-requests",
+      TP_SET_U64, measure.request_count,
       "N", 1, 1e12, G_MEASURE,
       "measured requests per level (default: 4 per slot or 4 s of the rate, at least 16)", "200",
       TP_SETF_NONZERO | TP_SETF_UNSET0),
     C("measure.duration_ms", "--duration", TP_SET_MS, measure.duration_ms, "DURATION", 1, 0, G_MEASURE,
       "measure the requests planned within this time per level", "60s", TP_SETF_NONZERO | TP_SETF_UNSET0),
-    C("measure.warmup_request_count", "--warmup-request-count", TP_SET_U64, measure.warmup_request_count, "N",
+    C("measure.warmup_request_count", "--warmup-request-count|--num-warmup-requests",
+      TP_SET_U64, measure.warmup_request_count, "N",
       1, 0, G_MEASURE, "requests per level sent first and left out of the statistics", "8", 0),
     C("measure.warmup_duration_ms", "--warmup-duration", TP_SET_MS, measure.warmup_duration_ms, "DURATION", 1,
       0, G_MEASURE, "warm up for this long per level instead of a count", "10s",
@@ -333,7 +340,7 @@ static const tp_setting config_rows[] = {
       "width of each level's time-series slices (default 1; given: AIPerf's timeslice files too; "
       "docs/metrics.md, \"Time series\")",
       "10", TP_SETF_UNSET0),
-    C("measure.max_trials", "--max-trials", TP_SET_U32, measure.max_trials, "N", 1, 64, G_MEASURE,
+    C("measure.max_trials", "--max-trials|-r", TP_SET_U32, measure.max_trials, "N", 1, 64, G_MEASURE,
       "stop after this many windows, stable or not", "20", 0),
     C("measure.grace_period_ms", "--grace-period", TP_SET_MS, measure.grace_period_ms, "DURATION", 1, 0,
       G_MEASURE, "after Ctrl-C, how long in-flight requests may finish", "10s", 0),
@@ -378,10 +385,12 @@ static const tp_setting config_rows[] = {
     C("prompts.cache_bust", "--cache-bust", TP_SET_FLAG, prompts.cache_bust, NULL, 1, 0, G_PROMPTS,
       "start every prompt with a unique marker so no KV-cache prefix can be reused (docs/kv-cache.md)", NULL,
       0),
-    C("prompts.prefix_tokens", "--prefix-tokens", TP_SET_U32, prompts.prefix_tokens, "N", 1, 1000000,
+    C("prompts.prefix_tokens", "--prefix-tokens|--prefix-prompt-length",
+      TP_SET_U32, prompts.prefix_tokens, "N", 1, 1000000,
       G_PROMPTS, "put a shared prefix of exactly N tokens before every prompt (needs --tokenizer)", "256",
       TP_SETF_UNSET0),
-    C("prompts.num_prefixes", "--num-prefixes", TP_SET_U32, prompts.num_prefixes, "K", 1, 100000, G_PROMPTS,
+    C("prompts.num_prefixes", "--num-prefixes|--num-prefix-prompts",
+      TP_SET_U32, prompts.num_prefixes, "K", 1, 100000, G_PROMPTS,
       "how many different shared prefixes, used in turn", "4", 0),
 
     CE("search.mode", "--search", load.search, "request-rate|concurrency",
@@ -405,7 +414,7 @@ static const tp_setting config_rows[] = {
       "interval over the runs, and compare calls only differences beyond them regressions",
       "5", TP_SETF_UNSET0),
 
-    CUSTOM_ROW("goals.goodput", "--goodput", "BOUNDS", G_GOALS,
+    CUSTOM_ROW("goals.goodput", "--goodput|-g", "BOUNDS", G_GOALS,
                "goodput bounds in ms, e.g. 'ttft:200 itl:25 tpot:30 latency:5000' or as separate words (also "
                "GenAI-Perf's and vLLM's names; docs/metrics.md, Goodput)",
                "ttft:200 itl:25", TP_SETF_NARGS, parse_goodput, format_goodput),
@@ -485,6 +494,26 @@ static const tp_setting config_rows[] = {
 
 enum { CLI_PROTOCOL, CLI_ENDPOINT_TYPE, CLI_STREAM_TEXT, CLI_CONCURRENCY, CLI_RATE, CLI_MEASURE_MODE };
 
+#define REFUSE(key, flags, help) \
+  L(key, flags, TP_SET_FLAG, noop_flag, NULL, NULL, 1, 0, NULL, G_COMPAT, help, NULL, TP_SETF_REFUSED | TP_SETF_NOECHO)
+
+/* -b: the batch size perf_analyzer and GenAI-Perf put in one request.
+ * tokperf's requests hold one prompt, so only 1 means what it says. */
+static int parse_batch_size(void *base, const tp_setting *s, const char *v, char *err, size_t errlen) {
+  (void)base;
+  (void)s;
+  if (strcmp(v, "1") == 0) return 0;
+  snprintf(err, errlen, "tokperf sends one prompt per request: write -b 1 or leave it out (for more prompts in "
+                        "flight, raise --concurrency)");
+  return TP_EINVAL;
+}
+
+static void format_batch_size(const void *base, const tp_setting *s, char *out, size_t outlen) {
+  (void)base;
+  (void)s;
+  snprintf(out, outlen, "1");
+}
+
 static const tp_setting cli_rows[] = {
     [CLI_PROTOCOL] = L("server.protocol", "-i|--protocol", TP_SET_ENUM, protocol, "grpc|http", "grpc", 1, 0,
                        "grpc|http", G_SERVER, "Triton protocol: gRPC streaming, or HTTP generate", "http", 0),
@@ -507,10 +536,11 @@ static const tp_setting cli_rows[] = {
     [CLI_MEASURE_MODE] = L("measure.measurement_mode", "--measurement-mode", TP_SET_ENUM, measure_mode,
                            "time_windows|count_windows", "time_windows", 1, 0, "time_windows|count_windows", G_MEASURE,
                            "stability windows by time or by count", "count_windows", 0),
-    L("prompts.output_tokens_mean", "--output-tokens-mean|--max-tokens", TP_SET_U32_LIST, out_means, "LIST", NULL,
+    L("prompts.output_tokens_mean", "--output-tokens-mean|--max-tokens|--osl", TP_SET_U32_LIST, out_means, "LIST", NULL,
       0, 10000000, NULL, G_PROMPTS,
       "max_tokens asked of the server; a list sweeps it (default: the line's max_tokens, else 128)", "256", 0),
-    L("prompts.synthetic_input_tokens_mean", "--synthetic-input-tokens-mean|--input-tokens-mean", TP_SET_U32_LIST, in_means, "LIST",
+    L("prompts.synthetic_input_tokens_mean", "--synthetic-input-tokens-mean|--input-tokens-mean|--isl",
+      TP_SET_U32_LIST, in_means, "LIST",
       NULL, 1, 10000000, NULL, G_PROMPTS,
       "synthetic prompts of exactly this many tokens (needs --tokenizer); a list sweeps it", "128,512,2048", 0),
     L("prompts.tokenizer_revision", "--tokenizer-revision", TP_SET_STR, tokenizer_revision, "REV", NULL, 1, 0,
@@ -557,7 +587,7 @@ static const tp_setting cli_rows[] = {
       "perf_analyzer: scrape the server's Prometheus metrics (--metrics-url, by default port 8002 of the "
       "--url host)",
       NULL, TP_SETF_NOECHO),
-    L("compat.async", "--async|--sync", TP_SET_FLAG, noop_flag, NULL, NULL, 1, 0, NULL, G_COMPAT,
+    L("compat.async", "--async|--sync|-a", TP_SET_FLAG, noop_flag, NULL, NULL, 1, 0, NULL, G_COMPAT,
       "tokperf always sends asynchronously from one event loop, holding --concurrency requests in flight", NULL,
       TP_SETF_NOOP | TP_SETF_NOECHO),
     L("compat.verbose", "-v|--verbose", TP_SET_FLAG, noop_flag, NULL, NULL, 1, 0, NULL, G_COMPAT,
@@ -583,6 +613,74 @@ static const tp_setting cli_rows[] = {
       "stability windows compare average latencies, as perf_analyzer does without --percentile; every percentile "
       "is reported",
       "95", TP_SETF_NOOP | TP_SETF_NOECHO),
+    CUSTOM_ROW("compat.batch_size", "-b|--batch-size|--batch-size-text", "1", G_COMPAT,
+               "perf_analyzer's and GenAI-Perf's batch size: tokperf sends one prompt per request, so 1 is taken "
+               "and any other size refused",
+               "1", TP_SETF_NOECHO, parse_batch_size, format_batch_size),
+    L("compat.enable_mpi", "--enable-mpi", TP_SET_FLAG, noop_flag, NULL, NULL, 1, 0, NULL, G_COMPAT,
+      "under mpirun, tokperf finds its rank by itself (docs/scale-out.md)", NULL, TP_SETF_NOOP | TP_SETF_NOECHO),
+    /* Other tools' flags that tokperf does not do: refused by name (exit 2),
+     * the help naming what to write instead. */
+    REFUSE("compat.refused.audio",
+           "--audio-length-mean|--audio-length-stddev|--audio-format|--audio-depths|--audio-sample-rates|"
+           "--audio-num-channels|--batch-size-audio",
+           "tokperf sends text prompts only; leave the audio flags out"),
+    REFUSE("compat.refused.image",
+           "--image-width-mean|--image-width-stddev|--image-height-mean|--image-height-stddev|--image-format|"
+           "--batch-size-image",
+           "tokperf sends text prompts only; leave the image flags out"),
+    REFUSE("compat.refused.model_selection", "--model-selection-strategy",
+           "tokperf benchmarks one --model per run; run once per model"),
+    REFUSE("compat.refused.grpc_method", "--grpc-method",
+           "tokperf speaks KServe v2 gRPC (--service-kind triton) and the engines' own gRPC (--service-kind "
+           "vllm-grpc|sglang-grpc), not arbitrary gRPC methods"),
+    REFUSE("compat.refused.checkpoint", "--checkpoint-dir|--enable-checkpointing",
+           "no checkpoints: each request's record is written as it ends (--records), and an interrupted run "
+           "reports what it measured"),
+    REFUSE("compat.refused.fixed_schedule", "--fixed-schedule|--request-intervals",
+           "replay a trace's timestamps with --schedule FILE.jsonl (docs/inputs.md)"),
+    REFUSE("compat.refused.sessions", "--num-sessions|--session-concurrency|--session-delay-ratio",
+           "tokperf runs sessions from a conversations file: --input-file conv.jsonl (docs/sessions.md)"),
+    REFUSE("compat.refused.session_turns",
+           "--session-turn-delay-mean|--session-turn-delay-stddev|--session-turns-mean|--session-turns-stddev",
+           "tokperf runs sessions from a conversations file: --input-file conv.jsonl (docs/sessions.md)"),
+    REFUSE("compat.refused.deprecated_concurrency", "-d|-c|-t",
+           "perf_analyzer's deprecated concurrency flags: write --concurrency-range START:END"),
+    REFUSE("compat.refused.zero_input", "-z",
+           "zero-filled tensors: tokperf sends prompts (--input-file, or synthetic: --synthetic-input-tokens-mean)"),
+    REFUSE("compat.refused.sequences",
+           "--sequence-length|--sequence-length-variation|--num-of-sequences|--sequence-id-range|--serial-sequences",
+           "Triton sequence models: tokperf sends independent requests (conversations: --input-file, "
+           "docs/sessions.md)"),
+    REFUSE("compat.refused.data_directory", "--data-directory",
+           "write the prompts as a JSON file and give --input-data FILE"),
+    REFUSE("compat.refused.string_data", "--string-length|--string-data",
+           "generated string tensors: tokperf makes prompts of --synthetic-input-tokens-mean tokens (or "
+           "--synthetic-input-words)"),
+    REFUSE("compat.refused.shared_memory", "--shared-memory|--output-shared-memory-size",
+           "tokperf sends inputs in the request and reads outputs from the answer (shared memory none)"),
+    REFUSE("compat.refused.other_servers", "--model-signature-name",
+           "TensorFlow Serving signatures: tokperf speaks KServe v2 (--service-kind triton) and OpenAI APIs"),
+    REFUSE("compat.refused.compression", "--grpc-compression-algorithm", "tokperf sends gRPC messages uncompressed"),
+    REFUSE("compat.refused.c_api", "--triton-server-directory|--model-repository",
+           "Triton's in-process C API: start tritonserver and give -u HOST:PORT"),
+    REFUSE("compat.refused.ssl_use", "--ssl-grpc-use-ssl",
+           "write the URL as grpcs://HOST:PORT (with --ca-file, --cert, --key)"),
+    REFUSE("compat.refused.ssl_verify", "--ssl-https-verify-peer|--ssl-https-verify-host",
+           "tokperf verifies the peer and host by default; --insecure turns both off"),
+    REFUSE("compat.refused.ssl_type", "--ssl-https-client-certificate-type|--ssl-https-private-key-type",
+           "PEM only: --cert FILE and --key FILE"),
+    REFUSE("compat.refused.trace", "--trace-level|--trace-rate|--trace-count|--log-frequency",
+           "Triton's trace settings: set them on the server (tritonserver --trace-config)"),
+    REFUSE("compat.refused.bls", "--bls-composing-models",
+           "tokperf reads the composing models' statistics from the server's ModelStatistics"),
+    REFUSE("compat.refused.tensor_format", "--input-tensor-format|--output-tensor-format",
+           "tokperf's gRPC sends binary tensors and -i http uses the JSON generate endpoint"),
+    REFUSE("compat.refused.version", "--version", "the version: tokperf --version"),
+    REFUSE("compat.refused.periodic", "--periodic-concurrency-range|--request-period",
+           "levels of held concurrency: --concurrency-range START:END:STEP"),
+    REFUSE("compat.refused.request_parameter", "--request-parameter",
+           "request fields: --extra-inputs NAME:VALUE (perf_analyzer's NAME:VALUE:TYPE without the type)"),
     L("output.format", "--format", TP_SET_ENUM, format_json, "text|json", "text", 1, 0, "text|json", G_OUTPUT,
       "what stdout carries: the tables, or the whole JSON document", "json", TP_SETF_NOECHO),
     L("output.quiet", "-q|--quiet", TP_SET_FLAG, quiet, NULL, NULL, 1, 0, NULL, G_OUTPUT, "no progress lines on stderr",
@@ -629,6 +727,11 @@ static const tp_setting mock_rows[] = {
                "SSE stream dialect of the OpenAI endpoints", "llamacpp", 0, parse_dialect, format_dialect),
     M("sse_keepalive_ms", "--sse-keepalive-ms", TP_SET_I64, sse_keepalive_ms, "MS", -1, 1e9,
       "SSE keep-alive comment interval (-1: the dialect's own)", "1000", 0),
+    M("served_model_name", "--served-model-name", TP_SET_STR, served_model_name, "NAME[,NAME=MODEL...]", 1, 0,
+      "other names the models answer to, listed first by /v1/models: NAME as vllm_model over the OpenAI "
+      "endpoints, NAME=MODEL as MODEL (ensemble, vllm_model, vllm) over gRPC and HTTP (a command line written for "
+      "a real model runs unchanged)",
+      "meta-llama/Llama-3.1-8B-Instruct", 0),
     M("fault_kind", "--fault", TP_SET_STR, fault_kind, "KIND[:ARGS]", 1, 0,
       "inject a fault: rst_stream, grpc_status:CODE[:MSG], trailers_only:CODE[:MSG], http_status:CODE, "
       "inband_error[:MSG], stall, trickle, malformed, oversize, invalid_utf8, endless, close_conn, goaway; "
@@ -655,9 +758,6 @@ static const tp_setting mock_rows[] = {
       "cache prompt prefixes: the cached part skips prefill time", NULL, 0),
     M("log_prompts", "--log-prompts", TP_SET_FLAG, log_prompts, NULL, 1, 0,
       "with a log: each request's line holds its prompt as the mock read it (chat contents joined)", NULL, 0),
-    M("served_model_name", "--served-model-name", TP_SET_STR, served_model_name, "NAME", 1, 0,
-      "list this model first at /v1/models too, for clients that look their --model up there", "Qwen/Qwen3-0.6B",
-      0),
     M("prefix_cache_block_words", "--prefix-cache-block-words", TP_SET_U32, prefix_cache_block_words, "N", 1,
       1000000, "prefix cache block size in words", "32", 0),
     M("prefix_cache_blocks", "--prefix-cache-blocks", TP_SET_U32, prefix_cache_blocks, "N", 1, 100000000,
@@ -757,7 +857,9 @@ static int read_api_key(tp_cli *cli) {
 static int profile_positional(void *ud, const char *arg, char *err, size_t errlen) {
   int *n = ud;
   if ((*n)++ == 0 && strcmp(arg, "profile") == 0) return 0;
-  snprintf(err, errlen, "unexpected argument '%s'", arg);
+  /* GenAI-Perf's -m takes several models (LoRA adapters): tokperf one. */
+  snprintf(err, errlen, "unexpected argument '%s' (an option takes one value: -m names one model per run, so run "
+           "once per model; lists are written 1,4,8)", arg);
   return TP_EINVAL;
 }
 
@@ -789,6 +891,22 @@ static int apply_other_tools(tp_cli *cli, const unsigned char *given_cfg, unsign
       return usage("profile", "--prompt-source file needs --input-file FILE");
     if (cli->prompt_source == 0 && c->prompts.input_file)
       return usage("profile", "--prompt-source synthetic and --input-file exclude each other");
+  }
+  /* GenAI-Perf's --input-file payload:FILE is a trace of timed requests
+   * (timestamp, input_length, output_length, text_input, hash_ids): what
+   * --schedule replays; synthetic:NAMES makes rankings inputs. */
+  const char *in = c->prompts.input_file;
+  if (in && strncmp(in, "payload:", 8) == 0) {
+    if (c->load.schedule_file)
+      return usage("profile", "--input-file payload:FILE is GenAI-Perf's trace replay, as --schedule: give one of "
+                              "them");
+    c->load.schedule_file = in + 8;
+    c->prompts.input_file = NULL;
+    fprintf(stderr, "tokperf: note: --input-file %s is read as --schedule %s (docs/other-tools.md)\n", in, in + 8);
+  } else if (in && strncmp(in, "synthetic:", 10) == 0) {
+    snprintf(msg, sizeof(msg), "--input-file %s: GenAI-Perf's synthetic rankings inputs are not supported; give "
+             "prompts as JSONL (--input-file FILE) or synthetic ones (--synthetic-input-tokens-mean N)", in);
+    return usage("profile", msg);
   }
   if (cli->collect_metrics && !c->server.metrics_url) {
     /* perf_analyzer's default: Triton's metrics port on the server's host. */
@@ -942,8 +1060,18 @@ int tp_cli_parse_profile(tp_cli *cli, int argc, char **argv) {
   char err[1024];
   bool help = false;
   int positionals = 0;
-  if (tp_settings_parse(parts, np, argc, argv, profile_positional, &positionals, &help, err, sizeof(err)))
-    return usage("profile", err);
+  /* GenAI-Perf hands the words after a lone "--" to perf_analyzer, whose
+   * flags profile reads itself: the "--" is dropped, and they are read with
+   * perf_analyzer's meanings. */
+  char **av = malloc(((size_t)argc + 1) * sizeof(*av));
+  if (!av) return usage("profile", "out of memory");
+  int ac = 0, dashes = 0;
+  for (int i = 0; i < argc; i++)
+    if (strcmp(argv[i], "--") != 0 || dashes++) av[ac++] = argv[i];
+  av[ac] = NULL;
+  int prv = tp_settings_parse(parts, np, ac, av, profile_positional, &positionals, &help, err, sizeof(err));
+  free(av);
+  if (prv) return usage("profile", err);
   cli->help = help;
   tp_config *c = &cli->cfg;
   if (apply_other_tools(cli, given_cfg, given)) return TP_EXIT_USAGE;
@@ -1064,6 +1192,16 @@ int tp_cli_parse_profile(tp_cli *cli, int argc, char **argv) {
   } else if (windows) {
     c->measure.measure_mode = count_windows ? TP_MEASURE_COUNT_WINDOWS : TP_MEASURE_TIME_WINDOWS;
   }
+  /* perf_analyzer's and GenAI-Perf's -s and -r bound the stability windows,
+   * which tokperf runs only when asked for: never dropped unsaid. */
+  if (!windows)
+    for (size_t i = 0; i < 2; i++) {
+      static const char *const keys[] = {"measure.stability_percentage", "measure.max_trials"};
+      if (GIVEN_CFG(keys[i]))
+        fprintf(stderr, "tokperf: note: %s has no effect without the stability windows (--measurement-interval, "
+                        "--measurement-mode or --measurement-request-count)\n",
+                i == 0 ? "--stability-percentage" : "--max-trials");
+    }
 #undef GIVEN_CFG
   return 0;
 }
@@ -1105,6 +1243,7 @@ void tp_cli_help_main(FILE *out) {
           "  tokperf compare A.json B.json [--fail-on RULE]... [--junit FILE]\n"
           "                              compare two runs' --json documents\n"
           "  tokperf vllm-bench [OPTIONS] vLLM's `bench serve` command line, with vLLM's meanings\n"
+          "  tokperf sglang-bench [OPTIONS] SGLang's bench_serving command line, with SGLang's meanings\n"
           "  tokperf aiperf profile [OPTIONS]\n"
           "                              AIPerf's `profile` command line, with AIPerf's meanings and files\n"
           "  tokperf completion bash|zsh print a shell completion script\n"
@@ -1188,6 +1327,7 @@ void tp_cli_man(FILE *out) {
   } others[] = {{"TOKENIZE OPTIONS", tp_cmd_tokenize_defaults()},
                 {"COMPARE OPTIONS", tp_cmd_compare_defaults()},
                 {"VLLM\\-BENCH OPTIONS", tp_cmd_vllm_bench_defaults()},
+                {"SGLANG\\-BENCH OPTIONS", tp_cmd_sglang_bench_defaults()},
                 {"AIPERF PROFILE OPTIONS", tp_cmd_aiperf_defaults()}};
   for (size_t i = 0; i < ARRAY_N(others); i++) {
     fprintf(out, ".SH \"%s\"\n", others[i].title);
@@ -1210,9 +1350,11 @@ int tp_cli_completion(FILE *out, const char *shell) {
   size_t npp = profile_parts(defaults_cli(), pp, NULL, NULL);
   size_t nmp = mock_parts(defaults_cli(), mp);
   tp_settings_part tp = tp_cmd_tokenize_defaults(), cp = tp_cmd_compare_defaults(),
-                   vp = tp_cmd_vllm_bench_defaults(), ap = tp_cmd_aiperf_defaults();
+                   vp = tp_cmd_vllm_bench_defaults(), sp = tp_cmd_sglang_bench_defaults(),
+                   ap = tp_cmd_aiperf_defaults();
   const tp_settings_command cmds[] = {{"profile", pp, npp}, {"mock", mp, nmp},     {"tokenize", &tp, 1},
-                                      {"compare", &cp, 1},  {"vllm-bench", &vp, 1}, {"aiperf", &ap, 1},
+                                      {"compare", &cp, 1},  {"vllm-bench", &vp, 1}, {"sglang-bench", &sp, 1},
+                                      {"aiperf", &ap, 1},
                                       {"completion", NULL, 0}};
   if (tp_settings_completion(out, shell, "tokperf", cmds, ARRAY_N(cmds))) {
     fprintf(stderr, "tokperf completion: unknown shell '%s' (expected bash or zsh)\n", shell ? shell : "");

@@ -79,6 +79,9 @@ typedef void (*tp_cli_report_fn)(const tp_run *run, void *ud);
 int tp_cli_run(tp_cli *cli, tp_cli_report_fn report, void *ud);
 /* `tokperf vllm-bench`: vLLM's `bench serve` command line (cmd/vllm_bench.c). */
 int tp_cmd_vllm_bench(int argc, char **argv);
+/* `tokperf sglang-bench`: SGLang's bench_serving command line, run as
+ * vllm-bench (cmd/sglang_bench.c). */
+int tp_cmd_sglang_bench(int argc, char **argv);
 /* `tokperf aiperf profile`: AIPerf's `profile` command line (cmd/aiperf.c). */
 int tp_cmd_aiperf(int argc, char **argv);
 tp_settings_part tp_cmd_aiperf_defaults(void);
@@ -92,6 +95,7 @@ int tp_cmd_compare(int argc, char **argv);
 tp_settings_part tp_cmd_tokenize_defaults(void);
 tp_settings_part tp_cmd_compare_defaults(void);
 tp_settings_part tp_cmd_vllm_bench_defaults(void);
+tp_settings_part tp_cmd_sglang_bench_defaults(void);
 
 void tp_cli_help_main(FILE *out);
 void tp_cli_help_profile(FILE *out);

@@ -112,6 +112,7 @@ static void mock_free(tp_mock *m) {
   free(m->host);
   free(m->log_path);
   free(m->fault_spec);
+  if (m->served_model_name) tp__mock_set_served_names(NULL); /* the names resolved are this mock's */
   free(m->served_model_name);
   free(m);
 }
@@ -251,6 +252,7 @@ static int mock_setup(tp_mock **out, const tp_mock_config *cfg, char *err, size_
   m->fault_spec = cfg->fault_kind ? strdup(cfg->fault_kind) : NULL;
   m->served_model_name = cfg->served_model_name ? strdup(cfg->served_model_name) : NULL;
   m->cfg.served_model_name = m->served_model_name;
+  if (m->served_model_name) tp__mock_set_served_names(m->served_model_name);
   m->cfg.host = m->host;
   m->cfg.log_path = m->log_path;
   m->cfg.fault_kind = m->fault_spec;

@@ -163,6 +163,8 @@ static void reply_model_statistics(mstream *st, const uint8_t *data, size_t len)
   if (q->name[0]) {
     for (int i = 0; i < TP_MOCK_SM_COUNT; i++)
       if (strcmp(q->name, tp_mock_stats_model_name((tp_mock_stats_model)i)) == 0) which = i;
+    const tp__mock_model *md = which == TP_MOCK_SM_COUNT ? tp__mock_find_model(q->name) : NULL;
+    if (md) which = (int)md->stats_model;
   }
   if ((q->name[0] && which == TP_MOCK_SM_COUNT) || (q->version[0] && strcmp(q->version, "1") != 0)) {
     char err[300];

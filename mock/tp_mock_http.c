@@ -59,13 +59,27 @@ static void respond_models(hconn *c) {
   uv_timeval64_t tv;
   if (uv_gettimeofday(&tv) == 0) now = (uint64_t)tv.tv_sec;
   tp_buf_append_str(&b, "{\"object\":\"list\",\"data\":[");
+  /* The served names first (a client taking the first model picks one),
+   * then the models themselves. */
   const char *served = c->m->cfg.served_model_name;
-  const char *names[] = {served ? served : "vllm_model", "vllm_model", "ensemble"};
-  for (size_t i = served ? 0 : 1; i < TP_ARRAY_LEN(names); i++)
+  size_t n = 0;
+  for (const char *p = served; p && *p;) {
+    size_t len = strcspn(p, ",");
+    size_t nl = strcspn(p, "=,");
+    if (nl)
+      tp_buf_printf(&b,
+                    "%s{\"id\":\"%.*s\",\"object\":\"model\",\"created\":%llu,\"owned_by\":\"tokperf\","
+                    "\"root\":\"vllm_model\",\"parent\":null,\"max_model_len\":32768}",
+                    n++ ? "," : "", (int)nl, p, (unsigned long long)now);
+    p += len;
+    if (*p == ',') p++;
+  }
+  const char *names[] = {"vllm_model", "ensemble"};
+  for (size_t i = 0; i < TP_ARRAY_LEN(names); i++)
     tp_buf_printf(&b,
                   "%s{\"id\":\"%s\",\"object\":\"model\",\"created\":%llu,\"owned_by\":\"tokperf\","
                   "\"root\":\"%s\",\"parent\":null,\"max_model_len\":32768}",
-                  i > (served ? 0u : 1u) ? "," : "", names[i], (unsigned long long)now, names[i]);
+                  n++ ? "," : "", names[i], (unsigned long long)now, names[i]);
   tp_buf_append_str(&b, "]}");
   tp__mock_http_respond_buf(c, 200, "application/json", &b);
   tp_buf_fini(&b);

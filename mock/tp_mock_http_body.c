@@ -193,9 +193,10 @@ void tp__mock_http_start_openai(hconn *c, const tp_mock_http_req *h, const uint8
    * and llama-server answer whatever is asked. */
   const char *model = json_string_value(json_object_get(root, "model"));
   const tp__mock_model *md = model ? tp__mock_find_model(model) : NULL;
-  /* --served-model-name: a name the mock also serves, as vllm_model. */
-  const char *served = c->m->cfg.served_model_name;
-  if (model && !md && served && strcmp(model, served) == 0) md = tp__mock_find_model("vllm_model");
+  /* --served-model-name: other names the mock serves (tp__mock_find_model
+   * resolves NAME=MODEL; a bare NAME is vllm_model). */
+  if (model && !md && tp__mock_name_in_list(m->cfg.served_model_name, model))
+    md = tp__mock_find_model("vllm_model");
   if (model && !md && (d == TP_MOCK_DIALECT_VLLM || d == TP_MOCK_DIALECT_TRTLLM)) {
     snprintf(err, sizeof(err), "The model `%s` does not exist.", model);
     json_decref(root);

@@ -53,6 +53,11 @@ typedef struct tp__mock_model {
 
 /* The served model called name, or NULL. */
 const tp__mock_model *tp__mock_find_model(const char *name);
+/* Whether name is one of the comma-separated names of list (NULL: none):
+ * the served names of tp_mock_config.served_model_name. */
+bool tp__mock_name_in_list(const char *list, const char *name);
+/* Sets the served names every tp__mock_find_model resolves (NULL: none). */
+void tp__mock_set_served_names(const char *list);
 /* Whether the model declares an input called name. */
 bool tp__mock_model_has_input(const tp__mock_model *md, const char *name);
 

@@ -51,10 +51,47 @@ static const tp__mock_model models[] = {
      TP_ARRAY_LEN(tutorial_outputs), TP_MOCK_SM_VLLM, "TEXT", true},
 };
 
-const tp__mock_model *tp__mock_find_model(const char *name) {
+/* The served names of the mock that carries them (tp_mock_config.
+ * served_model_name): every protocol layer resolves names here, the
+ * protobuf parsers included, which know no mock.  A process runs one such
+ * mock (the CLI's); mocks without served names leave it alone. */
+static const char *served_names;
+
+void tp__mock_set_served_names(const char *list) {
+  served_names = list;
+}
+
+static const tp__mock_model *by_name(const char *name, size_t len) {
   for (size_t i = 0; i < TP_ARRAY_LEN(models); i++)
-    if (strcmp(models[i].name, name) == 0) return &models[i];
+    if (strlen(models[i].name) == len && strncmp(models[i].name, name, len) == 0) return &models[i];
   return NULL;
+}
+
+const tp__mock_model *tp__mock_find_model(const char *name) {
+  const tp__mock_model *md = by_name(name, strlen(name));
+  if (md) return md;
+  /* "NAME" answers as vllm_model, "NAME=MODEL" as MODEL. */
+  size_t n = strlen(name);
+  for (const char *p = served_names; p && *p;) {
+    size_t len = strcspn(p, ",");
+    size_t nl = strcspn(p, "=,");
+    if (nl == n && strncmp(p, name, n) == 0)
+      return nl < len ? by_name(p + nl + 1, len - nl - 1) : by_name("vllm_model", 10);
+    p += len;
+    if (*p == ',') p++;
+  }
+  return NULL;
+}
+
+bool tp__mock_name_in_list(const char *list, const char *name) {
+  size_t n = strlen(name);
+  for (const char *p = list; p && *p;) {
+    size_t len = strcspn(p, ",");
+    if (strcspn(p, "=,") == n && strncmp(p, name, n) == 0) return true;
+    p += len;
+    if (*p == ',') p++;
+  }
+  return false;
 }
 
 bool tp__mock_model_has_input(const tp__mock_model *md, const char *name) {

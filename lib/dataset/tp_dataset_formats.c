@@ -211,8 +211,91 @@ static const char *pa_prompt_key(const json_t *entry, const json_t **first, cons
   return pkey;
 }
 
+/* perf_analyzer's OpenAI form: {"payload": [BODY]}, BODY a request body of
+ * the chat ("messages") or completions ("prompt") API.  The prompt, the
+ * messages and max_tokens are taken; the body's other fields are said in
+ * the note, since tokperf builds the rest of the body from its options. */
+static int pa_payload_entry(tp_dataset *ds, const char *name, size_t idx, const json_t *entry, json_t *unused,
+                            char *err, size_t errlen) {
+  const json_t *pl = json_object_get(entry, "payload");
+  const json_t *body = json_is_array(pl) && json_array_size(pl) == 1 ? json_array_get(pl, 0) : NULL;
+  if (json_object_get(entry, "session_id") || json_object_get(entry, "delay")) {
+    tp_seterr(err, errlen,
+              "%s: data[%zu]: perf_analyzer's sessions (\"session_id\", \"delay\") are not read "
+              "here: write them as a conversations file (docs/sessions.md)",
+              name, idx);
+    return TP_EINVAL;
+  }
+  const json_t *msgs = json_object_get(body, "messages"), *prompt = json_object_get(body, "prompt");
+  const json_t *mt = json_object_get(body, "max_tokens");
+  if (!mt) mt = json_object_get(body, "max_completion_tokens");
+  tp_buf b;
+  tp_buf_init(&b);
+  bool ok =
+      json_is_object(body) && (json_is_string(prompt) || (json_is_array(msgs) && json_array_size(msgs)));
+  size_t i;
+  const json_t *m;
+  if (ok && !prompt) {
+    json_array_foreach(msgs, i, m) {
+      const json_t *c = json_object_get(m, "content");
+      if (!json_is_string(json_object_get(m, "role")) || !json_is_string(c)) {
+        ok = false;
+        break;
+      }
+      if ((i && tp_buf_append(&b, "\n", 1)) ||
+          tp_buf_append(&b, json_string_value(c), json_string_length(c))) {
+        tp_buf_fini(&b);
+        return TP_ENOMEM;
+      }
+    }
+  } else if (ok && tp_buf_append(&b, json_string_value(prompt), json_string_length(prompt))) {
+    tp_buf_fini(&b);
+    return TP_ENOMEM;
+  }
+  if (ok && mt && (!json_is_integer(mt) || json_integer_value(mt) <= 0)) ok = false;
+  if (!ok) {
+    tp_buf_fini(&b);
+    tp_seterr(err, errlen,
+              "%s: data[%zu]: \"payload\": expected a list holding one request body with "
+              "\"messages\" ({\"role\", \"content\"} strings) or a \"prompt\" string, and a positive "
+              "\"max_tokens\" if any",
+              name, idx);
+    return TP_EINVAL;
+  }
+  tp_prompt p;
+  memset(&p, 0, sizeof(p));
+  p.input_tokens = -1;
+  p.max_tokens = mt ? json_integer_value(mt) : -1;
+  p.text_len = b.len;
+  p.text = tp_strndup(b.len ? (const char *)b.data : "", b.len);
+  tp_buf_fini(&b);
+  if (!p.text || (!prompt && !(p.messages = json_dumps(msgs, JSON_COMPACT)))) {
+    free(p.text);
+    return TP_ENOMEM;
+  }
+  const char *key;
+  json_t *v;
+  json_object_foreach((json_t *)body, key, v) {
+    static const char *const taken[] = {"messages", "prompt", "max_tokens", "max_completion_tokens",
+                                        "model",    "stream"};
+    bool used = false;
+    for (size_t k = 0; k < TP_ARRAY_LEN(taken); k++) used |= strcmp(key, taken[k]) == 0;
+    char full[128];
+    snprintf(full, sizeof(full), "payload.%s", key);
+    if (!used) json_object_set_new(unused, full, json_true());
+  }
+  int rv = tp__dataset_push(ds, &p);
+  if (rv) {
+    free(p.text);
+    free(p.messages);
+  }
+  return rv;
+}
+
 static int pa_entry(tp_dataset *ds, const char *name, size_t idx, const json_t *entry, json_t *unused,
                     char *err, size_t errlen) {
+  if (json_is_object(entry) && json_object_get(entry, "payload"))
+    return pa_payload_entry(ds, name, idx, entry, unused, err, errlen);
   int rv = pa_check_entry(entry, name, idx, err, errlen);
   if (rv) return rv;
   const json_t *first = NULL, *b64 = NULL;

@@ -49,6 +49,16 @@ static const good_case goods[] = {
    "{\n  \"data\": [\n    {\"text_input\": [\"alpha beta\"], \"max_tokens\": [256], \"stream\": [true]},\n"
    "    {\"text_input\": [\"gamma\"], \"max_tokens\": [8]}\n  ]\n}\n",
    "perf_analyzer", 2, "alpha beta", 256, NULL, NULL, "not sent as given (tokperf sets them from its options): stream"},
+  {"perf_analyzer's OpenAI payload: chat messages and max_tokens taken, the rest noted",
+   "{\"data\": [{\"payload\": [{\"model\": \"m\", \"messages\": [{\"role\": \"system\", \"content\": \"be "
+   "brief\"}, {\"role\": \"user\", \"content\": \"hi\"}], \"max_tokens\": 32, \"temperature\": 0.5}]}]}",
+   "perf_analyzer", 1, "be brief\nhi", 32,
+   "[{\"role\":\"system\",\"content\":\"be brief\"},{\"role\":\"user\",\"content\":\"hi\"}]", NULL,
+   "not sent as given (tokperf sets them from its options): payload.temperature"},
+  {"perf_analyzer's OpenAI payload: a completions prompt",
+   "{\"data\": [{\"payload\": [{\"prompt\": \"once upon\", \"max_completion_tokens\": 7}]}, "
+   "{\"payload\": [{\"prompt\": \"twice\"}]}]}",
+   "perf_analyzer", 2, "once upon", 7, NULL, NULL, ""},
   {"perf_analyzer on one line, content and shape", "{\"data\": [{\"text_input\": {\"content\": [\"x y\"], \"shape\": [1]}}]}",
    "perf_analyzer", 1, "x y", -1, NULL, NULL, ""},
   {"perf_analyzer vLLM sampling_parameters",
@@ -80,6 +90,16 @@ typedef struct bad_case {
 } bad_case;
 
 static const bad_case bads[] = {
+  {"perf_analyzer's payload sessions", "{\"data\": [{\"payload\": [{\"prompt\": \"a\"}], \"session_id\": [\"s\"]}]}",
+   "in: data[0]: perf_analyzer's sessions (\"session_id\", \"delay\") are not read here: write them as a "
+   "conversations file (docs/sessions.md)"},
+  {"perf_analyzer's payload without a prompt", "{\"data\": [{\"payload\": [{\"max_tokens\": 3}]}]}",
+   "in: data[0]: \"payload\": expected a list holding one request body with \"messages\" ({\"role\", "
+   "\"content\"} strings) or a \"prompt\" string, and a positive \"max_tokens\" if any"},
+  {"perf_analyzer's payload with a bad max_tokens", "{\"data\": [{\"payload\": [{\"prompt\": \"a\", "
+   "\"max_tokens\": 0}]}]}",
+   "in: data[0]: \"payload\": expected a list holding one request body with \"messages\" ({\"role\", "
+   "\"content\"} strings) or a \"prompt\" string, and a positive \"max_tokens\" if any"},
   {"messages not a list", "{\"messages\": \"hi\"}\n",
    "in:1: \"messages\" must be a non-empty list of {\"role\", \"content\"} objects"},
   {"a message without role", "\n{\"messages\": [{\"role\": \"user\", \"content\": \"a\"}, {\"content\": \"b\"}]}\n",

@@ -86,10 +86,6 @@ struct tp_mock_config {
   bool quiet;
   /* The log's request lines carry the prompt ("prompt"), as read. */
   bool log_prompts;
-  /* A model name /v1/models lists first, beside the mock's own, for clients
-   * that look their --model up there (AIPerf's and vLLM's documented
-   * command lines name real models); NULL = only the mock's. */
-  const char *served_model_name;
 
   /* HTTP/1.1 port (OpenAI /v1 and Triton /v2 endpoints, /metrics):
    * TP_MOCK_HTTP_PORT_AUTO (the default) = 8000, or any free port when
@@ -99,6 +95,12 @@ struct tp_mock_config {
   /* SSE dialect of OpenAI streams: "vllm" (default),
    * "llamacpp", "tgi" or "trtllm-serve". */
   const char *http_dialect;
+  /* Other names the mock's models answer to, comma-separated (vLLM's
+   * --served-model-name; AIPerf's, vLLM's and the other tools' documented
+   * command lines name real models), listed first by /v1/models: a bare
+   * NAME is vllm_model over the OpenAI endpoints, NAME=MODEL is MODEL
+   * (ensemble, vllm_model, vllm) over gRPC and HTTP alike.  NULL = none. */
+  const char *served_model_name;
   /* SSE keep-alive comment every this many ms on OpenAI streams; -1 (the
    * default) = the dialect's own (TGI 15000, others none); 0 = none. */
   int64_t sse_keepalive_ms;

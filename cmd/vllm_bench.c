@@ -14,6 +14,7 @@
  * ITL every gap between chunks with choices, pooled (vllm_itl_ms: the
  * role-only chunk's gap included), not tokperf's per-request ITL. */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stddef.h>
@@ -427,6 +428,37 @@ static void put_requests(json_t *j, const tp_level_result *lr, bool detailed) {
   for (size_t i = 0; detailed && i < sizeof(detail) / sizeof(detail[0]); i++)
     json_object_set(j, detail[i], json_object_get(arrays, detail[i]));
   json_decref(arrays);
+}
+
+/* mkdir -p dir, then the file opened for appending and closed (removed
+ * when it was not there before): 0, or -1 with why. */
+static int probe_result(const char *dir, const char *path, char *why, size_t len) {
+  if (dir && *dir) {
+    char p[4096];
+    snprintf(p, sizeof(p), "%s", dir);
+    for (char *q = p + 1;; q++) {
+      bool end = *q == 0;
+      if (*q == '/' || end) {
+        *q = 0;
+        if (mkdir(p, 0755) != 0 && errno != EEXIST) {
+          snprintf(why, len, "cannot make %.400s: %s", p, strerror(errno));
+          return -1;
+        }
+        if (end) break;
+        *q = '/';
+      }
+    }
+  }
+  struct stat st;
+  bool existed = stat(path, &st) == 0;
+  int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    snprintf(why, len, "%s", strerror(errno));
+    return -1;
+  }
+  close(fd);
+  if (!existed) unlink(path);
+  return 0;
 }
 
 /* The result's file, as vLLM names it; computed before the run so that its
@@ -1153,6 +1185,15 @@ static int vllm_bench(int argc, char **argv) {
     if ((!o.result_dir || stat(o.result_dir, &st) == 0) && tp_output_check(x.result_path, false, whyp, sizeof(whyp))) {
       tp_cli_fini(&cli);
       fprintf(stderr, "tokperf vllm-bench: --save-result: cannot write %s: %s\n", x.result_path, whyp);
+      return TP_EXIT_START;
+    }
+    /* Those checks read permissions, which root passes everywhere (a
+     * /proc path, a read-only mount): the directory is made now (vLLM
+     * makes it at the end) and the file opened for appending once, as the
+     * run will, and removed again when it was not there. */
+    if (probe_result(o.result_dir, x.result_path, whyp, sizeof(whyp))) {
+      tp_cli_fini(&cli);
+      fprintf(stderr, "tokperf: cannot write the result file %s: %s (nothing was sent)\n", x.result_path, whyp);
       return TP_EXIT_START;
     }
   }

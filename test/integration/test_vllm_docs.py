@@ -215,6 +215,16 @@ for section, line, want in LINES:
               "its result file holds %d requests and, with --save-detailed, their arrays" % want,
               (d, names, {k: doc.get(k) for k in ("completed", "num_prompts")}))
         shutil.rmtree(d, ignore_errors=True)
+# A result file that cannot be written fails before the first request, in
+# both entries, root or not (a path under /proc: permissions say yes to
+# root, the kernel says no).
+for argv in ([TOKPERF, "vllm-bench", "--mock", "--num-prompts", "3", "--save-result", "--result-dir", "/proc/tp-nope"],
+             [TOKPERF, "sglang-bench", "--mock", "--dataset-name", "random", "--num-prompts", "3", "--output-file",
+              "/proc/tp-nope/out.jsonl"]):
+    p = subprocess.run(argv, cwd=tmp, env=env, capture_output=True, text=True, timeout=60 * SCALE)
+    check(p.returncode == 3 and "/proc/tp-nope" in p.stderr and "Successful requests" not in p.stdout,
+          "%s: an unwritable result path fails before any request, naming it" % argv[1],
+          "exit %d: %s" % (p.returncode, p.stderr[-600:]))
 check(ran >= 6 and ran + refused == len(LINES) >= 12, "%d of vLLM's documented lines: %d ran, %d refused" %
       (len(LINES), ran, refused))
 done()

@@ -27,6 +27,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from tp_check import SCALE, check, done, free_port, skip, wait_port  # noqa: E402
+from tp_parity import check_list, read_flags, read_rows  # noqa: E402
 
 TOKPERF = sys.argv[1]
 SRC = os.environ.get("TP_SOURCE_ROOT", os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
@@ -115,28 +116,9 @@ def base(words):
 
 
 # ---- the lists -------------------------------------------------------------
-def read_flags(path):
-    with open(path) as f:
-        return [ln.strip() for ln in f if ln.strip() and not ln.startswith("#")]
-
-
 captured = read_flags(os.path.join(PARITY, "aiperf_profile.flags"))
-rows = []
-with open(os.path.join(PARITY, "aiperf_profile.txt")) as f:
-    for n, ln in enumerate(f, 1):
-        if not ln.strip() or ln.startswith("#"):
-            continue
-        rows.append((n, ln.rstrip("\n").split("\t")))
-listed = [c[0] for _, c in rows if "=" not in c[0]]
-check(len(captured) > 100 and len(set(captured)) == len(captured), "AIPerf's captured flags: %d, no repeats" %
-      len(captured))
-missing = [f for f in captured if f not in listed]
-extra = [f for f in listed if f not in captured]
-check(not missing, "every flag of AIPerf's profile command is in the parity list", "missing: %s" % missing)
-check(not extra, "the parity list holds only AIPerf's flags", "not AIPerf's: %s" % extra)
-check(len(listed) == len(set(listed)), "each flag listed once")
-bad = [(n, c) for n, c in rows if len(c) < 3 or c[1] not in ("same", "mapped", "refused")]
-check(not bad, "every line is FLAG, same|mapped|refused and its detail", bad)
+rows = read_rows(os.path.join(PARITY, "aiperf_profile.txt"))
+listed = check_list("AIPerf's profile", captured, rows, 100)
 
 rc, helptext, err = run(["--help"])
 check(rc == 0, "aiperf profile --help", err)

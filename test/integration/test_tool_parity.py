@@ -23,6 +23,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from tp_check import SCALE, check, done, free_port, skip, wait_port  # noqa: E402
+from tp_parity import check_list, read_flags, read_rows  # noqa: E402
 
 TOKPERF = sys.argv[1]
 SRC = os.environ.get("TP_SOURCE_ROOT", os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
@@ -101,37 +102,13 @@ def expand(word):
     return word
 
 
-def read_flags(path):
-    with open(path) as f:
-        return [ln.strip() for ln in f if ln.strip() and not ln.startswith("#")]
-
-
-def read_rows(path):
-    rows = []
-    with open(path) as f:
-        for n, ln in enumerate(f, 1):
-            if ln.strip() and not ln.startswith("#"):
-                rows.append((n, ln.rstrip("\n").split("\t")))
-    return rows
-
-
 helps = {}
 try:
     for tool, (cmd, mock_words, small, kind) in TOOLS.items():
         name = tool + ".txt"
         captured = read_flags(os.path.join(PARITY, tool + ".flags"))
         rows = read_rows(os.path.join(PARITY, name))
-        listed = [c[0] for _, c in rows if not re.match(r"^-[-\w]+=", c[0])]
-        check(len(captured) > 20 and len(set(captured)) == len(captured),
-              "%s: %d flags captured from the tool's code, no repeats" % (tool, len(captured)))
-        missing = [f for f in captured if f not in listed]
-        extra = [f for f in listed if f not in captured]
-        check(not missing, "%s: every flag of the tool's parser is in %s" % (tool, name), "missing: %s" % missing)
-        check(not extra, "%s: %s holds only the tool's flags" % (tool, name), "not the tool's: %s" % extra)
-        check(len(listed) == len(set(listed)), "%s: each flag listed once" % tool)
-        bad = [(n, c) for n, c in rows if len(c) < 3 or c[1] not in ("same", "mapped", "refused")
-               or (c[1] == "refused" and len(c) != 3)]
-        check(not bad, "%s: every line is FLAG, same|mapped|refused and its detail" % tool, bad)
+        listed = check_list(tool, captured, rows, 20, refused_cols=3)
         key = " ".join(cmd[:1])
         if key not in helps:
             rc, out, err = run(cmd[:1] + ["--help"])

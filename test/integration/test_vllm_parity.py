@@ -28,6 +28,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from tp_check import SCALE, check, done, free_port, skip  # noqa: E402
+from tp_parity import check_list, read_flags, read_rows  # noqa: E402
 
 TOKPERF = sys.argv[1]
 SRC = os.environ.get("TP_SOURCE_ROOT", os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
@@ -72,28 +73,9 @@ def expand(word):
 
 
 # ---- the lists -------------------------------------------------------------
-def read_flags(path):
-    with open(path) as f:
-        return [ln.strip() for ln in f if ln.strip() and not ln.startswith("#")]
-
-
 captured = read_flags(os.path.join(PARITY, "vllm_bench_serve.flags"))
-rows = []
-with open(os.path.join(PARITY, "vllm_bench_serve.txt")) as f:
-    for n, ln in enumerate(f, 1):
-        if not ln.strip() or ln.startswith("#"):
-            continue
-        cols = ln.rstrip("\n").split("\t")
-        rows.append((n, cols))
-listed = [c[0] for _, c in rows if "=" not in c[0]]
-check(len(captured) > 90 and len(set(captured)) == len(captured), "vLLM's captured flags: %d, no repeats" % len(captured))
-missing = [f for f in captured if f not in listed]
-extra = [f for f in listed if f not in captured]
-check(not missing, "every flag of vLLM's parser is in the parity list", "missing: %s" % missing)
-check(not extra, "the parity list holds only vLLM's flags", "not vLLM's: %s" % extra)
-check(len(listed) == len(set(listed)), "each flag listed once")
-bad = [(n, c) for n, c in rows if len(c) < 3 or c[1] not in ("same", "mapped", "refused")]
-check(not bad, "every line is FLAG, same|mapped|refused and its detail", bad)
+rows = read_rows(os.path.join(PARITY, "vllm_bench_serve.txt"))
+listed = check_list("vLLM's bench serve", captured, rows, 90)
 
 # tools/capture_vllm_flags.py, which makes the .flags file from a vLLM
 # checkout, on a parser of vLLM's shape: the dataset parser called first,

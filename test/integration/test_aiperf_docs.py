@@ -24,7 +24,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from tp_check import SCALE, check, done, free_port, skip, wait_port  # noqa: E402
+from tp_check import SCALE, check, done, free_port, hf_cache_put, skip, wait_port  # noqa: E402
 
 TOKPERF = sys.argv[1]
 WORDS = os.environ.get("TP_WORDS_MODEL")
@@ -118,14 +118,7 @@ hub = os.path.join(tmp, "hub")
 env = dict(os.environ)
 if WORDS:
     for model in (QWEN, DEEPSEEK):
-        org, name = model.split("/")
-        repo = os.path.join(hub, "models--%s--%s" % (org, name))
-        snap = os.path.join(repo, "snapshots", "0" * 40)
-        os.makedirs(snap, exist_ok=True)
-        os.makedirs(os.path.join(repo, "refs"), exist_ok=True)
-        with open(os.path.join(repo, "refs", "main"), "w") as f:
-            f.write("0" * 40)
-        shutil.copy(WORDS, os.path.join(snap, "tokenizer.model"))
+        hf_cache_put(hub, model, WORDS, "0" * 40)
     env["HF_HUB_CACHE"] = hub
     env["HF_HUB_OFFLINE"] = "1"
 

@@ -23,7 +23,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from tp_check import SCALE, check, done, free_port, skip, wait_port  # noqa: E402
+from tp_check import SCALE, check, done, free_port, hf_cache_put, skip, wait_port  # noqa: E402
 
 TOKPERF = sys.argv[1]
 WORDS = os.environ.get("TP_WORDS_MODEL")
@@ -234,13 +234,7 @@ with open(os.path.join(tmp, "prompts.json"), "w") as f:  # the LLM guide's: "PRO
 env = dict(os.environ)
 if WORDS:
     for name in ["hf-internal-testing/llama-tokenizer", "deepseek-ai/DeepSeek-R1-Distill-Llama-8B"]:
-        repo = os.path.join(tmp, "hub", "models--" + name.replace("/", "--"))
-        commit = "0123456789abcdef0123456789abcdef01234567"
-        os.makedirs(os.path.join(repo, "snapshots", commit))
-        os.makedirs(os.path.join(repo, "refs"))
-        shutil.copy(WORDS, os.path.join(repo, "snapshots", commit, "tokenizer.model"))
-        with open(os.path.join(repo, "refs", "main"), "w") as f:
-            f.write(commit)
+        hf_cache_put(os.path.join(tmp, "hub"), name, WORDS)
     env["HF_HUB_CACHE"] = os.path.join(tmp, "hub")
     env.pop("HF_HOME", None)
 

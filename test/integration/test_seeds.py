@@ -23,7 +23,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from tp_check import SCALE, check, done, free_port, wait_port  # noqa: E402
+from tp_check import SCALE, check, done, free_port, hf_cache_put, wait_port  # noqa: E402
 
 TOKPERF = os.path.abspath(sys.argv[1])
 SRC = os.environ["TP_SOURCE_ROOT"]
@@ -59,13 +59,7 @@ with open(os.path.join(tmp, "prompts.json"), "w") as f:  # the vLLM tutorial's, 
 
 # A Hugging Face cache holding hf-internal-testing/llama-tokenizer.
 hub = os.path.join(tmp, "hub")
-commit = "0123456789abcdef0123456789abcdef01234567"
-repo = os.path.join(hub, "models--hf-internal-testing--llama-tokenizer")
-os.makedirs(os.path.join(repo, "refs"))
-os.makedirs(os.path.join(repo, "snapshots", commit))
-with open(os.path.join(repo, "refs", "main"), "w") as f:
-    f.write(commit)
-shutil.copy(WORDS, os.path.join(repo, "snapshots", commit, "tokenizer.model"))
+hf_cache_put(hub, "hf-internal-testing/llama-tokenizer", WORDS)
 
 env = dict(os.environ, HF_HUB_CACHE=hub, TRITON_URI="127.0.0.1:%d" % grpc_port)
 PROGRAMS = [["python3", "llm_perf.py"], ["perf_analyzer"], ["genai-perf"]]

@@ -19,7 +19,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from tp_check import SCALE, check, done  # noqa: E402
+from tp_check import SCALE, check, done, hf_cache_put  # noqa: E402
 
 TOKPERF = sys.argv[1]
 WORDS = os.environ.get("TP_WORDS_MODEL")
@@ -131,17 +131,8 @@ os.makedirs(home)
 hub = os.path.join(tmp, "hub")
 env = dict(os.environ, HOME=home, HF_HUB_OFFLINE="1", HF_HUB_CACHE=hub)
 models = sorted({shlex.split(line)[shlex.split(line).index("--model") + 1] for _, line, _ in LINES})
-for model in models:
-    if not WORDS:
-        break
-    org, name = model.split("/")
-    repo = os.path.join(hub, "models--%s--%s" % (org, name))
-    snap = os.path.join(repo, "snapshots", "0" * 40)
-    os.makedirs(snap, exist_ok=True)
-    os.makedirs(os.path.join(repo, "refs"), exist_ok=True)
-    with open(os.path.join(repo, "refs", "main"), "w") as f:
-        f.write("0" * 40)
-    shutil.copy(WORDS, os.path.join(snap, "tokenizer.model"))
+for model in models if WORDS else []:
+    hf_cache_put(hub, model, WORDS)
 
 
 def free_port():

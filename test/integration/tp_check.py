@@ -6,6 +6,7 @@ A script in test/integration or one directory below puts this directory on
 sys.path and imports from here; the TAP producer itself is the interop
 tests' (interop/interop_common.py)."""
 import os
+import shutil
 import sys
 
 sys.dont_write_bytecode = True
@@ -36,3 +37,22 @@ def skip(what, why):
 def done():
     """The plan, then exit: 1 when any check failed (or none ran), else 0."""
     sys.exit(_tap.finish())
+
+
+HF_COMMIT = "0123456789abcdef0123456789abcdef01234567"
+
+
+def hf_cache_put(hub, model, tokenizer, commit=HF_COMMIT):
+    """model ("ORG/NAME") in a Hugging Face cache at hub, laid out as
+    huggingface_hub lays it out (refs/main naming a snapshot that holds the
+    tokenizer file), the file a copy of tokenizer (its name kept when it is
+    a tokenizer.json, else tokenizer.model).  Returns the repo's folder."""
+    repo = os.path.join(hub, "models--" + model.replace("/", "--"))
+    snap = os.path.join(repo, "snapshots", commit)
+    os.makedirs(snap, exist_ok=True)
+    os.makedirs(os.path.join(repo, "refs"), exist_ok=True)
+    with open(os.path.join(repo, "refs", "main"), "w") as f:
+        f.write(commit)
+    name = "tokenizer.json" if tokenizer.endswith(".json") else "tokenizer.model"
+    shutil.copy(tokenizer, os.path.join(snap, name))
+    return repo

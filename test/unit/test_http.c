@@ -119,12 +119,22 @@ static void late_done(tp_http_req *r, const tp_http_result *res, void *ud) {
   c->ok = res->err_class == TP_ERRCLASS_NONE && res->status == 200;
 }
 
-static void test_late_read(void) {
-  late_srv srv = {.lfd = socket(AF_INET, SOCK_STREAM, 0)};
+/* A listening socket on a free loopback port, and the pipe a server
+ * thread waits on: the port, or -1. */
+static int loopback_listener(int *lfd, int go[2]) {
   struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
   socklen_t alen = sizeof(a);
-  if (srv.lfd < 0 || bind(srv.lfd, (struct sockaddr *)&a, sizeof(a)) || listen(srv.lfd, 4) ||
-      getsockname(srv.lfd, (struct sockaddr *)&a, &alen) || pipe(srv.go)) {
+  *lfd = socket(AF_INET, SOCK_STREAM, 0);
+  if (*lfd < 0 || bind(*lfd, (struct sockaddr *)&a, sizeof(a)) || listen(*lfd, 4) ||
+      getsockname(*lfd, (struct sockaddr *)&a, &alen) || pipe(go))
+    return -1;
+  return ntohs(a.sin_port);
+}
+
+static void test_late_read(void) {
+  late_srv srv = {.lfd = -1};
+  int port = loopback_listener(&srv.lfd, srv.go);
+  if (port < 0) {
     CHECK(0, "a loopback listening socket");
     return;
   }
@@ -138,7 +148,7 @@ static void test_late_read(void) {
   uv_loop_init(&loop);
   (void)tp_stamp_install(&loop);
   char url[64], err[256] = "";
-  snprintf(url, sizeof(url), "http://127.0.0.1:%d", ntohs(a.sin_port));
+  snprintf(url, sizeof(url), "http://127.0.0.1:%d", port);
   tp_http_opts o = {.base_url = url, .http1_only = true};
   tp_http *h = NULL;
   late_cli c = {.srv = &srv};
@@ -350,15 +360,13 @@ static void sse_done(tp_http_req *r, const tp_http_result *res, void *ud) {
 }
 
 static void test_late_events(void) {
-  sse_srv srv = {.lfd = socket(AF_INET, SOCK_STREAM, 0)};
-  struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-  socklen_t alen = sizeof(a);
-  if (srv.lfd < 0 || bind(srv.lfd, (struct sockaddr *)&a, sizeof(a)) || listen(srv.lfd, 4) ||
-      getsockname(srv.lfd, (struct sockaddr *)&a, &alen) || pipe(srv.go)) {
+  sse_srv srv = {.lfd = -1};
+  int port = loopback_listener(&srv.lfd, srv.go);
+  if (port < 0) {
     CHECK(0, "a loopback listening socket");
     return;
   }
-  srv.port = ntohs(a.sin_port);
+  srv.port = port;
   pthread_t th;
   if (pthread_create(&th, NULL, sse_server, &srv)) {
     CHECK(0, "the server thread starts");
@@ -369,7 +377,7 @@ static void test_late_events(void) {
   uv_loop_init(&loop);
   (void)tp_stamp_install(&loop);
   char url[64], err[256] = "";
-  snprintf(url, sizeof(url), "http://127.0.0.1:%d", ntohs(a.sin_port));
+  snprintf(url, sizeof(url), "http://127.0.0.1:%d", port);
   tp_http_opts o = {.base_url = url, .http1_only = true};
   tp_http *h = NULL;
   sse_cli c = {.srv = &srv};
